@@ -1,0 +1,129 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { PGlitePool } from './pglite-pool.ts';
+
+export interface QueryResult<R> {
+  rows: R[];
+  rowCount: number;
+}
+
+/** The minimum every SQL user needs: a parameterised query. Both pools and transactions have it. */
+export interface Queryable {
+  query<R = any>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+}
+
+export interface Transaction extends Queryable {}
+
+/**
+ * One relational database, PostgreSQL or embedded PGlite, behind the same small interface.
+ * Kysely serves typed read-model queries; `query`/`transaction` serve the event store and projections.
+ */
+export interface Database extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  readonly kysely: Kysely<any>;
+  /** Runs `fn` in one transaction. With PGlite there is one connection: never touch `db` inside `fn`, only `tx`. */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** Runs several statements at once (migrations). */
+  exec(sql: string): Promise<void>;
+  /** LISTEN on a channel; returns the function that stops listening. */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+interface PoolLike {
+  query(sql: string, params?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+  connect(): Promise<{
+    query(sql: string, params?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+    release(): void;
+  }>;
+  end(): Promise<void>;
+}
+
+function wrap(kind: Database['kind'], pool: PoolLike, listen: Database['listen'], onClose: () => Promise<void>) {
+  const kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool: pool as any }) });
+  const db: Database = {
+    kind,
+    kysely,
+    async query(sql, params) {
+      const r = await pool.query(sql, params);
+      return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+    },
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const tx: Transaction = {
+          async query(sql, params) {
+            const r = await client.query(sql, params);
+            return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+          },
+        };
+        const result = await fn(tx);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    listen,
+    async close() {
+      await kysely.destroy().catch(() => {});
+      await onClose();
+    },
+  };
+  return db;
+}
+
+// int8 and numeric as strings would leak into JSON; counts and revisions fit in a double.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function connectPostgres(url: string, max = 10): Database {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', () => {}); // idle-client errors surface on the next query instead
+  const listeners = new Set<pg.Client>();
+  const listen: Database['listen'] = async (channel, onNotify) => {
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => {});
+    await client.connect();
+    client.on('notification', (n) => {
+      if (n.channel === channel) onNotify(n.payload ?? '');
+    });
+    await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    listeners.add(client);
+    return async () => {
+      listeners.delete(client);
+      await client.end().catch(() => {});
+    };
+  };
+  return wrap('postgres', pool, listen, async () => {
+    await Promise.all([...listeners].map((c) => c.end().catch(() => {})));
+    await pool.end().catch(() => {});
+  });
+}
+
+/** Embedded PostgreSQL. `dataDir` undefined keeps everything in memory (tests). */
+export async function openPGlite(dataDir?: string): Promise<Database> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const pglite = await PGlite.create(dataDir ? join(dataDir, 'pglite') : undefined);
+  const pool = new PGlitePool(pglite);
+  const listen: Database['listen'] = async (channel, onNotify) => {
+    const unlisten = await pool.withLock(() => pglite.listen(channel, onNotify));
+    return () => pool.withLock(() => unlisten());
+  };
+  return wrap('pglite', pool, listen, async () => {
+    await pool.end();
+  });
+}
+
+export async function openDatabase(config: { DATABASE_URL?: string; POSTLINE_DATA_DIR: string }) {
+  return config.DATABASE_URL ? connectPostgres(config.DATABASE_URL) : openPGlite(config.POSTLINE_DATA_DIR);
+}

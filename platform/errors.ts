@@ -1,0 +1,88 @@
+/**
+ * The one error catalogue. Every error a client can see is created here, with its HTTP status, its `type`
+ * (a family) and its `code` (the exact cause). Routes and deciders throw `AppError`s; the HTTP layer and the
+ * SMTP servers map them to `{error:{type,message,code}}` and reply codes. No ad-hoc error objects elsewhere.
+ */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'validation_error'
+  | 'rate_limit_error'
+  | 'quota_error'
+  | 'api_error';
+
+const catalogue = {
+  // 400
+  malformed_json: [400, 'invalid_request_error'],
+  unsupported_content_type: [415, 'invalid_request_error'],
+  body_too_large: [413, 'invalid_request_error'],
+  invalid_header: [400, 'invalid_request_error'],
+  // 401 / 403
+  missing_api_key: [401, 'authentication_error'],
+  invalid_api_key: [401, 'authentication_error'],
+  insufficient_permission: [403, 'permission_error'],
+  domain_not_allowed: [403, 'permission_error'],
+  // 404 / 405
+  not_found: [404, 'not_found_error'],
+  route_not_found: [404, 'not_found_error'],
+  method_not_allowed: [405, 'invalid_request_error'],
+  // 409
+  conflict: [409, 'conflict_error'],
+  concurrent_modification: [409, 'conflict_error'],
+  idempotency_key_reused: [409, 'conflict_error'],
+  idempotency_request_in_flight: [409, 'conflict_error'],
+  domain_exists: [409, 'conflict_error'],
+  email_not_scheduled: [409, 'conflict_error'],
+  contact_exists: [409, 'conflict_error'],
+  // 422
+  validation_error: [422, 'validation_error'],
+  plan_limit_exceeded: [422, 'quota_error'],
+  template_not_published: [422, 'validation_error'],
+  template_render_error: [422, 'validation_error'],
+  domain_not_verified: [422, 'validation_error'],
+  all_recipients_suppressed: [422, 'validation_error'],
+  // 429
+  rate_limit_exceeded: [429, 'rate_limit_error'],
+  monthly_quota_exceeded: [429, 'quota_error'],
+  // 5xx
+  internal_error: [500, 'api_error'],
+  projection_timeout: [503, 'api_error'],
+  service_unavailable: [503, 'api_error'],
+} as const satisfies Record<string, readonly [number, ErrorType]>;
+
+export type ErrorCode = keyof typeof catalogue;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly headers: Record<string, string>;
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.code = code;
+    [this.status, this.type] = catalogue[code];
+    this.headers = headers;
+  }
+  toJSON() {
+    return { error: { type: this.type, message: this.message, code: this.code } };
+  }
+}
+
+/** Thrown by deciders: a business rule said no. Same catalogue, no HTTP knowledge needed. */
+export const fail = (code: ErrorCode, message: string): never => {
+  throw new AppError(code, message);
+};
+
+export const notFound = (what: string, id: string) => new AppError('not_found', `${what} ${id} not found`);
+
+/** SMTP reply for an error, for the relay and the MX. */
+export function smtpReplyFor(error: AppError): { responseCode: number; message: string } {
+  if (error.status === 429) return { responseCode: 451, message: `4.7.1 ${error.message}` };
+  if (error.status === 401) return { responseCode: 535, message: `5.7.8 ${error.message}` };
+  if (error.status === 403) return { responseCode: 550, message: `5.7.1 ${error.message}` };
+  if (error.status >= 500) return { responseCode: 451, message: `4.3.0 ${error.message}` };
+  return { responseCode: 550, message: `5.6.0 ${error.message}` };
+}

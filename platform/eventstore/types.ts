@@ -1,0 +1,97 @@
+/**
+ * The event store port. Adapters: PostgreSQL and PGlite (`postgres.ts`, same SQL) and KurrentDB (`kurrentdb.ts`),
+ * held to one contract suite (test/contract/event-store.contract.ts).
+ */
+
+export type Mode = 'live' | 'test';
+
+export interface EventMetadata {
+  orgId: string;
+  mode: Mode;
+  /** Who caused it: an API key id, `smtp`, `cli` or `system`. */
+  actor: string;
+  correlationId?: string;
+  causationId?: string;
+}
+
+export interface NewEvent<T extends string = string, D = unknown> {
+  type: T;
+  data: D;
+  metadata: EventMetadata;
+}
+
+/**
+ * A position in the global log. Opaque to callers; adapters make it a fixed-width string so that
+ * comparing two positions is comparing two strings (`comparePositions`).
+ */
+export type Position = string;
+export const START: Position = '';
+
+export const comparePositions = (a: Position, b: Position): number => (a < b ? -1 : a > b ? 1 : 0);
+
+export interface StoredEvent<T extends string = string, D = any> extends NewEvent<T, D> {
+  streamId: string;
+  /** 0-based revision of the event in its stream. */
+  revision: number;
+  position: Position;
+  createdAt: Date;
+}
+
+/** `no_stream`: the stream must not exist; `stream_exists`: it must; `any`; or the exact revision of its last event. */
+export type ExpectedRevision = 'no_stream' | 'stream_exists' | 'any' | number;
+
+export interface AppendResult {
+  /** Revision of the last appended event. */
+  nextRevision: number;
+  /** Position of the last appended event. */
+  position: Position;
+}
+
+export class WrongExpectedRevisionError extends Error {
+  readonly streamId: string;
+  readonly expected: ExpectedRevision;
+  readonly actual: number | 'no_stream';
+  constructor(streamId: string, expected: ExpectedRevision, actual: number | 'no_stream') {
+    super(`stream ${streamId}: expected revision ${expected}, actual ${actual}`);
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export interface ReadAllOptions {
+  /** Read events strictly after this position; START (the default) reads from the beginning. */
+  from?: Position;
+  limit?: number;
+}
+
+export interface Subscription {
+  stop(): Promise<void>;
+  /** Resolves when the subscription has handled everything committed before the call. */
+  caughtUp(): Promise<void>;
+}
+
+/** Turns an old shape of an event into the current one as it is read; events on disk never change. */
+export type Upcaster = (event: StoredEvent) => StoredEvent;
+
+export interface EventStore {
+  append(streamId: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+  readStream(streamId: string, options?: { fromRevision?: number }): Promise<StoredEvent[]>;
+  /** Events in global order, never skipping one that commits late. */
+  readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
+  /** Catch-up from `from`, then live. `handle` gets batches in global order; a failing batch is retried. */
+  subscribe(options: { from?: Position; batchSize?: number }, handle: (events: StoredEvent[]) => Promise<void>): Subscription;
+  /** The position of the newest event that `readAll` could return now. */
+  headPosition(): Promise<Position>;
+  close(): Promise<void>;
+}
+
+export function applyUpcasters(upcasters: Record<string, Upcaster>, event: StoredEvent): StoredEvent {
+  let e = event;
+  for (let i = 0; i < 10; i++) {
+    const up = upcasters[e.type];
+    if (!up) return e;
+    e = up(e);
+  }
+  return e;
+}

@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+let lastTime = 0;
+let lastRandom: number[] = [];
+
+function encodeTime(ms: number): string {
+  let out = '';
+  for (let i = 0; i < 10; i++) {
+    out = CROCKFORD[ms % 32] + out;
+    ms = Math.floor(ms / 32);
+  }
+  return out;
+}
+
+/**
+ * A prefixed, lexicographically time-ordered id (ULID body, lower case).
+ * Monotonic within the process so ids created in the same millisecond still sort in creation order,
+ * which is what cursor pagination relies on.
+ */
+export function newId(prefix: string, at: number = Date.now()): string {
+  if (at <= lastTime) {
+    for (let i = lastRandom.length - 1; i >= 0; i--) {
+      if (lastRandom[i] < 31) {
+        lastRandom[i]++;
+        break;
+      }
+      lastRandom[i] = 0;
+    }
+    at = lastTime;
+  } else {
+    lastTime = at;
+    lastRandom = [...randomBytes(16)].map((b) => b % 32);
+  }
+  return `${prefix}_${encodeTime(at)}${lastRandom.map((n) => CROCKFORD[n]).join('')}`;
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Random base62 text, for secrets such as API keys. */
+export function randomToken(length: number): string {
+  const bytes = randomBytes(length * 2);
+  let out = '';
+  for (const b of bytes) {
+    if (b < 248) out += BASE62[b % 62];
+    if (out.length === length) return out;
+  }
+  return out + randomToken(length - out.length);
+}

@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type EventStore,
+  type NewEvent,
+  START,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '../../platform/eventstore/types.ts';
+
+export interface ContractHarness {
+  /** A store on a fresh, empty log. `upcasters` are installed on it. */
+  open(options?: { upcasters?: Record<string, (e: StoredEvent) => StoredEvent> }): Promise<EventStore>;
+  dispose(): Promise<void>;
+}
+
+const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'test' };
+const ev = (type: string, data: unknown = {}): NewEvent => ({ type, data, metadata: meta });
+let n = 0;
+const stream = (name: string) => `${name}-${Date.now()}-${n++}`;
+
+/** The contract every event store adapter must keep. Run once per adapter. */
+export function eventStoreContract(name: string, makeHarness: () => Promise<ContractHarness>) {
+  describe(`event store contract: ${name}`, () => {
+    let harness: ContractHarness;
+    let store: EventStore;
+    beforeAll(async () => {
+      harness = await makeHarness();
+      store = await harness.open({
+        upcasters: { OldShape: (e) => ({ ...e, type: 'NewShape', data: { value: e.data.v, upcasted: true } }) },
+      });
+    });
+    afterAll(async () => {
+      await store?.close();
+      await harness?.dispose();
+    });
+
+    it('appends to a new stream with no_stream and reads it back in order', async () => {
+      const s = stream('order');
+      const r = await store.append(s, [ev('A', { i: 0 }), ev('B', { i: 1 })], { expectedRevision: 'no_stream' });
+      expect(r.nextRevision).toBe(1);
+      const events = await store.readStream(s);
+      expect(events.map((e) => [e.type, e.revision, e.data.i])).toEqual([
+        ['A', 0, 0],
+        ['B', 1, 1],
+      ]);
+      expect(events[0].metadata).toEqual(meta);
+      expect(events[1].position).toBe(r.position);
+      expect(events[0].createdAt).toBeInstanceOf(Date);
+    });
+
+    it('rejects no_stream on an existing stream with a typed conflict', async () => {
+      const s = stream('exists');
+      await store.append(s, [ev('A')], { expectedRevision: 'no_stream' });
+      const error = await store.append(s, [ev('B')], { expectedRevision: 'no_stream' }).catch((e) => e);
+      expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(error.actual).toBe(0);
+    });
+
+    it('checks stream_exists', async () => {
+      const s = stream('se');
+      const error = await store.append(s, [ev('A')], { expectedRevision: 'stream_exists' }).catch((e) => e);
+      expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(error.actual).toBe('no_stream');
+      await store.append(s, [ev('A')], { expectedRevision: 'no_stream' });
+      const r = await store.append(s, [ev('B')], { expectedRevision: 'stream_exists' });
+      expect(r.nextRevision).toBe(1);
+    });
+
+    it('checks an exact revision', async () => {
+      const s = stream('exact');
+      await store.append(s, [ev('A'), ev('B')], { expectedRevision: 'no_stream' });
+      const stale = await store.append(s, [ev('C')], { expectedRevision: 0 }).catch((e) => e);
+      expect(stale).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(stale.actual).toBe(1);
+      expect((await store.append(s, [ev('C')], { expectedRevision: 1 })).nextRevision).toBe(2);
+    });
+
+    it('lets exactly one of two racing writers with the same expected revision win', async () => {
+      const s = stream('race');
+      await store.append(s, [ev('A')], { expectedRevision: 'no_stream' });
+      const results = await Promise.allSettled([
+        store.append(s, [ev('B1')], { expectedRevision: 0 }),
+        store.append(s, [ev('B2')], { expectedRevision: 0 }),
+      ]);
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(rejected.reason).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.readStream(s)).toHaveLength(2);
+    });
+
+    it('appends with any, concurrently, without losing an event', async () => {
+      const s = stream('any');
+      await Promise.all(Array.from({ length: 10 }, (_, i) => store.append(s, [ev('X', { i })], { expectedRevision: 'any' })));
+      const events = await store.readStream(s);
+      expect(events.map((e) => e.revision)).toEqual([...Array(10).keys()]);
+    });
+
+    it('reads an unknown stream as empty', async () => {
+      expect(await store.readStream(stream('none'))).toEqual([]);
+    });
+
+    it('reads all events in global order, in pages', async () => {
+      const s = stream('all');
+      const before = await store.headPosition();
+      for (let i = 0; i < 5; i++) await store.append(s, [ev('P', { i })], { expectedRevision: 'any' });
+      const page1 = await store.readAll({ from: before, limit: 3 });
+      const page2 = await store.readAll({ from: page1[2].position, limit: 3 });
+      const mine = [...page1, ...page2].filter((e) => e.streamId === s);
+      expect(mine.map((e) => e.data.i)).toEqual([0, 1, 2, 3, 4]);
+      const positions = [...page1, ...page2].map((e) => e.position);
+      expect([...positions].sort()).toEqual(positions);
+      expect(await store.headPosition()).toBe(page2.at(-1)?.position);
+    });
+
+    it('upcasts old event shapes on read', async () => {
+      const s = stream('up');
+      await store.append(s, [ev('OldShape', { v: 7 })], { expectedRevision: 'no_stream' });
+      const [e] = await store.readStream(s);
+      expect(e.type).toBe('NewShape');
+      expect(e.data).toEqual({ value: 7, upcasted: true });
+      const all = await store.readAll({ from: START, limit: 10_000 });
+      expect(all.find((x) => x.streamId === s)?.type).toBe('NewShape');
+    });
+
+    it('subscribes from a checkpoint: catch-up, then live', async () => {
+      const s = stream('sub');
+      await store.append(s, [ev('E', { i: 0 }), ev('E', { i: 1 })], { expectedRevision: 'no_stream' });
+      const [first] = await store.readStream(s);
+      const seen: number[] = [];
+      const sub = store.subscribe({ from: first.position }, async (events) => {
+        for (const e of events) if (e.streamId === s) seen.push(e.data.i);
+      });
+      await sub.caughtUp();
+      expect(seen).toEqual([1]);
+      await store.append(s, [ev('E', { i: 2 })], { expectedRevision: 1 });
+      await sub.caughtUp();
+      expect(seen).toEqual([1, 2]);
+      await sub.stop();
+    });
+
+    it('retries a batch whose handler failed, so nothing is skipped', async () => {
+      const s = stream('retry');
+      const from = await store.headPosition();
+      await store.append(s, [ev('E', { i: 0 })], { expectedRevision: 'no_stream' });
+      let calls = 0;
+      const seen: number[] = [];
+      const sub = store.subscribe({ from }, async (events) => {
+        if (calls++ === 0) throw new Error('transient');
+        for (const e of events) if (e.streamId === s) seen.push(e.data.i);
+      });
+      await sub.caughtUp();
+      expect(calls).toBeGreaterThanOrEqual(2);
+      expect(seen).toEqual([0]);
+      await sub.stop();
+    });
+  });
+}

@@ -1,0 +1,69 @@
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { openPGlite } from '../../platform/db/database.ts';
+import { PostgresEventStore } from '../../platform/eventstore/postgres.ts';
+import { START, type StoredEvent } from '../../platform/eventstore/types.ts';
+import { openTestDatabase } from '../support/databases.ts';
+import { eventStoreContract } from './event-store.contract.ts';
+
+eventStoreContract('PostgreSQL', async () => {
+  const { db, dispose } = await openTestDatabase('postgres');
+  return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), dispose };
+});
+
+eventStoreContract('PGlite', async () => {
+  const db = await openPGlite();
+  return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), dispose: () => db.close() };
+});
+
+describe('PostgreSQL event store under out-of-order commits', () => {
+  it('delivers every event exactly once, in position order, although a transaction commits late', async () => {
+    const { db, url, dispose } = await openTestDatabase('postgres');
+    const store = await PostgresEventStore.create(db, { pollMs: 50 });
+    const seen: StoredEvent[] = [];
+    const sub = store.subscribe({ from: START, batchSize: 7 }, async (events) => {
+      seen.push(...events);
+    });
+    const meta = { orgId: 'o', mode: 'test', actor: 't' };
+
+    // A writer takes its global position, then holds its transaction open while others commit.
+    const slow = new pg.Client({ connectionString: url });
+    await slow.connect();
+    await slow.query('BEGIN');
+    await slow.query(
+      `INSERT INTO events (stream_id, stream_revision, type, data, metadata) VALUES ('slow-1', 0, 'Slow', '{}', $1)`,
+      [JSON.stringify(meta)],
+    );
+
+    const writers = Array.from({ length: 8 }, (_, w) =>
+      (async () => {
+        for (let i = 0; i < 25; i++) {
+          await store.append(`fast-${w}`, [{ type: 'Fast', data: { w, i }, metadata: meta as any }], {
+            expectedRevision: 'any',
+          });
+        }
+      })(),
+    );
+    await Promise.all(writers);
+    // The subscriber may not move past the open transaction: nothing committed after it is delivered yet.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(seen.some((e) => e.streamId === 'slow-1')).toBe(false);
+    expect(seen).toHaveLength(0);
+
+    await slow.query('COMMIT');
+    await slow.end();
+    await sub.caughtUp();
+    await sub.stop();
+
+    expect(seen).toHaveLength(201);
+    expect(new Set(seen.map((e) => e.position)).size).toBe(201);
+    const positions = seen.map((e) => e.position);
+    expect([...positions].sort()).toEqual(positions);
+    expect(seen.filter((e) => e.streamId === 'slow-1')).toHaveLength(1);
+    for (let w = 0; w < 8; w++) {
+      expect(seen.filter((e) => e.streamId === `fast-${w}`).map((e) => e.data.i)).toEqual([...Array(25).keys()]);
+    }
+    await store.close();
+    await dispose();
+  });
+});

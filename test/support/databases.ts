@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { connectPostgres, type Database, openPGlite } from '../../platform/db/database.ts';
+
+export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A fresh, empty PostgreSQL database of its own for one test file; drop it with the returned function. */
+export async function createTestDatabaseUrl(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `postline_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export type DatabaseKind = 'postgres' | 'pglite';
+export const DATABASE_KINDS: DatabaseKind[] = ['postgres', 'pglite'];
+
+/** Opens a throwaway database of the given kind: its own PostgreSQL database, or an in-memory PGlite. */
+export async function openTestDatabase(kind: DatabaseKind): Promise<{ db: Database; url?: string; dispose: () => Promise<void> }> {
+  if (kind === 'pglite') {
+    const db = await openPGlite();
+    return { db, dispose: () => db.close() };
+  }
+  const { url, drop } = await createTestDatabaseUrl();
+  const db = connectPostgres(url);
+  return {
+    db,
+    url,
+    dispose: async () => {
+      await db.close();
+      await drop();
+    },
+  };
+}
