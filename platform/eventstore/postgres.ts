@@ -10,6 +10,7 @@ import {
   type ReadAllOptions,
   START,
   type StoredEvent,
+  type SubscribeOptions,
   type Subscription,
   type Upcaster,
   WrongExpectedRevisionError,
@@ -179,8 +180,8 @@ export class PostgresEventStore implements EventStore {
     });
   }
 
-  subscribe(options: { from?: Position; batchSize?: number }, handle: (events: StoredEvent[]) => Promise<void>) {
-    let position = options.from ?? START;
+  subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>) {
+    let position = typeof options.from === 'function' ? START : (options.from ?? START);
     let stopped = false;
     const batchSize = options.batchSize ?? 500;
     const waiters: { target: Position; resolve: () => void }[] = [];
@@ -196,6 +197,7 @@ export class PostgresEventStore implements EventStore {
       let heldBack = 0;
       while (!stopped) {
         try {
+          if (typeof options.from === 'function') position = await options.from();
           const events = await this.readAll({ from: position, limit: batchSize });
           if (events.length > 0) {
             await handle(events);

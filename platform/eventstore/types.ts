@@ -65,6 +65,15 @@ export interface ReadAllOptions {
   limit?: number;
 }
 
+export interface SubscribeOptions {
+  /**
+   * Where to start: after this position, or, as a function, asked again before every read. The function form
+   * lets a consumer keep its checkpoint in its own table (projections) and move it (rebuilds).
+   */
+  from?: Position | (() => Promise<Position>);
+  batchSize?: number;
+}
+
 export interface Subscription {
   stop(): Promise<void>;
   /** Resolves when the subscription has handled everything committed before the call. */
@@ -80,7 +89,7 @@ export interface EventStore {
   /** Events in global order, never skipping one that commits late. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
   /** Catch-up from `from`, then live. `handle` gets batches in global order; a failing batch is retried. */
-  subscribe(options: { from?: Position; batchSize?: number }, handle: (events: StoredEvent[]) => Promise<void>): Subscription;
+  subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>): Subscription;
   /** The position of the newest event that `readAll` could return now. */
   headPosition(): Promise<Position>;
   close(): Promise<void>;

@@ -1,0 +1,32 @@
+import { timingSafeEqual } from 'node:crypto';
+import express from 'express';
+import type { Postline } from '../service.ts';
+import { runCommand, UsageError } from './commands.ts';
+
+/**
+ * POST /admin/cli runs a CLI command inside the running service, streaming its output back. Embedded mode
+ * needs it: PGlite allows one owner of the data dir, so `postline orgs create` talks to the server that owns
+ * it. Guarded by the admin token the server wrote into the data dir (readable only by its user).
+ */
+export function mountAdmin(app: express.Express, token: string, postline: () => Postline) {
+  app.post('/admin/cli', express.json({ limit: '64kb' }), async (req, res) => {
+    const presented = Buffer.from(req.get('x-postline-admin-token') ?? '');
+    const expected = Buffer.from(token);
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      res.status(401).json({ error: { type: 'authentication_error', message: 'Invalid admin token', code: 'invalid_admin_token' } });
+      return;
+    }
+    const argv = req.body?.argv;
+    if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) {
+      res.status(422).json({ error: { type: 'validation_error', message: '`argv`: must be an array of strings', code: 'validation_error' } });
+      return;
+    }
+    res.status(200).type('text/plain');
+    try {
+      const code = await runCommand(argv, postline(), res);
+      res.end(`\n#exit ${code}\n`);
+    } catch (error: any) {
+      res.end(`${error instanceof UsageError ? error.message : `Error: ${error.message}`}\n#exit ${error instanceof UsageError ? 2 : 1}\n`);
+    }
+  });
+}

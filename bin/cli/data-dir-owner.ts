@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * PGlite allows one owner of the data dir. The owner writes `owner.json` (pid; for a server also its port and
+ * an admin token, mode 0600). A CLI command finds the running server there and routes itself through it.
+ */
+export interface Owner {
+  pid: number;
+  port?: number;
+  adminToken?: string;
+}
+
+const file = (dataDir: string) => join(dataDir, 'owner.json');
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: any) {
+    return e.code === 'EPERM';
+  }
+};
+
+/** The live owner of the data dir, if any (a stale file from a crashed process is ignored). */
+export function currentOwner(dataDir: string): Owner | null {
+  if (!existsSync(file(dataDir))) return null;
+  try {
+    const owner = JSON.parse(readFileSync(file(dataDir), 'utf8')) as Owner;
+    return owner.pid !== process.pid && alive(owner.pid) ? owner : null;
+  } catch {
+    return null;
+  }
+}
+
+export function claimDataDir(dataDir: string, port?: number): Owner {
+  const existing = currentOwner(dataDir);
+  if (existing) {
+    throw new Error(
+      `The data dir ${dataDir} is in use by process ${existing.pid}${existing.port ? ` (serving on port ${existing.port})` : ''}.`,
+    );
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const owner: Owner = { pid: process.pid, port, adminToken: port ? randomBytes(24).toString('hex') : undefined };
+  writeFileSync(file(dataDir), JSON.stringify(owner), { mode: 0o600 });
+  return owner;
+}
+
+export function releaseDataDir(dataDir: string): void {
+  try {
+    const owner = JSON.parse(readFileSync(file(dataDir), 'utf8')) as Owner;
+    if (owner.pid === process.pid) rmSync(file(dataDir));
+  } catch {}
+}

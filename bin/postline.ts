@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+import { request } from 'undici';
+import { ConfigError, loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { mountAdmin } from './cli/admin.ts';
+import { runCommand, USAGE, UsageError } from './cli/commands.ts';
+import { claimDataDir, currentOwner, releaseDataDir } from './cli/data-dir-owner.ts';
+import { type Postline, startPostline } from './service.ts';
+
+async function serve(config: ReturnType<typeof loadConfig>) {
+  const log = createLogger(config.LOG_LEVEL);
+  const owner = config.embedded ? claimDataDir(config.POSTLINE_DATA_DIR, config.PORT) : null;
+  let postline: Postline | undefined;
+  postline = await startPostline(config, {
+    log,
+    mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
+  });
+  const { rows } = await postline.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM organizations');
+  log.info(
+    { port: postline.port, database: config.embedded ? `PGlite in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL' },
+    `Postline serving ${config.PUBLIC_URL}/v1`,
+  );
+  if (rows[0].n === 0) {
+    process.stdout.write(
+      `\nNo organization yet. Create one and get your first API keys with:\n\n  npx postline orgs create --name "My Company"\n\n`,
+    );
+  }
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await postline!.close();
+    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+/** Embedded mode with a running server: run the command inside it. */
+async function viaServer(port: number, token: string, argv: string[]): Promise<number> {
+  const res = await request(`http://127.0.0.1:${port}/admin/cli`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-postline-admin-token': token },
+    body: JSON.stringify({ argv }),
+  });
+  if (res.statusCode !== 200) {
+    process.stderr.write(`The running service refused the command (HTTP ${res.statusCode}).\n`);
+    return 1;
+  }
+  // The exit code arrives as a last line `#exit N`; hold back the tail of the stream until it is complete.
+  let pending = '';
+  for await (const chunk of res.body) {
+    pending += chunk.toString();
+    if (pending.length > 16) {
+      process.stdout.write(pending.slice(0, -16));
+      pending = pending.slice(-16);
+    }
+  }
+  const exit = /\n?#exit (\d+)\n$/.exec(pending);
+  process.stdout.write(pending.slice(0, exit?.index ?? pending.length));
+  return exit ? Number(exit[1]) : 1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
+    process.stdout.write(USAGE);
+    return argv.length === 0 ? 2 : 0;
+  }
+  const config = loadConfig();
+  if (argv[0] === 'serve') {
+    await serve(config);
+    return -1;
+  }
+  const owner = config.embedded ? currentOwner(config.POSTLINE_DATA_DIR) : null;
+  if (owner?.port && owner.adminToken) return viaServer(owner.port, owner.adminToken, argv);
+  if (config.embedded) claimDataDir(config.POSTLINE_DATA_DIR);
+  const postline = await startPostline(
+    { ...config, LOG_LEVEL: 'warn' },
+    { http: false, processes: false },
+  );
+  try {
+    return await runCommand(argv, postline, process.stdout);
+  } finally {
+    await postline.close();
+    if (config.embedded) releaseDataDir(config.POSTLINE_DATA_DIR);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error) => {
+    if (error instanceof ConfigError || error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`postline: ${error.message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,122 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type express from 'express';
+import { type Clock, systemClock } from '../platform/clock.ts';
+import type { Config } from '../platform/config.ts';
+import { SecretBox } from '../platform/crypto.ts';
+import { type Database, openDatabase } from '../platform/db/database.ts';
+import { migrate } from '../platform/db/migrations.ts';
+import { PostgresEventStore } from '../platform/eventstore/postgres.ts';
+import type { EventStore } from '../platform/eventstore/types.ts';
+import { createHttpApp } from '../platform/http/app.ts';
+import { RATE_LIMIT_SCHEMA } from '../platform/http/rate-limit.ts';
+import { ApiRouter } from '../platform/http/router.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
+import { resolveSecretKey } from '../platform/secret-key.ts';
+import type { Services } from '../platform/services.ts';
+import { CHECKPOINTS_SCHEMA } from '../projections/projection.ts';
+import { ProjectionRunner } from '../projections/runner.ts';
+import { ProjectionWaiter } from '../projections/waiter.ts';
+import type { BackgroundProcess } from '../processes/process.ts';
+import { authenticateKey } from '../read-side/api-keys/queries.ts';
+import { backgroundProcesses, createRateLimiter, migrations, projections, registerRoutes } from './composition.ts';
+
+export interface StartOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Run projections in this process (default true). */
+  projections?: boolean;
+  /** Run process managers in this process (default true). Tests drive them by hand when false. */
+  processes?: boolean;
+  /** Serve HTTP (default true). The CLI opens the stores without it. */
+  http?: boolean;
+  /** Extra non-/v1 handlers (the embedded admin endpoint). */
+  mount?: (app: express.Express, services: Services) => void;
+  /** An already open database (tests that share one). */
+  db?: Database;
+}
+
+export interface Postline {
+  services: Services;
+  runner: ProjectionRunner;
+  processes: BackgroundProcess[];
+  app?: express.Express;
+  server?: Server;
+  port?: number;
+  close(): Promise<void>;
+}
+
+async function openEventStore(config: Config, db: Database): Promise<EventStore> {
+  if (config.KURRENTDB_URL) {
+    const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
+    return KurrentEventStore.connect(config.KURRENTDB_URL);
+  }
+  return PostgresEventStore.create(db, { pollMs: 1000 });
+}
+
+/** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
+export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
+  const log = options.log ?? createLogger(config.LOG_LEVEL);
+  const db = options.db ?? (await openDatabase(config));
+  const store = await openEventStore(config, db);
+  await db.exec(`${CHECKPOINTS_SCHEMA};${RATE_LIMIT_SCHEMA};`);
+  await migrate(db, migrations);
+
+  const runner = new ProjectionRunner(db, store, projections, log);
+  const waiter = new ProjectionWaiter(db, runner, config.PROJECTION_WAIT_MS);
+  const services: Services = {
+    config,
+    db,
+    store,
+    clock: options.clock ?? systemClock,
+    log,
+    secrets: new SecretBox(resolveSecretKey(config)),
+    readYourWrites: waiter,
+    rateLimiter: createRateLimiter(config, db),
+  };
+  if (options.projections !== false) runner.start();
+  const processes = options.processes === false ? [] : backgroundProcesses(services);
+  for (const p of processes) p.start();
+
+  let app: express.Express | undefined;
+  let server: Server | undefined;
+  if (options.http !== false) {
+    const router = new ApiRouter();
+    registerRoutes(router, services);
+    app = createHttpApp({
+      services,
+      router,
+      authenticate: (key) => authenticateKey(db, key),
+      ready: async () => {
+        await db.query('SELECT 1');
+        await store.headPosition();
+        return runner.running || options.projections === false;
+      },
+      mount: options.mount ? (a) => options.mount!(a, services) : undefined,
+    });
+    server = app.listen(config.PORT, '0.0.0.0');
+    await once(server, 'listening');
+  }
+
+  return {
+    services,
+    runner,
+    processes,
+    app,
+    server,
+    port: server ? (server.address() as AddressInfo).port : undefined,
+    async close() {
+      if (server) {
+        server.closeAllConnections();
+        await new Promise((r) => server!.close(r));
+      }
+      await Promise.all(processes.map((p) => p.stop()));
+      await runner.stop();
+      await waiter.close();
+      await services.rateLimiter.close();
+      await store.close();
+      if (!options.db) await db.close();
+    },
+  };
+}

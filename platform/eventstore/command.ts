@@ -1,0 +1,63 @@
+import type { EventStore, EventMetadata, Position, StoredEvent } from './types.ts';
+import { WrongExpectedRevisionError } from './types.ts';
+
+/** An event as a decider sees it: no metadata, no positions. */
+export interface DomainEvent<T extends string = string, D = any> {
+  type: T;
+  data: D;
+}
+
+/** A pure aggregate: state from events, events from a command. No I/O, no clock, no randomness. */
+export interface Decider<C, E extends DomainEvent, S> {
+  initialState: S;
+  evolve(state: S, event: E): S;
+  /** Returns the new events, or throws an AppError when a rule says no. */
+  decide(command: C, state: S): E[];
+}
+
+export const rebuildState = <E extends DomainEvent, S>(decider: Pick<Decider<any, E, S>, 'initialState' | 'evolve'>, events: DomainEvent[]) =>
+  events.reduce((s, e) => decider.evolve(s, e as E), decider.initialState);
+
+export interface CommandResult<E, S> {
+  /** The events this command appended (empty when the decider decided nothing needed doing). */
+  events: E[];
+  /** State after the new events. */
+  state: S;
+  /** Global position of the last appended event, for read-your-writes. Undefined when nothing was appended. */
+  position?: Position;
+  revision: number;
+}
+
+/**
+ * Read the stream, decide, append with the revision that was read. A concurrent writer makes the append fail;
+ * then the command is decided again on the fresh state, so races resolve by the business rules (e.g. cancel
+ * versus the scheduler: whoever appends second sees the first one's events and gets its conflict error).
+ */
+export async function handleCommand<C, E extends DomainEvent, S>(
+  store: EventStore,
+  streamId: string,
+  decider: Decider<C, E, S>,
+  command: C,
+  metadata: EventMetadata,
+  options: { retries?: number; history?: StoredEvent[] } = {},
+): Promise<CommandResult<E, S>> {
+  const retries = options.retries ?? 3;
+  for (let attempt = 0; ; attempt++) {
+    const history = attempt === 0 && options.history ? options.history : await store.readStream(streamId);
+    const state = rebuildState(decider, history);
+    const events = decider.decide(command, state);
+    const revision = history.length ? history[history.length - 1].revision : -1;
+    if (events.length === 0) return { events, state, revision };
+    try {
+      const result = await store.append(
+        streamId,
+        events.map((e) => ({ type: e.type, data: e.data, metadata })),
+        { expectedRevision: revision < 0 ? 'no_stream' : revision },
+      );
+      const next = events.reduce(decider.evolve, state);
+      return { events, state: next, position: result.position, revision: result.nextRevision };
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError) || attempt >= retries) throw error;
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { AppError } from '../errors.ts';
+import type { Services } from '../services.ts';
+import type { Authenticate } from './auth-context.ts';
+import { applyRateLimit } from './rate-limit-middleware.ts';
+import { ApiRouter } from './router.ts';
+
+/** Bodies with attachments (40 MB of files, base64) may be large; everything else stays small. */
+const LARGE_BODY_ROUTES = /^\/v1\/emails(\/batch)?$/;
+const LARGE_BODY_LIMIT = '60mb';
+const BODY_LIMIT = '1mb';
+
+export interface HttpAppOptions {
+  services: Services;
+  authenticate: Authenticate;
+  router: ApiRouter;
+  /** Readiness: the stores answer and projections run. */
+  ready: () => Promise<boolean>;
+  /** Extra, non-/v1 handlers mounted first (tracking pixel, downloads, admin). */
+  mount?: (app: express.Express) => void;
+}
+
+function requestLog(services: Services) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    const id = randomUUID();
+    res.set('X-Request-Id', id);
+    res.on('finish', () => {
+      services.log.info(
+        {
+          reqId: id,
+          method: req.method,
+          path: req.path, // never the query string or headers: they may carry secrets
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          org: res.locals.auth?.orgId,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+const jsonSmall = express.json({ limit: BODY_LIMIT, type: () => true });
+const jsonLarge = express.json({ limit: LARGE_BODY_LIMIT, type: () => true });
+
+function parseBody(req: Request, res: Response, next: NextFunction) {
+  const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+  if (!hasBody || req.method === 'GET' || req.method === 'DELETE') {
+    req.body = undefined;
+    return next();
+  }
+  if (!req.is('application/json')) {
+    return next(new AppError('unsupported_content_type', 'Request bodies must be JSON (Content-Type: application/json).'));
+  }
+  (LARGE_BODY_ROUTES.test(req.path) ? jsonLarge : jsonSmall)(req, res, next);
+}
+
+function bearer(services: Services, authenticate: Authenticate) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const header = req.get('authorization');
+    if (!header) throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    const auth = m ? await authenticate(m[1]) : null;
+    if (!auth) throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.');
+    res.locals.auth = auth;
+    await applyRateLimit(services, res, auth, services.config.RATE_LIMIT_RPS, 'all');
+    next();
+  };
+}
+
+/** Maps every error to `{error:{type,message,code}}`: body-parser failures, unknown routes, bugs. Never HTML. */
+function errorHandler(services: Services) {
+  return (error: any, _req: Request, res: Response, _next: NextFunction) => {
+    let e: AppError;
+    if (error instanceof AppError) e = error;
+    else if (error?.type === 'entity.parse.failed') e = new AppError('malformed_json', 'The request body is not valid JSON.');
+    else if (error?.type === 'entity.too.large') e = new AppError('body_too_large', `The request body is larger than the limit.`);
+    else if (error?.type === 'encoding.unsupported' || error?.type === 'charset.unsupported')
+      e = new AppError('unsupported_content_type', 'Request bodies must be UTF-8 JSON.');
+    else if (error?.status >= 400 && error?.status < 500 && error?.expose)
+      e = new AppError('malformed_json', 'The request body could not be read.');
+    else {
+      services.log.error({ err: error }, 'unhandled error');
+      e = new AppError('internal_error', 'Something went wrong on our side; the request was not completed.');
+    }
+    if (res.headersSent) return;
+    res.status(e.status).set(e.headers).json(e.toJSON());
+  };
+}
+
+export function createHttpApp(options: HttpAppOptions): express.Express {
+  const { services, router } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestLog(services));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ready = await options.ready().catch(() => false);
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready' });
+  });
+  options.mount?.(app);
+
+  const v1 = express.Router();
+  v1.use(bearer(services, options.authenticate));
+  v1.use(parseBody);
+  for (const route of router.routes) {
+    const method = route.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
+    v1[method](route.path, ApiRouter.toExpress(route, services));
+  }
+  v1.use((req, res) => {
+    const allowed = [...new Set(router.routes.filter((r) => r.matches(req.path)).map((r) => r.method))];
+    if (allowed.length) {
+      res.set('Allow', allowed.join(', '));
+      throw new AppError('method_not_allowed', `${req.method} is not allowed on ${req.baseUrl}${req.path}; use ${allowed.join(', ')}.`);
+    }
+    throw new AppError('route_not_found', `No route ${req.method} ${req.baseUrl}${req.path}.`);
+  });
+  app.use('/v1', v1);
+  app.use((req) => {
+    throw new AppError('route_not_found', `No route ${req.method} ${req.path}; the API lives under /v1.`);
+  });
+  app.use(errorHandler(services));
+  return app;
+}

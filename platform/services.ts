@@ -1,0 +1,24 @@
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { SecretBox } from './crypto.ts';
+import type { Database } from './db/database.ts';
+import type { EventStore, Position } from './eventstore/types.ts';
+import type { RateLimiter } from './http/rate-limit.ts';
+import type { Logger } from './logger.ts';
+
+/** Read-your-writes: wait until the named projections have applied the event at `position`. */
+export interface ReadYourWrites {
+  waitFor(projections: string[], position: Position | undefined): Promise<void>;
+}
+
+/** What every route, command handler and process gets: the stores and the ports. Built in bin/. */
+export interface Services {
+  config: Config;
+  db: Database;
+  store: EventStore;
+  clock: Clock;
+  log: Logger;
+  secrets: SecretBox;
+  readYourWrites: ReadYourWrites;
+  rateLimiter: RateLimiter;
+}

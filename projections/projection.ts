@@ -1,0 +1,30 @@
+import type { Transaction } from '../platform/db/database.ts';
+import type { StoredEvent } from '../platform/eventstore/types.ts';
+
+/**
+ * A projector: turns events into rows of the tables it owns. Handlers must be idempotent upserts, because a
+ * crash between a batch's writes and its checkpoint cannot happen (same transaction) but a rebuild replays all.
+ * SQL must name its tables unqualified: a rebuild points `search_path` at fresh copies of them.
+ */
+export interface Projection {
+  name: string;
+  /** The tables this projection alone writes; a rebuild creates fresh copies of exactly these. */
+  tables: string[];
+  apply(tx: Transaction, event: StoredEvent): Promise<void>;
+}
+
+export const CHECKPOINTS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS projection_checkpoints (
+  name text PRIMARY KEY,
+  position text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+)`;
+
+export const CHECKPOINT_CHANNEL = 'postline_checkpoints';
+
+/** A stable advisory-lock key for a projection name. */
+export function lockKey(name: string): number {
+  let h = 0;
+  for (const ch of `projection:${name}`) h = (Math.imul(h, 31) + ch.charCodeAt(0)) | 0;
+  return h;
+}

@@ -1,0 +1,92 @@
+import type { Database } from '../platform/db/database.ts';
+import { type EventStore, type Position, START } from '../platform/eventstore/types.ts';
+import { lockKey, type Projection } from './projection.ts';
+import { applyBatch, readCheckpoint } from './runner.ts';
+
+export interface ProjectionStatus {
+  name: string;
+  position: Position;
+  /** Events in the log after the checkpoint. */
+  lag: number;
+  updatedAt: string | null;
+}
+
+async function countEventsAfter(store: EventStore, position: Position): Promise<number> {
+  let count = 0;
+  for (let from = position; ; ) {
+    const batch = await store.readAll({ from, limit: 5000 });
+    count += batch.length;
+    if (batch.length < 5000) return count;
+    from = batch[batch.length - 1].position;
+  }
+}
+
+/** Position and lag per projection (`postline projections status`). */
+export async function projectionStatus(db: Database, store: EventStore, projections: Projection[]): Promise<ProjectionStatus[]> {
+  const out: ProjectionStatus[] = [];
+  for (const p of projections) {
+    const { rows } = await db.query<{ position: string; updated_at: Date }>(
+      'SELECT position, updated_at FROM projection_checkpoints WHERE name = $1',
+      [p.name],
+    );
+    const position = rows[0]?.position ?? START;
+    const lag = await countEventsAfter(store, position);
+    out.push({ name: p.name, position, lag, updatedAt: rows[0] ? new Date(rows[0].updated_at).toISOString() : null });
+  }
+  return out;
+}
+
+/**
+ * Rebuilds one projection from the start of the log into fresh copies of its tables (in a schema of their own,
+ * reached through `search_path`), in short batches so no long transaction holds the log's readers back, then
+ * swaps them in under the projection's lock. The live tables keep serving the API until the swap; the live
+ * runner then continues from the rebuilt checkpoint.
+ */
+export async function rebuildProjection(
+  db: Database,
+  store: EventStore,
+  projection: Projection,
+  onProgress: (done: number, total: number) => void = () => {},
+  batchSize = 1000,
+): Promise<{ events: number }> {
+  const schema = `rebuild_${projection.name.replace(/[^a-z0-9_]/gi, '_')}`;
+  await db.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema};`);
+  for (const t of projection.tables) {
+    await db.query(`CREATE TABLE ${schema}.${t} (LIKE public.${t} INCLUDING ALL)`);
+  }
+  await db.query(`CREATE TABLE ${schema}.projection_checkpoints (LIKE public.projection_checkpoints INCLUDING ALL)`);
+
+  const total = await countEventsAfter(store, START);
+  let from: Position = START;
+  let done = 0;
+  onProgress(0, total);
+  while (true) {
+    const events = await store.readAll({ from, limit: batchSize });
+    if (events.length === 0) break;
+    await db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL search_path TO ${schema}, public`);
+      await applyBatch(tx, projection, events);
+    });
+    from = events[events.length - 1].position;
+    done += events.length;
+    onProgress(done, Math.max(total, done));
+  }
+
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey(projection.name)]);
+    await tx.query(`SET LOCAL search_path TO ${schema}, public`);
+    const rebuilt = await readCheckpoint(tx, projection.name);
+    await tx.query('SET LOCAL search_path TO public');
+    for (const t of projection.tables) {
+      await tx.query(`DROP TABLE public.${t}`);
+      await tx.query(`ALTER TABLE ${schema}.${t} SET SCHEMA public`);
+    }
+    await tx.query(
+      `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
+      [projection.name, rebuilt],
+    );
+    await tx.query(`DROP SCHEMA ${schema} CASCADE`);
+  });
+  return { events: done };
+}
