@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { type Postline, startPostline } from '../../bin/service.ts';
+import type { Clock } from '../../platform/clock.ts';
+import { loadConfig } from '../../platform/config.ts';
+import type { Plan } from '../../platform/http/auth-context.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { createOrganization } from '../../write-side/organizations/commands.ts';
+import { type DatabaseKind, openTestDatabase } from './databases.ts';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Record<string, string>;
+}
+
+export interface ApiClient {
+  request<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  get<T = any>(path: string, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  patch<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  delete<T = any>(path: string, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+}
+
+/** A tiny HTTP client for the /v1 API. `body` is sent as JSON unless it is a string (sent raw). */
+export function apiClient(baseUrl: string, key?: string): ApiClient {
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const h: Record<string, string> = { ...headers };
+    if (key) h.authorization = `Bearer ${key}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['content-type'] ??= 'application/json';
+    }
+    const res = await request(`${baseUrl}${path}`, { method: method as any, headers: h, body: payload });
+    const text = await res.body.text();
+    let parsed: any = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {}
+    return { status: res.statusCode, body: parsed, headers: res.headers as Record<string, string> };
+  };
+  return {
+    request: call,
+    get: (p, h) => call('GET', p, undefined, h),
+    post: (p, b, h) => call('POST', p, b, h),
+    patch: (p, b, h) => call('PATCH', p, b, h),
+    delete: (p, h) => call('DELETE', p, undefined, h),
+  };
+}
+
+export interface TestOrg {
+  orgId: string;
+  liveKey: string;
+  testKey: string;
+  live: ApiClient;
+  test: ApiClient;
+}
+
+export interface TestService {
+  postline: Postline;
+  baseUrl: string;
+  /** A new organization with a live and a test key, and API clients for both. */
+  createOrg(plan?: Plan): Promise<TestOrg>;
+  client(key?: string): ApiClient;
+  close(): Promise<void>;
+}
+
+export interface TestServiceOptions {
+  kind?: DatabaseKind;
+  clock?: Clock;
+  /** Run process managers (default false: tests drive them explicitly). */
+  processes?: boolean;
+  /** Extra environment, e.g. DNS_SERVERS. Rate limits default high so tests don't trip them by accident. */
+  env?: Record<string, string>;
+}
+
+/** Postline on its own fresh database and a free port, as `npm start` would run it. */
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
+  const kind = options.kind ?? 'postgres';
+  const { db, url, dispose } = await openTestDatabase(kind);
+  const dataDir = mkdtempSync(join(tmpdir(), 'postline-test-'));
+  const config = loadConfig({
+    PORT: '0',
+    DATABASE_URL: url,
+    POSTLINE_DATA_DIR: dataDir,
+    POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_RPS: '10000',
+    RATE_LIMIT_BATCH_RPS: '10000',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...options.env,
+  });
+  const postline = await startPostline(config, {
+    db,
+    clock: options.clock,
+    processes: options.processes ?? false,
+    log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+  });
+  const baseUrl = `http://127.0.0.1:${postline.port}`;
+  return {
+    postline,
+    baseUrl,
+    client: (key) => apiClient(baseUrl, key),
+    async createOrg(plan = 'free') {
+      const org = await createOrganization(postline.services, { name: `Org ${randomBytes(3).toString('hex')}`, plan });
+      await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
+      return {
+        ...org,
+        live: apiClient(baseUrl, org.liveKey),
+        test: apiClient(baseUrl, org.testKey),
+      };
+    },
+    async close() {
+      await postline.close();
+      await dispose();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
