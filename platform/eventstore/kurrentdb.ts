@@ -1,6 +1,330 @@
-// Placeholder replaced by the KurrentDB adapter.
-export const KurrentEventStore: any = {
-  connect() {
-    throw new Error('KurrentDB adapter not built yet');
-  },
+import {
+  ANY,
+  type AllStreamResolvedEvent,
+  type AllStreamSubscription,
+  type AppendStreamState,
+  BACKWARDS,
+  END,
+  excludeSystemEvents,
+  FORWARDS,
+  jsonEvent,
+  type JSONType,
+  KurrentDBClient,
+  NO_STREAM,
+  type ResolvedEvent,
+  START as KURRENT_START,
+  type Position as KurrentPosition,
+  STREAM_EXISTS,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '@kurrent/kurrentdb-client';
+import {
+  type AppendResult,
+  applyUpcasters,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  type ReadAllOptions,
+  START,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type Upcaster,
+  WrongExpectedRevisionError,
+} from './types.ts';
+
+// A position is KurrentDB's (commit, prepare) pair, zero-padded to the width of an unsigned 64-bit number,
+// so that comparing two positions as strings is comparing them in log order (as with the PostgreSQL adapter).
+const pad = (n: bigint) => n.toString(10).padStart(20, '0');
+export const toPosition = (p: KurrentPosition): Position => `${pad(p.commit)}.${pad(p.prepare)}`;
+export const fromPosition = (p: Position): KurrentPosition => {
+  const [commit, prepare] = p.split('.');
+  if (commit === undefined || prepare === undefined) throw new Error(`not a KurrentDB position: ${p}`);
+  return { commit: BigInt(commit), prepare: BigInt(prepare) };
 };
+
+const toStreamState = (expected: ExpectedRevision): AppendStreamState => {
+  if (typeof expected === 'number') return BigInt(expected);
+  if (expected === 'no_stream') return NO_STREAM;
+  if (expected === 'stream_exists') return STREAM_EXISTS;
+  return ANY;
+};
+
+const isSystemType = (type: string) => type.startsWith('$');
+
+/** Thrown inside a subscription run to start it again from the consumer's own checkpoint. */
+class Restart extends Error {}
+
+export interface KurrentEventStoreOptions {
+  upcasters?: Record<string, Upcaster>;
+}
+
+/**
+ * The event store on KurrentDB (or EventStoreDB: the same gRPC protocol). Streams map one to one; the global
+ * log is `$all` without system events (types starting with `$`). KurrentDB commits in log order, so a reader
+ * of `$all` never sees an event that committed late behind its position.
+ */
+export class KurrentEventStore implements EventStore {
+  readonly #client: KurrentDBClient;
+  readonly #upcasters: Record<string, Upcaster>;
+  readonly #subscriptions = new Set<Subscription>();
+
+  constructor(client: KurrentDBClient, options: KurrentEventStoreOptions = {}) {
+    this.#client = client;
+    this.#upcasters = options.upcasters ?? {};
+  }
+
+  /** Connects with a connection string (`kurrentdb://host:2113?tls=false`) and checks that the server answers. */
+  static async connect(url: string, options?: KurrentEventStoreOptions): Promise<KurrentEventStore> {
+    const client = KurrentDBClient.connectionString(url);
+    const store = new KurrentEventStore(client, options);
+    try {
+      await store.headPosition();
+    } catch (error: any) {
+      await client.dispose().catch(() => {});
+      throw new Error(`KurrentDB at ${redact(url)} does not answer: ${error?.message ?? error}`, { cause: error });
+    }
+    return store;
+  }
+
+  async append(streamId: string, events: NewEvent[], { expectedRevision }: { expectedRevision: ExpectedRevision }) {
+    if (events.length === 0) throw new Error('append needs at least one event');
+    const data = events.map((e) =>
+      jsonEvent({ type: e.type, data: (e.data ?? {}) as JSONType, metadata: e.metadata as unknown as JSONType }),
+    );
+    try {
+      const result = await this.#client.appendToStream(streamId, data, { streamState: toStreamState(expectedRevision) });
+      const position = result.position ? toPosition(result.position) : await this.#lastPosition(streamId);
+      return { nextRevision: Number(result.nextExpectedRevision), position } satisfies AppendResult;
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) {
+        const actual = error.actualState;
+        throw new WrongExpectedRevisionError(
+          streamId,
+          expectedRevision,
+          actual === NO_STREAM || actual === undefined || actual < 0n ? 'no_stream' : Number(actual),
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** Servers older than 22.6 may not return the position of an append; read it back instead. */
+  async #lastPosition(streamId: string): Promise<Position> {
+    for await (const resolved of this.#client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+      const e = this.#toEvent(resolved);
+      if (e) return e.position;
+    }
+    throw new Error(`stream ${streamId}: appended events not found`);
+  }
+
+  #toEvent(resolved: ResolvedEvent | AllStreamResolvedEvent): StoredEvent | undefined {
+    const e = resolved.event;
+    if (!e || isSystemType(e.type)) return undefined;
+    const position = e.position
+      ? toPosition(e.position)
+      : toPosition({ commit: resolved.commitPosition ?? 0n, prepare: resolved.commitPosition ?? 0n });
+    return applyUpcasters(this.#upcasters, {
+      streamId: e.streamId,
+      revision: Number(e.revision),
+      position,
+      type: e.type,
+      data: e.isJson ? e.data : Buffer.from(e.data as Uint8Array).toString('utf8'),
+      metadata: (e.metadata ?? {}) as unknown as EventMetadata,
+      createdAt: e.created,
+    });
+  }
+
+  async readStream(streamId: string, options: { fromRevision?: number } = {}) {
+    const events: StoredEvent[] = [];
+    try {
+      for await (const resolved of this.#client.readStream(streamId, {
+        direction: FORWARDS,
+        fromRevision: BigInt(options.fromRevision ?? 0),
+      })) {
+        const e = this.#toEvent(resolved);
+        if (e) events.push(e);
+      }
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return events;
+  }
+
+  async readAll(options: ReadAllOptions = {}) {
+    const from = options.from ?? START;
+    const limit = options.limit ?? 1000;
+    const events: StoredEvent[] = [];
+    // `fromPosition` is inclusive for reads of $all; ours is exclusive: read one more and drop `from` itself.
+    for await (const resolved of this.#client.readAll({
+      direction: FORWARDS,
+      fromPosition: from === START ? KURRENT_START : fromPosition(from),
+      maxCount: limit + 1,
+      filter: excludeSystemEvents(),
+    })) {
+      const e = this.#toEvent(resolved);
+      if (e && e.position > from) events.push(e);
+      if (events.length === limit) break;
+    }
+    return events;
+  }
+
+  async headPosition() {
+    for await (const resolved of this.#client.readAll({
+      direction: BACKWARDS,
+      fromPosition: END,
+      maxCount: 1,
+      filter: excludeSystemEvents(),
+    })) {
+      const e = this.#toEvent(resolved);
+      if (e) return e.position;
+    }
+    return START;
+  }
+
+  subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>): Subscription {
+    const batchSize = options.batchSize ?? 500;
+    /** The position of the last event handled (or where the consumer says it is). */
+    let position: Position = typeof options.from === 'function' ? START : (options.from ?? START);
+    let stopped = false;
+    /** Wakes the loop: new events, an error, the end of the server stream, or stop(). */
+    let wake: (() => void) | undefined;
+    const signal = () => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          wake = undefined;
+          resolve();
+        }, ms);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    const waiters: { target: Position; resolve: () => void }[] = [];
+    const settle = () => {
+      for (let i = waiters.length - 1; i >= 0; i--) {
+        if (waiters[i].target <= position) waiters.splice(i, 1)[0].resolve();
+      }
+    };
+
+    /** One server subscription from `start`: hands batches to `handle` until stopped or until it fails. */
+    const run = async (start: Position) => {
+      const sub: AllStreamSubscription = this.#client.subscribeToAll({
+        fromPosition: start === START ? KURRENT_START : fromPosition(start),
+        filter: excludeSystemEvents(),
+        resolveLinkTos: false,
+      });
+      const buffer: StoredEvent[] = [];
+      let failure: unknown;
+      let ended = false;
+      sub.on('data', (resolved: AllStreamResolvedEvent) => {
+        const e = this.#toEvent(resolved);
+        // The server starts after `start`; the guard keeps that true should it ever repeat `start` itself.
+        if (e && e.position > start) buffer.push(e);
+        if (buffer.length >= batchSize * 4 && !sub.isPaused()) sub.pause();
+        signal();
+      });
+      sub.on('error', (error: unknown) => {
+        failure = error;
+        signal();
+      });
+      sub.on('end', () => {
+        ended = true;
+        signal();
+      });
+      sub.on('close', () => {
+        ended = true;
+        signal();
+      });
+      try {
+        while (!stopped) {
+          if (failure) throw failure;
+          if (buffer.length === 0) {
+            if (ended) throw new Error('KurrentDB subscription ended');
+            // No event can arrive between the check above and `wake` being set: both run in this same tick.
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+            });
+            continue;
+          }
+          const batch = buffer.splice(0, batchSize);
+          if (sub.isPaused() && buffer.length < batchSize * 2) sub.resume();
+          if (typeof options.from === 'function') {
+            // The consumer keeps its own checkpoint: if it moved (a rebuild, another runner), start again there.
+            const checkpoint = await options.from();
+            if (checkpoint !== position) {
+              position = checkpoint;
+              throw new Restart();
+            }
+          }
+          await handle(batch);
+          position = batch[batch.length - 1].position;
+          settle();
+        }
+      } finally {
+        wake = undefined;
+        sub.removeAllListeners('data');
+        sub.on('error', () => {});
+        await sub.unsubscribe().catch(() => {});
+      }
+    };
+
+    const loop = (async () => {
+      let failures = 0;
+      while (!stopped) {
+        try {
+          if (typeof options.from === 'function') position = await options.from();
+          settle();
+          await run(position);
+        } catch (error) {
+          if (stopped) break;
+          if (error instanceof Restart) {
+            failures = 0;
+            continue;
+          }
+          // A failed batch or a dropped connection: start again from the last handled position (or the
+          // consumer's checkpoint), so the failed batch is delivered again and nothing is skipped.
+          failures++;
+          await sleep(Math.min(5000, 50 * 2 ** failures));
+        }
+      }
+    })();
+
+    const subscription: Subscription = {
+      stop: async () => {
+        stopped = true;
+        signal();
+        await loop;
+        this.#subscriptions.delete(subscription);
+        for (const w of waiters.splice(0)) w.resolve();
+      },
+      caughtUp: async () => {
+        const target = await this.headPosition();
+        if (target <= position || stopped) return;
+        await new Promise<void>((resolve) => {
+          waiters.push({ target, resolve });
+        });
+      },
+    };
+    this.#subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async close() {
+    await Promise.all([...this.#subscriptions].map((s) => s.stop()));
+    await this.#client.dispose();
+  }
+}
+
+/** A connection string without its password, for messages. */
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}

@@ -77,6 +77,8 @@ export class PostgresEventStore implements EventStore {
   readonly #db: Database;
   readonly #upcasters: Record<string, Upcaster>;
   readonly #wake = new EventEmitter();
+  /** Append notifications received so far. */
+  #appends = 0;
   #unlisten?: Promise<() => Promise<void>>;
   readonly #subscriptions = new Set<Subscription>();
   readonly pollMs: number;
@@ -163,10 +165,21 @@ export class PostgresEventStore implements EventStore {
     return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
   }
 
-  /** Resolves on the next append notification (true) or after `ms` (false), whichever is first. */
-  async #waitForAppend(ms: number): Promise<boolean> {
-    this.#unlisten ??= this.#db.listen(CHANNEL, () => this.#wake.emit('append'));
-    await this.#unlisten;
+  #listening(): Promise<unknown> {
+    this.#unlisten ??= this.#db.listen(CHANNEL, () => {
+      this.#appends++;
+      this.#wake.emit('append');
+    });
+    return this.#unlisten;
+  }
+
+  /**
+   * Resolves on the next append notification (true) or after `ms` (false), whichever is first. `seen` is the
+   * append count the caller read at: a notification that came while it was busy returns at once.
+   */
+  async #waitForAppend(ms: number, seen: number): Promise<boolean> {
+    await this.#listening();
+    if (this.#appends !== seen) return true;
     return new Promise<boolean>((resolve) => {
       const done = (notified = true) => {
         clearTimeout(timer);
@@ -197,6 +210,8 @@ export class PostgresEventStore implements EventStore {
       let heldBack = 0;
       while (!stopped) {
         try {
+          await this.#listening();
+          const seen = this.#appends;
           if (typeof options.from === 'function') position = await options.from();
           const events = await this.readAll({ from: position, limit: batchSize });
           if (events.length > 0) {
@@ -208,7 +223,7 @@ export class PostgresEventStore implements EventStore {
           settle();
           if (events.length < batchSize && !stopped) {
             const wait = heldBack > 0 ? Math.min(2 ** heldBack, this.pollMs) : this.pollMs;
-            const notified = await this.#waitForAppend(wait);
+            const notified = await this.#waitForAppend(wait, seen);
             if (notified && heldBack === 0) heldBack = 1;
           }
         } catch {

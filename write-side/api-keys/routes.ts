@@ -34,7 +34,7 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
       domain_id: body.domain_id ?? null,
       created_at: key.createdAt,
     });
-  });
+  }, { idempotent: true });
 
   api.delete('/api-keys/:key_id', async (req) => {
     const meta = { orgId: req.auth.orgId, mode: req.auth.mode, actor: req.auth.keyId };

@@ -1,0 +1,180 @@
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+
+let svc: TestService;
+let org: TestOrg;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  org = await svc.createOrg('pro');
+});
+afterAll(() => svc?.close());
+
+const expectError = (r: { status: number; body: any; headers: Record<string, string> }, status: number, code: string) => {
+  expect(r.status).toBe(status);
+  expect(r.headers['content-type']).toMatch(/^application\/json/);
+  expect(Object.keys(r.body)).toEqual(['error']);
+  expect(Object.keys(r.body.error).sort()).toEqual(['code', 'message', 'type']);
+  expect(r.body.error.code).toBe(code);
+  expect(JSON.stringify(r.body)).not.toMatch(/at .*\.ts:\d+|<html/i);
+};
+
+describe('authentication', () => {
+  it('401 missing_api_key without an Authorization header', async () => {
+    expectError(await svc.client().get('/v1/api-keys'), 401, 'missing_api_key');
+  });
+  it('401 invalid_api_key for unknown, malformed and non-bearer keys', async () => {
+    expectError(await svc.client('pk_live_doesnotexist').get('/v1/api-keys'), 401, 'invalid_api_key');
+    expectError(await svc.client('garbage').get('/v1/api-keys'), 401, 'invalid_api_key');
+    const basic = await svc.client().get('/v1/api-keys', { authorization: `Basic ${org.liveKey}` });
+    expectError(basic, 401, 'invalid_api_key');
+  });
+  it('healthz and readyz need no key', async () => {
+    expect((await svc.client().get('/healthz')).body).toEqual({ status: 'ok' });
+    const ready = await svc.client().get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body.status).toBe('ready');
+  });
+});
+
+describe('error shapes', () => {
+  it('400 malformed_json', async () => {
+    expectError(await org.live.post('/v1/api-keys', '{"name":'), 400, 'malformed_json');
+  });
+  it('415 for a body that is not JSON', async () => {
+    const r = await org.live.post('/v1/api-keys', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
+    expectError(r, 415, 'unsupported_content_type');
+  });
+  it('413 for an oversize body', async () => {
+    const r = await org.live.post('/v1/api-keys', { name: 'x'.repeat(2 * 1024 * 1024) });
+    expectError(r, 413, 'body_too_large');
+  });
+  it('404 for an unknown route, inside and outside /v1', async () => {
+    expectError(await org.live.get('/v1/nothing-here'), 404, 'route_not_found');
+    expectError(await svc.client().get('/nothing'), 404, 'route_not_found');
+  });
+  it('405 for a wrong method, with Allow', async () => {
+    const r = await org.live.request('PUT', '/v1/api-keys', { name: 'x' });
+    expectError(r, 405, 'method_not_allowed');
+    expect(r.headers.allow).toContain('POST');
+  });
+  it('422 names the field', async () => {
+    const r = await org.live.post('/v1/api-keys', { name: 42 });
+    expectError(r, 422, 'validation_error');
+    expect(r.body.error.message).toContain('`name`');
+  });
+});
+
+describe('pagination', () => {
+  let ids: string[];
+  let pager: TestOrg;
+  beforeAll(async () => {
+    pager = await svc.createOrg('pro');
+    ids = [];
+    for (let i = 0; i < 24; i++) ids.push((await pager.live.post('/v1/api-keys', { name: `k${i}` })).body.id);
+    ids = [...ids, (await pager.live.get('/v1/api-keys?limit=100')).body.data.at(-1).id]; // the org's Default key is oldest
+  });
+
+  it('defaults to 20, newest first', async () => {
+    const r = await pager.live.get('/v1/api-keys');
+    expect(r.body.data).toHaveLength(20);
+    expect(r.body.has_more).toBe(true);
+    expect(r.body.data[0].id).toBe(ids[23]);
+  });
+
+  it('walks forward with starting_after and back with ending_before', async () => {
+    const newestFirst = [...ids.slice(0, 24)].reverse().concat(ids[24]);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const r = await pager.live.get(`/v1/api-keys?limit=10${cursor ? `&starting_after=${cursor}` : ''}`);
+      seen.push(...r.body.data.map((k: any) => k.id));
+      pages++;
+      if (!r.body.has_more) break;
+      cursor = r.body.data.at(-1).id;
+    }
+    expect(pages).toBe(3);
+    expect(seen).toEqual(newestFirst);
+    const back = await pager.live.get(`/v1/api-keys?limit=5&ending_before=${newestFirst[10]}`);
+    expect(back.body.data.map((k: any) => k.id)).toEqual(newestFirst.slice(5, 10));
+    expect(back.body.has_more).toBe(true);
+  });
+
+  it('stays stable when items are inserted while paging', async () => {
+    const first = await pager.live.get('/v1/api-keys?limit=5');
+    await pager.live.post('/v1/api-keys', { name: 'late' });
+    const second = await pager.live.get(`/v1/api-keys?limit=5&starting_after=${first.body.data.at(-1).id}`);
+    const firstIds = first.body.data.map((k: any) => k.id);
+    expect(second.body.data.some((k: any) => firstIds.includes(k.id))).toBe(false);
+    expect(second.body.data[0].id).toBe(firstIds.length ? [...ids.slice(0, 24)].reverse()[5] : undefined);
+  });
+
+  it('rejects bad limits and cursors with 422', async () => {
+    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'starting_after=%20', 'starting_after=a&ending_before=b', 'bogus=1']) {
+      const r = await pager.live.get(`/v1/api-keys?${q}`);
+      expectError(r, 422, 'validation_error');
+    }
+    expect((await pager.live.get('/v1/api-keys?limit=1')).body.data).toHaveLength(1);
+    expect((await pager.live.get('/v1/api-keys?limit=100')).body.data.length).toBeGreaterThan(20);
+  });
+});
+
+describe('idempotency', () => {
+  it('replays the first response for the same key and body without acting again', async () => {
+    const headers = { 'idempotency-key': 'create-ci-key-1' };
+    const first = await org.live.post('/v1/api-keys', { name: 'idem' }, headers);
+    const second = await org.live.post('/v1/api-keys', { name: 'idem' }, headers);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(second.body).toEqual(first.body);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    const list = await org.live.get('/v1/api-keys?limit=100');
+    expect(list.body.data.filter((k: any) => k.name === 'idem')).toHaveLength(1);
+  });
+
+  it('409 for the same key with another body', async () => {
+    const headers = { 'idempotency-key': 'create-ci-key-2' };
+    expect((await org.live.post('/v1/api-keys', { name: 'a' }, headers)).status).toBe(201);
+    expectError(await org.live.post('/v1/api-keys', { name: 'b' }, headers), 409, 'idempotency_key_reused');
+  });
+
+  it('replays validation errors too, and scopes keys per organization and mode', async () => {
+    const headers = { 'idempotency-key': 'shared-key' };
+    expectError(await org.live.post('/v1/api-keys', { name: '' }, headers), 422, 'validation_error');
+    expectError(await org.live.post('/v1/api-keys', { name: '' }, headers), 422, 'validation_error');
+    const other = await svc.createOrg();
+    expect((await other.live.post('/v1/api-keys', { name: 'x' }, headers)).status).toBe(201);
+    expect((await org.test.post('/v1/api-keys', { name: 'x' }, headers)).status).toBe(201);
+  });
+
+  it('400 for an unusable key', async () => {
+    expectError(await org.live.post('/v1/api-keys', { name: 'x' }, { 'idempotency-key': 'x'.repeat(300) }), 400, 'invalid_header');
+  });
+});
+
+describe('request logs', () => {
+  it('never write the key', async () => {
+    const { Writable } = await import('node:stream');
+    const { pino } = await import('pino');
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const original = svc.postline.services.log;
+    (svc.postline.services as any).log = pino({ level: 'info' }, sink);
+    try {
+      await request(`${svc.baseUrl}/v1/api-keys?secret=${org.liveKey}`, { headers: { authorization: `Bearer ${org.liveKey}` } });
+      await org.live.post('/v1/api-keys', { name: 'logged' });
+    } finally {
+      (svc.postline.services as any).log = original;
+    }
+    expect(lines.join('')).toContain('"path":"/v1/api-keys"');
+    expect(lines.join('')).not.toContain(org.liveKey);
+    expect(lines.join('')).not.toContain(org.liveKey.slice(8));
+  });
+});
