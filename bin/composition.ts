@@ -12,24 +12,74 @@ import { apiKeyCommandRoutes } from '../write-side/api-keys/routes.ts';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import { AppError } from '../platform/errors.ts';
+import { domainsMigrations } from '../read-side/domains/schema.ts';
+import { domainQueryRoutes } from '../read-side/domains/routes.ts';
+import { findDomainById } from '../read-side/domains/queries.ts';
+import { domainsProjection } from '../projections/domains.projection.ts';
+import { domainCommandRoutes } from '../write-side/domains/routes.ts';
+import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
+import { RetentionProcess } from '../processes/retention/retention.process.ts';
+import { templatesMigrations } from '../read-side/templates/schema.ts';
+import { templateQueryRoutes } from '../read-side/templates/routes.ts';
+import { templatesProjection } from '../projections/templates.projection.ts';
+import { templateCommandRoutes } from '../write-side/templates/routes.ts';
+import { suppressionsMigrations } from '../read-side/suppressions/schema.ts';
+import { suppressionQueryRoutes } from '../read-side/suppressions/routes.ts';
+import { suppressionsProjection } from '../projections/suppressions.projection.ts';
+import { suppressionCommandRoutes } from '../write-side/suppressions/routes.ts';
+import { emailsMigrations } from '../read-side/emails/schema.ts';
+import { emailQueryRoutes } from '../read-side/emails/routes.ts';
+import { emailsProjection } from '../projections/emails.projection.ts';
+import { emailCommandRoutes } from '../write-side/emails/routes.ts';
+import { processCheckpointsMigrations } from '../processes/log-consumer.ts';
+import { SchedulerProcess, schedulerMigrations } from '../processes/scheduler/scheduler.process.ts';
+import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
+import type express from 'express';
+import { blobStoreFor } from '../platform/blob-store.ts';
+import { webhooksMigrations } from '../read-side/webhooks/schema.ts';
+import { webhookQueryRoutes } from '../read-side/webhooks/routes.ts';
+import { webhooksProjection } from '../projections/webhooks.projection.ts';
+import { webhookCommandRoutes } from '../write-side/webhooks/routes.ts';
+import { webhookProcessMigrations } from '../processes/webhooks/schema.ts';
+import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
+import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 
 /**
  * The composition root's lists: every read-model migration, projection, route set and background process.
  * A new resource adds its lines here and nowhere else in bin/.
  */
-export const migrations: Migration[] = [...apiKeysMigrations];
+export const migrations: Migration[] = [...apiKeysMigrations, ...domainsMigrations, ...templatesMigrations, ...suppressionsMigrations, ...emailsMigrations, ...processCheckpointsMigrations, ...schedulerMigrations, ...simulatorMigrations, ...webhooksMigrations, ...webhookProcessMigrations];
 
-export const projections: Projection[] = [apiKeysProjection];
+export const projections: Projection[] = [apiKeysProjection, domainsProjection, templatesProjection, suppressionsProjection, emailsProjection, webhooksProjection];
 
 export function registerRoutes(api: ApiRouter, services: Services): void {
-  apiKeyCommandRoutes(api, services, async (_auth, domainId) => {
-    throw new AppError('validation_error', `\`domain_id\`: domain ${domainId} not found`);
+  apiKeyCommandRoutes(api, services, async (auth, domainId) => {
+    if (!(await findDomainById(services.db, auth.orgId, auth.mode, domainId))) {
+      throw new AppError('validation_error', `\`domain_id\`: domain ${domainId} not found`);
+    }
   });
   apiKeyQueryRoutes(api, services);
+  domainCommandRoutes(api, services);
+  domainQueryRoutes(api, services);
+  // Command routes first: POST /templates/render is a fixed path, never a template id.
+  templateCommandRoutes(api, services);
+  templateQueryRoutes(api, services);
+  suppressionCommandRoutes(api, services);
+  suppressionQueryRoutes(api, services);
+  webhookCommandRoutes(api, services);
+  webhookQueryRoutes(api, services);
+  // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.
+  emailCommandRoutes(api, services);
+  emailQueryRoutes(api, services);
 }
 
-export function backgroundProcesses(_services: Services): BackgroundProcess[] {
-  return [];
+/** Handlers outside /v1 (no API key): attachment downloads by signed URL, tracking pixel and click redirects. */
+export function mountHandlers(app: express.Express, services: Services): void {
+  blobStoreFor(services.config).mount(app, () => services.clock.now());
+}
+
+export function backgroundProcesses(services: Services): BackgroundProcess[] {
+  return [new DomainVerifierProcess(services), new RetentionProcess(services), new WebhookFanOut(services), new WebhookDispatcher(services), new SchedulerProcess(services), new SimulatorProcess(services)];
 }
 
 export function createRateLimiter(config: Config, db: Database): RateLimiter {

@@ -35,6 +35,10 @@ async function serve(config: ReturnType<typeof loadConfig>) {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception; stopping');
+    process.exit(1);
+  });
 }
 
 /** Embedded mode with a running server: run the command inside it. */

@@ -20,7 +20,7 @@ import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { authenticateKey } from '../read-side/api-keys/queries.ts';
-import { backgroundProcesses, createRateLimiter, migrations, projections, registerRoutes } from './composition.ts';
+import { backgroundProcesses, createRateLimiter, migrations, mountHandlers, projections, registerRoutes } from './composition.ts';
 
 export interface StartOptions {
   clock?: Clock;
@@ -93,7 +93,10 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         await store.headPosition();
         return runner.running || options.projections === false;
       },
-      mount: options.mount ? (a) => options.mount!(a, services) : undefined,
+      mount: (a) => {
+        mountHandlers(a, services);
+        options.mount?.(a, services);
+      },
     });
     server = app.listen(config.PORT, '0.0.0.0');
     await once(server, 'listening');

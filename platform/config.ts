@@ -48,6 +48,8 @@ const schema = z.object({
   POSTLINE_RETURN_PATH_SUBDOMAIN: z.string().default('bounces'),
   OUTBOUND_SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(25),
   SMARTHOST_URL: url(['smtp:', 'smtps:']).optional(),
+  /** false accepts self-signed receivers and smarthosts (tests, private relays). */
+  OUTBOUND_TLS_REJECT_UNAUTHORIZED: bool.default(true),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
 });
 

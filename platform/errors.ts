@@ -20,6 +20,7 @@ const catalogue = {
   unsupported_content_type: [415, 'invalid_request_error'],
   body_too_large: [413, 'invalid_request_error'],
   invalid_header: [400, 'invalid_request_error'],
+  invalid_batch: [400, 'invalid_request_error'],
   // 401 / 403
   missing_api_key: [401, 'authentication_error'],
   invalid_api_key: [401, 'authentication_error'],
@@ -37,6 +38,7 @@ const catalogue = {
   domain_exists: [409, 'conflict_error'],
   email_not_scheduled: [409, 'conflict_error'],
   contact_exists: [409, 'conflict_error'],
+  webhook_inactive: [409, 'conflict_error'],
   // 422
   validation_error: [422, 'validation_error'],
   plan_limit_exceeded: [422, 'quota_error'],

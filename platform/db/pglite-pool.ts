@@ -64,8 +64,10 @@ export class PGlitePool {
     };
   }
 
+  /** Idempotent: kysely's destroy() ends the pool too. */
   async end(): Promise<void> {
     await this.withLock(async () => {
+      if (this.#closed) return;
       this.#closed = true;
       await this.#pglite.close();
     });

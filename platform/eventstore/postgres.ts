@@ -31,10 +31,11 @@ CREATE TABLE IF NOT EXISTS events (
   UNIQUE (stream_id, stream_revision)
 );
 CREATE INDEX IF NOT EXISTS events_tx_position ON events (tx_id, global_position);
-CREATE OR REPLACE FUNCTION postline_notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN PERFORM pg_notify('${CHANNEL}', ''); RETURN NULL; END $$;
+-- Earlier versions notified from a trigger, inside the appending transaction. PostgreSQL serialises the commits
+-- of all transactions that NOTIFY (a cluster-wide lock held through the WAL flush), which cost concurrent
+-- appends most of their throughput (bench/README.md). The store now notifies after commit instead.
 DROP TRIGGER IF EXISTS events_notify ON events;
-CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION postline_notify_events();
+DROP FUNCTION IF EXISTS postline_notify_events();
 `;
 
 // A position is (writing transaction id, global position), zero-padded so string order is log order.
@@ -64,6 +65,8 @@ SELECT $1, ok.rev + x.ord, x.e->>'type', x.e->'data', x.e->'metadata'
 FROM ok, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS x(e, ord)
 RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
 
+// The output names shadow the columns in ORDER BY (where `global_position` would then sort as text):
+// queries order by `events.tx_id, events.global_position`, qualified.
 const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data, metadata, created_at`;
 
 /**
@@ -81,6 +84,10 @@ export class PostgresEventStore implements EventStore {
   #appends = 0;
   #unlisten?: Promise<() => Promise<void>>;
   readonly #subscriptions = new Set<Subscription>();
+  #notifying = false;
+  #notifyAgain = false;
+  #closed = false;
+  #notified: Promise<void> = Promise.resolve();
   readonly pollMs: number;
 
   constructor(db: Database, options: { upcasters?: Record<string, Upcaster>; pollMs?: number } = {}) {
@@ -108,6 +115,7 @@ export class PostgresEventStore implements EventStore {
         );
         if (rows.length === 0) throw await this.#conflict(streamId, expectedRevision);
         const last = rows[rows.length - 1];
+        this.#notify();
         return { nextRevision: Number(last.stream_revision), position: toPosition(last.tx, last.position) } satisfies AppendResult;
       } catch (error: any) {
         if (error?.code !== UNIQUE_VIOLATION) throw error;
@@ -115,6 +123,29 @@ export class PostgresEventStore implements EventStore {
         if (expectedRevision !== 'any' || attempt > 20) throw await this.#conflict(streamId, expectedRevision);
       }
     }
+  }
+
+  /**
+   * Wakes subscribers after an append committed: those of this process at once, those of other processes
+   * through NOTIFY, sent outside the appending transaction. Concurrent appends share one NOTIFY: one is sent
+   * after each append, but while one is in flight the next appends only ask for one more after it.
+   * PGlite has a single owner (this process), so it needs no NOTIFY.
+   */
+  #notify() {
+    this.#wake.emit('append');
+    if (this.#db.kind === 'pglite') return;
+    if (this.#notifying) {
+      this.#notifyAgain = true;
+      return;
+    }
+    this.#notifying = true;
+    this.#notified = (async () => {
+      do {
+        this.#notifyAgain = false;
+        await this.#db.query(`SELECT pg_notify('${CHANNEL}', '')`).catch(() => {});
+      } while (this.#notifyAgain && !this.#closed);
+      this.#notifying = false;
+    })();
   }
 
   async #conflict(streamId: string, expected: ExpectedRevision) {
@@ -150,7 +181,7 @@ export class PostgresEventStore implements EventStore {
     const { rows } = await this.#db.query(
       `SELECT ${SELECT_COLUMNS} FROM events
        WHERE (tx_id, global_position) > ($1::xid8, $2::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY tx_id, global_position LIMIT $3`,
+       ORDER BY events.tx_id, events.global_position LIMIT $3`,
       [tx, pos, options.limit ?? 1000],
     );
     return rows.map(this.#toEvent);
@@ -160,7 +191,7 @@ export class PostgresEventStore implements EventStore {
     const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
       `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events
        WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY tx_id DESC, global_position DESC LIMIT 1`,
+       ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,
     );
     return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
   }
@@ -255,7 +286,9 @@ export class PostgresEventStore implements EventStore {
   }
 
   async close() {
+    this.#closed = true;
     await Promise.all([...this.#subscriptions].map((s) => s.stop()));
+    await this.#notified;
     if (this.#unlisten) await (await this.#unlisten)();
   }
 }

@@ -7,7 +7,8 @@ import { applyRateLimit } from './rate-limit-middleware.ts';
 import { ApiRouter } from './router.ts';
 
 /** Bodies with attachments (40 MB of files, base64) may be large; everything else stays small. */
-const LARGE_BODY_ROUTES = /^\/v1\/emails(\/batch)?$/;
+// Matched against the path inside the /v1 router (req.path there is `/emails`).
+const LARGE_BODY_ROUTES = /^(\/v1)?\/emails(\/batch)?$/;
 const LARGE_BODY_LIMIT = '60mb';
 const BODY_LIMIT = '1mb';
 

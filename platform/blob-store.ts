@@ -1,0 +1,109 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type express from 'express';
+import type { Config } from './config.ts';
+import { newId } from './ids.ts';
+import { resolveSecretKey } from './secret-key.ts';
+
+/**
+ * Files (attachments, raw messages) under `POSTLINE_DATA_DIR/blobs`, addressed by a key that names them. The
+ * log carries keys, never bytes. Downloads go through Postline itself: a URL signed with a key derived from
+ * POSTLINE_SECRET_KEY, valid until it expires, so a link can be handed out without an API key.
+ */
+export class BlobStore {
+  readonly #dir: string;
+  readonly #signingKey: Buffer;
+
+  constructor(dir: string, secretKeyBase64: string) {
+    this.#dir = dir;
+    this.#signingKey = createHash('sha256').update('postline blob urls\0').update(Buffer.from(secretKeyBase64, 'base64')).digest();
+  }
+
+  #path(key: string): string {
+    if (!BLOB_KEY.test(key)) throw new Error(`not a blob key: ${key}`);
+    return join(this.#dir, key.slice(5, 9), key);
+  }
+
+  /** Writes the bytes (atomically: temp file then rename) and returns their key. */
+  async put(bytes: Buffer, at: number = Date.now()): Promise<string> {
+    const key = newId('blob', at);
+    const path = this.#path(key);
+    await mkdir(join(path, '..'), { recursive: true });
+    await writeFile(`${path}.tmp`, bytes);
+    await rename(`${path}.tmp`, path);
+    return key;
+  }
+
+  get(key: string): Promise<Buffer> {
+    return readFile(this.#path(key));
+  }
+
+  async exists(key: string): Promise<boolean> {
+    return stat(this.#path(key)).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  #sign(key: string, expires: number, filename: string, contentType: string) {
+    return createHmac('sha256', this.#signingKey)
+      .update(`${key}\n${expires}\n${filename}\n${contentType}`)
+      .digest('base64url');
+  }
+
+  /** A URL under `baseUrl` that serves the blob until `expiresAt`, as `filename` with `contentType`. */
+  signedUrl(baseUrl: string, key: string, o: { filename: string; contentType: string; expiresAt: Date }): string {
+    const expires = Math.floor(o.expiresAt.getTime() / 1000);
+    const q = new URLSearchParams({
+      expires: String(expires),
+      filename: o.filename,
+      type: o.contentType,
+      sig: this.#sign(key, expires, o.filename, o.contentType),
+    });
+    return `${baseUrl.replace(/\/$/, '')}/blobs/${key}?${q}`;
+  }
+
+  /** GET /blobs/:key: checks signature and expiry (against `now`), then streams the file. 404 hides which check failed. */
+  mount(app: express.Express, now: () => Date): void {
+    app.get('/blobs/:key', async (req, res) => {
+      const key = req.params.key;
+      const q = req.query as Record<string, string | undefined>;
+      const expires = Number(q.expires);
+      const { filename = '', type = '', sig = '' } = q;
+      const expected = BLOB_KEY.test(key) ? this.#sign(key, expires, filename, type) : '';
+      const valid =
+        expected !== '' &&
+        sig.length === expected.length &&
+        timingSafeEqual(Buffer.from(sig), Buffer.from(expected)) &&
+        Number.isFinite(expires) &&
+        expires * 1000 > now().getTime();
+      const bytes = valid ? await this.get(key).catch(() => null) : null;
+      if (!bytes) {
+        res.status(404).json({ error: { type: 'not_found_error', message: 'This download link is invalid or has expired.', code: 'not_found' } });
+        return;
+      }
+      res.set({
+        'Content-Type': type,
+        'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(filename)}`,
+        'X-Content-Type-Options': 'nosniff',
+        'Cache-Control': 'private, no-store',
+      });
+      res.send(bytes);
+    });
+  }
+}
+
+const BLOB_KEY = /^blob_[0-9a-z]{26}$/;
+
+const stores = new WeakMap<object, BlobStore>();
+
+/** The blob store of a running service (one per configuration object), under POSTLINE_DATA_DIR/blobs. */
+export function blobStoreFor(config: Config): BlobStore {
+  let store = stores.get(config);
+  if (!store) {
+    store = new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), resolveSecretKey(config));
+    stores.set(config, store);
+  }
+  return store;
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { signMessage } from './dkim.ts';
+import type { OutboundMessage } from './outbound.ts';
+
+/** Headers Postline writes itself; a custom header of the same name is dropped rather than allowed to override. */
+const OWNED_HEADERS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply-to',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'dkim-signature',
+  'return-path',
+  'sender',
+]);
+
+function customHeaders(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/^[!-9;-~]+$/.test(name) || OWNED_HEADERS.has(name.toLowerCase())) continue;
+    out[name] = value.replace(/[\r\n]+/g, ' ');
+  }
+  return out;
+}
+
+/**
+ * Builds the RFC 5322 message: stable Message-ID and Date from the input, MIME boundaries derived from the
+ * Message-ID (so the same email composes to the same bytes on every attempt), Bcc only in the envelope,
+ * DKIM-signed when a key is given.
+ */
+export async function composeMessage(message: OutboundMessage): Promise<Buffer> {
+  const composer = new MailComposer({
+    from: message.from,
+    to: message.to.length > 0 ? message.to : undefined,
+    cc: message.cc.length > 0 ? message.cc : undefined,
+    replyTo: message.replyTo.length > 0 ? message.replyTo : undefined,
+    subject: message.subject,
+    text: message.text,
+    html: message.html,
+    messageId: message.messageId,
+    date: message.date,
+    headers: customHeaders(message.headers),
+    attachments: message.attachments.map((a) => ({
+      filename: a.filename,
+      contentType: a.contentType,
+      content: a.content,
+      ...(a.contentId
+        ? { cid: a.contentId.replace(/^<|>$/g, ''), contentDisposition: 'inline' as const }
+        : {}),
+    })),
+    baseBoundary: createHash('sha256').update(message.messageId).digest('hex').slice(0, 16),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  const raw = await composer.compile().build();
+  return message.dkim ? signMessage(raw, message.dkim, message.date) : raw;
+}

@@ -1,0 +1,360 @@
+/**
+ * Postline's outbound MTA, as a library. The delivery process manager (processes/delivery/) calls
+ * `OutboundMta.send()` and records each `RecipientOutcome` as an event; retries and back-off live there, not here.
+ * See docs/mta.md.
+ */
+import { hostname } from 'node:os';
+import { domainToASCII } from 'node:url';
+import type { Logger } from '../../../platform/logger.ts';
+import { composeMessage } from './compose.ts';
+import { DestinationPool } from './destination-limiter.ts';
+import { type MxHost, MxResolver, type Route } from './mx.ts';
+import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
+
+export { composeMessage } from './compose.ts';
+export { parseVerp, verpAddress } from './verp.ts';
+
+export interface OutboundAttachment {
+  filename: string;
+  contentType: string;
+  /** Set for inline images: referenced from the html as `cid:<contentId>`. */
+  contentId?: string;
+  content: Buffer;
+}
+
+export interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  /** PEM private key. */
+  privateKey: string;
+}
+
+export interface OutboundMessage {
+  /** `<...@domain>`, stable for the email: the same input gives the same header on every attempt. */
+  messageId: string;
+  date: Date;
+  from: string;
+  to: string[];
+  cc: string[];
+  /** Envelope only: never written to a header. */
+  bcc: string[];
+  replyTo: string[];
+  subject: string;
+  html?: string;
+  text?: string;
+  headers: Record<string, string>;
+  attachments: OutboundAttachment[];
+  /** The VERP return path (`MAIL FROM`), see `verpAddress()`. */
+  envelopeFrom: string;
+  dkim: DkimKey | null;
+}
+
+export interface RecipientOutcome {
+  recipient: string;
+  result: 'delivered' | 'deferred' | 'bounced';
+  /**
+   * The SMTP reply code. Set when a server answered the recipient, and for bounces decided locally from DNS
+   * (556 null MX, 550 NXDOMAIN or no address; `mx` is then absent). Absent for refused connections, time-outs
+   * and DNS failures, which are deferrals.
+   */
+  smtpCode?: number;
+  smtpResponse: string;
+  /** The host that answered (MX host name, or the smarthost). */
+  mx?: string;
+  /** Whether the transaction ran over TLS. */
+  tls?: boolean;
+}
+
+export interface OutboundMtaOptions {
+  /** `host` or `host:port` entries for node:dns Resolver.setServers(); empty means the system resolvers. */
+  dnsServers: string[];
+  /** Port to connect to on MX hosts (OUTBOUND_SMTP_PORT, 25 in production). */
+  port: number;
+  /** `smtp://user:pass@host:port` or `smtps://…`: every message goes through this relay, no MX look-ups. */
+  smarthostUrl?: string;
+  /** Simultaneous connections to one destination (MX host:port or the smarthost). Default 5. */
+  maxConnectionsPerDestination?: number;
+  /** Connection, greeting, socket and DNS time-out in ms. Default 30 s. */
+  timeoutMs?: number;
+  log: Logger;
+  /**
+   * Certificate checks. Default: not verified towards MX hosts (opportunistic TLS, as most MTAs do on port 25),
+   * verified towards the smarthost. Tests set `rejectUnauthorized: false` to use a self-signed smarthost.
+   */
+  tls?: { rejectUnauthorized?: boolean };
+  /** EHLO name. Default: the machine's host name. */
+  heloName?: string;
+}
+
+const DEFAULT_MAX_CONNECTIONS = 5;
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+interface Smarthost {
+  host: string;
+  port: number;
+  implicitTls: boolean;
+  auth?: { user: string; pass: string };
+}
+
+function parseSmarthost(url: string): Smarthost {
+  const u = new URL(url);
+  if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:')
+    throw new Error('SMARTHOST_URL must be smtp:// or smtps://');
+  const implicitTls = u.protocol === 'smtps:';
+  return {
+    host: u.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: u.port ? Number(u.port) : implicitTls ? 465 : 587,
+    implicitTls,
+    auth: u.username
+      ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) }
+      : undefined,
+  };
+}
+
+/** The ASCII (punycode) form of the recipient's domain, or null when the address has none. */
+function recipientDomain(address: string): string | null {
+  const at = address.lastIndexOf('@');
+  if (at <= 0 || at === address.length - 1) return null;
+  const ascii = domainToASCII(address.slice(at + 1));
+  return ascii === '' ? null : ascii.toLowerCase();
+}
+
+function asciiAddress(address: string): string {
+  const at = address.lastIndexOf('@');
+  return `${address.slice(0, at)}@${recipientDomain(address)}`;
+}
+
+/**
+ * The outbound MTA. `send()` composes and signs the message once, then runs one SMTP transaction per recipient
+ * domain (in parallel), reusing pooled connections and never holding more than `maxConnectionsPerDestination`
+ * connections to one MX host. Every recipient comes back with an outcome; delivery problems never throw.
+ */
+export class OutboundMta {
+  private readonly options: OutboundMtaOptions;
+  private readonly log: Logger;
+  private readonly timeoutMs: number;
+  private readonly resolver: MxResolver;
+  private readonly smarthost: Smarthost | null;
+  private readonly pool: DestinationPool<SmtpSession>;
+  private readonly heloName: string;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closed = false;
+
+  constructor(options: OutboundMtaOptions) {
+    this.options = options;
+    this.log = options.log.child({ component: 'mta' });
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.resolver = new MxResolver({ dnsServers: options.dnsServers, timeoutMs: this.timeoutMs });
+    this.smarthost = options.smarthostUrl ? parseSmarthost(options.smarthostUrl) : null;
+    this.pool = new DestinationPool({
+      maxPerDestination: options.maxConnectionsPerDestination ?? DEFAULT_MAX_CONNECTIONS,
+      idleMs: Math.min(5_000, Math.floor(this.timeoutMs / 2)),
+    });
+    this.heloName = options.heloName ?? hostname();
+  }
+
+  /** Delivers `message` to `recipients` (its to, cc and bcc, or a subset on retry). One outcome per recipient. */
+  async send(message: OutboundMessage, recipients: string[]): Promise<RecipientOutcome[]> {
+    if (this.closed) throw new Error('the MTA is closed');
+    const work = this.deliver(message, recipients);
+    this.inFlight.add(work);
+    try {
+      return await work;
+    } finally {
+      this.inFlight.delete(work);
+    }
+  }
+
+  /** Stops taking work, waits for sends in flight, closes every pooled connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.inFlight]);
+    this.pool.close();
+  }
+
+  private async deliver(message: OutboundMessage, recipients: string[]): Promise<RecipientOutcome[]> {
+    const unique = [...new Map(recipients.map((r) => [r.toLowerCase(), r])).values()];
+    const outcomes = new Map<string, RecipientOutcome>();
+    const record = (o: RecipientOutcome) => outcomes.set(o.recipient.toLowerCase(), o);
+
+    let raw: Buffer;
+    try {
+      raw = await composeMessage(message);
+    } catch (err) {
+      this.log.error({ err, messageId: message.messageId }, 'could not compose message');
+      for (const recipient of unique) {
+        record({ recipient, result: 'deferred', smtpResponse: `local error: ${(err as Error).message}` });
+      }
+      return recipients.map((r) => ({
+        ...(outcomes.get(r.toLowerCase()) as RecipientOutcome),
+        recipient: r,
+      }));
+    }
+
+    const byDomain = new Map<string, string[]>();
+    for (const recipient of unique) {
+      const domain = recipientDomain(recipient);
+      if (domain === null) {
+        record({
+          recipient,
+          result: 'bounced',
+          smtpCode: 553,
+          smtpResponse: '553 5.1.3 invalid recipient address',
+        });
+        continue;
+      }
+      // Through a smarthost every recipient shares one transaction.
+      const group = this.smarthost ? '' : domain;
+      byDomain.set(group, [...(byDomain.get(group) ?? []), recipient]);
+    }
+
+    await Promise.all(
+      [...byDomain].map(async ([domain, rcpts]) => {
+        try {
+          for (const o of await this.deliverToDomain(domain, rcpts, message, raw)) record(o);
+        } catch (err) {
+          // A bug or a close() racing the send must not lose recipients: they are retried later.
+          this.log.error({ err, domain }, 'delivery failed unexpectedly');
+          for (const recipient of rcpts) {
+            record({ recipient, result: 'deferred', smtpResponse: `local error: ${(err as Error).message}` });
+          }
+        }
+      }),
+    );
+    return recipients.map((r) => ({ ...(outcomes.get(r.toLowerCase()) as RecipientOutcome), recipient: r }));
+  }
+
+  private async deliverToDomain(
+    domain: string,
+    recipients: string[],
+    message: OutboundMessage,
+    raw: Buffer,
+  ): Promise<RecipientOutcome[]> {
+    const route: Route = this.smarthost
+      ? {
+          kind: 'hosts',
+          hosts: [{ name: this.smarthost.host, priority: 0, addresses: [this.smarthost.host] }],
+        }
+      : await this.resolver.route(domain);
+    if (route.kind === 'bounce') {
+      this.log.info({ domain, reason: route.reason }, 'recipient domain does not accept mail');
+      return recipients.map((recipient) => ({
+        recipient,
+        result: 'bounced',
+        smtpCode: route.smtpCode,
+        smtpResponse: route.reason,
+      }));
+    }
+    if (route.kind === 'defer') {
+      this.log.warn({ domain, reason: route.reason }, 'MX lookup failed, deferring');
+      return recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse: route.reason }));
+    }
+
+    // RCPT TO carries the ASCII (punycode) domain; outcomes go back under the caller's spelling.
+    const envelopeTo = recipients.map(asciiAddress);
+    const original = new Map(envelopeTo.map((a, i) => [a.toLowerCase(), recipients[i]]));
+    let lastError = 'no MX host could be reached';
+    for (const host of route.hosts) {
+      const attempt = await this.tryHost(host, envelopeTo, message, raw);
+      if (attempt.outcomes) {
+        return attempt.outcomes.map((o) => ({
+          ...o,
+          recipient: original.get(o.recipient.toLowerCase()) ?? o.recipient,
+        }));
+      }
+      lastError = attempt.error;
+      this.log.warn(
+        { domain, mx: host.name, error: attempt.error },
+        'MX host unreachable, trying the next one',
+      );
+    }
+    return recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse: lastError }));
+  }
+
+  /**
+   * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
+   * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
+   * one more try on a fresh one; a connection lost during the transaction defers every recipient.
+   */
+  private async tryHost(
+    host: MxHost,
+    recipients: string[],
+    message: OutboundMessage,
+    raw: Buffer,
+  ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
+    const port = this.smarthost?.port ?? this.options.port;
+    const key = `${host.name.toLowerCase()}:${port}`;
+    for (let attempt = 0; ; attempt++) {
+      let opened = false;
+      let inTransaction = false;
+      let reused = false;
+      try {
+        const outcomes = await this.pool.use(
+          key,
+          () => {
+            opened = true;
+            return this.open(host, port);
+          },
+          async (session) => {
+            inTransaction = true;
+            reused = !opened;
+            const replies = await session.transaction(message.envelopeFrom, recipients, raw);
+            return { value: replies.map((r) => ({ ...r, mx: host.name, tls: session.secure })), reuse: true };
+          },
+        );
+        this.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
+        return { outcomes };
+      } catch (err) {
+        if (!inTransaction) return { error: describeError(err) };
+        if (reused && attempt === 0) continue;
+        const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;
+        this.log.warn({ mx: host.name, error: describeError(err) }, 'connection lost during the transaction');
+        return {
+          outcomes: recipients.map((recipient) => ({
+            recipient,
+            result: 'deferred',
+            smtpResponse: reason,
+            mx: host.name,
+          })),
+        };
+      }
+    }
+  }
+
+  /**
+   * Opens a session to the first of the host's addresses that answers. Towards an MX, TLS is opportunistic
+   * (certificates are not verified unless `tls.rejectUnauthorized` says so) and a failed STARTTLS handshake is
+   * retried once in plain text, as Postfix's `may` level does; towards a smarthost, TLS failures are errors.
+   */
+  private async open(host: MxHost, port: number): Promise<SmtpSession> {
+    const options = {
+      port,
+      servername: host.name,
+      implicitTls: this.smarthost?.implicitTls ?? false,
+      auth: this.smarthost?.auth,
+      timeoutMs: this.timeoutMs,
+      heloName: this.heloName,
+      tls: { rejectUnauthorized: this.options.tls?.rejectUnauthorized ?? this.smarthost !== null },
+      log: this.log,
+    };
+    let last: unknown = new Error(`no address for ${host.name}`);
+    for (const address of host.addresses) {
+      try {
+        return await SmtpSession.open({ ...options, host: address });
+      } catch (err) {
+        last = err;
+        if (!starttlsFailed(err) || this.smarthost) continue;
+        this.log.info(
+          { mx: host.name, error: describeError(err) },
+          'STARTTLS failed, retrying in plain text',
+        );
+        try {
+          return await SmtpSession.open({ ...options, host: address, ignoreStarttls: true });
+        } catch (plainErr) {
+          last = plainErr;
+        }
+      }
+    }
+    throw last;
+  }
+}

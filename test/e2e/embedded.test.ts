@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../support/service.ts';
+import { freePort, runCli, startServer } from '../support/process.ts';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'postline-e2e-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+describe('embedded mode (no database configured), as a user runs it', () => {
+  it('serves /v1, tells how to get a first key, and the CLI works with and without the server', async () => {
+    const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' };
+    const port = await freePort();
+    let server = await startServer({ ...env, PORT: String(port) });
+    let org: any;
+    try {
+      const created = await runCli(['orgs', 'create', '--name', 'Acme', '--json'], env);
+      expect(created.code, created.stderr).toBe(0);
+      const lines = created.stdout.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      org = JSON.parse(lines[0]);
+      expect(Object.keys(org).sort()).toEqual(['live_key', 'org_id', 'test_key']);
+      expect(org.live_key).toMatch(/^pk_live_/);
+      expect(org.test_key).toMatch(/^pk_test_/);
+
+      const api = apiClient(`http://127.0.0.1:${port}`, org.live_key);
+      const keys = await api.get('/v1/api-keys');
+      expect(keys.status).toBe(200);
+      expect(keys.body.data).toHaveLength(1);
+
+      const status = await runCli(['projections', 'status'], env);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/api_keys\s+0\s/);
+      const rebuild = await runCli(['projections', 'rebuild', 'api_keys'], env);
+      expect(rebuild.code, rebuild.stderr).toBe(0);
+      expect(rebuild.stdout).toContain('100%');
+      expect((await api.get('/v1/api-keys')).body.data).toHaveLength(1);
+
+      const history = await runCli(['streams', 'show', `org-${org.org_id}`], env);
+      expect(JSON.parse(history.stdout.trim()).type).toBe('OrganizationCreated');
+      const unknown = await runCli(['projections', 'rebuild', 'nope'], env);
+      expect(unknown.code).toBe(2);
+    } finally {
+      await server.stop();
+    }
+    // On the empty data dir it told the user how to get a first key, and it stopped cleanly.
+    expect(server.output()).toContain('npx postline orgs create');
+    expect(server.child.exitCode, server.output().match(/\w*Error.{0,400}/g)?.join('\n')).toBe(0);
+
+    // With no server running, the CLI opens the data dir itself; the server sees its work when it starts again.
+    const offline = await runCli(['orgs', 'create', '--name', 'Offline', '--json'], env);
+    expect(offline.code, offline.stderr).toBe(0);
+    const offlineOrg = JSON.parse(offline.stdout);
+    server = await startServer({ ...env, PORT: String(port) });
+    try {
+      expect((await apiClient(`http://127.0.0.1:${port}`, offlineOrg.live_key).get('/v1/api-keys')).status).toBe(200);
+      expect((await apiClient(`http://127.0.0.1:${port}`, org.live_key).get('/v1/api-keys')).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    expect(server.output()).not.toContain('npx postline orgs create');
+  }, 180_000);
+
+  it('stops with a message naming the variable when configuration is invalid', async () => {
+    const bad = await runCli(['serve'], { POSTLINE_DATA_DIR: dataDir, PORT: 'not-a-port' });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('PORT');
+    const badUrl = await runCli(['projections', 'status'], { DATABASE_URL: 'mysql://x' });
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toContain('DATABASE_URL');
+  });
+});

@@ -1,0 +1,61 @@
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const ROOT = join(import.meta.dirname, '..', '..');
+export const CLI = join(ROOT, 'bin', 'postline.ts');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Runs the CLI to completion: `postline <args>`. */
+export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** Starts `postline serve` as a user would and waits until /readyz answers. */
+export async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  if (process.env.E2E_SERVER_LOG) child.stdout!.pipe(require('node:fs').createWriteStream(process.env.E2E_SERVER_LOG));
+  child.stderr!.on('data', (d) => (output += d));
+  if (process.env.E2E_SERVER_LOG) child.stderr!.pipe(require('node:fs').createWriteStream(`${process.env.E2E_SERVER_LOG}.err`));
+  const deadline = Date.now() + 90_000; // PGlite's first start (initdb) is slow on a busy machine
+  while (true) {
+    if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
+    try {
+      const r = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
+      if (r.status === 200) break;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`server not ready: ${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
