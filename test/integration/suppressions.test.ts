@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSuppressed } from '../../read-side/suppressions/queries.ts';
+import { addSuppression } from '../../write-side/suppressions/commands.ts';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+
+let svc: TestService;
+let acme: TestOrg;
+let other: TestOrg;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  acme = await svc.createOrg('pro');
+  other = await svc.createOrg('free');
+});
+afterAll(() => svc?.close());
+
+const suppressed = (org: TestOrg, mode: 'live' | 'test', address: string) =>
+  isSuppressed(svc.postline.services.db, org.orgId, mode, address);
+
+describe('suppressions API', () => {
+  it('adds an address (reason manual by default) and lists it', async () => {
+    const r = await acme.live.post('/v1/suppressions', { email: 'ann@example.com' });
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({
+      object: 'suppression',
+      email: 'ann@example.com',
+      reason: 'manual',
+      source_email_id: null,
+    });
+    expect(r.body.id).toMatch(/^sup_/);
+    expect(Date.parse(r.body.created_at)).not.toBeNaN();
+    const list = await acme.live.get('/v1/suppressions');
+    expect(list.status).toBe(200);
+    expect(list.body.data).toContainEqual(r.body);
+    expect(list.body.has_more).toBe(false);
+    expect(await suppressed(acme, 'live', 'ANN@Example.COM')).toBe(true);
+  });
+
+  it('returns the existing record for an address already suppressed, in any letter case', async () => {
+    const first = await acme.live.post('/v1/suppressions', { email: 'Bob@Example.com', reason: 'manual' });
+    const again = await acme.live.post('/v1/suppressions', { email: '  bob@EXAMPLE.com ' });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    const list = await acme.live.get('/v1/suppressions?limit=100');
+    expect(list.body.data.filter((s: any) => s.email.toLowerCase() === 'bob@example.com')).toHaveLength(1);
+  });
+
+  it('deletes by id, after which sends to the address are allowed again', async () => {
+    const s = (await acme.live.post('/v1/suppressions', { email: 'carl@example.com' })).body;
+    const del = await acme.live.delete(`/v1/suppressions/${s.id}`);
+    expect(del.status).toBe(200);
+    expect(del.body).toEqual({ id: s.id, deleted: true });
+    expect(await suppressed(acme, 'live', 'carl@example.com')).toBe(false);
+    expect((await acme.live.get('/v1/suppressions?limit=100')).body.data.map((x: any) => x.id)).not.toContain(
+      s.id,
+    );
+    const again = await acme.live.delete(`/v1/suppressions/${s.id}`);
+    expect(again.status).toBe(404);
+    expect(again.body.error.code).toBe('not_found');
+    const readded = await acme.live.post('/v1/suppressions', { email: 'carl@example.com' });
+    expect(readded.status).toBe(201);
+    expect(readded.body.id).not.toBe(s.id);
+  });
+
+  it('validates the body', async () => {
+    const cases: [unknown, string][] = [
+      [{}, 'email'],
+      [{ email: '' }, 'email'],
+      [{ email: 'not-an-address' }, 'email'],
+      [{ email: 42 }, 'email'],
+      [{ email: `${'a'.repeat(250)}@example.com` }, 'email'],
+      [{ email: 'x@example.com', reason: 'hard_bounce' }, 'reason'],
+      [{ email: 'x@example.com', reason: 'complaint' }, 'reason'],
+      [{ email: 'x@example.com', extra: true }, 'extra'],
+      [['x@example.com'], 'body'],
+    ];
+    for (const [body, field] of cases) {
+      const r = await acme.live.post('/v1/suppressions', body);
+      expect(r.status, JSON.stringify(body)).toBe(422);
+      expect(r.body.error.code).toBe('validation_error');
+      expect(r.body.error.message).toContain(field);
+    }
+    const malformed = await acme.live.post('/v1/suppressions', '{"email":');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('malformed_json');
+  });
+
+  it('filters by reason and paginates', async () => {
+    const org = await svc.createOrg('pro');
+    const meta = { orgId: org.orgId, mode: 'live' as const, actor: 'system' };
+    const services = svc.postline.services;
+    await addSuppression(services, meta, {
+      email: 'bounce@example.com',
+      reason: 'hard_bounce',
+      sourceEmailId: 'em_1',
+    });
+    await addSuppression(services, meta, { email: 'spam@example.com', reason: 'complaint' });
+    const last = await addSuppression(services, meta, {
+      email: 'bounce2@example.com',
+      reason: 'hard_bounce',
+    });
+    await services.readYourWrites.waitFor(['suppressions'], last.position);
+    await org.live.post('/v1/suppressions', { email: 'manual@example.com' });
+
+    const bounces = await org.live.get('/v1/suppressions?reason=hard_bounce');
+    expect(bounces.body.data.map((s: any) => s.email)).toEqual(['bounce2@example.com', 'bounce@example.com']);
+    expect(bounces.body.data[1].source_email_id).toBe('em_1');
+    expect(
+      (await org.live.get('/v1/suppressions?reason=complaint')).body.data.map((s: any) => s.email),
+    ).toEqual(['spam@example.com']);
+    const page = await org.live.get('/v1/suppressions?limit=3');
+    expect(page.body.data).toHaveLength(3);
+    expect(page.body.has_more).toBe(true);
+    const rest = await org.live.get(`/v1/suppressions?limit=3&starting_after=${page.body.data[2].id}`);
+    expect(rest.body.data.map((s: any) => s.email)).toEqual(['bounce@example.com']);
+    expect(rest.body.has_more).toBe(false);
+    const bad = await org.live.get('/v1/suppressions?reason=unsubscribed');
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.message).toContain('reason');
+  });
+
+  it("answers 404 for unknown ids and another organization's", async () => {
+    const s = (await acme.live.post('/v1/suppressions', { email: 'dora@example.com' })).body;
+    expect((await other.live.delete(`/v1/suppressions/${s.id}`)).status).toBe(404);
+    expect((await other.live.get('/v1/suppressions')).body.data.map((x: any) => x.id)).not.toContain(s.id);
+    expect(await suppressed(other, 'live', 'dora@example.com')).toBe(false);
+    expect((await acme.live.delete('/v1/suppressions/sup_00000000000000000000000000')).status).toBe(404);
+    expect((await acme.live.delete('/v1/suppressions/whatever')).status).toBe(404);
+    expect(await suppressed(acme, 'live', 'dora@example.com')).toBe(true);
+  });
+
+  it('keeps test and live lists apart', async () => {
+    const live = (await acme.live.post('/v1/suppressions', { email: 'eve@example.com' })).body;
+    expect(await suppressed(acme, 'test', 'eve@example.com')).toBe(false);
+    expect((await acme.test.get('/v1/suppressions')).body.data.map((x: any) => x.id)).not.toContain(live.id);
+    expect((await acme.test.delete(`/v1/suppressions/${live.id}`)).status).toBe(404);
+    const test = await acme.test.post('/v1/suppressions', { email: 'eve@example.com' });
+    expect(test.status).toBe(201);
+    expect(test.body.id).not.toBe(live.id);
+  });
+});
+
+describe('suppressions from the delivery path', () => {
+  it('adds hard_bounce and complaint suppressions idempotently', async () => {
+    const services = svc.postline.services;
+    const meta = { orgId: acme.orgId, mode: 'live' as const, actor: 'system' };
+    const first = await addSuppression(services, meta, {
+      email: 'Fred@Example.com',
+      reason: 'hard_bounce',
+      sourceEmailId: 'em_9',
+    });
+    expect(first.created).toBe(true);
+    expect(first.suppression).toMatchObject({
+      email: 'Fred@Example.com',
+      reason: 'hard_bounce',
+      sourceEmailId: 'em_9',
+    });
+    const again = await addSuppression(services, meta, { email: 'fred@example.com', reason: 'complaint' });
+    expect(again.created).toBe(false);
+    expect(again.suppression).toEqual(first.suppression);
+    await services.readYourWrites.waitFor(['suppressions'], first.position);
+    expect(await suppressed(acme, 'live', 'FRED@example.com')).toBe(true);
+    // Concurrent adds of one address: one record, whichever process wins.
+    const racing = await Promise.all(
+      ['gina@example.com', 'GINA@example.com', 'Gina@Example.com'].map((email) =>
+        addSuppression(services, meta, { email, reason: 'hard_bounce' }),
+      ),
+    );
+    expect(racing.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(racing.map((r) => r.suppression.suppressionId)).size).toBe(1);
+  });
+});

@@ -1,0 +1,383 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderPublished } from '../../write-side/templates/render.ts';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+
+let svc: TestService;
+let acme: TestOrg;
+let other: TestOrg;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  acme = await svc.createOrg('pro');
+  other = await svc.createOrg('pro');
+});
+afterAll(() => svc?.close());
+
+const welcome = {
+  name: 'Welcome',
+  subject: 'Welcome, {{first_name}}',
+  html: '<h1>Hi {{first_name}}</h1>{{#if plan}}<p>Plan: {{plan}}</p>{{/if}}',
+  text: 'Hi {{first_name}}',
+  engine: 'handlebars',
+  variables: [
+    { name: 'first_name', type: 'string', required: true },
+    { name: 'plan', type: 'string', required: false },
+  ],
+};
+
+async function newTemplate(
+  org: TestOrg = acme,
+  body: Record<string, unknown> = welcome,
+  mode: 'live' | 'test' = 'live',
+) {
+  const r = await org[mode].post('/v1/templates', body);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
+}
+
+describe('templates: versions', () => {
+  it('creates a draft, shown with its version number and timestamps', async () => {
+    const t = await newTemplate();
+    expect(t.id).toMatch(/^tmpl_/);
+    expect(t).toMatchObject({
+      object: 'template',
+      name: 'Welcome',
+      engine: 'handlebars',
+      status: 'draft',
+      published: null,
+    });
+    expect(t.draft).toMatchObject({
+      version: 1,
+      subject: welcome.subject,
+      html: welcome.html,
+      text: welcome.text,
+      published_at: null,
+    });
+    expect(t.draft.id).toMatch(/^tmplv_/);
+    expect(t.draft.variables).toEqual(welcome.variables);
+    expect(Date.parse(t.draft.created_at)).not.toBeNaN();
+    expect((await acme.live.get(`/v1/templates/${t.id}`)).body).toEqual(t);
+  });
+
+  it('create, update, publish, update keeps the published one active, publish again', async () => {
+    const t = await newTemplate();
+    const render = () =>
+      acme.live.post('/v1/templates/render', { template_id: t.id, template_data: { first_name: 'Ann' } });
+
+    const notYet = await render();
+    expect(notYet.status).toBe(422);
+    expect(notYet.body.error).toMatchObject({ code: 'template_not_published', type: 'validation_error' });
+
+    const v2 = await acme.live.patch(`/v1/templates/${t.id}`, { subject: 'Hello {{first_name}}' });
+    expect(v2.status).toBe(200);
+    expect(v2.body).toMatchObject({
+      status: 'draft',
+      published: null,
+      draft: { version: 2, subject: 'Hello {{first_name}}' },
+    });
+    expect(v2.body.draft.html).toBe(welcome.html); // unchanged fields carry over
+
+    const p1 = await acme.live.post(`/v1/templates/${t.id}/publish`);
+    expect(p1.status).toBe(200);
+    expect(p1.body).toMatchObject({ status: 'published', draft: null, published: { version: 2 } });
+    expect(p1.body.published.published_at).toBeTruthy();
+    expect((await render()).body).toMatchObject({
+      subject: 'Hello Ann',
+      text: 'Hi Ann',
+      template_version_id: p1.body.published.id,
+    });
+
+    const v3 = await acme.live.patch(`/v1/templates/${t.id}`, { subject: 'Hey {{first_name}}!' });
+    expect(v3.body).toMatchObject({ status: 'published', published: { version: 2 }, draft: { version: 3 } });
+    expect((await render()).body.subject).toBe('Hello Ann'); // the published version stays active
+
+    const p2 = await acme.live.post(`/v1/templates/${t.id}/publish`);
+    expect(p2.body).toMatchObject({ status: 'published', draft: null, published: { version: 3 } });
+    expect((await render()).body.subject).toBe('Hey Ann!');
+
+    // Publishing with nothing new is harmless.
+    const again = await acme.live.post(`/v1/templates/${t.id}/publish`);
+    expect(again.status).toBe(200);
+    expect(again.body.published.version).toBe(3);
+
+    const versions = await acme.live.get(`/v1/templates/${t.id}/versions`);
+    expect(versions.status).toBe(200);
+    expect(versions.body.data.map((v: any) => [v.version, v.status])).toEqual([
+      [3, 'published'],
+      [2, 'superseded'],
+      [1, 'superseded'],
+    ]);
+    expect(versions.body.has_more).toBe(false);
+    const page = await acme.live.get(
+      `/v1/templates/${t.id}/versions?limit=1&starting_after=${versions.body.data[0].id}`,
+    );
+    expect(page.body.data.map((v: any) => v.version)).toEqual([2]);
+    expect(page.body.has_more).toBe(true);
+  });
+
+  it('renames without a new version; an identical save makes none either', async () => {
+    const t = await newTemplate();
+    const renamed = await acme.live.patch(`/v1/templates/${t.id}`, {
+      name: 'Renamed',
+      subject: welcome.subject,
+    });
+    expect(renamed.body).toMatchObject({ name: 'Renamed', draft: { version: 1 } });
+  });
+
+  it('renders through the function the sending path calls', async () => {
+    const t = await newTemplate();
+    const published = (await acme.live.post(`/v1/templates/${t.id}/publish`)).body.published;
+    const out = await renderPublished(svc.postline.services, acme.orgId, 'live', t.id, {
+      first_name: '<Ann>',
+    });
+    expect(out).toEqual({
+      subject: 'Welcome, <Ann>',
+      html: '<h1>Hi &lt;Ann&gt;</h1>',
+      text: 'Hi <Ann>',
+      templateVersionId: published.id,
+    });
+    await expect(renderPublished(svc.postline.services, acme.orgId, 'test', t.id, {})).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    await expect(renderPublished(svc.postline.services, acme.orgId, 'live', t.id, {})).rejects.toMatchObject({
+      code: 'template_render_error',
+      message: expect.stringContaining('first_name'),
+    });
+  });
+
+  it('duplicates as a draft named "Copy of <name>", or as told', async () => {
+    const t = await newTemplate();
+    await acme.live.patch(`/v1/templates/${t.id}`, { text: 'Second version {{first_name}}' });
+    const copy = await acme.live.post(`/v1/templates/${t.id}/duplicate`);
+    expect(copy.status).toBe(201);
+    expect(copy.body.id).not.toBe(t.id);
+    expect(copy.body).toMatchObject({
+      name: 'Copy of Welcome',
+      status: 'draft',
+      published: null,
+      duplicated_from: t.id,
+      draft: { version: 1, text: 'Second version {{first_name}}' },
+    });
+    const named = await acme.live.post(`/v1/templates/${t.id}/duplicate`, { name: 'Onboarding' });
+    expect(named.status).toBe(201);
+    expect(named.body.name).toBe('Onboarding');
+    const bad = await acme.live.post(`/v1/templates/${t.id}/duplicate`, { name: '' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.message).toContain('name');
+  });
+
+  it('deletes: gone from GET, list, render and publish', async () => {
+    const t = await newTemplate();
+    await acme.live.post(`/v1/templates/${t.id}/publish`);
+    const del = await acme.live.delete(`/v1/templates/${t.id}`);
+    expect(del.status).toBe(200);
+    expect(del.body).toEqual({ id: t.id, deleted: true });
+    expect((await acme.live.get(`/v1/templates/${t.id}`)).status).toBe(404);
+    expect((await acme.live.get('/v1/templates?limit=100')).body.data.map((x: any) => x.id)).not.toContain(
+      t.id,
+    );
+    const render = await acme.live.post('/v1/templates/render', {
+      template_id: t.id,
+      template_data: { first_name: 'A' },
+    });
+    expect(render.status).toBe(404);
+    expect((await acme.live.post(`/v1/templates/${t.id}/publish`)).status).toBe(404);
+    expect((await acme.live.delete(`/v1/templates/${t.id}`)).status).toBe(404);
+  });
+
+  it('lists templates newest first with cursor pagination', async () => {
+    const org = await svc.createOrg('pro');
+    const a = await newTemplate(org);
+    const b = await newTemplate(org);
+    const c = await newTemplate(org);
+    const first = await org.live.get('/v1/templates?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((x: any) => x.id)).toEqual([c.id, b.id]);
+    expect(first.body.has_more).toBe(true);
+    const next = await org.live.get(`/v1/templates?limit=2&starting_after=${b.id}`);
+    expect(next.body.data.map((x: any) => x.id)).toEqual([a.id]);
+    expect(next.body.has_more).toBe(false);
+    expect((await org.live.get('/v1/templates?limit=0')).status).toBe(422);
+  });
+});
+
+describe('templates: rendering over HTTP', () => {
+  let id: string;
+  beforeAll(async () => {
+    id = (await newTemplate()).id;
+    await acme.live.post(`/v1/templates/${id}/publish`);
+  });
+
+  it('escapes HTML in html, not in text or subject; sends nothing', async () => {
+    const r = await acme.live.post('/v1/templates/render', {
+      template_id: id,
+      template_data: { first_name: '<script>x</script>', plan: 'Pro & more' },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.html).toBe('<h1>Hi &lt;script&gt;x&lt;/script&gt;</h1><p>Plan: Pro &amp; more</p>');
+    expect(r.body.text).toBe('Hi <script>x</script>');
+    expect(r.body.subject).toBe('Welcome, <script>x</script>');
+  });
+
+  it('names missing required variables', async () => {
+    const r = await acme.live.post('/v1/templates/render', { template_id: id, template_data: { plan: 'x' } });
+    expect(r.status).toBe(422);
+    expect(r.body.error.code).toBe('template_render_error');
+    expect(r.body.error.message).toContain('`first_name`');
+  });
+
+  it('rejects a rendered subject with a line break', async () => {
+    const r = await acme.live.post('/v1/templates/render', {
+      template_id: id,
+      template_data: { first_name: 'A\r\nBcc: x@y.z' },
+    });
+    expect(r.status).toBe(422);
+    expect(r.body.error.code).toBe('template_render_error');
+  });
+
+  it('validates the body', async () => {
+    const cases: [unknown, string][] = [
+      [{ template_data: {} }, 'template_id'],
+      [{ template_id: id }, 'template_data'],
+      [{ template_id: id, template_data: [1] }, 'template_data'],
+      [{ template_id: id, template_data: 'x' }, 'template_data'],
+      [{ template_id: id, template_data: {}, extra: 1 }, 'extra'],
+    ];
+    for (const [body, field] of cases) {
+      const r = await acme.live.post('/v1/templates/render', body);
+      expect(r.status, JSON.stringify(body)).toBe(422);
+      expect(r.body.error.code).toBe('validation_error');
+      expect(r.body.error.message).toContain(field);
+    }
+    const malformed = await acme.live.post('/v1/templates/render', '{"template_id":');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('malformed_json');
+  });
+
+  it('an unknown template is not found', async () => {
+    const r = await acme.live.post('/v1/templates/render', { template_id: 'tmpl_nope', template_data: {} });
+    expect(r.status).toBe(404);
+    expect(r.body.error.code).toBe('not_found');
+  });
+
+  it('is not shadowed by the template id routes, nor does it shadow them', async () => {
+    expect((await acme.live.get('/v1/templates/render')).status).toBe(404);
+    expect((await acme.live.get(`/v1/templates/${id}`)).status).toBe(200);
+  });
+});
+
+describe('templates: validation', () => {
+  it('refuses bad create bodies with a 422 naming the field or the place', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{}, /name/],
+      [{ ...welcome, name: '' }, /name/],
+      [{ ...welcome, subject: undefined }, /subject/],
+      [{ ...welcome, engine: 'mustache' }, /`engine`/],
+      [
+        { ...welcome, html: '<p>\n{{#if first_name}}x{{/each}}' },
+        /`html`: Handlebars syntax error at line 2, column \d+/,
+      ],
+      [
+        { ...welcome, text: 'Hi {{first_name}} {{last_name}}' },
+        /`text`: variable `last_name` at line 1, column 21 is not declared/,
+      ],
+      [
+        { ...welcome, variables: [...welcome.variables, { name: 'plan', type: 'string', required: true }] },
+        /variables\[2\]\.name.*twice/,
+      ],
+      [
+        { ...welcome, variables: [{ name: 'first_name', type: 'date', required: true }] },
+        /variables\[0\]\.type/,
+      ],
+      [{ ...welcome, html: '{{> header}}' }, /partials/],
+      [{ ...welcome, html: '{{upper first_name}}' }, /unknown helper `upper`/],
+      [{ ...welcome, html: null, text: null }, /html, text or both/],
+      [{ ...welcome, html: 'x'.repeat(600 * 1024) }, /512 KB/],
+      [{ ...welcome, html: 5 }, /html/],
+      [{ ...welcome, extra: 1 }, /extra/],
+      [[1, 2], /body/],
+    ];
+    for (const [body, message] of cases) {
+      const r = await acme.live.post('/v1/templates', body);
+      expect(r.status, JSON.stringify(body).slice(0, 200)).toBe(422);
+      expect(r.body.error.code).toBe('validation_error');
+      expect(r.body.error.message).toMatch(message);
+    }
+    const malformed = await acme.live.post('/v1/templates', '{"name":');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('malformed_json');
+  });
+
+  it('refuses a bad update and keeps the template as it was', async () => {
+    const t = await newTemplate();
+    const cases: [unknown, RegExp][] = [
+      [{}, /at least one/],
+      [{ html: '{{#if}}' }, /`html`/],
+      [{ subject: 'Hi {{unknown}}' }, /unknown/],
+      [{ variables: [] }, /first_name.*not declared/],
+      [{ engine: 'handlebars' }, /engine/],
+    ];
+    for (const [body, message] of cases) {
+      const r = await acme.live.patch(`/v1/templates/${t.id}`, body);
+      expect(r.status, JSON.stringify(body)).toBe(422);
+      expect(r.body.error.message).toMatch(message);
+    }
+    const after = await acme.live.get(`/v1/templates/${t.id}`);
+    expect(after.body.draft.version).toBe(1);
+  });
+});
+
+describe('templates: tenancy and quota', () => {
+  it("answers 404 for another organization's template on every route", async () => {
+    const t = await newTemplate();
+    expect((await other.live.get(`/v1/templates/${t.id}`)).status).toBe(404);
+    expect((await other.live.get(`/v1/templates/${t.id}/versions`)).status).toBe(404);
+    expect((await other.live.patch(`/v1/templates/${t.id}`, { name: 'mine' })).status).toBe(404);
+    expect((await other.live.post(`/v1/templates/${t.id}/publish`)).status).toBe(404);
+    expect((await other.live.post(`/v1/templates/${t.id}/duplicate`)).status).toBe(404);
+    expect((await other.live.delete(`/v1/templates/${t.id}`)).status).toBe(404);
+    expect(
+      (await other.live.post('/v1/templates/render', { template_id: t.id, template_data: {} })).status,
+    ).toBe(404);
+    expect((await other.live.get('/v1/templates?limit=100')).body.data.map((x: any) => x.id)).not.toContain(
+      t.id,
+    );
+    expect((await acme.live.get('/v1/templates/not-an-id')).status).toBe(404);
+  });
+
+  it('keeps test and live templates apart', async () => {
+    const live = await newTemplate(acme, welcome, 'live');
+    const test = await newTemplate(acme, welcome, 'test');
+    expect((await acme.test.get(`/v1/templates/${live.id}`)).status).toBe(404);
+    expect((await acme.live.get(`/v1/templates/${test.id}`)).status).toBe(404);
+    await acme.live.post(`/v1/templates/${live.id}/publish`);
+    const r = await acme.test.post('/v1/templates/render', {
+      template_id: live.id,
+      template_data: { first_name: 'A' },
+    });
+    expect(r.status).toBe(404);
+    const ids = (await acme.test.get('/v1/templates?limit=100')).body.data.map((x: any) => x.id);
+    expect(ids).toContain(test.id);
+    expect(ids).not.toContain(live.id);
+  });
+
+  it('allows the Free plan 5 templates per mode; duplicates count; deleting frees a slot', async () => {
+    const free = await svc.createOrg('free');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await newTemplate(free)).id);
+    const sixth = await free.live.post('/v1/templates', welcome);
+    expect(sixth.status).toBe(422);
+    expect(sixth.body.error).toMatchObject({ code: 'plan_limit_exceeded', type: 'quota_error' });
+    expect((await free.live.post(`/v1/templates/${ids[0]}/duplicate`)).body.error.code).toBe(
+      'plan_limit_exceeded',
+    );
+    expect((await free.test.post('/v1/templates', welcome)).status).toBe(201);
+    await free.live.delete(`/v1/templates/${ids[0]}`);
+    expect((await free.live.post('/v1/templates', welcome)).status).toBe(201);
+  });
+
+  it('does not limit the Pro plan', async () => {
+    const pro = await svc.createOrg('pro');
+    for (let i = 0; i < 6; i++) await newTemplate(pro);
+  });
+});

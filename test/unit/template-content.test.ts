@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../platform/errors.ts';
+import { checkTemplateContent, TEMPLATE_LIMITS } from '../../write-side/templates/content-rules.ts';
+import type { TemplateContent, TemplateVariable } from '../../write-side/templates/events.ts';
+import { analyseTemplate } from '../../write-side/templates/template-ast.ts';
+
+const used = (source: string) => [...analyseTemplate('html', source).keys()].sort();
+const refusal = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(AppError);
+    return (e as AppError).message;
+  }
+  throw new Error('expected a refusal');
+};
+const vars = (...names: string[]): TemplateVariable[] =>
+  names.map((name) => ({ name, type: 'string', required: false }));
+const content = (c: Partial<TemplateContent>): TemplateContent => ({
+  subject: 'Hi',
+  html: '<p>x</p>',
+  text: null,
+  variables: [],
+  ...c,
+});
+
+describe('template analysis: which root variables a source reads', () => {
+  it('finds plain, nested and helper-argument paths', () => {
+    expect(
+      used(
+        '{{a}} {{b.c}} {{{d}}} {{#if e}}{{f}}{{else}}{{g}}{{/if}} {{lookup h "x"}} {{lookup i (lookup j 0)}}',
+      ),
+    ).toEqual(['a', 'b', 'd', 'e', 'f', 'g', 'h', 'i', 'j']);
+  });
+  it('does not count what a loop iterates over, but counts ../ and @root back to the root', () => {
+    expect(
+      used(
+        '{{#each items}}{{name}} {{../title}} {{@root.footer}} {{@index}} {{this}}{{else}}{{empty}}{{/each}}',
+      ),
+    ).toEqual(['empty', 'footer', 'items', 'title']);
+    expect(used('{{#each items as |item i|}}{{item.name}} {{i}}{{/each}}')).toEqual(['items']);
+    expect(used('{{#with user}}{{first}} {{#if ../ok}}{{../../x}}{{/if}}{{/with}}')).toEqual([
+      'ok',
+      'user',
+      'x',
+    ]);
+    expect(used('{{this.a}} {{./b}}')).toEqual(['a', 'b']);
+  });
+  it('refuses partials, decorators, unknown helpers and unknown blocks, with the place', () => {
+    expect(refusal(() => used('x\n {{> footer}}'))).toMatch(/partials are not supported at line 2, column 2/);
+    expect(refusal(() => used('{{upper name}}'))).toMatch(/unknown helper `upper` at line 1, column 1/);
+    expect(refusal(() => used('{{log name}}'))).toMatch(/unknown helper `log`/);
+    expect(refusal(() => used('{{#items}}{{/items}}'))).toMatch(/unknown block helper `items`/);
+    expect(refusal(() => used('{{#if a b}}{{/if}}'))).toMatch(/exactly one argument/);
+    expect(refusal(() => used('{{if a}}'))).toMatch(/block helper/);
+    expect(refusal(() => used('{{*decorator}}'))).toMatch(/not supported/);
+  });
+  it('reports syntax errors with line and column', () => {
+    expect(refusal(() => used('Hello\n{{name'))).toMatch(
+      /^`html`: Handlebars syntax error at line 2, column \d+/,
+    );
+    expect(refusal(() => used('a\n\n{{#if x}}{{/each}}'))).toMatch(/line 3, column 4: if doesn't match each/);
+  });
+});
+
+describe('template content rules', () => {
+  it('needs a subject on one line and html or text', () => {
+    expect(refusal(() => checkTemplateContent(content({ subject: ' ' })))).toMatch(/`subject`/);
+    expect(refusal(() => checkTemplateContent(content({ subject: 'a\r\nBcc: x@y.z' })))).toMatch(
+      /single line/,
+    );
+    expect(refusal(() => checkTemplateContent(content({ html: null, text: null })))).toMatch(
+      /html, text or both/,
+    );
+  });
+  it('limits each part to 512 KB', () => {
+    const big = 'x'.repeat(TEMPLATE_LIMITS.partBytes + 1);
+    expect(refusal(() => checkTemplateContent(content({ html: big })))).toMatch(
+      /`html`: must be at most 512 KB/,
+    );
+    expect(() =>
+      checkTemplateContent(content({ text: 'x'.repeat(TEMPLATE_LIMITS.partBytes) })),
+    ).not.toThrow();
+  });
+  it('checks variable names and declarations in every part', () => {
+    expect(refusal(() => checkTemplateContent(content({ variables: vars('first-name') })))).toMatch(
+      /variables\[0\]\.name/,
+    );
+    expect(refusal(() => checkTemplateContent(content({ subject: 'Hi {{who}}' })))).toMatch(
+      /`subject`: variable `who`/,
+    );
+    expect(() =>
+      checkTemplateContent(content({ subject: 'Hi {{who}}', variables: vars('who', 'unused') })),
+    ).not.toThrow();
+  });
+});

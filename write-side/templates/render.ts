@@ -1,0 +1,98 @@
+import { AppError, notFound } from '../../platform/errors.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import type { Services } from '../../platform/services.ts';
+import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/queries.ts';
+import { TEMPLATE_LIMITS } from './content-rules.ts';
+import { renderPart } from './sandbox.ts';
+
+export interface RenderedTemplate {
+  subject: string;
+  /** Null when the template has no such part. */
+  html: string | null;
+  text: string | null;
+  /** The version rendered, for the email to record. */
+  templateVersionId: string;
+}
+
+const renderError = (message: string) => new AppError('template_render_error', message);
+
+const TYPE_CHECKS: Record<string, [(v: unknown) => boolean, string]> = {
+  string: [(v) => typeof v === 'string' || typeof v === 'number', 'a string'],
+  number: [(v) => typeof v === 'number', 'a number'],
+  boolean: [(v) => typeof v === 'boolean', 'a boolean'],
+  object: [(v) => typeof v === 'object' && v !== null && !Array.isArray(v), 'an object'],
+  array: [(v) => Array.isArray(v), 'an array'],
+};
+
+/** Required variables present (null counts as missing), declared types respected; undeclared keys are ignored. */
+function checkData(version: PublishedVersion, data: Record<string, unknown>) {
+  const missing = version.variables.filter(
+    (v) => v.required && (data[v.name] === undefined || data[v.name] === null),
+  );
+  if (missing.length) {
+    throw renderError(
+      `Missing required template variable${missing.length > 1 ? 's' : ''}: ${missing.map((v) => `\`${v.name}\``).join(', ')}`,
+    );
+  }
+  for (const v of version.variables) {
+    const value = data[v.name];
+    const check = TYPE_CHECKS[v.type];
+    if (value === undefined || value === null || !check) continue;
+    if (!check[0](value)) throw renderError(`\`template_data.${v.name}\`: must be ${check[1]}`);
+  }
+}
+
+/** Renders a version with `data`: pure apart from the compile cache. */
+export function renderVersion(version: PublishedVersion, data: Record<string, unknown>): RenderedTemplate {
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw renderError('`template_data`: must be an object');
+  checkData(version, data);
+  const subject = renderPart(version.versionId, 'subject', version.subject, data);
+  if (/[\r\n]/.test(subject)) {
+    throw renderError(
+      'The rendered subject contains a line break (CR or LF); check the variables used in `subject`.',
+    );
+  }
+  if (subject.length > TEMPLATE_LIMITS.renderedSubjectChars) {
+    throw renderError(
+      `The rendered subject is longer than ${TEMPLATE_LIMITS.renderedSubjectChars} characters.`,
+    );
+  }
+  const out: RenderedTemplate = { subject, html: null, text: null, templateVersionId: version.versionId };
+  for (const part of ['html', 'text'] as const) {
+    const source = version[part];
+    if (!source) continue;
+    const rendered = renderPart(version.versionId, part, source, data);
+    if (Buffer.byteLength(rendered) > TEMPLATE_LIMITS.renderedBytes) {
+      throw renderError(
+        `The rendered \`${part}\` is larger than ${TEMPLATE_LIMITS.renderedBytes / 1024 / 1024} MB.`,
+      );
+    }
+    out[part] = rendered;
+  }
+  return out;
+}
+
+/**
+ * Renders the published version of a template, for the render endpoint and the sending path.
+ * Throws `not_found` (unknown, deleted, or another organization's or mode's), `template_not_published`,
+ * or `template_render_error` (missing required variables, wrong types, limits, a broken subject).
+ */
+export async function renderPublished(
+  services: Pick<Services, 'db'>,
+  orgId: string,
+  mode: Mode,
+  templateId: string,
+  /** `template_data`; absent counts as `{}` (so required variables are reported by name). */
+  data: Record<string, unknown> | undefined,
+): Promise<RenderedTemplate> {
+  const found = await findPublishedVersion(services.db, orgId, mode, templateId);
+  if (found.status === 'not_found') throw notFound('Template', templateId);
+  if (found.status === 'not_published') {
+    throw new AppError(
+      'template_not_published',
+      `Template ${templateId} has no published version; publish it first.`,
+    );
+  }
+  return renderVersion(found.version, data ?? {});
+}

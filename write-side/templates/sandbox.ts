@@ -1,0 +1,75 @@
+import Handlebars from 'handlebars';
+import { AppError } from '../../platform/errors.ts';
+
+/**
+ * The one Handlebars environment templates run in: a fresh `Handlebars.create()` so nothing registered
+ * elsewhere leaks in, no `log` helper (it would write to our console), compiled with `knownHelpersOnly` and
+ * the default (4.6+) refusal of prototype properties and methods. `#each` counts its iterations per rendered part so
+ * nested loops over large data cannot keep a CPU busy for minutes.
+ */
+const env = Handlebars.create();
+env.unregisterHelper('log');
+
+export const MAX_ITERATIONS_PER_PART = 100_000;
+let iterationsLeft = MAX_ITERATIONS_PER_PART;
+
+const builtinEach = env.helpers.each;
+env.registerHelper('each', function (this: unknown, context: unknown, options: any) {
+  const fn = options.fn;
+  const counted = {
+    ...options,
+    fn(item: unknown, opts: unknown) {
+      if (--iterationsLeft < 0) {
+        throw new AppError(
+          'template_render_error',
+          `Rendering stopped: more than ${MAX_ITERATIONS_PER_PART} #each iterations in one part.`,
+        );
+      }
+      return fn(item, opts);
+    },
+  };
+  return builtinEach.call(this, context, counted);
+});
+
+export type Part = 'subject' | 'html' | 'text';
+
+const compiled = new Map<string, HandlebarsTemplateDelegate>();
+const CACHE_SIZE = 500;
+
+/** Compiles once per (immutable) version and part; only `html` escapes HTML. */
+function compile(cacheKey: string, part: Part, source: string): HandlebarsTemplateDelegate {
+  const hit = compiled.get(cacheKey);
+  if (hit) {
+    compiled.delete(cacheKey); // re-insert: the Map's order is the LRU order
+    compiled.set(cacheKey, hit);
+    return hit;
+  }
+  const template = env.compile(source, {
+    knownHelpersOnly: true,
+    knownHelpers: { log: false },
+    noEscape: part !== 'html',
+    strict: false,
+  });
+  compiled.set(cacheKey, template);
+  if (compiled.size > CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
+  return template;
+}
+
+/** Renders one part. Synchronous, so the iteration budget belongs to this part alone. */
+export function renderPart(
+  cacheKey: string,
+  part: Part,
+  source: string,
+  data: Record<string, unknown>,
+): string {
+  iterationsLeft = MAX_ITERATIONS_PER_PART;
+  try {
+    return compile(`${cacheKey}:${part}`, part, source)(data);
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw new AppError(
+      'template_render_error',
+      `\`${part}\` could not be rendered: ${(error as Error).message}`,
+    );
+  }
+}

@@ -1,0 +1,164 @@
+import Handlebars from 'handlebars';
+import { AppError } from '../../platform/errors.ts';
+
+/**
+ * Static analysis of one Handlebars source, pure (parsing needs no I/O, so the decider may call it). It finds
+ * syntax errors with their line and column, refuses what the sandbox does not offer (partials, decorators,
+ * unknown helpers) and collects the root-level variables the source reads, so that "used but not declared"
+ * is caught when the template is saved rather than when an email is sent.
+ */
+
+/** Block helpers of the sandbox: the built-ins minus `log` (it would write to the server's console). */
+export const BLOCK_HELPERS = new Set(['if', 'unless', 'each', 'with']);
+/** Helpers callable inline, `{{lookup items 0}}`, or as a sub-expression. */
+export const INLINE_HELPERS = new Set(['lookup']);
+/** Block helpers whose main block runs against a new context (so plain paths inside no longer mean root data). */
+const CONTEXT_CHANGING = new Set(['each', 'with']);
+
+export interface Location {
+  line: number;
+  column: number;
+}
+
+/** One context on the way down: the root data, or what a #each or #with block iterates over. */
+interface Frame {
+  /** True for the template's own context, the data passed to render. */
+  root: boolean;
+  blockParams: string[];
+}
+
+const at = (loc: any): Location => ({ line: loc?.start?.line ?? 1, column: (loc?.start?.column ?? 0) + 1 });
+const where = (l: Location) => `line ${l.line}, column ${l.column}`;
+
+function syntaxError(field: string, error: any): AppError {
+  // Parse errors carry their position only in the (shared, synchronous) lexer; block mismatches carry it themselves.
+  const lexer = (Handlebars as any).Parser?.lexer?.yylloc;
+  const loc: Location =
+    typeof error?.lineNumber === 'number'
+      ? { line: error.lineNumber, column: (error.column ?? 0) + 1 }
+      : { line: lexer?.first_line ?? 1, column: (lexer?.first_column ?? 0) + 1 };
+  const first = String(error?.message ?? error).split('\n');
+  const expecting = first.find((l) => l.startsWith('Expecting'));
+  const reason = expecting
+    ? `unexpected ${first[first.length - 1].replace(/^.*got /, '')}`
+    : first[0].replace(/ - \d+:\d+$/, '');
+  return new AppError(
+    'validation_error',
+    `\`${field}\`: Handlebars syntax error at ${where(loc)}: ${reason}`,
+  );
+}
+
+class Walker {
+  readonly used = new Map<string, Location>();
+  readonly #frames: Frame[] = [{ root: true, blockParams: [] }];
+  readonly #field: string;
+  constructor(field: string) {
+    this.#field = field;
+  }
+
+  #refuse(loc: any, message: string): never {
+    throw new AppError('validation_error', `\`${this.#field}\`: ${message} at ${where(at(loc))}`);
+  }
+
+  program(program: any, frame?: Frame) {
+    if (!program) return;
+    if (frame) this.#frames.push(frame);
+    for (const statement of program.body) this.statement(statement);
+    if (frame) this.#frames.pop();
+  }
+
+  statement(node: any) {
+    switch (node.type) {
+      case 'ContentStatement':
+      case 'CommentStatement':
+        return;
+      case 'MustacheStatement':
+        return this.call(node, false);
+      case 'BlockStatement':
+        return this.block(node);
+      case 'PartialStatement':
+      case 'PartialBlockStatement':
+        return this.#refuse(node.loc, 'partials are not supported');
+      default:
+        return this.#refuse(node.loc, `${node.type} is not supported`);
+    }
+  }
+
+  block(node: any) {
+    const name = node.path.type === 'PathExpression' ? node.path.original : '';
+    if (node.type === 'DecoratorBlock') this.#refuse(node.loc, 'decorators are not supported');
+    if (!BLOCK_HELPERS.has(name)) {
+      this.#refuse(node.loc, `unknown block helper \`${name}\` (use #if, #unless, #each or #with)`);
+    }
+    if (node.params.length !== 1) this.#refuse(node.loc, `#${name} takes exactly one argument`);
+    this.expression(node.params[0]);
+    for (const pair of node.hash?.pairs ?? []) this.expression(pair.value);
+    // #if and #unless keep the context; #each and #with run their main block against a new one.
+    const frame = CONTEXT_CHANGING.has(name)
+      ? { root: false, blockParams: node.program?.blockParams ?? [] }
+      : undefined;
+    this.program(node.program, frame);
+    this.program(node.inverse);
+  }
+
+  /** A mustache or sub-expression: either a variable, or a helper call with arguments. */
+  call(node: any, sub: boolean) {
+    const path = node.path;
+    const args = [...node.params, ...(node.hash?.pairs ?? []).map((p: any) => p.value)];
+    if (path.type !== 'PathExpression') {
+      if (args.length) this.#refuse(node.loc, 'a literal cannot be called as a helper');
+      if (path.type === 'StringLiteral')
+        this.path({ parts: [path.value], depth: 0, data: false, original: path.value, loc: path.loc });
+      return;
+    }
+    const name = path.original;
+    if (BLOCK_HELPERS.has(name))
+      this.#refuse(node.loc, `\`${name}\` is a block helper: write {{#${name} …}}…{{/${name}}}`);
+    if (INLINE_HELPERS.has(name)) {
+      if (!args.length) this.#refuse(node.loc, `\`${name}\` needs arguments`);
+    } else if (args.length) {
+      this.#refuse(node.loc, `unknown helper \`${name}\``);
+    } else {
+      this.path(path);
+    }
+    if (sub && !args.length) return;
+    for (const arg of args) this.expression(arg);
+  }
+
+  expression(node: any) {
+    if (node.type === 'PathExpression') this.path(node);
+    else if (node.type === 'SubExpression') this.call(node, true);
+  }
+
+  path(node: any) {
+    if (node.data) {
+      // @root.x reads root data; @index, @key, @first, @last are the loop's own.
+      if (node.parts[0] === 'root' && node.parts[1]) this.#use(node.parts[1], node.loc);
+      return;
+    }
+    const head = node.parts[0];
+    if (head === undefined) return; // {{this}}
+    const scoped = /^\.|this\b/.test(node.original);
+    if (!node.depth && !scoped && this.#frames.some((f) => f.blockParams.includes(head))) return;
+    // `../` climbs one context per step; only context-changing blocks push one (as in Handlebars 4).
+    const target = this.#frames[Math.max(0, this.#frames.length - 1 - node.depth)];
+    if (target.root) this.#use(head, node.loc);
+  }
+
+  #use(name: string, loc: any) {
+    if (!this.used.has(name)) this.used.set(name, at(loc));
+  }
+}
+
+/** Parses `source` and returns the root variables it reads, each with where it is first read. */
+export function analyseTemplate(field: string, source: string): Map<string, Location> {
+  let ast: any;
+  try {
+    ast = Handlebars.parse(source);
+  } catch (error) {
+    throw syntaxError(field, error);
+  }
+  const walker = new Walker(field);
+  walker.program(ast);
+  return walker.used;
+}
