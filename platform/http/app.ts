@@ -10,7 +10,7 @@ import { ApiRouter } from './router.ts';
 // Matched against the path inside the /v1 router (req.path there is `/emails`).
 const LARGE_BODY_ROUTES = /^(\/v1)?\/emails(\/batch)?$/;
 const LARGE_BODY_LIMIT = '60mb';
-const BODY_LIMIT = '1mb';
+const BODY_LIMIT = '2mb'; // a template's html and text parts may be 512 KB each
 
 export interface HttpAppOptions {
   services: Services;

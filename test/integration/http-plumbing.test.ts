@@ -47,7 +47,7 @@ describe('error shapes', () => {
     expectError(r, 415, 'unsupported_content_type');
   });
   it('413 for an oversize body', async () => {
-    const r = await org.live.post('/v1/api-keys', { name: 'x'.repeat(2 * 1024 * 1024) });
+    const r = await org.live.post('/v1/api-keys', { name: 'x'.repeat(3 * 1024 * 1024) });
     expectError(r, 413, 'body_too_large');
   });
   it('404 for an unknown route, inside and outside /v1', async () => {
