@@ -34,8 +34,10 @@ import { emailCommandRoutes } from '../write-side/emails/routes.ts';
 import { processCheckpointsMigrations } from '../processes/log-consumer.ts';
 import { SchedulerProcess, schedulerMigrations } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
+import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import type express from 'express';
 import { blobStoreFor } from '../platform/blob-store.ts';
+import { mountTracking } from '../write-side/emails/tracking-routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/schema.ts';
 import { webhookQueryRoutes } from '../read-side/webhooks/routes.ts';
 import { webhooksProjection } from '../projections/webhooks.projection.ts';
@@ -48,7 +50,7 @@ import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
  * The composition root's lists: every read-model migration, projection, route set and background process.
  * A new resource adds its lines here and nowhere else in bin/.
  */
-export const migrations: Migration[] = [...apiKeysMigrations, ...domainsMigrations, ...templatesMigrations, ...suppressionsMigrations, ...emailsMigrations, ...processCheckpointsMigrations, ...schedulerMigrations, ...simulatorMigrations, ...webhooksMigrations, ...webhookProcessMigrations];
+export const migrations: Migration[] = [...apiKeysMigrations, ...domainsMigrations, ...templatesMigrations, ...suppressionsMigrations, ...emailsMigrations, ...processCheckpointsMigrations, ...schedulerMigrations, ...simulatorMigrations, ...deliveryMigrations, ...webhooksMigrations, ...webhookProcessMigrations];
 
 export const projections: Projection[] = [apiKeysProjection, domainsProjection, templatesProjection, suppressionsProjection, emailsProjection, webhooksProjection];
 
@@ -76,10 +78,11 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
 /** Handlers outside /v1 (no API key): attachment downloads by signed URL, tracking pixel and click redirects. */
 export function mountHandlers(app: express.Express, services: Services): void {
   blobStoreFor(services.config).mount(app, () => services.clock.now());
+  mountTracking(app, services);
 }
 
 export function backgroundProcesses(services: Services): BackgroundProcess[] {
-  return [new DomainVerifierProcess(services), new RetentionProcess(services), new WebhookFanOut(services), new WebhookDispatcher(services), new SchedulerProcess(services), new SimulatorProcess(services)];
+  return [new DomainVerifierProcess(services), new RetentionProcess(services), new WebhookFanOut(services), new WebhookDispatcher(services), new SchedulerProcess(services), new SimulatorProcess(services), new DeliveryProcess(services)];
 }
 
 export function createRateLimiter(config: Config, db: Database): RateLimiter {

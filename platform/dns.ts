@@ -4,7 +4,10 @@ import { Resolver } from 'node:dns/promises';
  * A DNS resolver that asks the servers in DNS_SERVERS (`127.0.0.1:5353` style, port optional) or, when the
  * list is empty, the system's. Shared by the domain verifier, delivery (MX look-ups) and inbound checks.
  */
-export function createResolver(servers: string[], options: { timeout?: number; tries?: number } = {}): Resolver {
+export function createResolver(
+  servers: string[],
+  options: { timeout?: number; tries?: number } = {},
+): Resolver {
   const resolver = new Resolver({ timeout: options.timeout ?? 3000, tries: options.tries ?? 2 });
   if (servers.length > 0) resolver.setServers(servers);
   return resolver;

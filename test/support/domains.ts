@@ -1,0 +1,53 @@
+import { expect } from 'vitest';
+import type { TestDnsServer } from './dns-server.ts';
+import type { ApiClient } from './service.ts';
+
+/** DNS settings for a test service whose domains verify against `dns`. */
+export const domainEnv = (dns: TestDnsServer): Record<string, string> => ({
+  DNS_SERVERS: dns.serverAddress,
+  POSTLINE_MX_HOST: 'mx.postline.test',
+  POSTLINE_SPF_INCLUDE: 'spf.postline.test',
+  POSTLINE_TRACKING_HOST: 'track.postline.test',
+});
+
+interface ApiDnsRecord {
+  type: 'TXT' | 'MX' | 'CNAME';
+  name: string;
+  value: string;
+  priority?: number;
+  purpose: string;
+}
+
+/** Publishes a domain's dns_records on the test DNS server, as its owner would at their DNS provider. */
+export function publishDomainRecords(
+  dns: TestDnsServer,
+  domain: { dns_records: ApiDnsRecord[] },
+  only?: (r: ApiDnsRecord) => boolean,
+) {
+  const byNameType = new Map<string, { name: string; type: ApiDnsRecord['type']; values: string[] }>();
+  for (const r of domain.dns_records.filter(only ?? (() => true))) {
+    const k = `${r.name}|${r.type}`;
+    const entry = byNameType.get(k) ?? { name: r.name, type: r.type, values: [] };
+    entry.values.push(r.type === 'MX' ? `${r.priority ?? 10} ${r.value}` : r.value);
+    byNameType.set(k, entry);
+  }
+  for (const { name, type, values } of byNameType.values()) dns.set(name, type, values);
+}
+
+/**
+ * Adds a domain through the API, publishes its records on the test DNS server and verifies it: what a
+ * test of live sending needs first. The service must run with `domainEnv(dns)`.
+ */
+export async function addVerifiedDomain(
+  client: ApiClient,
+  dns: TestDnsServer,
+  name: string,
+  body: Record<string, unknown> = {},
+) {
+  const added = await client.post('/v1/domains', { name, ...body });
+  expect(added.status, JSON.stringify(added.body)).toBe(201);
+  publishDomainRecords(dns, added.body);
+  const verified = await client.post(`/v1/domains/${added.body.id}/verify`);
+  expect(verified.body.status, JSON.stringify(verified.body)).toBe('verified');
+  return verified.body;
+}

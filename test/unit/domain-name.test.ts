@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { normalizeDomainName } from '../../write-side/domains/domain-name.ts';
+
+describe('domain name normalisation', () => {
+  it.each([
+    ['example.com', 'example.com'],
+    ['Mail.Example.COM', 'mail.example.com'],
+    ['example.com.', 'example.com'],
+    ['  example.org ', 'example.org'],
+    ['bücher.example', 'xn--bcher-kva.example'],
+    ['xn--bcher-kva.example', 'xn--bcher-kva.example'],
+    ['a-b.c-d.example.co.uk', 'a-b.c-d.example.co.uk'],
+  ])('accepts %s as %s', (input, name) => expect(normalizeDomainName(input)).toEqual({ name }));
+
+  it.each([
+    ['', 'required'],
+    ['localhost', 'two labels'],
+    ['1.2.3.4', 'IP address'],
+    ['[::1]', 'IP address'],
+    ['::1', 'IP address'],
+    ['exa_mple.com', 'not a valid'],
+    ['ex ample.com', 'not a valid'],
+    ['-example.com', 'invalid label'],
+    ['example-.com', 'invalid label'],
+    ['a..example.com', 'invalid label'],
+    ['*.example.com', 'not a valid'],
+    [`${'a'.repeat(64)}.com`, 'longer than 63'],
+    [`${'abcdefghi.'.repeat(26)}com`, '253'],
+    ['foo.123', 'not a valid'],
+    ['example.com/path', 'not a valid'],
+  ])('rejects %j', (input, reason) => {
+    const result = normalizeDomainName(input);
+    expect('error' in result && result.error).toContain(reason);
+  });
+});

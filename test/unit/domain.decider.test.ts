@@ -1,0 +1,319 @@
+import { describe, expect, it } from 'vitest';
+import { domainDecider, domainStatus } from '../../write-side/domains/decider.ts';
+import type { DnsRecord, DomainEvent, RecordCheck } from '../../write-side/domains/events.ts';
+import { spec } from '../support/given-when-then.ts';
+
+const at = '2026-01-01T00:00:00.000Z';
+const later = '2026-01-02T00:00:00.000Z';
+const rec = (
+  purpose: DnsRecord['purpose'],
+  type: DnsRecord['type'],
+  name: string,
+  required: boolean,
+): DnsRecord => ({
+  type,
+  name,
+  value: `${purpose}-value`,
+  purpose,
+  required,
+  status: 'pending',
+  found: null,
+});
+const records = [
+  rec('dkim', 'TXT', 'pl1._domainkey.example.com', true),
+  rec('spf', 'TXT', 'bounces.example.com', true),
+  rec('return_path', 'MX', 'bounces.example.com', true),
+  rec('dmarc', 'TXT', '_dmarc.example.com', false),
+];
+const dkim = { selector: 'pl1', publicKey: 'PUB', sealedPrivateKey: 'v1.sealed', createdAt: at };
+const add = {
+  type: 'AddDomain' as const,
+  domainId: 'dom_1',
+  orgId: 'org_1',
+  mode: 'live' as const,
+  name: 'example.com',
+  openTracking: false,
+  clickTracking: true,
+  inboundEnabled: false,
+  dkim,
+  returnPathDomain: 'bounces.example.com',
+  trackingDomain: 'track.example.com',
+  records,
+  at,
+};
+const { type: _t, at: _a, ...addedData } = add;
+const added: DomainEvent = { type: 'DomainAdded', data: { ...addedData, region: 'eu', addedAt: at } };
+/** Status a check event reports. */
+const statusOf = (e: DomainEvent) => (e.type === 'DomainVerificationChecked' ? e.data.status : undefined);
+const who = { domainId: 'dom_1', orgId: 'org_1', mode: 'live' as const };
+
+const check = (
+  outcomes: Partial<Record<DnsRecord['purpose'], RecordCheck['outcome']>>,
+  trigger: 'manual' | 'periodic' = 'manual',
+) => ({
+  type: 'RecordDnsCheck' as const,
+  ...who,
+  trigger,
+  at: later,
+  checks: records
+    .filter((r) => outcomes[r.purpose])
+    .map((r) => ({
+      type: r.type,
+      name: r.name,
+      purpose: r.purpose,
+      outcome: outcomes[r.purpose]!,
+      found: outcomes[r.purpose] === 'verified' ? [r.value] : ['other'],
+    })),
+});
+const allOk = { dkim: 'verified', spf: 'verified', return_path: 'verified', dmarc: 'verified' } as const;
+/** The events of a check, to build a history with. */
+const checked = (given: DomainEvent[], outcomes: Parameters<typeof check>[0]) =>
+  domainDecider.decide(check(outcomes), given.reduce(domainDecider.evolve, domainDecider.initialState));
+
+describe('domain decider: adding', () => {
+  it('adds a pending domain in the EU', () => spec(domainDecider).given([]).when(add).then([added]));
+  it('refuses the same id twice', () => spec(domainDecider).given([added]).when(add).thenFails('conflict'));
+});
+
+describe('domain decider: DNS checks', () => {
+  it('verifies when every required record is found, and says so once', () =>
+    spec(domainDecider)
+      .given([added])
+      .when(check(allOk))
+      .then((events) => {
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainVerified']);
+        expect(events[0].data).toMatchObject({ status: 'verified', trigger: 'manual', checkedAt: later });
+        expect(events[1].data).toEqual({ domainId: 'dom_1', name: 'example.com', verifiedAt: later });
+      }));
+
+  it('does not verify again when already verified', () =>
+    spec(domainDecider)
+      .given([added, ...checked([added], allOk)])
+      .when(check(allOk))
+      .then((events) => expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked'])));
+
+  it('verifies without the recommended records', () =>
+    spec(domainDecider)
+      .given([added])
+      .when(check({ dkim: 'verified', spf: 'verified', return_path: 'verified', dmarc: 'failed' }))
+      .then((events) =>
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainVerified']),
+      ));
+
+  it('is partially verified when some required records are missing', () =>
+    spec(domainDecider)
+      .given([added])
+      .when(check({ dkim: 'verified', spf: 'failed', return_path: 'failed' }))
+      .then((events) => {
+        expect(events).toHaveLength(1);
+        expect(statusOf(events[0])).toBe('partially_verified');
+        expect(
+          events[0].type === 'DomainVerificationChecked' && events[0].data.records.map((r) => r.status),
+        ).toEqual(['verified', 'failed', 'failed', 'pending']);
+      }));
+
+  it('fails when no required record is found', () =>
+    spec(domainDecider)
+      .given([added])
+      .when(check({ dkim: 'failed', spf: 'failed', return_path: 'failed' }))
+      .then((events) => expect(statusOf(events[0])).toBe('failed')));
+
+  it('reports a verified record that disappeared, and stops being verified', () => {
+    const history = [added, ...checked([added], allOk)];
+    spec(domainDecider)
+      .given(history)
+      .when(check({ ...allOk, dkim: 'failed' }, 'periodic'))
+      .then((events) => {
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainDnsChanged']);
+        expect(events[1].data).toEqual({
+          domainId: 'dom_1',
+          name: 'example.com',
+          records: [
+            {
+              type: 'TXT',
+              name: 'pl1._domainkey.example.com',
+              purpose: 'dkim',
+              expected: 'dkim-value',
+              found: ['other'],
+            },
+          ],
+          status: 'partially_verified',
+          detectedAt: later,
+        });
+      });
+  });
+
+  it('reports a DNS change only once, and verifies again when the record is back', () => {
+    const verified = [added, ...checked([added], allOk)];
+    const broken = [...verified, ...checked(verified, { ...allOk, dkim: 'failed' })];
+    spec(domainDecider)
+      .given(broken)
+      .when(check({ ...allOk, dkim: 'failed' }))
+      .then((events) => expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked']));
+    spec(domainDecider)
+      .given(broken)
+      .when(check(allOk))
+      .then((events) =>
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainVerified']),
+      );
+  });
+
+  it('keeps the status of a record whose lookup was inconclusive', () => {
+    const verified = [added, ...checked([added], allOk)];
+    spec(domainDecider)
+      .given(verified)
+      .when(check({ ...allOk, dkim: 'inconclusive' }, 'periodic'))
+      .then((events) => {
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked']);
+        expect(statusOf(events[0])).toBe('verified');
+      });
+  });
+
+  it("hides another organization's, the other mode's and a deleted domain", () => {
+    spec(domainDecider)
+      .given([added])
+      .when({ ...check(allOk), orgId: 'org_2' })
+      .thenFails('not_found');
+    spec(domainDecider)
+      .given([added])
+      .when({ ...check(allOk), mode: 'test' })
+      .thenFails('not_found');
+    spec(domainDecider).given([]).when(check(allOk)).thenFails('not_found');
+    const deleted: DomainEvent = {
+      type: 'DomainDeleted',
+      data: { domainId: 'dom_1', name: 'example.com', deletedAt: later, purgeAfter: later },
+    };
+    spec(domainDecider).given([added, deleted]).when(check(allOk)).thenFails('not_found');
+  });
+});
+
+describe('domain decider: updates', () => {
+  const update = { type: 'UpdateDomain' as const, ...who, inboundMxHost: 'mx.postline.test', at: later };
+
+  it('changes tracking settings', () =>
+    spec(domainDecider)
+      .given([added])
+      .when({ ...update, openTracking: true })
+      .then([
+        {
+          type: 'DomainUpdated',
+          data: {
+            domainId: 'dom_1',
+            name: 'example.com',
+            openTracking: true,
+            clickTracking: true,
+            inboundEnabled: false,
+            impressum: null,
+            records,
+            updatedAt: later,
+          },
+        },
+      ]));
+
+  it('adds the inbound MX record when inbound is enabled, and removes it when disabled', () => {
+    const mx: DnsRecord = {
+      type: 'MX',
+      name: 'example.com',
+      value: 'mx.postline.test',
+      priority: 10,
+      purpose: 'inbound',
+      required: false,
+      status: 'pending',
+      found: null,
+    };
+    const enabled = domainDecider.decide(
+      { ...update, inboundEnabled: true },
+      domainDecider.evolve(domainDecider.initialState, added),
+    );
+    expect(enabled[0].type === 'DomainUpdated' && enabled[0].data.records).toEqual([...records, mx]);
+    spec(domainDecider)
+      .given([added, ...enabled])
+      .when({ ...update, inboundEnabled: false })
+      .then((events) =>
+        expect(events[0].type === 'DomainUpdated' && events[0].data.records).toEqual(records),
+      );
+  });
+
+  it('sets and removes the impressum', () => {
+    const impressum = {
+      company_name: 'Acme GmbH',
+      address: 'Hauptstr. 1, 10115 Berlin',
+      country: 'DE',
+      email: 'legal@acme.example',
+    };
+    const set = domainDecider.decide(
+      { ...update, impressum },
+      domainDecider.evolve(domainDecider.initialState, added),
+    );
+    expect(set[0].type === 'DomainUpdated' && set[0].data.impressum).toEqual(impressum);
+    spec(domainDecider)
+      .given([added, ...set])
+      .when({ ...update, impressum: null })
+      .then((events) => expect(events[0].type === 'DomainUpdated' && events[0].data.impressum).toBeNull());
+  });
+
+  it('appends nothing when nothing changes', () =>
+    spec(domainDecider)
+      .given([added])
+      .when({ ...update, clickTracking: true, inboundEnabled: false })
+      .then([]));
+
+  it("refuses another organization's domain", () =>
+    spec(domainDecider)
+      .given([added])
+      .when({ ...update, orgId: 'org_2', openTracking: true })
+      .thenFails('not_found'));
+});
+
+describe('domain decider: delete and purge', () => {
+  const purgeAfter = '2026-01-31T00:00:00.000Z';
+  const del = { type: 'DeleteDomain' as const, ...who, at: later, purgeAfter };
+  const deleted: DomainEvent = {
+    type: 'DomainDeleted',
+    data: { domainId: 'dom_1', name: 'example.com', deletedAt: later, purgeAfter },
+  };
+  const purge = { type: 'PurgeDomain' as const, domainId: 'dom_1', at: purgeAfter };
+
+  it('soft-deletes with a purge date', () => spec(domainDecider).given([added]).when(del).then([deleted]));
+  it('does not delete twice', () =>
+    spec(domainDecider).given([added, deleted]).when(del).thenFails('not_found'));
+  it("does not delete another organization's domain", () =>
+    spec(domainDecider)
+      .given([added])
+      .when({ ...del, orgId: 'org_2' })
+      .thenFails('not_found'));
+  it('purges after the grace period', () =>
+    spec(domainDecider)
+      .given([added, deleted])
+      .when(purge)
+      .then([
+        { type: 'DomainPurged', data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter } },
+      ]));
+  it('does not purge early', () =>
+    spec(domainDecider)
+      .given([added, deleted])
+      .when({ ...purge, at: '2026-01-30T23:59:59.000Z' })
+      .thenFails('conflict'));
+  it('does not purge a domain that is not deleted', () =>
+    spec(domainDecider).given([added]).when(purge).thenFails('conflict'));
+  it('purges once', () =>
+    spec(domainDecider)
+      .given([
+        added,
+        deleted,
+        { type: 'DomainPurged', data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter } },
+      ])
+      .when(purge)
+      .then([]));
+});
+
+describe('domain status', () => {
+  const withStatus = (...s: DnsRecord['status'][]) =>
+    records.slice(0, 3).map((r, i) => ({ ...r, status: s[i] }));
+  it('follows the required records', () => {
+    expect(domainStatus(withStatus('pending', 'pending', 'pending'))).toBe('pending');
+    expect(domainStatus(withStatus('verified', 'verified', 'verified'))).toBe('verified');
+    expect(domainStatus(withStatus('verified', 'failed', 'pending'))).toBe('partially_verified');
+    expect(domainStatus(withStatus('failed', 'pending', 'pending'))).toBe('failed');
+  });
+});

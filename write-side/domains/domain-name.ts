@@ -1,0 +1,34 @@
+import { isIP } from 'node:net';
+import { domainToASCII } from 'node:url';
+
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * A domain name as Postline stores it: trimmed, lower case, without a trailing dot, internationalized labels
+ * in punycode (`bücher.example` -> `xn--bcher-kva.example`). Returns the reason when it is no host name we
+ * can send from: IP literals, single labels, labels over 63 characters, bad characters, names over 253.
+ */
+export function normalizeDomainName(input: string): { name: string } | { error: string } {
+  const trimmed = input.trim().replace(/\.$/, '');
+  if (!trimmed) return { error: 'is required' };
+  if (isIP(trimmed) || isIP(trimmed.replace(/^\[|\]$/g, '')))
+    return { error: 'must be a domain name, not an IP address' };
+  // Only letters (any script), digits, hyphens and dots: domainToASCII alone would accept URL syntax such as `a.com/x`.
+  const name = /^[\p{L}\p{M}\p{N}.-]+$/u.test(trimmed) ? domainToASCII(trimmed.toLowerCase()) : '';
+  if (!name) return { error: 'is not a valid domain name' };
+  if (name.length > 253) return { error: 'must be at most 253 characters' };
+  const labels = name.split('.');
+  if (labels.length < 2) return { error: 'must have at least two labels, e.g. example.com' };
+  const bad = labels.find((l) => !LABEL.test(l));
+  if (bad !== undefined) {
+    return {
+      error:
+        bad.length > 63
+          ? 'has a label longer than 63 characters'
+          : `has an invalid label "${bad}" (letters, digits and inner hyphens only)`,
+    };
+  }
+  if (/^[0-9]+$/.test(labels[labels.length - 1]))
+    return { error: 'must end in a top-level domain, not a number' };
+  return { name };
+}
