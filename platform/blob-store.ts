@@ -17,7 +17,10 @@ export class BlobStore {
 
   constructor(dir: string, secretKeyBase64: string) {
     this.#dir = dir;
-    this.#signingKey = createHash('sha256').update('postline blob urls\0').update(Buffer.from(secretKeyBase64, 'base64')).digest();
+    this.#signingKey = createHash('sha256')
+      .update('postline blob urls\0')
+      .update(Buffer.from(secretKeyBase64, 'base64'))
+      .digest();
   }
 
   #path(key: string): string {
@@ -53,7 +56,11 @@ export class BlobStore {
   }
 
   /** A URL under `baseUrl` that serves the blob until `expiresAt`, as `filename` with `contentType`. */
-  signedUrl(baseUrl: string, key: string, o: { filename: string; contentType: string; expiresAt: Date }): string {
+  signedUrl(
+    baseUrl: string,
+    key: string,
+    o: { filename: string; contentType: string; expiresAt: Date },
+  ): string {
     const expires = Math.floor(o.expiresAt.getTime() / 1000);
     const q = new URLSearchParams({
       expires: String(expires),
@@ -80,7 +87,13 @@ export class BlobStore {
         expires * 1000 > now().getTime();
       const bytes = valid ? await this.get(key).catch(() => null) : null;
       if (!bytes) {
-        res.status(404).json({ error: { type: 'not_found_error', message: 'This download link is invalid or has expired.', code: 'not_found' } });
+        res.status(404).json({
+          error: {
+            type: 'not_found_error',
+            message: 'This download link is invalid or has expired.',
+            code: 'not_found',
+          },
+        });
         return;
       }
       res.set({

@@ -3,6 +3,8 @@ import { type EventStore, type Position, START } from '../platform/eventstore/ty
 import { lockKey, type Projection } from './projection.ts';
 import { applyBatch, readCheckpoint } from './runner.ts';
 
+const LOCK_NOT_AVAILABLE = '55P03';
+
 export interface ProjectionStatus {
   name: string;
   position: Position;
@@ -72,21 +74,33 @@ export async function rebuildProjection(
     onProgress(done, Math.max(total, done));
   }
 
-  await db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey(projection.name)]);
-    await tx.query(`SET LOCAL search_path TO ${schema}, public`);
-    const rebuilt = await readCheckpoint(tx, projection.name);
-    await tx.query('SET LOCAL search_path TO public');
-    for (const t of projection.tables) {
-      await tx.query(`DROP TABLE public.${t}`);
-      await tx.query(`ALTER TABLE ${schema}.${t} SET SCHEMA public`);
+  // The swap needs its tables exclusively. A reader joining two of them may hold one while waiting for the
+  // other, so the swap never waits long for a lock: it gives way (lock_timeout) and tries again.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = '200ms'`);
+        await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey(projection.name)]);
+        await tx.query(`LOCK TABLE ${projection.tables.map((t) => `public.${t}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        await tx.query(`SET LOCAL search_path TO ${schema}, public`);
+        const rebuilt = await readCheckpoint(tx, projection.name);
+        await tx.query('SET LOCAL search_path TO public');
+        for (const t of projection.tables) {
+          await tx.query(`DROP TABLE public.${t}`);
+          await tx.query(`ALTER TABLE ${schema}.${t} SET SCHEMA public`);
+        }
+        await tx.query(
+          `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)
+           ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
+          [projection.name, rebuilt],
+        );
+        await tx.query(`DROP SCHEMA ${schema} CASCADE`);
+      });
+      break;
+    } catch (error: any) {
+      if (error?.code !== LOCK_NOT_AVAILABLE || attempt >= 100) throw error;
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
     }
-    await tx.query(
-      `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)
-       ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
-      [projection.name, rebuilt],
-    );
-    await tx.query(`DROP SCHEMA ${schema} CASCADE`);
-  });
+  }
   return { events: done };
 }

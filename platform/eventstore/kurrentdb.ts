@@ -1,19 +1,19 @@
 import {
-  ANY,
   type AllStreamResolvedEvent,
   type AllStreamSubscription,
+  ANY,
   type AppendStreamState,
   BACKWARDS,
   END,
   excludeSystemEvents,
   FORWARDS,
-  jsonEvent,
   type JSONType,
+  jsonEvent,
+  START as KURRENT_START,
   KurrentDBClient,
+  type Position as KurrentPosition,
   NO_STREAM,
   type ResolvedEvent,
-  START as KURRENT_START,
-  type Position as KurrentPosition,
   STREAM_EXISTS,
   StreamNotFoundError,
   WrongExpectedVersionError,
@@ -84,18 +84,30 @@ export class KurrentEventStore implements EventStore {
       await store.headPosition();
     } catch (error: any) {
       await client.dispose().catch(() => {});
-      throw new Error(`KurrentDB at ${redact(url)} does not answer: ${error?.message ?? error}`, { cause: error });
+      throw new Error(`KurrentDB at ${redact(url)} does not answer: ${error?.message ?? error}`, {
+        cause: error,
+      });
     }
     return store;
   }
 
-  async append(streamId: string, events: NewEvent[], { expectedRevision }: { expectedRevision: ExpectedRevision }) {
+  async append(
+    streamId: string,
+    events: NewEvent[],
+    { expectedRevision }: { expectedRevision: ExpectedRevision },
+  ) {
     if (events.length === 0) throw new Error('append needs at least one event');
     const data = events.map((e) =>
-      jsonEvent({ type: e.type, data: (e.data ?? {}) as JSONType, metadata: e.metadata as unknown as JSONType }),
+      jsonEvent({
+        type: e.type,
+        data: (e.data ?? {}) as JSONType,
+        metadata: e.metadata as unknown as JSONType,
+      }),
     );
     try {
-      const result = await this.#client.appendToStream(streamId, data, { streamState: toStreamState(expectedRevision) });
+      const result = await this.#client.appendToStream(streamId, data, {
+        streamState: toStreamState(expectedRevision),
+      });
       const position = result.position ? toPosition(result.position) : await this.#lastPosition(streamId);
       return { nextRevision: Number(result.nextExpectedRevision), position } satisfies AppendResult;
     } catch (error) {
@@ -113,7 +125,11 @@ export class KurrentEventStore implements EventStore {
 
   /** Servers older than 22.6 may not return the position of an append; read it back instead. */
   async #lastPosition(streamId: string): Promise<Position> {
-    for await (const resolved of this.#client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+    for await (const resolved of this.#client.readStream(streamId, {
+      direction: BACKWARDS,
+      fromRevision: END,
+      maxCount: 1,
+    })) {
       const e = this.#toEvent(resolved);
       if (e) return e.position;
     }

@@ -49,6 +49,8 @@ const fromPosition = (p: Position): [string, string] => {
 };
 
 const UNIQUE_VIOLATION = '23505';
+/** How long an append's NOTIFY waits for others to share it (other processes' subscribers wake this much later). */
+const NOTIFY_DELAY_MS = 2;
 
 const APPEND_SQL = `
 WITH cur AS (
@@ -63,6 +65,24 @@ WITH cur AS (
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT $1, ok.rev + x.ord, x.e->>'type', x.e->'data', x.e->'metadata'
 FROM ok, jsonb_array_elements($4::jsonb) WITH ORDINALITY AS x(e, ord)
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+
+// `no_stream` and an exact revision (what commands use) need no look-up of the stream's last revision first:
+// insert right after the expected one (-1 for no stream). The unique (stream, revision) key turns a writer that
+// came first into a unique violation, and the EXISTS guard refuses an expected revision the stream has not
+// reached. Revisions have no gaps, so together they mean "the last revision is the expected one". One event (the
+// usual case) and many differ only in how the rows are made; both plan far faster than APPEND_SQL.
+const APPEND_ONE_AFTER_SQL = `
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT $1, $2::bigint + 1, $3, $4::jsonb, $5::jsonb
+WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND stream_revision = $2::bigint)
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+const APPEND_MANY_AFTER_SQL = `
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT $1, $2::bigint + x.ord, x.t, x.d, x.m
+FROM unnest($3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS x(t, d, m, ord)
+WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND stream_revision = $2::bigint)
+ORDER BY x.ord
 RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
 
 // The output names shadow the columns in ORDER BY (where `global_position` would then sort as text):
@@ -102,36 +122,69 @@ export class PostgresEventStore implements EventStore {
     return new PostgresEventStore(db, options);
   }
 
-  async append(streamId: string, events: NewEvent[], { expectedRevision }: { expectedRevision: ExpectedRevision }) {
+  async append(
+    streamId: string,
+    events: NewEvent[],
+    { expectedRevision }: { expectedRevision: ExpectedRevision },
+  ) {
     if (events.length === 0) throw new Error('append needs at least one event');
-    const mode = typeof expectedRevision === 'number' ? 'exact' : expectedRevision;
-    const exact = typeof expectedRevision === 'number' ? expectedRevision : null;
-    const payload = JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata })));
+    const after =
+      expectedRevision === 'no_stream' ? -1 : typeof expectedRevision === 'number' ? expectedRevision : null;
+    let sql: string;
+    let params: unknown[];
+    if (after === null) {
+      // `any` and `stream_exists` depend on the stream's last revision: look it up in the same statement.
+      sql = APPEND_SQL;
+      params = [
+        streamId,
+        expectedRevision,
+        null,
+        JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
+      ];
+    } else if (events.length === 1) {
+      sql = APPEND_ONE_AFTER_SQL;
+      const [e] = events;
+      params = [streamId, after, e.type, JSON.stringify(e.data ?? {}), JSON.stringify(e.metadata)];
+    } else {
+      sql = APPEND_MANY_AFTER_SQL;
+      params = [
+        streamId,
+        after,
+        events.map((e) => e.type),
+        events.map((e) => JSON.stringify(e.data ?? {})),
+        events.map((e) => JSON.stringify(e.metadata)),
+      ];
+    }
     for (let attempt = 0; ; attempt++) {
       try {
         const { rows } = await this.#db.query<{ position: string; stream_revision: number; tx: string }>(
-          APPEND_SQL,
-          [streamId, mode, exact, payload],
+          sql,
+          params,
         );
         if (rows.length === 0) throw await this.#conflict(streamId, expectedRevision);
         const last = rows[rows.length - 1];
         this.#notify();
-        return { nextRevision: Number(last.stream_revision), position: toPosition(last.tx, last.position) } satisfies AppendResult;
+        return {
+          nextRevision: Number(last.stream_revision),
+          position: toPosition(last.tx, last.position),
+        } satisfies AppendResult;
       } catch (error: any) {
         if (error?.code !== UNIQUE_VIOLATION) throw error;
         // A concurrent writer took the revision. With `any` that is no conflict: try again.
-        if (expectedRevision !== 'any' || attempt > 20) throw await this.#conflict(streamId, expectedRevision);
+        if (expectedRevision !== 'any' || attempt > 20)
+          throw await this.#conflict(streamId, expectedRevision);
       }
     }
   }
 
   /**
    * Wakes subscribers after an append committed: those of this process at once, those of other processes
-   * through NOTIFY, sent outside the appending transaction. Concurrent appends share one NOTIFY: one is sent
-   * after each append, but while one is in flight the next appends only ask for one more after it.
+   * through NOTIFY, sent outside the appending transaction, at most NOTIFY_DELAY_MS later. Appends in the same
+   * moment share one NOTIFY; one that commits while a NOTIFY is in flight asks for one more after it.
    * PGlite has a single owner (this process), so it needs no NOTIFY.
    */
   #notify() {
+    this.#appends++;
     this.#wake.emit('append');
     if (this.#db.kind === 'pglite') return;
     if (this.#notifying) {
@@ -141,8 +194,13 @@ export class PostgresEventStore implements EventStore {
     this.#notifying = true;
     this.#notified = (async () => {
       do {
+        // Let the appends of the next moment share this NOTIFY: they commit before it is sent.
+        await new Promise((resolve) => setTimeout(resolve, NOTIFY_DELAY_MS));
         this.#notifyAgain = false;
-        await this.#db.query(`SELECT pg_notify('${CHANNEL}', '')`).catch(() => {});
+        // NOTIFY gives its transaction an id, and so a commit record: no need to wait for that to reach disk.
+        await this.#db
+          .exec(`BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify('${CHANNEL}', ''); COMMIT`)
+          .catch(() => {});
       } while (this.#notifyAgain && !this.#closed);
       this.#notifying = false;
     })();
@@ -154,7 +212,11 @@ export class PostgresEventStore implements EventStore {
       [streamId],
     );
     const rev = rows[0]?.rev;
-    return new WrongExpectedRevisionError(streamId, expected, rev === null || rev === undefined ? 'no_stream' : Number(rev));
+    return new WrongExpectedRevisionError(
+      streamId,
+      expected,
+      rev === null || rev === undefined ? 'no_stream' : Number(rev),
+    );
   }
 
   #toEvent = (row: any): StoredEvent =>
@@ -191,6 +253,15 @@ export class PostgresEventStore implements EventStore {
     const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
       `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events
        WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,
+    );
+    return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
+  }
+
+  /** The newest committed event in log order, whether or not readers may see it yet. */
+  async #committedHead(): Promise<Position> {
+    const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
+      `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events
        ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,
     );
     return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
@@ -273,7 +344,9 @@ export class PostgresEventStore implements EventStore {
         for (const w of waiters.splice(0)) w.resolve();
       },
       caughtUp: async () => {
-        const target = await this.headPosition();
+        // Everything committed, visible to readers yet or not: an older transaction still running elsewhere
+        // may hold events back for a moment, and "caught up" must wait for them.
+        const target = await this.#committedHead();
         if (target <= position) return;
         await new Promise<void>((resolve) => {
           waiters.push({ target, resolve });

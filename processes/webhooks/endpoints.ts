@@ -1,0 +1,141 @@
+import type { Queryable, Transaction } from '../../platform/db/database.ts';
+import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
+import type { WebhookEvent } from '../../write-side/webhooks/events.ts';
+
+/** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */
+export interface Endpoint {
+  webhookId: string;
+  orgId: string;
+  mode: string;
+  events: string[];
+  active: boolean;
+  deleted: boolean;
+}
+
+/** The endpoints of the organizations in a batch, kept in step with the webhook events applied in it. */
+export class EndpointSet {
+  readonly #byId = new Map<string, Endpoint>();
+
+  static async load(q: Queryable, orgIds: string[]): Promise<EndpointSet> {
+    const set = new EndpointSet();
+    if (orgIds.length === 0) return set;
+    const { rows } = await q.query(
+      'SELECT webhook_id, org_id, mode, events, active, deleted FROM webhook_endpoints WHERE org_id = ANY($1)',
+      [orgIds],
+    );
+    for (const r of rows) {
+      set.#byId.set(r.webhook_id, {
+        webhookId: r.webhook_id,
+        orgId: r.org_id,
+        mode: r.mode,
+        events: r.events,
+        active: r.active,
+        deleted: r.deleted,
+      });
+    }
+    return set;
+  }
+
+  /** Organizations with an active endpoint: only their events can lead to deliveries. */
+  activeOrganizations(): string[] {
+    return [...this.#byId.values()].filter((e) => e.active && !e.deleted).map((e) => e.orgId);
+  }
+
+  get(webhookId: string) {
+    return this.#byId.get(webhookId);
+  }
+
+  /** Active endpoints of the event's organization and mode subscribed to `type`. */
+  matching(orgId: string, mode: string, type: string): Endpoint[] {
+    const out: Endpoint[] = [];
+    for (const e of this.#byId.values()) {
+      if (
+        e.orgId === orgId &&
+        e.mode === mode &&
+        e.active &&
+        !e.deleted &&
+        subscriptionMatches(e.events, type)
+      )
+        out.push(e);
+    }
+    return out;
+  }
+
+  /** Applies a webhook event to the endpoint table and to this set. */
+  async apply(tx: Transaction, stored: StoredEvent): Promise<void> {
+    const e = stored as unknown as WebhookEvent;
+    switch (e.type) {
+      case 'WebhookCreated': {
+        const d = e.data;
+        await tx.query(
+          `INSERT INTO webhook_endpoints (webhook_id, org_id, mode, url, events, active, sealed_secret)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (webhook_id) DO NOTHING`,
+          [d.webhookId, d.orgId, d.mode, d.url, d.events, d.active, d.sealedSecret],
+        );
+        this.#byId.set(d.webhookId, {
+          webhookId: d.webhookId,
+          orgId: d.orgId,
+          mode: d.mode,
+          events: d.events,
+          active: d.active,
+          deleted: false,
+        });
+        return;
+      }
+      case 'WebhookUpdated': {
+        const d = e.data;
+        // Switched back on: the failure streak that may have switched it off starts again from zero.
+        await tx.query(
+          `UPDATE webhook_endpoints SET url = $2, events = $3, active = $4,
+             consecutive_failures = CASE WHEN $4 AND NOT active THEN 0 ELSE consecutive_failures END,
+             exhausted_streak = CASE WHEN $4 AND NOT active THEN 0 ELSE exhausted_streak END
+           WHERE webhook_id = $1`,
+          [d.webhookId, d.url, d.events, d.active],
+        );
+        const known = this.#byId.get(d.webhookId);
+        if (known) Object.assign(known, { events: d.events, active: d.active });
+        return;
+      }
+      case 'WebhookSecretRotated': {
+        const d = e.data;
+        await tx.query(
+          `UPDATE webhook_endpoints SET sealed_secret = $2, previous_sealed_secret = $3, previous_valid_until = $4
+           WHERE webhook_id = $1`,
+          [d.webhookId, d.sealedSecret, d.previousSealedSecret, d.previousValidUntil],
+        );
+        return;
+      }
+      case 'WebhookDisabled':
+      case 'WebhookDeleted': {
+        const deleted = e.type === 'WebhookDeleted';
+        await tx.query(
+          'UPDATE webhook_endpoints SET active = false, deleted = deleted OR $2 WHERE webhook_id = $1',
+          [e.data.webhookId, deleted],
+        );
+        const known = this.#byId.get(e.data.webhookId);
+        if (known) Object.assign(known, { active: false, deleted: known.deleted || deleted });
+        return;
+      }
+      case 'WebhookDeliveryRetryRequested': {
+        const d = e.data;
+        await tx.query(
+          `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3, claim_token = NULL,
+             completed_at = NULL, updated_at = $3
+           WHERE id = $1 AND webhook_id = $2`,
+          [d.deliveryId, d.webhookId, d.requestedAt],
+        );
+        return;
+      }
+      case 'WebhookReplayRequested': {
+        const d = e.data;
+        await tx.query(
+          `INSERT INTO webhook_replays (id, webhook_id, since, until, up_to, requested_at)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+          [d.replayId, d.webhookId, d.since, d.until, stored.position, d.requestedAt],
+        );
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,130 @@
+import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import type { DomainEvent } from '../../write-side/domains/events.ts';
+import type { EmailEvent } from '../../write-side/emails/events.ts';
+import { type PublicEventType, TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
+
+/**
+ * The public webhook payloads, version 1: the contract receivers code against. Internal events may gain fields
+ * or be renamed; only this file decides what leaves the service. A breaking change to a payload gets a new
+ * version of this file rather than an edit here.
+ *
+ * Envelope: `{type, id, created_at, data}`; `id` is the delivery id (`whl_…`), stable across retries.
+ */
+export const PAYLOAD_VERSION = 1;
+
+/** Which internal event feeds which public type. Types not listed here have no source yet (see docs/webhooks.md). */
+export const PUBLIC_TYPE_OF: Record<string, PublicEventType> = {
+  EmailSent: 'email.sent',
+  EmailDelivered: 'email.delivered',
+  EmailDeliveryDelayed: 'email.delivery_delayed',
+  EmailBounced: 'email.bounced',
+  EmailComplained: 'email.complained',
+  EmailOpened: 'email.opened',
+  EmailClicked: 'email.clicked',
+  EmailCanceled: 'email.canceled',
+  DomainVerified: 'domain.verified',
+  DomainDnsChanged: 'domain.dns_changed',
+};
+
+export const LIVE_EVENT_TYPES = [...new Set(Object.values(PUBLIC_TYPE_OF))];
+
+/** What every email event repeats about its email, from the email's first event (EmailQueued or EmailScheduled). */
+export interface EmailSummary {
+  from: string;
+  to: string[];
+  subject: string;
+  tags: string[];
+}
+
+export const isEmailSourced = (e: StoredEvent) => PUBLIC_TYPE_OF[e.type]?.startsWith('email.') ?? false;
+
+export function summaryOf(stream: StoredEvent[]): EmailSummary | null {
+  const first = stream.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
+  if (!first) return null;
+  const d = first.data;
+  return { from: d.from, to: d.to ?? [], subject: d.subject ?? '', tags: d.tags ?? [] };
+}
+
+function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, unknown> | null {
+  const base = (timestamp: string) => ({
+    email_id: e.data.emailId,
+    from: email?.from ?? null,
+    to: email?.to ?? [],
+    subject: email?.subject ?? null,
+    tags: email?.tags ?? [],
+    timestamp,
+  });
+  switch (e.type) {
+    case 'EmailSent':
+      return base(e.data.sentAt);
+    case 'EmailDelivered':
+      return { ...base(e.data.deliveredAt), recipient: e.data.recipient };
+    case 'EmailDeliveryDelayed':
+      return { ...base(e.data.delayedAt), recipient: e.data.recipient };
+    case 'EmailBounced':
+      return {
+        ...base(e.data.bouncedAt),
+        recipient: e.data.recipient,
+        bounce: { type: e.data.bounceType, smtp_code: e.data.smtpCode, message: e.data.smtpResponse },
+      };
+    case 'EmailComplained':
+      return { ...base(e.data.complainedAt), recipient: e.data.recipient };
+    case 'EmailOpened':
+      return { ...base(e.data.openedAt), open: { user_agent: e.data.userAgent } };
+    case 'EmailClicked':
+      return { ...base(e.data.clickedAt), click: { link: e.data.link, user_agent: e.data.userAgent } };
+    case 'EmailCanceled':
+      return base(e.data.canceledAt);
+    default:
+      return null;
+  }
+}
+
+function domainData(e: DomainEvent): Record<string, unknown> | null {
+  switch (e.type) {
+    case 'DomainVerified':
+      return {
+        domain_id: e.data.domainId,
+        name: e.data.name,
+        status: 'verified',
+        timestamp: e.data.verifiedAt,
+      };
+    case 'DomainDnsChanged':
+      return {
+        domain_id: e.data.domainId,
+        name: e.data.name,
+        status: e.data.status ?? null,
+        records: (e.data.records ?? []).map((r) => ({
+          type: r.type,
+          name: r.name,
+          purpose: r.purpose,
+          expected: r.expected,
+          found: r.found,
+        })),
+        timestamp: e.data.detectedAt,
+      };
+    default:
+      return null;
+  }
+}
+
+/** The public `data` of a source event, or null when it has none. Email events need their email's summary. */
+export function publicData(
+  event: StoredEvent,
+  email: EmailSummary | null = null,
+): Record<string, unknown> | null {
+  if (!PUBLIC_TYPE_OF[event.type]) return null;
+  if (isEmailSourced(event)) return emailData(event as unknown as EmailEvent, email);
+  return domainData(event as unknown as DomainEvent);
+}
+
+export const testEventData = (webhookId: string) => ({
+  webhook_id: webhookId,
+  message: 'Postline can reach this endpoint. Verify the signature with your signing secret and answer 2xx.',
+});
+
+/** The exact bytes that are signed and sent, every attempt. */
+export const envelope = (type: string, id: string, createdAt: Date, data: Record<string, unknown>): string =>
+  JSON.stringify({ type, id, created_at: createdAt.toISOString(), data });
+
+export { TEST_EVENT_TYPE };

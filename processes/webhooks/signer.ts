@@ -1,0 +1,26 @@
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+
+/** Decoded keys by secret: building a key from base64 costs several times the HMAC itself. */
+const keys = new Map<string, KeyObject>();
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    key = createSecretKey(Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64'));
+    if (keys.size >= 1000) keys.clear();
+    keys.set(secret, key);
+  }
+  return key;
+}
+
+/**
+ * Standard Webhooks signatures: `v1,` + base64 HMAC-SHA256 over `<id>.<timestamp>.<body>`, keyed by the secret's
+ * base64-decoded bytes (the text after `whsec_`), not by the text itself.
+ */
+export function sign(secret: string, id: string, timestamp: number, body: string): string {
+  return `v1,${createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+/** The `webhook-signature` header: one signature per valid secret (two during a rotation's overlap), space-separated. */
+export const signatureHeader = (secrets: string[], id: string, timestamp: number, body: string): string =>
+  secrets.map((s) => sign(s, id, timestamp, body)).join(' ');

@@ -1,0 +1,181 @@
+import type { Database } from '../../platform/db/database.ts';
+import type { AuthContext } from '../../platform/http/auth-context.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import { iso, paginate } from '../pagination.ts';
+
+/**
+ * The webhooks read model joined with the dispatcher's health counters (webhook_endpoints) and delivery log
+ * (webhook_deliveries, webhook_attempts). Those are process-manager state, read here, written only by
+ * processes/webhooks. Every query is filtered by organization and mode.
+ */
+
+export const WEBHOOK_ID = /^wh_[0-9a-z]{26}$/;
+export const DELIVERY_ID = /^whl_[0-9a-z]{26}$/;
+
+const webhookColumns = [
+  'w.id as id',
+  'w.url as url',
+  'w.events as events',
+  'w.active as active',
+  'w.disabled_reason as disabled_reason',
+  'w.disabled_detail as disabled_detail',
+  'w.disabled_at as disabled_at',
+  'w.secret_rotated_at as secret_rotated_at',
+  'w.created_at as created_at',
+  'w.updated_at as updated_at',
+  'e.consecutive_failures as consecutive_failures',
+  'e.total_failures as total_failures',
+  'e.last_success_at as last_success_at',
+  'e.last_failure_at as last_failure_at',
+] as const;
+
+function webhooks(db: Database, auth: AuthContext) {
+  return db.kysely
+    .selectFrom('webhooks as w')
+    .leftJoin('webhook_endpoints as e', 'e.webhook_id', 'w.id')
+    .select(webhookColumns as any)
+    .where('w.org_id', '=', auth.orgId)
+    .where('w.mode', '=', auth.mode)
+    .where('w.deleted_at', 'is', null);
+}
+
+/** The public shape of a webhook. Never the secret: that is shown on creation and rotation only. */
+function toView(r: any) {
+  return {
+    id: r.id,
+    object: 'webhook',
+    url: r.url,
+    events: r.events,
+    active: r.active,
+    disabled_reason: r.disabled_reason ?? null,
+    disabled_detail: r.disabled_detail ?? null,
+    disabled_at: iso(r.disabled_at),
+    consecutive_failures: Number(r.consecutive_failures ?? 0),
+    total_failures: Number(r.total_failures ?? 0),
+    last_success_at: iso(r.last_success_at),
+    last_failure_at: iso(r.last_failure_at),
+    secret_rotated_at: iso(r.secret_rotated_at),
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}
+
+export type WebhookView = ReturnType<typeof toView>;
+
+export async function getWebhook(db: Database, auth: AuthContext, id: string): Promise<WebhookView | null> {
+  if (!WEBHOOK_ID.test(id)) return null;
+  const row = await webhooks(db, auth).where('w.id', '=', id).executeTakeFirst();
+  return row ? toView(row) : null;
+}
+
+export async function listWebhooks(db: Database, auth: AuthContext, page: PageParams) {
+  const result = await paginate(webhooks(db, auth) as any, page, 'w.id');
+  return { object: 'list' as const, data: result.data.map(toView), has_more: result.has_more };
+}
+
+/** Endpoints that count against the plan's quota: every non-deleted one in this organization and mode. */
+export async function countWebhooks(db: Database, auth: AuthContext): Promise<number> {
+  const row = await db.kysely
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('org_id', '=', auth.orgId)
+    .where('mode', '=', auth.mode)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted', 'canceled'] as const;
+
+export async function findDelivery(db: Database, auth: AuthContext, webhookId: string, deliveryId: string) {
+  if (!DELIVERY_ID.test(deliveryId)) return null;
+  return (
+    (await db.kysely
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'status'])
+      .where('id', '=', deliveryId)
+      .where('webhook_id', '=', webhookId)
+      .where('org_id', '=', auth.orgId)
+      .where('mode', '=', auth.mode)
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** The delivery log of one webhook, newest first, each delivery with its attempts. */
+export async function listDeliveries(
+  db: Database,
+  auth: AuthContext,
+  webhookId: string,
+  page: PageParams & { status?: string },
+) {
+  let q = db.kysely
+    .selectFrom('webhook_deliveries')
+    .select([
+      'id',
+      'webhook_id',
+      'event_type',
+      'status',
+      'attempts',
+      'next_attempt_at',
+      'last_response_status',
+      'last_error',
+      'body',
+      'created_at',
+      'updated_at',
+      'completed_at',
+    ])
+    .where('webhook_id', '=', webhookId)
+    .where('org_id', '=', auth.orgId)
+    .where('mode', '=', auth.mode);
+  if (page.status) q = q.where('status', '=', page.status);
+  const result = await paginate(q, page);
+  const ids = result.data.map((d: any) => d.id);
+  const attempts = ids.length
+    ? await db.kysely
+        .selectFrom('webhook_attempts')
+        .select([
+          'delivery_id',
+          'attempt',
+          'attempted_at',
+          'response_status',
+          'latency_ms',
+          'response_excerpt',
+          'error',
+        ])
+        .where('delivery_id', 'in', ids)
+        .orderBy('id')
+        .execute()
+    : [];
+  const byDelivery = new Map<string, any[]>();
+  for (const a of attempts) {
+    const list = byDelivery.get(a.delivery_id) ?? [];
+    list.push({
+      attempt: a.attempt,
+      attempted_at: iso(a.attempted_at),
+      response_status: a.response_status,
+      latency_ms: a.latency_ms,
+      response_excerpt: a.response_excerpt,
+      error: a.error,
+    });
+    byDelivery.set(a.delivery_id, list);
+  }
+  return {
+    object: 'list' as const,
+    data: result.data.map((d: any) => ({
+      id: d.id,
+      object: 'webhook_delivery',
+      webhook_id: d.webhook_id,
+      event_type: d.event_type,
+      status: d.status,
+      next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+      last_response_status: d.last_response_status,
+      last_error: d.last_error,
+      payload: JSON.parse(d.body),
+      attempts: byDelivery.get(d.id) ?? [],
+      created_at: iso(d.created_at),
+      updated_at: iso(d.updated_at),
+      completed_at: iso(d.completed_at),
+    })),
+    has_more: result.has_more,
+  };
+}

@@ -1,0 +1,230 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import { newId } from '../../platform/ids.ts';
+import {
+  AUTO_DISABLE_AFTER_EXHAUSTED,
+  WebhookDispatcher,
+} from '../../processes/webhooks/dispatcher.process.ts';
+import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
+import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../processes/webhooks/retry-schedule.ts';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import {
+  appendSourceEvent,
+  emailQueuedData,
+  logMarker,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.ts';
+
+let svc: TestService;
+let fanOut: WebhookFanOut;
+let dispatcher: WebhookDispatcher;
+const clock = new ManualClock(new Date());
+const receivers: WebhookReceiver[] = [];
+
+beforeAll(async () => {
+  svc = await startTestService({ clock });
+  fanOut = new WebhookFanOut(svc.postline.services);
+  dispatcher = new WebhookDispatcher(svc.postline.services);
+});
+afterAll(async () => {
+  await dispatcher?.stop();
+  await Promise.all(receivers.map((r) => r.close()));
+  await svc?.close();
+});
+
+const db = () => svc.postline.services.db;
+/** Waits for the webhooks read model to catch up with the dispatcher's own events (disable, exhaustion). */
+const projected = async () =>
+  svc.postline.services.readYourWrites.waitFor(['webhooks'], await logMarker(svc.postline.services.store));
+const pump = async () => {
+  await fanOut.runOnce(await logMarker(svc.postline.services.store));
+  return dispatcher.runOnce();
+};
+
+/** An endpoint on a real receiver that takes the test event, subscribed to email.sent. */
+async function endpoint(org: TestOrg) {
+  const r = await startWebhookReceiver({ clock });
+  receivers.push(r);
+  const created = await org.live.post('/v1/webhooks', { url: r.url, events: ['email.sent'] });
+  r.secrets.push(created.body.signing_secret);
+  await pump();
+  expect(r.received.map((d) => d.payload.type)).toEqual(['webhook.test']);
+  return { r, id: created.body.id as string };
+}
+
+async function emailSent(org: TestOrg) {
+  const emailId = newId('em');
+  const meta = { orgId: org.orgId, mode: 'live' as const };
+  await appendSourceEvent(
+    svc.postline.services.store,
+    `email-${emailId}`,
+    'EmailQueued',
+    emailQueuedData(emailId, org.orgId, 'live'),
+    meta,
+  );
+  await appendSourceEvent(
+    svc.postline.services.store,
+    `email-${emailId}`,
+    'EmailSent',
+    { emailId, messageId: 'm', sentAt: clock.now().toISOString() },
+    meta,
+  );
+  return emailId;
+}
+
+const pendingOf = async (webhookId: string) =>
+  (
+    await db().query<{ id: string; attempts: number; next_attempt_at: Date }>(
+      `SELECT id, attempts, next_attempt_at FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending' ORDER BY next_attempt_at`,
+      [webhookId],
+    )
+  ).rows;
+
+const streamTypes = async (webhookId: string) =>
+  (await svc.postline.services.store.readStream(`webhook-${webhookId}`)).map((e) => e.type);
+
+/** Moves the clock to each next due attempt of the webhook's deliveries until none is pending. */
+async function walk(webhookId: string) {
+  for (let step = 0; step < 100; step++) {
+    const [next] = await pendingOf(webhookId);
+    if (!next) return;
+    if (next.next_attempt_at > clock.now()) clock.set(next.next_attempt_at);
+    await pump();
+  }
+  throw new Error('the retry schedule did not end');
+}
+
+describe('webhook retries', () => {
+  it('walks a failing endpoint through 8 attempts on the schedule, with jitter, then exhausts the delivery', async () => {
+    const org = await svc.createOrg('pro');
+    const { r, id } = await endpoint(org);
+    r.respond = () => ({ status: 500, body: 'down for maintenance' });
+    await emailSent(org);
+    await pump();
+
+    for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+      const [row] = await pendingOf(id);
+      expect(row.attempts).toBe(attempt);
+      const delay = row.next_attempt_at.getTime() - clock.now().getTime();
+      const base = RETRY_DELAYS_MS[attempt - 1];
+      expect(delay, `delay after attempt ${attempt}`).toBeGreaterThanOrEqual(base * 0.8);
+      expect(delay, `delay after attempt ${attempt}`).toBeLessThanOrEqual(base * 1.2);
+      clock.advance(delay - 1); // a moment early: nothing is sent
+      expect(await dispatcher.runOnce()).toBe(0);
+      clock.advance(1);
+      expect(await dispatcher.runOnce()).toBe(1);
+    }
+    expect(await pendingOf(id)).toEqual([]);
+
+    const attempts = r.received.slice(1);
+    expect(attempts).toHaveLength(MAX_ATTEMPTS);
+    expect(new Set(attempts.map((d) => d.id)).size).toBe(1);
+    expect(new Set(attempts.map((d) => d.body)).size).toBe(1);
+    expect(attempts.every((d) => d.verifiedWith.length === 1)).toBe(true);
+    const [delivery] = (await org.live.get(`/v1/webhooks/${id}/deliveries`)).body.data;
+    expect(delivery).toMatchObject({ status: 'exhausted', last_response_status: 500, next_attempt_at: null });
+    expect(delivery.attempts.map((a: any) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(
+      delivery.attempts.every(
+        (a: any) => a.response_status === 500 && a.response_excerpt === 'down for maintenance',
+      ),
+    ).toBe(true);
+    const spanHours =
+      (Date.parse(delivery.attempts[7].attempted_at) - Date.parse(delivery.attempts[0].attempted_at)) /
+      3600_000;
+    expect(spanHours).toBeGreaterThan(27.6 * 0.8);
+    expect(spanHours).toBeLessThan(27.6 * 1.2);
+
+    expect(await streamTypes(id)).toContain('WebhookDeliveryExhausted');
+    const webhook = (await org.live.get(`/v1/webhooks/${id}`)).body;
+    expect(webhook).toMatchObject({
+      active: true,
+      consecutive_failures: 8,
+      total_failures: 8,
+      disabled_reason: null,
+    });
+    expect(webhook.last_failure_at).toBe(clock.now().toISOString());
+  });
+
+  it(`disables an endpoint after ${AUTO_DISABLE_AFTER_EXHAUSTED} exhausted deliveries in a row, with a reason and an event`, async () => {
+    const org = await svc.createOrg('pro');
+    const { r, id } = await endpoint(org);
+    r.respond = () => ({ status: 502 });
+    for (let i = 0; i < AUTO_DISABLE_AFTER_EXHAUSTED; i++) await emailSent(org);
+    await pump();
+    await walk(id);
+
+    const types = await streamTypes(id);
+    expect(types.filter((t) => t === 'WebhookDeliveryExhausted')).toHaveLength(AUTO_DISABLE_AFTER_EXHAUSTED);
+    expect(types.at(-1)).toBe('WebhookDisabled');
+    const disabled = (await svc.postline.services.store.readStream(`webhook-${id}`)).at(-1)!;
+    expect(disabled.data).toMatchObject({ reason: 'consecutive_failures' });
+    expect(disabled.metadata.actor).toBe('system');
+    await projected();
+    const webhook = (await org.live.get(`/v1/webhooks/${id}`)).body;
+    expect(webhook).toMatchObject({
+      active: false,
+      disabled_reason: 'consecutive_failures',
+      consecutive_failures: 24,
+    });
+
+    // Switched off: new events are not fanned out to it. Switched back on: counters start again.
+    const before = r.received.length;
+    await emailSent(org);
+    await pump();
+    expect(r.received).toHaveLength(before);
+    const enabled = await org.live.patch(`/v1/webhooks/${id}`, { active: true });
+    expect(enabled.body).toMatchObject({ active: true, disabled_reason: null, disabled_at: null });
+    await pump();
+    expect((await org.live.get(`/v1/webhooks/${id}`)).body.consecutive_failures).toBe(0);
+  });
+
+  it('disables an endpoint at once when it answers 410 Gone', async () => {
+    const org = await svc.createOrg('pro');
+    const { r, id } = await endpoint(org);
+    r.respond = () => ({ status: 410, body: 'gone' });
+    await emailSent(org);
+    await pump();
+    const [delivery] = (await org.live.get(`/v1/webhooks/${id}/deliveries`)).body.data;
+    expect(delivery).toMatchObject({ status: 'failed', last_response_status: 410 });
+    expect(delivery.attempts).toHaveLength(1);
+    expect(await streamTypes(id)).toEqual(['WebhookCreated', 'WebhookDisabled']);
+    await projected();
+    expect((await org.live.get(`/v1/webhooks/${id}`)).body).toMatchObject({
+      active: false,
+      disabled_reason: 'endpoint_gone',
+    });
+    await emailSent(org);
+    await pump();
+    expect(r.received).toHaveLength(2);
+  });
+
+  it('honours Retry-After on 429 and 503, never retrying sooner than the schedule', async () => {
+    const org = await svc.createOrg('pro');
+    const { r, id } = await endpoint(org);
+    const delayAfterNextAttempt = async () => {
+      const before = clock.now().getTime();
+      await pump();
+      const [row] = await pendingOf(id);
+      clock.set(row.next_attempt_at);
+      return row.next_attempt_at.getTime() - before;
+    };
+    r.respond = () => ({ status: 503, headers: { 'retry-after': '7200' } });
+    await emailSent(org);
+    expect(await delayAfterNextAttempt()).toBe(7200_000);
+    r.respond = () => ({ status: 429, headers: { 'retry-after': '1' } });
+    const scheduled = await delayAfterNextAttempt();
+    expect(scheduled).toBeGreaterThanOrEqual(RETRY_DELAYS_MS[1] * 0.8);
+    expect(scheduled).toBeLessThanOrEqual(RETRY_DELAYS_MS[1] * 1.2);
+    const at = new Date(clock.now().getTime() + 3 * 3600_000);
+    r.respond = () => ({ status: 429, headers: { 'retry-after': at.toUTCString() } });
+    const untilDate = await delayAfterNextAttempt(); // an HTTP date has whole seconds
+    expect(untilDate).toBeGreaterThan(3 * 3600_000 - 1000);
+    expect(untilDate).toBeLessThanOrEqual(3 * 3600_000);
+    r.respond = () => ({ status: 200 });
+    await pump();
+    expect(await pendingOf(id)).toEqual([]);
+    expect(r.received.slice(1).map((d) => d.verifiedWith.length)).toEqual([1, 1, 1, 1]);
+  });
+});

@@ -1,0 +1,171 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import type { Clock } from '../../platform/clock.ts';
+
+export interface ReceivedWebhook {
+  id: string;
+  timestamp: number;
+  signatures: string[];
+  body: string;
+  payload: any;
+  /** The configured secrets whose signature the standardwebhooks verifier accepted (empty: none verified). */
+  verifiedWith: string[];
+  url: string;
+}
+
+export interface Reply {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface WebhookReceiver {
+  url: string;
+  port: number;
+  received: ReceivedWebhook[];
+  /** Secrets to verify with; every delivery is checked against each of them by the real verifier. */
+  secrets: string[];
+  /** How to answer the next requests (default 200). May return a promise to hold the response. */
+  respond: (req: ReceivedWebhook) => Reply | Promise<Reply>;
+  /** Resolves once `count` deliveries have arrived in total. */
+  waitFor(count: number): Promise<ReceivedWebhook[]>;
+  close(): Promise<void>;
+}
+
+const readBody = async (req: IncomingMessage) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+};
+
+/**
+ * A real HTTP webhook receiver on 127.0.0.1 that verifies every delivery with the `standardwebhooks` package.
+ * The verifier checks the timestamp against the receiver's clock; tests that walk days with a ManualClock give
+ * it the same clock, as a receiver whose clock agrees with the sender's.
+ */
+export async function startWebhookReceiver(
+  options: { clock?: Clock; host?: string } = {},
+): Promise<WebhookReceiver> {
+  const waiters: { count: number; resolve: () => void }[] = [];
+  const receiver: WebhookReceiver = {
+    url: '',
+    port: 0,
+    received: [],
+    secrets: [],
+    respond: () => ({ status: 200, body: 'ok' }),
+    async waitFor(count) {
+      if (receiver.received.length < count)
+        await new Promise<void>((resolve) => waiters.push({ count, resolve }));
+      return receiver.received;
+    },
+    close: async () => {},
+  };
+  const verify = (body: string, headers: Record<string, string>): string[] =>
+    receiver.secrets.filter((secret) => {
+      const realNow = Date.now;
+      if (options.clock) Date.now = () => options.clock!.now().getTime();
+      try {
+        new Webhook(secret).verify(body, headers);
+        return true;
+      } catch {
+        return false;
+      } finally {
+        Date.now = realNow;
+      }
+    });
+  const server = createServer(async (req, res) => {
+    const body = await readBody(req);
+    const headers = Object.fromEntries(
+      ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => [h, String(req.headers[h] ?? '')]),
+    );
+    let payload: any;
+    try {
+      payload = JSON.parse(body);
+    } catch {}
+    const received: ReceivedWebhook = {
+      id: headers['webhook-id'],
+      timestamp: Number(headers['webhook-timestamp']),
+      signatures: headers['webhook-signature'].split(' ').filter(Boolean),
+      body,
+      payload,
+      verifiedWith: verify(body, headers),
+      url: req.url ?? '/',
+    };
+    receiver.received.push(received);
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (receiver.received.length >= waiters[i].count) waiters.splice(i, 1)[0].resolve();
+    }
+    const reply = await receiver.respond(received);
+    res.writeHead(reply.status, reply.headers ?? {});
+    res.end(reply.body ?? '');
+  });
+  server.listen(0, options.host ?? '127.0.0.1');
+  await once(server, 'listening');
+  receiver.port = (server.address() as AddressInfo).port;
+  receiver.url = `http://127.0.0.1:${receiver.port}/hooks`;
+  receiver.close = async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  };
+  return receiver;
+}
+
+/** Appends a source event straight to the store, as the emails or domains code would (org and mode in metadata). */
+export async function appendSourceEvent(
+  store: import('../../platform/eventstore/types.ts').EventStore,
+  stream: string,
+  type: string,
+  data: Record<string, unknown>,
+  meta: { orgId: string; mode: 'live' | 'test' },
+) {
+  return store.append(stream, [{ type, data, metadata: { ...meta, actor: 'system' } }], {
+    expectedRevision: 'any',
+  });
+}
+
+/** An EmailQueued as the emails aggregate records it: what email events' public data is built from. */
+export function emailQueuedData(
+  emailId: string,
+  orgId: string,
+  mode: 'live' | 'test',
+  overrides: Record<string, unknown> = {},
+) {
+  return {
+    emailId,
+    orgId,
+    mode,
+    from: 'Acme <hello@acme.test>',
+    to: ['ada@example.test'],
+    cc: [],
+    bcc: [],
+    replyTo: [],
+    subject: 'Welcome aboard',
+    html: '<p>Hi</p>',
+    text: 'Hi',
+    headers: {},
+    tags: ['welcome'],
+    attachments: [],
+    domainId: null,
+    domainName: 'acme.test',
+    suppressedRecipients: [],
+    createdAt: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+/**
+ * Appends a marker event and returns its position: once a reader has passed it, it has seen everything committed
+ * before the call (the log releases events in transaction order, so a fresh append can lag by a moment).
+ */
+export async function logMarker(store: import('../../platform/eventstore/types.ts').EventStore) {
+  const { position } = await store.append(
+    'test-marker',
+    [{ type: 'TestMarker', data: {}, metadata: { orgId: 'test', mode: 'test', actor: 'system' } }],
+    {
+      expectedRevision: 'any',
+    },
+  );
+  return position;
+}

@@ -1,0 +1,236 @@
+import { describe, it } from 'vitest';
+import { webhookDecider } from '../../write-side/webhooks/decider.ts';
+import type { WebhookEvent } from '../../write-side/webhooks/events.ts';
+import { spec } from '../support/given-when-then.ts';
+
+const at = '2026-01-01T00:00:00.000Z';
+const later = '2026-01-02T00:00:00.000Z';
+const caller = { webhookId: 'wh_1', orgId: 'org_1', mode: 'live' as const, at };
+
+const created: WebhookEvent = {
+  type: 'WebhookCreated',
+  data: {
+    webhookId: 'wh_1',
+    orgId: 'org_1',
+    mode: 'live',
+    url: 'https://example.com/hooks',
+    events: ['email.*'],
+    active: true,
+    sealedSecret: 'sealed-1',
+    createdAt: at,
+  },
+};
+const create = {
+  type: 'CreateWebhook' as const,
+  ...caller,
+  url: created.data.url,
+  events: created.data.events,
+  active: true,
+  sealedSecret: 'sealed-1',
+  existingEndpoints: 0,
+  planLimit: 1,
+};
+const disabled: WebhookEvent = {
+  type: 'WebhookDisabled',
+  data: { webhookId: 'wh_1', reason: 'endpoint_gone', detail: '410', disabledAt: later },
+};
+const deleted: WebhookEvent = { type: 'WebhookDeleted', data: { webhookId: 'wh_1', deletedAt: later } };
+
+describe('webhook decider: create', () => {
+  it('creates a webhook', () => spec(webhookDecider).given([]).when(create).then([created]));
+  it('refuses beyond the plan quota', () =>
+    spec(webhookDecider)
+      .given([])
+      .when({ ...create, existingEndpoints: 1 })
+      .thenFails('plan_limit_exceeded', /1 webhook endpoint/));
+  it('has no quota on an unlimited plan', () =>
+    spec(webhookDecider)
+      .given([])
+      .when({ ...create, existingEndpoints: 500, planLimit: null })
+      .then([created]));
+  it('refuses to create twice', () =>
+    spec(webhookDecider).given([created]).when(create).thenFails('conflict'));
+});
+
+describe('webhook decider: update', () => {
+  const update = { type: 'UpdateWebhook' as const, ...caller, at: later };
+  it('records the whole new configuration', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ ...update, events: ['email.bounced'] })
+      .then([
+        {
+          type: 'WebhookUpdated',
+          data: {
+            webhookId: 'wh_1',
+            url: created.data.url,
+            events: ['email.bounced'],
+            active: true,
+            updatedAt: later,
+          },
+        },
+      ]));
+  it('records nothing when nothing changes', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ ...update, url: created.data.url, active: true })
+      .then([]));
+  it('re-enables a disabled webhook', () =>
+    spec(webhookDecider)
+      .given([created, disabled])
+      .when({ ...update, active: true })
+      .then((events) => {
+        if (events[0].type !== 'WebhookUpdated' || !events[0].data.active)
+          throw new Error('expected re-enable');
+      }));
+  it("hides another organization's webhook", () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ ...update, orgId: 'org_2', active: false })
+      .thenFails('not_found'));
+  it("hides the other mode's webhook", () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ ...update, mode: 'test', active: false })
+      .thenFails('not_found'));
+  it('does not update a deleted webhook', () =>
+    spec(webhookDecider)
+      .given([created, deleted])
+      .when({ ...update, active: false })
+      .thenFails('not_found'));
+});
+
+describe('webhook decider: secret rotation', () => {
+  it('keeps the previous secret valid for 24 hours', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ type: 'RotateWebhookSecret', ...caller, sealedSecret: 'sealed-2' })
+      .then([
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            webhookId: 'wh_1',
+            sealedSecret: 'sealed-2',
+            previousSealedSecret: 'sealed-1',
+            previousValidUntil: '2026-01-02T00:00:00.000Z',
+            rotatedAt: at,
+          },
+        },
+      ]));
+  it('rotates from the latest secret', () =>
+    spec(webhookDecider)
+      .given([
+        created,
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            webhookId: 'wh_1',
+            sealedSecret: 'sealed-2',
+            previousSealedSecret: 'sealed-1',
+            previousValidUntil: later,
+            rotatedAt: at,
+          },
+        },
+      ])
+      .when({ type: 'RotateWebhookSecret', ...caller, sealedSecret: 'sealed-3' })
+      .then((events) => {
+        if (events[0].type !== 'WebhookSecretRotated' || events[0].data.previousSealedSecret !== 'sealed-2') {
+          throw new Error('expected sealed-2 as the previous secret');
+        }
+      }));
+});
+
+describe('webhook decider: delete, retry, replay', () => {
+  it('deletes', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ type: 'DeleteWebhook', ...caller, at: later })
+      .then([deleted]));
+  it('does not delete twice', () =>
+    spec(webhookDecider)
+      .given([created, deleted])
+      .when({ type: 'DeleteWebhook', ...caller })
+      .thenFails('not_found'));
+  it('requests a retry of a delivery', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ type: 'RequestDeliveryRetry', ...caller, deliveryId: 'whl_1' })
+      .then([
+        {
+          type: 'WebhookDeliveryRetryRequested',
+          data: { webhookId: 'wh_1', deliveryId: 'whl_1', requestedAt: at },
+        },
+      ]));
+  it('refuses a retry on a disabled webhook', () =>
+    spec(webhookDecider)
+      .given([created, disabled])
+      .when({ type: 'RequestDeliveryRetry', ...caller, deliveryId: 'whl_1' })
+      .thenFails('webhook_inactive'));
+  const replay = {
+    type: 'RequestWebhookReplay' as const,
+    ...caller,
+    at: later,
+    replayId: 'whr_1',
+    since: at,
+    until: null,
+  };
+  it('requests a replay', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when(replay)
+      .then([
+        {
+          type: 'WebhookReplayRequested',
+          data: { webhookId: 'wh_1', replayId: 'whr_1', since: at, until: null, requestedAt: later },
+        },
+      ]));
+  it('refuses a replay from the future', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ ...replay, since: '2026-02-01T00:00:00Z' })
+      .thenFails('validation_error', /since/));
+  it('refuses an until before since', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({ ...replay, until: '2025-12-01T00:00:00Z' })
+      .thenFails('validation_error', /until/));
+});
+
+describe('webhook decider: dispatcher verdicts', () => {
+  const disable = {
+    type: 'DisableWebhook' as const,
+    webhookId: 'wh_1',
+    reason: 'endpoint_gone' as const,
+    detail: '410',
+    at: later,
+  };
+  it('disables an active webhook', () =>
+    spec(webhookDecider).given([created]).when(disable).then([disabled]));
+  it('records nothing for one already off', () =>
+    spec(webhookDecider).given([created, disabled]).when(disable).then([]));
+  it('records nothing for a deleted one', () =>
+    spec(webhookDecider).given([created, deleted]).when(disable).then([]));
+  it('records an exhausted delivery', () =>
+    spec(webhookDecider)
+      .given([created])
+      .when({
+        type: 'RecordDeliveryExhausted',
+        webhookId: 'wh_1',
+        deliveryId: 'whl_1',
+        eventType: 'email.sent',
+        attempts: 8,
+        at: later,
+      })
+      .then([
+        {
+          type: 'WebhookDeliveryExhausted',
+          data: {
+            webhookId: 'wh_1',
+            deliveryId: 'whl_1',
+            eventType: 'email.sent',
+            attempts: 8,
+            exhaustedAt: later,
+          },
+        },
+      ]));
+});
