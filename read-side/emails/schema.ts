@@ -1,0 +1,74 @@
+import type { Migration } from '../../platform/db/migrations.ts';
+
+/** The `emails` read model (written only by projections/emails.projection.ts). */
+export const emailsMigrations: Migration[] = [
+  {
+    id: 'emails-001',
+    sql: `
+CREATE TABLE IF NOT EXISTS emails (
+  id text PRIMARY KEY,
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  status text NOT NULL,
+  lifecycle text NOT NULL,
+  from_address text NOT NULL,
+  to_addresses jsonb NOT NULL,
+  cc_addresses jsonb NOT NULL,
+  bcc_addresses jsonb NOT NULL,
+  reply_to jsonb NOT NULL,
+  subject text NOT NULL,
+  html text,
+  text_body text,
+  headers jsonb NOT NULL,
+  tags text[] NOT NULL,
+  domain_id text,
+  domain_name text NOT NULL,
+  template_id text,
+  template_version_id text,
+  suppressed_recipients jsonb NOT NULL,
+  message_id text,
+  send_at timestamptz,
+  created_at timestamptz NOT NULL,
+  last_event text NOT NULL,
+  last_event_at timestamptz NOT NULL,
+  opens integer NOT NULL DEFAULT 0,
+  clicks integer NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS emails_org ON emails (org_id, mode, id);
+CREATE INDEX IF NOT EXISTS emails_org_status ON emails (org_id, mode, status, id);
+CREATE INDEX IF NOT EXISTS emails_tags ON emails USING gin (tags);
+CREATE TABLE IF NOT EXISTS email_recipients (
+  email_id text NOT NULL,
+  address text NOT NULL,
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  status text NOT NULL,
+  attempts integer NOT NULL DEFAULT 0,
+  smtp_code integer,
+  smtp_response text,
+  bounce_type text,
+  next_attempt_at timestamptz,
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (email_id, address)
+);
+CREATE TABLE IF NOT EXISTS email_attachments (
+  id text PRIMARY KEY,
+  email_id text NOT NULL,
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  filename text NOT NULL,
+  content_type text NOT NULL,
+  content_id text,
+  size integer NOT NULL,
+  blob_key text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS email_attachments_email ON email_attachments (email_id);
+CREATE TABLE IF NOT EXISTS email_usage (
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  month text NOT NULL,
+  emails integer NOT NULL,
+  PRIMARY KEY (org_id, mode, month)
+)`,
+  },
+];

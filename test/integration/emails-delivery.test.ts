@@ -1,0 +1,302 @@
+import { Resolver } from 'node:dns/promises';
+import { dkimVerify } from 'mailauth';
+import { pino } from 'pino';
+import { request } from 'undici';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
+import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
+import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../processes/delivery/retry-schedule.ts';
+import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
+import { suppressionStream } from '../../write-side/suppressions/events.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { parseMime } from '../support/mime.ts';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
+
+let svc: TestService;
+let dns: TestDnsServer;
+let mx: SmtpSink;
+let acme: TestOrg;
+let delivery: DeliveryProcess;
+const clock = new ManualClock('2026-07-01T09:00:00Z');
+const FROM = 'Acme <news@acme-send.test>';
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  mx = await startSmtpSink({ starttls: true });
+  // Recipients at rcpt.test and other.test: MX on the loopback sink.
+  for (const d of ['rcpt.test', 'other.test']) {
+    dns.set(d, 'MX', [{ exchange: `mx.${d}`, priority: 10 }]);
+    dns.set(`mx.${d}`, 'A', ['127.0.0.1']);
+  }
+  svc = await startTestService({
+    clock,
+    env: {
+      ...domainEnv(dns),
+      OUTBOUND_SMTP_PORT: String(mx.port),
+      OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
+    },
+  });
+  acme = await svc.createOrg('pro');
+  await addVerifiedDomain(acme.live, dns, 'acme-send.test', { open_tracking: true, click_tracking: true });
+  delivery = new DeliveryProcess(svc.postline.services);
+});
+afterAll(async () => {
+  await delivery?.stop();
+  await svc?.close();
+  await mx?.close();
+  await dns?.close();
+});
+beforeEach(() => mx.reset());
+
+const send = async (body: Record<string, unknown>, client = acme.live) => {
+  const r = await client.post('/v1/emails', { from: FROM, subject: 'Hello', text: 'Hi there', ...body });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.id as string;
+};
+const history = async (id: string) => svc.postline.services.store.readStream(`email-${id}`);
+const types = async (id: string) => (await history(id)).map((e) => e.type);
+const email = async (id: string, client = acme.live) => {
+  const last = (await history(id)).at(-1);
+  await svc.postline.services.readYourWrites.waitFor(['emails'], last?.position);
+  return (await client.get(`/v1/emails/${id}`)).body;
+};
+
+describe('live delivery through the outbound MTA', () => {
+  it('delivers headers, bodies and attachments over STARTTLS, DKIM-signed, with a VERP return path', async () => {
+    const id = await send({
+      to: ['Ann <ann@rcpt.test>'],
+      cc: ['bob@other.test'],
+      bcc: ['carl@rcpt.test'],
+      reply_to: 'help@acme-send.test',
+      headers: { 'X-Campaign': 'july' },
+      html: '<html><body><p>Hi <a href="https://acme.example/welcome?a=1&amp;b=2">welcome</a></p></body></html>',
+      attachments: [
+        {
+          filename: 'note.txt',
+          content: Buffer.from('attached!').toString('base64'),
+          content_type: 'text/plain',
+        },
+      ],
+    });
+    expect(await delivery.runOnce()).toBe(1);
+    expect(mx.messages).toHaveLength(2); // one transaction per recipient domain
+    const all = mx.messages.flatMap((m) => m.rcptTo).sort();
+    expect(all).toEqual(['ann@rcpt.test', 'bob@other.test', 'carl@rcpt.test']);
+    for (const m of mx.messages) {
+      expect(m.secure).toBe(true);
+      expect(m.mailFrom).toBe(`b+${id}@bounces.acme-send.test`);
+    }
+    const raw = mx.messages[0].raw;
+    const parsed = parseMime(raw);
+    const header = (name: string) => parsed.headers.get(name);
+    expect(header('message-id')).toBe(`<${id}@acme-send.test>`);
+    expect(header('subject')).toBe('Hello');
+    expect(header('from')).toBe('Acme <news@acme-send.test>');
+    expect(header('to')).toBe('Ann <ann@rcpt.test>');
+    expect(header('cc')).toBe('bob@other.test');
+    expect(header('reply-to')).toBe('help@acme-send.test');
+    expect(header('x-campaign')).toBe('july');
+    expect(parsed.headers.has('bcc')).toBe(false);
+    expect(raw.toString()).not.toContain('carl@rcpt.test');
+    const part = (type: string) => parsed.parts.find((p) => p.contentType === type && !p.filename);
+    expect(part('text/plain')?.body.toString().trim()).toBe('Hi there');
+    const attachment = parsed.parts.find((p) => p.filename === 'note.txt');
+    expect(attachment?.body.toString()).toBe('attached!');
+    const resolver = new Resolver();
+    resolver.setServers([dns.serverAddress]);
+    const dkim = await dkimVerify(raw, {
+      resolver: async (name: string, type: string) =>
+        type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
+    });
+    expect(dkim.results[0].status.result).toBe('pass');
+    expect(dkim.results[0].signingDomain).toBe('acme-send.test');
+
+    expect(await types(id)).toEqual([
+      'EmailQueued',
+      'EmailSendingStarted',
+      'EmailSent',
+      'EmailDelivered',
+      'EmailDelivered',
+      'EmailDelivered',
+    ]);
+    const e = await email(id);
+    expect(e.status).toBe('delivered');
+    expect(e.recipients.every((r: any) => r.status === 'delivered')).toBe(true);
+    // Nothing left to do: a second run sends nothing.
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(2);
+
+    // Tracking: the link goes through a signed click URL, a pixel reports opens.
+    const html = part('text/html')!.body.toString();
+    const click = /href="(https:\/\/track\.postline\.test\/t\/c\/[^"]+)"/.exec(html)?.[1];
+    const pixel = /src="(https:\/\/track\.postline\.test\/t\/o\/[^"]+)"/.exec(html)?.[1];
+    expect(click && pixel).toBeTruthy();
+    const local = (u: string) => `${svc.baseUrl}${new URL(u.replace(/&amp;/g, '&')).pathname}`;
+    const opened = await request(local(pixel!), { headers: { 'user-agent': 'MailApp/1.0' } });
+    expect(opened.statusCode).toBe(200);
+    expect(opened.headers['content-type']).toBe('image/gif');
+    await opened.body.dump();
+    const clicked = await request(local(click!), { headers: { 'user-agent': 'MailApp/1.0' } });
+    expect(clicked.statusCode).toBe(302);
+    expect(clicked.headers.location).toBe('https://acme.example/welcome?a=1&b=2');
+    await clicked.body.dump();
+    const forged = await request(local(click!).replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')));
+    expect(forged.statusCode).toBe(404);
+    await forged.body.dump();
+    const events = await history(id);
+    expect(events.find((x) => x.type === 'EmailOpened')?.data).toMatchObject({ userAgent: 'MailApp/1.0' });
+    expect(events.find((x) => x.type === 'EmailClicked')?.data).toMatchObject({
+      link: 'https://acme.example/welcome?a=1&b=2',
+    });
+  });
+
+  it('retries a 4xx with back-off: delayed, then delivered', async () => {
+    mx.scriptRecipient('later@rcpt.test', { code: 451, message: '4.3.0 try again later' });
+    const id = await send({ to: ['later@rcpt.test'] });
+    await delivery.runOnce();
+    let e = await email(id);
+    expect(e.status).toBe('sent');
+    expect(e.recipients[0]).toMatchObject({ status: 'delayed', attempts: 1, smtp_code: 451 });
+    expect(e.recipients[0].next_attempt_at).toBe(
+      new Date(clock.now().getTime() + RETRY_DELAYS_MS[0]).toISOString(),
+    );
+    await delivery.runOnce(); // not due yet
+    expect(mx.messages).toHaveLength(0);
+    clock.advance(RETRY_DELAYS_MS[0]);
+    await delivery.runOnce();
+    e = await email(id);
+    expect(e.status).toBe('delivered');
+    expect(await types(id)).toEqual([
+      'EmailQueued',
+      'EmailSendingStarted',
+      'EmailSent',
+      'EmailDeliveryDelayed',
+      'EmailDelivered',
+    ]);
+  });
+
+  it('bounces a 5xx hard and suppresses the address', async () => {
+    mx.scriptRecipient('gone@rcpt.test', { code: 550, message: '5.1.1 no such user' }, 'always');
+    const id = await send({ to: ['gone@rcpt.test', 'ok@rcpt.test'] });
+    await delivery.runOnce();
+    const e = await email(id);
+    expect(e.status).toBe('delivered');
+    expect(e.recipients.find((r: any) => r.email === 'gone@rcpt.test')).toMatchObject({
+      status: 'bounced',
+      bounce_type: 'hard',
+      smtp_code: 550,
+    });
+    const last = (
+      await svc.postline.services.store.readStream(suppressionStream(acme.orgId, 'live', 'gone@rcpt.test'))
+    ).at(-1);
+    await svc.postline.services.readYourWrites.waitFor(['suppressions'], last?.position);
+    const again = await acme.live.post('/v1/emails', {
+      from: FROM,
+      to: ['gone@rcpt.test'],
+      subject: 's',
+      text: 't',
+    });
+    expect(again.body.error.code).toBe('all_recipients_suppressed');
+  });
+
+  it(`gives up after ${MAX_ATTEMPTS} temporary failures: bounced soft, not suppressed`, async () => {
+    mx.scriptRecipient('full@rcpt.test', { code: 452, message: '4.2.2 mailbox full' }, 'always');
+    const id = await send({ to: ['full@rcpt.test'] });
+    await delivery.runOnce();
+    for (const wait of RETRY_DELAYS_MS) {
+      clock.advance(wait);
+      await delivery.runOnce();
+    }
+    const e = await email(id);
+    expect(e.status).toBe('bounced');
+    expect(e.recipients[0]).toMatchObject({
+      status: 'bounced',
+      bounce_type: 'soft',
+      attempts: MAX_ATTEMPTS - 1,
+    });
+    expect(e.recipients[0].smtp_response).toMatch(/gave up after 12 attempts/);
+    expect(mx.rcptLog.filter((r) => r.recipient === 'full@rcpt.test')).toHaveLength(MAX_ATTEMPTS);
+    expect((await acme.live.get('/v1/suppressions')).body.data.map((s: any) => s.email)).not.toContain(
+      'full@rcpt.test',
+    );
+  });
+
+  it('delivers a scheduled email once the scheduler releases it', async () => {
+    const sendAt = new Date(clock.now().getTime() + 3600_000).toISOString();
+    const id = await send({ to: ['later2@rcpt.test'], send_at: sendAt });
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(0);
+    clock.advance(3600_000);
+    await new SchedulerProcess(svc.postline.services).runOnce();
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(1);
+    expect((await email(id)).status).toBe('delivered');
+  });
+
+  it('resumes after a crash without sending twice what was recorded', async () => {
+    const id = await send({ to: ['once@rcpt.test'] });
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(1);
+    // A crash between recording and removing the job leaves the job behind: the next run finds the outcome
+    // in the stream and sends nothing.
+    await svc.postline.services.db.query(
+      `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at) VALUES ($1, $2, 'live', $3)`,
+      [id, acme.orgId, clock.now()],
+    );
+    const restarted = new DeliveryProcess(svc.postline.services);
+    await restarted.runOnce();
+    await restarted.stop();
+    expect(mx.messages).toHaveLength(1);
+    expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
+    // A crash after the send but before recording (claim expired): the email goes again (at-least-once).
+    const id2 = await send({ to: ['twice@rcpt.test'] });
+    await svc.postline.services.db.query(
+      `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at, claimed_until) VALUES ($1, $2, 'live', $3, $4)
+       ON CONFLICT (email_id) DO UPDATE SET claimed_until = excluded.claimed_until`,
+      [id2, acme.orgId, clock.now(), new Date(clock.now().getTime() + 60_000)],
+    );
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(1); // claimed by the "crashed" worker
+    clock.advance(11 * 60_000);
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(2);
+    expect((await email(id2)).status).toBe('delivered');
+  });
+
+  it('never sends a test-mode email', async () => {
+    const id = await send({ to: ['ann@rcpt.test'], from: 'x@anything.test' }, acme.test);
+    await delivery.runOnce();
+    expect(mx.messages).toHaveLength(0);
+    expect(await types(id)).toEqual(['EmailQueued']);
+  });
+});
+
+describe('smarthost mode', () => {
+  it('sends everything through an authenticating relay instead of MX look-ups', async () => {
+    const relay = await startSmtpSink({ auth: { user: 'relay-user', pass: 's3cret' } });
+    const mta = new OutboundMta({
+      dnsServers: [dns.serverAddress],
+      port: 1,
+      smarthostUrl: `smtp://relay-user:s3cret@127.0.0.1:${relay.port}`,
+      log: pino({ level: 'silent' }),
+      tls: { rejectUnauthorized: false },
+    });
+    const viaRelay = new DeliveryProcess(svc.postline.services, { mta });
+    try {
+      await delivery.runOnce(); // nothing pending for the MX path
+      const id = await send({ to: ['nomx@nowhere.invalid', 'ann@rcpt.test'] });
+      await viaRelay.runOnce();
+      expect(relay.messages).toHaveLength(1);
+      expect(relay.messages[0].user).toBe('relay-user');
+      expect(relay.messages[0].rcptTo.sort()).toEqual(['ann@rcpt.test', 'nomx@nowhere.invalid']);
+      expect(mx.messages).toHaveLength(0);
+      expect((await email(id)).status).toBe('delivered');
+    } finally {
+      await viaRelay.stop();
+      await relay.close();
+    }
+  });
+});

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
+import { suppressionStream } from '../../write-side/suppressions/events.ts';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+
+let svc: TestService;
+let acme: TestOrg;
+let simulator: SimulatorProcess;
+const clock = new ManualClock('2026-06-01T10:00:00Z');
+const SIM = 'simulator.postline.dev';
+
+beforeAll(async () => {
+  svc = await startTestService({ clock });
+  acme = await svc.createOrg('pro');
+  simulator = new SimulatorProcess(svc.postline.services);
+});
+afterAll(() => svc?.close());
+
+const send = async (to: string[], client = acme.test) => {
+  const r = await client.post('/v1/emails', {
+    from: 'Acme <hi@acme.test>',
+    to,
+    subject: 'Sim',
+    html: '<p>x</p>',
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.id as string;
+};
+const email = async (id: string) => {
+  // Wait for the read model to reach the email's last event (read-your-writes), not for the whole log.
+  const last = (await svc.postline.services.store.readStream(`email-${id}`)).at(-1);
+  await svc.postline.services.readYourWrites.waitFor(['emails'], last?.position);
+  return (await acme.test.get(`/v1/emails/${id}`)).body;
+};
+const types = async (id: string) =>
+  (await svc.postline.services.store.readStream(`email-${id}`)).map((e) => e.type);
+/** Waits for the suppressions read model to reach the address's last event. */
+const suppressionSeen = async (address: string) => {
+  const last = (
+    await svc.postline.services.store.readStream(suppressionStream(acme.orgId, 'test', address))
+  ).at(-1);
+  expect(last, `no suppression event for ${address}`).toBeDefined();
+  await svc.postline.services.readYourWrites.waitFor(['suppressions'], last!.position);
+};
+const tick = async (ms: number) => {
+  clock.advance(ms);
+  await simulator.runOnce();
+};
+
+describe('test-mode simulator', () => {
+  it('sends at once and delivers a second later', async () => {
+    const id = await send([`delivered@${SIM}`, 'anyone@example.org']);
+    await simulator.runOnce();
+    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailSent']);
+    expect((await email(id)).status).toBe('sent');
+    await tick(1000);
+    const e = await email(id);
+    expect(e.status).toBe('delivered');
+    expect(e.recipients.map((r: any) => r.status)).toEqual(['delivered', 'delivered']);
+    expect(e.message_id).toBe(`<${id}@acme.test>`);
+  });
+
+  it('bounces bounced@ (with +label) hard and suppresses the address in test mode only', async () => {
+    const address = `bounced+t1@${SIM}`;
+    const id = await send([address]);
+    await simulator.runOnce();
+    await tick(1000);
+    const e = await email(id);
+    expect(e.status).toBe('bounced');
+    expect(e.recipients[0]).toMatchObject({
+      email: address,
+      status: 'bounced',
+      bounce_type: 'hard',
+      smtp_code: 550,
+    });
+    await suppressionSeen(address);
+    const sup = await acme.test.get('/v1/suppressions');
+    expect(sup.body.data).toContainEqual(
+      expect.objectContaining({ email: address, reason: 'hard_bounce', source_email_id: id }),
+    );
+    const again = await acme.test.post('/v1/emails', {
+      from: 'hi@acme.test',
+      to: [address],
+      subject: 's',
+      text: 't',
+    });
+    expect(again.body.error.code).toBe('all_recipients_suppressed');
+    expect((await acme.live.get('/v1/suppressions')).body.data).toEqual([]);
+  });
+
+  it('delays delayed@, then delivers it after the retry', async () => {
+    const id = await send([`delayed@${SIM}`]);
+    await simulator.runOnce();
+    await tick(1000);
+    let e = await email(id);
+    expect(e.status).toBe('sent');
+    expect(e.recipients[0]).toMatchObject({ status: 'delayed', attempts: 1, smtp_code: 451 });
+    expect(e.recipients[0].next_attempt_at).toBe(new Date(clock.now().getTime() + 5 * 60_000).toISOString());
+    await tick(5 * 60_000);
+    e = await email(id);
+    expect(e.status).toBe('delivered');
+    expect(await types(id)).toEqual([
+      'EmailQueued',
+      'EmailSendingStarted',
+      'EmailSent',
+      'EmailDeliveryDelayed',
+      'EmailDelivered',
+    ]);
+  });
+
+  it('delivers complained@, then records the complaint and suppresses the address', async () => {
+    const id = await send([`complained@${SIM}`, `delivered@${SIM}`]);
+    await simulator.runOnce();
+    await tick(1000);
+    expect((await email(id)).status).toBe('delivered');
+    await tick(60_000);
+    const e = await email(id);
+    expect(e.status).toBe('complained');
+    expect(e.recipients.map((r: any) => [r.email, r.status])).toEqual([
+      [`complained@${SIM}`, 'complained'],
+      [`delivered@${SIM}`, 'delivered'],
+    ]);
+    await suppressionSeen(`complained@${SIM}`);
+    const sup = await acme.test.get('/v1/suppressions?reason=complaint');
+    expect(sup.body.data.map((s: any) => s.email)).toContain(`complained@${SIM}`);
+  });
+
+  it('plays each step once with several simulators and a replay of the log', async () => {
+    const ids = [];
+    for (let i = 0; i < 10; i++) ids.push(await send([`delivered+${i}@${SIM}`, `bounced+${i}@${SIM}`]));
+    const others = [1, 2].map(() => new SimulatorProcess(svc.postline.services));
+    await Promise.all([simulator, ...others].map((s) => s.runOnce()));
+    clock.advance(1000);
+    await Promise.all([simulator, ...others].map((s) => s.runOnce()));
+    for (const id of ids) {
+      const t = await types(id);
+      expect(t.slice(0, 3)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailSent']);
+      expect(t.slice(3).sort()).toEqual(['EmailBounced', 'EmailDelivered']);
+    }
+  });
+
+  it('never touches live emails', async () => {
+    const emailId = 'em_01livelivelivelivelivelive';
+    const content = {
+      emailId,
+      orgId: acme.orgId,
+      mode: 'live',
+      from: 'hi@acme.test',
+      to: [`delivered@${SIM}`],
+      cc: [],
+      bcc: [],
+      replyTo: [],
+      subject: 's',
+      html: null,
+      text: 't',
+      headers: {},
+      tags: [],
+      attachments: [],
+      domainId: 'dom_x',
+      domainName: 'acme.test',
+      suppressedRecipients: [],
+      createdAt: clock.now().toISOString(),
+    };
+    await svc.postline.services.store.append(
+      `email-${emailId}`,
+      [{ type: 'EmailQueued', data: content, metadata: { orgId: acme.orgId, mode: 'live', actor: 'test' } }],
+      { expectedRevision: 'no_stream' },
+    );
+    await tick(10_000);
+    expect(await types(emailId)).toEqual(['EmailQueued']);
+    const { rows } = await svc.postline.services.db.query(
+      'SELECT * FROM simulator_steps WHERE email_id = $1',
+      [emailId],
+    );
+    expect(rows).toEqual([]);
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_ATTEMPTS, nextAttemptAt, RETRY_DELAYS_MS } from '../../processes/delivery/retry-schedule.ts';
+import { simulatedOutcome } from '../../processes/simulator/simulator-plan.ts';
+import { formatMailbox, parseMailbox } from '../../write-side/emails/addresses.ts';
+import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
+
+describe('addresses', () => {
+  it.each([
+    ['ann@example.org', { name: null, address: 'ann@example.org' }],
+    ['Ann Lee <ann@Example.ORG>', { name: 'Ann Lee', address: 'ann@example.org' }],
+    ['"Lee, Ann" <ann@example.org>', { name: 'Lee, Ann', address: 'ann@example.org' }],
+    ['jürgen@bücher.example', { error: expect.stringContaining('local part') }],
+    ['j@bücher.example', { name: null, address: 'j@xn--bcher-kva.example' }],
+    ['"odd local"@example.org', { name: null, address: '"odd local"@example.org' }],
+    ['a.b+tag@sub.example.co', { name: null, address: 'a.b+tag@sub.example.co' }],
+    ['ann@localhost', { error: expect.stringContaining('domain') }],
+    ['ann@123.123', { error: expect.stringContaining('domain') }],
+    ['.ann@example.org', { error: expect.stringContaining('local part') }],
+    ['ann@exa_mple.org', { error: expect.stringContaining('domain') }],
+    ['Ann <ann@example.org>\r\nBcc: x@y.org', { error: expect.stringContaining('line breaks') }],
+    [`${'a'.repeat(65)}@example.org`, { error: expect.stringContaining('64') }],
+  ])('%s', (raw, expected) => expect(parseMailbox(raw)).toEqual(expected));
+
+  it('quotes display names with specials when writing them back', () => {
+    expect(formatMailbox({ name: 'Lee, Ann', address: 'a@b.org' })).toBe('"Lee, Ann" <a@b.org>');
+    expect(formatMailbox({ name: 'Zoë', address: 'a@b.org' })).toBe('Zoë <a@b.org>');
+    expect(formatMailbox({ name: 'Say "hi"', address: 'a@b.org' })).toBe('"Say \\"hi\\"" <a@b.org>');
+  });
+});
+
+describe('tracking tokens', () => {
+  const tokens = new TrackingTokens(Buffer.alloc(32, 7).toString('base64'), 'https://t.example/');
+  const claim = { emailId: 'em_1', orgId: 'org_1', mode: 'live' as const };
+
+  it('round-trips a signed claim and refuses a changed one', () => {
+    const t = tokens.sign({ ...claim, url: 'https://a.example/x' });
+    expect(tokens.verify(t)).toEqual({ ...claim, url: 'https://a.example/x' });
+    const [body, mac] = t.split('.');
+    const forged = Buffer.from(JSON.stringify(['em_1', 'org_1', 'live', 'https://evil.example'])).toString(
+      'base64url',
+    );
+    expect(tokens.verify(`${forged}.${mac}`)).toBeNull();
+    expect(tokens.verify(`${body}.${mac.slice(0, -1)}x`)).toBeNull();
+    expect(tokens.verify('garbage')).toBeNull();
+    const other = new TrackingTokens(Buffer.alloc(32, 8).toString('base64'), 'https://t.example');
+    expect(other.verify(t)).toBeNull();
+  });
+
+  it('rewrites http(s) links and adds a pixel; leaves mailto and anchors alone', () => {
+    const html =
+      '<body><a href="https://a.example/?x=1&amp;y=2">a</a> <a href=\'mailto:x@y.org\'>m</a> <a href="#top">t</a></body>';
+    const out = addTracking(html, tokens, claim, { opens: true, clicks: true });
+    const link = /href="https:\/\/t\.example\/t\/c\/([^"]+)"/.exec(out)![1];
+    expect(tokens.verify(link)?.url).toBe('https://a.example/?x=1&y=2');
+    expect(out).toContain("href='mailto:x@y.org'");
+    expect(out).toContain('href="#top"');
+    expect(out).toMatch(/<img src="https:\/\/t\.example\/t\/o\/[^"]+\.gif"[^>]*\/><\/body>$/);
+    expect(addTracking(html, tokens, claim, { opens: false, clicks: false })).toBe(html);
+  });
+});
+
+describe('retry schedule', () => {
+  it('backs off and gives up after the last attempt', () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    expect(nextAttemptAt(1, now)?.getTime()).toBe(now.getTime() + 60_000);
+    expect(nextAttemptAt(MAX_ATTEMPTS - 1, now)).not.toBeNull();
+    expect(nextAttemptAt(MAX_ATTEMPTS, now)).toBeNull();
+    const totalHours = RETRY_DELAYS_MS.reduce((a, b) => a + b, 0) / 3600_000;
+    expect(Math.round(totalHours)).toBe(52);
+  });
+});
+
+describe('test-mode simulator plan', () => {
+  it.each([
+    ['delivered@simulator.postline.dev', ['delivered']],
+    ['delivered+x@simulator.postline.dev', ['delivered']],
+    ['Bounced+a@Simulator.Postline.dev', ['bounced']],
+    ['complained@simulator.postline.dev', ['delivered', 'complained']],
+    ['delayed+1@simulator.postline.dev', ['delayed', 'delivered']],
+    ['bounced@example.org', ['delivered']],
+    ['anyone@simulator.postline.dev', ['delivered']],
+  ])('%s', (address, kinds) => expect(simulatedOutcome(address).map((s) => s.kind)).toEqual(kinds));
+});

@@ -1,0 +1,350 @@
+import { describe, expect, it } from 'vitest';
+import { type EmailCommand, emailDecider, statusOf } from '../../write-side/emails/decider.ts';
+import type { EmailContent, EmailEvent } from '../../write-side/emails/events.ts';
+import { rollUp } from '../../write-side/emails/status.ts';
+import { spec } from '../support/given-when-then.ts';
+
+const content: EmailContent = {
+  emailId: 'em_1',
+  orgId: 'org_1',
+  mode: 'live',
+  from: 'Acme <hi@acme.test>',
+  to: ['Ann <ann@a.test>'],
+  cc: ['bob@b.test'],
+  bcc: [],
+  replyTo: [],
+  subject: 'Hello',
+  html: '<p>Hi</p>',
+  text: null,
+  headers: {},
+  tags: ['welcome'],
+  attachments: [],
+  domainId: 'dom_1',
+  domainName: 'acme.test',
+  suppressedRecipients: [],
+  createdAt: '2026-01-01T00:00:00.000Z',
+};
+const T = (m: number) => new Date(Date.parse('2026-01-01T00:00:00Z') + m * 60_000).toISOString();
+const queued: EmailEvent = { type: 'EmailQueued', data: content };
+const scheduled: EmailEvent = { type: 'EmailScheduled', data: { ...content, sendAt: T(60) } };
+const caller = { emailId: 'em_1', orgId: 'org_1', mode: 'live' as const, at: T(1) };
+const started: EmailEvent = { type: 'EmailSendingStarted', data: { emailId: 'em_1', startedAt: T(1) } };
+const sent: EmailEvent = {
+  type: 'EmailSent',
+  data: { emailId: 'em_1', messageId: '<em_1@acme.test>', sentAt: T(2) },
+};
+const delivered = (r: string): EmailEvent => ({
+  type: 'EmailDelivered',
+  data: { emailId: 'em_1', recipient: r, smtpResponse: '250 ok', deliveredAt: T(2) },
+});
+const outcomes = (list: any[]): EmailCommand => ({
+  type: 'RecordDeliveryOutcomes',
+  emailId: 'em_1',
+  messageId: '<em_1@acme.test>',
+  at: T(2),
+  outcomes: list,
+});
+const stateAfter = (events: EmailEvent[]) => events.reduce(emailDecider.evolve, emailDecider.initialState);
+
+describe('email decider: accepting', () => {
+  it('queues an email', () =>
+    spec(emailDecider).given([]).when({ type: 'QueueEmail', content }).then([queued]));
+  it('schedules an email with send_at', () =>
+    spec(emailDecider)
+      .given([])
+      .when({ type: 'QueueEmail', content, sendAt: T(60) })
+      .then([scheduled]));
+  it('refuses the same id twice', () =>
+    spec(emailDecider).given([queued]).when({ type: 'QueueEmail', content }).thenFails('conflict'));
+  it('refuses an email whose recipients were all suppressed', () =>
+    spec(emailDecider)
+      .given([])
+      .when({
+        type: 'QueueEmail',
+        content: { ...content, to: [], cc: [], suppressedRecipients: ['ann@a.test'] },
+      })
+      .thenFails('all_recipients_suppressed'));
+  it('tracks each recipient once, case-insensitively', () => {
+    const s = stateAfter([
+      { type: 'EmailQueued', data: { ...content, to: ['A@a.test', 'a@A.test'], cc: [], bcc: ['c@c.test'] } },
+    ]);
+    expect(s.exists && Object.keys(s.recipients)).toEqual(['a@a.test', 'c@c.test']);
+  });
+});
+
+describe('email decider: cancel and reschedule', () => {
+  it('cancels a scheduled email', () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when({ type: 'CancelEmail', ...caller })
+      .then([{ type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }]));
+  it('refuses to cancel a queued email (409)', () =>
+    spec(emailDecider)
+      .given([queued])
+      .when({ type: 'CancelEmail', ...caller })
+      .thenFails('email_not_scheduled', /queued/));
+  it('refuses to cancel twice', () =>
+    spec(emailDecider)
+      .given([scheduled, { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }])
+      .when({ type: 'CancelEmail', ...caller })
+      .thenFails('email_not_scheduled', /canceled/));
+  it('reschedules a scheduled email', () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when({ type: 'RescheduleEmail', ...caller, sendAt: T(120) })
+      .then([{ type: 'EmailRescheduled', data: { emailId: 'em_1', sendAt: T(120) } }]));
+  it('refuses to reschedule a released email', () =>
+    spec(emailDecider)
+      .given([scheduled, { type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } }])
+      .when({ type: 'RescheduleEmail', ...caller, sendAt: T(120) })
+      .thenFails('email_not_scheduled'));
+  it("hides another organization's email", () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when({ type: 'CancelEmail', ...caller, orgId: 'org_2' })
+      .thenFails('not_found'));
+  it("hides the other mode's email", () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when({ type: 'CancelEmail', ...caller, mode: 'test' })
+      .thenFails('not_found'));
+  it('answers 404 for an email that does not exist', () =>
+    spec(emailDecider)
+      .given([])
+      .when({ type: 'CancelEmail', ...caller })
+      .thenFails('not_found'));
+});
+
+describe('email decider: scheduler', () => {
+  const release = (at: string): EmailCommand => ({ type: 'ReleaseEmail', emailId: 'em_1', at });
+  it('releases a due email', () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when(release(T(60)))
+      .then([{ type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } }]));
+  it('does not release early', () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when(release(T(59)))
+      .then([]));
+  it('does not release an email rescheduled later', () =>
+    spec(emailDecider)
+      .given([scheduled, { type: 'EmailRescheduled', data: { emailId: 'em_1', sendAt: T(120) } }])
+      .when(release(T(60)))
+      .then([]));
+  it('does not release a canceled email (cancel won the race)', () =>
+    spec(emailDecider)
+      .given([scheduled, { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }])
+      .when(release(T(60)))
+      .then([]));
+  it('releases once', () =>
+    spec(emailDecider)
+      .given([scheduled, { type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } }])
+      .when(release(T(61)))
+      .then([]));
+});
+
+describe('email decider: delivery', () => {
+  it('starts sending a queued email once', () => {
+    spec(emailDecider)
+      .given([queued])
+      .when({ type: 'StartSending', emailId: 'em_1', at: T(1) })
+      .then([started]);
+    spec(emailDecider)
+      .given([queued, started])
+      .when({ type: 'StartSending', emailId: 'em_1', at: T(1) })
+      .then([]);
+  });
+  it('does not start a scheduled email before it is released', () =>
+    spec(emailDecider)
+      .given([scheduled])
+      .when({ type: 'StartSending', emailId: 'em_1', at: T(1) })
+      .then([]));
+  it('records sent with the first outcomes', () =>
+    spec(emailDecider)
+      .given([queued, started])
+      .when(outcomes([{ recipient: 'ann@a.test', result: 'delivered', attempt: 1, smtpResponse: '250 ok' }]))
+      .then([sent, delivered('ann@a.test')]));
+  it('records delayed, then delivered', () => {
+    const delayed: EmailEvent = {
+      type: 'EmailDeliveryDelayed',
+      data: {
+        emailId: 'em_1',
+        recipient: 'bob@b.test',
+        attempt: 1,
+        nextAttemptAt: T(3),
+        smtpResponse: '451 later',
+        smtpCode: 451,
+        delayedAt: T(2),
+      },
+    };
+    spec(emailDecider)
+      .given([queued, started, sent])
+      .when(
+        outcomes([
+          {
+            recipient: 'bob@b.test',
+            result: 'delayed',
+            attempt: 1,
+            smtpCode: 451,
+            smtpResponse: '451 later',
+            nextAttemptAt: T(3),
+          },
+        ]),
+      )
+      .then([delayed]);
+    // A replay of the same attempt is nothing new (at-least-once delivery process).
+    spec(emailDecider)
+      .given([queued, started, sent, delayed])
+      .when(outcomes([{ recipient: 'bob@b.test', result: 'delayed', attempt: 1, smtpResponse: '451 later' }]))
+      .then([]);
+    spec(emailDecider)
+      .given([queued, started, sent, delayed])
+      .when(outcomes([{ recipient: 'bob@b.test', result: 'delivered', attempt: 2, smtpResponse: '250 ok' }]))
+      .then([delivered('bob@b.test')]);
+  });
+  it('records a hard bounce with the SMTP code', () =>
+    spec(emailDecider)
+      .given([queued, started, sent])
+      .when(
+        outcomes([
+          {
+            recipient: 'ann@a.test',
+            result: 'bounced',
+            attempt: 1,
+            smtpCode: 550,
+            smtpResponse: '550 no such user',
+          },
+        ]),
+      )
+      .then([
+        {
+          type: 'EmailBounced',
+          data: {
+            emailId: 'em_1',
+            recipient: 'ann@a.test',
+            bounceType: 'hard',
+            smtpCode: 550,
+            smtpResponse: '550 no such user',
+            bouncedAt: T(2),
+          },
+        },
+      ]));
+  it('ignores outcomes for final or unknown recipients', () =>
+    spec(emailDecider)
+      .given([queued, started, sent, delivered('ann@a.test')])
+      .when(
+        outcomes([
+          { recipient: 'ann@a.test', result: 'bounced', attempt: 1, smtpResponse: '550' },
+          { recipient: 'eve@e.test', result: 'delivered', attempt: 1, smtpResponse: '250' },
+        ]),
+      )
+      .then([]));
+  it('records outcomes for a canceled email never', () =>
+    spec(emailDecider)
+      .given([scheduled, { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }])
+      .when(outcomes([{ recipient: 'ann@a.test', result: 'delivered', attempt: 1, smtpResponse: '250' }]))
+      .then([]));
+});
+
+describe('email decider: complaints and tracking', () => {
+  it('records a complaint once', () => {
+    const complained: EmailEvent = {
+      type: 'EmailComplained',
+      data: { emailId: 'em_1', recipient: 'ann@a.test', complainedAt: T(5) },
+    };
+    spec(emailDecider)
+      .given([queued, started, sent, delivered('ann@a.test')])
+      .when({ type: 'RecordComplaint', emailId: 'em_1', recipient: 'Ann@A.test', at: T(5) })
+      .then([complained]);
+    spec(emailDecider)
+      .given([queued, started, sent, delivered('ann@a.test'), complained])
+      .when({ type: 'RecordComplaint', emailId: 'em_1', recipient: 'ann@a.test', at: T(6) })
+      .then([]);
+  });
+  it('records a bounce report after delivery, once', () => {
+    const report: EmailCommand = {
+      type: 'RecordBounceReport',
+      emailId: 'em_1',
+      recipient: 'Ann@a.test',
+      bounceType: 'hard',
+      smtpCode: 550,
+      smtpResponse: '5.1.1 user unknown',
+      at: T(9),
+    };
+    const bounced: EmailEvent = {
+      type: 'EmailBounced',
+      data: {
+        emailId: 'em_1',
+        recipient: 'ann@a.test',
+        bounceType: 'hard',
+        smtpCode: 550,
+        smtpResponse: '5.1.1 user unknown',
+        bouncedAt: T(9),
+      },
+    };
+    spec(emailDecider)
+      .given([queued, started, sent, delivered('ann@a.test')])
+      .when(report)
+      .then([bounced]);
+    spec(emailDecider)
+      .given([queued, started, sent, delivered('ann@a.test'), bounced])
+      .when(report)
+      .then([]);
+    spec(emailDecider).given([queued]).when(report).then([]);
+  });
+  it('records opens and clicks only for an email that went out', () => {
+    const open: EmailCommand = {
+      type: 'RecordOpen',
+      emailId: 'em_1',
+      userAgent: 'UA',
+      ip: '127.0.0.1',
+      at: T(9),
+    };
+    spec(emailDecider).given([queued]).when(open).then([]);
+    spec(emailDecider)
+      .given([queued, started, sent])
+      .when(open)
+      .then([
+        { type: 'EmailOpened', data: { emailId: 'em_1', userAgent: 'UA', ip: '127.0.0.1', openedAt: T(9) } },
+      ]);
+    spec(emailDecider)
+      .given([queued, started, sent])
+      .when({
+        type: 'RecordClick',
+        emailId: 'em_1',
+        link: 'https://x.test/',
+        userAgent: 'UA',
+        ip: '::1',
+        at: T(9),
+      })
+      .then([
+        {
+          type: 'EmailClicked',
+          data: { emailId: 'em_1', link: 'https://x.test/', userAgent: 'UA', ip: '::1', clickedAt: T(9) },
+        },
+      ]);
+  });
+});
+
+describe('status roll-up of several recipients', () => {
+  it.each([
+    ['scheduled', [], 'scheduled'],
+    ['sending', ['pending'], 'sending'],
+    ['sent', ['pending', 'delivered'], 'sent'],
+    ['sent', ['delayed', 'delivered'], 'sent'],
+    ['sent', ['delivered', 'bounced'], 'delivered'],
+    ['sent', ['bounced', 'bounced'], 'bounced'],
+    ['sent', ['pending', 'complained'], 'complained'],
+    ['sent', ['delivered', 'complained'], 'complained'],
+  ] as const)('%s with %j is %s', (lifecycle, recipients, expected) => {
+    expect(rollUp(lifecycle, [...recipients])).toBe(expected);
+  });
+  it('follows the events', () => {
+    const s = stateAfter([queued, started, sent, delivered('ann@a.test')]);
+    expect(statusOf(s)).toBe('sent');
+    expect(
+      statusOf(stateAfter([queued, started, sent, delivered('ann@a.test'), delivered('bob@b.test')])),
+    ).toBe('delivered');
+  });
+});

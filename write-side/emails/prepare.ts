@@ -1,0 +1,224 @@
+import { AppError } from '../../platform/errors.ts';
+import type { AuthContext } from '../../platform/http/auth-context.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import { findDomainById, findSendingDomain } from '../../read-side/domains/queries.ts';
+import { isSuppressed } from '../../read-side/suppressions/queries.ts';
+import { renderPublished } from '../templates/render.ts';
+import { domainOf, formatMailbox, type Mailbox, parseMailbox } from './addresses.ts';
+import type { EmailContent } from './events.ts';
+import { EMAIL_LIMITS, OWNED_HEADERS, type SendEmailInput } from './request.ts';
+
+/** Addresses at this domain never leave Postline in test mode: the simulator answers for them (docs/emails.md). */
+export const SIMULATOR_DOMAIN = 'simulator.postline.dev';
+
+/** An accepted request, ready for the decider: content plus the attachment bytes still to be stored. */
+export interface PreparedEmail {
+  content: Omit<EmailContent, 'attachments'>;
+  attachments: { id: string; filename: string; contentType: string; contentId?: string; bytes: Buffer }[];
+  sendAt?: string;
+}
+
+/** Domain look-ups shared by the items of one batch (they mostly send from the same domain). */
+export type LookupCache = Map<string, Promise<any>>;
+const cached = <T>(cache: LookupCache, key: string, load: () => Promise<T>): Promise<T> => {
+  if (!cache.has(key)) cache.set(key, load());
+  return cache.get(key)!;
+};
+
+const invalid = (field: string, message: string) =>
+  new AppError('validation_error', `\`${field}\`: ${message}`);
+
+function mailboxes(field: string, value: string | string[] | undefined): Mailbox[] {
+  const list = value === undefined ? [] : Array.isArray(value) ? value : [value];
+  return list.map((raw, i) => {
+    const m = parseMailbox(raw);
+    if ('error' in m) throw invalid(Array.isArray(value) ? `${field}[${i}]` : field, m.error);
+    return m;
+  });
+}
+
+function checkHeaders(headers: Record<string, string>): Record<string, string> {
+  const entries = Object.entries(headers);
+  if (entries.length > EMAIL_LIMITS.headers)
+    throw invalid('headers', `must have at most ${EMAIL_LIMITS.headers} entries`);
+  for (const [name, value] of entries) {
+    if (!/^[!-9;-~]{1,100}$/.test(name)) throw invalid(`headers.${name}`, 'is not a valid header name');
+    const lower = name.toLowerCase();
+    if (OWNED_HEADERS.has(lower) || lower.startsWith('x-postline-')) {
+      throw invalid(
+        `headers.${name}`,
+        'is set by Postline and cannot be overridden (use the request fields instead)',
+      );
+    }
+    if (/[\r\n\0]/.test(value)) throw invalid(`headers.${name}`, 'must not contain line breaks (CR or LF)');
+    if (value.length > EMAIL_LIMITS.headerValueChars) {
+      throw invalid(`headers.${name}`, `must be at most ${EMAIL_LIMITS.headerValueChars} characters`);
+    }
+  }
+  return headers;
+}
+
+function decodeAttachments(input: NonNullable<SendEmailInput['attachments']>, at: number) {
+  let total = 0;
+  return input.map((a, i) => {
+    if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(a.content))
+      throw invalid(`attachments[${i}].content`, 'must be base64');
+    const bytes = Buffer.from(a.content, 'base64');
+    total += bytes.length;
+    if (total > EMAIL_LIMITS.attachmentBytes) {
+      throw invalid(
+        'attachments',
+        `must be at most ${EMAIL_LIMITS.attachmentBytes / 1024 / 1024} MB in all (decoded)`,
+      );
+    }
+    return {
+      id: newId('att', at),
+      filename: a.filename,
+      contentType: a.content_type ?? 'application/octet-stream',
+      ...(a.content_id !== undefined && { contentId: a.content_id }),
+      bytes,
+    };
+  });
+}
+
+function checkSendAt(sendAt: string | undefined, now: Date): string | undefined {
+  if (sendAt === undefined) return undefined;
+  const t = Date.parse(sendAt);
+  if (t <= now.getTime()) throw invalid('send_at', 'must be in the future');
+  if (t > now.getTime() + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
+    throw invalid('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
+  }
+  return new Date(t).toISOString();
+}
+
+/**
+ * The sending domain. Live: a domain of the organization that can send (verified). Test: any domain; a
+ * registered test-mode domain of that name is linked when there is one. A key restricted to a domain sends
+ * only from it (403).
+ */
+async function sendingDomain(services: Services, auth: AuthContext, from: Mailbox, cache: LookupCache) {
+  const name = domainOf(from.address);
+  const domain = await cached(cache, `name:${name}`, () =>
+    findSendingDomain(services.db, auth.orgId, auth.mode, name),
+  );
+  if (auth.domainId) {
+    const id = auth.domainId;
+    const allowed = await cached(cache, `id:${id}`, () =>
+      findDomainById(services.db, auth.orgId, auth.mode, id),
+    );
+    if (!allowed || allowed.name !== name) {
+      throw new AppError(
+        'domain_not_allowed',
+        `This API key may only send from ${allowed?.name ?? `domain ${auth.domainId}`}.`,
+      );
+    }
+  }
+  if (auth.mode === 'live' && !domain?.canSendLive) {
+    throw new AppError(
+      'domain_not_verified',
+      domain
+        ? `\`from\`: domain ${name} is not verified yet; verify its DNS records before sending with a live key.`
+        : `\`from\`: ${name} is not a domain of this organization; add and verify it first.`,
+    );
+  }
+  return { domainId: domain?.id ?? null, domainName: domain?.name ?? name };
+}
+
+async function render(services: Services, auth: AuthContext, input: SendEmailInput) {
+  if (input.template_id === undefined) {
+    if (input.template_data !== undefined) throw invalid('template_data', 'needs `template_id`');
+    if (!input.subject) throw invalid('subject', 'is required (or send a `template_id`)');
+    if (/[\r\n]/.test(input.subject)) throw invalid('subject', 'must not contain line breaks');
+    if (!input.html && !input.text)
+      throw invalid('html', 'an `html` or `text` body (or a `template_id`) is required');
+    return { subject: input.subject, html: input.html ?? null, text: input.text ?? null };
+  }
+  if (input.html !== undefined || input.text !== undefined) {
+    throw invalid('template_id', 'cannot be combined with `html` or `text`');
+  }
+  try {
+    if (input.subject && /[\r\n]/.test(input.subject))
+      throw invalid('subject', 'must not contain line breaks');
+    const r = await renderPublished(
+      services,
+      auth.orgId,
+      auth.mode,
+      input.template_id,
+      input.template_data ?? {},
+    );
+    return {
+      subject: input.subject || r.subject,
+      html: r.html,
+      text: r.text,
+      templateId: input.template_id,
+      templateVersionId: r.templateVersionId,
+    };
+  } catch (error) {
+    // A template the sender cannot use is a problem with this request's fields: 422, not 404.
+    if (error instanceof AppError && error.code === 'not_found') throw invalid('template_id', error.message);
+    throw error;
+  }
+}
+
+async function suppressed(services: Services, auth: AuthContext, list: Mailbox[]) {
+  const unique = [...new Set(list.map((m) => m.address.toLowerCase()))];
+  const flags = await Promise.all(unique.map((a) => isSuppressed(services.db, auth.orgId, auth.mode, a)));
+  return new Set(unique.filter((_, i) => flags[i]));
+}
+
+/** Validates a send request and does its look-ups; throws an AppError naming the field. No event is written. */
+export async function prepareEmail(
+  services: Services,
+  auth: AuthContext,
+  input: SendEmailInput,
+  cache: LookupCache = new Map(),
+): Promise<PreparedEmail> {
+  const now = services.clock.now();
+  const from = mailboxes('from', input.from)[0];
+  const to = mailboxes('to', input.to);
+  const cc = mailboxes('cc', input.cc);
+  const bcc = mailboxes('bcc', input.bcc);
+  const replyTo = mailboxes('reply_to', input.reply_to);
+  if (to.length === 0) throw invalid('to', 'needs at least one recipient');
+  if (to.length + cc.length + bcc.length > EMAIL_LIMITS.recipients) {
+    throw invalid('to', `at most ${EMAIL_LIMITS.recipients} recipients in all (to, cc and bcc)`);
+  }
+  const sendAt = checkSendAt(input.send_at, now);
+  const headers = checkHeaders(input.headers ?? {});
+  const attachments = decodeAttachments(input.attachments ?? [], now.getTime());
+  const domain = await sendingDomain(services, auth, from, cache);
+  const body = await render(services, auth, input);
+  const blocked = await suppressed(services, auth, [...to, ...cc, ...bcc]);
+  const keep = (list: Mailbox[]) =>
+    list.filter((m) => !blocked.has(m.address.toLowerCase())).map(formatMailbox);
+  if (keep([...to, ...cc, ...bcc]).length === 0) {
+    throw new AppError(
+      'all_recipients_suppressed',
+      `Every recipient is on the suppression list: ${[...blocked].join(', ')}.`,
+    );
+  }
+  return {
+    content: {
+      emailId: newId('em', now.getTime()),
+      orgId: auth.orgId,
+      mode: auth.mode,
+      from: formatMailbox(from),
+      to: keep(to),
+      cc: keep(cc),
+      bcc: keep(bcc),
+      replyTo: replyTo.map(formatMailbox),
+      subject: body.subject,
+      html: body.html,
+      text: body.text,
+      headers,
+      tags: input.tags ?? [],
+      ...domain,
+      ...('templateId' in body && { templateId: body.templateId, templateVersionId: body.templateVersionId }),
+      suppressedRecipients: [...blocked],
+      createdAt: now.toISOString(),
+    },
+    attachments,
+    ...(sendAt && { sendAt }),
+  };
+}

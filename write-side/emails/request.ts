@@ -1,0 +1,117 @@
+import { z } from 'zod';
+
+/** Limits of a send request (docs/emails.md lists them). */
+export const EMAIL_LIMITS = {
+  recipients: 50,
+  attachmentBytes: 40 * 1024 * 1024,
+  attachments: 100,
+  tags: 20,
+  tagChars: 64,
+  headers: 50,
+  headerValueChars: 998,
+  subjectChars: 998,
+  bodyBytes: 10 * 1024 * 1024,
+  sendAtHorizonDays: 30,
+  batch: 100,
+} as const;
+
+/**
+ * Headers Postline writes itself (addressing, MIME structure, signatures, tracing): a custom header may not
+ * set or override them. `X-Postline-*` is reserved too.
+ */
+export const OWNED_HEADERS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply-to',
+  'sender',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'content-id',
+  'dkim-signature',
+  'arc-seal',
+  'arc-message-signature',
+  'arc-authentication-results',
+  'authentication-results',
+  'return-path',
+  'received',
+  'delivered-to',
+]);
+
+const addressList = z.union([z.string(), z.array(z.string()).max(EMAIL_LIMITS.recipients + 1)]);
+const bodyText = z.string().refine((s) => Buffer.byteLength(s) <= EMAIL_LIMITS.bodyBytes, {
+  message: `must be at most ${EMAIL_LIMITS.bodyBytes / 1024 / 1024} MB`,
+});
+
+export const attachmentInput = z
+  .object({
+    filename: z
+      .string()
+      .min(1, 'is required')
+      .max(255, 'must be at most 255 characters')
+      .refine((s) => !/[\r\n\0/\\]/.test(s), { message: 'must not contain line breaks or slashes' }),
+    content: z.string().min(1, 'is required'),
+    content_type: z
+      .string()
+      .regex(/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i, 'must be a media type such as application/pdf')
+      .optional(),
+    content_id: z
+      .string()
+      .regex(/^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]{1,200}$/, 'must be 1 to 200 characters without spaces or <>')
+      .optional(),
+  })
+  .strict();
+
+export const sendEmailInput = z
+  .object({
+    from: z.string().min(1, 'is required'),
+    to: addressList,
+    cc: addressList.optional(),
+    bcc: addressList.optional(),
+    reply_to: addressList.optional(),
+    subject: z
+      .string()
+      .max(EMAIL_LIMITS.subjectChars, `must be at most ${EMAIL_LIMITS.subjectChars} characters`)
+      .optional(),
+    html: bodyText.optional(),
+    text: bodyText.optional(),
+    template_id: z
+      .string()
+      .regex(/^tmpl_[0-9a-z]+$/, 'must be a template id (tmpl_…)')
+      .optional(),
+    template_data: z.record(z.string(), z.unknown()).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    tags: z
+      .array(
+        z
+          .string()
+          .regex(
+            new RegExp(`^[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}$`),
+            `must be 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`,
+          ),
+      )
+      .max(EMAIL_LIMITS.tags, `must have at most ${EMAIL_LIMITS.tags} tags`)
+      .optional(),
+    attachments: z
+      .array(attachmentInput)
+      .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)
+      .optional(),
+    send_at: z.iso
+      .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
+      .optional(),
+  })
+  .strict();
+
+export type SendEmailInput = z.infer<typeof sendEmailInput>;
+
+export const updateEmailInput = z
+  .object({
+    send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+  })
+  .strict();

@@ -1,0 +1,44 @@
+/**
+ * How an email's status follows from its lifecycle and its recipients' outcomes. One function, used by the
+ * decider and by the `emails` projection, so the API and the business rules never disagree. docs/emails.md
+ * has the table.
+ */
+
+export type EmailStatus =
+  | 'queued'
+  | 'scheduled'
+  | 'sending'
+  | 'sent'
+  | 'delivered'
+  | 'bounced'
+  | 'complained'
+  | 'canceled';
+export const EMAIL_STATUSES: EmailStatus[] = [
+  'queued',
+  'scheduled',
+  'sending',
+  'sent',
+  'delivered',
+  'bounced',
+  'complained',
+  'canceled',
+];
+
+/** Lifecycle before any recipient outcome counts. */
+export type Lifecycle = 'queued' | 'scheduled' | 'canceled' | 'sending' | 'sent';
+
+export type RecipientStatus = 'pending' | 'delayed' | 'delivered' | 'bounced' | 'complained';
+
+/**
+ * Several recipients roll up into one status: a complaint from anyone wins (it is what the sender must act on);
+ * until every recipient has a final outcome the email stays `sent`; then `delivered` if anyone got it, else
+ * `bounced`. Per-recipient outcomes stay visible on the email.
+ */
+export function rollUp(lifecycle: Lifecycle, recipients: RecipientStatus[]): EmailStatus {
+  if (lifecycle !== 'sent') return lifecycle;
+  if (recipients.includes('complained')) return 'complained';
+  if (recipients.some((r) => r === 'pending' || r === 'delayed')) return 'sent';
+  return recipients.includes('delivered') ? 'delivered' : 'bounced';
+}
+
+export const isFinal = (r: RecipientStatus) => r === 'delivered' || r === 'bounced' || r === 'complained';

@@ -1,0 +1,96 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { Config } from '../../platform/config.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import { resolveSecretKey } from '../../platform/secret-key.ts';
+
+/**
+ * Open and click tracking tokens. A token names the email (and, for a click, the link) and carries an HMAC
+ * under a key derived from POSTLINE_SECRET_KEY, so only links Postline itself wrote into an email redirect:
+ * the click endpoint is no open redirect.
+ */
+export interface TrackingClaim {
+  emailId: string;
+  orgId: string;
+  mode: Mode;
+  /** The original link, for click tokens. */
+  url?: string;
+}
+
+export class TrackingTokens {
+  readonly #key: Buffer;
+  readonly baseUrl: string;
+
+  constructor(secretKeyBase64: string, baseUrl: string) {
+    this.#key = createHash('sha256')
+      .update('postline tracking\0')
+      .update(Buffer.from(secretKeyBase64, 'base64'))
+      .digest();
+    this.baseUrl = baseUrl.replace(/\/$/, '');
+  }
+
+  static fromConfig(config: Config): TrackingTokens {
+    const host = config.POSTLINE_TRACKING_HOST;
+    const base = host ? (/^https?:\/\//.test(host) ? host : `https://${host}`) : config.PUBLIC_URL;
+    return new TrackingTokens(resolveSecretKey(config), base);
+  }
+
+  #mac(body: string) {
+    return createHmac('sha256', this.#key).update(body).digest().subarray(0, 16).toString('base64url');
+  }
+
+  sign(claim: TrackingClaim): string {
+    const body = Buffer.from(
+      JSON.stringify([claim.emailId, claim.orgId, claim.mode, claim.url ?? null]),
+    ).toString('base64url');
+    return `${body}.${this.#mac(body)}`;
+  }
+
+  verify(token: string): TrackingClaim | null {
+    const [body, mac] = token.split('.');
+    if (!body || !mac) return null;
+    const expected = this.#mac(body);
+    if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected)))
+      return null;
+    try {
+      const [emailId, orgId, mode, url] = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+      return { emailId, orgId, mode, ...(url !== null && { url }) };
+    } catch {
+      return null;
+    }
+  }
+
+  openUrl(claim: Omit<TrackingClaim, 'url'>) {
+    return `${this.baseUrl}/t/o/${this.sign(claim)}.gif`;
+  }
+
+  clickUrl(claim: TrackingClaim) {
+    return `${this.baseUrl}/t/c/${this.sign(claim)}`;
+  }
+}
+
+/**
+ * Rewrites an html body for tracking: http(s) links in `href` attributes go through the click endpoint; a
+ * 1x1 pixel before `</body>` (or at the end) reports opens. mailto:, anchors and other schemes stay as they are.
+ */
+export function addTracking(
+  html: string,
+  tokens: TrackingTokens,
+  claim: Omit<TrackingClaim, 'url'>,
+  options: { opens: boolean; clicks: boolean },
+): string {
+  let out = html;
+  if (options.clicks) {
+    out = out.replace(
+      /(<a\b[^>]*?\bhref\s*=\s*)(["'])(https?:\/\/[^"']+)\2/gi,
+      (_m, pre: string, q: string, url: string) => {
+        const original = url.replace(/&amp;/g, '&');
+        return `${pre}${q}${tokens.clickUrl({ ...claim, url: original }).replace(/&/g, '&amp;')}${q}`;
+      },
+    );
+  }
+  if (options.opens) {
+    const pixel = `<img src="${tokens.openUrl(claim)}" width="1" height="1" alt="" style="display:none;border:0" />`;
+    out = /<\/body>/i.test(out) ? out.replace(/<\/body>/i, `${pixel}</body>`) : out + pixel;
+  }
+  return out;
+}
