@@ -4,7 +4,7 @@ WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 # Runtime dependencies only: the dev tools (and the `node` package, whose Node this image already has) stay out.
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY . .
 # Embedded mode keeps its data (and a generated secret key) here; with DATABASE_URL only the secret key.
 ENV POSTLINE_DATA_DIR=/app/data

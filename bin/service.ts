@@ -64,7 +64,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   await migrate(db, migrations);
 
   const runner = new ProjectionRunner(db, store, projections, log);
-  const waiter = new ProjectionWaiter(db, runner, config.PROJECTION_WAIT_MS);
+  const waiter = new ProjectionWaiter(db, options.projections === false ? undefined : runner, config.PROJECTION_WAIT_MS);
   const services: Services = {
     config,
     db,

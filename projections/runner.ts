@@ -11,26 +11,36 @@ export async function readCheckpoint(q: Pick<Transaction, 'query'>, name: string
   return rows[0]?.position ?? START;
 }
 
-/** Applies a batch and moves the checkpoint in one transaction; skips events at or before the checkpoint. */
-export async function applyBatch(tx: Transaction, projection: Projection, events: StoredEvent[]): Promise<Position> {
-  await tx.query(
-    `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
-    [projection.name, START],
-  );
+/**
+ * Applies a batch and moves the checkpoint in one transaction; skips events at or before the checkpoint.
+ * `readFrom` is where the batch was read from: a checkpoint that moved back since (a rebuild swapped tables in)
+ * means the batch misses events, so nothing is applied and the caller reads again from the returned checkpoint.
+ */
+export async function applyBatch(
+  tx: Transaction,
+  projection: Projection,
+  events: StoredEvent[],
+  readFrom?: Position,
+): Promise<Position> {
   const { rows } = await tx.query<{ position: string }>(
     'SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE',
     [projection.name],
   );
-  const checkpoint = rows[0].position;
+  let checkpoint = rows[0]?.position;
+  if (checkpoint === undefined) {
+    await tx.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)', [projection.name, START]);
+    checkpoint = START;
+  }
+  if (readFrom !== undefined && checkpoint < readFrom) return checkpoint;
   const fresh = events.filter((e) => e.position > checkpoint);
   if (fresh.length === 0) return checkpoint;
   for (const event of fresh) await projection.apply(tx, event);
   const position = fresh[fresh.length - 1].position;
-  await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [
-    projection.name,
-    position,
-  ]);
-  await tx.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, projection.name]);
+  await tx.query(
+    `WITH moved AS (UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1 RETURNING name)
+     SELECT pg_notify($3, name) FROM moved`,
+    [projection.name, position, CHECKPOINT_CHANNEL],
+  );
   return position;
 }
 
@@ -60,19 +70,29 @@ export class ProjectionRunner {
   start(): void {
     for (const projection of this.projections) {
       if (this.#subscriptions.has(projection.name)) continue;
+      // The checkpoint as this process last left it; re-read from the table after standing by or a rebuild.
+      let position: Position | undefined;
+      let readFrom: Position = START;
       const sub = this.#store.subscribe(
-        { from: () => readCheckpoint(this.#db, projection.name), batchSize: 500 },
+        {
+          from: async () => {
+            readFrom = position ??= await readCheckpoint(this.#db, projection.name);
+            return readFrom;
+          },
+          batchSize: 500,
+        },
         async (events) => {
           try {
-            const position = await this.#db.transaction(async (tx) => {
+            position = await this.#db.transaction(async (tx) => {
               const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
                 lockKey(projection.name),
               ]);
               if (!rows[0].locked) throw new Standby();
-              return applyBatch(tx, projection, events);
+              return applyBatch(tx, projection, events, readFrom);
             });
             this.events.emit('checkpoint', projection.name, position);
           } catch (error) {
+            position = undefined;
             if (!(error instanceof Standby)) this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
             throw error;
           }

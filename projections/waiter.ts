@@ -6,9 +6,10 @@ import type { ProjectionRunner } from './runner.ts';
 
 /**
  * Read-your-writes: a mutating request waits until the projections serving its resource have reached the
- * position of its last event, so the GET that follows sees it. Checkpoints of this process's runner arrive
- * in memory; those of other processes by NOTIFY, with polling as the fallback. Bounded: past the deadline the
- * client gets a 503 rather than a stale answer.
+ * position of its last event, so the GET that follows sees it. Checkpoints of this process's runner arrive in
+ * memory and cost nothing; those of other processes arrive by NOTIFY, and one read of the checkpoints table then
+ * serves every waiter; a waiter polls the table itself only when nothing woke it for a while. Bounded: past the
+ * deadline the client gets a 503 rather than a stale answer.
  */
 export class ProjectionWaiter {
   readonly #db: Database;
@@ -16,10 +17,14 @@ export class ProjectionWaiter {
   readonly #wakers = new Set<() => void>();
   readonly #timeoutMs: number;
   #unlisten?: Promise<() => Promise<void>>;
+  #sharedRefresh?: Promise<void>;
+  /** With projections running in this process the first answer usually comes from memory. */
+  readonly #localRunner: boolean;
 
   constructor(db: Database, runner: ProjectionRunner | undefined, timeoutMs: number) {
     this.#db = db;
     this.#timeoutMs = timeoutMs;
+    this.#localRunner = runner !== undefined;
     runner?.events.on('checkpoint', (name: string, position: Position) => this.#learn(name, position));
   }
 
@@ -28,11 +33,11 @@ export class ProjectionWaiter {
     for (const wake of this.#wakers) wake();
   }
 
-  async #refresh(names: string[]) {
-    const placeholders = names.map((_, i) => `$${i + 1}`).join(',');
+  async #refresh(names?: string[]) {
+    const where = names ? ` WHERE name IN (${names.map((_, i) => `$${i + 1}`).join(',')})` : '';
     const { rows } = await this.#db.query<{ name: string; position: string }>(
-      `SELECT name, position FROM projection_checkpoints WHERE name IN (${placeholders})`,
-      names,
+      `SELECT name, position FROM projection_checkpoints${where}`,
+      names ?? [],
     );
     for (const r of rows) this.#learn(r.name, r.position);
   }
@@ -42,25 +47,30 @@ export class ProjectionWaiter {
   async waitFor(names: string[], position: Position | undefined): Promise<void> {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
     this.#unlisten ??= this.#db.listen(CHECKPOINT_CHANNEL, () => {
-      for (const wake of this.#wakers) wake();
+      this.#sharedRefresh ??= this.#refresh()
+        .catch(() => {})
+        .finally(() => {
+          this.#sharedRefresh = undefined;
+        });
     });
     await this.#unlisten;
     const deadline = Date.now() + this.#timeoutMs;
     let pollMs = 5;
+    let poll = !this.#localRunner;
     while (true) {
-      await this.#refresh(names);
+      if (poll) await this.#refresh(names);
       if (this.#reached(names, position)) return;
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new AppError('projection_timeout', 'The change was saved but is not readable yet; retry the read shortly.');
       }
-      await new Promise<void>((resolve) => {
-        const wake = () => {
+      poll = await new Promise<boolean>((resolve) => {
+        const wake = (timedOut = false) => {
           clearTimeout(timer);
           this.#wakers.delete(wake);
-          resolve();
+          resolve(timedOut);
         };
-        const timer = setTimeout(wake, Math.min(pollMs, left));
+        const timer = setTimeout(() => wake(true), Math.min(pollMs, left));
         this.#wakers.add(wake);
       });
       pollMs = Math.min(pollMs * 2, 200);

@@ -182,14 +182,13 @@ describe('template decider: rules', () => {
 });
 
 describe('template decider: duplicate', () => {
-  const duplicate = (name?: string): TemplateCommand => ({
+  const duplicate = (name?: string, quota: { plan: 'free' | 'pro'; activeTemplates: number } = { plan: 'pro', activeTemplates: 1 }): TemplateCommand => ({
     type: 'DuplicateTemplate',
     templateId: 'tmpl_2',
     orgId: 'org_1',
     mode: 'live',
     versionId: 'tmplv_9',
-    plan: 'pro',
-    activeTemplates: 1,
+    ...quota,
     name,
     source: { templateId: 'tmpl_1', name: 'Welcome', version: v(3, 'tmplv_3', T1) },
     at: T2,
@@ -222,6 +221,6 @@ describe('template decider: duplicate', () => {
   it('counts against the quota', () =>
     spec(templateDecider)
       .given([])
-      .when({ ...duplicate(), plan: 'free', activeTemplates: 5 })
+      .when(duplicate(undefined, { plan: 'free', activeTemplates: 5 }))
       .thenFails('plan_limit_exceeded'));
 });
