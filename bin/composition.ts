@@ -1,58 +1,82 @@
+import type express from 'express';
 import { Redis } from 'ioredis';
-import type { Migration } from '../platform/db/migrations.ts';
-import type { Projection } from '../projections/projection.ts';
-import type { BackgroundProcess } from '../processes/process.ts';
-import type { ApiRouter } from '../platform/http/router.ts';
-import type { Services } from '../platform/services.ts';
-import { MemoryRateLimiter, PostgresRateLimiter, RedisRateLimiter, type RateLimiter } from '../platform/http/rate-limit.ts';
-import { apiKeysMigrations } from '../read-side/api-keys/schema.ts';
-import { apiKeyQueryRoutes } from '../read-side/api-keys/routes.ts';
-import { apiKeysProjection } from '../projections/api-keys.projection.ts';
-import { apiKeyCommandRoutes } from '../write-side/api-keys/routes.ts';
+import { blobStoreFor } from '../platform/blob-store.ts';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
+import type { Migration } from '../platform/db/migrations.ts';
 import { AppError } from '../platform/errors.ts';
-import { domainsMigrations } from '../read-side/domains/schema.ts';
-import { domainQueryRoutes } from '../read-side/domains/routes.ts';
-import { findDomainById } from '../read-side/domains/queries.ts';
-import { domainsProjection } from '../projections/domains.projection.ts';
-import { domainCommandRoutes } from '../write-side/domains/routes.ts';
+import {
+  MemoryRateLimiter,
+  PostgresRateLimiter,
+  type RateLimiter,
+  RedisRateLimiter,
+} from '../platform/http/rate-limit.ts';
+import type { ApiRouter } from '../platform/http/router.ts';
+import type { Services } from '../platform/services.ts';
+import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
-import { RetentionProcess } from '../processes/retention/retention.process.ts';
-import { templatesMigrations } from '../read-side/templates/schema.ts';
-import { templateQueryRoutes } from '../read-side/templates/routes.ts';
-import { templatesProjection } from '../projections/templates.projection.ts';
-import { templateCommandRoutes } from '../write-side/templates/routes.ts';
-import { suppressionsMigrations } from '../read-side/suppressions/schema.ts';
-import { suppressionQueryRoutes } from '../read-side/suppressions/routes.ts';
-import { suppressionsProjection } from '../projections/suppressions.projection.ts';
-import { suppressionCommandRoutes } from '../write-side/suppressions/routes.ts';
-import { emailsMigrations } from '../read-side/emails/schema.ts';
-import { emailQueryRoutes } from '../read-side/emails/routes.ts';
-import { emailsProjection } from '../projections/emails.projection.ts';
-import { emailCommandRoutes } from '../write-side/emails/routes.ts';
 import { processCheckpointsMigrations } from '../processes/log-consumer.ts';
+import type { BackgroundProcess } from '../processes/process.ts';
+import { RetentionProcess } from '../processes/retention/retention.process.ts';
 import { SchedulerProcess, schedulerMigrations } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
-import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
-import type express from 'express';
-import { blobStoreFor } from '../platform/blob-store.ts';
-import { mountTracking } from '../write-side/emails/tracking-routes.ts';
-import { webhooksMigrations } from '../read-side/webhooks/schema.ts';
-import { webhookQueryRoutes } from '../read-side/webhooks/routes.ts';
-import { webhooksProjection } from '../projections/webhooks.projection.ts';
-import { webhookCommandRoutes } from '../write-side/webhooks/routes.ts';
-import { webhookProcessMigrations } from '../processes/webhooks/schema.ts';
-import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
+import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
+import { webhookProcessMigrations } from '../processes/webhooks/schema.ts';
+import { apiKeysProjection } from '../projections/api-keys.projection.ts';
+import { domainsProjection } from '../projections/domains.projection.ts';
+import { emailsProjection } from '../projections/emails.projection.ts';
+import type { Projection } from '../projections/projection.ts';
+import { suppressionsProjection } from '../projections/suppressions.projection.ts';
+import { templatesProjection } from '../projections/templates.projection.ts';
+import { webhooksProjection } from '../projections/webhooks.projection.ts';
+import { apiKeyQueryRoutes } from '../read-side/api-keys/routes.ts';
+import { apiKeysMigrations } from '../read-side/api-keys/schema.ts';
+import { findDomainById } from '../read-side/domains/queries.ts';
+import { domainQueryRoutes } from '../read-side/domains/routes.ts';
+import { domainsMigrations } from '../read-side/domains/schema.ts';
+import { emailQueryRoutes } from '../read-side/emails/routes.ts';
+import { emailsMigrations } from '../read-side/emails/schema.ts';
+import { suppressionQueryRoutes } from '../read-side/suppressions/routes.ts';
+import { suppressionsMigrations } from '../read-side/suppressions/schema.ts';
+import { templateQueryRoutes } from '../read-side/templates/routes.ts';
+import { templatesMigrations } from '../read-side/templates/schema.ts';
+import { webhookQueryRoutes } from '../read-side/webhooks/routes.ts';
+import { webhooksMigrations } from '../read-side/webhooks/schema.ts';
+import { apiKeyCommandRoutes } from '../write-side/api-keys/routes.ts';
+import { domainCommandRoutes } from '../write-side/domains/routes.ts';
+import { emailCommandRoutes } from '../write-side/emails/routes.ts';
+import { mountTracking } from '../write-side/emails/tracking-routes.ts';
+import { suppressionCommandRoutes } from '../write-side/suppressions/routes.ts';
+import { templateCommandRoutes } from '../write-side/templates/routes.ts';
+import { webhookCommandRoutes } from '../write-side/webhooks/routes.ts';
 
 /**
  * The composition root's lists: every read-model migration, projection, route set and background process.
  * A new resource adds its lines here and nowhere else in bin/.
  */
-export const migrations: Migration[] = [...apiKeysMigrations, ...domainsMigrations, ...templatesMigrations, ...suppressionsMigrations, ...emailsMigrations, ...processCheckpointsMigrations, ...schedulerMigrations, ...simulatorMigrations, ...deliveryMigrations, ...webhooksMigrations, ...webhookProcessMigrations];
+export const migrations: Migration[] = [
+  ...apiKeysMigrations,
+  ...domainsMigrations,
+  ...templatesMigrations,
+  ...suppressionsMigrations,
+  ...emailsMigrations,
+  ...processCheckpointsMigrations,
+  ...schedulerMigrations,
+  ...simulatorMigrations,
+  ...deliveryMigrations,
+  ...webhooksMigrations,
+  ...webhookProcessMigrations,
+];
 
-export const projections: Projection[] = [apiKeysProjection, domainsProjection, templatesProjection, suppressionsProjection, emailsProjection, webhooksProjection];
+export const projections: Projection[] = [
+  apiKeysProjection,
+  domainsProjection,
+  templatesProjection,
+  suppressionsProjection,
+  emailsProjection,
+  webhooksProjection,
+];
 
 export function registerRoutes(api: ApiRouter, services: Services): void {
   apiKeyCommandRoutes(api, services, async (auth, domainId) => {
@@ -82,10 +106,19 @@ export function mountHandlers(app: express.Express, services: Services): void {
 }
 
 export function backgroundProcesses(services: Services): BackgroundProcess[] {
-  return [new DomainVerifierProcess(services), new RetentionProcess(services), new WebhookFanOut(services), new WebhookDispatcher(services), new SchedulerProcess(services), new SimulatorProcess(services), new DeliveryProcess(services)];
+  return [
+    new DomainVerifierProcess(services),
+    new RetentionProcess(services),
+    new WebhookFanOut(services),
+    new WebhookDispatcher(services),
+    new SchedulerProcess(services),
+    new SimulatorProcess(services),
+    new DeliveryProcess(services),
+  ];
 }
 
 export function createRateLimiter(config: Config, db: Database): RateLimiter {
-  if (config.REDIS_URL) return new RedisRateLimiter(new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }));
+  if (config.REDIS_URL)
+    return new RedisRateLimiter(new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }));
   return config.embedded ? new MemoryRateLimiter() : new PostgresRateLimiter(db);
 }

@@ -15,9 +15,14 @@ async function serve(config: ReturnType<typeof loadConfig>) {
     log,
     mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
   });
-  const { rows } = await postline.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM organizations');
+  const { rows } = await postline.services.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM organizations',
+  );
   log.info(
-    { port: postline.port, database: config.embedded ? `PGlite in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL' },
+    {
+      port: postline.port,
+      database: config.embedded ? `PGlite in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL',
+    },
     `Postline serving ${config.PUBLIC_URL}/v1`,
   );
   if (rows[0].n === 0) {
@@ -79,10 +84,7 @@ async function main(argv: string[]): Promise<number> {
   const owner = config.embedded ? currentOwner(config.POSTLINE_DATA_DIR) : null;
   if (owner?.port && owner.adminToken) return viaServer(owner.port, owner.adminToken, argv);
   if (config.embedded) claimDataDir(config.POSTLINE_DATA_DIR);
-  const postline = await startPostline(
-    { ...config, LOG_LEVEL: 'warn' },
-    { http: false, processes: false },
-  );
+  const postline = await startPostline({ ...config, LOG_LEVEL: 'warn' }, { http: false, processes: false });
   try {
     return await runCommand(argv, postline, process.stdout);
   } finally {

@@ -15,12 +15,19 @@ import { ApiRouter } from '../platform/http/router.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
+import type { BackgroundProcess } from '../processes/process.ts';
 import { CHECKPOINTS_SCHEMA } from '../projections/projection.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
-import type { BackgroundProcess } from '../processes/process.ts';
 import { authenticateKey } from '../read-side/api-keys/queries.ts';
-import { backgroundProcesses, createRateLimiter, migrations, mountHandlers, projections, registerRoutes } from './composition.ts';
+import {
+  backgroundProcesses,
+  createRateLimiter,
+  migrations,
+  mountHandlers,
+  projections,
+  registerRoutes,
+} from './composition.ts';
 
 export interface StartOptions {
   clock?: Clock;
@@ -64,7 +71,11 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   await migrate(db, migrations);
 
   const runner = new ProjectionRunner(db, store, projections, log);
-  const waiter = new ProjectionWaiter(db, options.projections === false ? undefined : runner, config.PROJECTION_WAIT_MS);
+  const waiter = new ProjectionWaiter(
+    db,
+    options.projections === false ? undefined : runner,
+    config.PROJECTION_WAIT_MS,
+  );
   const services: Services = {
     config,
     db,

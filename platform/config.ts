@@ -2,13 +2,16 @@ import { z } from 'zod';
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const url = (protocols: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be a URL (${protocols.join(' or ')})`);
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL (${protocols.join(' or ')})`,
+  );
 
 /** Every setting Postline reads from the environment; the README's configuration table mirrors this. */
 const schema = z.object({
@@ -37,12 +40,23 @@ const schema = z.object({
             .filter(Boolean)
         : [],
     ),
-  DOMAIN_RECHECK_INTERVAL_MS: z.coerce.number().int().positive().default(6 * 3600_000),
+  DOMAIN_RECHECK_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(6 * 3600_000),
   POSTLINE_SPF_INCLUDE: z.string().optional(),
   POSTLINE_OUTBOUND_IPS: z
     .string()
     .optional()
-    .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [])),
+    .transform((v) =>
+      v
+        ? v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [],
+    ),
   POSTLINE_MX_HOST: z.string().default('mx.postline.localhost'),
   POSTLINE_TRACKING_HOST: z.string().optional(),
   POSTLINE_RETURN_PATH_SUBDOMAIN: z.string().default('bounces'),

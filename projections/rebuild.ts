@@ -24,7 +24,11 @@ async function countEventsAfter(store: EventStore, position: Position): Promise<
 }
 
 /** Position and lag per projection (`postline projections status`). */
-export async function projectionStatus(db: Database, store: EventStore, projections: Projection[]): Promise<ProjectionStatus[]> {
+export async function projectionStatus(
+  db: Database,
+  store: EventStore,
+  projections: Projection[],
+): Promise<ProjectionStatus[]> {
   const out: ProjectionStatus[] = [];
   for (const p of projections) {
     const { rows } = await db.query<{ position: string; updated_at: Date }>(
@@ -33,7 +37,12 @@ export async function projectionStatus(db: Database, store: EventStore, projecti
     );
     const position = rows[0]?.position ?? START;
     const lag = await countEventsAfter(store, position);
-    out.push({ name: p.name, position, lag, updatedAt: rows[0] ? new Date(rows[0].updated_at).toISOString() : null });
+    out.push({
+      name: p.name,
+      position,
+      lag,
+      updatedAt: rows[0] ? new Date(rows[0].updated_at).toISOString() : null,
+    });
   }
   return out;
 }
@@ -56,7 +65,9 @@ export async function rebuildProjection(
   for (const t of projection.tables) {
     await db.query(`CREATE TABLE ${schema}.${t} (LIKE public.${t} INCLUDING ALL)`);
   }
-  await db.query(`CREATE TABLE ${schema}.projection_checkpoints (LIKE public.projection_checkpoints INCLUDING ALL)`);
+  await db.query(
+    `CREATE TABLE ${schema}.projection_checkpoints (LIKE public.projection_checkpoints INCLUDING ALL)`,
+  );
 
   const total = await countEventsAfter(store, START);
   let from: Position = START;
@@ -81,7 +92,9 @@ export async function rebuildProjection(
       await db.transaction(async (tx) => {
         await tx.query(`SET LOCAL lock_timeout = '200ms'`);
         await tx.query('SELECT pg_advisory_xact_lock($1)', [lockKey(projection.name)]);
-        await tx.query(`LOCK TABLE ${projection.tables.map((t) => `public.${t}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        await tx.query(
+          `LOCK TABLE ${projection.tables.map((t) => `public.${t}`).join(', ')} IN ACCESS EXCLUSIVE MODE`,
+        );
         await tx.query(`SET LOCAL search_path TO ${schema}, public`);
         const rebuilt = await readCheckpoint(tx, projection.name);
         await tx.query('SET LOCAL search_path TO public');

@@ -1,13 +1,22 @@
 import { EventEmitter } from 'node:events';
 import type { Database, Transaction } from '../platform/db/database.ts';
-import { type EventStore, type Position, START, type StoredEvent, type Subscription } from '../platform/eventstore/types.ts';
+import {
+  type EventStore,
+  type Position,
+  START,
+  type StoredEvent,
+  type Subscription,
+} from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
 
 class Standby extends Error {}
 
 export async function readCheckpoint(q: Pick<Transaction, 'query'>, name: string): Promise<Position> {
-  const { rows } = await q.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [name]);
+  const { rows } = await q.query<{ position: string }>(
+    'SELECT position FROM projection_checkpoints WHERE name = $1',
+    [name],
+  );
   return rows[0]?.position ?? START;
 }
 
@@ -28,7 +37,10 @@ export async function applyBatch(
   );
   let checkpoint = rows[0]?.position;
   if (checkpoint === undefined) {
-    await tx.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)', [projection.name, START]);
+    await tx.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)', [
+      projection.name,
+      START,
+    ]);
     checkpoint = START;
   }
   if (readFrom !== undefined && checkpoint < readFrom) return checkpoint;
@@ -84,16 +96,18 @@ export class ProjectionRunner {
         async (events) => {
           try {
             position = await this.#db.transaction(async (tx) => {
-              const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
-                lockKey(projection.name),
-              ]);
+              const { rows } = await tx.query<{ locked: boolean }>(
+                'SELECT pg_try_advisory_xact_lock($1) AS locked',
+                [lockKey(projection.name)],
+              );
               if (!rows[0].locked) throw new Standby();
               return applyBatch(tx, projection, events, readFrom);
             });
             this.events.emit('checkpoint', projection.name, position);
           } catch (error) {
             position = undefined;
-            if (!(error instanceof Standby)) this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
+            if (!(error instanceof Standby))
+              this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
             throw error;
           }
         },

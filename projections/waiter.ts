@@ -42,7 +42,8 @@ export class ProjectionWaiter {
     for (const r of rows) this.#learn(r.name, r.position);
   }
 
-  #reached = (names: string[], position: Position) => names.every((n) => (this.#known.get(n) ?? '') >= position);
+  #reached = (names: string[], position: Position) =>
+    names.every((n) => (this.#known.get(n) ?? '') >= position);
 
   async waitFor(names: string[], position: Position | undefined): Promise<void> {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
@@ -62,7 +63,10 @@ export class ProjectionWaiter {
       if (this.#reached(names, position)) return;
       const left = deadline - Date.now();
       if (left <= 0) {
-        throw new AppError('projection_timeout', 'The change was saved but is not readable yet; retry the read shortly.');
+        throw new AppError(
+          'projection_timeout',
+          'The change was saved but is not readable yet; retry the read shortly.',
+        );
       }
       poll = await new Promise<boolean>((resolve) => {
         const wake = (timedOut = false) => {

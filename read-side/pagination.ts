@@ -18,12 +18,20 @@ export async function paginate<DB, TB extends keyof DB, O extends { id: string }
 ): Promise<Page<O>> {
   const col = idColumn as any;
   if (page.endingBefore) {
-    const rows = await query.where(col, '>', page.endingBefore).orderBy(col, 'asc').limit(page.limit + 1).execute();
+    const rows = await query
+      .where(col, '>', page.endingBefore)
+      .orderBy(col, 'asc')
+      .limit(page.limit + 1)
+      .execute();
     return { data: rows.slice(0, page.limit).reverse(), has_more: rows.length > page.limit };
   }
   const q = page.startingAfter ? query.where(col, '<', page.startingAfter) : query;
-  const rows = await q.orderBy(col, 'desc').limit(page.limit + 1).execute();
+  const rows = await q
+    .orderBy(col, 'desc')
+    .limit(page.limit + 1)
+    .execute();
   return { data: rows.slice(0, page.limit), has_more: rows.length > page.limit };
 }
 
-export const iso = (v: Date | string | null | undefined): string | null => (v ? new Date(v).toISOString() : null);
+export const iso = (v: Date | string | null | undefined): string | null =>
+  v ? new Date(v).toISOString() : null;

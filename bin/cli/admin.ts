@@ -13,12 +13,24 @@ export function mountAdmin(app: express.Express, token: string, postline: () => 
     const presented = Buffer.from(req.get('x-postline-admin-token') ?? '');
     const expected = Buffer.from(token);
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      res.status(401).json({ error: { type: 'authentication_error', message: 'Invalid admin token', code: 'invalid_admin_token' } });
+      res.status(401).json({
+        error: {
+          type: 'authentication_error',
+          message: 'Invalid admin token',
+          code: 'invalid_admin_token',
+        },
+      });
       return;
     }
     const argv = req.body?.argv;
     if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) {
-      res.status(422).json({ error: { type: 'validation_error', message: '`argv`: must be an array of strings', code: 'validation_error' } });
+      res.status(422).json({
+        error: {
+          type: 'validation_error',
+          message: '`argv`: must be an array of strings',
+          code: 'validation_error',
+        },
+      });
       return;
     }
     res.status(200).type('text/plain');
@@ -26,7 +38,9 @@ export function mountAdmin(app: express.Express, token: string, postline: () => 
       const code = await runCommand(argv, postline(), res);
       res.end(`\n#exit ${code}\n`);
     } catch (error: any) {
-      res.end(`${error instanceof UsageError ? error.message : `Error: ${error.message}`}\n#exit ${error instanceof UsageError ? 2 : 1}\n`);
+      res.end(
+        `${error instanceof UsageError ? error.message : `Error: ${error.message}`}\n#exit ${error instanceof UsageError ? 2 : 1}\n`,
+      );
     }
   });
 }

@@ -27,16 +27,22 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   if (group === 'orgs' && action === 'create') {
     const { values } = parseArgs({
       args: rest,
-      options: { name: { type: 'string' }, plan: { type: 'string', default: 'free' }, json: { type: 'boolean', default: false } },
+      options: {
+        name: { type: 'string' },
+        plan: { type: 'string', default: 'free' },
+        json: { type: 'boolean', default: false },
+      },
       strict: true,
     });
     const input = z
       .object({ name: z.string().trim().min(1).max(200), plan: z.enum(['free', 'pro', 'business']) })
       .safeParse(values);
-    if (!input.success) throw new UsageError('orgs create needs --name <name> and an optional --plan free|pro|business');
+    if (!input.success)
+      throw new UsageError('orgs create needs --name <name> and an optional --plan free|pro|business');
     const org = await createOrganization(services, input.data);
     await services.readYourWrites.waitFor(['api_keys'], org.position);
-    if (values.json) write(JSON.stringify({ org_id: org.orgId, live_key: org.liveKey, test_key: org.testKey }));
+    if (values.json)
+      write(JSON.stringify({ org_id: org.orgId, live_key: org.liveKey, test_key: org.testKey }));
     else {
       write(`Organization ${input.data.name} created: ${org.orgId} (plan ${input.data.plan})`);
       write(`  live key: ${org.liveKey}`);
@@ -49,7 +55,8 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   if (group === 'projections' && action === 'status') {
     const rows = await projectionStatus(services.db, services.store, runner.projections);
     write(`${'projection'.padEnd(24)}${'lag'.padStart(8)}  position`);
-    for (const r of rows) write(`${r.name.padEnd(24)}${String(r.lag).padStart(8)}  ${r.position || '(start)'}`);
+    for (const r of rows)
+      write(`${r.name.padEnd(24)}${String(r.lag).padStart(8)}  ${r.position || '(start)'}`);
     return 0;
   }
 
@@ -57,7 +64,9 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
     const name = rest[0];
     const chosen = name ? runner.projections.filter((p) => p.name === name) : runner.projections;
     if (chosen.length === 0) {
-      throw new UsageError(`Unknown projection ${name}; known: ${runner.projections.map((p) => p.name).join(', ')}`);
+      throw new UsageError(
+        `Unknown projection ${name}; known: ${runner.projections.map((p) => p.name).join(', ')}`,
+      );
     }
     for (const p of chosen) {
       const { events } = await rebuildProjection(services.db, services.store, p, progressBar(out, p.name));
@@ -73,7 +82,15 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
       return 1;
     }
     for (const e of events) {
-      write(JSON.stringify({ revision: e.revision, type: e.type, at: e.createdAt.toISOString(), data: e.data, metadata: e.metadata }));
+      write(
+        JSON.stringify({
+          revision: e.revision,
+          type: e.type,
+          at: e.createdAt.toISOString(),
+          data: e.data,
+          metadata: e.metadata,
+        }),
+      );
     }
     return 0;
   }

@@ -42,7 +42,11 @@ export function claimDataDir(dataDir: string, port?: number): Owner {
     );
   }
   mkdirSync(dataDir, { recursive: true });
-  const owner: Owner = { pid: process.pid, port, adminToken: port ? randomBytes(24).toString('hex') : undefined };
+  const owner: Owner = {
+    pid: process.pid,
+    port,
+    adminToken: port ? randomBytes(24).toString('hex') : undefined,
+  };
   writeFileSync(file(dataDir), JSON.stringify(owner), { mode: 0o600 });
   return owner;
 }

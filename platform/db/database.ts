@@ -42,7 +42,12 @@ interface PoolLike {
   end(): Promise<void>;
 }
 
-function wrap(kind: Database['kind'], pool: PoolLike, listen: Database['listen'], onClose: () => Promise<void>) {
+function wrap(
+  kind: Database['kind'],
+  pool: PoolLike,
+  listen: Database['listen'],
+  onClose: () => Promise<void>,
+) {
   const kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool: pool as any }) });
   const db: Database = {
     kind,

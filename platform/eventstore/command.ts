@@ -1,4 +1,4 @@
-import type { EventStore, EventMetadata, Position, StoredEvent } from './types.ts';
+import type { EventMetadata, EventStore, Position, StoredEvent } from './types.ts';
 import { WrongExpectedRevisionError } from './types.ts';
 
 /** An event as a decider sees it: no metadata, no positions. */
@@ -15,8 +15,10 @@ export interface Decider<C, E extends DomainEvent, S> {
   decide(command: C, state: S): E[];
 }
 
-export const rebuildState = <E extends DomainEvent, S>(decider: Pick<Decider<any, E, S>, 'initialState' | 'evolve'>, events: DomainEvent[]) =>
-  events.reduce((s, e) => decider.evolve(s, e as E), decider.initialState);
+export const rebuildState = <E extends DomainEvent, S>(
+  decider: Pick<Decider<any, E, S>, 'initialState' | 'evolve'>,
+  events: DomainEvent[],
+) => events.reduce((s, e) => decider.evolve(s, e as E), decider.initialState);
 
 export interface CommandResult<E, S> {
   /** The events this command appended (empty when the decider decided nothing needed doing). */

@@ -84,7 +84,11 @@ export interface Subscription {
 export type Upcaster = (event: StoredEvent) => StoredEvent;
 
 export interface EventStore {
-  append(streamId: string, events: NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+  append(
+    streamId: string,
+    events: NewEvent[],
+    options: { expectedRevision: ExpectedRevision },
+  ): Promise<AppendResult>;
   readStream(streamId: string, options?: { fromRevision?: number }): Promise<StoredEvent[]>;
   /** Events in global order, never skipping one that commits late. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;

@@ -54,7 +54,12 @@ function parseBody(req: Request, res: Response, next: NextFunction) {
     return next();
   }
   if (!req.is('application/json')) {
-    return next(new AppError('unsupported_content_type', 'Request bodies must be JSON (Content-Type: application/json).'));
+    return next(
+      new AppError(
+        'unsupported_content_type',
+        'Request bodies must be JSON (Content-Type: application/json).',
+      ),
+    );
   }
   (LARGE_BODY_ROUTES.test(req.path) ? jsonLarge : jsonSmall)(req, res, next);
 }
@@ -62,7 +67,8 @@ function parseBody(req: Request, res: Response, next: NextFunction) {
 function bearer(services: Services, authenticate: Authenticate) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get('authorization');
-    if (!header) throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
+    if (!header)
+      throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const auth = m ? await authenticate(m[1]) : null;
     if (!auth) throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.');
@@ -77,8 +83,10 @@ function errorHandler(services: Services) {
   return (error: any, _req: Request, res: Response, _next: NextFunction) => {
     let e: AppError;
     if (error instanceof AppError) e = error;
-    else if (error?.type === 'entity.parse.failed') e = new AppError('malformed_json', 'The request body is not valid JSON.');
-    else if (error?.type === 'entity.too.large') e = new AppError('body_too_large', `The request body is larger than the limit.`);
+    else if (error?.type === 'entity.parse.failed')
+      e = new AppError('malformed_json', 'The request body is not valid JSON.');
+    else if (error?.type === 'entity.too.large')
+      e = new AppError('body_too_large', `The request body is larger than the limit.`);
     else if (error?.type === 'encoding.unsupported' || error?.type === 'charset.unsupported')
       e = new AppError('unsupported_content_type', 'Request bodies must be UTF-8 JSON.');
     else if (error?.status >= 400 && error?.status < 500 && error?.expose)
@@ -120,7 +128,10 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
     const allowed = [...new Set(router.routes.filter((r) => r.matches(req.path)).map((r) => r.method))];
     if (allowed.length) {
       res.set('Allow', allowed.join(', '));
-      throw new AppError('method_not_allowed', `${req.method} is not allowed on ${req.baseUrl}${req.path}; use ${allowed.join(', ')}.`);
+      throw new AppError(
+        'method_not_allowed',
+        `${req.method} is not allowed on ${req.baseUrl}${req.path}; use ${allowed.join(', ')}.`,
+      );
     }
     throw new AppError('route_not_found', `No route ${req.method} ${req.baseUrl}${req.path}.`);
   });

@@ -23,7 +23,12 @@ function evolve(_: State, e: StoredEvent): State {
     case 'IdempotencyKeyClaimed':
       return { kind: 'in_flight', hash: e.data.requestHash, at: Date.parse(e.data.claimedAt) };
     case 'IdempotentRequestCompleted':
-      return { kind: 'completed', hash: e.data.requestHash, at: Date.parse(e.data.claimedAt), reply: e.data.reply };
+      return {
+        kind: 'completed',
+        hash: e.data.requestHash,
+        at: Date.parse(e.data.claimedAt),
+        reply: e.data.reply,
+      };
     case 'IdempotencyKeyReleased':
       return { kind: 'released' };
     default:
@@ -32,7 +37,9 @@ function evolve(_: State, e: StoredEvent): State {
 }
 
 export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .digest('hex');
 }
 
 /**
@@ -64,16 +71,23 @@ export async function withIdempotency(
     }
     if (state.kind === 'in_flight' && t - state.at < IN_FLIGHT_LEASE_MS) {
       if (state.hash !== hash) throw reused();
-      throw new AppError('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed; retry shortly.');
+      throw new AppError(
+        'idempotency_request_in_flight',
+        'A request with this Idempotency-Key is still being processed; retry shortly.',
+      );
     }
     const claimedAt = now().toISOString();
     let revision: number;
     try {
       const last = history.at(-1);
       revision = (
-        await store.append(stream, [{ type: 'IdempotencyKeyClaimed', data: { requestHash: hash, claimedAt }, metadata }], {
-          expectedRevision: last ? last.revision : 'no_stream',
-        })
+        await store.append(
+          stream,
+          [{ type: 'IdempotencyKeyClaimed', data: { requestHash: hash, claimedAt }, metadata }],
+          {
+            expectedRevision: last ? last.revision : 'no_stream',
+          },
+        )
       ).nextRevision;
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < 2) continue;
@@ -87,16 +101,25 @@ export async function withIdempotency(
         reply = { status: error.status, body: error.toJSON() };
       } else {
         // Not a final answer (server trouble, rate limit): free the key so the client can retry.
-        await store.append(stream, [{ type: 'IdempotencyKeyReleased', data: {}, metadata }], { expectedRevision: revision });
+        await store.append(stream, [{ type: 'IdempotencyKeyReleased', data: {}, metadata }], {
+          expectedRevision: revision,
+        });
         throw error;
       }
     }
-    await store.append(stream, [{ type: 'IdempotentRequestCompleted', data: { requestHash: hash, claimedAt, reply }, metadata }], {
-      expectedRevision: revision,
-    });
+    await store.append(
+      stream,
+      [{ type: 'IdempotentRequestCompleted', data: { requestHash: hash, claimedAt, reply }, metadata }],
+      {
+        expectedRevision: revision,
+      },
+    );
     return reply;
   }
 }
 
 const reused = () =>
-  new AppError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request body.');
+  new AppError(
+    'idempotency_key_reused',
+    'This Idempotency-Key was already used with a different request body.',
+  );

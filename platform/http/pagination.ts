@@ -8,20 +8,35 @@ export interface PageParams {
   endingBefore?: string;
 }
 
-const cursor = z.string().min(1).max(100).regex(/^[a-z]+_[0-9a-z]+$/, 'must be an id from a previous page');
+const cursor = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[a-z]+_[0-9a-z]+$/, 'must be an id from a previous page');
 
 export const pageQuery = z.object({
-  limit: z.coerce.number().int('must be an integer').min(1, 'must be between 1 and 100').max(100, 'must be between 1 and 100').default(20),
+  limit: z.coerce
+    .number()
+    .int('must be an integer')
+    .min(1, 'must be between 1 and 100')
+    .max(100, 'must be between 1 and 100')
+    .default(20),
   starting_after: cursor.optional(),
   ending_before: cursor.optional(),
 });
 
 /** `limit` (1-100, default 20), `starting_after`, `ending_before` (not both). Extra filters come with `extra`. */
-export function parsePage<E extends z.ZodRawShape>(query: unknown, extra?: E): PageParams & z.infer<z.ZodObject<E>> {
+export function parsePage<E extends z.ZodRawShape>(
+  query: unknown,
+  extra?: E,
+): PageParams & z.infer<z.ZodObject<E>> {
   const schema = pageQuery.extend(extra ?? ({} as E)).strict();
   const q = parse(schema, query, 'query') as any;
   if (q.starting_after && q.ending_before) {
-    throw new AppError('validation_error', '`ending_before`: use either starting_after or ending_before, not both');
+    throw new AppError(
+      'validation_error',
+      '`ending_before`: use either starting_after or ending_before, not both',
+    );
   }
   const { limit, starting_after, ending_before, ...filters } = q;
   return { limit, startingAfter: starting_after, endingBefore: ending_before, ...filters };

@@ -49,7 +49,11 @@ export class RedisRateLimiter implements RateLimiter {
   }
   async hit(key: string, limit: number, now: number) {
     const k = `postline:rl:${key}:${Math.floor(now / WINDOW_MS)}`;
-    const [[, count]] = (await this.#redis.multi().incr(k).pexpire(k, WINDOW_MS * 2).exec()) as [[null, number]];
+    const [[, count]] = (await this.#redis
+      .multi()
+      .incr(k)
+      .pexpire(k, WINDOW_MS * 2)
+      .exec()) as [[null, number]];
     return decide(count, limit, now);
   }
   async close() {

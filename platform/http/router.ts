@@ -67,9 +67,13 @@ export class ApiRouter {
     return async (req: Request, res: Response) => {
       const auth = res.locals.auth as AuthContext;
       if (route.options.access !== 'send' && auth.permission !== 'full_access') {
-        throw new AppError('insufficient_permission', 'This API key may only send email (permission sending_access).');
+        throw new AppError(
+          'insufficient_permission',
+          'This API key may only send email (permission sending_access).',
+        );
       }
-      if (route.options.rateLimit) await applyRateLimit(services, res, auth, route.options.rateLimit, `${route.method} ${route.path}`);
+      if (route.options.rateLimit)
+        await applyRateLimit(services, res, auth, route.options.rateLimit, `${route.method} ${route.path}`);
       const apiReq: ApiRequest = {
         auth,
         body: req.body,
@@ -81,7 +85,14 @@ export class ApiRouter {
       let reply: Reply & { replayed?: boolean };
       if (route.options.idempotent && key !== undefined) {
         const hash = requestHash(route.method, req.path, req.body);
-        reply = await withIdempotency(services.store, auth, key, hash, () => services.clock.now(), () => route.handler(apiReq));
+        reply = await withIdempotency(
+          services.store,
+          auth,
+          key,
+          hash,
+          () => services.clock.now(),
+          () => route.handler(apiReq),
+        );
         if (reply.replayed) res.set('Idempotent-Replayed', 'true');
       } else {
         reply = await route.handler(apiReq);

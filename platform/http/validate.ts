@@ -2,7 +2,10 @@ import type { z } from 'zod';
 import { AppError } from '../errors.ts';
 
 function pathOf(path: PropertyKey[]): string {
-  return path.reduce<string>((out, p) => (typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p)), '');
+  return path.reduce<string>(
+    (out, p) => (typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p)),
+    '',
+  );
 }
 
 /** Parses with a zod schema; failure is a 422 whose message names the field. */

@@ -39,5 +39,9 @@ export async function listApiKeys(db: Database, auth: AuthContext, page: PagePar
 }
 
 export async function organizationExists(db: Database, orgId: string): Promise<boolean> {
-  return !!(await db.kysely.selectFrom('organizations').select('id').where('id', '=', orgId).executeTakeFirst());
+  return !!(await db.kysely
+    .selectFrom('organizations')
+    .select('id')
+    .where('id', '=', orgId)
+    .executeTakeFirst());
 }

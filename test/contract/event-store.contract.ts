@@ -121,7 +121,8 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       const s = stream('all');
       const before = await store.headPosition();
       let last = '';
-      for (let i = 0; i < 5; i++) last = (await store.append(s, [ev('P', { i })], { expectedRevision: 'any' })).position;
+      for (let i = 0; i < 5; i++)
+        last = (await store.append(s, [ev('P', { i })], { expectedRevision: 'any' })).position;
       await untilVisible(store, last);
       const page1 = await store.readAll({ from: before, limit: 3 });
       const page2 = await store.readAll({ from: page1[2].position, limit: 3 });
@@ -155,7 +156,9 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
 
     it('upcasts old event shapes on read', async () => {
       const s = stream('up');
-      const { position } = await store.append(s, [ev('OldShape', { v: 7 })], { expectedRevision: 'no_stream' });
+      const { position } = await store.append(s, [ev('OldShape', { v: 7 })], {
+        expectedRevision: 'no_stream',
+      });
       await untilVisible(store, position);
       const [e] = await store.readStream(s);
       expect(e.type).toBe('NewShape');

@@ -61,7 +61,9 @@ describe('PostgreSQL event store under out-of-order commits', () => {
     expect([...positions].sort()).toEqual(positions);
     expect(seen.filter((e) => e.streamId === 'slow-1')).toHaveLength(1);
     for (let w = 0; w < 8; w++) {
-      expect(seen.filter((e) => e.streamId === `fast-${w}`).map((e) => e.data.i)).toEqual([...Array(25).keys()]);
+      expect(seen.filter((e) => e.streamId === `fast-${w}`).map((e) => e.data.i)).toEqual([
+        ...Array(25).keys(),
+      ]);
     }
     await store.close();
     await dispose();

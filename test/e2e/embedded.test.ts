@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { apiClient } from '../support/service.ts';
 import { freePort, runCli, startServer } from '../support/process.ts';
+import { apiClient } from '../support/service.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'postline-e2e-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -46,7 +46,13 @@ describe('embedded mode (no database configured), as a user runs it', () => {
     }
     // On the empty data dir it told the user how to get a first key, and it stopped cleanly.
     expect(server.output()).toContain('npx postline orgs create');
-    expect(server.child.exitCode, server.output().match(/\w*Error.{0,400}/g)?.join('\n')).toBe(0);
+    expect(
+      server.child.exitCode,
+      server
+        .output()
+        .match(/\w*Error.{0,400}/g)
+        ?.join('\n'),
+    ).toBe(0);
 
     // With no server running, the CLI opens the data dir itself; the server sees its work when it starts again.
     const offline = await runCli(['orgs', 'create', '--name', 'Offline', '--json'], env);
@@ -54,8 +60,12 @@ describe('embedded mode (no database configured), as a user runs it', () => {
     const offlineOrg = JSON.parse(offline.stdout);
     server = await startServer({ ...env, PORT: String(port) });
     try {
-      expect((await apiClient(`http://127.0.0.1:${port}`, offlineOrg.live_key).get('/v1/api-keys')).status).toBe(200);
-      expect((await apiClient(`http://127.0.0.1:${port}`, org.live_key).get('/v1/api-keys')).status).toBe(200);
+      expect(
+        (await apiClient(`http://127.0.0.1:${port}`, offlineOrg.live_key).get('/v1/api-keys')).status,
+      ).toBe(200);
+      expect((await apiClient(`http://127.0.0.1:${port}`, org.live_key).get('/v1/api-keys')).status).toBe(
+        200,
+      );
     } finally {
       await server.stop();
     }

@@ -28,7 +28,9 @@ describe('API keys', () => {
 
   it('stores only the SHA-256 hash of a key', async () => {
     const created = await acme.live.post('/v1/api-keys', { name: 'hash check' });
-    const { rows } = await svc.postline.services.db.query('SELECT key_hash FROM api_keys WHERE id = $1', [created.body.id]);
+    const { rows } = await svc.postline.services.db.query('SELECT key_hash FROM api_keys WHERE id = $1', [
+      created.body.id,
+    ]);
     const { createHash } = await import('node:crypto');
     expect(rows[0].key_hash).toBe(createHash('sha256').update(created.body.key).digest('hex'));
     const events = await svc.postline.services.store.readStream(`apikey-${created.body.id}`);
@@ -66,7 +68,7 @@ describe('API keys', () => {
     }
   });
 
-  it('keeps organizations apart: another organization\'s key id is not found', async () => {
+  it("keeps organizations apart: another organization's key id is not found", async () => {
     const mine = await acme.live.post('/v1/api-keys', { name: 'mine' });
     expect((await other.live.delete(`/v1/api-keys/${mine.body.id}`)).status).toBe(404);
     const list = await other.live.get('/v1/api-keys');

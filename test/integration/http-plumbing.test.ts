@@ -11,7 +11,11 @@ beforeAll(async () => {
 });
 afterAll(() => svc?.close());
 
-const expectError = (r: { status: number; body: any; headers: Record<string, string> }, status: number, code: string) => {
+const expectError = (
+  r: { status: number; body: any; headers: Record<string, string> },
+  status: number,
+  code: string,
+) => {
   expect(r.status).toBe(status);
   expect(r.headers['content-type']).toMatch(/^application\/json/);
   expect(Object.keys(r.body)).toEqual(['error']);
@@ -43,7 +47,9 @@ describe('error shapes', () => {
     expectError(await org.live.post('/v1/api-keys', '{"name":'), 400, 'malformed_json');
   });
   it('415 for a body that is not JSON', async () => {
-    const r = await org.live.post('/v1/api-keys', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
+    const r = await org.live.post('/v1/api-keys', 'name=x', {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expectError(r, 415, 'unsupported_content_type');
   });
   it('413 for an oversize body', async () => {
@@ -112,7 +118,15 @@ describe('pagination', () => {
   });
 
   it('rejects bad limits and cursors with 422', async () => {
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'starting_after=%20', 'starting_after=a&ending_before=b', 'bogus=1']) {
+    for (const q of [
+      'limit=0',
+      'limit=101',
+      'limit=abc',
+      'limit=1.5',
+      'starting_after=%20',
+      'starting_after=a&ending_before=b',
+      'bogus=1',
+    ]) {
       const r = await pager.live.get(`/v1/api-keys?${q}`);
       expectError(r, 422, 'validation_error');
     }
@@ -150,7 +164,11 @@ describe('idempotency', () => {
   });
 
   it('400 for an unusable key', async () => {
-    expectError(await org.live.post('/v1/api-keys', { name: 'x' }, { 'idempotency-key': 'x'.repeat(300) }), 400, 'invalid_header');
+    expectError(
+      await org.live.post('/v1/api-keys', { name: 'x' }, { 'idempotency-key': 'x'.repeat(300) }),
+      400,
+      'invalid_header',
+    );
   });
 });
 
@@ -168,7 +186,9 @@ describe('request logs', () => {
     const original = svc.postline.services.log;
     (svc.postline.services as any).log = pino({ level: 'info' }, sink);
     try {
-      await request(`${svc.baseUrl}/v1/api-keys?secret=${org.liveKey}`, { headers: { authorization: `Bearer ${org.liveKey}` } });
+      await request(`${svc.baseUrl}/v1/api-keys?secret=${org.liveKey}`, {
+        headers: { authorization: `Bearer ${org.liveKey}` },
+      });
       await org.live.post('/v1/api-keys', { name: 'logged' });
     } finally {
       (svc.postline.services as any).log = original;

@@ -6,7 +6,14 @@ import { PostgresEventStore } from '../../platform/eventstore/postgres.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { withIdempotency } from '../../platform/http/idempotency.ts';
 
-const auth: AuthContext = { orgId: 'org_1', plan: 'pro', mode: 'live', keyId: 'key_1', permission: 'full_access', domainId: null };
+const auth: AuthContext = {
+  orgId: 'org_1',
+  plan: 'pro',
+  mode: 'live',
+  keyId: 'key_1',
+  permission: 'full_access',
+  domainId: null,
+};
 let store: PostgresEventStore;
 let close: () => Promise<void>;
 const clock = new ManualClock('2026-03-01T00:00:00Z');
@@ -79,7 +86,10 @@ describe('Idempotency-Key', () => {
         throw new Error('database down');
       }),
     ).rejects.toThrow('database down');
-    const retry = await withIdempotency(store, auth, 'k-fail', 'h', now, async () => ({ status: 200, body: { ok: true } }));
+    const retry = await withIdempotency(store, auth, 'k-fail', 'h', now, async () => ({
+      status: 200,
+      body: { ok: true },
+    }));
     expect(retry).toEqual({ status: 200, body: { ok: true } });
   });
 });

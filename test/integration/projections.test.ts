@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPostgres, type Database } from '../../platform/db/database.ts';
-import { createLogger } from '../../platform/logger.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres.ts';
+import { createLogger } from '../../platform/logger.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { CHECKPOINTS_SCHEMA } from '../../projections/projection.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
@@ -18,7 +18,10 @@ const tally: Projection = {
   tables: ['tally'],
   async apply(tx, event) {
     if (event.type === 'Boom') throw new Error('handler failed');
-    await tx.query('INSERT INTO tally (stream_id, revision) VALUES ($1, $2)', [event.streamId, event.revision]);
+    await tx.query('INSERT INTO tally (stream_id, revision) VALUES ($1, $2)', [
+      event.streamId,
+      event.revision,
+    ]);
   },
 };
 
@@ -52,7 +55,10 @@ describe('projection runner', () => {
     await Promise.all(
       Array.from({ length: 10 }, (_, w) =>
         (async () => {
-          for (let i = 0; i < 30; i++) await a.store.append(`s-${w}`, [{ type: 'Tick', data: {}, metadata: meta }], { expectedRevision: 'any' });
+          for (let i = 0; i < 30; i++)
+            await a.store.append(`s-${w}`, [{ type: 'Tick', data: {}, metadata: meta }], {
+              expectedRevision: 'any',
+            });
         })(),
       ),
     );
@@ -70,11 +76,19 @@ describe('projection runner', () => {
   it('writes rows and checkpoint in one transaction: a failing batch leaves neither', async () => {
     const { db, store } = await open();
     const before = await readCheckpoint(db, 'tally');
-    const count = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tally')).rows[0].n;
+    const count = async () =>
+      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tally')).rows[0].n;
     const rowsBefore = await count();
-    await store.append('boom-1', [{ type: 'Tick', data: {}, metadata: meta }, { type: 'Boom', data: {}, metadata: meta }], {
-      expectedRevision: 'no_stream',
-    });
+    await store.append(
+      'boom-1',
+      [
+        { type: 'Tick', data: {}, metadata: meta },
+        { type: 'Boom', data: {}, metadata: meta },
+      ],
+      {
+        expectedRevision: 'no_stream',
+      },
+    );
     const runner = new ProjectionRunner(db, store, [tally], log);
     runner.start();
     await new Promise((r) => setTimeout(r, 300));
@@ -84,7 +98,10 @@ describe('projection runner', () => {
     const [status] = await projectionStatus(db, store, [tally]);
     expect(status.lag).toBe(2);
     // Clean up for the other tests: move the checkpoint past the poison events by hand, as an operator would.
-    await db.query('UPDATE projection_checkpoints SET position = $1 WHERE name = $2', [await store.headPosition(), 'tally']);
+    await db.query('UPDATE projection_checkpoints SET position = $1 WHERE name = $2', [
+      await store.headPosition(),
+      'tally',
+    ]);
   });
 });
 
@@ -108,7 +125,13 @@ describe('rebuild', () => {
         }
       })();
       const projection = runner.projections.find((p) => p.name === 'api_keys')!;
-      const { events } = await rebuildProjection(services.db, services.store, projection, (done) => progress.push(done), 7);
+      const { events } = await rebuildProjection(
+        services.db,
+        services.store,
+        projection,
+        (done) => progress.push(done),
+        7,
+      );
       progress.push(-1);
       await polling;
       expect(events).toBeGreaterThan(30);
@@ -119,7 +142,9 @@ describe('rebuild', () => {
       // The live runner continues on the rebuilt tables.
       const created = await org.live.post('/v1/api-keys', { name: 'after rebuild' });
       expect((await org.live.get('/v1/api-keys?limit=1')).body.data[0].id).toBe(created.body.id);
-      const { rows } = await services.db.query(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`);
+      const { rows } = await services.db.query(
+        `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`,
+      );
       expect(rows).toEqual([]);
     } finally {
       await svc.close();

@@ -58,7 +58,10 @@ describe('rate limits', () => {
       const log = createLogger('silent');
       const a = await startPostline(loadConfig(env), { log });
       const b = await startPostline(loadConfig(env), { log });
-      cleanup.push(() => a.close(), () => b.close());
+      cleanup.push(
+        () => a.close(),
+        () => b.close(),
+      );
       const { createOrganization } = await import('../../write-side/organizations/commands.ts');
       const org = await createOrganization(a.services, { name: 'Shared', plan: 'pro' });
       await a.services.readYourWrites.waitFor(['api_keys'], org.position);

@@ -28,7 +28,9 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export const DATABASE_KINDS: DatabaseKind[] = ['postgres', 'pglite'];
 
 /** Opens a throwaway database of the given kind: its own PostgreSQL database, or an in-memory PGlite. */
-export async function openTestDatabase(kind: DatabaseKind): Promise<{ db: Database; url?: string; dispose: () => Promise<void> }> {
+export async function openTestDatabase(
+  kind: DatabaseKind,
+): Promise<{ db: Database; url?: string; dispose: () => Promise<void> }> {
   if (kind === 'pglite') {
     const db = await openPGlite();
     return { db, dispose: () => db.close() };

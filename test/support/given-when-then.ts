@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import type { Decider, DomainEvent } from '../../platform/eventstore/command.ts';
 import { AppError, type ErrorCode } from '../../platform/errors.ts';
+import type { Decider, DomainEvent } from '../../platform/eventstore/command.ts';
 
 /**
  * Given these events, when this command, then these events (or this error code). Reads as a table:
@@ -14,6 +14,7 @@ export function spec<C, E extends DomainEvent, S>(decider: Decider<C, E, S>) {
         when(command: C) {
           const run = () => decider.decide(command, state);
           return {
+            // biome-ignore lint/suspicious/noThenProperty: given/when/then reads best; this object is never awaited.
             then(expected: E[] | ((events: E[]) => void)) {
               const events = run();
               if (typeof expected === 'function') expected(events);

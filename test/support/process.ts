@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
+
 const require = createRequire(import.meta.url);
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -19,7 +21,10 @@ export async function freePort(): Promise<number> {
 }
 
 /** Runs the CLI to completion: `postline <args>`. */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
     let stdout = '';
@@ -31,13 +36,20 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
 }
 
 /** Starts `postline serve` as a user would and waits until /readyz answers. */
-export async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
+export async function startServer(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+  });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
-  if (process.env.E2E_SERVER_LOG) child.stdout!.pipe(require('node:fs').createWriteStream(process.env.E2E_SERVER_LOG));
+  if (process.env.E2E_SERVER_LOG)
+    child.stdout!.pipe(require('node:fs').createWriteStream(process.env.E2E_SERVER_LOG));
   child.stderr!.on('data', (d) => (output += d));
-  if (process.env.E2E_SERVER_LOG) child.stderr!.pipe(require('node:fs').createWriteStream(`${process.env.E2E_SERVER_LOG}.err`));
+  if (process.env.E2E_SERVER_LOG)
+    child.stderr!.pipe(require('node:fs').createWriteStream(`${process.env.E2E_SERVER_LOG}.err`));
   const deadline = Date.now() + 90_000; // PGlite's first start (initdb) is slow on a busy machine
   while (true) {
     if (child.exitCode !== null) throw new Error(`server exited: ${output}`);

@@ -18,7 +18,12 @@ export interface ApiResponse<T = any> {
 }
 
 export interface ApiClient {
-  request<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<ApiResponse<T>>;
   get<T = any>(path: string, headers?: Record<string, string>): Promise<ApiResponse<T>>;
   post<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
   patch<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
@@ -106,7 +111,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     baseUrl,
     client: (key) => apiClient(baseUrl, key),
     async createOrg(plan = 'free') {
-      const org = await createOrganization(postline.services, { name: `Org ${randomBytes(3).toString('hex')}`, plan });
+      const org = await createOrganization(postline.services, {
+        name: `Org ${randomBytes(3).toString('hex')}`,
+        plan,
+      });
       await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
       return {
         ...org,

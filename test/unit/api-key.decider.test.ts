@@ -23,16 +23,29 @@ const create = {
   ...created.data,
   at: created.data.createdAt,
 };
-const del = { type: 'DeleteApiKey' as const, keyId: 'key_1', orgId: 'org_1', mode: 'live' as const, at: '2026-01-02T00:00:00.000Z' };
+const del = {
+  type: 'DeleteApiKey' as const,
+  keyId: 'key_1',
+  orgId: 'org_1',
+  mode: 'live' as const,
+  at: '2026-01-02T00:00:00.000Z',
+};
 
 describe('API key decider', () => {
   it('creates a key', () => {
     const { createdAt: _, ...rest } = created.data;
-    spec(apiKeyDecider).given([]).when({ ...create, ...rest, at: created.data.createdAt }).then([created]);
+    spec(apiKeyDecider)
+      .given([])
+      .when({ ...create, ...rest, at: created.data.createdAt })
+      .then([created]);
   });
-  it('refuses to create a key twice', () => spec(apiKeyDecider).given([created]).when(create).thenFails('conflict'));
+  it('refuses to create a key twice', () =>
+    spec(apiKeyDecider).given([created]).when(create).thenFails('conflict'));
   it('restricts only sending_access keys to a domain', () =>
-    spec(apiKeyDecider).given([]).when({ ...create, domainId: 'dom_1' }).thenFails('validation_error', /sending_access/));
+    spec(apiKeyDecider)
+      .given([])
+      .when({ ...create, domainId: 'dom_1' })
+      .thenFails('validation_error', /sending_access/));
   it('deletes an active key', () =>
     spec(apiKeyDecider)
       .given([created])
@@ -44,21 +57,45 @@ describe('API key decider', () => {
       .when(del)
       .thenFails('not_found'));
   it("hides another organization's key", () =>
-    spec(apiKeyDecider).given([created]).when({ ...del, orgId: 'org_2' }).thenFails('not_found'));
-  it('hides the other mode\'s key', () => spec(apiKeyDecider).given([created]).when({ ...del, mode: 'test' }).thenFails('not_found'));
-  it('deletes nothing that was never created', () => spec(apiKeyDecider).given([]).when(del).thenFails('not_found'));
+    spec(apiKeyDecider)
+      .given([created])
+      .when({ ...del, orgId: 'org_2' })
+      .thenFails('not_found'));
+  it("hides the other mode's key", () =>
+    spec(apiKeyDecider)
+      .given([created])
+      .when({ ...del, mode: 'test' })
+      .thenFails('not_found'));
+  it('deletes nothing that was never created', () =>
+    spec(apiKeyDecider).given([]).when(del).thenFails('not_found'));
 });
 
 describe('organization decider', () => {
-  const cmd = { type: 'CreateOrganization' as const, orgId: 'org_1', name: 'Acme', plan: 'pro' as const, at: '2026-01-01T00:00:00.000Z' };
+  const cmd = {
+    type: 'CreateOrganization' as const,
+    orgId: 'org_1',
+    name: 'Acme',
+    plan: 'pro' as const,
+    at: '2026-01-01T00:00:00.000Z',
+  };
   it('creates an organization', () =>
     spec(organizationDecider)
       .given([])
       .when(cmd)
-      .then([{ type: 'OrganizationCreated', data: { orgId: 'org_1', name: 'Acme', plan: 'pro', createdAt: cmd.at } }]));
+      .then([
+        {
+          type: 'OrganizationCreated',
+          data: { orgId: 'org_1', name: 'Acme', plan: 'pro', createdAt: cmd.at },
+        },
+      ]));
   it('refuses a second creation', () =>
     spec(organizationDecider)
-      .given([{ type: 'OrganizationCreated', data: { orgId: 'org_1', name: 'Acme', plan: 'pro', createdAt: cmd.at } }])
+      .given([
+        {
+          type: 'OrganizationCreated',
+          data: { orgId: 'org_1', name: 'Acme', plan: 'pro', createdAt: cmd.at },
+        },
+      ])
       .when(cmd)
       .thenFails('conflict'));
 });

@@ -4,7 +4,12 @@ import { ConfigError, loadConfig } from '../../platform/config.ts';
 describe('configuration', () => {
   it('has defaults that run embedded on port 3000', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ PORT: 3000, POSTLINE_DATA_DIR: './data', embedded: true, PUBLIC_URL: 'http://localhost:3000' });
+    expect(c).toMatchObject({
+      PORT: 3000,
+      POSTLINE_DATA_DIR: './data',
+      embedded: true,
+      PUBLIC_URL: 'http://localhost:3000',
+    });
     expect(c.RATE_LIMIT_RPS).toBe(10);
     expect(c.RATE_LIMIT_BATCH_RPS).toBe(2);
   });

@@ -182,7 +182,10 @@ describe('template decider: rules', () => {
 });
 
 describe('template decider: duplicate', () => {
-  const duplicate = (name?: string, quota: { plan: 'free' | 'pro'; activeTemplates: number } = { plan: 'pro', activeTemplates: 1 }): TemplateCommand => ({
+  const duplicate = (
+    name?: string,
+    quota: { plan: 'free' | 'pro'; activeTemplates: number } = { plan: 'pro', activeTemplates: 1 },
+  ): TemplateCommand => ({
     type: 'DuplicateTemplate',
     templateId: 'tmpl_2',
     orgId: 'org_1',

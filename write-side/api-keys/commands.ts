@@ -18,29 +18,49 @@ export interface NewApiKey {
   domainId: string | null;
 }
 
-export async function createApiKey(services: Pick<Services, 'store' | 'clock'>, meta: EventMetadata, input: NewApiKey) {
+export async function createApiKey(
+  services: Pick<Services, 'store' | 'clock'>,
+  meta: EventMetadata,
+  input: NewApiKey,
+) {
   const key = generateApiKey(meta.mode);
   const keyId = newId('key', services.clock.now().getTime());
   const at = services.clock.now().toISOString();
-  const result = await handleCommand(services.store, apiKeyStream(keyId), apiKeyDecider, {
-    type: 'CreateApiKey',
-    keyId,
-    orgId: meta.orgId,
-    mode: meta.mode,
-    ...input,
-    keyHash: sha256Hex(key),
-    keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
-    at,
-  }, meta);
-  return { key, keyId, createdAt: at, position: result.position };
-}
-
-export async function deleteApiKey(services: Pick<Services, 'store' | 'clock'>, meta: EventMetadata, keyId: string) {
   const result = await handleCommand(
     services.store,
     apiKeyStream(keyId),
     apiKeyDecider,
-    { type: 'DeleteApiKey', keyId, orgId: meta.orgId, mode: meta.mode, at: services.clock.now().toISOString() },
+    {
+      type: 'CreateApiKey',
+      keyId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      ...input,
+      keyHash: sha256Hex(key),
+      keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+      at,
+    },
+    meta,
+  );
+  return { key, keyId, createdAt: at, position: result.position };
+}
+
+export async function deleteApiKey(
+  services: Pick<Services, 'store' | 'clock'>,
+  meta: EventMetadata,
+  keyId: string,
+) {
+  const result = await handleCommand(
+    services.store,
+    apiKeyStream(keyId),
+    apiKeyDecider,
+    {
+      type: 'DeleteApiKey',
+      keyId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      at: services.clock.now().toISOString(),
+    },
     meta,
   );
   return { position: result.position };

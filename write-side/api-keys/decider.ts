@@ -1,5 +1,5 @@
-import type { Decider } from '../../platform/eventstore/command.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
+import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Permission } from '../../platform/http/auth-context.ts';
 import type { ApiKeyEvent } from './events.ts';
@@ -20,9 +20,7 @@ export type ApiKeyCommand =
   /** `orgId` and `mode` of the caller: another organization's key, or the other mode's, is not found. */
   | { type: 'DeleteApiKey'; keyId: string; orgId: string; mode: Mode; at: string };
 
-export type ApiKeyState =
-  | { status: 'none' }
-  | { status: 'active' | 'deleted'; orgId: string; mode: Mode };
+export type ApiKeyState = { status: 'none' } | { status: 'active' | 'deleted'; orgId: string; mode: Mode };
 
 export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKeyState> = {
   initialState: { status: 'none' },
@@ -37,9 +35,13 @@ export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKeyState> = {
   decide(command, state) {
     switch (command.type) {
       case 'CreateApiKey': {
-        if (state.status !== 'none') throw new AppError('conflict', `API key ${command.keyId} already exists`);
+        if (state.status !== 'none')
+          throw new AppError('conflict', `API key ${command.keyId} already exists`);
         if (command.domainId && command.permission !== 'sending_access') {
-          throw new AppError('validation_error', '`domain_id`: only a sending_access key can be restricted to a domain');
+          throw new AppError(
+            'validation_error',
+            '`domain_id`: only a sending_access key can be restricted to a domain',
+          );
         }
         const { type: _, at, ...data } = command;
         return [{ type: 'ApiKeyCreated', data: { ...data, createdAt: at } }];

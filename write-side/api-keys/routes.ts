@@ -11,30 +11,37 @@ const createBody = z
   .object({
     name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
     permission: z.enum(['full_access', 'sending_access']).default('full_access'),
-    domain_id: z.string().regex(/^dom_[0-9a-z]+$/, 'must be a domain id (dom_…)').nullish(),
+    domain_id: z
+      .string()
+      .regex(/^dom_[0-9a-z]+$/, 'must be a domain id (dom_…)')
+      .nullish(),
   })
   .strict();
 
 export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBelongsTo: DomainCheck) {
-  api.post('/api-keys', async (req) => {
-    const body = parse(createBody, req.body);
-    const meta = { orgId: req.auth.orgId, mode: req.auth.mode, actor: req.auth.keyId };
-    if (body.domain_id) await domainBelongsTo(req.auth, body.domain_id);
-    const key = await createApiKey(services, meta, {
-      name: body.name,
-      permission: body.permission,
-      domainId: body.domain_id ?? null,
-    });
-    await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, key.position);
-    return created({
-      id: key.keyId,
-      name: body.name,
-      key: key.key,
-      permission: body.permission,
-      domain_id: body.domain_id ?? null,
-      created_at: key.createdAt,
-    });
-  }, { idempotent: true });
+  api.post(
+    '/api-keys',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const meta = { orgId: req.auth.orgId, mode: req.auth.mode, actor: req.auth.keyId };
+      if (body.domain_id) await domainBelongsTo(req.auth, body.domain_id);
+      const key = await createApiKey(services, meta, {
+        name: body.name,
+        permission: body.permission,
+        domainId: body.domain_id ?? null,
+      });
+      await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, key.position);
+      return created({
+        id: key.keyId,
+        name: body.name,
+        key: key.key,
+        permission: body.permission,
+        domain_id: body.domain_id ?? null,
+        created_at: key.createdAt,
+      });
+    },
+    { idempotent: true },
+  );
 
   api.delete('/api-keys/:key_id', async (req) => {
     const meta = { orgId: req.auth.orgId, mode: req.auth.mode, actor: req.auth.keyId };
@@ -45,4 +52,7 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
 }
 
 /** Throws a 422 unless the domain exists in the caller's organization and mode (wired to the domains read model). */
-export type DomainCheck = (auth: import('../../platform/http/auth-context.ts').AuthContext, domainId: string) => Promise<void>;
+export type DomainCheck = (
+  auth: import('../../platform/http/auth-context.ts').AuthContext,
+  domainId: string,
+) => Promise<void>;

@@ -7,14 +7,23 @@ import { organizationDecider } from './decider.ts';
 import { organizationStream } from './events.ts';
 
 /** Creates an organization with one live and one test key, both full_access. The keys are shown only now. */
-export async function createOrganization(services: Pick<Services, 'store' | 'clock'>, input: { name: string; plan: Plan }) {
+export async function createOrganization(
+  services: Pick<Services, 'store' | 'clock'>,
+  input: { name: string; plan: Plan },
+) {
   const orgId = newId('org', services.clock.now().getTime());
   const meta = { orgId, mode: 'live' as const, actor: 'cli' };
   await handleCommand(
     services.store,
     organizationStream(orgId),
     organizationDecider,
-    { type: 'CreateOrganization', orgId, name: input.name, plan: input.plan, at: services.clock.now().toISOString() },
+    {
+      type: 'CreateOrganization',
+      orgId,
+      name: input.name,
+      plan: input.plan,
+      at: services.clock.now().toISOString(),
+    },
     meta,
   );
   const keyInput = { name: 'Default', permission: 'full_access' as const, domainId: null };

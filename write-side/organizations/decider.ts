@@ -1,9 +1,15 @@
-import type { Decider } from '../../platform/eventstore/command.ts';
 import { AppError } from '../../platform/errors.ts';
+import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Plan } from '../../platform/http/auth-context.ts';
 import type { OrganizationEvent } from './events.ts';
 
-export type CreateOrganization = { type: 'CreateOrganization'; orgId: string; name: string; plan: Plan; at: string };
+export type CreateOrganization = {
+  type: 'CreateOrganization';
+  orgId: string;
+  name: string;
+  plan: Plan;
+  at: string;
+};
 export type OrganizationState = { exists: boolean };
 
 export const organizationDecider: Decider<CreateOrganization, OrganizationEvent, OrganizationState> = {
