@@ -57,17 +57,21 @@ export async function applyBatch(
 }
 
 /**
- * Keeps each projection's read model up to date. Several processes may run it: each batch takes the
- * projection's advisory lock for its transaction, so one process at a time applies it, and the checkpoint row
- * (locked FOR UPDATE) makes a batch that another process already applied a no-op. A process that finds the
- * lock taken stands by and tries again, which is also how it takes over when the active one dies.
+ * Keeps every projection's read model up to date from one subscription: each batch of the log is read (and its
+ * JSON parsed) once, then applied to each projection in a transaction of its own, so one projection's failure
+ * holds back only itself. Several processes may run the runner: each projection's transaction takes that
+ * projection's advisory lock, so one process at a time applies it, and the checkpoint row (locked FOR UPDATE)
+ * makes a batch another process already applied a no-op. A process that finds a lock taken stands by for that
+ * projection and re-reads its checkpoint, which is also how it takes over when the active one dies.
  */
 export class ProjectionRunner {
   readonly #db: Database;
   readonly #store: EventStore;
   readonly #log: Logger;
   readonly projections: Projection[];
-  readonly #subscriptions = new Map<string, Subscription>();
+  #subscription?: Subscription;
+  /** Each projection's checkpoint as this process last left it; undefined: re-read it from the table. */
+  readonly #positions = new Map<string, Position | undefined>();
   /** Emits `checkpoint` (name, position) after each committed batch in this process. */
   readonly events = new EventEmitter();
 
@@ -79,54 +83,63 @@ export class ProjectionRunner {
     this.events.setMaxListeners(0);
   }
 
-  start(): void {
-    for (const projection of this.projections) {
-      if (this.#subscriptions.has(projection.name)) continue;
-      // The checkpoint as this process last left it; re-read from the table after standing by or a rebuild.
-      let position: Position | undefined;
-      let readFrom: Position = START;
-      const sub = this.#store.subscribe(
-        {
-          from: async () => {
-            readFrom = position ??= await readCheckpoint(this.#db, projection.name);
-            return readFrom;
-          },
-          batchSize: 500,
-        },
-        async (events) => {
-          try {
-            position = await this.#db.transaction(async (tx) => {
-              const { rows } = await tx.query<{ locked: boolean }>(
-                'SELECT pg_try_advisory_xact_lock($1) AS locked',
-                [lockKey(projection.name)],
-              );
-              if (!rows[0].locked) throw new Standby();
-              return applyBatch(tx, projection, events, readFrom);
-            });
-            this.events.emit('checkpoint', projection.name, position);
-          } catch (error) {
-            position = undefined;
-            if (!(error instanceof Standby))
-              this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
-            throw error;
-          }
-        },
-      );
-      this.#subscriptions.set(projection.name, sub);
+  /** Where the next batch must start: the checkpoint of the projection furthest behind. */
+  async #from(): Promise<Position> {
+    let from: Position | undefined;
+    for (const p of this.projections) {
+      let position = this.#positions.get(p.name);
+      if (position === undefined) {
+        position = await readCheckpoint(this.#db, p.name);
+        this.#positions.set(p.name, position);
+      }
+      if (from === undefined || position < from) from = position;
+    }
+    return from ?? START;
+  }
+
+  /** Applies the batch to one projection: `blocked` when another process holds it or it failed. */
+  async #applyTo(projection: Projection, events: StoredEvent[]): Promise<'applied' | 'idle' | 'blocked'> {
+    const readFrom = this.#positions.get(projection.name) ?? START;
+    const mine = events.filter((e) => e.position > readFrom);
+    if (mine.length === 0) return 'idle';
+    try {
+      const position = await this.#db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
+          lockKey(projection.name),
+        ]);
+        if (!rows[0].locked) throw new Standby();
+        return applyBatch(tx, projection, mine, readFrom);
+      });
+      this.#positions.set(projection.name, position);
+      this.events.emit('checkpoint', projection.name, position);
+      return 'applied';
+    } catch (error) {
+      this.#positions.set(projection.name, undefined);
+      if (!(error instanceof Standby)) this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
+      return 'blocked';
     }
   }
 
+  start(): void {
+    this.#subscription ??= this.#store.subscribe({ from: () => this.#from(), batchSize: 500 }, async (events) => {
+      const outcomes = new Set<string>();
+      for (const projection of this.projections) outcomes.add(await this.#applyTo(projection, events));
+      // Only blocked ones had work (standing by, or failing): back off before reading the batch again.
+      if (outcomes.has('blocked') && !outcomes.has('applied')) throw new Standby();
+    });
+  }
+
   get running(): boolean {
-    return this.#subscriptions.size === this.projections.length;
+    return this.#subscription !== undefined;
   }
 
   /** Resolves once every projection has applied everything committed before the call (tests, CLI). */
   async caughtUp(): Promise<void> {
-    await Promise.all([...this.#subscriptions.values()].map((s) => s.caughtUp()));
+    await this.#subscription?.caughtUp();
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.#subscriptions.values()].map((s) => s.stop()));
-    this.#subscriptions.clear();
+    await this.#subscription?.stop();
+    this.#subscription = undefined;
   }
 }

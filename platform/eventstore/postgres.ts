@@ -87,7 +87,31 @@ RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`
 
 // The output names shadow the columns in ORDER BY (where `global_position` would then sort as text):
 // queries order by `events.tx_id, events.global_position`, qualified.
-const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data, metadata, created_at`;
+const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data::text AS data, metadata, created_at`;
+
+/**
+ * Event data is parsed on first use: most consumers of the log skip most event types, and an email's data
+ * (bodies included) is the bulk of what a reader fetches.
+ */
+function withLazyData(event: Omit<StoredEvent, 'data'>, text: string): StoredEvent {
+  let value: unknown;
+  let parsed = false;
+  return Object.defineProperty(event, 'data', {
+    enumerable: true,
+    configurable: true,
+    get() {
+      if (!parsed) {
+        value = JSON.parse(text);
+        parsed = true;
+      }
+      return value;
+    },
+    set(v) {
+      value = v;
+      parsed = true;
+    },
+  }) as StoredEvent;
+}
 
 /**
  * The event store on PostgreSQL (or PGlite: the same SQL).
@@ -220,15 +244,20 @@ export class PostgresEventStore implements EventStore {
   }
 
   #toEvent = (row: any): StoredEvent =>
-    applyUpcasters(this.#upcasters, {
-      streamId: row.stream_id,
-      revision: Number(row.stream_revision),
-      position: toPosition(row.tx, row.global_position),
-      type: row.type,
-      data: row.data,
-      metadata: row.metadata,
-      createdAt: new Date(row.created_at),
-    });
+    applyUpcasters(
+      this.#upcasters,
+      withLazyData(
+        {
+          streamId: row.stream_id,
+          revision: Number(row.stream_revision),
+          position: toPosition(row.tx, row.global_position),
+          type: row.type,
+          metadata: row.metadata,
+          createdAt: new Date(row.created_at),
+        },
+        row.data,
+      ),
+    );
 
   async readStream(streamId: string, options: { fromRevision?: number } = {}) {
     const { rows } = await this.#db.query(
