@@ -1,5 +1,6 @@
 import type { Database, Transaction } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
+import { applyCheckpointed, checkpointTableSql, readCheckpoint } from '../platform/eventstore/checkpoints.ts';
 import {
   type EventStore,
   type Position,
@@ -12,11 +13,7 @@ import type { Logger } from '../platform/logger.ts';
 export const processCheckpointsMigrations: Migration[] = [
   {
     id: 'process-checkpoints-001',
-    sql: `CREATE TABLE IF NOT EXISTS process_checkpoints (
-  name text PRIMARY KEY,
-  position text NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
-)`,
+    sql: checkpointTableSql('process_checkpoints'),
   },
 ];
 
@@ -54,23 +51,9 @@ export class LogConsumer {
   }
 
   async #apply(events: StoredEvent[]): Promise<void> {
-    await this.#db.transaction(async (tx) => {
-      await tx.query(
-        'INSERT INTO process_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING',
-        [this.name, START],
-      );
-      const { rows } = await tx.query<{ position: string }>(
-        'SELECT position FROM process_checkpoints WHERE name = $1 FOR UPDATE',
-        [this.name],
-      );
-      const fresh = events.filter((e) => e.position > rows[0].position);
-      if (fresh.length === 0) return;
-      for (const e of fresh) await this.#handle(tx, e);
-      await tx.query('UPDATE process_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [
-        this.name,
-        fresh[fresh.length - 1].position,
-      ]);
-    });
+    await this.#db.transaction((tx) =>
+      applyCheckpointed(tx, { table: 'process_checkpoints', name: this.name }, events, this.#handle),
+    );
   }
 
   /** Live: follows the log in the background. `onBatch` runs after each committed batch (to wake a worker). */

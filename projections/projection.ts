@@ -1,4 +1,5 @@
 import type { Transaction } from '../platform/db/database.ts';
+import { checkpointTableSql } from '../platform/eventstore/checkpoints.ts';
 import type { StoredEvent } from '../platform/eventstore/types.ts';
 
 /**
@@ -13,12 +14,7 @@ export interface Projection {
   apply(tx: Transaction, event: StoredEvent): Promise<void>;
 }
 
-export const CHECKPOINTS_SCHEMA = `
-CREATE TABLE IF NOT EXISTS projection_checkpoints (
-  name text PRIMARY KEY,
-  position text NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
-)`;
+export const CHECKPOINTS_SCHEMA = checkpointTableSql('projection_checkpoints');
 
 export const CHECKPOINT_CHANNEL = 'postline_checkpoints';
 

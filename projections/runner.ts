@@ -1,5 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { Database, Transaction } from '../platform/db/database.ts';
+import type { Database, Queryable, Transaction } from '../platform/db/database.ts';
+import {
+  applyCheckpointed,
+  readCheckpoint as readStoredCheckpoint,
+} from '../platform/eventstore/checkpoints.ts';
 import {
   type EventStore,
   type Position,
@@ -12,49 +16,24 @@ import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
 
 class Standby extends Error {}
 
-export async function readCheckpoint(q: Pick<Transaction, 'query'>, name: string): Promise<Position> {
-  const { rows } = await q.query<{ position: string }>(
-    'SELECT position FROM projection_checkpoints WHERE name = $1',
-    [name],
-  );
-  return rows[0]?.position ?? START;
-}
+/** A projection's checkpoint. */
+export const readCheckpoint = (q: Queryable, name: string): Promise<Position> =>
+  readStoredCheckpoint(q, 'projection_checkpoints', name);
 
-/**
- * Applies a batch and moves the checkpoint in one transaction; skips events at or before the checkpoint.
- * `readFrom` is where the batch was read from: a checkpoint that moved back since (a rebuild swapped tables in)
- * means the batch misses events, so nothing is applied and the caller reads again from the returned checkpoint.
- */
-export async function applyBatch(
+/** Applies a batch to a projection and moves its checkpoint in one transaction (see applyCheckpointed). */
+export const applyBatch = (
   tx: Transaction,
   projection: Projection,
   events: StoredEvent[],
   readFrom?: Position,
-): Promise<Position> {
-  const { rows } = await tx.query<{ position: string }>(
-    'SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE',
-    [projection.name],
+) =>
+  applyCheckpointed(
+    tx,
+    { table: 'projection_checkpoints', name: projection.name, notify: CHECKPOINT_CHANNEL },
+    events,
+    (t, e) => projection.apply(t, e),
+    readFrom,
   );
-  let checkpoint = rows[0]?.position;
-  if (checkpoint === undefined) {
-    await tx.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)', [
-      projection.name,
-      START,
-    ]);
-    checkpoint = START;
-  }
-  if (readFrom !== undefined && checkpoint < readFrom) return checkpoint;
-  const fresh = events.filter((e) => e.position > checkpoint);
-  if (fresh.length === 0) return checkpoint;
-  for (const event of fresh) await projection.apply(tx, event);
-  const position = fresh[fresh.length - 1].position;
-  await tx.query(
-    `WITH moved AS (UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1 RETURNING name)
-     SELECT pg_notify($3, name) FROM moved`,
-    [projection.name, position, CHECKPOINT_CHANNEL],
-  );
-  return position;
-}
 
 /**
  * Keeps every projection's read model up to date from one subscription: each batch of the log is read (and its
@@ -104,9 +83,10 @@ export class ProjectionRunner {
     if (mine.length === 0) return 'idle';
     try {
       const position = await this.#db.transaction(async (tx) => {
-        const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [
-          lockKey(projection.name),
-        ]);
+        const { rows } = await tx.query<{ locked: boolean }>(
+          'SELECT pg_try_advisory_xact_lock($1) AS locked',
+          [lockKey(projection.name)],
+        );
         if (!rows[0].locked) throw new Standby();
         return applyBatch(tx, projection, mine, readFrom);
       });
@@ -115,18 +95,22 @@ export class ProjectionRunner {
       return 'applied';
     } catch (error) {
       this.#positions.set(projection.name, undefined);
-      if (!(error instanceof Standby)) this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
+      if (!(error instanceof Standby))
+        this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
       return 'blocked';
     }
   }
 
   start(): void {
-    this.#subscription ??= this.#store.subscribe({ from: () => this.#from(), batchSize: 500 }, async (events) => {
-      const outcomes = new Set<string>();
-      for (const projection of this.projections) outcomes.add(await this.#applyTo(projection, events));
-      // Only blocked ones had work (standing by, or failing): back off before reading the batch again.
-      if (outcomes.has('blocked') && !outcomes.has('applied')) throw new Standby();
-    });
+    this.#subscription ??= this.#store.subscribe(
+      { from: () => this.#from(), batchSize: 500 },
+      async (events) => {
+        const outcomes = new Set<string>();
+        for (const projection of this.projections) outcomes.add(await this.#applyTo(projection, events));
+        // Only blocked ones had work (standing by, or failing): back off before reading the batch again.
+        if (outcomes.has('blocked') && !outcomes.has('applied')) throw new Standby();
+      },
+    );
   }
 
   get running(): boolean {

@@ -1,0 +1,63 @@
+import type { Queryable, Transaction } from '../db/database.ts';
+import { type Position, START, type StoredEvent } from './types.ts';
+
+/**
+ * Consumers of the log that keep their own state in the database (projections, process managers) keep their
+ * checkpoint in a table beside it: `projection_checkpoints` or `process_checkpoints`, rows of (name, position).
+ */
+export type CheckpointTable = 'projection_checkpoints' | 'process_checkpoints';
+
+export const checkpointTableSql = (table: CheckpointTable) => `
+CREATE TABLE IF NOT EXISTS ${table} (
+  name text PRIMARY KEY,
+  position text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+)`;
+
+export async function readCheckpoint(q: Queryable, table: CheckpointTable, name: string): Promise<Position> {
+  const { rows } = await q.query<{ position: string }>(`SELECT position FROM ${table} WHERE name = $1`, [
+    name,
+  ]);
+  return rows[0]?.position ?? START;
+}
+
+/**
+ * Applies a batch and moves the checkpoint in one transaction; skips events at or before the checkpoint, so a
+ * batch that another process (or an earlier attempt) already applied is a no-op. The checkpoint row is locked
+ * FOR UPDATE for the transaction. `readFrom` is where the batch was read from: a checkpoint that moved back
+ * since (a rebuild swapped tables in) means the batch misses events, so nothing is applied and the caller reads
+ * again from the returned checkpoint. `notify` names a channel told of the new checkpoint.
+ */
+export async function applyCheckpointed(
+  tx: Transaction,
+  checkpoint: { table: CheckpointTable; name: string; notify?: string },
+  events: StoredEvent[],
+  handle: (tx: Transaction, event: StoredEvent) => Promise<void>,
+  readFrom?: Position,
+): Promise<Position> {
+  const { table, name } = checkpoint;
+  const { rows } = await tx.query<{ position: string }>(
+    `SELECT position FROM ${table} WHERE name = $1 FOR UPDATE`,
+    [name],
+  );
+  let current = rows[0]?.position;
+  if (current === undefined) {
+    await tx.query(`INSERT INTO ${table} (name, position) VALUES ($1, $2)`, [name, START]);
+    current = START;
+  }
+  if (readFrom !== undefined && current < readFrom) return current;
+  const fresh = events.filter((e) => e.position > (current as Position));
+  if (fresh.length === 0) return current;
+  for (const event of fresh) await handle(tx, event);
+  const position = fresh[fresh.length - 1].position;
+  if (checkpoint.notify) {
+    await tx.query(
+      `WITH moved AS (UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1 RETURNING name)
+       SELECT pg_notify($3, name) FROM moved`,
+      [name, position, checkpoint.notify],
+    );
+  } else {
+    await tx.query(`UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1`, [name, position]);
+  }
+  return position;
+}
