@@ -1,14 +1,8 @@
-import type { Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { domainsDueForCheck } from '../../read-side/domains/queries.ts';
 import { verifyDomain } from '../../write-side/domains/commands.ts';
+import { forEachItem, Periodic, type TickResult } from '../periodic.ts';
 import type { BackgroundProcess } from '../process.ts';
-
-/** How many domains a run handled, and the position of its last event (wait for projections with it). */
-export interface TickResult {
-  count: number;
-  position?: Position;
-}
 
 const BATCH = 50;
 
@@ -22,54 +16,40 @@ const BATCH = 50;
 export class DomainVerifierProcess implements BackgroundProcess {
   readonly name = 'domain-verifier';
   readonly #services: Services;
-  #timer?: NodeJS.Timeout;
-  #running?: Promise<TickResult>;
+  readonly #periodic: Periodic;
 
   constructor(services: Services) {
     this.#services = services;
+    this.#periodic = new Periodic({
+      name: this.name,
+      everyMs: Math.min(services.config.DOMAIN_RECHECK_INTERVAL_MS, 60_000),
+      run: () => this.#checkDue(),
+      log: services.log,
+    });
   }
 
   start(): void {
-    const every = Math.min(this.#services.config.DOMAIN_RECHECK_INTERVAL_MS, 60_000);
-    this.#timer = setInterval(
-      () => void this.tick().catch((err) => this.#services.log.error({ err }, 'domain re-check failed')),
-      every,
-    );
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   /** Checks the domains that are due. Ticks never overlap. */
   tick(): Promise<TickResult> {
-    this.#running ??= this.#checkDue().finally(() => {
-      this.#running = undefined;
-    });
-    return this.#running;
+    return this.#periodic.tick();
   }
 
   async #checkDue(): Promise<TickResult> {
     const { db, clock, config, log } = this.#services;
     const before = new Date(clock.now().getTime() - config.DOMAIN_RECHECK_INTERVAL_MS);
-    const result: TickResult = { count: 0 };
-    for (const d of await domainsDueForCheck(db, before, BATCH)) {
-      try {
-        const { position } = await verifyDomain(
-          this.#services,
-          { orgId: d.org_id, mode: d.mode, actor: 'system' },
-          d.id,
-          'periodic',
-        );
-        result.count++;
-        if (position && (!result.position || position > result.position)) result.position = position;
-      } catch (err) {
-        // One domain's trouble (deleted meanwhile, name held by another organization) must not stop the rest.
-        log.warn({ err, domainId: d.id }, 'domain re-check skipped');
-      }
-    }
-    return result;
+    return forEachItem(
+      await domainsDueForCheck(db, before, BATCH),
+      (d) =>
+        verifyDomain(this.#services, { orgId: d.org_id, mode: d.mode, actor: 'system' }, d.id, 'periodic'),
+      // One domain's trouble (deleted meanwhile, name held by another organization) must not stop the rest.
+      (err, d) => log.warn({ err, domainId: d.id }, 'domain re-check skipped'),
+    );
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => {});
+  stop(): Promise<void> {
+    return this.#periodic.stop();
   }
 }

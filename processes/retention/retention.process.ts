@@ -1,14 +1,8 @@
-import type { Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { domainsDueForPurge } from '../../read-side/domains/queries.ts';
 import { purgeDomain } from '../../write-side/domains/commands.ts';
+import { forEachItem, Periodic, type TickResult } from '../periodic.ts';
 import type { BackgroundProcess } from '../process.ts';
-
-/** How many domains a run handled, and the position of its last event (wait for projections with it). */
-export interface TickResult {
-  count: number;
-  position?: Position;
-}
 
 const BATCH = 100;
 const EVERY_MS = 10 * 60_000;
@@ -20,50 +14,37 @@ const EVERY_MS = 10 * 60_000;
 export class RetentionProcess implements BackgroundProcess {
   readonly name = 'retention';
   readonly #services: Services;
-  #timer?: NodeJS.Timeout;
-  #running?: Promise<TickResult>;
+  readonly #periodic: Periodic;
 
   constructor(services: Services) {
     this.#services = services;
+    this.#periodic = new Periodic({
+      name: this.name,
+      everyMs: EVERY_MS,
+      run: () => this.#purgeDue(),
+      log: services.log,
+    });
   }
 
   start(): void {
-    this.#timer = setInterval(
-      () => void this.tick().catch((err) => this.#services.log.error({ err }, 'retention run failed')),
-      EVERY_MS,
-    );
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   /** Purges what is due now. */
   tick(): Promise<TickResult> {
-    this.#running ??= this.#purgeDue().finally(() => {
-      this.#running = undefined;
-    });
-    return this.#running;
+    return this.#periodic.tick();
   }
 
   async #purgeDue(): Promise<TickResult> {
     const { db, clock, log } = this.#services;
-    const result: TickResult = { count: 0 };
-    for (const d of await domainsDueForPurge(db, clock.now(), BATCH)) {
-      try {
-        const { position } = await purgeDomain(
-          this.#services,
-          { orgId: d.org_id, mode: d.mode, actor: 'system' },
-          d,
-        );
-        result.count++;
-        if (position && (!result.position || position > result.position)) result.position = position;
-      } catch (err) {
-        log.warn({ err, domainId: d.id }, 'domain purge skipped');
-      }
-    }
-    return result;
+    return forEachItem(
+      await domainsDueForPurge(db, clock.now(), BATCH),
+      (d) => purgeDomain(this.#services, { orgId: d.org_id, mode: d.mode, actor: 'system' }, d),
+      (err, d) => log.warn({ err, domainId: d.id }, 'domain purge skipped'),
+    );
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => {});
+  stop(): Promise<void> {
+    return this.#periodic.stop();
   }
 }
