@@ -7,6 +7,7 @@ import type { Projection } from './projection.ts';
 export const apiKeysProjection: Projection = {
   name: 'api_keys',
   tables: ['organizations', 'api_keys'],
+  types: ['OrganizationCreated', 'ApiKeyCreated', 'ApiKeyDeleted'],
   async apply(tx, event: StoredEvent) {
     const e = event as unknown as ApiKeyEvent | OrganizationEvent;
     switch (e.type) {

@@ -6,6 +6,14 @@ import type { Projection } from './projection.ts';
 export const domainsProjection: Projection = {
   name: 'domains',
   tables: ['domains'],
+  types: [
+    'DomainAdded',
+    'DomainVerificationChecked',
+    'DomainVerified',
+    'DomainUpdated',
+    'DomainDeleted',
+    'DomainPurged',
+  ],
   async apply(tx, event: StoredEvent) {
     const e = event as unknown as DomainEvent;
     switch (e.type) {

@@ -100,6 +100,21 @@ async function insertEmail(
 export const emailsProjection: Projection = {
   name: 'emails',
   tables: ['emails', 'email_recipients', 'email_attachments', 'email_usage'],
+  types: [
+    'EmailQueued',
+    'EmailScheduled',
+    'EmailRescheduled',
+    'EmailCanceled',
+    'EmailReleased',
+    'EmailSendingStarted',
+    'EmailSent',
+    'EmailDelivered',
+    'EmailDeliveryDelayed',
+    'EmailBounced',
+    'EmailComplained',
+    'EmailOpened',
+    'EmailClicked',
+  ],
   async apply(tx: Transaction, event: StoredEvent) {
     const e = event as unknown as EmailEvent;
     switch (e.type) {

@@ -11,6 +11,11 @@ export interface Projection {
   name: string;
   /** The tables this projection alone writes; a rebuild creates fresh copies of exactly these. */
   tables: string[];
+  /**
+   * The event types it applies; other events only move its checkpoint, without a transaction of their own.
+   * Omitted: every event. test/unit/projection-types.test.ts checks that no other type makes it write.
+   */
+  types?: readonly string[];
   apply(tx: Transaction, event: StoredEvent): Promise<void>;
 }
 

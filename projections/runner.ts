@@ -16,6 +16,17 @@ import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
 
 class Standby extends Error {}
 
+/** A checkpoint of events that concern none of a projection's types is written at most this often. */
+const LAZY_CHECKPOINT_MS = 1000;
+
+interface ProjectionState {
+  /** Everything up to here is applied (or was none of the projection's business). */
+  consumed: Position;
+  /** The checkpoint as this process last wrote or read it. */
+  stored: Position;
+  storedAt: number;
+}
+
 /** A projection's checkpoint. */
 export const readCheckpoint = (q: Queryable, name: string): Promise<Position> =>
   readStoredCheckpoint(q, 'projection_checkpoints', name);
@@ -49,9 +60,8 @@ export class ProjectionRunner {
   readonly #log: Logger;
   readonly projections: Projection[];
   #subscription?: Subscription;
-  /** Each projection's checkpoint as this process last left it; undefined: re-read it from the table. */
-  readonly #positions = new Map<string, Position | undefined>();
-  /** Emits `checkpoint` (name, position) after each committed batch in this process. */
+  readonly #state = new Map<string, ProjectionState>();
+  /** Emits `checkpoint` (name, position) after each batch a projection has consumed in this process. */
   readonly events = new EventEmitter();
 
   constructor(db: Database, store: EventStore, projections: Projection[], log: Logger) {
@@ -62,25 +72,38 @@ export class ProjectionRunner {
     this.events.setMaxListeners(0);
   }
 
-  /** Where the next batch must start: the checkpoint of the projection furthest behind. */
+  /** Where the next batch must start: the position of the projection furthest behind. */
   async #from(): Promise<Position> {
     let from: Position | undefined;
     for (const p of this.projections) {
-      let position = this.#positions.get(p.name);
-      if (position === undefined) {
-        position = await readCheckpoint(this.#db, p.name);
-        this.#positions.set(p.name, position);
+      let state = this.#state.get(p.name);
+      if (!state) {
+        const stored = await readCheckpoint(this.#db, p.name);
+        state = { consumed: stored, stored, storedAt: Date.now() };
+        this.#state.set(p.name, state);
       }
-      if (from === undefined || position < from) from = position;
+      if (from === undefined || state.consumed < from) from = state.consumed;
     }
     return from ?? START;
   }
 
   /** Applies the batch to one projection: `blocked` when another process holds it or it failed. */
   async #applyTo(projection: Projection, events: StoredEvent[]): Promise<'applied' | 'idle' | 'blocked'> {
-    const readFrom = this.#positions.get(projection.name) ?? START;
-    const mine = events.filter((e) => e.position > readFrom);
+    const state = this.#state.get(projection.name);
+    if (!state) return 'blocked';
+    const mine = events.filter((e) => e.position > state.consumed);
     if (mine.length === 0) return 'idle';
+    const types = projection.types;
+    // Nothing here for this projection: move on in memory, and write the checkpoint only now and then.
+    if (
+      types &&
+      !mine.some((e) => types.includes(e.type)) &&
+      Date.now() - state.storedAt < LAZY_CHECKPOINT_MS
+    ) {
+      state.consumed = mine[mine.length - 1].position;
+      this.events.emit('checkpoint', projection.name, state.consumed);
+      return 'idle';
+    }
     try {
       const position = await this.#db.transaction(async (tx) => {
         const { rows } = await tx.query<{ locked: boolean }>(
@@ -88,13 +111,14 @@ export class ProjectionRunner {
           [lockKey(projection.name)],
         );
         if (!rows[0].locked) throw new Standby();
-        return applyBatch(tx, projection, mine, readFrom);
+        // From the stored checkpoint: the events skipped in memory since were none of this projection's.
+        return applyBatch(tx, projection, mine, state.stored);
       });
-      this.#positions.set(projection.name, position);
+      Object.assign(state, { consumed: position, stored: position, storedAt: Date.now() });
       this.events.emit('checkpoint', projection.name, position);
       return 'applied';
     } catch (error) {
-      this.#positions.set(projection.name, undefined);
+      this.#state.delete(projection.name); // re-read the stored checkpoint before the next batch
       if (!(error instanceof Standby))
         this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
       return 'blocked';

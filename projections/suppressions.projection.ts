@@ -6,6 +6,7 @@ import type { Projection } from './projection.ts';
 export const suppressionsProjection: Projection = {
   name: 'suppressions',
   tables: ['suppressions'],
+  types: ['SuppressionAdded', 'SuppressionRemoved'],
   async apply(tx, event: StoredEvent) {
     const e = event as unknown as SuppressionEvent;
     switch (e.type) {

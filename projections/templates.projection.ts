@@ -32,6 +32,14 @@ async function insertVersion(
 export const templatesProjection: Projection = {
   name: 'templates',
   tables: ['templates', 'template_versions'],
+  types: [
+    'TemplateCreated',
+    'TemplateDuplicated',
+    'TemplateRenamed',
+    'TemplateDraftUpdated',
+    'TemplatePublished',
+    'TemplateDeleted',
+  ],
   async apply(tx, event: StoredEvent) {
     const e = event as unknown as TemplateEvent;
     switch (e.type) {

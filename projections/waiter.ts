@@ -7,9 +7,9 @@ import type { ProjectionRunner } from './runner.ts';
 /**
  * Read-your-writes: a mutating request waits until the projections serving its resource have reached the
  * position of its last event, so the GET that follows sees it. Checkpoints of this process's runner arrive in
- * memory and cost nothing; those of other processes arrive by NOTIFY, and one read of the checkpoints table then
- * serves every waiter; a waiter polls the table itself only when nothing woke it for a while. Bounded: past the
- * deadline the client gets a 503 rather than a stale answer.
+ * memory, those of other processes by NOTIFY (its payload carries the checkpoint): neither costs a query. A
+ * waiter polls the table itself only when nothing woke it for a while. Bounded: past the deadline the client
+ * gets a 503 rather than a stale answer.
  */
 export class ProjectionWaiter {
   readonly #db: Database;
@@ -17,7 +17,6 @@ export class ProjectionWaiter {
   readonly #wakers = new Set<() => void>();
   readonly #timeoutMs: number;
   #unlisten?: Promise<() => Promise<void>>;
-  #sharedRefresh?: Promise<void>;
   /** With projections running in this process the first answer usually comes from memory. */
   readonly #localRunner: boolean;
 
@@ -33,11 +32,10 @@ export class ProjectionWaiter {
     for (const wake of this.#wakers) wake();
   }
 
-  async #refresh(names?: string[]) {
-    const where = names ? ` WHERE name IN (${names.map((_, i) => `$${i + 1}`).join(',')})` : '';
+  async #refresh(names: string[]) {
     const { rows } = await this.#db.query<{ name: string; position: string }>(
-      `SELECT name, position FROM projection_checkpoints${where}`,
-      names ?? [],
+      `SELECT name, position FROM projection_checkpoints WHERE name IN (${names.map((_, i) => `$${i + 1}`).join(',')})`,
+      names,
     );
     for (const r of rows) this.#learn(r.name, r.position);
   }
@@ -47,12 +45,9 @@ export class ProjectionWaiter {
 
   async waitFor(names: string[], position: Position | undefined): Promise<void> {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
-    this.#unlisten ??= this.#db.listen(CHECKPOINT_CHANNEL, () => {
-      this.#sharedRefresh ??= this.#refresh()
-        .catch(() => {})
-        .finally(() => {
-          this.#sharedRefresh = undefined;
-        });
+    this.#unlisten ??= this.#db.listen(CHECKPOINT_CHANNEL, (payload) => {
+      const [name, position] = payload.split(' ');
+      if (name && position) this.#learn(name, position);
     });
     await this.#unlisten;
     const deadline = Date.now() + this.#timeoutMs;

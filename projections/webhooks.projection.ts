@@ -6,6 +6,7 @@ import type { Projection } from './projection.ts';
 export const webhooksProjection: Projection = {
   name: 'webhooks',
   tables: ['webhooks'],
+  types: ['WebhookCreated', 'WebhookUpdated', 'WebhookSecretRotated', 'WebhookDisabled', 'WebhookDeleted'],
   async apply(tx, event: StoredEvent) {
     const e = event as unknown as WebhookEvent;
     switch (e.type) {

@@ -91,7 +91,7 @@ function wrap(
 // int8 and numeric as strings would leak into JSON; counts and revisions fit in a double.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export function connectPostgres(url: string, max = 10): Database {
+export function connectPostgres(url: string, max = 20): Database {
   const pool = new pg.Pool({ connectionString: url, max });
   pool.on('error', () => {}); // idle-client errors surface on the next query instead
   const listeners = new Set<pg.Client>();

@@ -26,7 +26,7 @@ export async function readCheckpoint(q: Queryable, table: CheckpointTable, name:
  * batch that another process (or an earlier attempt) already applied is a no-op. The checkpoint row is locked
  * FOR UPDATE for the transaction. `readFrom` is where the batch was read from: a checkpoint that moved back
  * since (a rebuild swapped tables in) means the batch misses events, so nothing is applied and the caller reads
- * again from the returned checkpoint. `notify` names a channel told of the new checkpoint.
+ * again from the returned checkpoint. `notify` names a channel told of the new checkpoint (payload: `<name> <position>`).
  */
 export async function applyCheckpointed(
   tx: Transaction,
@@ -53,7 +53,7 @@ export async function applyCheckpointed(
   if (checkpoint.notify) {
     await tx.query(
       `WITH moved AS (UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1 RETURNING name)
-       SELECT pg_notify($3, name) FROM moved`,
+       SELECT pg_notify($3, name || ' ' || $2) FROM moved`,
       [name, position, checkpoint.notify],
     );
   } else {

@@ -65,5 +65,5 @@ describe('sending a test-mode email with the service running as a process', () =
         .match(/\w*Error.{0,400}/g)
         ?.join('\n'),
     ).toBe(0);
-  });
+  }, 180_000);
 });
