@@ -39,21 +39,26 @@ export function parseAddress(raw: string): { address: string } | { error: string
   return { address };
 }
 
+/** A header line's limit (RFC 5322): no address, display name included, is longer. */
+export const MAX_MAILBOX_CHARS = 998;
+
 /** `Display Name <local@domain>`, `"Quoted, Name" <local@domain>` or a plain address (RFC 5322 name-addr). */
 export function parseMailbox(raw: string): Mailbox | { error: string } {
+  if (raw.length > MAX_MAILBOX_CHARS) return { error: `must be at most ${MAX_MAILBOX_CHARS} characters` };
   if (/[\r\n\0]/.test(raw)) return { error: 'must not contain line breaks' };
   const s = raw.trim();
-  const angle = /^(.*?)\s*<([^<>]*)>$/.exec(s);
-  if (!angle) {
+  // Split by hand, not with a regex: `(.*?)\s*<` backtracks quadratically on long runs of spaces.
+  const open = s.endsWith('>') ? s.lastIndexOf('<') : -1;
+  if (open < 0 || s.slice(open + 1, -1).includes('>')) {
     const r = parseAddress(s);
     return 'error' in r ? r : { name: null, address: r.address };
   }
-  let name = angle[1].trim();
+  let name = s.slice(0, open).trim();
   if (name.startsWith('"') && name.endsWith('"') && name.length >= 2)
     name = name.slice(1, -1).replace(/\\(.)/g, '$1');
   if (/[<>]/.test(name)) return { error: 'has a display name with < or >' };
   if (name.length > 200) return { error: 'has a display name longer than 200 characters' };
-  const r = parseAddress(angle[2].trim());
+  const r = parseAddress(s.slice(open + 1, -1).trim());
   return 'error' in r ? r : { name: name || null, address: r.address };
 }
 

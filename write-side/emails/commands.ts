@@ -122,7 +122,13 @@ export async function sendBatch(
     prepared.map(async (p): Promise<BatchItem> => {
       if (p instanceof AppError) return { error: p };
       if (taken++ >= granted) return { error: exceeded };
-      return accept(services, auth, p);
+      // Others may already be accepted: a failure here is this item's answer, not the whole batch's 500
+      // (which would free the Idempotency-Key and let a retry send the accepted ones twice).
+      return accept(services, auth, p).catch((error) => {
+        if (error instanceof AppError) return { error };
+        services.log.error({ err: error }, 'batch item failed');
+        return { error: new AppError('internal_error', 'This email could not be accepted; send it again.') };
+      });
     }),
   );
   const positions = items.flatMap((i) => ('position' in i && i.position ? [i.position] : []));

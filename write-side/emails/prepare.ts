@@ -62,9 +62,10 @@ function checkHeaders(headers: Record<string, string>): Record<string, string> {
 function decodeAttachments(input: NonNullable<SendEmailInput['attachments']>, at: number) {
   let total = 0;
   return input.map((a, i) => {
-    if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(a.content))
-      throw invalid(`attachments[${i}].content`, 'must be base64');
-    const bytes = Buffer.from(a.content, 'base64');
+    // Whitespace (line-wrapped base64) goes first, so the check is one linear pass.
+    const compact = a.content.replace(/\s+/g, '');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw invalid(`attachments[${i}].content`, 'must be base64');
+    const bytes = Buffer.from(compact, 'base64');
     total += bytes.length;
     if (total > EMAIL_LIMITS.attachmentBytes) {
       throw invalid(

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_MAILBOX_CHARS } from './addresses.ts';
 
 /** Limits of a send request (docs/emails.md lists them). */
 export const EMAIL_LIMITS = {
@@ -44,7 +45,8 @@ export const OWNED_HEADERS = new Set([
   'delivered-to',
 ]);
 
-const addressList = z.union([z.string(), z.array(z.string()).max(EMAIL_LIMITS.recipients + 1)]);
+const mailbox = z.string().max(MAX_MAILBOX_CHARS, `must be at most ${MAX_MAILBOX_CHARS} characters`);
+const addressList = z.union([mailbox, z.array(mailbox).max(EMAIL_LIMITS.recipients + 1)]);
 const bodyText = z.string().refine((s) => Buffer.byteLength(s) <= EMAIL_LIMITS.bodyBytes, {
   message: `must be at most ${EMAIL_LIMITS.bodyBytes / 1024 / 1024} MB`,
 });
@@ -70,7 +72,7 @@ export const attachmentInput = z
 
 export const sendEmailInput = z
   .object({
-    from: z.string().min(1, 'is required'),
+    from: mailbox.min(1, 'is required'),
     to: addressList,
     cc: addressList.optional(),
     bcc: addressList.optional(),

@@ -1,0 +1,91 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+
+let svc: TestService;
+let org: TestOrg;
+
+beforeAll(async () => {
+  svc = await startTestService({ env: { RATE_LIMIT_BATCH_RPS: '2' } });
+  org = await svc.createOrg('pro');
+});
+afterAll(() => svc?.close());
+
+const email = (over: Record<string, unknown> = {}) => ({
+  from: 'Acme <hello@acme.test>',
+  to: ['delivered@simulator.postline.dev'],
+  subject: 'Hi',
+  text: 'Hi',
+  ...over,
+});
+
+describe('hostile input to POST /v1/emails', () => {
+  it('refuses over-long addresses before parsing them', async () => {
+    for (const field of ['from', 'to', 'cc', 'bcc', 'reply_to']) {
+      const long = `a${' '.repeat(40_000)}b`;
+      const r = await org.test.post('/v1/emails', email({ [field]: field === 'from' ? long : [long] }));
+      expect(r.status, field).toBe(422);
+      expect(r.body.error.message).toContain('998');
+    }
+  });
+
+  it('refuses base64 with a bad character after a long run of spaces', async () => {
+    const r = await org.test.post(
+      '/v1/emails',
+      email({
+        attachments: [{ filename: 'a.txt', content: `${' '.repeat(40_000)}!`, content_type: 'text/plain' }],
+      }),
+    );
+    expect(r.status).toBe(422);
+    expect(r.body.error.message).toContain('attachments[0].content');
+  });
+
+  it('accepts line-wrapped base64', async () => {
+    const content = Buffer.from('x'.repeat(200))
+      .toString('base64')
+      .replace(/(.{76})/g, '$1\r\n');
+    const r = await org.test.post(
+      '/v1/emails',
+      email({ attachments: [{ filename: 'a.txt', content, content_type: 'text/plain' }] }),
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const list = await org.test.get(`/v1/emails/${r.body.id}/attachments`);
+    expect(list.body.data[0].size).toBe(200);
+  });
+});
+
+describe('POST /v1/emails/batch', () => {
+  it('answers an item that failed inside with its own error; the others are accepted', async () => {
+    // The blob store cannot write: an item with an attachment fails, one without goes through.
+    const blobs = join(svc.postline.services.config.POSTLINE_DATA_DIR, 'blobs');
+    rmSync(blobs, { recursive: true, force: true });
+    writeFileSync(blobs, 'not a directory');
+    try {
+      const r = await org.test.post('/v1/emails/batch', [
+        email(),
+        email({ attachments: [{ filename: 'a.txt', content: 'eA==', content_type: 'text/plain' }] }),
+      ]);
+      expect(r.status).toBe(200);
+      expect(r.body.data[0]).toMatchObject({ status: 'queued' });
+      expect(r.body.data[1].error).toMatchObject({ code: 'internal_error', type: 'api_error' });
+      expect((await org.test.get(`/v1/emails/${r.body.data[0].id}`)).status).toBe(200);
+    } finally {
+      rmSync(blobs, { force: true });
+    }
+  });
+
+  it('allows 2 batch requests a second per organization', async () => {
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () => org.test.post('/v1/emails/batch', [email()])),
+    );
+    const limited = responses.filter((r) => r.status === 429);
+    // At most 2 per window; a slow machine may spread the 6 over two windows (4 pass).
+    expect(responses.filter((r) => r.status === 200).length).toBeLessThanOrEqual(4);
+    expect(limited.length).toBeGreaterThanOrEqual(2);
+    expect(limited[0].headers['x-ratelimit-limit']).toBe('2');
+    expect(Number(limited[0].headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(limited[0].body.error.code).toBe('rate_limit_exceeded');
+  });
+});
