@@ -136,6 +136,8 @@ export const emailsProjection: Projection = {
       case 'EmailDelivered':
         await setRecipient(tx, e.data.emailId, e.data.recipient, e.data.deliveredAt, {
           status: 'delivered',
+          // EmailDelivered carries no code: clear the 4xx an earlier EmailDeliveryDelayed left.
+          smtp_code: null,
           smtp_response: e.data.smtpResponse,
           next_attempt_at: null,
         });

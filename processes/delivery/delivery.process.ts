@@ -8,6 +8,7 @@ import { recordOutcomes, startSending, systemMeta } from '../../write-side/email
 import { type DeliveryOutcome, type EmailState, emailDecider } from '../../write-side/emails/decider.ts';
 import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
 import { addSuppression } from '../../write-side/suppressions/commands.ts';
+import { suppressionStream } from '../../write-side/suppressions/events.ts';
 import { DueWork, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
@@ -170,9 +171,10 @@ export class DeliveryProcess implements BackgroundProcess {
         this.#toDecider(s, outcomes, now),
         history,
       );
-      await this.#suppressHardBounces(meta, job.email_id, result.events);
+      await this.#suppressHardBounces(meta, job.email_id, [...history, ...result.events]);
       return this.#finish(job, result.state as Known);
     }
+    await this.#suppressHardBounces(meta, job.email_id, history);
     return this.#finish(job, s);
   }
 
@@ -227,15 +229,25 @@ export class DeliveryProcess implements BackgroundProcess {
     });
   }
 
-  async #suppressHardBounces(meta: EventMetadata, emailId: string, events: EmailEvent[]) {
-    for (const e of events) {
-      if (e.type === 'EmailBounced' && e.data.bounceType === 'hard') {
-        await addSuppression(this.#services, meta, {
-          email: e.data.recipient,
-          reason: 'hard_bounce',
-          sourceEmailId: emailId,
-        });
-      }
+  /**
+   * Suppresses the email's hard-bounced recipients: this run's, and those a run that crashed after recording them
+   * never suppressed (the job outlived it, so the email comes back here). An address whose suppression already
+   * came from this email is left alone, so one the customer has lifted since stays lifted.
+   */
+  async #suppressHardBounces(
+    meta: EventMetadata,
+    emailId: string,
+    events: { type: string; data: unknown }[],
+  ) {
+    for (const e of events as EmailEvent[]) {
+      if (e.type !== 'EmailBounced' || e.data.bounceType !== 'hard') continue;
+      const email = e.data.recipient;
+      const suppressions = await this.#services.store.readStream(
+        suppressionStream(meta.orgId, meta.mode, email),
+      );
+      if (suppressions.some((x) => x.type === 'SuppressionAdded' && x.data.sourceEmailId === emailId))
+        continue;
+      await addSuppression(this.#services, meta, { email, reason: 'hard_bounce', sourceEmailId: emailId });
     }
   }
 

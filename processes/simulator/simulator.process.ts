@@ -11,6 +11,7 @@ import {
 import { recipientsOf } from '../../write-side/emails/decider.ts';
 import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
 import { addSuppression } from '../../write-side/suppressions/commands.ts';
+import { messageIdOf } from '../delivery/outbound-message.ts';
 import { DueWork, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
@@ -139,7 +140,10 @@ export class SimulatorProcess implements BackgroundProcess {
   async #play(row: StepRow) {
     const meta = systemMeta({ orgId: row.org_id, mode: row.mode });
     if (row.recipient === SEND.recipient) return this.#send(meta, row);
-    const messageId = `<${row.email_id}@simulator>`;
+    const content = await this.#content(row.email_id);
+    if (!content) return;
+    // The same Message-ID as a live send (the decider writes it into EmailSent if this step records it first).
+    const messageId = messageIdOf(content);
     const s = row.step;
     const attempt = 'attempt' in s && s.attempt ? s.attempt : 1;
     switch (s.kind) {
@@ -203,9 +207,8 @@ export class SimulatorProcess implements BackgroundProcess {
 
   /** "Sends": sending started and sent, then plans each recipient's outcome from now. */
   async #send(meta: EventMetadata, row: StepRow) {
-    const history = await this.#services.store.readStream(emailStream(row.email_id));
-    const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
-    if (!accepted) return;
+    const content = await this.#content(row.email_id);
+    if (!content) return;
     const started = await startSending(this.#services, meta, row.email_id);
     // Canceled (or never released): nothing to send. `sent` means a crash after sending: plan the steps again.
     if (
@@ -213,12 +216,11 @@ export class SimulatorProcess implements BackgroundProcess {
       (started.state.lifecycle !== 'sending' && started.state.lifecycle !== 'sent')
     )
       return;
-    const domain = (accepted.data as EmailContent).domainName;
-    await recordOutcomes(this.#services, meta, row.email_id, `<${row.email_id}@${domain}>`, []);
+    await recordOutcomes(this.#services, meta, row.email_id, messageIdOf(content), []);
     const now = this.#services.clock.now().getTime();
     const values: unknown[] = [];
     const tuples: string[] = [];
-    for (const recipient of recipientsOf(accepted.data as EmailContent)) {
+    for (const recipient of recipientsOf(content)) {
       simulatedOutcome(recipient).forEach((step, i) => {
         const n = values.length;
         tuples.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, 'test', $${n + 5}, $${n + 6})`);
@@ -236,6 +238,13 @@ export class SimulatorProcess implements BackgroundProcess {
       `INSERT INTO simulator_steps (email_id, recipient, seq, org_id, mode, due_at, step) VALUES ${tuples.join(', ')} ON CONFLICT DO NOTHING`,
       values,
     );
+  }
+
+  /** The email as accepted (queued or scheduled), or null when its stream holds none. */
+  async #content(emailId: string): Promise<EmailContent | null> {
+    const history = await this.#services.store.readStream(emailStream(emailId));
+    const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
+    return accepted ? (accepted.data as EmailContent) : null;
   }
 
   async stop(): Promise<void> {

@@ -432,13 +432,15 @@ export class WebhookDispatcher implements BackgroundProcess {
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [row.id, attempt, now, outcome.status, latencyMs, outcome.excerpt, outcome.error],
     );
+    // The delivery was reset (retry requested) while in flight: its new round decides, and counts, not this
+    // outcome (as for successes, the attempt stays in the log).
+    if (rowCount === 0) return;
     const { rows } = await db.query<{ exhausted_streak: number }>(
       `UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1, total_failures = total_failures + 1,
          last_failure_at = $2, exhausted_streak = exhausted_streak + $3
        WHERE webhook_id = $1 RETURNING exhausted_streak`,
-      [row.webhook_id, now, status === 'exhausted' && rowCount > 0 ? 1 : 0],
+      [row.webhook_id, now, status === 'exhausted' ? 1 : 0],
     );
-    if (rowCount === 0) return; // the delivery was reset (retry requested) while in flight: its new round decides
     const meta = { orgId: row.org_id, mode: row.mode, actor: 'system' };
     if (gone) await this.#disable(row, meta, 'endpoint_gone', `${row.url} answered 410 Gone`);
     if (status === 'exhausted') {

@@ -1,4 +1,5 @@
 import { Agent, request } from 'undici';
+import { storableText } from '../../platform/storable-text.ts';
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './ssrf-guard.ts';
 
 export interface SendOutcome {
@@ -67,7 +68,10 @@ export class WebhookSender {
       return {
         status: res.statusCode,
         retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-        excerpt: size ? Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8') : null,
+        // The receiver's bytes: NUL and other controls out before they reach PostgreSQL.
+        excerpt: size
+          ? storableText(Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'), EXCERPT_BYTES)
+          : null,
         error: null,
       };
     } catch (error: any) {

@@ -8,6 +8,7 @@ import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../processes/delivery/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
+import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/events.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
@@ -169,6 +170,9 @@ describe('live delivery through the outbound MTA', () => {
     await delivery.runOnce();
     e = await email(id);
     expect(e.status).toBe('delivered');
+    // Nothing of the earlier 4xx is left on the delivered recipient.
+    expect(e.recipients[0]).toMatchObject({ status: 'delivered', smtp_code: null, next_attempt_at: null });
+    expect(e.recipients[0].smtp_response).not.toMatch(/^451/);
     expect(await types(id)).toEqual([
       'EmailQueued',
       'EmailSendingStarted',
@@ -251,19 +255,76 @@ describe('live delivery through the outbound MTA', () => {
     await restarted.stop();
     expect(mx.messages).toHaveLength(1);
     expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
-    // A crash after the send but before recording (claim expired): the email goes again (at-least-once).
-    const id2 = await send({ to: ['twice@rcpt.test'] });
-    await svc.postline.services.db.query(
-      `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at, claimed_until) VALUES ($1, $2, 'live', $3, $4)
-       ON CONFLICT (email_id) DO UPDATE SET claimed_until = excluded.claimed_until`,
-      [id2, acme.orgId, clock.now(), new Date(clock.now().getTime() + 60_000)],
-    );
+  });
+
+  it('sends again after a crash between the send and its record (at-least-once), recording it once', async () => {
+    /** Completes the real SMTP transaction, then "dies" before the process can record what the server said. */
+    class CrashAfterSend extends OutboundMta {
+      override async send(...args: Parameters<OutboundMta['send']>): ReturnType<OutboundMta['send']> {
+        await super.send(...args);
+        throw new Error('simulated crash after the send');
+      }
+    }
+    const mta = new CrashAfterSend({
+      dnsServers: [dns.serverAddress],
+      port: mx.port,
+      log: pino({ level: 'silent' }),
+      tls: { rejectUnauthorized: false },
+    });
+    const crashing = new DeliveryProcess(svc.postline.services, { mta });
+    const id = await send({ to: ['twice@rcpt.test'] });
+    const copies = () => mx.messages.filter((m) => m.rcptTo.includes('twice@rcpt.test')).length;
+    try {
+      await crashing.runOnce();
+    } finally {
+      await crashing.stop();
+    }
+    expect(copies()).toBe(1); // it went out...
+    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted']); // ...and nothing says so
     await delivery.runOnce();
-    expect(mx.messages).toHaveLength(1); // claimed by the "crashed" worker
+    expect(copies()).toBe(1); // the crashed run's claim still holds the job
     clock.advance(11 * 60_000);
     await delivery.runOnce();
-    expect(mx.messages).toHaveLength(2);
-    expect((await email(id2)).status).toBe('delivered');
+    // At-least-once: once the claim runs out the email goes again, so the recipient may get it twice (here it
+    // does, as the first copy was accepted) but the outcome is recorded once.
+    expect(copies()).toBe(2);
+    expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
+    expect((await email(id)).status).toBe('delivered');
+  });
+
+  it('adds the suppression of a hard bounce recorded just before a crash, and only once', async () => {
+    const services = svc.postline.services;
+    mx.scriptRecipient('later3@rcpt.test', { code: 451, message: '4.3.0 try again later' });
+    const id = await send({ to: ['crashed@rcpt.test', 'later3@rcpt.test'] });
+    // What a run that crashed right after recording the bounce leaves: the bounce in the stream, no suppression.
+    const meta = systemMeta({ orgId: acme.orgId, mode: 'live' });
+    await startSending(services, meta, id);
+    await recordOutcomes(services, meta, id, `<${id}@acme-send.test>`, [
+      {
+        recipient: 'crashed@rcpt.test',
+        result: 'bounced',
+        bounceType: 'hard',
+        attempt: 1,
+        smtpCode: 550,
+        smtpResponse: '550 5.1.1 no such user',
+      },
+    ]);
+    const suppressions = () =>
+      services.store.readStream(suppressionStream(acme.orgId, 'live', 'crashed@rcpt.test'));
+    await delivery.runOnce();
+    expect(mx.rcptLog.map((r) => r.recipient)).not.toContain('crashed@rcpt.test');
+    const added = await suppressions();
+    expect(added.map((e) => e.type)).toEqual(['SuppressionAdded']);
+    expect(added[0].data).toMatchObject({ reason: 'hard_bounce', sourceEmailId: id });
+
+    // Lifted by the customer: the next look at the email (the other recipient's retry) leaves it lifted.
+    await services.readYourWrites.waitFor(['suppressions'], added[0].position);
+    const supId = (added[0].data as { suppressionId: string }).suppressionId;
+    expect((await acme.live.delete(`/v1/suppressions/${supId}`)).status).toBe(200);
+    clock.advance(RETRY_DELAYS_MS[0]);
+    await delivery.runOnce();
+    expect((await email(id)).status).toBe('delivered');
+    expect((await suppressions()).map((e) => e.type)).toEqual(['SuppressionAdded', 'SuppressionRemoved']);
   });
 
   it('never sends a test-mode email', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
+import { startSending, systemMeta } from '../../write-side/emails/commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/events.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 
@@ -100,6 +101,8 @@ describe('test-mode simulator', () => {
     await tick(5 * 60_000);
     e = await email(id);
     expect(e.status).toBe('delivered');
+    // As for a live email: nothing of the earlier 4xx is left on the delivered recipient.
+    expect(e.recipients[0]).toMatchObject({ status: 'delivered', smtp_code: null, next_attempt_at: null });
     expect(await types(id)).toEqual([
       'EmailQueued',
       'EmailSendingStarted',
@@ -138,6 +141,26 @@ describe('test-mode simulator', () => {
       expect(t.slice(0, 3)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailSent']);
       expect(t.slice(3).sort()).toEqual(['EmailBounced', 'EmailDelivered']);
     }
+  });
+
+  it('gives the Message-ID a live email gets even when a step is played before the send is recorded', async () => {
+    const id = await send([`delivered@${SIM}`]);
+    const db = svc.postline.services.db;
+    const step = (recipient: string, seq: number, step: object, claimedUntil: Date | null) =>
+      db.query(
+        `INSERT INTO simulator_steps (email_id, recipient, seq, org_id, mode, due_at, step, claimed_until)
+         VALUES ($1, $2, $3, $4, 'test', $5, $6, $7)`,
+        [id, recipient, seq, acme.orgId, clock.now(), JSON.stringify(step), claimedUntil],
+      );
+    // Another simulator holds the send step and has recorded only that sending started (EmailSent is still to
+    // come) when a recipient's step plays here: that step's outcome records EmailSent, with its Message-ID.
+    await step('', 0, {}, new Date(clock.now().getTime() + 60_000));
+    await startSending(svc.postline.services, systemMeta({ orgId: acme.orgId, mode: 'test' }), id);
+    await step(`delivered@${SIM}`, 1, { afterMs: 0, kind: 'delivered' }, null);
+    await simulator.runOnce();
+    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailSent', 'EmailDelivered']);
+    expect((await email(id)).message_id).toBe(`<${id}@acme.test>`);
+    await db.query('DELETE FROM simulator_steps WHERE email_id = $1', [id]);
   });
 
   it('never touches live emails', async () => {

@@ -363,6 +363,52 @@ describe('outbound MTA: connections that go wrong', () => {
     }
   });
 
+  it('keeps NUL bytes and runaway length out of the replies it reports', async () => {
+    // smtp-server blanks control characters in its replies, so this receiver speaks SMTP by hand.
+    const rude = createServer((socket) => {
+      const answer = (line: string) => socket.write(`${line}\r\n`);
+      let inData = false;
+      let buffered = '';
+      answer('220 rude.test ESMTP');
+      socket.on('data', (chunk) => {
+        buffered += chunk.toString('latin1');
+        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+          const line = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          if (inData) {
+            if (line === '.') {
+              inData = false;
+              answer(`554 5.6.0 refused\0 ${'x'.repeat(3000)}`);
+            }
+          } else if (/^EHLO/i.test(line)) answer('250 rude.test');
+          else if (/^RCPT TO:<a@/i.test(line)) answer('451 4.3.0 busy\0 try later');
+          else if (/^DATA/i.test(line)) {
+            inData = true;
+            answer('354 go ahead');
+          } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
+          else answer('250 ok');
+        }
+      });
+    });
+    await new Promise<void>((resolve) => rude.listen(0, '127.0.0.1', resolve));
+    try {
+      publishMx('rude.test');
+      const out = mta((rude.address() as { port: number }).port);
+      const to = ['a@rude.test', 'b@rude.test'];
+      const [a, b] = await out.send(message({ to }), to);
+      expect(a).toMatchObject({
+        result: 'deferred',
+        smtpCode: 451,
+        smtpResponse: '451 4.3.0 busy try later',
+      });
+      expect(b).toMatchObject({ result: 'bounced', smtpCode: 554 });
+      expect(b.smtpResponse).toMatch(/^554 5\.6\.0 refused x+$/);
+      expect(b.smtpResponse.length).toBeLessThanOrEqual(1000);
+    } finally {
+      rude.close();
+    }
+  });
+
   it('resolves internationalized domains in punycode and reports them as given', async () => {
     const s = await sink();
     publishMx('xn--bcher-kva.test');

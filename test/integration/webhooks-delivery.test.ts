@@ -242,6 +242,51 @@ describe('webhook fan-out and dispatch', () => {
     expect(r.received.at(-1)!.body).toBe(r.received.at(-2)!.body);
   });
 
+  it('records a 2xx whose body carries NUL bytes as succeeded, the excerpt cleaned', async () => {
+    // PostgreSQL refuses \u0000 in text: the receiver's body must not keep the success from being recorded.
+    const org = await svc.createOrg('pro');
+    const r = await receiver();
+    r.respond = () => ({ status: 200, body: 'ok\u0000\u0000done' });
+    const wh = await webhookFor(org, r);
+    await pump();
+    const [log] = await deliveries(org, wh.id);
+    expect(log.status).toBe('succeeded');
+    expect(log.attempts[0]).toMatchObject({ response_status: 200, response_excerpt: 'okdone' });
+  });
+
+  it('does not count against the endpoint a failure whose delivery was reset while in flight', async () => {
+    const org = await svc.createOrg('pro');
+    const r = await receiver();
+    const wh = await webhookFor(org, r, ['email.sent']);
+    await pump();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    r.respond = async () => {
+      await held;
+      return { status: 500 };
+    };
+    await (await sendEmail(org)).sent();
+    await fanOut.runOnce(await logMarker(store()));
+    const inFlight = dispatcher.runOnce();
+    let deliveryId = '';
+    try {
+      deliveryId = (await r.waitFor(2))[1].id;
+      const retry = await org.live.post(`/v1/webhooks/${wh.id}/deliveries/${deliveryId}/retry`);
+      expect(retry.status).toBe(202);
+      await fanOut.runOnce(await logMarker(store())); // the reset lands while the request is held
+    } finally {
+      release();
+    }
+    await inFlight;
+    // The same run sent the reset delivery again (500 at once now): that failure counts, the discarded one not.
+    const endpoint = (await org.live.get(`/v1/webhooks/${wh.id}`)).body;
+    expect(endpoint.consecutive_failures).toBe(1);
+    const reset = (await deliveries(org, wh.id)).find((d) => d.id === deliveryId);
+    expect(reset).toMatchObject({ status: 'pending', last_response_status: 500 });
+  });
+
   it('replays what an endpoint missed while it was down or switched off, under the original delivery ids', async () => {
     const org = await svc.createOrg('pro');
     const r = await receiver();

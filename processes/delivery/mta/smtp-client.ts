@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Logger } from '../../../platform/logger.ts';
+import { storableText } from '../../../platform/storable-text.ts';
 
 /** What the server said about one recipient of a transaction. */
 export interface RecipientReply {
@@ -57,11 +58,14 @@ const codeOf = (response: string | undefined): number | undefined => {
 export const starttlsFailed = (err: unknown): boolean =>
   (err as { starttlsFailed?: boolean })?.starttlsFailed === true;
 
+/** Replies end up in events and read models; the server decides what it says (see storableText). */
+const MAX_REPLY_CHARS = 1000;
+
 /** A human-readable reason for an error that carries no SMTP reply (refused, timed out, TLS failure). */
 export function describeError(err: unknown): string {
   const e = err as SmtpError;
-  if (e?.response) return e.response;
-  return `${e?.code ?? 'ERROR'}: ${e?.message ?? String(err)}`;
+  // Messages quote the server too (an invalid greeting, say).
+  return storableText(e?.response || `${e?.code ?? 'ERROR'}: ${e?.message ?? String(err)}`, MAX_REPLY_CHARS);
 }
 
 /**
@@ -199,7 +203,7 @@ export class SmtpSession {
       recipient,
       result: resultForCode(r.smtpCode),
       smtpCode: r.smtpCode,
-      smtpResponse: r.smtpResponse,
+      smtpResponse: storableText(r.smtpResponse, MAX_REPLY_CHARS),
     };
   }
 
