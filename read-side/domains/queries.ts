@@ -144,7 +144,7 @@ export async function findSendingDomain(
  */
 export async function findInboundDomains(db: Database, name: string) {
   const rows = await active(db)
-    .where('name', '=', name.toLowerCase())
+    .where('name', '=', domainToASCII(name.toLowerCase().replace(/\.$/, '')))
     .where('inbound_enabled', '=', true)
     .execute();
   return rows.map((r) => ({
@@ -156,14 +156,29 @@ export async function findInboundDomains(db: Database, name: string) {
   }));
 }
 
-/** Domains whose last DNS check is older than `before` (or that were never checked), oldest first. */
+/**
+ * Domains whose last DNS check is older than `before` (or that were never checked), oldest first. A domain whose
+ * name another domain holds (verified, deleted or not, until purged) cannot verify: its check would be refused
+ * and, never recorded, would come first again on every run, crowding out the rest. It is left out.
+ */
 export async function domainsDueForCheck(db: Database, before: Date, limit: number) {
   return db.kysely
-    .selectFrom('domains')
-    .select(['id', 'org_id', 'mode'])
-    .where('deleted_at', 'is', null)
-    .where((eb) => eb.or([eb('last_checked_at', 'is', null), eb('last_checked_at', '<', before)]))
-    .orderBy('last_checked_at', (ob) => ob.asc().nullsFirst())
+    .selectFrom('domains as d')
+    .select(['d.id', 'd.org_id', 'd.mode'])
+    .where('d.deleted_at', 'is', null)
+    .where((eb) => eb.or([eb('d.last_checked_at', 'is', null), eb('d.last_checked_at', '<', before)]))
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('domains as holder')
+            .select('holder.id')
+            .whereRef('holder.name', '=', 'd.name')
+            .whereRef('holder.id', '<>', 'd.id')
+            .where('holder.status', '=', 'verified'),
+        ),
+      ),
+    )
+    .orderBy('d.last_checked_at', (ob) => ob.asc().nullsFirst())
     .limit(limit)
     .execute() as Promise<{ id: string; org_id: string; mode: Mode }[]>;
 }

@@ -3,7 +3,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { createResolver, mailauthResolver } from '../../platform/dns.ts';
 import { DomainVerifierProcess } from '../../processes/domain-verifier/domain-verifier.process.ts';
-import { findInboundDomains, findSendingDomain } from '../../read-side/domains/queries.ts';
+import {
+  domainsDueForCheck,
+  findInboundDomains,
+  findSendingDomain,
+} from '../../read-side/domains/queries.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv, publishDomainRecords } from '../support/domains.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
@@ -210,6 +214,13 @@ describe('a name verified by one organization', () => {
     expect(steal.status).toBe(409);
     expect(steal.body.error.code).toBe('domain_exists');
     expect((await other.live.get(`/v1/domains/${early.body.id}`)).body.status).toBe('pending');
+    // The periodic re-check leaves it out: it could never verify, and would crowd out the others.
+    const fresh = await third.live.post('/v1/domains', { name: unique() });
+    const due = (await domainsDueForCheck(svc.postline.services.db, new Date('2100-01-01'), 10_000)).map(
+      (d) => d.id,
+    );
+    expect(due).toContain(fresh.body.id);
+    expect(due).not.toContain(early.body.id);
   });
 
   it('can still be added by the same organization in test mode', async () => {

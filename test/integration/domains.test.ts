@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findDomainById, findSendingDomain } from '../../read-side/domains/queries.ts';
+import { domainNameStream } from '../../write-side/domains/events.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 
 let svc: TestService;
@@ -172,6 +173,43 @@ describe('POST /v1/domains', () => {
     expect((await acme.live.post('/v1/domains', { name })).status).toBe(201);
     expect((await other.live.post('/v1/domains', { name })).status).toBe(201);
     expect((await acme.test.post('/v1/domains', { name })).status).toBe(201);
+  });
+});
+
+describe('a name registered by a request still in flight', () => {
+  // A request registers the name, then writes its domain: between the two, another request must not take the
+  // registration for one a crash left behind.
+  const registerOnly = async (org: TestOrg, name: string, at: Date) =>
+    svc.postline.services.store.append(
+      domainNameStream(name),
+      [
+        {
+          type: 'DomainNameRegistered',
+          data: {
+            name,
+            domainId: 'dom_inflight',
+            orgId: org.orgId,
+            mode: 'live',
+            registeredAt: at.toISOString(),
+          },
+          metadata: { orgId: org.orgId, mode: 'live', actor: 'test' },
+        },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+
+  it('is respected while young: the second request gets 409 domain_exists', async () => {
+    const name = unique();
+    await registerOnly(acme, name, new Date());
+    const r = await acme.live.post('/v1/domains', { name });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('domain_exists');
+  });
+
+  it('is freed once old: a crash left it', async () => {
+    const name = unique();
+    await registerOnly(acme, name, new Date(Date.now() - 10 * 60_000));
+    expect((await acme.live.post('/v1/domains', { name })).status).toBe(201);
   });
 });
 

@@ -136,39 +136,53 @@ describe('pagination', () => {
 });
 
 describe('idempotency', () => {
+  const template = (name: string) => ({ name, subject: 'Hi', html: '<p>Hi</p>' });
+
   it('replays the first response for the same key and body without acting again', async () => {
-    const headers = { 'idempotency-key': 'create-ci-key-1' };
-    const first = await org.live.post('/v1/api-keys', { name: 'idem' }, headers);
-    const second = await org.live.post('/v1/api-keys', { name: 'idem' }, headers);
+    const headers = { 'idempotency-key': 'create-template-1' };
+    const first = await org.live.post('/v1/templates', template('idem'), headers);
+    const second = await org.live.post('/v1/templates', template('idem'), headers);
     expect(first.status).toBe(201);
     expect(second.status).toBe(201);
     expect(second.body).toEqual(first.body);
     expect(second.headers['idempotent-replayed']).toBe('true');
-    const list = await org.live.get('/v1/api-keys?limit=100');
-    expect(list.body.data.filter((k: any) => k.name === 'idem')).toHaveLength(1);
+    const list = await org.live.get('/v1/templates?limit=100');
+    expect(list.body.data.filter((t: any) => t.name === 'idem')).toHaveLength(1);
   });
 
   it('409 for the same key with another body', async () => {
-    const headers = { 'idempotency-key': 'create-ci-key-2' };
-    expect((await org.live.post('/v1/api-keys', { name: 'a' }, headers)).status).toBe(201);
-    expectError(await org.live.post('/v1/api-keys', { name: 'b' }, headers), 409, 'idempotency_key_reused');
+    const headers = { 'idempotency-key': 'create-template-2' };
+    expect((await org.live.post('/v1/templates', template('a'), headers)).status).toBe(201);
+    expectError(await org.live.post('/v1/templates', template('b'), headers), 409, 'idempotency_key_reused');
   });
 
   it('replays validation errors too, and scopes keys per organization and mode', async () => {
     const headers = { 'idempotency-key': 'shared-key' };
-    expectError(await org.live.post('/v1/api-keys', { name: '' }, headers), 422, 'validation_error');
-    expectError(await org.live.post('/v1/api-keys', { name: '' }, headers), 422, 'validation_error');
+    expectError(await org.live.post('/v1/templates', template(''), headers), 422, 'validation_error');
+    expectError(await org.live.post('/v1/templates', template(''), headers), 422, 'validation_error');
     const other = await svc.createOrg();
-    expect((await other.live.post('/v1/api-keys', { name: 'x' }, headers)).status).toBe(201);
-    expect((await org.test.post('/v1/api-keys', { name: 'x' }, headers)).status).toBe(201);
+    expect((await other.live.post('/v1/templates', template('x'), headers)).status).toBe(201);
+    expect((await org.test.post('/v1/templates', template('x'), headers)).status).toBe(201);
   });
 
   it('400 for an unusable key', async () => {
     expectError(
-      await org.live.post('/v1/api-keys', { name: 'x' }, { 'idempotency-key': 'x'.repeat(300) }),
+      await org.live.post('/v1/templates', template('x'), { 'idempotency-key': 'x'.repeat(300) }),
       400,
       'invalid_header',
     );
+  });
+
+  it('does not apply to API key creation, whose secret must never be stored', async () => {
+    const headers = { 'idempotency-key': 'api-key-1' };
+    const first = await org.live.post('/v1/api-keys', { name: 'twice' }, headers);
+    const second = await org.live.post('/v1/api-keys', { name: 'twice' }, headers);
+    expect(second.body.key).not.toBe(first.body.key);
+    const { rows } = await svc.postline.services.db.query(
+      `SELECT count(*)::int AS n FROM events WHERE data::text LIKE '%' || $1 || '%'`,
+      [first.body.key],
+    );
+    expect(rows[0].n).toBe(0);
   });
 });
 

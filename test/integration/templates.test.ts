@@ -217,6 +217,10 @@ describe('templates: rendering over HTTP', () => {
     expect(r.body.html).toBe('<h1>Hi &lt;script&gt;x&lt;/script&gt;</h1><p>Plan: Pro &amp; more</p>');
     expect(r.body.text).toBe('Hi <script>x</script>');
     expect(r.body.subject).toBe('Welcome, <script>x</script>');
+    const { rows } = await svc.postline.services.db.query(
+      `SELECT count(*)::int AS n FROM events WHERE stream_id LIKE 'email-%'`,
+    );
+    expect(rows[0].n).toBe(0);
   });
 
   it('names missing required variables', async () => {

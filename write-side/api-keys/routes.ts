@@ -40,7 +40,7 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
         created_at: key.createdAt,
       });
     },
-    { idempotent: true },
+    // Not idempotent on purpose: a replayed reply would have to keep the key, and only its hash may be stored.
   );
 
   api.delete('/api-keys/:key_id', async (req) => {

@@ -46,7 +46,13 @@ async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
   };
 }
 
-/** Registers the name in its claim stream; registrations whose domain was never written (a crash) are freed. */
+/** A registration whose domain stream is still empty after this long was left by a crash, not in flight. */
+const ABANDONED_AFTER_MS = 5 * 60_000;
+
+/**
+ * Registers the name in its claim stream; registrations whose domain was never written (a crash) are freed.
+ * Only old ones: a young one may belong to a request still running, which would otherwise lose its name.
+ */
 async function registerName(services: Deps, meta: EventMetadata, name: string, domainId: string, at: string) {
   const stream = domainNameStream(name);
   const history = await services.store.readStream(stream);
@@ -56,6 +62,7 @@ async function registerName(services: Deps, meta: EventMetadata, name: string, d
     if (
       r.orgId === meta.orgId &&
       r.mode === meta.mode &&
+      Date.parse(at) - Date.parse(r.since) > ABANDONED_AFTER_MS &&
       (await services.store.readStream(domainStream(id))).length === 0
     )
       abandoned.push(id);

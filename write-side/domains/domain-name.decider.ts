@@ -24,7 +24,8 @@ export type DomainNameCommand =
   | { type: 'ReleaseDomainName'; name: string; domainId: string; at: string };
 
 export interface DomainNameState {
-  registrations: Record<string, { orgId: string; mode: Mode; claimed: boolean }>;
+  /** `since`: when the name was registered for that domain (or claimed). */
+  registrations: Record<string, { orgId: string; mode: Mode; claimed: boolean; since: string }>;
 }
 
 const claimedByAnother = (state: DomainNameState, orgId: string) =>
@@ -41,6 +42,7 @@ export const domainNameDecider: Decider<DomainNameCommand, DomainNameEvent, Doma
           orgId: event.data.orgId,
           mode: event.data.mode,
           claimed: false,
+          since: event.data.registeredAt,
         };
         break;
       case 'DomainNameClaimed':
@@ -48,6 +50,7 @@ export const domainNameDecider: Decider<DomainNameCommand, DomainNameEvent, Doma
           orgId: event.data.orgId,
           mode: event.data.mode,
           claimed: true,
+          since: registrations[event.data.domainId]?.since ?? event.data.claimedAt,
         };
         break;
       case 'DomainNameReleased':

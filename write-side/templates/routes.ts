@@ -106,20 +106,24 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     });
   });
 
-  api.post('/templates', async (req) => {
-    const body = parse(createBody, req.body);
-    const { templateId, position } = await createTemplate(services, metaOf(req), req.auth.plan, {
-      name: body.name,
-      engine: body.engine,
-      content: {
-        subject: body.subject,
-        html: body.html ?? null,
-        text: body.text ?? null,
-        variables: body.variables,
-      },
-    });
-    return created(await current(req, templateId, position));
-  });
+  api.post(
+    '/templates',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const { templateId, position } = await createTemplate(services, metaOf(req), req.auth.plan, {
+        name: body.name,
+        engine: body.engine,
+        content: {
+          subject: body.subject,
+          html: body.html ?? null,
+          text: body.text ?? null,
+          variables: body.variables,
+        },
+      });
+      return created(await current(req, templateId, position));
+    },
+    { idempotent: true },
+  );
 
   api.patch('/templates/:template_id', async (req) => {
     const templateId = templateIdOf(req);
@@ -137,18 +141,22 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     return ok(await current(req, templateId, position));
   });
 
-  api.post('/templates/:template_id/duplicate', async (req) => {
-    const sourceId = templateIdOf(req);
-    const body = parse(duplicateBody, req.body);
-    const { templateId, position } = await duplicateTemplate(
-      services,
-      metaOf(req),
-      req.auth.plan,
-      sourceId,
-      body.name,
-    );
-    return created(await current(req, templateId, position));
-  });
+  api.post(
+    '/templates/:template_id/duplicate',
+    async (req) => {
+      const sourceId = templateIdOf(req);
+      const body = parse(duplicateBody, req.body);
+      const { templateId, position } = await duplicateTemplate(
+        services,
+        metaOf(req),
+        req.auth.plan,
+        sourceId,
+        body.name,
+      );
+      return created(await current(req, templateId, position));
+    },
+    { idempotent: true },
+  );
 
   api.delete('/templates/:template_id', async (req) => {
     const templateId = templateIdOf(req);
