@@ -1,13 +1,13 @@
 import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { createResolver } from '../../platform/dns.ts';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Plan } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { countDomains } from '../../read-side/domains/queries.ts';
+import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/commands.ts';
 import { type DomainCommand, domainDecider } from './decider.ts';
 import { checkDnsRecords } from './dns-check.ts';
 import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from './dns-records.ts';
@@ -23,6 +23,13 @@ import {
 const generateRsaKeyPair = promisify(generateKeyPair);
 
 export const DOMAIN_LIMITS: Record<Plan, number> = { free: 1, pro: 10, business: Number.POSITIVE_INFINITY };
+
+/** Domains count against the plan until deleted (soft delete frees the slot, as the list stops showing it). */
+export const DOMAIN_SLOTS: PlanSlotKind = {
+  resource: 'domains',
+  streamOf: domainStream,
+  releasedBy: ['DomainDeleted', 'DomainPurged'],
+};
 
 type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db'>;
 
@@ -84,47 +91,47 @@ export interface NewDomain {
   inboundEnabled: boolean;
 }
 
+/** The plan limit is a slot taken before anything is written (plan-slots): racing adds cannot overshoot it. */
 export async function addDomain(services: Deps, meta: EventMetadata, plan: Plan, input: NewDomain) {
   const limit = DOMAIN_LIMITS[plan];
-  if ((await countDomains(services.db, meta.orgId, meta.mode)) >= limit) {
-    throw new AppError(
-      'plan_limit_exceeded',
-      `The ${plan} plan includes ${limit} domain${limit === 1 ? '' : 's'}; delete one or upgrade the plan.`,
-    );
-  }
   const now = services.clock.now();
   const at = now.toISOString();
   const domainId = newId('dom', now.getTime());
-  const dkim = await newDkimKey(services, now);
-  const settings = dnsSettings(services.config);
-  await registerName(services, meta, input.name, domainId, at);
-  const result = await handleCommand(
-    services.store,
-    domainStream(domainId),
-    domainDecider,
-    {
-      type: 'AddDomain',
-      domainId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      ...input,
-      dkim,
-      returnPathDomain: `${settings.returnPathSubdomain}.${input.name}`,
-      trackingDomain: `${TRACKING_LABEL}.${input.name}`,
-      records: dnsRecordsFor(
-        {
-          name: input.name,
-          selector: dkim.selector,
-          publicKey: dkim.publicKey,
-          inboundEnabled: input.inboundEnabled,
-        },
-        settings,
-      ),
-      at,
-    },
-    meta,
-  );
-  return { domainId, position: result.position };
+  const refusal =
+    `The ${plan} plan includes ${limit} domain${limit === 1 ? '' : 's'}; ` +
+    'delete one or upgrade the plan.';
+  return withPlanSlot(services, meta, DOMAIN_SLOTS, { id: domainId, limit, refusal }, async () => {
+    const dkim = await newDkimKey(services, now);
+    const settings = dnsSettings(services.config);
+    await registerName(services, meta, input.name, domainId, at);
+    const result = await handleCommand(
+      services.store,
+      domainStream(domainId),
+      domainDecider,
+      {
+        type: 'AddDomain',
+        domainId,
+        orgId: meta.orgId,
+        mode: meta.mode,
+        ...input,
+        dkim,
+        returnPathDomain: `${settings.returnPathSubdomain}.${input.name}`,
+        trackingDomain: `${TRACKING_LABEL}.${input.name}`,
+        records: dnsRecordsFor(
+          {
+            name: input.name,
+            selector: dkim.selector,
+            publicKey: dkim.publicKey,
+            inboundEnabled: input.inboundEnabled,
+          },
+          settings,
+        ),
+        at,
+      },
+      meta,
+    );
+    return { domainId, position: result.position };
+  });
 }
 
 /**
@@ -204,7 +211,10 @@ export async function updateDomain(
   return { position: result.position };
 }
 
-/** Soft delete: the domain stops sending and leaves lists now; retention purges it after the grace period. */
+/**
+ * Soft delete: the domain stops sending, leaves lists and frees its plan slot now; retention purges it after the
+ * grace period (the name stays registered until then).
+ */
 export async function deleteDomain(services: Deps, meta: EventMetadata, domainId: string) {
   const now = services.clock.now();
   const result = await handleCommand(
@@ -221,6 +231,7 @@ export async function deleteDomain(services: Deps, meta: EventMetadata, domainId
     },
     meta,
   );
+  await freeSlot(services, meta, DOMAIN_SLOTS, domainId);
   return { position: result.position };
 }
 

@@ -3,16 +3,33 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Plan } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { countActiveTemplates } from '../../read-side/templates/queries.ts';
-import { requireTemplate, templateDecider } from './decider.ts';
+import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/commands.ts';
+import { requireTemplate, TEMPLATE_QUOTA, templateDecider } from './decider.ts';
 import { type TemplateContent, templateStream } from './events.ts';
 
 /**
- * Template commands: ids, time and the quota count come in here; the decider validates the Handlebars sources
- * itself (parsing is pure). The quota count is read from the read model, so two creates racing from separate
- * processes can both pass at the last free slot; one template over a Free quota is the accepted worst case.
+ * Template commands: ids, time and the quota come in here; the decider validates the Handlebars sources itself
+ * (parsing is pure). The quota is a plan slot taken before the template is written (write-side/plan-slots), so
+ * two creates racing for the last one cannot both pass; the decider's own check then sees the slots held.
  */
 type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
+
+/** Active templates count against the plan; a deleted one frees its slot. */
+export const TEMPLATE_SLOTS: PlanSlotKind = {
+  resource: 'templates',
+  streamOf: templateStream,
+  releasedBy: ['TemplateDeleted'],
+};
+
+/** Same words as the decider's own check. */
+const templateSlot = (plan: Plan, id: string) => {
+  const limit = TEMPLATE_QUOTA[plan];
+  return {
+    id,
+    limit,
+    refusal: `The ${plan} plan allows ${limit} templates; delete one or upgrade the plan.`,
+  };
+};
 
 const newVersionId = (services: Pick<Services, 'clock'>) => newId('tmplv', services.clock.now().getTime());
 
@@ -23,24 +40,26 @@ export async function createTemplate(
   input: { name: string; engine: string; content: TemplateContent },
 ) {
   const templateId = newId('tmpl', services.clock.now().getTime());
-  const result = await handleCommand(
-    services.store,
-    templateStream(templateId),
-    templateDecider,
-    {
-      type: 'CreateTemplate',
-      templateId,
-      versionId: newVersionId(services),
-      orgId: meta.orgId,
-      mode: meta.mode,
-      plan,
-      activeTemplates: await countActiveTemplates(services.db, meta.orgId, meta.mode),
-      at: services.clock.now().toISOString(),
-      ...input,
-    },
-    meta,
-  );
-  return { templateId, position: result.position };
+  return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {
+    const result = await handleCommand(
+      services.store,
+      templateStream(templateId),
+      templateDecider,
+      {
+        type: 'CreateTemplate',
+        templateId,
+        versionId: newVersionId(services),
+        orgId: meta.orgId,
+        mode: meta.mode,
+        plan,
+        activeTemplates: held,
+        at: services.clock.now().toISOString(),
+        ...input,
+      },
+      meta,
+    );
+    return { templateId, position: result.position };
+  });
 }
 
 export async function duplicateTemplate(
@@ -59,25 +78,27 @@ export async function duplicateTemplate(
     },
   );
   const templateId = newId('tmpl', services.clock.now().getTime());
-  const result = await handleCommand(
-    services.store,
-    templateStream(templateId),
-    templateDecider,
-    {
-      type: 'DuplicateTemplate',
-      templateId,
-      versionId: newVersionId(services),
-      orgId: meta.orgId,
-      mode: meta.mode,
-      plan,
-      activeTemplates: await countActiveTemplates(services.db, meta.orgId, meta.mode),
-      at: services.clock.now().toISOString(),
-      name,
-      source: { templateId: sourceId, name: source.name, version: source.latest },
-    },
-    meta,
-  );
-  return { templateId, position: result.position };
+  return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {
+    const result = await handleCommand(
+      services.store,
+      templateStream(templateId),
+      templateDecider,
+      {
+        type: 'DuplicateTemplate',
+        templateId,
+        versionId: newVersionId(services),
+        orgId: meta.orgId,
+        mode: meta.mode,
+        plan,
+        activeTemplates: held,
+        at: services.clock.now().toISOString(),
+        name,
+        source: { templateId: sourceId, name: source.name, version: source.latest },
+      },
+      meta,
+    );
+    return { templateId, position: result.position };
+  });
 }
 
 export async function updateTemplate(
@@ -137,5 +158,6 @@ export async function deleteTemplate(services: Deps, meta: EventMetadata, templa
     command,
     meta,
   );
+  await freeSlot(services, meta, TEMPLATE_SLOTS, templateId);
   return { position: result.position };
 }

@@ -9,7 +9,7 @@ import type { TemplateContent, TemplateEvent, TemplateVersion } from './events.t
 export const TEMPLATE_QUOTA: Record<Plan, number | null> = { free: 5, pro: null, business: null };
 export const TEMPLATE_NAME_MAX = 200;
 
-/** Who asks, and the quota facts a new template needs (counted by the caller from the read model). */
+/** Who asks, and the quota facts a new template needs (the plan slots held, from the caller: write-side/plan-slots). */
 interface Caller {
   templateId: string;
   orgId: string;

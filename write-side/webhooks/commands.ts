@@ -4,6 +4,7 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Plan } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
+import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/commands.ts';
 import { webhookDecider } from './decider.ts';
 import type { DisabledReason } from './events.ts';
 import { webhookStream } from './events.ts';
@@ -12,6 +13,13 @@ type Deps = Pick<Services, 'store' | 'clock' | 'secrets'>;
 
 /** Webhook endpoints per organization and mode, by plan (spec, Limits). null: unlimited. */
 export const WEBHOOK_PLAN_LIMITS: Record<Plan, number | null> = { free: 1, pro: 10, business: null };
+
+/** Endpoints count against the plan until deleted; a disabled one still counts. */
+export const WEBHOOK_SLOTS: PlanSlotKind = {
+  resource: 'webhooks',
+  streamOf: webhookStream,
+  releasedBy: ['WebhookDeleted'],
+};
 
 /** `whsec_` + base64 of 32 random bytes (Standard Webhooks asks for 24 to 64). */
 export const generateSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
@@ -24,15 +32,37 @@ export interface NewWebhook {
   active: boolean;
 }
 
-/** Creates the endpoint; the secret is returned in clear only here, and stored sealed. */
+/**
+ * Creates the endpoint within the plan's limit (the API's way): takes a plan slot first (write-side/plan-slots),
+ * so two creates racing for the last one cannot both pass. The secret is returned in clear only here.
+ */
+export async function addWebhook(
+  services: Deps & Pick<Services, 'db'>,
+  meta: EventMetadata,
+  plan: Plan,
+  input: NewWebhook,
+) {
+  const webhookId = newId('wh', services.clock.now().getTime());
+  const limit = WEBHOOK_PLAN_LIMITS[plan];
+  const refusal =
+    `Your plan allows ${limit} webhook endpoint${limit === 1 ? '' : 's'}; ` + 'delete one or upgrade.';
+  return withPlanSlot(services, meta, WEBHOOK_SLOTS, { id: webhookId, limit, refusal }, (held) =>
+    createWebhook(services, meta, plan, held, input, webhookId),
+  );
+}
+
+/**
+ * Creates the endpoint, trusting the caller's count of existing ones and taking no plan slot: for tooling on
+ * unlimited plans (bench). The secret is returned in clear only here, and stored sealed.
+ */
 export async function createWebhook(
   services: Deps,
   meta: EventMetadata,
   plan: Plan,
   existingEndpoints: number,
   input: NewWebhook,
+  webhookId = newId('wh', services.clock.now().getTime()),
 ) {
-  const webhookId = newId('wh', services.clock.now().getTime());
   const secret = generateSigningSecret();
   const result = await handleCommand(
     services.store,
@@ -103,6 +133,7 @@ export async function deleteWebhook(services: Deps, meta: EventMetadata, webhook
     { type: 'DeleteWebhook', ...caller(services, meta, webhookId) },
     meta,
   );
+  await freeSlot(services, meta, WEBHOOK_SLOTS, webhookId);
   return { position: result.position };
 }
 

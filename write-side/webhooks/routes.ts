@@ -4,9 +4,9 @@ import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { countWebhooks, findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/queries.ts';
+import { findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/queries.ts';
 import {
-  createWebhook,
+  addWebhook,
   deleteWebhook,
   requestDeliveryRetry,
   requestWebhookReplay,
@@ -68,12 +68,11 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
 
   api.post('/webhooks', async (req) => {
     const body = parse(createBody, req.body);
-    const existing = await countWebhooks(services.db, req.auth);
     const {
       webhookId: id,
       secret,
       position,
-    } = await createWebhook(services, metaOf(req.auth), req.auth.plan, existing, body);
+    } = await addWebhook(services, metaOf(req.auth), req.auth.plan, body);
     await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
     return created({ ...(await view(req.auth, id)), signing_secret: secret });
   });
