@@ -7,7 +7,12 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Plan } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/commands.ts';
+import {
+  freeSlot,
+  type PlanSlotKind,
+  SLOT_ABANDONED_AFTER_MS,
+  withPlanSlot,
+} from '../plan-slots/commands.ts';
 import { type DomainCommand, domainDecider } from './decider.ts';
 import { checkDnsRecords } from './dns-check.ts';
 import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from './dns-records.ts';
@@ -53,9 +58,6 @@ async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
   };
 }
 
-/** A registration whose domain stream is still empty after this long was left by a crash, not in flight. */
-const ABANDONED_AFTER_MS = 5 * 60_000;
-
 /**
  * Registers the name in its claim stream; registrations whose domain was never written (a crash) are freed.
  * Only old ones: a young one may belong to a request still running, which would otherwise lose its name.
@@ -69,7 +71,7 @@ async function registerName(services: Deps, meta: EventMetadata, name: string, d
     if (
       r.orgId === meta.orgId &&
       r.mode === meta.mode &&
-      Date.parse(at) - Date.parse(r.since) > ABANDONED_AFTER_MS &&
+      Date.parse(at) - Date.parse(r.since) > SLOT_ABANDONED_AFTER_MS &&
       (await services.store.readStream(domainStream(id))).length === 0
     )
       abandoned.push(id);
