@@ -1,9 +1,12 @@
+import { EventEmitter } from 'node:events';
 import type { Queryable } from '../../platform/db/database.ts';
 import { newId } from '../../platform/ids.ts';
 import { envelope } from './public-events.v1.ts';
 
 /** Wakes dispatchers (in any process) when new work is recorded. */
 export const DELIVERIES_CHANNEL = 'postline_webhook_deliveries';
+/** Wakes the dispatchers of this process as soon as new work is committed, without waiting for the NOTIFY. */
+export const deliveriesRecorded = new EventEmitter().setMaxListeners(0);
 
 export interface NewDelivery {
   id: string;
@@ -54,7 +57,7 @@ export async function saveDeliveries(
   const { rowCount } = await q.query(
     `INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts, next_attempt_at, created_at, updated_at)
      SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
-     FROM jsonb_to_recordset($1::jsonb)
+     FROM json_to_recordset($1::json)
        AS r(id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text, body text)
      ON CONFLICT (webhook_id, source_key) ${onConflict}`,
     [JSON.stringify(rows), now],

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Services } from '../../platform/services.ts';
 import { disableWebhook, recordDeliveryExhausted } from '../../write-side/webhooks/commands.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DELIVERIES_CHANNEL } from './deliveries.ts';
+import { DELIVERIES_CHANNEL, deliveriesRecorded } from './deliveries.ts';
 import { type SendOutcome, WebhookSender } from './http-sender.ts';
 import { parseRetryAfter, retryDelay } from './retry-schedule.ts';
 import { signatureHeader } from './signer.ts';
@@ -69,8 +69,8 @@ RETURNING d.id, d.webhook_id, d.org_id, d.mode, d.event_type, d.body, d.attempts
 /** Successes are recorded in batches: one statement for many deliveries keeps the database out of the way. */
 const SUCCESS_SQL = `
 WITH r AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[])
-    AS r(id, token, attempt, at, status, latency, excerpt)
+  SELECT * FROM json_to_recordset($1::json)
+    AS r(id text, token text, attempt int, at timestamptz, status int, latency int, excerpt text)
 ), d AS (
   UPDATE webhook_deliveries w SET status = 'succeeded', attempts = r.attempt, claim_token = NULL,
     last_response_status = r.status, last_error = NULL, updated_at = r.at, completed_at = r.at
@@ -147,12 +147,14 @@ export class WebhookDispatcher implements BackgroundProcess {
     if (this.#loop) return;
     this.#stopped = false;
     this.#unlisten = this.#services.db.listen(DELIVERIES_CHANNEL, () => this.#signal());
+    deliveriesRecorded.on('recorded', this.#signal);
     this.#loop = this.#run();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#closing = true;
+    deliveriesRecorded.off('recorded', this.#signal);
     this.#signal();
     await this.#loop;
     this.#loop = undefined;
@@ -264,20 +266,21 @@ export class WebhookDispatcher implements BackgroundProcess {
 
   /** Starts buffered deliveries while slots are free, at most `perEndpoint` at a time to any one endpoint. */
   #fill(): void {
-    if (this.#closing || this.#buffer.length === 0) return;
+    if (this.#closing || this.#buffer.length === 0 || this.#inFlight.size >= this.#concurrency) return;
     const now = this.#services.clock.now().getTime();
     const waiting: Claimed[] = [];
-    for (const row of this.#buffer) {
+    const buffer = this.#buffer;
+    let i = 0;
+    for (; i < buffer.length && this.#inFlight.size < this.#concurrency; i++) {
+      const row = buffer[i];
       // Its lease would end before a request could: leave it to a later claim rather than risk a double send.
       if (now - row.claimedAt > LEASE_MARGIN_MS) continue;
-      if (
-        this.#inFlight.size >= this.#concurrency ||
-        (this.#perWebhook.get(row.webhook_id) ?? 0) >= this.#perEndpoint
-      ) {
-        waiting.push(row);
-      } else this.#launch(row);
+      if ((this.#perWebhook.get(row.webhook_id) ?? 0) >= this.#perEndpoint) waiting.push(row);
+      else this.#launch(row);
     }
-    this.#buffer = waiting;
+    // Every slot taken: the rest waits as it is (called on each finished request, so no scan of the whole buffer).
+    this.#buffer =
+      i === 0 ? buffer : waiting.length === 0 ? buffer.slice(i) : waiting.concat(buffer.slice(i));
   }
 
   /** Gives claimed, unsent deliveries back (stop). */
@@ -375,14 +378,19 @@ export class WebhookDispatcher implements BackgroundProcess {
     this.#flushing = true;
     const batch = this.#successes.splice(0, 1000);
     try {
+      // One JSON parameter rather than seven arrays: cheaper to build than pg's escaped array literals.
       await this.#services.db.query(SUCCESS_SQL, [
-        batch.map((s) => s.row.id),
-        batch.map((s) => s.row.claim_token),
-        batch.map((s) => s.row.attempts + 1),
-        batch.map((s) => s.at),
-        batch.map((s) => s.status),
-        batch.map((s) => s.latencyMs),
-        batch.map((s) => s.excerpt),
+        JSON.stringify(
+          batch.map((s) => ({
+            id: s.row.id,
+            token: s.row.claim_token,
+            attempt: s.row.attempts + 1,
+            at: s.at,
+            status: s.status,
+            latency: s.latencyMs,
+            excerpt: s.excerpt,
+          })),
+        ),
       ]);
       for (const s of batch) s.done();
     } catch (error) {

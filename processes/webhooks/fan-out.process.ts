@@ -9,7 +9,13 @@ import type { Services } from '../../platform/services.ts';
 import { TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 import { isWebhookEvent } from '../../write-side/webhooks/events.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DELIVERIES_CHANNEL, type NewDelivery, newDelivery, saveDeliveries } from './deliveries.ts';
+import {
+  DELIVERIES_CHANNEL,
+  deliveriesRecorded,
+  type NewDelivery,
+  newDelivery,
+  saveDeliveries,
+} from './deliveries.ts';
 import { EmailSummaries } from './email-summaries.ts';
 import { EndpointSet } from './endpoints.ts';
 import { PUBLIC_TYPE_OF, publicData, testEventData } from './public-events.v1.ts';
@@ -35,6 +41,9 @@ export class WebhookFanOut implements BackgroundProcess {
   readonly #replays: WebhookReplays;
   readonly #batchSize: number;
   #subscription?: Subscription;
+  /** The checkpoint as of our last commit (subscription only); unknown after a stand-by or an error. */
+  #position?: Position;
+  #stopping = false;
 
   constructor(services: Services, options: { batchSize?: number } = {}) {
     this.#services = services;
@@ -45,13 +54,19 @@ export class WebhookFanOut implements BackgroundProcess {
 
   start(): void {
     if (this.#subscription) return;
+    this.#stopping = false;
     this.#subscription = this.#services.store.subscribe(
-      { from: () => this.#checkpoint(), batchSize: this.#batchSize },
+      {
+        // Our own commits tell where the checkpoint is; the row is read only at start and after a stand-by.
+        from: async () => (this.#position ??= await this.#checkpoint()),
+        batchSize: this.#batchSize,
+      },
       async (events) => {
         try {
-          await this.#apply(events);
+          await this.#drain(events, this.#position ?? (await this.#checkpoint()));
           await this.#replays.run();
         } catch (error) {
+          this.#position = undefined;
           if (!(error instanceof Standby))
             this.#services.log.error({ err: error }, 'webhook fan-out batch failed');
           throw error;
@@ -61,8 +76,32 @@ export class WebhookFanOut implements BackgroundProcess {
   }
 
   async stop(): Promise<void> {
+    this.#stopping = true;
     await this.#subscription?.stop();
     this.#subscription = undefined;
+    this.#position = undefined;
+  }
+
+  /**
+   * Works through a backlog batch after batch, reading the next batch while the current one is written, so the
+   * log read and the write overlap. Returns at the end of the backlog (a short batch), on stop, or on an error.
+   */
+  async #drain(first: StoredEvent[], from: Position): Promise<void> {
+    let events = first;
+    let before = from;
+    for (;;) {
+      const last = events[events.length - 1].position;
+      const next =
+        events.length >= this.#batchSize && !this.#stopping
+          ? this.#services.store.readAll({ from: last, limit: this.#batchSize })
+          : null;
+      next?.catch(() => {}); // awaited below unless the write fails first
+      await this.#apply(events, before);
+      this.#position = before = last;
+      if (!next) return;
+      events = await next;
+      if (events.length === 0 || this.#stopping) return;
+    }
   }
 
   /**
@@ -77,7 +116,7 @@ export class WebhookFanOut implements BackgroundProcess {
       const events = await this.#services.store.readAll({ from, limit: this.#batchSize });
       if (events.length > 0) {
         try {
-          await this.#apply(events);
+          await this.#apply(events, from);
         } catch (error) {
           if (!(error instanceof Standby) || Date.now() > deadline) throw error;
           await new Promise((r) => setTimeout(r, 10));
@@ -101,16 +140,14 @@ export class WebhookFanOut implements BackgroundProcess {
   }
 
   /**
-   * One batch: endpoints and checkpoint are read first (so are email summaries the batch lacks), then one short
-   * transaction locks the checkpoint row (NOWAIT: another process is fanning out, stand by), records the
-   * deliveries and moves the checkpoint. Only organizations with an endpoint are looked at closely.
+   * One batch, read after `before` (the checkpoint it was read from): endpoints (and email summaries the batch
+   * lacks) are read first, then one short transaction locks the checkpoint row (NOWAIT: another process is
+   * fanning out, stand by), records the deliveries and moves the checkpoint. Only organizations with an endpoint
+   * are looked at closely.
    */
-  async #apply(events: StoredEvent[]): Promise<void> {
+  async #apply(events: StoredEvent[], before: Position): Promise<void> {
     const orgs = [...new Set(events.map(orgOf))];
-    const [endpoints, before] = await Promise.all([
-      EndpointSet.load(this.#services.db, orgs),
-      this.#checkpoint(),
-    ]);
+    const endpoints = await EndpointSet.load(this.#services.db, orgs);
     const watched = new Set([
       ...endpoints.activeOrganizations(),
       ...events.filter(isWebhookEvent).map(orgOf),
@@ -118,7 +155,7 @@ export class WebhookFanOut implements BackgroundProcess {
     const relevant = events.filter((e) => e.position > before && watched.has(orgOf(e)));
     await this.#summaries.load(relevant);
     const last = events[events.length - 1].position;
-    await this.#services.db.transaction(async (tx) => {
+    const recorded = await this.#services.db.transaction(async (tx) => {
       let checkpoint: string;
       try {
         checkpoint = (
@@ -141,7 +178,10 @@ export class WebhookFanOut implements BackgroundProcess {
           [NAME, last, recorded > 0, DELIVERIES_CHANNEL],
         );
       }
+      return recorded;
     });
+    // Dispatchers of this process start at once; the NOTIFY wakes those of other processes.
+    if (recorded > 0) deliveriesRecorded.emit('recorded');
   }
 
   async #fanOut(tx: Transaction, events: StoredEvent[], endpoints: EndpointSet): Promise<number> {

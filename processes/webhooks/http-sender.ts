@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import { storableText } from '../../platform/storable-text.ts';
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './ssrf-guard.ts';
 
@@ -8,6 +8,14 @@ export interface SendOutcome {
   retryAfter?: string;
   /** The first KB of the response body, for the delivery log. */
   excerpt: string | null;
+  error: string | null;
+}
+
+interface Target {
+  origin: string;
+  /** Path and query, as sent. */
+  path: string;
+  /** Why no request is made (a malformed URL, a literal internal address), or null. */
   error: string | null;
 }
 
@@ -38,25 +46,52 @@ export class WebhookSender {
     });
   }
 
+  /** Parsed endpoint URLs (origin, path, literal-address verdict): the same few URLs come back for every delivery. */
+  readonly #targets = new Map<string, Target>();
+
+  #target(url: string): Target {
+    let target = this.#targets.get(url);
+    if (!target) {
+      try {
+        const parsed = new URL(url);
+        const blocked = this.#guard ? checkLiteralHost(parsed) : null;
+        target = {
+          origin: parsed.origin,
+          path: `${parsed.pathname}${parsed.search}`,
+          error: blocked?.message ?? null,
+        };
+      } catch {
+        target = { origin: '', path: '', error: 'invalid URL' };
+      }
+      if (this.#targets.size >= 1000) this.#targets.clear();
+      this.#targets.set(url, target);
+    }
+    return target;
+  }
+
   async post(url: string, headers: Record<string, string>, body: string): Promise<SendOutcome> {
-    let target: URL;
+    const target = this.#target(url);
+    if (target.error) return { status: null, excerpt: null, error: target.error };
     try {
-      target = new URL(url);
-    } catch {
-      return { status: null, excerpt: null, error: 'invalid URL' };
-    }
-    if (this.#guard) {
-      const blocked = checkLiteralHost(target);
-      if (blocked) return { status: null, excerpt: null, error: blocked.message };
-    }
-    try {
-      const res = await request(target, {
+      const res = await this.#agent.request({
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
         headers,
         body,
-        dispatcher: this.#agent,
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
+      const retryAfter = res.headers['retry-after'];
+      if (res.headers['content-length'] === '0' || res.statusCode === 204) {
+        // Nothing to keep: no async iteration for the common empty answer.
+        await res.body.dump();
+        return {
+          status: res.statusCode,
+          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+          excerpt: null,
+          error: null,
+        };
+      }
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of res.body) {
@@ -64,7 +99,6 @@ export class WebhookSender {
         size += chunk.length;
         if (size > MAX_READ_BYTES) break; // leaving the loop destroys the body and its connection
       }
-      const retryAfter = res.headers['retry-after'];
       return {
         status: res.statusCode,
         retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,

@@ -1,6 +1,6 @@
 import type { Services } from '../../platform/services.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import { DELIVERIES_CHANNEL, newDelivery, saveDeliveries } from './deliveries.ts';
+import { DELIVERIES_CHANNEL, deliveriesRecorded, newDelivery, saveDeliveries } from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
 import { PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';
 
@@ -81,18 +81,20 @@ export class WebhookReplays {
       const endpoint = { webhookId: replay.webhook_id, orgId: replay.org_id, mode: replay.mode };
       return data ? [newDelivery(endpoint, e, PUBLIC_TYPE_OF[e.type], data, now)] : [];
     });
-    await db.transaction(async (tx) => {
+    const saved = await db.transaction(async (tx) => {
       const { rows } = await tx.query<{ cursor: string }>(
         'SELECT cursor FROM webhook_replays WHERE id = $1 FOR UPDATE',
         [replay.id],
       );
-      if (rows[0]?.cursor !== replay.cursor) return;
+      if (rows[0]?.cursor !== replay.cursor) return 0;
       const saved = await saveDeliveries(tx, deliveries, now, 'reset');
       await tx.query(
         'UPDATE webhook_replays SET cursor = $2, replayed = replayed + $3, done = $4 WHERE id = $1',
         [replay.id, inRange.length ? inRange[inRange.length - 1].position : replay.cursor, saved, done],
       );
       if (saved > 0) await tx.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+      return saved;
     });
+    if (saved > 0) deliveriesRecorded.emit('recorded');
   }
 }

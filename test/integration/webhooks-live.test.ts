@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../platform/ids.ts';
+import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
+import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+import {
+  appendSourceEvent,
+  emailQueuedData,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.ts';
+
+// The fan-out and dispatcher as the service runs them: following the log live, with the fan-out reading the
+// next batch while it writes the current one (small batches here, so a backlog spans many of them).
+let svc: TestService;
+let fanOut: WebhookFanOut;
+let dispatcher: WebhookDispatcher;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  receiver = await startWebhookReceiver();
+  fanOut = new WebhookFanOut(svc.postline.services, { batchSize: 4 });
+  dispatcher = new WebhookDispatcher(svc.postline.services);
+});
+afterAll(async () => {
+  await fanOut?.stop();
+  await dispatcher?.stop();
+  await receiver?.close();
+  await svc?.close();
+});
+
+describe('webhooks, live', () => {
+  it('delivers every event of a backlog and of live traffic exactly once, signed', async () => {
+    const org = await svc.createOrg('pro');
+    const created = await org.live.post('/v1/webhooks', { url: receiver.url, events: ['email.sent'] });
+    receiver.secrets.push(created.body.signing_secret);
+    const send = async () => {
+      const emailId = newId('em');
+      const meta = { orgId: org.orgId, mode: 'live' as const };
+      await appendSourceEvent(
+        svc.postline.services.store,
+        `email-${emailId}`,
+        'EmailQueued',
+        emailQueuedData(emailId, org.orgId, 'live'),
+        meta,
+      );
+      await appendSourceEvent(
+        svc.postline.services.store,
+        `email-${emailId}`,
+        'EmailSent',
+        { emailId, messageId: `<${emailId}@x>`, sentAt: new Date().toISOString() },
+        meta,
+      );
+      return emailId;
+    };
+    const backlog = [];
+    for (let i = 0; i < 10; i++) backlog.push(await send());
+    fanOut.start();
+    dispatcher.start();
+    const live = [];
+    for (let i = 0; i < 5; i++) live.push(await send());
+    // The test event of the webhook's creation, then one email.sent per email.
+    const received = await receiver.waitFor(16);
+    const sent = received.filter((r) => r.payload.type === 'email.sent').map((r) => r.payload.data.email_id);
+    expect([...sent].sort()).toEqual([...backlog, ...live].sort());
+    expect(new Set(received.map((r) => r.id)).size).toBe(received.length);
+    expect(received.every((r) => r.verifiedWith.length === 1)).toBe(true);
+  });
+});
