@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
-import {
-  AUTO_DISABLE_AFTER_EXHAUSTED,
-  WebhookDispatcher,
-} from '../../processes/webhooks/dispatcher.process.ts';
+import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
+import { AUTO_DISABLE_AFTER_EXHAUSTED } from '../../processes/webhooks/failures.ts';
 import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../processes/webhooks/retry-schedule.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
