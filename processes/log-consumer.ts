@@ -72,12 +72,21 @@ export class LogConsumer {
     );
   }
 
-  /** Applies everything committed so far (tests and `runOnce()` drive process managers this way). */
-  async catchUp(): Promise<void> {
+  /**
+   * Applies everything committed so far (tests and `runOnce()` drive process managers this way), including events
+   * an older transaction elsewhere still holds back from readers: it waits, briefly, until they are visible.
+   */
+  async catchUp(timeoutMs = 10_000): Promise<void> {
+    const target = await this.#store.headPosition({ committed: true });
+    const deadline = Date.now() + timeoutMs;
     while (true) {
-      const events = await this.#store.readAll({ from: await this.checkpoint(), limit: 500 });
-      if (events.length === 0) return;
-      await this.#apply(events);
+      const from = await this.checkpoint();
+      if (from >= target) return;
+      const events = await this.#store.readAll({ from, limit: 500 });
+      if (events.length > 0) await this.#apply(events);
+      else if (Date.now() > deadline)
+        throw new Error(`${this.name}: events up to ${target} never became visible`);
+      else await new Promise((r) => setTimeout(r, 5));
     }
   }
 

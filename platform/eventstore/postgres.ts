@@ -278,19 +278,10 @@ export class PostgresEventStore implements EventStore {
     return rows.map(this.#toEvent);
   }
 
-  async headPosition() {
+  async headPosition(options: { committed?: boolean } = {}) {
+    const visible = options.committed ? '' : 'WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())';
     const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
-      `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events
-       WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,
-    );
-    return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
-  }
-
-  /** The newest committed event in log order, whether or not readers may see it yet. */
-  async #committedHead(): Promise<Position> {
-    const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
-      `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events
+      `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events ${visible}
        ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,
     );
     return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
@@ -375,7 +366,7 @@ export class PostgresEventStore implements EventStore {
       caughtUp: async () => {
         // Everything committed, visible to readers yet or not: an older transaction still running elsewhere
         // may hold events back for a moment, and "caught up" must wait for them.
-        const target = await this.#committedHead();
+        const target = await this.headPosition({ committed: true });
         if (target <= position) return;
         await new Promise<void>((resolve) => {
           waiters.push({ target, resolve });

@@ -94,8 +94,11 @@ export interface EventStore {
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
   /** Catch-up from `from`, then live. `handle` gets batches in global order; a failing batch is retried. */
   subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>): Subscription;
-  /** The position of the newest event that `readAll` could return now. */
-  headPosition(): Promise<Position>;
+  /**
+   * The position of the newest event that `readAll` could return now; with `committed`, of the newest event
+   * committed, which readers may see a moment later (an older transaction still running holds it back).
+   */
+  headPosition(options?: { committed?: boolean }): Promise<Position>;
   close(): Promise<void>;
 }
 
