@@ -90,6 +90,8 @@ async function openBackend(name: string): Promise<Backend> {
     // Pools as large as the largest number of writers, for Postline and for the baseline alike.
     const db = connectPostgres(url, Math.max(...WRITERS));
     const pool = new pg.Pool({ connectionString: url, max: Math.max(...WRITERS) });
+    // An idle client's error (the server closing it) surfaces on the next query; unhandled, it would end the run.
+    pool.on('error', (err) => console.error(`baseline pool: ${err.message}`));
     return {
       name: 'PostgreSQL',
       db,
