@@ -1,6 +1,15 @@
 import { z } from 'zod';
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const commaList = z
+  .string()
+  .optional()
+  .transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
 const url = (protocols: string[]) =>
   z.string().refine(
     (v) => {
@@ -29,34 +38,14 @@ const schema = z.object({
   RATE_LIMIT_RPS: z.coerce.number().int().positive().default(10),
   RATE_LIMIT_BATCH_RPS: z.coerce.number().int().positive().default(2),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
-  DNS_SERVERS: z
-    .string()
-    .optional()
-    .transform((v) =>
-      v
-        ? v
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean)
-        : [],
-    ),
+  DNS_SERVERS: commaList,
   DOMAIN_RECHECK_INTERVAL_MS: z.coerce
     .number()
     .int()
     .positive()
     .default(6 * 3600_000),
   POSTLINE_SPF_INCLUDE: z.string().optional(),
-  POSTLINE_OUTBOUND_IPS: z
-    .string()
-    .optional()
-    .transform((v) =>
-      v
-        ? v
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean)
-        : [],
-    ),
+  POSTLINE_OUTBOUND_IPS: commaList,
   POSTLINE_MX_HOST: z.string().default('mx.postline.localhost'),
   POSTLINE_TRACKING_HOST: z.string().optional(),
   POSTLINE_RETURN_PATH_SUBDOMAIN: z.string().default('bounces'),

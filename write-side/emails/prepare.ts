@@ -1,13 +1,14 @@
 import { AppError } from '../../platform/errors.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
+import { OWNED_HEADERS } from '../../platform/owned-headers.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, findSendingDomain } from '../../read-side/domains/queries.ts';
 import { isSuppressed } from '../../read-side/suppressions/queries.ts';
 import { renderPublished } from '../templates/render.ts';
 import { domainOf, formatMailbox, type Mailbox, parseMailbox } from './addresses.ts';
 import type { EmailContent } from './events.ts';
-import { EMAIL_LIMITS, OWNED_HEADERS, type SendEmailInput } from './request.ts';
+import { EMAIL_LIMITS, type SendEmailInput } from './request.ts';
 
 /** Addresses at this domain never leave Postline in test mode: the simulator answers for them (docs/emails.md). */
 export const SIMULATOR_DOMAIN = 'simulator.postline.dev';

@@ -16,35 +16,6 @@ export const EMAIL_LIMITS = {
   batch: 100,
 } as const;
 
-/**
- * Headers Postline writes itself (addressing, MIME structure, signatures, tracing): a custom header may not
- * set or override them. `X-Postline-*` is reserved too.
- */
-export const OWNED_HEADERS = new Set([
-  'from',
-  'to',
-  'cc',
-  'bcc',
-  'reply-to',
-  'sender',
-  'subject',
-  'date',
-  'message-id',
-  'mime-version',
-  'content-type',
-  'content-transfer-encoding',
-  'content-disposition',
-  'content-id',
-  'dkim-signature',
-  'arc-seal',
-  'arc-message-signature',
-  'arc-authentication-results',
-  'authentication-results',
-  'return-path',
-  'received',
-  'delivered-to',
-]);
-
 const mailbox = z.string().max(MAX_MAILBOX_CHARS, `must be at most ${MAX_MAILBOX_CHARS} characters`);
 const addressList = z.union([mailbox, z.array(mailbox).max(EMAIL_LIMITS.recipients + 1)]);
 const bodyText = z.string().refine((s) => Buffer.byteLength(s) <= EMAIL_LIMITS.bodyBytes, {

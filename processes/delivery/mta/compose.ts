@@ -1,26 +1,10 @@
 import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import { OWNED_HEADERS } from '../../../platform/owned-headers.ts';
 import { signMessage } from './dkim.ts';
 import type { OutboundMessage } from './outbound.ts';
 
-/** Headers Postline writes itself; a custom header of the same name is dropped rather than allowed to override. */
-const OWNED_HEADERS = new Set([
-  'from',
-  'to',
-  'cc',
-  'bcc',
-  'reply-to',
-  'subject',
-  'date',
-  'message-id',
-  'mime-version',
-  'content-type',
-  'content-transfer-encoding',
-  'dkim-signature',
-  'return-path',
-  'sender',
-]);
-
+/** The API refuses custom headers Postline owns; here they are dropped too, as a second line of defence. */
 function customHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
