@@ -125,39 +125,25 @@ export async function updateTemplate(
   return { position: result.position };
 }
 
+/** Publish or delete: commands that carry only the template and the caller. */
+async function onTemplate(
+  services: Deps,
+  meta: EventMetadata,
+  type: 'PublishTemplate' | 'DeleteTemplate',
+  templateId: string,
+) {
+  const at = services.clock.now().toISOString();
+  const command = { type, templateId, orgId: meta.orgId, mode: meta.mode, at };
+  return handleCommand(services.store, templateStream(templateId), templateDecider, command, meta);
+}
+
 export async function publishTemplate(services: Deps, meta: EventMetadata, templateId: string) {
-  const command = {
-    type: 'PublishTemplate' as const,
-    templateId,
-    orgId: meta.orgId,
-    mode: meta.mode,
-    at: services.clock.now().toISOString(),
-  };
-  const result = await handleCommand(
-    services.store,
-    templateStream(templateId),
-    templateDecider,
-    command,
-    meta,
-  );
+  const result = await onTemplate(services, meta, 'PublishTemplate', templateId);
   return { position: result.position };
 }
 
 export async function deleteTemplate(services: Deps, meta: EventMetadata, templateId: string) {
-  const command = {
-    type: 'DeleteTemplate' as const,
-    templateId,
-    orgId: meta.orgId,
-    mode: meta.mode,
-    at: services.clock.now().toISOString(),
-  };
-  const result = await handleCommand(
-    services.store,
-    templateStream(templateId),
-    templateDecider,
-    command,
-    meta,
-  );
+  const result = await onTemplate(services, meta, 'DeleteTemplate', templateId);
   await freeSlot(services, meta, TEMPLATE_SLOTS, templateId);
   return { position: result.position };
 }
