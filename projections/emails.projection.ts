@@ -1,7 +1,6 @@
-import type { Transaction } from '../platform/db/database.ts';
 import type { StoredEvent } from '../platform/eventstore/types.ts';
 import { recipientsOf } from '../write-side/emails/decider.ts';
-import type { EmailEvent } from '../write-side/emails/events.ts';
+import { EMAIL_EVENT_TYPES, EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
 import { monthOf } from '../write-side/emails/quota.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
 import type { Projection } from './projection.ts';
@@ -100,21 +99,7 @@ async function insertEmail(
 export const emailsProjection: Projection = {
   name: 'emails',
   tables: ['emails', 'email_recipients', 'email_attachments', 'email_usage'],
-  types: [
-    'EmailQueued',
-    'EmailScheduled',
-    'EmailRescheduled',
-    'EmailCanceled',
-    'EmailReleased',
-    'EmailSendingStarted',
-    'EmailSent',
-    'EmailDelivered',
-    'EmailDeliveryDelayed',
-    'EmailBounced',
-    'EmailComplained',
-    'EmailOpened',
-    'EmailClicked',
-  ],
+  types: EMAIL_EVENT_TYPES,
   async apply(tx: Transaction, event: StoredEvent) {
     const e = event as unknown as EmailEvent;
     switch (e.type) {
