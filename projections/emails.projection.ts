@@ -1,6 +1,7 @@
+import type { Transaction } from '../platform/db/database.ts';
 import type { StoredEvent } from '../platform/eventstore/types.ts';
 import { recipientsOf } from '../write-side/emails/decider.ts';
-import { EMAIL_EVENT_TYPES, EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
+import { EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
 import { monthOf } from '../write-side/emails/quota.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
 import type { Projection } from './projection.ts';
