@@ -28,6 +28,8 @@ describe('domain name normalisation', () => {
     [`${'abcdefghi.'.repeat(26)}com`, '253'],
     ['foo.123', 'not a valid'],
     ['example.com/path', 'not a valid'],
+    ['xn--zz.com', 'invalid internationalized label'],
+    ['mail.xn--a.example', 'invalid internationalized label'],
   ])('rejects %j', (input, reason) => {
     const result = normalizeDomainName(input);
     expect('error' in result && result.error).toContain(reason);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../platform/errors.ts';
 import { checkTemplateContent, TEMPLATE_LIMITS } from '../../write-side/templates/content-rules.ts';
 import type { TemplateContent, TemplateVariable } from '../../write-side/templates/events.ts';
-import { analyseTemplate } from '../../write-side/templates/template-ast.ts';
+import { analyseTemplate, MAX_BLOCK_DEPTH } from '../../write-side/templates/template-ast.ts';
 
 const used = (source: string) => [...analyseTemplate('html', source).keys()].sort();
 const refusal = (fn: () => unknown): string => {
@@ -55,6 +55,14 @@ describe('template analysis: which root variables a source reads', () => {
     expect(refusal(() => used('{{if a}}'))).toMatch(/block helper/);
     expect(refusal(() => used('{{*decorator}}'))).toMatch(/not supported/);
   });
+  it('refuses blocks nested too deeply before parsing them', () => {
+    const nested = (depth: number) => `${'{{#if a}}'.repeat(depth)}x${'{{/if}}'.repeat(depth)}`;
+    expect(used(nested(MAX_BLOCK_DEPTH))).toEqual(['a']);
+    expect(refusal(() => used(nested(MAX_BLOCK_DEPTH + 1)))).toMatch(/nested more than 100 deep/);
+    // 40,000 deep (360 KB, under the size limit) would keep the parser busy for minutes.
+    expect(refusal(() => used(nested(40_000)))).toMatch(/nested more than 100 deep/);
+  });
+
   it('reports syntax errors with line and column', () => {
     expect(refusal(() => used('Hello\n{{name'))).toMatch(
       /^`html`: Handlebars syntax error at line 2, column \d+/,

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -28,6 +28,9 @@ export function normalizeDomainName(input: string): { name: string } | { error: 
           : `has an invalid label "${bad}" (letters, digits and inner hyphens only)`,
     };
   }
+  // An `xn--` label must be valid punycode: an invalid one comes back from the decoder unchanged.
+  const fake = labels.find((l) => l.startsWith('xn--') && domainToUnicode(`${l}.test`).startsWith('xn--'));
+  if (fake !== undefined) return { error: `has an invalid internationalized label "${fake}"` };
   if (/^[0-9]+$/.test(labels[labels.length - 1]))
     return { error: 'must end in a top-level domain, not a number' };
   return { name };

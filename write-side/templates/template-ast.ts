@@ -150,15 +150,38 @@ class Walker {
   }
 }
 
+/** Deeper block nesting than any real email needs is refused. */
+export const MAX_BLOCK_DEPTH = 100;
+
+/** The deepest block nesting, from a linear scan of `{{#`, `{{^` (open) and `{{/` (close) tags. */
+function blockDepth(source: string): number {
+  let depth = 0;
+  let max = 0;
+  for (const m of source.matchAll(/\{\{~?\s*([#^/])/g)) {
+    depth = m[1] === '/' ? depth - 1 : depth + 1;
+    if (depth > max) max = depth;
+  }
+  return max;
+}
+
 /** Parses `source` and returns the root variables it reads, each with where it is first read. */
 export function analyseTemplate(field: string, source: string): Map<string, Location> {
+  const tooDeep = () =>
+    new AppError('validation_error', `\`${field}\`: blocks are nested more than ${MAX_BLOCK_DEPTH} deep`);
+  // The parser slows down sharply with depth (seconds at a few thousand): refuse deep nesting before it runs.
+  if (blockDepth(source) > MAX_BLOCK_DEPTH) throw tooDeep();
   let ast: any;
   try {
     ast = Handlebars.parse(source);
   } catch (error) {
-    throw syntaxError(field, error);
+    throw error instanceof RangeError ? tooDeep() : syntaxError(field, error);
   }
   const walker = new Walker(field);
-  walker.program(ast);
+  try {
+    walker.program(ast);
+  } catch (error) {
+    // The walk recurses like the parser: past the stack it is the same answer, not a server error.
+    throw error instanceof RangeError ? tooDeep() : error;
+  }
   return walker.used;
 }
