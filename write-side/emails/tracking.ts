@@ -81,7 +81,8 @@ export function addTracking(
   let out = html;
   if (options.clicks) {
     out = out.replace(
-      /(<a\b[^>]*?\bhref\s*=\s*)(["'])(https?:\/\/[^"']+)\2/gi,
+      // Attributes before href are bounded: unbounded, a body of many unclosed `<a` tags takes quadratic time.
+      /(<a\b[^>]{0,1000}?\bhref\s*=\s*)(["'])(https?:\/\/[^"']+)\2/gi,
       (_m, pre: string, q: string, url: string) => {
         const original = url.replace(/&amp;/g, '&');
         return `${pre}${q}${tokens.clickUrl({ ...claim, url: original }).replace(/&/g, '&amp;')}${q}`;
