@@ -7,7 +7,7 @@ import { type DomainRow, findDomainById } from '../../read-side/domains/queries.
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
 import { type DeliveryOutcome, type EmailState, emailDecider } from '../../write-side/emails/decider.ts';
 import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
-import { addSuppression } from '../../write-side/suppressions/commands.ts';
+import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/events.ts';
 import { DueWork, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
@@ -241,13 +241,11 @@ export class DeliveryProcess implements BackgroundProcess {
   ) {
     for (const e of events as EmailEvent[]) {
       if (e.type !== 'EmailBounced' || e.data.bounceType !== 'hard') continue;
-      const email = e.data.recipient;
-      const suppressions = await this.#services.store.readStream(
-        suppressionStream(meta.orgId, meta.mode, email),
-      );
-      if (suppressions.some((x) => x.type === 'SuppressionAdded' && x.data.sourceEmailId === emailId))
-        continue;
-      await addSuppression(this.#services, meta, { email, reason: 'hard_bounce', sourceEmailId: emailId });
+      await suppressForEmail(this.#services, meta, {
+        email: e.data.recipient,
+        reason: 'hard_bounce',
+        sourceEmailId: emailId,
+      });
     }
   }
 

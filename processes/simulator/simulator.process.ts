@@ -8,9 +8,9 @@ import {
   startSending,
   systemMeta,
 } from '../../write-side/emails/commands.ts';
-import { recipientsOf } from '../../write-side/emails/decider.ts';
+import { type EmailState, recipientsOf } from '../../write-side/emails/decider.ts';
 import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
-import { addSuppression } from '../../write-side/suppressions/commands.ts';
+import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
 import { messageIdOf } from '../delivery/outbound-message.ts';
 import { DueWork, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
@@ -182,8 +182,9 @@ export class SimulatorProcess implements BackgroundProcess {
             smtpResponse: s.smtpResponse,
           },
         ]);
-        if (r.events.some((e) => e.type === 'EmailBounced')) {
-          await addSuppression(this.#services, meta, {
+        // Also when the bounce was recorded before a crash (nothing new now): the suppression is added once.
+        if (recipientStatus(r.state, row.recipient) === 'bounced') {
+          await suppressForEmail(this.#services, meta, {
             email: row.recipient,
             reason: 'hard_bounce',
             sourceEmailId: row.email_id,
@@ -193,8 +194,8 @@ export class SimulatorProcess implements BackgroundProcess {
       }
       case 'complained': {
         const r = await recordComplaint(this.#services, meta, row.email_id, row.recipient);
-        if (r.events.length) {
-          await addSuppression(this.#services, meta, {
+        if (recipientStatus(r.state, row.recipient) === 'complained') {
+          await suppressForEmail(this.#services, meta, {
             email: row.recipient,
             reason: 'complaint',
             sourceEmailId: row.email_id,
@@ -251,3 +252,6 @@ export class SimulatorProcess implements BackgroundProcess {
     await this.#due.stop();
   }
 }
+
+const recipientStatus = (state: EmailState, recipient: string) =>
+  state.exists ? state.recipients[recipient.toLowerCase()]?.status : undefined;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
-import { startSending, systemMeta } from '../../write-side/emails/commands.ts';
+import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/events.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 
@@ -197,5 +197,29 @@ describe('test-mode simulator', () => {
       [emailId],
     );
     expect(rows).toEqual([]);
+  });
+
+  it('adds the suppression of a bounce recorded just before a crash, when the step runs again', async () => {
+    const address = `bounced+crash@${SIM}`;
+    const id = await send([address]);
+    await simulator.runOnce();
+    // The crash: the bounce reached the email's stream, the suppression did not, the step is still due.
+    await recordOutcomes(svc.postline.services, systemMeta({ orgId: acme.orgId, mode: 'test' }), id, `<${id}@acme.test>`, [
+      {
+        recipient: address,
+        result: 'bounced',
+        bounceType: 'hard',
+        attempt: 1,
+        smtpCode: 550,
+        smtpResponse: '550 5.1.1 gone',
+      },
+    ]);
+    expect(
+      await svc.postline.services.store.readStream(suppressionStream(acme.orgId, 'test', address)),
+    ).toEqual([]);
+    await tick(5_000);
+    await suppressionSeen(address);
+    const list = await acme.test.get('/v1/suppressions?reason=hard_bounce&limit=100');
+    expect(list.body.data.map((x: any) => x.email)).toContain(address);
   });
 });

@@ -44,6 +44,24 @@ export async function addSuppression(
   return { suppression: result.state.active!, created: result.events.length > 0, position: result.position };
 }
 
+/**
+ * The delivery path's suppression for a bounce or complaint of one email: added once per (email, address).
+ * Run it whenever the email's history shows the outcome, not only right after recording it, so a crash in
+ * between cannot lose it; and a suppression the customer lifted is not put back by the same email again.
+ */
+export async function suppressForEmail(
+  services: Pick<Services, 'store' | 'clock'>,
+  meta: EventMetadata,
+  input: { email: string; reason: 'hard_bounce' | 'complaint'; sourceEmailId: string },
+): Promise<void> {
+  const history = await services.store.readStream(
+    suppressionStream(meta.orgId, meta.mode, input.email.trim()),
+  );
+  if (history.some((e) => e.type === 'SuppressionAdded' && e.data.sourceEmailId === input.sourceEmailId))
+    return;
+  await addSuppression(services, meta, input);
+}
+
 /** Lifts a suppression by id; sends to the address are allowed again. Another organization's or mode's id is not found. */
 export async function removeSuppression(
   services: Pick<Services, 'store' | 'clock' | 'db'>,
