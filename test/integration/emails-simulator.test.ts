@@ -204,16 +204,22 @@ describe('test-mode simulator', () => {
     const id = await send([address]);
     await simulator.runOnce();
     // The crash: the bounce reached the email's stream, the suppression did not, the step is still due.
-    await recordOutcomes(svc.postline.services, systemMeta({ orgId: acme.orgId, mode: 'test' }), id, `<${id}@acme.test>`, [
-      {
-        recipient: address,
-        result: 'bounced',
-        bounceType: 'hard',
-        attempt: 1,
-        smtpCode: 550,
-        smtpResponse: '550 5.1.1 gone',
-      },
-    ]);
+    await recordOutcomes(
+      svc.postline.services,
+      systemMeta({ orgId: acme.orgId, mode: 'test' }),
+      id,
+      `<${id}@acme.test>`,
+      [
+        {
+          recipient: address,
+          result: 'bounced',
+          bounceType: 'hard',
+          attempt: 1,
+          smtpCode: 550,
+          smtpResponse: '550 5.1.1 gone',
+        },
+      ],
+    );
     expect(
       await svc.postline.services.store.readStream(suppressionStream(acme.orgId, 'test', address)),
     ).toEqual([]);
