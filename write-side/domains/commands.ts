@@ -103,9 +103,10 @@ export async function addDomain(services: Deps, meta: EventMetadata, plan: Plan,
     `The ${plan} plan includes ${limit} domain${limit === 1 ? '' : 's'}; ` +
     'delete one or upgrade the plan.';
   return withPlanSlot(services, meta, DOMAIN_SLOTS, { id: domainId, limit, refusal }, async () => {
+    // The name first: a taken name is refused before the key pair costs its CPU time.
+    await registerName(services, meta, input.name, domainId, at);
     const dkim = await newDkimKey(services, now);
     const settings = dnsSettings(services.config);
-    await registerName(services, meta, input.name, domainId, at);
     const result = await handleCommand(
       services.store,
       domainStream(domainId),
