@@ -1,7 +1,7 @@
 /**
  * The one error catalogue. Every error a client can see is created here, with its HTTP status, its `type`
- * (a family) and its `code` (the exact cause). Routes and deciders throw `AppError`s; the HTTP layer and the
- * SMTP servers map them to `{error:{type,message,code}}` and reply codes. No ad-hoc error objects elsewhere.
+ * (a family) and its `code` (the exact cause). Routes and deciders throw `AppError`s; the HTTP layer maps them to
+ * `{error:{type,message,code}}` (the SMTP servers, when built, will map them to reply codes). No ad-hoc error objects elsewhere.
  */
 export type ErrorType =
   | 'invalid_request_error'
@@ -73,18 +73,4 @@ export class AppError extends Error {
   }
 }
 
-/** Thrown by deciders: a business rule said no. Same catalogue, no HTTP knowledge needed. */
-export const fail = (code: ErrorCode, message: string): never => {
-  throw new AppError(code, message);
-};
-
 export const notFound = (what: string, id: string) => new AppError('not_found', `${what} ${id} not found`);
-
-/** SMTP reply for an error, for the relay and the MX. */
-export function smtpReplyFor(error: AppError): { responseCode: number; message: string } {
-  if (error.status === 429) return { responseCode: 451, message: `4.7.1 ${error.message}` };
-  if (error.status === 401) return { responseCode: 535, message: `5.7.8 ${error.message}` };
-  if (error.status === 403) return { responseCode: 550, message: `5.7.1 ${error.message}` };
-  if (error.status >= 500) return { responseCode: 451, message: `4.3.0 ${error.message}` };
-  return { responseCode: 550, message: `5.6.0 ${error.message}` };
-}

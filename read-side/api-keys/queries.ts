@@ -37,11 +37,3 @@ export async function listApiKeys(db: Database, auth: AuthContext, page: PagePar
   );
   return { ...result, data: result.data.map((k: any) => ({ ...k, created_at: iso(k.created_at) })) };
 }
-
-export async function organizationExists(db: Database, orgId: string): Promise<boolean> {
-  return !!(await db.kysely
-    .selectFrom('organizations')
-    .select('id')
-    .where('id', '=', orgId)
-    .executeTakeFirst());
-}
