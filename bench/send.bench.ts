@@ -31,6 +31,7 @@ import { startDnsServer } from '../test/support/dns-server.ts';
 import { publishDomainRecords } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
 import { createOrganization } from '../write-side/organizations/commands.ts';
+import { measureDelivery } from './delivery.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const DELIVERY = Number(process.env.BENCH_DELIVERY ?? 2000);
@@ -156,67 +157,17 @@ async function main() {
     );
 
     // 3. Delivery: live emails, accepted first, then delivered by the process manager through the MTA.
-    for (let i = 0; i < DELIVERY; i += 100) {
-      const r = await post(
-        '/emails/batch',
-        org.liveKey,
-        Array.from({ length: Math.min(100, DELIVERY - i) }, (_, j) => email(`d${i + j}@rcpt.test`)),
-      );
-      if (r.status !== 200) throw new Error(`live batch failed: ${JSON.stringify(r.body)}`);
-    }
-    sink.reset();
-    const delivery = new DeliveryProcess(postline.services, { concurrency: 50 });
-    let t0 = performance.now();
-    await delivery.runOnce();
-    const deliveryMs = performance.now() - t0;
-    await delivery.stop();
-    const { rows } = await postline.services.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM events WHERE type = 'EmailDelivered'`,
-    );
-    const pipeline = rows[0].n / (deliveryMs / 1000);
-
-    // The ceiling: nodemailer, same sink, same connections, same (DKIM-signed) messages.
-    sink.reset();
-    const key = postline.services.secrets.open(
-      (
-        await postline.services.db.query(
-          'SELECT sealed_dkim_private_key, dkim_selector FROM domains WHERE id = $1',
-          [domain.id],
-        )
-      ).rows[0].sealed_dkim_private_key,
-    );
-    const selector = (
-      await postline.services.db.query('SELECT dkim_selector FROM domains WHERE id = $1', [domain.id])
-    ).rows[0].dkim_selector;
-    const transport = nodemailer.createTransport({
-      host: '127.0.0.1',
-      port: sink.port,
-      pool: true,
-      maxConnections: MTA_CONNECTIONS,
-      maxMessages: Number.POSITIVE_INFINITY,
-      ignoreTLS: true,
-      dkim: { domainName: 'acme-bench.test', keySelector: selector, privateKey: key },
-    } as any);
-    t0 = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 50 }, async () => {
-        while (next < DELIVERY) {
-          const i = next++;
-          const m = email(`d${i}@rcpt.test`);
-          await transport.sendMail({
-            ...m,
-            envelope: { from: `b+em_${i}@bounces.acme-bench.test`, to: m.to },
-          });
-        }
-      }),
-    );
-    const rawMs = performance.now() - t0;
-    transport.close();
-    const raw = DELIVERY / (rawMs / 1000);
     results.push(
-      `Delivery, ${DELIVERY} live emails accepted -> EmailDelivered: ${pipeline.toFixed(0)} messages/s (${rows[0].n} delivered)` +
-        `; raw nodemailer ceiling ${raw.toFixed(0)} messages/s -> ${pct(pipeline, raw)} of the ceiling`,
+      await measureDelivery({
+        postline,
+        sink,
+        post,
+        liveKey: org.liveKey,
+        domainId: domain.id,
+        count: DELIVERY,
+        connections: MTA_CONNECTIONS,
+        email,
+      }),
     );
   } finally {
     await baseline.close();
