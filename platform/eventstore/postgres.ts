@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { Batcher } from '../batcher.ts';
 import type { Database } from '../db/database.ts';
 import {
   type AppendResult,
@@ -85,6 +86,29 @@ WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND s
 ORDER BY x.ord
 RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
 
+// Several appends, each after its exact revision, in one statement: rows come as one JSON parameter (cheaper
+// to build and to parse than escaped arrays), in order; each stream's guard is the one of APPEND_ONE_AFTER_SQL.
+const APPEND_BATCH_SQL = `
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT x.s, x.r, x.t, x.d, x.m
+FROM json_to_recordset($1::json) AS x(o int, s text, a bigint, r bigint, t text, d jsonb, m jsonb)
+WHERE x.a = -1 OR EXISTS (SELECT 1 FROM events e WHERE e.stream_id = x.s AND e.stream_revision = x.a)
+ORDER BY x.o
+RETURNING stream_id, stream_revision, global_position::text AS position, tx_id::text AS tx`;
+
+interface ExactAppend {
+  streamId: string;
+  /** The expected revision: -1 for a stream that must not exist yet. */
+  after: number;
+  events: NewEvent[];
+}
+
+type InsertedRow = { position: string; stream_revision: number; tx: string };
+const resultOf = (rows: InsertedRow[]): AppendResult => {
+  const last = rows[rows.length - 1];
+  return { nextRevision: Number(last.stream_revision), position: toPosition(last.tx, last.position) };
+};
+
 // The output names shadow the columns in ORDER BY (where `global_position` would then sort as text):
 // queries order by `events.tx_id, events.global_position`, qualified.
 const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data::text AS data, metadata, created_at`;
@@ -150,22 +174,81 @@ export class PostgresEventStore implements EventStore {
     streamId: string,
     events: NewEvent[],
     { expectedRevision }: { expectedRevision: ExpectedRevision },
-  ) {
+  ): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
-    const after =
-      expectedRevision === 'no_stream' ? -1 : typeof expectedRevision === 'number' ? expectedRevision : null;
+    if (expectedRevision === 'any' || expectedRevision === 'stream_exists') {
+      const result = await this.#appendLookingUp(streamId, events, expectedRevision);
+      this.#notify();
+      return result;
+    }
+    return this.#writes.add({
+      streamId,
+      after: expectedRevision === 'no_stream' ? -1 : expectedRevision,
+      events,
+    });
+  }
+
+  /**
+   * Appends with an exact expectation (what commands use) share one INSERT and one commit with the others in
+   * flight (group commit): under load, one round trip serves many requests. A batch never holds two appends to
+   * one stream. A stream whose guard fails gets its conflict alone; a unique violation (a concurrent writer took
+   * a revision) fails the statement, and then each append of the batch is tried on its own.
+   */
+  readonly #writes = new Batcher<ExactAppend, AppendResult>({
+    maxInFlight: 2,
+    maxWeight: 1000,
+    weight: (a) => a.events.length,
+    fits: (a, taken) => !taken.some((t) => t.streamId === a.streamId),
+    run: async (batch) => {
+      const results =
+        batch.length === 1
+          ? [await this.#appendAfter(batch[0]).catch((e) => e)]
+          : await this.#appendBatch(batch);
+      if (results.some((r) => !(r instanceof Error))) this.#notify();
+      return results;
+    },
+  });
+
+  async #appendBatch(batch: ExactAppend[]): Promise<(AppendResult | Error)[]> {
+    let o = 0;
+    const rows = batch.flatMap((a) =>
+      a.events.map((e, i) => ({
+        o: o++,
+        s: a.streamId,
+        a: a.after,
+        r: a.after + i + 1,
+        t: e.type,
+        d: e.data ?? {},
+        m: e.metadata,
+      })),
+    );
+    let inserted: { stream_id: string; stream_revision: string; position: string; tx: string }[];
+    try {
+      ({ rows: inserted } = await this.#db.query(APPEND_BATCH_SQL, [JSON.stringify(rows)]));
+    } catch (error: any) {
+      if (error?.code !== UNIQUE_VIOLATION) throw error;
+      return Promise.all(batch.map((a) => this.#appendAfter(a).catch((e) => e)));
+    }
+    const last = new Map<string, AppendResult>();
+    for (const row of inserted) {
+      last.set(row.stream_id, {
+        nextRevision: Number(row.stream_revision),
+        position: toPosition(row.tx, row.position),
+      });
+    }
+    return Promise.all(
+      batch.map(
+        async (a) =>
+          last.get(a.streamId) ?? (await this.#conflict(a.streamId, a.after < 0 ? 'no_stream' : a.after)),
+      ),
+    );
+  }
+
+  /** One append after an exact revision (-1: a new stream). */
+  async #appendAfter({ streamId, after, events }: ExactAppend): Promise<AppendResult> {
     let sql: string;
     let params: unknown[];
-    if (after === null) {
-      // `any` and `stream_exists` depend on the stream's last revision: look it up in the same statement.
-      sql = APPEND_SQL;
-      params = [
-        streamId,
-        expectedRevision,
-        null,
-        JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
-      ];
-    } else if (events.length === 1) {
+    if (events.length === 1) {
       sql = APPEND_ONE_AFTER_SQL;
       const [e] = events;
       params = [streamId, after, e.type, JSON.stringify(e.data ?? {}), JSON.stringify(e.metadata)];
@@ -179,24 +262,34 @@ export class PostgresEventStore implements EventStore {
         events.map((e) => JSON.stringify(e.metadata)),
       ];
     }
+    const expected = after < 0 ? 'no_stream' : after;
+    try {
+      const { rows } = await this.#db.query<InsertedRow>(sql, params);
+      if (rows.length === 0) throw await this.#conflict(streamId, expected);
+      return resultOf(rows);
+    } catch (error: any) {
+      if (error?.code !== UNIQUE_VIOLATION) throw error;
+      throw await this.#conflict(streamId, expected);
+    }
+  }
+
+  /** `any` and `stream_exists` depend on the stream's last revision: looked up in the same statement. */
+  async #appendLookingUp(streamId: string, events: NewEvent[], expected: 'any' | 'stream_exists') {
+    const params = [
+      streamId,
+      expected,
+      null,
+      JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
+    ];
     for (let attempt = 0; ; attempt++) {
       try {
-        const { rows } = await this.#db.query<{ position: string; stream_revision: number; tx: string }>(
-          sql,
-          params,
-        );
-        if (rows.length === 0) throw await this.#conflict(streamId, expectedRevision);
-        const last = rows[rows.length - 1];
-        this.#notify();
-        return {
-          nextRevision: Number(last.stream_revision),
-          position: toPosition(last.tx, last.position),
-        } satisfies AppendResult;
+        const { rows } = await this.#db.query<InsertedRow>(APPEND_SQL, params);
+        if (rows.length === 0) throw await this.#conflict(streamId, expected);
+        return resultOf(rows);
       } catch (error: any) {
         if (error?.code !== UNIQUE_VIOLATION) throw error;
         // A concurrent writer took the revision. With `any` that is no conflict: try again.
-        if (expectedRevision !== 'any' || attempt > 20)
-          throw await this.#conflict(streamId, expectedRevision);
+        if (expected !== 'any' || attempt > 20) throw await this.#conflict(streamId, expected);
       }
     }
   }

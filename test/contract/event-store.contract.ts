@@ -104,6 +104,56 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       expect(await store.readStream(s)).toHaveLength(2);
     });
 
+    it('settles concurrent appends to many streams each on its own: successes, conflicts and positions', async () => {
+      const existing = stream('many-existing');
+      await store.append(existing, [ev('A'), ev('B')], { expectedRevision: 'no_stream' });
+      const fresh = Array.from({ length: 40 }, (_, i) => stream(`many-${i}`));
+      const results = await Promise.allSettled([
+        ...fresh.map((s, i) =>
+          store.append(s, i % 2 ? [ev('X', { i })] : [ev('X', { i }), ev('Y', { i })], {
+            expectedRevision: 'no_stream',
+          }),
+        ),
+        store.append(existing, [ev('C')], { expectedRevision: 'no_stream' }), // conflict: it exists
+        store.append(existing, [ev('C')], { expectedRevision: 5 }), // conflict: not that far yet
+        store.append(existing, [ev('C')], { expectedRevision: 1 }), // fits
+      ]);
+      const ok = results.slice(0, 40).map((r) => (r as PromiseFulfilledResult<any>).value);
+      expect(ok.map((r) => r.nextRevision)).toEqual(fresh.map((_, i) => (i % 2 ? 0 : 1)));
+      for (const [i, r] of results.slice(40, 42).entries()) {
+        expect(r.status, `conflict ${i}`).toBe('rejected');
+        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+      }
+      expect(results[42].status).toBe('fulfilled');
+      for (const [i, s] of fresh.entries()) {
+        const events = await store.readStream(s);
+        expect(events.map((e) => [e.type, e.revision, e.data.i])).toEqual(
+          i % 2
+            ? [['X', 0, i]]
+            : [
+                ['X', 0, i],
+                ['Y', 1, i],
+              ],
+        );
+        expect(events.at(-1)?.position).toBe(ok[i].position);
+      }
+      expect((await store.readStream(existing)).map((e) => e.type)).toEqual(['A', 'B', 'C']);
+    });
+
+    it('lets exactly one of many racing writers to one stream win, among appends to other streams', async () => {
+      const s = stream('race-many');
+      const others = Array.from({ length: 10 }, (_, i) => stream(`race-other-${i}`));
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 5 }, (_, i) =>
+          store.append(s, [ev('W', { i })], { expectedRevision: 'no_stream' }),
+        ),
+        ...others.map((o) => store.append(o, [ev('O')], { expectedRevision: 'no_stream' })),
+      ]);
+      expect(results.slice(0, 5).filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      expect(results.slice(5).every((r) => r.status === 'fulfilled')).toBe(true);
+      expect(await store.readStream(s)).toHaveLength(1);
+    });
+
     it('appends with any, concurrently, without losing an event', async () => {
       const s = stream('any');
       await Promise.all(

@@ -1,0 +1,95 @@
+/**
+ * Gathers concurrent calls into batches, so that many requests in flight share one round trip to the database
+ * (appends share one INSERT and one commit, look-ups one SELECT). Calls made in the same tick always go together;
+ * while `maxInFlight` batches are running, further calls wait and go in the next one. A lone call pays no delay
+ * beyond the tick.
+ */
+export interface BatcherOptions<I> {
+  /** Runs one batch; returns one result per item, in order, or an Error for an item that failed alone. */
+  run: (items: I[]) => Promise<unknown[]>;
+  /** Batches running at once. */
+  maxInFlight?: number;
+  /** Weight of a batch before it is closed (by default each item weighs 1). */
+  maxWeight?: number;
+  weight?: (item: I) => number;
+  /** Whether `item` may go in a batch that already holds `taken`; one that may not waits for the next. */
+  fits?: (item: I, taken: I[]) => boolean;
+}
+
+interface Pending<I> {
+  item: I;
+  resolve: (value: any) => void;
+  reject: (error: unknown) => void;
+}
+
+export class Batcher<I, O> {
+  readonly #options: Required<Omit<BatcherOptions<I>, 'fits'>> & Pick<BatcherOptions<I>, 'fits'>;
+  #queue: Pending<I>[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+
+  constructor(options: BatcherOptions<I>) {
+    this.#options = { maxInFlight: 2, maxWeight: 500, weight: () => 1, ...options };
+  }
+
+  add(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule() {
+    if (this.#scheduled || this.#inFlight >= this.#options.maxInFlight || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    // Calls of this tick (e.g. the items of one batch request) join before the batch is closed.
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#next();
+    });
+  }
+
+  #take(): Pending<I>[] {
+    const { maxWeight, weight, fits } = this.#options;
+    const taken: Pending<I>[] = [];
+    const items: I[] = [];
+    const left: Pending<I>[] = [];
+    let total = 0;
+    for (const p of this.#queue) {
+      const w = weight(p.item);
+      const full = taken.length > 0 && total + w > maxWeight;
+      if (full || (fits && !fits(p.item, items))) left.push(p);
+      else {
+        taken.push(p);
+        items.push(p.item);
+        total += w;
+      }
+    }
+    this.#queue = left;
+    return taken;
+  }
+
+  #next() {
+    while (this.#inFlight < this.#options.maxInFlight && this.#queue.length > 0) {
+      const batch = this.#take();
+      this.#inFlight++;
+      this.#options
+        .run(batch.map((p) => p.item))
+        .then(
+          (results) => {
+            batch.forEach((p, i) => {
+              if (results[i] instanceof Error) p.reject(results[i]);
+              else p.resolve(results[i]);
+            });
+          },
+          (error) => {
+            for (const p of batch) p.reject(error);
+          },
+        )
+        .finally(() => {
+          this.#inFlight--;
+          this.#next();
+        });
+    }
+  }
+}
