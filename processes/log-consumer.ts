@@ -52,7 +52,9 @@ export class LogConsumer {
 
   async #apply(events: StoredEvent[]): Promise<void> {
     await this.#db.transaction((tx) =>
-      applyCheckpointed(tx, { table: 'process_checkpoints', name: this.name }, events, this.#handle),
+      applyCheckpointed(tx, { table: 'process_checkpoints', name: this.name }, events, async (t, fresh) => {
+        for (const event of fresh) await this.#handle(t, event);
+      }),
     );
   }
 

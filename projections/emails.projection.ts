@@ -34,67 +34,81 @@ async function setRecipient(
 }
 
 /**
- * The email, its recipients, its attachments and the month's usage in one statement (one round trip: this runs
- * once per accepted email, on the path every send waits for). Nothing happens when the email row exists.
+ * New emails with their recipients and attachments, and the months' usage, in one statement: this runs on the
+ * path every send waits for, and a batch of the log usually holds many EmailQueued (one round trip for all).
+ * Emails already there are left alone, and counted once.
  */
-const INSERT_EMAIL = `
-WITH e AS (
-  INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
-    subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
+const INSERT_EMAILS = `
+WITH x AS (
+  SELECT * FROM json_to_recordset($1::json) AS x(id text, org_id text, mode text, status text, from_address text,
+    to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb, reply_to jsonb, subject text, html text,
+    text_body text, headers jsonb, tags text[], domain_id text, domain_name text, template_id text,
+    template_version_id text, suppressed_recipients jsonb, send_at timestamptz, created_at timestamptz,
+    last_event text, last_event_at timestamptz, recipients text[], attachments jsonb, month text)
+), e AS (
+  INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
+    reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
     suppressed_recipients, send_at, created_at, last_event, last_event_at)
-  VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
-  ON CONFLICT (id) DO NOTHING RETURNING id, org_id, mode, created_at
+  SELECT id, org_id, mode, status, status, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
+    subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
+    suppressed_recipients, send_at, created_at, last_event, last_event_at
+  FROM x
+  ON CONFLICT (id) DO NOTHING RETURNING id
+), n AS (
+  SELECT x.* FROM x JOIN e USING (id)
 ), r AS (
   INSERT INTO email_recipients (email_id, address, org_id, mode, status, updated_at)
-  SELECT e.id, x.address, e.org_id, e.mode, 'pending', e.created_at FROM e, unnest($24::text[]) AS x(address)
+  SELECT n.id, a.address, n.org_id, n.mode, 'pending', n.created_at FROM n, unnest(n.recipients) AS a(address)
   ON CONFLICT DO NOTHING
 ), a AS (
   INSERT INTO email_attachments (id, email_id, org_id, mode, filename, content_type, content_id, size, blob_key)
-  SELECT x.id, e.id, e.org_id, e.mode, x."filename", x."contentType", x."contentId", x.size, x."blobKey"
-  FROM e, jsonb_to_recordset($25::jsonb) AS x(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
+  SELECT y.id, n.id, n.org_id, n.mode, y."filename", y."contentType", y."contentId", y.size, y."blobKey"
+  FROM n, jsonb_to_recordset(n.attachments) AS y(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
   ON CONFLICT (id) DO NOTHING
 )
 INSERT INTO email_usage (org_id, mode, month, emails)
-SELECT e.org_id, e.mode, $26, 1 FROM e
-ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + 1`;
+SELECT org_id, mode, month, count(*) FROM n GROUP BY org_id, mode, month
+ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + excluded.emails`;
 
-async function insertEmail(
-  tx: Transaction,
-  event: StoredEvent,
-  e: Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>,
-) {
+type NewEmail = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>;
+const isNewEmail = (e: StoredEvent) => e.type === 'EmailQueued' || e.type === 'EmailScheduled';
+
+function emailRow(event: StoredEvent) {
+  const e = event as unknown as NewEmail;
   const d = e.data;
-  const { orgId, mode } = event.metadata;
-  await tx.query(INSERT_EMAIL, [
-    d.emailId,
-    orgId,
-    mode,
-    e.type === 'EmailQueued' ? 'queued' : 'scheduled',
-    d.from,
-    JSON.stringify(d.to),
-    JSON.stringify(d.cc),
-    JSON.stringify(d.bcc),
-    JSON.stringify(d.replyTo),
-    d.subject,
-    d.html,
-    d.text,
-    JSON.stringify(d.headers),
-    d.tags,
-    d.domainId,
-    d.domainName,
-    d.templateId ?? null,
-    d.templateVersionId ?? null,
-    JSON.stringify(d.suppressedRecipients),
-    e.type === 'EmailScheduled' ? e.data.sendAt : null,
-    d.createdAt,
-    e.type,
-    event.createdAt,
-    recipientsOf(d),
-    JSON.stringify(d.attachments),
+  return {
+    id: d.emailId,
+    org_id: event.metadata.orgId,
+    mode: event.metadata.mode,
+    status: e.type === 'EmailQueued' ? 'queued' : 'scheduled',
+    from_address: d.from,
+    to_addresses: d.to,
+    cc_addresses: d.cc,
+    bcc_addresses: d.bcc,
+    reply_to: d.replyTo,
+    subject: d.subject,
+    html: d.html,
+    text_body: d.text,
+    headers: d.headers,
+    tags: d.tags,
+    domain_id: d.domainId,
+    domain_name: d.domainName,
+    template_id: d.templateId ?? null,
+    template_version_id: d.templateVersionId ?? null,
+    suppressed_recipients: d.suppressedRecipients,
+    send_at: e.type === 'EmailScheduled' ? e.data.sendAt : null,
+    created_at: d.createdAt,
+    last_event: e.type,
+    last_event_at: event.createdAt,
+    recipients: recipientsOf(d),
+    attachments: d.attachments,
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
-    monthOf(d.createdAt),
-  ]);
+    month: monthOf(d.createdAt),
+  };
 }
+
+const insertEmails = (tx: Transaction, events: StoredEvent[]) =>
+  tx.query(INSERT_EMAILS, [JSON.stringify(events.map(emailRow))]);
 
 /** Emails, their recipients' outcomes, attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
 export const emailsProjection: Projection = {
@@ -106,7 +120,8 @@ export const emailsProjection: Projection = {
     switch (e.type) {
       case 'EmailQueued':
       case 'EmailScheduled':
-        return insertEmail(tx, event, e);
+        await insertEmails(tx, [event]);
+        return;
       case 'EmailRescheduled':
         await tx.query('UPDATE emails SET send_at = $2 WHERE id = $1', [e.data.emailId, e.data.sendAt]);
         return refreshStatus(tx, e.data.emailId, event);
@@ -157,6 +172,17 @@ export const emailsProjection: Projection = {
       case 'EmailClicked':
         await tx.query('UPDATE emails SET clicks = clicks + 1 WHERE id = $1', [e.data.emailId]);
         return refreshStatus(tx, e.data.emailId, event);
+    }
+  },
+  /** Runs of new emails go in one statement each; other events one by one, in order. */
+  async applyBatch(tx: Transaction, events: StoredEvent[]) {
+    for (let i = 0; i < events.length; ) {
+      let j = i;
+      while (j < events.length && isNewEmail(events[j])) j++;
+      if (j > i) {
+        await insertEmails(tx, events.slice(i, j));
+        i = j;
+      } else await this.apply(tx, events[i++]);
     }
   },
 };

@@ -17,6 +17,11 @@ export interface Projection {
    */
   types?: readonly string[];
   apply(tx: Transaction, event: StoredEvent): Promise<void>;
+  /**
+   * Optional: applies a batch in fewer statements than one `apply` per event (e.g. many inserts in one), with
+   * the same result as applying the events in order. Projections on the send path have one.
+   */
+  applyBatch?(tx: Transaction, events: StoredEvent[]): Promise<void>;
 }
 
 export const CHECKPOINTS_SCHEMA = checkpointTableSql('projection_checkpoints');

@@ -42,7 +42,10 @@ export const applyBatch = (
     tx,
     { table: 'projection_checkpoints', name: projection.name, notify: CHECKPOINT_CHANNEL },
     events,
-    (t, e) => projection.apply(t, e),
+    async (t, fresh) => {
+      if (projection.applyBatch) return projection.applyBatch(t, fresh);
+      for (const event of fresh) await projection.apply(t, event);
+    },
     readFrom,
   );
 

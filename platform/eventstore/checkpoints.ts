@@ -22,7 +22,7 @@ export async function readCheckpoint(q: Queryable, table: CheckpointTable, name:
 }
 
 /**
- * Applies a batch and moves the checkpoint in one transaction; skips events at or before the checkpoint, so a
+ * Applies a batch (`handle` gets the events not applied yet, in order) and moves the checkpoint in one transaction; skips events at or before the checkpoint, so a
  * batch that another process (or an earlier attempt) already applied is a no-op. The checkpoint row is locked
  * FOR UPDATE for the transaction. `readFrom` is where the batch was read from: a checkpoint that moved back
  * since (a rebuild swapped tables in) means the batch misses events, so nothing is applied and the caller reads
@@ -32,7 +32,7 @@ export async function applyCheckpointed(
   tx: Transaction,
   checkpoint: { table: CheckpointTable; name: string; notify?: string },
   events: StoredEvent[],
-  handle: (tx: Transaction, event: StoredEvent) => Promise<void>,
+  handle: (tx: Transaction, events: StoredEvent[]) => Promise<void>,
   readFrom?: Position,
 ): Promise<Position> {
   const { table, name } = checkpoint;
@@ -48,7 +48,7 @@ export async function applyCheckpointed(
   if (readFrom !== undefined && current < readFrom) return current;
   const fresh = events.filter((e) => e.position > (current as Position));
   if (fresh.length === 0) return current;
-  for (const event of fresh) await handle(tx, event);
+  await handle(tx, fresh);
   const position = fresh[fresh.length - 1].position;
   if (checkpoint.notify) {
     await tx.query(

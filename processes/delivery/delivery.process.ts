@@ -1,54 +1,24 @@
-import type { Transaction } from '../../platform/db/database.ts';
-import type { Migration } from '../../platform/db/migrations.ts';
 import { rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { type DomainRow, findDomainById } from '../../read-side/domains/queries.ts';
+import { findDomainById } from '../../read-side/domains/queries.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
 import { type DeliveryOutcome, type EmailState, emailDecider } from '../../write-side/emails/decider.ts';
 import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
 import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
-import { suppressionStream } from '../../write-side/suppressions/events.ts';
 import { DueWork, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
+import { DeliveryJobs, enqueueDelivery, type Job } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
-import { buildOutboundMessage, messageIdOf } from './outbound-message.ts';
+import { buildOutboundMessage, messageIdOf, type SendingDomain, sendingDomain } from './outbound-message.ts';
 import { nextAttemptAt } from './retry-schedule.ts';
 
-export const deliveryMigrations: Migration[] = [
-  {
-    id: 'delivery-001',
-    sql: `CREATE TABLE IF NOT EXISTS delivery_jobs (
-  email_id text PRIMARY KEY,
-  org_id text NOT NULL,
-  mode text NOT NULL,
-  due_at timestamptz NOT NULL,
-  claimed_until timestamptz
-);
-CREATE INDEX IF NOT EXISTS delivery_jobs_due ON delivery_jobs (due_at)`,
-  },
-];
+export { deliveryMigrations } from './delivery-jobs.ts';
 
-/** Longer than the slowest send (several 30 s time-outs): only a crashed worker's claim runs out. */
-const CLAIM_MS = 10 * 60_000;
 const BATCH = 100;
 
-/** A live email accepted (queued, or released by the scheduler) becomes a job due at once. */
-async function enqueue(tx: Transaction, event: StoredEvent) {
-  if (event.metadata.mode !== 'live') return;
-  const e = event as unknown as EmailEvent;
-  const dueAt =
-    e.type === 'EmailQueued' ? e.data.createdAt : e.type === 'EmailReleased' ? e.data.releasedAt : null;
-  if (!dueAt) return;
-  await tx.query(
-    `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at) VALUES ($1, $2, 'live', $3) ON CONFLICT DO NOTHING`,
-    [e.data.emailId, event.metadata.orgId, dueAt],
-  );
-}
-
-type Job = { email_id: string; org_id: string; mode: 'live' };
 type Known = Extract<EmailState, { exists: true }>;
-type DomainCache = Map<string, Promise<DomainRow | null>>;
+type DomainCache = Map<string, Promise<SendingDomain | null>>;
 
 /**
  * Delivery: every live email is a job in `delivery_jobs` (fed from the log by a checkpointed consumer), claimed

@@ -11,6 +11,11 @@ export interface Endpoint {
   events: string[];
   active: boolean;
   deleted: boolean;
+  /** Where and how its deliveries are sent, for those handed straight to a dispatcher (see hand-over.ts). */
+  url: string;
+  sealedSecret: string;
+  previousSealedSecret: string | null;
+  previousValidUntil: Date | null;
 }
 
 /** The endpoints of the organizations in a batch, kept in step with the webhook events applied in it. */
@@ -21,7 +26,9 @@ export class EndpointSet {
     const set = new EndpointSet();
     if (orgIds.length === 0) return set;
     const { rows } = await q.query(
-      'SELECT webhook_id, org_id, mode, events, active, deleted FROM webhook_endpoints WHERE org_id = ANY($1)',
+      `SELECT webhook_id, org_id, mode, events, active, deleted, url, sealed_secret, previous_sealed_secret,
+         previous_valid_until
+       FROM webhook_endpoints WHERE org_id = ANY($1)`,
       [orgIds],
     );
     for (const r of rows) {
@@ -32,6 +39,10 @@ export class EndpointSet {
         events: r.events,
         active: r.active,
         deleted: r.deleted,
+        url: r.url,
+        sealedSecret: r.sealed_secret,
+        previousSealedSecret: r.previous_sealed_secret,
+        previousValidUntil: r.previous_valid_until,
       });
     }
     return set;
@@ -80,6 +91,10 @@ export class EndpointSet {
           events: d.events,
           active: d.active,
           deleted: false,
+          url: d.url,
+          sealedSecret: d.sealedSecret,
+          previousSealedSecret: null,
+          previousValidUntil: null,
         });
         return;
       }
@@ -94,7 +109,7 @@ export class EndpointSet {
           [d.webhookId, d.url, d.events, d.active],
         );
         const known = this.#byId.get(d.webhookId);
-        if (known) Object.assign(known, { events: d.events, active: d.active });
+        if (known) Object.assign(known, { url: d.url, events: d.events, active: d.active });
         return;
       }
       case 'WebhookSecretRotated': {
@@ -104,6 +119,14 @@ export class EndpointSet {
            WHERE webhook_id = $1`,
           [d.webhookId, d.sealedSecret, d.previousSealedSecret, d.previousValidUntil],
         );
+        const known = this.#byId.get(d.webhookId);
+        if (known) {
+          Object.assign(known, {
+            sealedSecret: d.sealedSecret,
+            previousSealedSecret: d.previousSealedSecret,
+            previousValidUntil: new Date(d.previousValidUntil),
+          });
+        }
         return;
       }
       case 'WebhookDisabled':

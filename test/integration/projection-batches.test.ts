@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { migrations, projections } from '../../bin/composition.ts';
+import { type Database, openPGlite } from '../../platform/db/database.ts';
+import { migrate } from '../../platform/db/migrations.ts';
+import type { StoredEvent } from '../../platform/eventstore/types.ts';
+
+const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'key_1' };
+let position = 0;
+const event = (type: string, data: Record<string, unknown>): StoredEvent => ({
+  type,
+  data,
+  metadata: meta,
+  streamId: `email-${data.emailId}`,
+  revision: 0,
+  position: String(++position).padStart(20, '0'),
+  createdAt: new Date(Date.UTC(2026, 10, 22, 10, 0, position)),
+});
+
+const content = (emailId: string, extra: Record<string, unknown> = {}) => ({
+  emailId,
+  orgId: meta.orgId,
+  mode: meta.mode,
+  from: 'Acme <hello@acme.test>',
+  to: [`${emailId}@rcpt.test`],
+  cc: ['Carl <cc@rcpt.test>'],
+  bcc: [],
+  replyTo: [],
+  subject: `Subject of ${emailId}`,
+  html: '<p>Hi "there" \\ é</p>',
+  text: null,
+  headers: { 'X-Campaign': 'c1' },
+  tags: ['a', 'b_c'],
+  attachments: [],
+  domainId: null,
+  domainName: 'acme.test',
+  suppressedRecipients: [],
+  createdAt: '2026-11-22T10:00:00.000Z',
+  ...extra,
+});
+
+/** A history with runs of new emails between other events, a replayed email, attachments and two months. */
+const history: StoredEvent[] = [
+  event('EmailQueued', content('em_1')),
+  event('EmailQueued', content('em_2', { createdAt: '2026-10-31T23:59:59.000Z' })),
+  event(
+    'EmailScheduled',
+    content('em_3', {
+      sendAt: '2026-11-23T10:00:00.000Z',
+      attachments: [
+        { id: 'att_1', filename: 'a.pdf', contentType: 'application/pdf', size: 3, blobKey: 'k1' },
+        {
+          id: 'att_2',
+          filename: 'i.png',
+          contentType: 'image/png',
+          contentId: 'logo',
+          size: 4,
+          blobKey: 'k2',
+        },
+      ],
+    }),
+  ),
+  event('EmailSendingStarted', { emailId: 'em_1', startedAt: '2026-11-22T10:00:01.000Z' }),
+  event('EmailQueued', content('em_4', { templateId: 'tpl_1', templateVersionId: 'tv_1' })),
+  event('EmailQueued', content('em_1')), // a replay: no second row, not counted twice
+  event('EmailCanceled', { emailId: 'em_3', canceledAt: '2026-11-22T10:00:02.000Z' }),
+  event('EmailQueued', content('em_5')),
+];
+
+async function dump(db: Database, tables: string[]) {
+  const out: Record<string, unknown[]> = {};
+  for (const table of tables) {
+    out[table] = (await db.query(`SELECT * FROM ${table} ORDER BY 1, 2`)).rows;
+  }
+  return out;
+}
+
+describe('projections with applyBatch', () => {
+  for (const projection of projections.filter((p) => p.applyBatch)) {
+    it(`${projection.name}: a batch gives the same rows as its events applied one by one`, async () => {
+      const one = await openPGlite();
+      const many = await openPGlite();
+      try {
+        await migrate(one, migrations);
+        await migrate(many, migrations);
+        await one.transaction(async (tx) => {
+          for (const e of history) await projection.apply(tx, e);
+        });
+        await many.transaction((tx) => projection.applyBatch!(tx, history));
+        const expected = await dump(one, projection.tables);
+        expect(Object.values(expected).every((rows) => rows.length > 0)).toBe(true);
+        expect(await dump(many, projection.tables)).toEqual(expected);
+      } finally {
+        await one.close();
+        await many.close();
+      }
+    });
+  }
+
+  it('emails: writes the rows of new emails, counts a replayed email once and each month apart', async () => {
+    const db = await openPGlite();
+    try {
+      await migrate(db, migrations);
+      const emails = projections.find((p) => p.name === 'emails')!;
+      await db.transaction((tx) => emails.applyBatch!(tx, history));
+      const usage = await db.query('SELECT month, emails FROM email_usage ORDER BY month');
+      expect(usage.rows).toEqual([
+        { month: '2026-10', emails: 1 },
+        { month: '2026-11', emails: 4 },
+      ]);
+      const em4 = await db.query(
+        'SELECT tags, html, cc_addresses, template_id, status FROM emails WHERE id = $1',
+        ['em_4'],
+      );
+      expect(em4.rows[0]).toEqual({
+        tags: ['a', 'b_c'],
+        html: '<p>Hi "there" \\ é</p>',
+        cc_addresses: ['Carl <cc@rcpt.test>'],
+        template_id: 'tpl_1',
+        status: 'queued',
+      });
+      const att = await db.query('SELECT id, content_id, size FROM email_attachments ORDER BY id');
+      expect(att.rows).toEqual([
+        { id: 'att_1', content_id: null, size: 3 },
+        { id: 'att_2', content_id: 'logo', size: 4 },
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+});
