@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { type Clock, systemClock } from '../platform/clock.ts';
 import type { Config } from '../platform/config.ts';
-import { SecretBox } from '../platform/crypto.ts';
+import { SecretBox, sha256Hex } from '../platform/crypto.ts';
 import { type Database, openDatabase } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres.ts';
@@ -17,6 +17,7 @@ import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { CHECKPOINTS_SCHEMA } from '../projections/projection.ts';
+import { ReadModelCache } from '../projections/read-model-cache.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
 import { authenticateKey } from '../read-side/api-keys/queries.ts';
@@ -84,6 +85,11 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     log,
     secrets: new SecretBox(resolveSecretKey(config)),
     readYourWrites: waiter,
+    caches: {
+      // An unknown key is not kept: it may be one created a moment ago in another process.
+      apiKeys: new ReadModelCache(waiter, 'api_keys', { keepNull: false }),
+      domains: new ReadModelCache(waiter, 'domains'),
+    },
     rateLimiter: createRateLimiter(config, db),
   };
   if (options.projections !== false) runner.start();
@@ -98,7 +104,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     app = createHttpApp({
       services,
       router,
-      authenticate: (key) => authenticateKey(db, key),
+      authenticate: (key) => services.caches.apiKeys.get(sha256Hex(key), () => authenticateKey(db, key)),
       ready: async () => {
         await db.query('SELECT 1');
         await store.headPosition();

@@ -11,6 +11,11 @@ export interface ReadYourWrites {
   waitFor(projections: string[], position: Position | undefined): Promise<void>;
 }
 
+/** A read-model look-up kept in memory until the projection behind it changes (projections/read-model-cache.ts). */
+export interface CachedLookup {
+  get<T>(key: string, load: () => Promise<T>): Promise<T>;
+}
+
 /** What every route, command handler and process gets: the stores and the ports. Built in bin/. */
 export interface Services {
   config: Config;
@@ -20,5 +25,7 @@ export interface Services {
   log: Logger;
   secrets: SecretBox;
   readYourWrites: ReadYourWrites;
+  /** Look-ups every send makes: API keys (`api_keys`) and sending domains (`domains`). */
+  caches: { apiKeys: CachedLookup; domains: CachedLookup };
   rateLimiter: RateLimiter;
 }

@@ -1,6 +1,6 @@
 import type { Database } from '../platform/db/database.ts';
 import { type EventStore, type Position, START } from '../platform/eventstore/types.ts';
-import { lockKey, type Projection } from './projection.ts';
+import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
 import { applyBatch, readCheckpoint } from './runner.ts';
 
 const LOCK_NOT_AVAILABLE = '55P03';
@@ -107,6 +107,12 @@ export async function rebuildProjection(
            ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
           [projection.name, rebuilt],
         );
+        // Readers' caches of the old tables must go (the position may even move back).
+        await tx.query(`SELECT pg_notify($1, $2::text || ' ' || $3::text || ' changed')`, [
+          CHECKPOINT_CHANNEL,
+          projection.name,
+          rebuilt,
+        ]);
         await tx.query(`DROP SCHEMA ${schema} CASCADE`);
       });
       break;

@@ -27,6 +27,10 @@ interface ProjectionState {
   storedAt: number;
 }
 
+/** Whether the events hold any the projection applies (then its read model may have changed). */
+export const touches = (projection: Projection, events: StoredEvent[]) =>
+  !projection.types || events.some((e) => projection.types!.includes(e.type));
+
 /** A projection's checkpoint. */
 export const readCheckpoint = (q: Queryable, name: string): Promise<Position> =>
   readStoredCheckpoint(q, 'projection_checkpoints', name);
@@ -40,7 +44,12 @@ export const applyBatch = (
 ) =>
   applyCheckpointed(
     tx,
-    { table: 'projection_checkpoints', name: projection.name, notify: CHECKPOINT_CHANNEL },
+    {
+      table: 'projection_checkpoints',
+      name: projection.name,
+      notify: CHECKPOINT_CHANNEL,
+      changed: touches(projection, events),
+    },
     events,
     async (t, fresh) => {
       if (projection.applyBatch) return projection.applyBatch(t, fresh);
@@ -64,7 +73,10 @@ export class ProjectionRunner {
   readonly projections: Projection[];
   #subscription?: Subscription;
   readonly #state = new Map<string, ProjectionState>();
-  /** Emits `checkpoint` (name, position) after each batch a projection has consumed in this process. */
+  /**
+   * Emits `checkpoint` (name, position) after each batch a projection has consumed in this process, and before
+   * it `changed` (name) when the batch held events of the projection's types.
+   */
   readonly events = new EventEmitter();
 
   constructor(db: Database, store: EventStore, projections: Projection[], log: Logger) {
@@ -96,13 +108,9 @@ export class ProjectionRunner {
     if (!state) return 'blocked';
     const mine = events.filter((e) => e.position > state.consumed);
     if (mine.length === 0) return 'idle';
-    const types = projection.types;
     // Nothing here for this projection: move on in memory, and write the checkpoint only now and then.
-    if (
-      types &&
-      !mine.some((e) => types.includes(e.type)) &&
-      Date.now() - state.storedAt < LAZY_CHECKPOINT_MS
-    ) {
+    const changed = touches(projection, mine);
+    if (!changed && Date.now() - state.storedAt < LAZY_CHECKPOINT_MS) {
       state.consumed = mine[mine.length - 1].position;
       this.events.emit('checkpoint', projection.name, state.consumed);
       return 'idle';
@@ -118,6 +126,7 @@ export class ProjectionRunner {
         return applyBatch(tx, projection, mine, state.stored);
       });
       Object.assign(state, { consumed: position, stored: position, storedAt: Date.now() });
+      if (changed) this.events.emit('changed', projection.name);
       this.events.emit('checkpoint', projection.name, position);
       return 'applied';
     } catch (error) {

@@ -15,6 +15,7 @@ export class ProjectionWaiter {
   readonly #db: Database;
   readonly #known = new Map<string, Position>();
   readonly #wakers = new Set<() => void>();
+  readonly #changeListeners = new Map<string, Set<() => void>>();
   readonly #timeoutMs: number;
   #unlisten?: Promise<() => Promise<void>>;
   /** With projections running in this process the first answer usually comes from memory. */
@@ -25,6 +26,31 @@ export class ProjectionWaiter {
     this.#timeoutMs = timeoutMs;
     this.#localRunner = runner !== undefined;
     runner?.events.on('checkpoint', (name: string, position: Position) => this.#learn(name, position));
+    runner?.events.on('changed', (name: string) => this.#changed(name));
+  }
+
+  /**
+   * Calls `listener` whenever the projection's read model may have changed: at once when this process applied
+   * the events, by NOTIFY when another did. Read-model caches clear themselves on it.
+   */
+  onChange(name: string, listener: () => void): void {
+    const listeners = this.#changeListeners.get(name) ?? new Set();
+    listeners.add(listener);
+    this.#changeListeners.set(name, listeners);
+    void this.#listen().catch(() => {});
+  }
+
+  #changed(name: string) {
+    for (const listener of this.#changeListeners.get(name) ?? []) listener();
+  }
+
+  #listen() {
+    this.#unlisten ??= this.#db.listen(CHECKPOINT_CHANNEL, (payload) => {
+      const [name, position, changed] = payload.split(' ');
+      if (changed === 'changed') this.#changed(name);
+      if (name && position) this.#learn(name, position);
+    });
+    return this.#unlisten;
   }
 
   #learn(name: string, position: Position) {
@@ -45,11 +71,7 @@ export class ProjectionWaiter {
 
   async waitFor(names: string[], position: Position | undefined): Promise<void> {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
-    this.#unlisten ??= this.#db.listen(CHECKPOINT_CHANNEL, (payload) => {
-      const [name, position] = payload.split(' ');
-      if (name && position) this.#learn(name, position);
-    });
-    await this.#unlisten;
+    await this.#listen();
     const deadline = Date.now() + this.#timeoutMs;
     let pollMs = 5;
     let poll = !this.#localRunner;

@@ -26,11 +26,12 @@ export async function readCheckpoint(q: Queryable, table: CheckpointTable, name:
  * batch that another process (or an earlier attempt) already applied is a no-op. The checkpoint row is locked
  * FOR UPDATE for the transaction. `readFrom` is where the batch was read from: a checkpoint that moved back
  * since (a rebuild swapped tables in) means the batch misses events, so nothing is applied and the caller reads
- * again from the returned checkpoint. `notify` names a channel told of the new checkpoint (payload: `<name> <position>`).
+ * again from the returned checkpoint. `notify` names a channel told of the new checkpoint (payload: `<name> <position>`,
+ * followed by ` changed` when `changed` says the batch held events the consumer acts on).
  */
 export async function applyCheckpointed(
   tx: Transaction,
-  checkpoint: { table: CheckpointTable; name: string; notify?: string },
+  checkpoint: { table: CheckpointTable; name: string; notify?: string; changed?: boolean },
   events: StoredEvent[],
   handle: (tx: Transaction, events: StoredEvent[]) => Promise<void>,
   readFrom?: Position,
@@ -53,8 +54,8 @@ export async function applyCheckpointed(
   if (checkpoint.notify) {
     await tx.query(
       `WITH moved AS (UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1 RETURNING name)
-       SELECT pg_notify($3, name || ' ' || $2) FROM moved`,
-      [name, position, checkpoint.notify],
+       SELECT pg_notify($3, name || ' ' || $2 || $4::text) FROM moved`,
+      [name, position, checkpoint.notify, checkpoint.changed ? ' changed' : ''],
     );
   } else {
     await tx.query(`UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1`, [name, position]);

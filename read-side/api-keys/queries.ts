@@ -4,7 +4,10 @@ import type { AuthContext } from '../../platform/http/auth-context.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import { iso, paginate } from '../pagination.ts';
 
-/** Resolves a presented API key by its SHA-256 hash; a deleted key resolves to nothing. No cache: deletion works at once everywhere. */
+/**
+ * Resolves a presented API key by its SHA-256 hash; a deleted key resolves to nothing. The HTTP layer keeps the
+ * answers in `services.caches.apiKeys`, which empties when the `api_keys` projection changes.
+ */
 export async function authenticateKey(db: Database, key: string): Promise<AuthContext | null> {
   if (!/^pk_(live|test)_[A-Za-z0-9]{1,100}$/.test(key)) return null;
   const row = await db.kysely

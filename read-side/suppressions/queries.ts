@@ -1,3 +1,4 @@
+import { Batcher } from '../../platform/batcher.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
@@ -28,17 +29,34 @@ const active = (db: Database, orgId: string, mode: Mode) =>
     .where('mode', '=', mode)
     .where('deleted_at', 'is', null);
 
+type Recipient = { orgId: string; mode: Mode; address: string };
+const recipientKey = (r: Recipient) => `${r.orgId} ${r.mode} ${r.address}`;
+
+/** One query for many recipients (of any organizations): which of them are suppressed. */
+async function suppressedAmong(db: Database, recipients: Recipient[]): Promise<boolean[]> {
+  const { rows } = await db.query<{ org_id: string; mode: Mode; email_lower: string }>(
+    `SELECT org_id, mode, email_lower FROM suppressions
+     WHERE deleted_at IS NULL
+       AND (org_id, mode, email_lower) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`,
+    [recipients.map((r) => r.orgId), recipients.map((r) => r.mode), recipients.map((r) => r.address)],
+  );
+  const found = new Set(
+    rows.map((r) => recipientKey({ orgId: r.org_id, mode: r.mode, address: r.email_lower })),
+  );
+  return recipients.map((r) => found.has(recipientKey(r)));
+}
+
+/** Every send checks its recipients: the checks of requests in flight together share one query. */
+const checks = new WeakMap<Database, Batcher<Recipient, boolean>>();
+
 /** Whether sending to `address` is blocked for this organization and mode; addresses compare case-insensitively. */
-export async function isSuppressed(
-  db: Database,
-  orgId: string,
-  mode: Mode,
-  address: string,
-): Promise<boolean> {
-  const row = await active(db, orgId, mode)
-    .where('email_lower', '=', address.trim().toLowerCase())
-    .executeTakeFirst();
-  return !!row;
+export function isSuppressed(db: Database, orgId: string, mode: Mode, address: string): Promise<boolean> {
+  let batcher = checks.get(db);
+  if (!batcher) {
+    batcher = new Batcher({ run: (recipients) => suppressedAmong(db, recipients), maxWeight: 1000 });
+    checks.set(db, batcher);
+  }
+  return batcher.add({ orgId, mode, address: address.trim().toLowerCase() });
 }
 
 export async function findSuppression(db: Database, orgId: string, mode: Mode, suppressionId: string) {

@@ -11,7 +11,7 @@ import type { AuthContext } from '../../platform/http/auth-context.ts';
 import type { Services } from '../../platform/services.ts';
 import { type DeliveryOutcome, type EmailCommand, emailDecider } from './decider.ts';
 import { emailStream } from './events.ts';
-import { type LookupCache, type PreparedEmail, prepareEmail } from './prepare.ts';
+import { type PreparedEmail, prepareEmail } from './prepare.ts';
 import { monthOf, PLAN_QUOTAS, quotaDecider, quotaExceeded, quotaStream } from './quota.ts';
 import type { SendEmailInput } from './request.ts';
 
@@ -99,14 +99,11 @@ export async function sendBatch(
   auth: AuthContext,
   inputs: (SendEmailInput | AppError)[],
 ): Promise<{ items: BatchItem[]; position?: Position }> {
-  const cache: LookupCache = new Map();
   const prepared = await Promise.all(
     inputs.map((input) =>
       input instanceof AppError
         ? input
-        : prepareEmail(services, auth, input, cache).catch((e) =>
-            e instanceof AppError ? e : Promise.reject(e),
-          ),
+        : prepareEmail(services, auth, input).catch((e) => (e instanceof AppError ? e : Promise.reject(e))),
     ),
   );
   const valid = prepared.filter((p) => !(p instanceof AppError)).length;

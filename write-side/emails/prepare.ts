@@ -20,13 +20,6 @@ export interface PreparedEmail {
   sendAt?: string;
 }
 
-/** Domain look-ups shared by the items of one batch (they mostly send from the same domain). */
-export type LookupCache = Map<string, Promise<any>>;
-const cached = <T>(cache: LookupCache, key: string, load: () => Promise<T>): Promise<T> => {
-  if (!cache.has(key)) cache.set(key, load());
-  return cache.get(key)!;
-};
-
 const invalid = (field: string, message: string) =>
   new AppError('validation_error', `\`${field}\`: ${message}`);
 
@@ -99,14 +92,16 @@ function checkSendAt(sendAt: string | undefined, now: Date): string | undefined 
  * registered test-mode domain of that name is linked when there is one. A key restricted to a domain sends
  * only from it (403).
  */
-async function sendingDomain(services: Services, auth: AuthContext, from: Mailbox, cache: LookupCache) {
+async function sendingDomain(services: Services, auth: AuthContext, from: Mailbox) {
   const name = domainOf(from.address);
-  const domain = await cached(cache, `name:${name}`, () =>
+  const { domains } = services.caches;
+  const scope = `${auth.orgId} ${auth.mode}`;
+  const domain = await domains.get(`${scope} name ${name}`, () =>
     findSendingDomain(services.db, auth.orgId, auth.mode, name),
   );
   if (auth.domainId) {
     const id = auth.domainId;
-    const allowed = await cached(cache, `id:${id}`, () =>
+    const allowed = await domains.get(`${scope} id ${id}`, () =>
       findDomainById(services.db, auth.orgId, auth.mode, id),
     );
     if (!allowed || allowed.name !== name) {
@@ -174,7 +169,6 @@ export async function prepareEmail(
   services: Services,
   auth: AuthContext,
   input: SendEmailInput,
-  cache: LookupCache = new Map(),
 ): Promise<PreparedEmail> {
   const now = services.clock.now();
   const from = mailboxes('from', input.from)[0];
@@ -189,7 +183,7 @@ export async function prepareEmail(
   const sendAt = checkSendAt(input.send_at, now);
   const headers = checkHeaders(input.headers ?? {});
   const attachments = decodeAttachments(input.attachments ?? [], now.getTime());
-  const domain = await sendingDomain(services, auth, from, cache);
+  const domain = await sendingDomain(services, auth, from);
   const body = await render(services, auth, input);
   const blocked = await suppressed(services, auth, [...to, ...cc, ...bcc]);
   const keep = (list: Mailbox[]) =>
