@@ -3,35 +3,8 @@ import type { StoredEvent } from '../platform/eventstore/types.ts';
 import { recipientsOf } from '../write-side/emails/decider.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
 import { monthOf } from '../write-side/emails/quota.ts';
-import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
+import { applyChange, applyChanges, changeOf } from './email-changes.ts';
 import type { Projection } from './projection.ts';
-
-/** Recomputes the email's status from its lifecycle and its recipients (the same roll-up as the decider). */
-async function refreshStatus(tx: Transaction, emailId: string, event: StoredEvent, lifecycle?: Lifecycle) {
-  const { rows } = await tx.query<{ lifecycle: Lifecycle; statuses: RecipientStatus[] | null }>(
-    `UPDATE emails SET lifecycle = coalesce($2, lifecycle), last_event = $3, last_event_at = $4 WHERE id = $1
-     RETURNING lifecycle, (SELECT array_agg(r.status) FROM email_recipients r WHERE r.email_id = $1) AS statuses`,
-    [emailId, lifecycle ?? null, event.type, event.createdAt],
-  );
-  if (!rows[0]) return;
-  const status = rollUp(rows[0].lifecycle, rows[0].statuses ?? []);
-  await tx.query('UPDATE emails SET status = $2 WHERE id = $1 AND status <> $2', [emailId, status]);
-}
-
-async function setRecipient(
-  tx: Transaction,
-  emailId: string,
-  address: string,
-  at: string,
-  fields: Record<string, unknown>,
-) {
-  const names = Object.keys(fields);
-  const sets = names.map((n, i) => `${n} = $${i + 4}`).join(', ');
-  await tx.query(
-    `UPDATE email_recipients SET ${sets}, updated_at = $3 WHERE email_id = $1 AND address = $2`,
-    [emailId, address, at, ...names.map((n) => fields[n])],
-  );
-}
 
 /**
  * New emails with their recipients and attachments, and the months' usage, in one statement: this runs on the
@@ -122,67 +95,21 @@ export const emailsProjection: Projection = {
       case 'EmailScheduled':
         await insertEmails(tx, [event]);
         return;
-      case 'EmailRescheduled':
-        await tx.query('UPDATE emails SET send_at = $2 WHERE id = $1', [e.data.emailId, e.data.sendAt]);
-        return refreshStatus(tx, e.data.emailId, event);
-      case 'EmailCanceled':
-        return refreshStatus(tx, e.data.emailId, event, 'canceled');
-      case 'EmailReleased':
-        return refreshStatus(tx, e.data.emailId, event, 'queued');
-      case 'EmailSendingStarted':
-        return refreshStatus(tx, e.data.emailId, event, 'sending');
-      case 'EmailSent':
-        await tx.query('UPDATE emails SET message_id = $2 WHERE id = $1', [e.data.emailId, e.data.messageId]);
-        return refreshStatus(tx, e.data.emailId, event, 'sent');
-      case 'EmailDelivered':
-        await setRecipient(tx, e.data.emailId, e.data.recipient, e.data.deliveredAt, {
-          status: 'delivered',
-          // EmailDelivered carries no code: clear the 4xx an earlier EmailDeliveryDelayed left.
-          smtp_code: null,
-          smtp_response: e.data.smtpResponse,
-          next_attempt_at: null,
-        });
-        return refreshStatus(tx, e.data.emailId, event);
-      case 'EmailDeliveryDelayed':
-        await setRecipient(tx, e.data.emailId, e.data.recipient, e.data.delayedAt, {
-          status: 'delayed',
-          attempts: e.data.attempt,
-          smtp_code: e.data.smtpCode ?? null,
-          smtp_response: e.data.smtpResponse,
-          next_attempt_at: e.data.nextAttemptAt,
-        });
-        return refreshStatus(tx, e.data.emailId, event);
-      case 'EmailBounced':
-        await setRecipient(tx, e.data.emailId, e.data.recipient, e.data.bouncedAt, {
-          status: 'bounced',
-          bounce_type: e.data.bounceType,
-          smtp_code: e.data.smtpCode,
-          smtp_response: e.data.smtpResponse,
-          next_attempt_at: null,
-        });
-        return refreshStatus(tx, e.data.emailId, event);
-      case 'EmailComplained':
-        await setRecipient(tx, e.data.emailId, e.data.recipient, e.data.complainedAt, {
-          status: 'complained',
-        });
-        return refreshStatus(tx, e.data.emailId, event);
-      case 'EmailOpened':
-        await tx.query('UPDATE emails SET opens = opens + 1 WHERE id = $1', [e.data.emailId]);
-        return refreshStatus(tx, e.data.emailId, event);
-      case 'EmailClicked':
-        await tx.query('UPDATE emails SET clicks = clicks + 1 WHERE id = $1', [e.data.emailId]);
-        return refreshStatus(tx, e.data.emailId, event);
+      default: {
+        const change = changeOf(event);
+        if (change) await applyChange(tx, event, change);
+      }
     }
   },
-  /** Runs of new emails go in one statement each; other events one by one, in order. */
+  /** Runs of new emails go in one statement; runs of other events in three (`applyChanges`); in log order. */
   async applyBatch(tx: Transaction, events: StoredEvent[]) {
     for (let i = 0; i < events.length; ) {
-      let j = i;
-      while (j < events.length && isNewEmail(events[j])) j++;
-      if (j > i) {
-        await insertEmails(tx, events.slice(i, j));
-        i = j;
-      } else await this.apply(tx, events[i++]);
+      const inserts = isNewEmail(events[i]);
+      let j = i + 1;
+      while (j < events.length && isNewEmail(events[j]) === inserts) j++;
+      const run = events.slice(i, j);
+      await (inserts ? insertEmails(tx, run) : applyChanges(tx, run));
+      i = j;
     }
   },
 };

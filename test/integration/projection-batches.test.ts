@@ -64,6 +64,54 @@ const history: StoredEvent[] = [
   event('EmailQueued', content('em_1')), // a replay: no second row, not counted twice
   event('EmailCanceled', { emailId: 'em_3', canceledAt: '2026-11-22T10:00:02.000Z' }),
   event('EmailQueued', content('em_5')),
+  // Delivery outcomes: runs with several changes to one email and one recipient, in order.
+  event('EmailSent', { emailId: 'em_1', messageId: '<m1@acme.test>', sentAt: '2026-11-22T10:00:03.000Z' }),
+  event('EmailDeliveryDelayed', {
+    emailId: 'em_1',
+    recipient: 'em_1@rcpt.test',
+    attempt: 1,
+    smtpCode: 451,
+    smtpResponse: '451 try later',
+    nextAttemptAt: '2026-11-22T10:05:00.000Z',
+    delayedAt: '2026-11-22T10:00:04.000Z',
+  }),
+  event('EmailBounced', {
+    emailId: 'em_1',
+    recipient: 'cc@rcpt.test',
+    bounceType: 'hard',
+    smtpCode: 550,
+    smtpResponse: '550 no such user',
+    bouncedAt: '2026-11-22T10:00:05.000Z',
+  }),
+  event('EmailRescheduled', { emailId: 'em_4', sendAt: '2026-11-24T10:00:00.000Z' }),
+  event('EmailDelivered', {
+    emailId: 'em_1',
+    recipient: 'em_1@rcpt.test',
+    smtpResponse: '250 ok',
+    deliveredAt: '2026-11-22T10:06:00.000Z',
+  }),
+  event('EmailOpened', {
+    emailId: 'em_1',
+    userAgent: 'ua',
+    ip: '127.0.0.1',
+    openedAt: '2026-11-22T10:07:00.000Z',
+  }),
+  event('EmailOpened', {
+    emailId: 'em_1',
+    userAgent: 'ua',
+    ip: '127.0.0.1',
+    openedAt: '2026-11-22T10:08:00.000Z',
+  }),
+  event('EmailClicked', { emailId: 'em_5', userAgent: 'ua', ip: '127.0.0.1', link: 'https://a.test/' }),
+  event('EmailSendingStarted', { emailId: 'em_2', startedAt: '2026-11-22T10:09:00.000Z' }),
+  event('EmailSent', { emailId: 'em_2', messageId: '<m2@acme.test>', sentAt: '2026-11-22T10:09:01.000Z' }),
+  event('EmailComplained', {
+    emailId: 'em_2',
+    recipient: 'em_2@rcpt.test',
+    complainedAt: '2026-11-22T10:10:00.000Z',
+  }),
+  event('EmailQueued', content('em_6')),
+  event('EmailCanceled', { emailId: 'em_missing', canceledAt: '2026-11-22T10:11:00.000Z' }),
 ];
 
 async function dump(db: Database, tables: string[]) {
@@ -105,7 +153,7 @@ describe('projections with applyBatch', () => {
       const usage = await db.query('SELECT month, emails FROM email_usage ORDER BY month');
       expect(usage.rows).toEqual([
         { month: '2026-10', emails: 1 },
-        { month: '2026-11', emails: 4 },
+        { month: '2026-11', emails: 5 },
       ]);
       const em4 = await db.query(
         'SELECT tags, html, cc_addresses, template_id, status FROM emails WHERE id = $1',
@@ -118,6 +166,31 @@ describe('projections with applyBatch', () => {
         template_id: 'tpl_1',
         status: 'queued',
       });
+      const statuses = await db.query(
+        'SELECT id, status, lifecycle, opens, clicks, last_event FROM emails ORDER BY id',
+      );
+      expect(statuses.rows.map((r) => Object.values(r).join(' '))).toEqual([
+        'em_1 delivered sent 2 0 EmailOpened',
+        'em_2 complained sent 0 0 EmailComplained',
+        'em_3 canceled canceled 0 0 EmailCanceled',
+        'em_4 queued queued 0 0 EmailRescheduled',
+        'em_5 queued queued 0 1 EmailClicked',
+        'em_6 queued queued 0 0 EmailQueued',
+      ]);
+      const recipient = await db.query(
+        `SELECT status, attempts, smtp_code, smtp_response, next_attempt_at FROM email_recipients
+         WHERE email_id = 'em_1' ORDER BY address`,
+      );
+      expect(recipient.rows).toEqual([
+        {
+          status: 'bounced',
+          attempts: 0,
+          smtp_code: 550,
+          smtp_response: '550 no such user',
+          next_attempt_at: null,
+        },
+        { status: 'delivered', attempts: 1, smtp_code: null, smtp_response: '250 ok', next_attempt_at: null },
+      ]);
       const att = await db.query('SELECT id, content_id, size FROM email_attachments ORDER BY id');
       expect(att.rows).toEqual([
         { id: 'att_1', content_id: null, size: 3 },

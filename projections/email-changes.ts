@@ -1,0 +1,175 @@
+import type { Transaction } from '../platform/db/database.ts';
+import type { StoredEvent } from '../platform/eventstore/types.ts';
+import type { EmailEvent } from '../write-side/emails/events.ts';
+import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
+
+/** What an event after EmailQueued/EmailScheduled changes on the email's rows; `null` for other events. */
+export interface EmailChange {
+  emailId: string;
+  lifecycle?: Lifecycle;
+  sendAt?: string;
+  messageId?: string;
+  opens?: number;
+  clicks?: number;
+  /** Columns of the recipient's row to set, and when. */
+  recipient?: { address: string; at: string; fields: Record<string, unknown> };
+}
+
+export function changeOf(event: StoredEvent): EmailChange | null {
+  const e = event as unknown as EmailEvent;
+  const d = e.data as { emailId: string };
+  const on = (address: string, at: string, fields: Record<string, unknown>) => ({
+    emailId: d.emailId,
+    recipient: { address, at, fields },
+  });
+  switch (e.type) {
+    case 'EmailRescheduled':
+      return { emailId: d.emailId, sendAt: e.data.sendAt };
+    case 'EmailCanceled':
+      return { emailId: d.emailId, lifecycle: 'canceled' };
+    case 'EmailReleased':
+      return { emailId: d.emailId, lifecycle: 'queued' };
+    case 'EmailSendingStarted':
+      return { emailId: d.emailId, lifecycle: 'sending' };
+    case 'EmailSent':
+      return { emailId: d.emailId, lifecycle: 'sent', messageId: e.data.messageId };
+    case 'EmailDelivered':
+      return on(e.data.recipient, e.data.deliveredAt, {
+        status: 'delivered',
+        // EmailDelivered carries no code: clear the 4xx an earlier EmailDeliveryDelayed left.
+        smtp_code: null,
+        smtp_response: e.data.smtpResponse,
+        next_attempt_at: null,
+      });
+    case 'EmailDeliveryDelayed':
+      return on(e.data.recipient, e.data.delayedAt, {
+        status: 'delayed',
+        attempts: e.data.attempt,
+        smtp_code: e.data.smtpCode ?? null,
+        smtp_response: e.data.smtpResponse,
+        next_attempt_at: e.data.nextAttemptAt,
+      });
+    case 'EmailBounced':
+      return on(e.data.recipient, e.data.bouncedAt, {
+        status: 'bounced',
+        bounce_type: e.data.bounceType,
+        smtp_code: e.data.smtpCode,
+        smtp_response: e.data.smtpResponse,
+        next_attempt_at: null,
+      });
+    case 'EmailComplained':
+      return on(e.data.recipient, e.data.complainedAt, { status: 'complained' });
+    case 'EmailOpened':
+      return { emailId: d.emailId, opens: 1 };
+    case 'EmailClicked':
+      return { emailId: d.emailId, clicks: 1 };
+    default:
+      return null;
+  }
+}
+
+/**
+ * Applies one change, statement by statement: the reference for `applyChanges` (which must give the same rows)
+ * and the path of a lone event.
+ */
+export async function applyChange(tx: Transaction, event: StoredEvent, c: EmailChange) {
+  if (c.recipient) {
+    const names = Object.keys(c.recipient.fields);
+    await tx.query(
+      `UPDATE email_recipients SET ${names.map((n, i) => `${n} = $${i + 4}`).join(', ')}, updated_at = $3
+       WHERE email_id = $1 AND address = $2`,
+      [c.emailId, c.recipient.address, c.recipient.at, ...names.map((n) => c.recipient!.fields[n])],
+    );
+  }
+  const { rows } = await tx.query<{ lifecycle: Lifecycle; statuses: RecipientStatus[] | null }>(
+    `UPDATE emails SET lifecycle = coalesce($2, lifecycle), last_event = $3, last_event_at = $4,
+       send_at = coalesce($5, send_at), message_id = coalesce($6, message_id), opens = opens + $7, clicks = clicks + $8
+     WHERE id = $1
+     RETURNING lifecycle, (SELECT array_agg(r.status) FROM email_recipients r WHERE r.email_id = $1) AS statuses`,
+    [
+      c.emailId,
+      c.lifecycle ?? null,
+      event.type,
+      event.createdAt,
+      c.sendAt ?? null,
+      c.messageId ?? null,
+      c.opens ?? 0,
+      c.clicks ?? 0,
+    ],
+  );
+  if (!rows[0]) return;
+  const status = rollUp(rows[0].lifecycle, rows[0].statuses ?? []);
+  await tx.query('UPDATE emails SET status = $2 WHERE id = $1 AND status <> $2', [c.emailId, status]);
+}
+
+const SET_RECIPIENTS = `
+UPDATE email_recipients r SET
+  status = CASE WHEN x.f ? 'status' THEN x.f->>'status' ELSE r.status END,
+  attempts = CASE WHEN x.f ? 'attempts' THEN (x.f->>'attempts')::integer ELSE r.attempts END,
+  smtp_code = CASE WHEN x.f ? 'smtp_code' THEN (x.f->>'smtp_code')::integer ELSE r.smtp_code END,
+  smtp_response = CASE WHEN x.f ? 'smtp_response' THEN x.f->>'smtp_response' ELSE r.smtp_response END,
+  bounce_type = CASE WHEN x.f ? 'bounce_type' THEN x.f->>'bounce_type' ELSE r.bounce_type END,
+  next_attempt_at = CASE WHEN x.f ? 'next_attempt_at' THEN (x.f->>'next_attempt_at')::timestamptz ELSE r.next_attempt_at END,
+  updated_at = x.at
+FROM json_to_recordset($1::json) AS x(email_id text, address text, f jsonb, at timestamptz)
+WHERE r.email_id = x.email_id AND r.address = x.address`;
+
+const SET_EMAILS = `
+UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event = x.last_event,
+  last_event_at = x.last_event_at, send_at = coalesce(x.send_at, e.send_at),
+  message_id = coalesce(x.message_id, e.message_id), opens = e.opens + x.opens, clicks = e.clicks + x.clicks
+FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, last_event_at timestamptz,
+  send_at timestamptz, message_id text, opens integer, clicks integer)
+WHERE e.id = x.id
+RETURNING e.id, e.lifecycle, e.status, (SELECT array_agg(r.status) FROM email_recipients r WHERE r.email_id = e.id) AS statuses`;
+
+const SET_STATUSES = `
+UPDATE emails e SET status = x.status FROM json_to_recordset($1::json) AS x(id text, status text) WHERE e.id = x.id`;
+
+/**
+ * Applies many changes in three statements, whatever their number: the changes are merged per email and per
+ * recipient in order first (the last value of a column wins, counters add up), and the status follows from the
+ * final lifecycle and recipients, as it does event by event. Delivery outcomes arrive by the hundred, and one
+ * long transaction holds back every reader of the log (DESIGN.md §3), so this keeps it short.
+ */
+export async function applyChanges(tx: Transaction, events: StoredEvent[]) {
+  const emails = new Map<string, Record<string, unknown> & { opens: number; clicks: number }>();
+  const recipients = new Map<
+    string,
+    { email_id: string; address: string; f: Record<string, unknown>; at: string }
+  >();
+  for (const event of events) {
+    const c = changeOf(event);
+    if (!c) continue;
+    const row = emails.get(c.emailId) ?? { id: c.emailId, opens: 0, clicks: 0 };
+    Object.assign(row, {
+      last_event: event.type,
+      last_event_at: event.createdAt,
+      ...(c.lifecycle && { lifecycle: c.lifecycle }),
+      ...(c.sendAt && { send_at: c.sendAt }),
+      ...(c.messageId && { message_id: c.messageId }),
+    });
+    row.opens += c.opens ?? 0;
+    row.clicks += c.clicks ?? 0;
+    emails.set(c.emailId, row);
+    if (c.recipient) {
+      const key = `${c.emailId} ${c.recipient.address}`;
+      const r = recipients.get(key) ?? { email_id: c.emailId, address: c.recipient.address, f: {}, at: '' };
+      Object.assign(r.f, c.recipient.fields);
+      r.at = c.recipient.at;
+      recipients.set(key, r);
+    }
+  }
+  if (emails.size === 0) return;
+  if (recipients.size > 0) await tx.query(SET_RECIPIENTS, [JSON.stringify([...recipients.values()])]);
+  const { rows } = await tx.query<{
+    id: string;
+    lifecycle: Lifecycle;
+    status: string;
+    statuses: RecipientStatus[] | null;
+  }>(SET_EMAILS, [JSON.stringify([...emails.values()])]);
+  const moved = rows
+    .map((r) => ({ id: r.id, status: rollUp(r.lifecycle, r.statuses ?? []), was: r.status }))
+    .filter((r) => r.status !== r.was);
+  if (moved.length > 0) await tx.query(SET_STATUSES, [JSON.stringify(moved)]);
+}
