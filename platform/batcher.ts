@@ -12,8 +12,8 @@ export interface BatcherOptions<I> {
   /** Weight of a batch before it is closed (by default each item weighs 1). */
   maxWeight?: number;
   weight?: (item: I) => number;
-  /** Whether `item` may go in a batch that already holds `taken`; one that may not waits for the next. */
-  fits?: (item: I, taken: I[]) => boolean;
+  /** Items with the same key never share a batch: a second one waits for the next. */
+  key?: (item: I) => string;
 }
 
 interface Pending<I> {
@@ -23,7 +23,7 @@ interface Pending<I> {
 }
 
 export class Batcher<I, O> {
-  readonly #options: Required<Omit<BatcherOptions<I>, 'fits'>> & Pick<BatcherOptions<I>, 'fits'>;
+  readonly #options: Required<Omit<BatcherOptions<I>, 'key'>> & Pick<BatcherOptions<I>, 'key'>;
   #queue: Pending<I>[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -50,18 +50,18 @@ export class Batcher<I, O> {
   }
 
   #take(): Pending<I>[] {
-    const { maxWeight, weight, fits } = this.#options;
+    const { maxWeight, weight, key } = this.#options;
     const taken: Pending<I>[] = [];
-    const items: I[] = [];
+    const keys = new Set<string>();
     const left: Pending<I>[] = [];
     let total = 0;
     for (const p of this.#queue) {
       const w = weight(p.item);
-      const full = taken.length > 0 && total + w > maxWeight;
-      if (full || (fits && !fits(p.item, items))) left.push(p);
+      const k = key?.(p.item);
+      if ((taken.length > 0 && total + w > maxWeight) || (k !== undefined && keys.has(k))) left.push(p);
       else {
         taken.push(p);
-        items.push(p.item);
+        if (k !== undefined) keys.add(k);
         total += w;
       }
     }

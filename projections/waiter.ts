@@ -73,7 +73,8 @@ export class ProjectionWaiter {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
     await this.#listen();
     const deadline = Date.now() + this.#timeoutMs;
-    let pollMs = 5;
+    // This process's runner reports in memory: a poll is only a fallback when it stands by for another process.
+    let pollMs = this.#localRunner ? 50 : 5;
     let poll = !this.#localRunner;
     while (true) {
       if (poll) await this.#refresh(names);

@@ -198,7 +198,7 @@ export class PostgresEventStore implements EventStore {
     maxInFlight: 2,
     maxWeight: 1000,
     weight: (a) => a.events.length,
-    fits: (a, taken) => !taken.some((t) => t.streamId === a.streamId),
+    key: (a) => a.streamId,
     run: async (batch) => {
       const results =
         batch.length === 1
