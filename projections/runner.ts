@@ -117,8 +117,10 @@ export class ProjectionRunner {
     }
     try {
       const position = await this.#db.transaction(async (tx) => {
+        // A read model is rebuilt from the log: its commit need not wait for the disk. A crash loses at most
+        // the last batches together with their checkpoint (one transaction), and the runner applies them again.
         const { rows } = await tx.query<{ locked: boolean }>(
-          'SELECT pg_try_advisory_xact_lock($1) AS locked',
+          `SELECT pg_try_advisory_xact_lock($1) AS locked, set_config('synchronous_commit', 'off', true)`,
           [lockKey(projection.name)],
         );
         if (!rows[0].locked) throw new Standby();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Batcher } from '../batcher.ts';
 import type { Database } from '../db/database.ts';
@@ -157,6 +158,8 @@ export class PostgresEventStore implements EventStore {
   #closed = false;
   #notified: Promise<void> = Promise.resolve();
   readonly pollMs: number;
+  /** Signs this store's NOTIFYs, so that it does not wake itself twice. */
+  readonly #id = randomUUID();
 
   constructor(db: Database, options: { upcasters?: Record<string, Upcaster>; pollMs?: number } = {}) {
     this.#db = db;
@@ -316,7 +319,9 @@ export class PostgresEventStore implements EventStore {
         this.#notifyAgain = false;
         // NOTIFY gives its transaction an id, and so a commit record: no need to wait for that to reach disk.
         await this.#db
-          .exec(`BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify('${CHANNEL}', ''); COMMIT`)
+          .exec(
+            `BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify('${CHANNEL}', '${this.#id}'); COMMIT`,
+          )
           .catch(() => {});
       } while (this.#notifyAgain && !this.#closed);
       this.#notifying = false;
@@ -381,7 +386,9 @@ export class PostgresEventStore implements EventStore {
   }
 
   #listening(): Promise<unknown> {
-    this.#unlisten ??= this.#db.listen(CHANNEL, () => {
+    this.#unlisten ??= this.#db.listen(CHANNEL, (sender) => {
+      // This store's own appends woke its subscribers already.
+      if (sender === this.#id) return;
       this.#appends++;
       this.#wake.emit('append');
     });
