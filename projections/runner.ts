@@ -60,7 +60,7 @@ export const applyBatch = (
 
 /**
  * Keeps every projection's read model up to date from one subscription: each batch of the log is read (and its
- * JSON parsed) once, then applied to each projection in a transaction of its own, so one projection's failure
+ * JSON parsed) once, then applied to each projection in a transaction of its own, all at once, so one projection's failure
  * holds back only itself. Several processes may run the runner: each projection's transaction takes that
  * projection's advisory lock, so one process at a time applies it, and the checkpoint row (locked FOR UPDATE)
  * makes a batch another process already applied a no-op. A process that finds a lock taken stands by for that
@@ -143,8 +143,9 @@ export class ProjectionRunner {
     this.#subscription ??= this.#store.subscribe(
       { from: () => this.#from(), batchSize: 500 },
       async (events) => {
-        const outcomes = new Set<string>();
-        for (const projection of this.projections) outcomes.add(await this.#applyTo(projection, events));
+        // Side by side, each on its own connection: one projection's transaction (say a checkpoint written
+        // after a quiet second) does not delay the others, nor the requests waiting for them.
+        const outcomes = new Set(await Promise.all(this.projections.map((p) => this.#applyTo(p, events))));
         // Only blocked ones had work (standing by, or failing): back off before reading the batch again.
         if (outcomes.has('blocked') && !outcomes.has('applied')) throw new Standby();
       },
