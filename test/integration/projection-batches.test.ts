@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { migrations, projections } from '../../bin/composition.ts';
-import { type Database, openPGlite } from '../../platform/db/database.ts';
+import type { Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { openTestDatabase } from '../support/databases.ts';
+
+/** A fresh, migrated PostgreSQL database (PGlite would do, but its migrations take seconds on a busy machine). */
+async function migrated() {
+  const opened = await openTestDatabase('postgres');
+  await migrate(opened.db, migrations);
+  return opened;
+}
 
 const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'key_1' };
 let position = 0;
@@ -125,11 +133,11 @@ async function dump(db: Database, tables: string[]) {
 describe('projections with applyBatch', () => {
   for (const projection of projections.filter((p) => p.applyBatch)) {
     it(`${projection.name}: a batch gives the same rows as its events applied one by one`, async () => {
-      const one = await openPGlite();
-      const many = await openPGlite();
+      const [{ db: one, dispose: disposeOne }, { db: many, dispose: disposeMany }] = await Promise.all([
+        migrated(),
+        migrated(),
+      ]);
       try {
-        await migrate(one, migrations);
-        await migrate(many, migrations);
         await one.transaction(async (tx) => {
           for (const e of history) await projection.apply(tx, e);
         });
@@ -138,16 +146,15 @@ describe('projections with applyBatch', () => {
         expect(Object.values(expected).every((rows) => rows.length > 0)).toBe(true);
         expect(await dump(many, projection.tables)).toEqual(expected);
       } finally {
-        await one.close();
-        await many.close();
+        await disposeOne();
+        await disposeMany();
       }
     });
   }
 
   it('emails: writes the rows of new emails, counts a replayed email once and each month apart', async () => {
-    const db = await openPGlite();
+    const { db, dispose } = await migrated();
     try {
-      await migrate(db, migrations);
       const emails = projections.find((p) => p.name === 'emails')!;
       await db.transaction((tx) => emails.applyBatch!(tx, history));
       const usage = await db.query('SELECT month, emails FROM email_usage ORDER BY month');
@@ -197,7 +204,7 @@ describe('projections with applyBatch', () => {
         { id: 'att_2', content_id: 'logo', size: 4 },
       ]);
     } finally {
-      await db.close();
+      await dispose();
     }
   });
 });
