@@ -15,7 +15,11 @@ export class ReadModelCache {
   readonly #entries = new Map<string, { value: Promise<unknown>; at: number }>();
   readonly #keepNull: boolean;
 
-  constructor(waiter: ProjectionWaiter, projection: string, options: { keepNull?: boolean } = {}) {
+  constructor(
+    waiter: Pick<ProjectionWaiter, 'onChange'>,
+    projection: string,
+    options: { keepNull?: boolean } = {},
+  ) {
     this.#keepNull = options.keepNull ?? true;
     waiter.onChange(projection, () => this.#entries.clear());
   }

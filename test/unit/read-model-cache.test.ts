@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { ReadModelCache } from '../../projections/read-model-cache.ts';
+
+/** Stands in for the waiter: `change(name)` is what a projection's applied batch (or its NOTIFY) does. */
+function changeFeed() {
+  const listeners = new Map<string, (() => void)[]>();
+  return {
+    onChange: (name: string, listener: () => void) =>
+      listeners.set(name, [...(listeners.get(name) ?? []), listener]),
+    change: (name: string) => {
+      for (const l of listeners.get(name) ?? []) l();
+    },
+  };
+}
+
+describe('ReadModelCache', () => {
+  it('loads once, answers from memory, and loads again after its projection changed', async () => {
+    const feed = changeFeed();
+    const cache = new ReadModelCache(feed, 'domains');
+    let loads = 0;
+    const load = async () => ++loads;
+    expect(await Promise.all([cache.get('k', load), cache.get('k', load)])).toEqual([1, 1]);
+    expect(await cache.get('k', load)).toBe(1);
+    feed.change('api_keys'); // another projection: no effect
+    expect(await cache.get('k', load)).toBe(1);
+    feed.change('domains');
+    expect(await cache.get('k', load)).toBe(2);
+    expect(loads).toBe(2);
+  });
+
+  it('keeps no failed load, and no null when told so', async () => {
+    const cache = new ReadModelCache(changeFeed(), 'api_keys', { keepNull: false });
+    await expect(cache.get('k', async () => Promise.reject(new Error('db down')))).rejects.toThrow('db down');
+    expect(await cache.get('k', async () => null)).toBeNull();
+    expect(await cache.get('k', async () => 'found')).toBe('found');
+    expect(await cache.get('k', async () => 'other')).toBe('found');
+  });
+
+  it('keeps null by default (a domain that is not there is an answer too)', async () => {
+    const cache = new ReadModelCache(changeFeed(), 'domains');
+    expect(await cache.get('k', async () => null)).toBeNull();
+    expect(await cache.get('k', async () => 'late')).toBeNull();
+  });
+});
