@@ -110,6 +110,22 @@ const resultOf = (rows: InsertedRow[]): AppendResult => {
   return { nextRevision: Number(last.stream_revision), position: toPosition(last.tx, last.position) };
 };
 
+/**
+ * The oldest running transaction that may still write to this database's events: the snapshot's running
+ * transactions, less those that PostgreSQL lists as another database's (their writes never land here). The
+ * snapshot's own xmin is cluster-wide: a long write in any database of a shared server would hold every reader
+ * back. Transactions that ended since the snapshot, or that `pg_stat_activity` does not show, are kept (the bound
+ * only errs low). It costs a look at every backend, so `readAll` uses it only when the cheap bound gave nothing.
+ */
+const OWN_DATABASE_BOUND = `(
+  SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+  FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+  WHERE (x::text::bigint % 4294967296) NOT IN (
+    SELECT a.backend_xid::text::bigint FROM pg_stat_get_activity(NULL) AS a
+    WHERE a.backend_xid IS NOT NULL AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
+  )
+)`;
+
 // The output names shadow the columns in ORDER BY (where `global_position` would then sort as text):
 // queries order by `events.tx_id, events.global_position`, qualified.
 const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data::text AS data, metadata, created_at`;
@@ -366,18 +382,28 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}) {
-    const [tx, pos] = fromPosition(options.from ?? START);
+    const from = options.from ?? START;
+    const limit = options.limit ?? 1000;
+    const events = await this.#readAll(from, limit, 'cluster');
+    // Nothing: perhaps held back by a transaction of another database of the cluster. Look closer.
+    return events.length > 0 ? events : this.#readAll(from, limit, 'database');
+  }
+
+  /** `bound`: which running transactions hold readers back (see OWN_DATABASE_BOUND). */
+  async #readAll(from: Position, limit: number, bound: 'cluster' | 'database') {
+    const [tx, pos] = fromPosition(from);
     const { rows } = await this.#db.query(
       `SELECT ${SELECT_COLUMNS} FROM events
-       WHERE (tx_id, global_position) > ($1::xid8, $2::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+       WHERE (tx_id, global_position) > ($1::xid8, $2::bigint)
+         AND tx_id < ${bound === 'cluster' ? 'pg_snapshot_xmin(pg_current_snapshot())' : OWN_DATABASE_BOUND}
        ORDER BY events.tx_id, events.global_position LIMIT $3`,
-      [tx, pos, options.limit ?? 1000],
+      [tx, pos, limit],
     );
     return rows.map(this.#toEvent);
   }
 
   async headPosition(options: { committed?: boolean } = {}) {
-    const visible = options.committed ? '' : 'WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())';
+    const visible = options.committed ? '' : `WHERE tx_id < ${OWN_DATABASE_BOUND}`;
     const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
       `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events ${visible}
        ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,

@@ -68,4 +68,34 @@ describe('PostgreSQL event store under out-of-order commits', () => {
     await store.close();
     await dispose();
   });
+
+  it('is not held back by a long write in another database of the same server', async () => {
+    const ours = await openTestDatabase('postgres');
+    const theirs = await openTestDatabase('postgres');
+    const store = await PostgresEventStore.create(ours.db, { pollMs: 100 });
+    // Another application's transaction: it has written (so it has a transaction id) and stays open.
+    const other = new pg.Client({ connectionString: theirs.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('CREATE TABLE their_table (x int); INSERT INTO their_table VALUES (1)');
+      const seen: StoredEvent[] = [];
+      const sub = store.subscribe({ from: START }, async (events) => {
+        seen.push(...events);
+      });
+      const meta = { orgId: 'o', mode: 'test' as const, actor: 't' };
+      await store.append('ours-1', [{ type: 'Ours', data: {}, metadata: meta }], {
+        expectedRevision: 'no_stream',
+      });
+      for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(seen.map((e) => e.streamId)).toEqual(['ours-1']);
+      await sub.stop();
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+      await store.close();
+      await ours.dispose();
+      await theirs.dispose();
+    }
+  });
 });
