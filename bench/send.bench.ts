@@ -31,6 +31,7 @@ import { startDnsServer } from '../test/support/dns-server.ts';
 import { publishDomainRecords } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
 import { createOrganization } from '../write-side/organizations/commands.ts';
+import { cpuMeter } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -52,7 +53,18 @@ const email = (to: string) => ({
   tags: ['shipping'],
 });
 
-async function load(url: string, key: string | null, body: unknown, connections: number) {
+type Meter = Awaited<ReturnType<typeof cpuMeter>>;
+
+/** `perRequest`: emails in one request (for CPU per email). */
+async function load(
+  meter: Meter,
+  url: string,
+  key: string | null,
+  body: unknown,
+  connections: number,
+  perRequest = 1,
+) {
+  const before = await meter.sample();
   const r = await autocannon({
     url,
     method: 'POST',
@@ -62,8 +74,13 @@ async function load(url: string, key: string | null, body: unknown, connections:
     body: JSON.stringify(body),
   });
   const ok = r['2xx'];
-  return { rps: ok / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors };
+  const cpu = meter.per(before, await meter.sample(), Math.max(1, ok * perRequest));
+  return { rps: ok / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors, cpu };
 }
+
+/** CPU per email: this process (server and load generator alike) and the database's backends. */
+const cpuText = (c: { node: number; pg: number | null; total: number }) =>
+  `${c.total.toFixed(0)} µs (Node ${c.node.toFixed(0)}${c.pg === null ? '' : ` + PostgreSQL ${c.pg.toFixed(0)}`})`;
 
 /** The baseline: express, one INSERT per request through a pg pool of the same size as Postline's. */
 async function startBaseline(url: string) {
@@ -117,6 +134,7 @@ async function main() {
   });
   const postline = await startPostline(config, { processes: false, log: createLogger('warn') });
   const baseline = await startBaseline(url);
+  const meter = await cpuMeter(url);
   const results: string[] = [];
   try {
     const org = await createOrganization(postline.services, { name: 'Bench', plan: 'business' });
@@ -139,21 +157,21 @@ async function main() {
       throw new Error(`domain not verified: ${JSON.stringify(verified.body)}`);
 
     // 1. Single sends (test key: accepted, never delivered here) vs the baseline.
-    await load(`${api}/emails`, org.testKey, email('warmup@rcpt.test'), CONNECTIONS); // warm-up (JIT, pools)
-    const base1 = await load(baseline.url, null, email('a@rcpt.test'), CONNECTIONS);
-    const send1 = await load(`${api}/emails`, org.testKey, email('a@rcpt.test'), CONNECTIONS);
+    await load(meter, `${api}/emails`, org.testKey, email('warmup@rcpt.test'), CONNECTIONS); // warm-up (JIT, pools)
+    const base1 = await load(meter, baseline.url, null, email('a@rcpt.test'), CONNECTIONS);
+    const send1 = await load(meter, `${api}/emails`, org.testKey, email('a@rcpt.test'), CONNECTIONS);
     results.push(
       `POST /v1/emails, ${CONNECTIONS} connections: ${send1.rps.toFixed(0)} emails/s, p50 ${send1.p50} ms, p99 ${send1.p99} ms` +
-        ` (non-2xx ${send1.errors}); baseline ${base1.rps.toFixed(0)} req/s, p50 ${base1.p50} ms, p99 ${base1.p99} ms -> ${pct(send1.rps, base1.rps)} of baseline`,
+        ` (non-2xx ${send1.errors}); baseline ${base1.rps.toFixed(0)} req/s, p50 ${base1.p50} ms, p99 ${base1.p99} ms -> ${pct(send1.rps, base1.rps)} of baseline; CPU per email ${cpuText(send1.cpu)}, baseline ${cpuText(base1.cpu)}`,
     );
 
     // 2. Batches of 100.
     const batch = Array.from({ length: 100 }, (_, i) => email(`b${i}@rcpt.test`));
-    const baseB = await load(baseline.url, null, batch, 10);
-    const sendB = await load(`${api}/emails/batch`, org.testKey, batch, 10);
+    const baseB = await load(meter, baseline.url, null, batch, 10, 100);
+    const sendB = await load(meter, `${api}/emails/batch`, org.testKey, batch, 10, 100);
     results.push(
       `POST /v1/emails/batch (100 per request), 10 connections: ${(sendB.rps * 100).toFixed(0)} emails/s, p50 ${sendB.p50} ms, p99 ${sendB.p99} ms` +
-        `; baseline (one INSERT of the whole body per request) ${baseB.rps.toFixed(0)} req/s`,
+        `; baseline (one INSERT of the whole body per request) ${baseB.rps.toFixed(0)} req/s; CPU per email ${cpuText(sendB.cpu)}, baseline ${cpuText(baseB.cpu)}`,
     );
 
     // 3. Delivery: live emails, accepted first, then delivered by the process manager through the MTA.
@@ -170,6 +188,7 @@ async function main() {
       }),
     );
   } finally {
+    await meter.close();
     await baseline.close();
     await postline.close();
     await sink.close();
