@@ -60,8 +60,8 @@ export const applyBatch = (
 
 /**
  * Keeps every projection's read model up to date from one subscription: each batch of the log is read (and its
- * JSON parsed) once, then applied to each projection in a transaction of its own, all at once, so one projection's failure
- * holds back only itself. Several processes may run the runner: each projection's transaction takes that
+ * JSON parsed) once, then applied to all projections side by side, each in a transaction of its own, so one
+ * projection's failure holds back only itself. Several processes may run the runner: each projection's transaction takes that
  * projection's advisory lock, so one process at a time applies it, and the checkpoint row (locked FOR UPDATE)
  * makes a batch another process already applied a no-op. A process that finds a lock taken stands by for that
  * projection and re-reads its checkpoint, which is also how it takes over when the active one dies.
