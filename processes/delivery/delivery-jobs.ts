@@ -21,17 +21,18 @@ CREATE INDEX IF NOT EXISTS delivery_jobs_due ON delivery_jobs (due_at)`,
 
 export type Job = { email_id: string; org_id: string; mode: 'live' };
 
-/** A live email accepted (queued, or released by the scheduler) becomes a job due at once. */
-export async function enqueueDelivery(tx: Transaction, event: StoredEvent) {
-  if (event.metadata.mode !== 'live') return;
+/** A live email accepted (queued, or released by the scheduler) becomes a job due at once. True when it did. */
+export async function enqueueDelivery(tx: Transaction, event: StoredEvent): Promise<boolean> {
+  if (event.metadata.mode !== 'live') return false;
   const e = event as unknown as EmailEvent;
   const dueAt =
     e.type === 'EmailQueued' ? e.data.createdAt : e.type === 'EmailReleased' ? e.data.releasedAt : null;
-  if (!dueAt) return;
+  if (!dueAt) return false;
   await tx.query(
     `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at) VALUES ($1, $2, 'live', $3) ON CONFLICT DO NOTHING`,
     [e.data.emailId, event.metadata.orgId, dueAt],
   );
+  return true;
 }
 
 /** Longer than the slowest send (several 30 s time-outs): only a crashed worker's claim runs out. */

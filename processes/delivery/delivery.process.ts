@@ -11,6 +11,7 @@ import type { BackgroundProcess } from '../process.ts';
 import { DeliveryJobs, enqueueDelivery, type Job } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
 import { buildOutboundMessage, messageIdOf, type SendingDomain, sendingDomain } from './outbound-message.ts';
+import { RecentlyQueued } from './recently-queued.ts';
 import { nextAttemptAt } from './retry-schedule.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
@@ -22,7 +23,7 @@ type DomainCache = Map<string, Promise<SendingDomain | null>>;
 
 /**
  * Delivery: every live email is a job in `delivery_jobs` (fed from the log by a checkpointed consumer), claimed
- * with FOR UPDATE SKIP LOCKED and a lease so several processes share the work. The email's stream is the truth
+ * in batches with a lease so several processes share the work (delivery-jobs.ts). The email's stream is the truth
  * about who still needs an attempt: a job only says "look at this email at this time". A run sends to the
  * recipients that are due, records each outcome as an event, suppresses hard bounces, and moves the job to the
  * next retry or removes it. A crash replays at most the attempt in flight (at-least-once): recipients whose
@@ -35,6 +36,8 @@ export class DeliveryProcess implements BackgroundProcess {
   readonly #mta: OutboundMta;
   readonly #concurrency: number;
   readonly #due: DueWork;
+  readonly #jobs: DeliveryJobs;
+  readonly #recent = new RecentlyQueued();
 
   constructor(services: Services, options: { mta?: OutboundMta; concurrency?: number } = {}) {
     this.#services = services;
@@ -49,7 +52,10 @@ export class DeliveryProcess implements BackgroundProcess {
         ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
       });
     this.#concurrency = options.concurrency ?? 50;
-    this.#consumer = new LogConsumer({ name: 'delivery', ...services }, enqueue);
+    this.#jobs = new DeliveryJobs(services);
+    this.#consumer = new LogConsumer({ name: 'delivery', ...services }, async (tx, event) => {
+      if (await enqueueDelivery(tx, event)) this.#recent.add(event);
+    });
     this.#due = new DueWork({
       consumer: this.#consumer,
       work: () => this.#runAll(),
@@ -67,53 +73,80 @@ export class DeliveryProcess implements BackgroundProcess {
     return this.#due.runOnce();
   }
 
+  /**
+   * Works off the due jobs with `concurrency` workers. The next batch is claimed while the current one still
+   * keeps the workers busy, so none waits for a claim, and what became of each job is written in batches.
+   */
   async #runAll(): Promise<number> {
     let done = 0;
-    while (true) {
-      const jobs = await this.#claim();
-      if (jobs.length === 0) return done;
-      // One look-up per sending domain and claimed batch (many emails share a domain).
-      const domains: DomainCache = new Map();
-      let next = 0;
-      const worker = async () => {
-        while (next < jobs.length) {
-          const job = jobs[next++];
-          try {
-            await this.#deliver(job, domains);
-            done++;
-          } catch (err) {
-            // The claim runs out and another run tries again; the stream keeps what was already recorded.
-            this.#services.log.error({ err, emailId: job.email_id }, 'delivery run failed');
-          }
+    const queue: { job: Job; domains: DomainCache }[] = [];
+    let exhausted = false;
+    let failure: unknown;
+    let claiming: Promise<void> | undefined;
+    const refill = () => {
+      claiming ??= this.#jobs
+        .claim(BATCH)
+        .then((jobs) => {
+          // Until a claim finds nothing: jobs the log adds during the run are this run's too.
+          if (jobs.length === 0) exhausted = true;
+          // One look-up per sending domain and claimed batch (many emails share a domain).
+          const domains: DomainCache = new Map();
+          for (const job of jobs) queue.push({ job, domains });
+        })
+        .catch((err) => {
+          // Thrown once the workers have finished what they hold.
+          exhausted = true;
+          failure = err;
+        })
+        .finally(() => {
+          claiming = undefined;
+        });
+    };
+    const next = async () => {
+      for (;;) {
+        if (!exhausted && queue.length <= this.#concurrency) refill();
+        const item = queue.shift();
+        if (item || (exhausted && !claiming)) return item;
+        await claiming;
+      }
+    };
+    const worker = async () => {
+      for (let item = await next(); item; item = await next()) {
+        try {
+          this.#jobs.finish(item.job.email_id, await this.#deliver(item.job, item.domains));
+          done++;
+        } catch (err) {
+          // The claim runs out and another run tries again; the stream keeps what was already recorded.
+          this.#services.log.error({ err, emailId: item.job.email_id }, 'delivery run failed');
         }
-      };
-      await Promise.all(Array.from({ length: Math.min(this.#concurrency, jobs.length) }, worker));
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: this.#concurrency }, worker));
+    } finally {
+      await this.#jobs.flush();
     }
+    if (failure) throw failure;
+    return done;
   }
 
-  async #claim(): Promise<Job[]> {
-    const now = this.#services.clock.now();
-    const { rows } = await this.#services.db.query<Job>(
-      `UPDATE delivery_jobs SET claimed_until = $2
-       WHERE email_id IN (
-         SELECT email_id FROM delivery_jobs
-         WHERE due_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
-         ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING email_id, org_id, mode`,
-      [now, new Date(now.getTime() + CLAIM_MS), BATCH],
-    );
-    return rows;
-  }
-
-  async #deliver(job: Job, domains: DomainCache) {
+  /** Looks at the email, sends to the recipients that are due; returns when to look again (null: never). */
+  async #deliver(
+    job: Job,
+    domains: DomainCache,
+    queued: StoredEvent | null = this.#recent.take(job.email_id) ?? null,
+  ): Promise<string | null> {
     const meta = systemMeta({ orgId: job.org_id, mode: job.mode });
-    const history = await this.#services.store.readStream(emailStream(job.email_id));
+    const history = queued ? [queued] : await this.#services.store.readStream(emailStream(job.email_id));
     const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
     let state = rebuildState(emailDecider, history);
-    if (!accepted || !state.exists || ['canceled', 'scheduled'].includes(state.lifecycle))
-      return this.#finish(job, null);
+    if (!accepted || !state.exists || ['canceled', 'scheduled'].includes(state.lifecycle)) return null;
     if (state.lifecycle === 'queued') {
       const started = await startSending(this.#services, meta, job.email_id, [...history]);
+      // The stream had moved on from the event the log gave us (another process got there first): start over
+      // from the whole stream.
+      if (queued && started.revision !== queued.revision + started.events.length)
+        return this.#deliver(job, domains, null);
       state = started.state;
       // The history as it now stands, so recording the outcomes need not read the stream again.
       const first = started.revision - started.events.length + 1;
@@ -142,10 +175,10 @@ export class DeliveryProcess implements BackgroundProcess {
         history,
       );
       await this.#suppressHardBounces(meta, job.email_id, [...history, ...result.events]);
-      return this.#finish(job, result.state as Known);
+      return nextLook(result.state as Known);
     }
     await this.#suppressHardBounces(meta, job.email_id, history);
-    return this.#finish(job, s);
+    return nextLook(s);
   }
 
   /** Sends to `recipients`; a domain that is gone or a key that no longer opens defers them like a 4xx would. */
@@ -156,7 +189,13 @@ export class DeliveryProcess implements BackgroundProcess {
     domains: DomainCache,
   ): Promise<RecipientOutcome[]> {
     const id = content.domainId;
-    if (id && !domains.has(id)) domains.set(id, findDomainById(this.#services.db, meta.orgId, meta.mode, id));
+    if (id && !domains.has(id)) {
+      const { db, secrets } = this.#services;
+      domains.set(
+        id,
+        findDomainById(db, meta.orgId, meta.mode, id).then((row) => row && sendingDomain(row, secrets)),
+      );
+    }
     const domain = id ? await domains.get(id)! : null;
     if (!domain) {
       return recipients.map((recipient) => ({
@@ -219,24 +258,16 @@ export class DeliveryProcess implements BackgroundProcess {
     }
   }
 
-  /** Next look at the email when a recipient waits for a retry; otherwise the job is done. */
-  async #finish(job: Job, state: Known | null) {
-    const waiting = state
-      ? Object.values(state.recipients).filter((r) => r.status === 'delayed' && r.nextAttemptAt)
-      : [];
-    if (waiting.length === 0) {
-      await this.#services.db.query('DELETE FROM delivery_jobs WHERE email_id = $1', [job.email_id]);
-      return;
-    }
-    const next = waiting.map((r) => r.nextAttemptAt!).sort()[0];
-    await this.#services.db.query(
-      'UPDATE delivery_jobs SET due_at = $2, claimed_until = NULL WHERE email_id = $1',
-      [job.email_id, next],
-    );
-  }
-
   async stop(): Promise<void> {
     await this.#due.stop();
     await this.#mta.close();
   }
+}
+
+/** The earliest retry of a recipient that waits for one; null when none does (the job is done). */
+function nextLook(state: Known): string | null {
+  const waiting = Object.values(state.recipients)
+    .filter((r) => r.status === 'delayed' && r.nextAttemptAt)
+    .map((r) => r.nextAttemptAt!);
+  return waiting.length === 0 ? null : waiting.sort()[0];
 }

@@ -1,15 +1,28 @@
 import { blobStoreFor } from '../../platform/blob-store.ts';
+import type { SecretBox } from '../../platform/crypto.ts';
 import type { Services } from '../../platform/services.ts';
 import type { DomainRow } from '../../read-side/domains/queries.ts';
 import type { EmailContent } from '../../write-side/emails/events.ts';
 import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
-import { type OutboundMessage, verpAddress } from './mta/outbound.ts';
+import { type DkimKey, type OutboundMessage, verpAddress } from './mta/outbound.ts';
 
 const tokensByConfig = new WeakMap<object, TrackingTokens>();
 
 /** Stable for the email, so every attempt (and a replay after a crash) carries the same Message-ID. */
 export const messageIdOf = (content: Pick<EmailContent, 'emailId' | 'domainName'>) =>
   `<${content.emailId}@${content.domainName}>`;
+
+/** A sending domain with its DKIM key opened, once for the many emails that share it. */
+export type SendingDomain = { row: DomainRow; dkim: DkimKey };
+
+export const sendingDomain = (row: DomainRow, secrets: SecretBox): SendingDomain => ({
+  row,
+  dkim: {
+    domainName: row.name,
+    keySelector: row.dkim_selector,
+    privateKey: secrets.open(row.sealed_dkim_private_key),
+  },
+});
 
 /**
  * The message as the MTA sends it: the accepted content, attachments read back from the blob store, tracking
@@ -18,7 +31,7 @@ export const messageIdOf = (content: Pick<EmailContent, 'emailId' | 'domainName'
 export async function buildOutboundMessage(
   services: Services,
   content: EmailContent,
-  domain: DomainRow,
+  { row: domain, dkim }: SendingDomain,
 ): Promise<OutboundMessage> {
   const blobs = blobStoreFor(services.config);
   let tokens = tokensByConfig.get(services.config);
@@ -55,10 +68,6 @@ export async function buildOutboundMessage(
       })),
     ),
     envelopeFrom: verpAddress(content.emailId, domain.return_path_domain),
-    dkim: {
-      domainName: domain.name,
-      keySelector: domain.dkim_selector,
-      privateKey: services.secrets.open(domain.sealed_dkim_private_key),
-    },
+    dkim,
   };
 }

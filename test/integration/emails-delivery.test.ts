@@ -228,6 +228,37 @@ describe('live delivery through the outbound MTA', () => {
     );
   });
 
+  it('works off more emails than one claim in one run, and removes every finished job', async () => {
+    // 130 jobs: two claims of 100, finishes written in batches; one recipient waits for a retry.
+    mx.scriptRecipient('many-later@rcpt.test', { code: 451, message: '4.3.0 try again later' });
+    const batch = (n: number, from: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        from: FROM,
+        to: [from + i === 0 ? 'many-later@rcpt.test' : `many${from + i}@rcpt.test`],
+        subject: 'Hello',
+        text: 'Hi there',
+      }));
+    for (const [n, from] of [
+      [100, 0],
+      [30, 100],
+    ]) {
+      const r = await acme.live.post('/v1/emails/batch', batch(n, from));
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    await delivery.runOnce();
+    expect(new Set(mx.messages.flatMap((m) => m.rcptTo)).size).toBe(129);
+    const jobs = await svc.postline.services.db.query<{ due_at: Date; claimed_until: Date | null }>(
+      'SELECT due_at, claimed_until FROM delivery_jobs',
+    );
+    expect(jobs.rows).toEqual([
+      { due_at: new Date(clock.now().getTime() + RETRY_DELAYS_MS[0]), claimed_until: null },
+    ]);
+    clock.advance(RETRY_DELAYS_MS[0]);
+    await delivery.runOnce();
+    expect(mx.messages.flatMap((m) => m.rcptTo)).toContain('many-later@rcpt.test');
+    expect((await svc.postline.services.db.query('SELECT 1 FROM delivery_jobs')).rows).toHaveLength(0);
+  });
+
   it('delivers a scheduled email once the scheduler releases it', async () => {
     const sendAt = new Date(clock.now().getTime() + 3600_000).toISOString();
     const id = await send({ to: ['later2@rcpt.test'], send_at: sendAt });
@@ -311,6 +342,7 @@ describe('live delivery through the outbound MTA', () => {
     ]);
     const suppressions = () =>
       services.store.readStream(suppressionStream(acme.orgId, 'live', 'crashed@rcpt.test'));
+    // The log hands the run only the EmailQueued event: the stream moved on since, so it reads the stream after all.
     await delivery.runOnce();
     expect(mx.rcptLog.map((r) => r.recipient)).not.toContain('crashed@rcpt.test');
     const added = await suppressions();

@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { dkimVerify } from 'mailauth';
 import { describe, expect, it } from 'vitest';
 import {
   composeMessage,
@@ -70,6 +71,45 @@ describe('composeMessage', () => {
     expect(a.equals(b)).toBe(true);
     expect(a.toString().startsWith('DKIM-Signature: ')).toBe(true);
   });
+
+  it.each(['rsa', 'ed25519'] as const)(
+    'signs with an %s key so that the signature verifies, and fails once a From is added',
+    async (type) => {
+      const { privateKey, publicKey } =
+        type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ed25519');
+      const spki = publicKey.export({ type: 'spki', format: 'der' });
+      // An Ed25519 record carries the raw 32-byte key (RFC 8463).
+      const p = (type === 'rsa' ? spki : spki.subarray(-32)).toString('base64');
+      const verify = (raw: Buffer) =>
+        dkimVerify(raw, {
+          resolver: async (name: string, rr: string) => {
+            if (name === 'pl1._domainkey.sender.test' && rr === 'TXT')
+              return [[`v=DKIM1; k=${type}; p=${p}`]];
+            throw Object.assign(new Error(`no ${rr} for ${name}`), { code: 'ENOTFOUND' });
+          },
+        });
+      const raw = await composeMessage(
+        message({
+          subject: 'A subject long enough that it is folded over more than one line, with  double  spaces',
+          text: 'trailing white space \t \r\nand blank lines at the end\r\n\r\n\r\n',
+          headers: { 'X-Campaign': 'spring   sale' },
+          attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: Buffer.alloc(5000, 'a') }],
+          dkim: {
+            domainName: 'sender.test',
+            keySelector: 'pl1',
+            privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+          },
+        }),
+      );
+      const [result] = (await verify(raw)).results;
+      expect(result.status.result).toBe('pass');
+      expect(result.signingDomain).toBe('sender.test');
+      expect(raw.toString()).toMatch(new RegExp(`^DKIM-Signature: v=1;\\r\\n a=${type}-sha256;`));
+
+      const forged = Buffer.concat([Buffer.from('From: Evil <evil@evil.test>\r\n'), raw]);
+      expect((await verify(forged)).results[0].status.result).not.toBe('pass');
+    },
+  );
 
   it('drops custom headers that would override the ones Postline writes, and folds CR/LF away', async () => {
     const raw = await composeMessage(

@@ -317,6 +317,24 @@ describe('outbound MTA over MX', () => {
     expect(s.messages[0].secure).toBe(false);
   });
 
+  it('keeps a route to hosts for its TTL, but looks a bounce or a DNS failure up again', async () => {
+    const s = await sink();
+    const out = mta(s.port);
+    // Not there yet: bounced, and not remembered.
+    const [missing] = await out.send(message({ to: ['x@later.test'] }), ['x@later.test']);
+    expect(missing).toMatchObject({ result: 'bounced', smtpCode: 550 });
+    publishMx('later.test');
+    const [found] = await out.send(message({ to: ['x@later.test'] }), ['x@later.test']);
+    expect(found).toMatchObject({ result: 'delivered', mx: 'mx.later.test' });
+    // The route found is used until its TTL (60 s in the test DNS) runs out, as a caching resolver would.
+    dns.set('later.test', 'MX', [{ exchange: '.', priority: 0 }]);
+    const [cached] = await out.send(message({ to: ['y@later.test'] }), ['y@later.test']);
+    expect(cached).toMatchObject({ result: 'delivered', mx: 'mx.later.test' });
+    // Another MTA (a fresh cache) sees the null MX.
+    const [fresh] = await mta(s.port).send(message({ to: ['y@later.test'] }), ['y@later.test']);
+    expect(fresh).toMatchObject({ result: 'bounced', smtpCode: 556 });
+  });
+
   it('reuses connections and never opens more than the limit to one destination', async () => {
     const s = await sink({ dataDelayMs: 30 });
     publishMx('busy.test');

@@ -57,6 +57,8 @@ async function listenOnOnePort(
   for (let attempt = 0; attempt < 20; attempt++) {
     const server = createServer({ udp: true, tcp: true, handle });
     server.on('requestError', () => {});
+    // dns2 re-emits its sockets' errors here: unheard, a taken TCP port would crash the test process.
+    server.on('error', () => {});
     const { udp, tcp } = (server as any).servers;
     await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
     const port = udp.address().port as number;

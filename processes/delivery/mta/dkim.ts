@@ -7,7 +7,7 @@ import type { DkimKey } from './outbound.ts';
  * of blocking the event loop for ~2 ms per message, and the parsed key is kept instead of read from PEM each time.
  */
 
-/** Headers covered by the signature (when present). From is listed twice so that a second From cannot be added. */
+/** Headers covered by the signature, each instance present. */
 const SIGNED_HEADERS = [
   'from',
   'sender',
@@ -28,7 +28,7 @@ const SIGNED_HEADERS = [
   'in-reply-to',
   'references',
 ];
-/** Signed once more than present: a verifier then fails a message to which one was added. */
+/** Named once more in h= than present (RFC 6376 §8.15): a From added in transit then fails verification. */
 const OVERSIGNED = 'from';
 
 /** Parsed keys by PEM; a handful of sending domains per process, so a bound suffices. */
@@ -50,7 +50,7 @@ const relaxedHeader = (field: string) => {
   const colon = field.indexOf(':');
   const value = field
     .slice(colon + 1)
-    .replace(/\r\n(?=[ \t])/g, '')
+    .replace(/\r?\n(?=[ \t])/g, '')
     .replace(/[ \t]+/g, ' ')
     .trim();
   return `${field.slice(0, colon).trim().toLowerCase()}:${value}`;
@@ -139,6 +139,8 @@ export async function signMessage(raw: Buffer, dkim: DkimKey, signTime: Date): P
     type === 'rsa'
       ? await signAsync('sha256', canonical, key)
       : await signAsync(null, createHash('sha256').update(canonical).digest(), key);
-  const b = signature.toString('base64').replace(/.{1,72}/g, (part, at) => (at === 0 ? part : `\r\n ${part}`));
+  const b = signature
+    .toString('base64')
+    .replace(/.{1,72}/g, (part, at) => (at === 0 ? part : `\r\n ${part}`));
   return Buffer.concat([Buffer.from(`${unsigned}${b}\r\n`, 'latin1'), raw]);
 }

@@ -44,7 +44,7 @@ export class MxResolver {
   async route(domain: string): Promise<Route> {
     let entry = this.routes.get(domain);
     if (!entry || entry.expires <= Date.now()) {
-      if (this.routes.size >= MAX_CACHED_ROUTES) this.dropExpired();
+      if (this.routes.size >= MAX_CACHED_ROUTES) this.makeRoom();
       const fresh = { lookup: this.lookUp(domain), expires: Number.POSITIVE_INFINITY };
       entry = fresh;
       this.routes.set(domain, fresh);
@@ -61,9 +61,14 @@ export class MxResolver {
     return route.kind === 'hosts' ? { kind: 'hosts', hosts: byPreference(route.hosts) } : route;
   }
 
-  private dropExpired(): void {
+  private makeRoom(): void {
     const now = Date.now();
     for (const [domain, e] of this.routes) if (e.expires <= now) this.routes.delete(domain);
+    // Still full of live routes: the oldest go first.
+    for (const [domain] of this.routes) {
+      if (this.routes.size < MAX_CACHED_ROUTES) break;
+      this.routes.delete(domain);
+    }
   }
 
   private async lookUp(domain: string): Promise<Lookup> {
