@@ -17,6 +17,15 @@ export const processCheckpointsMigrations: Migration[] = [
   },
 ];
 
+export type BatchHandler = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
+
+/** A batch handler that handles the events one by one. */
+export const eachEvent =
+  (handle: (tx: Transaction, event: StoredEvent) => Promise<void>): BatchHandler =>
+  async (tx, events) => {
+    for (const event of events) await handle(tx, event);
+  };
+
 /**
  * Feeds a process manager's own work tables (due lists, job queues) from the log. Each batch is applied in
  * one transaction with the checkpoint row locked FOR UPDATE, so several processes may run the same consumer:
@@ -28,13 +37,11 @@ export class LogConsumer {
   readonly #db: Database;
   readonly #store: EventStore;
   readonly #log: Logger;
-  readonly #handle: (tx: Transaction, event: StoredEvent) => Promise<void>;
+  readonly #handle: BatchHandler;
   #subscription?: Subscription;
 
-  constructor(
-    o: { name: string; db: Database; store: EventStore; log: Logger },
-    handle: (tx: Transaction, event: StoredEvent) => Promise<void>,
-  ) {
+  /** `handle` gets each batch of the log that is new to this consumer, in order (`eachEvent` for one at a time). */
+  constructor(o: { name: string; db: Database; store: EventStore; log: Logger }, handle: BatchHandler) {
     this.name = o.name;
     this.#db = o.db;
     this.#store = o.store;
@@ -52,9 +59,7 @@ export class LogConsumer {
 
   async #apply(events: StoredEvent[]): Promise<void> {
     await this.#db.transaction((tx) =>
-      applyCheckpointed(tx, { table: 'process_checkpoints', name: this.name }, events, async (t, fresh) => {
-        for (const event of fresh) await this.#handle(t, event);
-      }),
+      applyCheckpointed(tx, { table: 'process_checkpoints', name: this.name }, events, this.#handle),
     );
   }
 

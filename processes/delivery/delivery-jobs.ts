@@ -21,18 +21,28 @@ CREATE INDEX IF NOT EXISTS delivery_jobs_due ON delivery_jobs (due_at)`,
 
 export type Job = { email_id: string; org_id: string; mode: 'live' };
 
-/** A live email accepted (queued, or released by the scheduler) becomes a job due at once. True when it did. */
-export async function enqueueDelivery(tx: Transaction, event: StoredEvent): Promise<boolean> {
-  if (event.metadata.mode !== 'live') return false;
-  const e = event as unknown as EmailEvent;
-  const dueAt =
-    e.type === 'EmailQueued' ? e.data.createdAt : e.type === 'EmailReleased' ? e.data.releasedAt : null;
-  if (!dueAt) return false;
+/**
+ * Live emails accepted (queued, or released by the scheduler) become jobs due at once, all of a batch of the log
+ * in one statement. Returns the events that made jobs.
+ */
+export async function enqueueDeliveries(tx: Transaction, events: StoredEvent[]): Promise<StoredEvent[]> {
+  const jobs = events.flatMap((event) => {
+    if (event.metadata.mode !== 'live') return [];
+    const e = event as unknown as EmailEvent;
+    const dueAt =
+      e.type === 'EmailQueued' ? e.data.createdAt : e.type === 'EmailReleased' ? e.data.releasedAt : null;
+    return dueAt
+      ? [{ event, row: { email_id: e.data.emailId, org_id: event.metadata.orgId, due_at: dueAt } }]
+      : [];
+  });
+  if (jobs.length === 0) return [];
   await tx.query(
-    `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at) VALUES ($1, $2, 'live', $3) ON CONFLICT DO NOTHING`,
-    [e.data.emailId, event.metadata.orgId, dueAt],
+    `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at)
+     SELECT email_id, org_id, 'live', due_at FROM json_to_recordset($1::json) AS x(email_id text, org_id text, due_at timestamptz)
+     ON CONFLICT DO NOTHING`,
+    [JSON.stringify(jobs.map((j) => j.row))],
   );
-  return true;
+  return jobs.map((j) => j.event);
 }
 
 /** Longer than the slowest send (several 30 s time-outs): only a crashed worker's claim runs out. */

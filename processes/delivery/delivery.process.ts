@@ -8,7 +8,7 @@ import { type EmailContent, type EmailEvent, emailStream } from '../../write-sid
 import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
 import { DueWork, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DeliveryJobs, enqueueDelivery, type Job } from './delivery-jobs.ts';
+import { DeliveryJobs, enqueueDeliveries, type Job } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
 import { buildOutboundMessage, messageIdOf, type SendingDomain, sendingDomain } from './outbound-message.ts';
 import { RecentlyQueued } from './recently-queued.ts';
@@ -53,8 +53,8 @@ export class DeliveryProcess implements BackgroundProcess {
       });
     this.#concurrency = options.concurrency ?? 50;
     this.#jobs = new DeliveryJobs(services);
-    this.#consumer = new LogConsumer({ name: 'delivery', ...services }, async (tx, event) => {
-      if (await enqueueDelivery(tx, event)) this.#recent.add(event);
+    this.#consumer = new LogConsumer({ name: 'delivery', ...services }, async (tx, events) => {
+      for (const event of await enqueueDeliveries(tx, events)) this.#recent.add(event);
     });
     this.#due = new DueWork({
       consumer: this.#consumer,

@@ -4,7 +4,7 @@ import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { releaseEmail, systemMeta } from '../../write-side/emails/commands.ts';
 import type { EmailEvent } from '../../write-side/emails/events.ts';
-import { DueWork, LogConsumer } from '../log-consumer.ts';
+import { DueWork, eachEvent, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
 
 export const schedulerMigrations: Migration[] = [
@@ -58,7 +58,7 @@ export class SchedulerProcess implements BackgroundProcess {
 
   constructor(services: Services) {
     this.#services = services;
-    this.#consumer = new LogConsumer({ name: 'scheduler', ...services }, track);
+    this.#consumer = new LogConsumer({ name: 'scheduler', ...services }, eachEvent(track));
     this.#due = new DueWork({
       consumer: this.#consumer,
       work: () => this.#releaseAll(),

@@ -12,7 +12,7 @@ import { type EmailState, recipientsOf } from '../../write-side/emails/decider.t
 import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
 import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
 import { messageIdOf } from '../delivery/outbound-message.ts';
-import { DueWork, LogConsumer } from '../log-consumer.ts';
+import { DueWork, eachEvent, LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
 
@@ -75,7 +75,7 @@ export class SimulatorProcess implements BackgroundProcess {
 
   constructor(services: Services) {
     this.#services = services;
-    this.#consumer = new LogConsumer({ name: 'simulator', ...services }, enqueue);
+    this.#consumer = new LogConsumer({ name: 'simulator', ...services }, eachEvent(enqueue));
     this.#due = new DueWork({
       consumer: this.#consumer,
       work: () => this.#runAll(),
