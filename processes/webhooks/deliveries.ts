@@ -17,6 +17,8 @@ export interface NewDelivery {
   sourceKey: string;
   eventType: string;
   body: string;
+  /** Claimed at insert for a dispatcher of this process (see hand-over.ts), or null. */
+  claimToken: string | null;
 }
 
 /** A delivery of one event to one endpoint, its body frozen now so every attempt sends the same bytes. */
@@ -30,37 +32,55 @@ export function newDelivery(
   const id = newId('whl', now.getTime());
   return {
     id,
-    ...endpoint,
+    webhookId: endpoint.webhookId,
+    orgId: endpoint.orgId,
+    mode: endpoint.mode,
     sourceKey: `${source.streamId}@${source.revision}`,
     eventType: type,
     body: envelope(type, id, source.createdAt, data),
+    claimToken: null,
   };
 }
 
 /**
- * Records deliveries, due at once. `insert` (fan-out) keeps an existing (webhook, event) delivery as it is;
- * `reset` (replay) puts a finished one back to pending with a fresh round of attempts, under its original id.
+ * The INSERT of deliveries from a JSON parameter ($1; $2 is now, $3 the lease's end for rows with a claim token),
+ * of the rows that pass `where`, returning the ids written. One JSON parameter rather than eight arrays:
+ * JSON.stringify is far cheaper than pg's array escaping of bodies.
+ */
+export const insertDeliveries = (onConflict: string, where = 'true') => `
+INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
+  next_attempt_at, claim_token, leased_until, created_at, updated_at)
+SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2,
+  r."claimToken", CASE WHEN r."claimToken" IS NOT NULL THEN $3::timestamptz END, $2, $2
+FROM json_to_recordset($1::json)
+  AS r(id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text, body text,
+    "claimToken" text)
+WHERE ${where}
+ON CONFLICT (webhook_id, source_key) ${onConflict}
+RETURNING id`;
+
+/**
+ * Records deliveries, due at once, and returns the ids of those written. `insert` (fan-out) keeps an existing
+ * (webhook, event) delivery as it is; `reset` (replay) puts a finished one back to pending with a fresh round of
+ * attempts, under its original id. Rows with a claim token are inserted claimed until `leasedUntil`.
  */
 export async function saveDeliveries(
   q: Queryable,
   rows: NewDelivery[],
   now: Date,
   mode: 'insert' | 'reset',
-): Promise<number> {
-  if (rows.length === 0) return 0;
+  leasedUntil: Date | null = null,
+): Promise<string[]> {
+  if (rows.length === 0) return [];
   const onConflict =
     mode === 'insert'
       ? 'DO NOTHING'
       : `DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at, claim_token = NULL,
            completed_at = NULL, updated_at = EXCLUDED.updated_at WHERE webhook_deliveries.status <> 'pending'`;
-  // One JSON parameter rather than seven arrays: JSON.stringify is far cheaper than pg's array escaping of bodies.
-  const { rowCount } = await q.query(
-    `INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts, next_attempt_at, created_at, updated_at)
-     SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
-     FROM json_to_recordset($1::json)
-       AS r(id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text, body text)
-     ON CONFLICT (webhook_id, source_key) ${onConflict}`,
-    [JSON.stringify(rows), now],
-  );
-  return rowCount;
+  const { rows: written } = await q.query<{ id: string }>(insertDeliveries(onConflict), [
+    JSON.stringify(rows),
+    now,
+    leasedUntil,
+  ]);
+  return written.map((r) => r.id);
 }

@@ -35,7 +35,7 @@ export async function recordFailure(
   const { rowCount } = await db.query(
     `UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, claim_token = NULL,
          last_response_status = $6, last_error = $7, updated_at = $2, completed_at = $8
-       WHERE id = $1 AND claim_token = $9`,
+       WHERE webhook_id = $10 AND id = $1 AND claim_token = $9`,
     [
       row.id,
       now,
@@ -46,6 +46,7 @@ export async function recordFailure(
       error,
       status === 'pending' ? null : now,
       row.claim_token,
+      row.webhook_id,
     ],
   );
   await db.query(

@@ -1,4 +1,3 @@
-import type { Transaction } from '../../platform/db/database.ts';
 import {
   type Position,
   START,
@@ -9,15 +8,11 @@ import type { Services } from '../../platform/services.ts';
 import { TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 import { isWebhookEvent } from '../../write-side/webhooks/events.ts';
 import type { BackgroundProcess } from '../process.ts';
-import {
-  DELIVERIES_CHANNEL,
-  deliveriesRecorded,
-  type NewDelivery,
-  newDelivery,
-  saveDeliveries,
-} from './deliveries.ts';
+import { DELIVERIES_CHANNEL, deliveriesRecorded, insertDeliveries, saveDeliveries } from './deliveries.ts';
+import { DeliveryBatch } from './delivery-batch.ts';
 import { EmailSummaries } from './email-summaries.ts';
 import { EndpointSet } from './endpoints.ts';
+import { takerFor } from './hand-over.ts';
 import { PUBLIC_TYPE_OF, publicData, testEventData } from './public-events.v1.ts';
 import { WebhookReplays } from './replays.ts';
 
@@ -141,9 +136,8 @@ export class WebhookFanOut implements BackgroundProcess {
 
   /**
    * One batch, read after `before` (the checkpoint it was read from): endpoints (and email summaries the batch
-   * lacks) are read first, then one short transaction locks the checkpoint row (NOWAIT: another process is
-   * fanning out, stand by), records the deliveries and moves the checkpoint. Only organizations with an endpoint
-   * are looked at closely.
+   * lacks) are read first, then the deliveries are recorded with the checkpoint's move, the checkpoint row locked
+   * (NOWAIT: another process is fanning out, stand by). Only organizations with an endpoint are looked at closely.
    */
   async #apply(events: StoredEvent[], before: Position): Promise<void> {
     const orgs = [...new Set(events.map(orgOf))];
@@ -155,62 +149,122 @@ export class WebhookFanOut implements BackgroundProcess {
     const relevant = events.filter((e) => e.position > before && watched.has(orgOf(e)));
     await this.#summaries.load(relevant);
     const last = events[events.length - 1].position;
-    const recorded = await this.#services.db.transaction(async (tx) => {
-      let checkpoint: string;
-      try {
-        checkpoint = (
-          await tx.query<{ position: string }>(
-            'SELECT position FROM webhook_fanout_checkpoints WHERE name = $1 FOR UPDATE NOWAIT',
-            [NAME],
-          )
-        ).rows[0].position;
-      } catch (error: any) {
-        if (error?.code === LOCK_NOT_AVAILABLE) throw new Standby();
-        throw error;
-      }
-      // Another process moved on meanwhile: what was read above is stale; the subscription retries the batch.
+    const now = this.#services.clock.now();
+    const handOver = takerFor(this.#services)?.handOver(now);
+    const batch = new DeliveryBatch(now, handOver);
+    try {
+      // Webhook events change endpoints (and deliveries) on the way: a transaction. Other batches, nearly all of
+      // them: one statement, a single round trip.
+      if (relevant.some(isWebhookEvent)) await this.#inTransaction(relevant, endpoints, before, last, batch);
+      else await this.#inOneStatement(relevant, endpoints, before, last, batch);
+    } catch (error: any) {
+      handOver?.settle(null);
+      throw error?.code === LOCK_NOT_AVAILABLE ? new Standby() : error;
+    }
+    handOver?.settle(batch.handedOver);
+    // Dispatchers of this process start at once; the NOTIFY wakes those of other processes.
+    if (batch.unclaimed > 0) deliveriesRecorded.emit('recorded');
+  }
+
+  async #inOneStatement(
+    events: StoredEvent[],
+    endpoints: EndpointSet,
+    before: Position,
+    last: Position,
+    batch: DeliveryBatch,
+  ): Promise<void> {
+    for (const event of events) this.#deliveriesOf(event, endpoints, batch);
+    const rows = batch.pending;
+    const { db } = this.#services;
+    const { rows: done } = await db.query<{ checkpoint: string; written: number }>(FAN_OUT_SQL, [
+      JSON.stringify(rows),
+      batch.now,
+      batch.handOver?.leasedUntil ?? null,
+      NAME,
+      before,
+      last,
+      rows.some((d) => !d.claimToken),
+      DELIVERIES_CHANNEL,
+    ]);
+    // Another process moved on meanwhile: what was read is stale; the subscription retries the batch.
+    if (done[0].checkpoint !== before) throw new Standby();
+    if (done[0].written === rows.length) {
+      batch.written('all');
+      return;
+    }
+    // Some existed already (a batch fanned out again after a crash): the new ids are the ones written.
+    const { rows: written } = await db.query<{ id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE webhook_id = ANY($1) AND id = ANY($2)',
+      [[...new Set(rows.map((d) => d.webhookId))], rows.map((d) => d.id)],
+    );
+    batch.written(written.map((r) => r.id));
+  }
+
+  async #inTransaction(
+    events: StoredEvent[],
+    endpoints: EndpointSet,
+    before: Position,
+    last: Position,
+    batch: DeliveryBatch,
+  ): Promise<void> {
+    await this.#services.db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ position: string }>(
+        'SELECT position FROM webhook_fanout_checkpoints WHERE name = $1 FOR UPDATE NOWAIT',
+        [NAME],
+      );
+      const checkpoint = rows[0].position;
       if (checkpoint !== before) throw new Standby();
-      const recorded = await this.#fanOut(tx, relevant, endpoints);
+      const flush = async () => {
+        if (batch.pending.length === 0) return;
+        batch.written(
+          await saveDeliveries(tx, batch.pending, batch.now, 'insert', batch.handOver?.leasedUntil ?? null),
+        );
+      };
+      for (const event of events) {
+        if (isWebhookEvent(event)) {
+          await flush(); // a retry request may concern a delivery recorded earlier in this batch
+          await endpoints.apply(tx, event);
+          if (event.type === 'WebhookCreated' && event.data.active) {
+            const endpoint = endpoints.get(event.data.webhookId)!;
+            batch.add(endpoint, event, TEST_EVENT_TYPE, testEventData(endpoint.webhookId));
+          }
+        } else this.#deliveriesOf(event, endpoints, batch);
+      }
+      await flush();
       if (last > checkpoint) {
         await tx.query(
           `WITH moved AS (UPDATE webhook_fanout_checkpoints SET position = $2, updated_at = now() WHERE name = $1)
            SELECT CASE WHEN $3 THEN pg_notify($4, '') END`,
-          [NAME, last, recorded > 0, DELIVERIES_CHANNEL],
+          [NAME, last, batch.unclaimed > 0, DELIVERIES_CHANNEL],
         );
       }
-      return recorded;
     });
-    // Dispatchers of this process start at once; the NOTIFY wakes those of other processes.
-    if (recorded > 0) deliveriesRecorded.emit('recorded');
   }
 
-  async #fanOut(tx: Transaction, events: StoredEvent[], endpoints: EndpointSet): Promise<number> {
-    const now = this.#services.clock.now();
-    let pending: NewDelivery[] = [];
-    let recorded = 0;
-    const flush = async () => {
-      recorded += await saveDeliveries(tx, pending, now, 'insert');
-      pending = [];
-    };
-    for (const event of events) {
-      if (isWebhookEvent(event)) {
-        await flush(); // a retry request may concern a delivery recorded earlier in this batch
-        await endpoints.apply(tx, event);
-        if (event.type === 'WebhookCreated' && event.data.active) {
-          const endpoint = endpoints.get(event.data.webhookId)!;
-          pending.push(newDelivery(endpoint, event, TEST_EVENT_TYPE, testEventData(endpoint.webhookId), now));
-        }
-        continue;
-      }
-      const type = PUBLIC_TYPE_OF[event.type];
-      if (!type) continue;
-      const targets = endpoints.matching(event.metadata.orgId, event.metadata.mode, type);
-      if (targets.length === 0) continue;
-      const data = publicData(event, event.data.emailId ? this.#summaries.get(event.data.emailId) : null);
-      if (!data) continue;
-      for (const endpoint of targets) pending.push(newDelivery(endpoint, event, type, data, now));
-    }
-    await flush();
-    return recorded;
+  /** One delivery of a (non-webhook) event per matching endpoint. */
+  #deliveriesOf(event: StoredEvent, endpoints: EndpointSet, batch: DeliveryBatch): void {
+    const type = PUBLIC_TYPE_OF[event.type];
+    if (!type) return;
+    const targets = endpoints.matching(event.metadata.orgId, event.metadata.mode, type);
+    if (targets.length === 0) return;
+    const data = publicData(event, event.data.emailId ? this.#summaries.get(event.data.emailId) : null);
+    if (!data) return;
+    for (const endpoint of targets) batch.add(endpoint, event, type, data);
   }
 }
+
+/**
+ * A batch without webhook events in one statement: lock the checkpoint row (NOWAIT), and only if it is still where
+ * the batch was read from, insert the deliveries, move the checkpoint and wake other processes' dispatchers.
+ */
+const FAN_OUT_SQL = `
+WITH checkpoint AS (
+  SELECT position FROM webhook_fanout_checkpoints WHERE name = $4 FOR UPDATE NOWAIT
+), written AS (
+  ${insertDeliveries('DO NOTHING', '(SELECT position FROM checkpoint) = $5')}
+), moved AS (
+  UPDATE webhook_fanout_checkpoints SET position = $6, updated_at = now()
+  WHERE name = $4 AND (SELECT position FROM checkpoint) = $5 AND $6 > $5
+)
+SELECT (SELECT position FROM checkpoint) AS checkpoint, (SELECT count(*) FROM written)::int AS written,
+  CASE WHEN $7 AND (SELECT position FROM checkpoint) = $5 THEN pg_notify($8, '') END`;

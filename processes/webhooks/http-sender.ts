@@ -24,9 +24,10 @@ const EXCERPT_BYTES = 1024;
 const MAX_READ_BYTES = 64 * 1024;
 
 /**
- * POSTs webhook bodies with undici (several times faster than global fetch here). One Agent keeps a pool of
- * keep-alive connections per endpoint origin. Redirects are never followed (a 3xx is a failed attempt), and
- * unless private networks are allowed every connection goes through the SSRF guard's lookup.
+ * POSTs webhook bodies with undici's dispatcher interface (several times faster than global fetch, and cheaper
+ * than its `request`, which builds a stream per response). One Agent keeps a pool of keep-alive connections per
+ * endpoint origin. Redirects are never followed (a 3xx is a failed attempt), and unless private networks are
+ * allowed every connection goes through the SSRF guard's lookup. Runs in the sender thread (sender.worker.ts).
  */
 export class WebhookSender {
   readonly #agent: Agent;
@@ -69,57 +70,117 @@ export class WebhookSender {
     return target;
   }
 
-  async post(url: string, headers: Record<string, string>, body: string): Promise<SendOutcome> {
+  /** Resolves with the outcome, never rejects. */
+  post(url: string, headers: Record<string, string>, body: string): Promise<SendOutcome> {
     const target = this.#target(url);
-    if (target.error) return { status: null, excerpt: null, error: target.error };
-    try {
-      const res = await this.#agent.request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-      const retryAfter = res.headers['retry-after'];
-      if (res.headers['content-length'] === '0' || res.statusCode === 204) {
-        // Nothing to keep: no async iteration for the common empty answer.
-        await res.body.dump();
-        return {
-          status: res.statusCode,
-          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-          excerpt: null,
-          error: null,
-        };
+    if (target.error) return Promise.resolve({ status: null, excerpt: null, error: target.error });
+    return new Promise((resolve) => {
+      const exchange = new Exchange(resolve, this.#timeoutMs);
+      try {
+        this.#agent.dispatch(
+          { origin: target.origin, path: target.path, method: 'POST', headers, body },
+          exchange,
+        );
+      } catch (error) {
+        exchange.onError(error as Error);
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body) {
-        if (size < EXCERPT_BYTES) chunks.push(chunk);
-        size += chunk.length;
-        if (size > MAX_READ_BYTES) break; // leaving the loop destroys the body and its connection
-      }
-      return {
-        status: res.statusCode,
-        retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-        // The receiver's bytes: NUL and other controls out before they reach PostgreSQL.
-        excerpt: size
-          ? storableText(Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'), EXCERPT_BYTES)
-          : null,
-        error: null,
-      };
-    } catch (error: any) {
-      const timedOut =
-        error?.name === 'TimeoutError' ||
-        error?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-        error?.code === 'UND_ERR_BODY_TIMEOUT';
-      const message = timedOut ? `no response within ${this.#timeoutMs / 1000} s` : describe(error);
-      return { status: null, excerpt: null, error: message };
-    }
+    });
   }
 
   async close(): Promise<void> {
     await this.#agent.close();
+  }
+}
+
+/** No response within the time-out (the whole exchange, connection included). */
+class TimedOut extends Error {}
+/** The receiver talks past MAX_READ_BYTES: the connection is dropped and what was read is kept. */
+class TooLong extends Error {}
+
+/** One request's handler: status, Retry-After and the first KB of the response, settled once. */
+class Exchange {
+  readonly #resolve: (outcome: SendOutcome) => void;
+  readonly #timeoutMs: number;
+  readonly #timer: ReturnType<typeof setTimeout>;
+  #abort?: (reason: Error) => void;
+  #settled = false;
+  #status: number | null = null;
+  #retryAfter?: string;
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(resolve: (outcome: SendOutcome) => void, timeoutMs: number) {
+    this.#resolve = resolve;
+    this.#timeoutMs = timeoutMs;
+    this.#timer = setTimeout(() => {
+      this.#settle({ status: null, excerpt: null, error: `no response within ${timeoutMs / 1000} s` });
+      this.#abort?.(new TimedOut());
+    }, timeoutMs);
+  }
+
+  #settle(outcome: SendOutcome): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#resolve(outcome);
+  }
+
+  #received(): SendOutcome {
+    return {
+      status: this.#status,
+      retryAfter: this.#retryAfter,
+      // The receiver's bytes: NUL and other controls out before they reach PostgreSQL.
+      excerpt: this.#size
+        ? storableText(Buffer.concat(this.#chunks).subarray(0, EXCERPT_BYTES).toString('utf8'), EXCERPT_BYTES)
+        : null,
+      error: null,
+    };
+  }
+
+  onConnect(abort: (reason: Error) => void): void {
+    if (this.#settled) abort(new TimedOut());
+    else this.#abort = abort;
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[]): boolean {
+    if (status < 200) return true; // 1xx: the final answer follows
+    this.#status = status;
+    if (status >= 300) {
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        if (rawHeaders[i].length === 11 && rawHeaders[i].toString('latin1').toLowerCase() === 'retry-after') {
+          this.#retryAfter = rawHeaders[i + 1].toString('latin1');
+          break;
+        }
+      }
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.#size < EXCERPT_BYTES) this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    if (this.#size > MAX_READ_BYTES) this.#abort?.(new TooLong());
+    return true;
+  }
+
+  onComplete(): void {
+    this.#settle(this.#received());
+  }
+
+  onError(error: Error): void {
+    if (error instanceof TooLong) {
+      this.#settle(this.#received());
+      return;
+    }
+    const timedOut =
+      error instanceof TimedOut ||
+      (error as any)?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      (error as any)?.code === 'UND_ERR_BODY_TIMEOUT';
+    this.#settle({
+      status: null,
+      excerpt: null,
+      error: timedOut ? `no response within ${this.#timeoutMs / 1000} s` : describe(error),
+    });
   }
 }
 

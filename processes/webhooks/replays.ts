@@ -87,7 +87,7 @@ export class WebhookReplays {
         [replay.id],
       );
       if (rows[0]?.cursor !== replay.cursor) return 0;
-      const saved = await saveDeliveries(tx, deliveries, now, 'reset');
+      const saved = (await saveDeliveries(tx, deliveries, now, 'reset')).length;
       await tx.query(
         'UPDATE webhook_replays SET cursor = $2, replayed = replayed + $3, done = $4 WHERE id = $1',
         [replay.id, inRange.length ? inRange[inRange.length - 1].position : replay.cursor, saved, done],

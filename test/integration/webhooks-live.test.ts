@@ -66,5 +66,28 @@ describe('webhooks, live', () => {
     expect([...sent].sort()).toEqual([...backlog, ...live].sort());
     expect(new Set(received.map((r) => r.id)).size).toBe(received.length);
     expect(received.every((r) => r.verifiedWith.length === 1)).toBe(true);
+
+    // The fan-out hands its deliveries to the dispatcher of its process, claimed as they are inserted: their
+    // outcomes are recorded like any other's, and fanning the log out again sends and records nothing twice.
+    const { db } = svc.postline.services;
+    const outcomes = async () =>
+      (
+        await db.query<{ status: string; attempts: number; claimed: boolean; n: number }>(
+          `SELECT d.status, d.attempts, d.claim_token IS NOT NULL AS claimed, count(a.*)::int AS n
+           FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+           WHERE d.webhook_id = $1 GROUP BY d.webhook_id, d.id ORDER BY d.id`,
+          [created.body.id],
+        )
+      ).rows;
+    await expect.poll(async () => (await outcomes()).every((d) => d.status === 'succeeded')).toBe(true);
+    const recorded = await outcomes();
+    expect(recorded).toHaveLength(16);
+    expect(recorded.every((d) => d.attempts === 1 && !d.claimed && d.n === 1)).toBe(true);
+    await db.query(`UPDATE webhook_fanout_checkpoints SET position = ''`);
+    await send(); // wakes the fan-out, which reads the whole log again
+    await receiver.waitFor(17);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received).toHaveLength(17);
+    expect(await outcomes()).toHaveLength(17);
   });
 });
