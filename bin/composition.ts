@@ -119,6 +119,13 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
 
 export function createRateLimiter(config: Config, db: Database): RateLimiter {
   if (config.REDIS_URL)
-    return new RedisRateLimiter(new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }));
+    // Auto-pipelining: the counts of requests arriving together go to Redis in one write.
+    return new RedisRateLimiter(
+      new Redis(config.REDIS_URL, {
+        lazyConnect: false,
+        maxRetriesPerRequest: 2,
+        enableAutoPipelining: true,
+      }),
+    );
   return config.embedded ? new MemoryRateLimiter() : new PostgresRateLimiter(db);
 }

@@ -42,18 +42,25 @@ export class MemoryRateLimiter implements RateLimiter {
   async close() {}
 }
 
+/** Counts a hit and starts the window's expiry with the first one: one command, atomic. */
+const HIT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return count`;
+
+type RedisWithHit = Redis & { postlineHit(key: string, ttlMs: number): Promise<number> };
+
 export class RedisRateLimiter implements RateLimiter {
-  readonly #redis: Redis;
+  readonly #redis: RedisWithHit;
   constructor(redis: Redis) {
-    this.#redis = redis;
+    redis.defineCommand('postlineHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+    this.#redis = redis as RedisWithHit;
   }
   async hit(key: string, limit: number, now: number) {
-    const k = `postline:rl:${key}:${Math.floor(now / WINDOW_MS)}`;
-    const [[, count]] = (await this.#redis
-      .multi()
-      .incr(k)
-      .pexpire(k, WINDOW_MS * 2)
-      .exec()) as [[null, number]];
+    const count = await this.#redis.postlineHit(
+      `postline:rl:${key}:${Math.floor(now / WINDOW_MS)}`,
+      WINDOW_MS * 2,
+    );
     return decide(count, limit, now);
   }
   async close() {
