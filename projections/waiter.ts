@@ -14,7 +14,7 @@ import type { ProjectionRunner } from './runner.ts';
 export class ProjectionWaiter {
   readonly #db: Database;
   readonly #known = new Map<string, Position>();
-  readonly #wakers = new Set<() => void>();
+  readonly #wakers = new Set<{ names: string[]; position: Position; wake: () => void }>();
   readonly #changeListeners = new Map<string, Set<() => void>>();
   readonly #timeoutMs: number;
   #unlisten?: Promise<() => Promise<void>>;
@@ -55,7 +55,10 @@ export class ProjectionWaiter {
 
   #learn(name: string, position: Position) {
     if ((this.#known.get(name) ?? '') < position) this.#known.set(name, position);
-    for (const wake of this.#wakers) wake();
+    // Only the waiters this answers: every projection reports after every batch, and there may be many waiting.
+    for (const w of this.#wakers) {
+      if (w.names.includes(name) && this.#reached(w.names, w.position)) w.wake();
+    }
   }
 
   async #refresh(names: string[]) {
@@ -87,13 +90,14 @@ export class ProjectionWaiter {
         );
       }
       poll = await new Promise<boolean>((resolve) => {
-        const wake = (timedOut = false) => {
+        const waiter = { names, position, wake: () => done(false) };
+        const done = (timedOut: boolean) => {
           clearTimeout(timer);
-          this.#wakers.delete(wake);
+          this.#wakers.delete(waiter);
           resolve(timedOut);
         };
-        const timer = setTimeout(() => wake(true), Math.min(pollMs, left));
-        this.#wakers.add(wake);
+        const timer = setTimeout(() => done(true), Math.min(pollMs, left));
+        this.#wakers.add(waiter);
       });
       pollMs = Math.min(pollMs * 2, 200);
     }
