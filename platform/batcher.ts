@@ -1,8 +1,8 @@
 /**
  * Gathers concurrent calls into batches, so that many requests in flight share one round trip to the database
- * (appends share one INSERT and one commit, look-ups one SELECT). Calls made in the same tick always go together;
- * while `maxInFlight` batches are running, further calls wait and go in the next one. A lone call pays no delay
- * beyond the tick.
+ * (appends share one INSERT and one commit, look-ups one SELECT). Calls made in the same run of code go
+ * together; while `maxInFlight` batches are running, further calls wait and go in the next one. A lone call
+ * pays no delay.
  */
 export interface BatcherOptions<I> {
   /** Runs one batch; returns one result per item, in order, or an Error for an item that failed alone. */
@@ -42,8 +42,9 @@ export class Batcher<I, O> {
   #schedule() {
     if (this.#scheduled || this.#inFlight >= this.#options.maxInFlight || this.#queue.length === 0) return;
     this.#scheduled = true;
-    // Calls of this tick (e.g. the items of one batch request) join before the batch is closed.
-    setImmediate(() => {
+    // Calls made in the same run of code (e.g. the items of one batch request) join before the batch is closed;
+    // under load, calls also gather while earlier batches are in flight.
+    queueMicrotask(() => {
       this.#scheduled = false;
       this.#next();
     });
