@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Database, Queryable, Transaction } from '../platform/db/database.ts';
 import {
   applyCheckpointed,
+  LockTaken,
   readCheckpoint as readStoredCheckpoint,
 } from '../platform/eventstore/checkpoints.ts';
 import {
@@ -35,12 +36,17 @@ export const touches = (projection: Projection, events: StoredEvent[]) =>
 export const readCheckpoint = (q: Queryable, name: string): Promise<Position> =>
   readStoredCheckpoint(q, 'projection_checkpoints', name);
 
-/** Applies a batch to a projection and moves its checkpoint in one transaction (see applyCheckpointed). */
+/**
+ * Applies a batch to a projection and moves its checkpoint in one transaction (see applyCheckpointed). `live`:
+ * holding the projection's advisory lock (`LockTaken` when another process holds it); a rebuild's batches go to
+ * tables of their own and need none. A read model is rebuilt from the log, so its commit need not wait for the
+ * disk: a crash loses at most the last batches together with their checkpoint, and they are applied again.
+ */
 export const applyBatch = (
   tx: Transaction,
   projection: Projection,
   events: StoredEvent[],
-  readFrom?: Position,
+  options: { readFrom?: Position; live?: boolean } = {},
 ) =>
   applyCheckpointed(
     tx,
@@ -49,13 +55,15 @@ export const applyBatch = (
       name: projection.name,
       notify: CHECKPOINT_CHANNEL,
       changed: touches(projection, events),
+      ...(options.live && { tryLock: lockKey(projection.name) }),
+      asyncCommit: true,
     },
     events,
     async (t, fresh) => {
       if (projection.applyBatch) return projection.applyBatch(t, fresh);
       for (const event of fresh) await projection.apply(t, event);
     },
-    readFrom,
+    options.readFrom,
   );
 
 /**
@@ -116,24 +124,17 @@ export class ProjectionRunner {
       return 'idle';
     }
     try {
-      const position = await this.#db.transaction(async (tx) => {
-        // A read model is rebuilt from the log: its commit need not wait for the disk. A crash loses at most
-        // the last batches together with their checkpoint (one transaction), and the runner applies them again.
-        const { rows } = await tx.query<{ locked: boolean }>(
-          `SELECT pg_try_advisory_xact_lock($1) AS locked, set_config('synchronous_commit', 'off', true)`,
-          [lockKey(projection.name)],
-        );
-        if (!rows[0].locked) throw new Standby();
-        // From the stored checkpoint: the events skipped in memory since were none of this projection's.
-        return applyBatch(tx, projection, mine, state.stored);
-      });
+      // From the stored checkpoint: the events skipped in memory since were none of this projection's.
+      const position = await this.#db.transaction((tx) =>
+        applyBatch(tx, projection, mine, { readFrom: state.stored, live: true }),
+      );
       Object.assign(state, { consumed: position, stored: position, storedAt: Date.now() });
       if (changed) this.events.emit('changed', projection.name);
       this.events.emit('checkpoint', projection.name, position);
       return 'applied';
     } catch (error) {
       this.#state.delete(projection.name); // re-read the stored checkpoint before the next batch
-      if (!(error instanceof Standby))
+      if (!(error instanceof LockTaken))
         this.#log.error({ err: error, projection: projection.name }, 'projection batch failed');
       return 'blocked';
     }

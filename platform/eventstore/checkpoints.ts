@@ -21,27 +21,48 @@ export async function readCheckpoint(q: Queryable, table: CheckpointTable, name:
   return rows[0]?.position ?? START;
 }
 
+/** The advisory lock of `applyCheckpointed`'s `tryLock` is held by another process. */
+export class LockTaken extends Error {
+  constructor(name: string) {
+    super(`${name}: another process holds the lock`);
+  }
+}
+
 /**
- * Applies a batch (`handle` gets the events not applied yet, in order) and moves the checkpoint in one transaction; skips events at or before the checkpoint, so a
- * batch that another process (or an earlier attempt) already applied is a no-op. The checkpoint row is locked
- * FOR UPDATE for the transaction. `readFrom` is where the batch was read from: a checkpoint that moved back
- * since (a rebuild swapped tables in) means the batch misses events, so nothing is applied and the caller reads
- * again from the returned checkpoint. `notify` names a channel told of the new checkpoint (payload: `<name> <position>`,
- * followed by ` changed` when `changed` says the batch held events the consumer acts on).
+ * Applies a batch (`handle` gets the events not applied yet, in order) and moves the checkpoint in one
+ * transaction; skips events at or before the checkpoint, so a batch that another process (or an earlier attempt)
+ * already applied is a no-op. The checkpoint row is locked FOR UPDATE for the transaction. `readFrom` is where
+ * the batch was read from: a checkpoint that moved back since (a rebuild swapped tables in) means the batch misses
+ * events, so nothing is applied and the caller reads again from the returned checkpoint. `notify` names a channel
+ * told of the new checkpoint (payload: `<name> <position>`, followed by ` changed` when `changed` says the batch
+ * held events the consumer acts on).
+ *
+ * `tryLock`: an advisory lock to take first, in the same round trip; held elsewhere, it throws `LockTaken` and
+ * nothing is applied. `asyncCommit`: the transaction's commit need not wait for the disk (derived data only).
  */
 export async function applyCheckpointed(
   tx: Transaction,
-  checkpoint: { table: CheckpointTable; name: string; notify?: string; changed?: boolean },
+  checkpoint: {
+    table: CheckpointTable;
+    name: string;
+    notify?: string;
+    changed?: boolean;
+    tryLock?: number;
+    asyncCommit?: boolean;
+  },
   events: StoredEvent[],
   handle: (tx: Transaction, events: StoredEvent[]) => Promise<void>,
   readFrom?: Position,
 ): Promise<Position> {
   const { table, name } = checkpoint;
-  const { rows } = await tx.query<{ position: string }>(
-    `SELECT position FROM ${table} WHERE name = $1 FOR UPDATE`,
-    [name],
+  const { rows } = await tx.query<{ locked: boolean; position: string | null }>(
+    `SELECT l.locked, CASE WHEN l.locked THEN (SELECT position FROM ${table} WHERE name = $1 FOR UPDATE) END AS position,
+       CASE WHEN $3 THEN set_config('synchronous_commit', 'off', true) END
+     FROM (SELECT coalesce(pg_try_advisory_xact_lock($2::integer), true) AS locked) l`,
+    [name, checkpoint.tryLock ?? null, checkpoint.asyncCommit === true],
   );
-  let current = rows[0]?.position;
+  if (!rows[0].locked) throw new LockTaken(name);
+  let current = rows[0].position ?? undefined;
   if (current === undefined) {
     await tx.query(`INSERT INTO ${table} (name, position) VALUES ($1, $2)`, [name, START]);
     current = START;
