@@ -1,6 +1,6 @@
 import type { Database, Transaction } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
-import { applyCheckpointed, checkpointTableSql, } from '../platform/eventstore/checkpoints.ts';
+import { applyCheckpointed, checkpointTableSql } from '../platform/eventstore/checkpoints.ts';
 import {
   type EventStore,
   type Position,
