@@ -1,49 +1,56 @@
 /**
- * CPU time spent by this process and by the PostgreSQL backends serving one database, for "CPU per email"
- * figures: unlike requests per second, they hardly move with what else the machine is doing. PostgreSQL's
- * share is read from /proc, so only for a server on this machine (else `pg` is null).
+ * CPU time spent by the PostgreSQL backends serving one database, read from Linux's /proc, so only for a server
+ * on this machine. With the Node process's own, it gives "CPU per email" figures: unlike requests per second,
+ * they hardly move with what else the machine is doing.
  */
-import { readFileSync } from 'node:fs';
-import pg from 'pg';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-export interface CpuSample {
-  node: number;
-  pg: number | null;
+/** CPU seconds used so far by each backend (by pid) serving `database`; empty when none is found here. */
+export function postgresCpu(database: string): Map<string, number> {
+  const out = new Map<string, number>();
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return out;
+  }
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(` ${database} `)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND); // utime + stime
+    } catch {}
+  }
+  return out;
 }
 
-export async function cpuMeter(url: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+/** Seconds the backends used between two readings; a backend that started meanwhile counts from zero. */
+export function postgresCpuSince(before: Map<string, number>, after: Map<string, number>): number {
+  let seconds = 0;
+  for (const [pid, s] of after) seconds += s - (before.get(pid) ?? 0);
+  return seconds;
+}
+
+export interface CpuSample {
+  node: number;
+  pg: Map<string, number>;
+}
+
+/** This process and the database's backends, for CPU per unit of work between two samples. */
+export function cpuMeter(url: string) {
   const database = new URL(url).pathname.slice(1);
-  const pgSeconds = async (): Promise<number | null> => {
-    const { rows } = await client.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-      [database],
-    );
-    let total = 0;
-    for (const { pid } of rows) {
-      try {
-        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-        total += (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND; // utime, stime
-      } catch {
-        return null; // not on this machine
-      }
-    }
-    return total;
-  };
   return {
-    async sample(): Promise<CpuSample> {
+    sample(): CpuSample {
       const { user, system } = process.cpuUsage();
-      return { node: (user + system) / 1e6, pg: await pgSeconds() };
+      return { node: (user + system) / 1e6, pg: postgresCpu(database) };
     },
-    /** Microseconds of CPU per unit of work between two samples. */
+    /** Microseconds of CPU per unit; `pg` is null when no backend was found on this machine. */
     per(before: CpuSample, after: CpuSample, units: number) {
       const node = ((after.node - before.node) * 1e6) / units;
-      const db = before.pg === null || after.pg === null ? null : ((after.pg - before.pg) * 1e6) / units;
+      const db = after.pg.size === 0 ? null : (postgresCpuSince(before.pg, after.pg) * 1e6) / units;
       return { node, pg: db, total: node + (db ?? 0) };
     },
-    close: () => client.end(),
   };
 }

@@ -50,7 +50,7 @@ const email = (to: string) => ({
   tags: ['shipping'],
 });
 
-type Meter = Awaited<ReturnType<typeof cpuMeter>>;
+type Meter = ReturnType<typeof cpuMeter>;
 
 /** `perRequest`: emails in one request (for CPU per email). */
 async function load(
@@ -61,7 +61,7 @@ async function load(
   connections: number,
   perRequest = 1,
 ) {
-  const before = await meter.sample();
+  const before = meter.sample();
   const r = await autocannon({
     url,
     method: 'POST',
@@ -71,7 +71,7 @@ async function load(
     body: JSON.stringify(body),
   });
   const ok = r['2xx'];
-  const cpu = meter.per(before, await meter.sample(), Math.max(1, ok * perRequest));
+  const cpu = meter.per(before, meter.sample(), Math.max(1, ok * perRequest));
   return { rps: ok / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors, cpu };
 }
 
@@ -131,7 +131,7 @@ async function main() {
   });
   const postline = await startPostline(config, { processes: false, log: createLogger('warn') });
   const baseline = await startBaseline(url);
-  const meter = await cpuMeter(url);
+  const meter = cpuMeter(url);
   const results: string[] = [];
   try {
     const org = await createOrganization(postline.services, { name: 'Bench', plan: 'business' });
@@ -185,7 +185,6 @@ async function main() {
       }),
     );
   } finally {
-    await meter.close();
     await baseline.close();
     await postline.close();
     await sink.close();

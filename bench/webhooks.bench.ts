@@ -18,7 +18,7 @@
  * bench/README.md.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -35,6 +35,7 @@ import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { createOrganization } from '../write-side/organizations/commands.ts';
 import { createWebhook } from '../write-side/webhooks/commands.ts';
+import { postgresCpu, postgresCpuSince } from './cpu.ts';
 
 const EMAILS = Number(process.env.BENCH_EMAILS ?? 2500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -84,28 +85,6 @@ function startReceiver() {
 }
 
 /**
- * CPU seconds used so far by the PostgreSQL backends serving `database` (Linux /proc; 0 elsewhere): with the
- * Node process's own, it shows where the time goes. Backends that exit meanwhile are not counted.
- */
-function postgresCpu(database: string): Map<string, number> {
-  const out = new Map<string, number>();
-  let pids: string[] = [];
-  try {
-    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
-  } catch {
-    return out;
-  }
-  for (const pid of pids) {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(` ${database} `)) continue;
-      const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
-      out.set(pid, (Number(fields[11]) + Number(fields[12])) / 100); // utime + stime, in clock ticks
-    } catch {}
-  }
-  return out;
-}
-
-/**
  * CPU seconds since the call, by thread: the main thread, the receiver's, the rest of the Node process (the
  * dispatcher's sender thread, libuv and GC helpers), and the database's backends.
  */
@@ -118,8 +97,7 @@ async function cpuMeter(database: string, receiverCpu: () => Promise<number>) {
   return async () => {
     const mainCpu = seconds(process.threadCpuUsage(main));
     const receiverCpuUsed = (await receiverCpu()) - receiver;
-    let db = 0;
-    for (const [pid, s] of postgresCpu(database)) db += s - (pg.get(pid) ?? 0);
+    const db = postgresCpuSince(pg, postgresCpu(database));
     return {
       main: mainCpu,
       receiver: receiverCpuUsed,

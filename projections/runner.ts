@@ -29,7 +29,7 @@ interface ProjectionState {
 }
 
 /** Whether the events hold any the projection applies (then its read model may have changed). */
-export const touches = (projection: Projection, events: StoredEvent[]) =>
+const touches = (projection: Projection, events: StoredEvent[]) =>
   !projection.types || events.some((e) => projection.types!.includes(e.type));
 
 /** A projection's checkpoint. */
@@ -46,7 +46,7 @@ export const applyBatch = (
   tx: Transaction,
   projection: Projection,
   events: StoredEvent[],
-  options: { readFrom?: Position; live?: boolean } = {},
+  options: { readFrom?: Position; live?: boolean; changed?: boolean } = {},
 ) =>
   applyCheckpointed(
     tx,
@@ -54,7 +54,7 @@ export const applyBatch = (
       table: 'projection_checkpoints',
       name: projection.name,
       notify: CHECKPOINT_CHANNEL,
-      changed: touches(projection, events),
+      changed: options.changed ?? touches(projection, events),
       ...(options.live && { tryLock: lockKey(projection.name) }),
       asyncCommit: true,
     },
@@ -126,7 +126,7 @@ export class ProjectionRunner {
     try {
       // From the stored checkpoint: the events skipped in memory since were none of this projection's.
       const position = await this.#db.transaction((tx) =>
-        applyBatch(tx, projection, mine, { readFrom: state.stored, live: true }),
+        applyBatch(tx, projection, mine, { readFrom: state.stored, live: true, changed }),
       );
       Object.assign(state, { consumed: position, stored: position, storedAt: Date.now() });
       if (changed) this.events.emit('changed', projection.name);

@@ -241,20 +241,16 @@ export class PostgresEventStore implements EventStore {
         m: e.metadata,
       })),
     );
-    let inserted: { stream_id: string; stream_revision: string; position: string; tx: string }[];
+    let inserted: (InsertedRow & { stream_id: string })[];
     try {
       ({ rows: inserted } = await this.#db.query(APPEND_BATCH_SQL, [JSON.stringify(rows)]));
     } catch (error: any) {
       if (error?.code !== UNIQUE_VIOLATION) throw error;
       return Promise.all(batch.map((a) => this.#appendAfter(a).catch((e) => e)));
     }
+    // Rows come back in insert order: each stream's last one is its result.
     const last = new Map<string, AppendResult>();
-    for (const row of inserted) {
-      last.set(row.stream_id, {
-        nextRevision: Number(row.stream_revision),
-        position: toPosition(row.tx, row.position),
-      });
-    }
+    for (const row of inserted) last.set(row.stream_id, resultOf([row]));
     return Promise.all(
       batch.map(
         async (a) =>
