@@ -399,7 +399,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   async headPosition(options: { committed?: boolean } = {}) {
-    const visible = options.committed ? '' : `WHERE tx_id < ${OWN_DATABASE_BOUND}`;
+    // The cheap bound, as `readAll` uses first: a head past what a non-empty read can return would be a lie.
+    const visible = options.committed ? '' : 'WHERE tx_id < pg_snapshot_xmin(pg_current_snapshot())';
     const { rows } = await this.#db.query<{ tx: string; global_position: string }>(
       `SELECT tx_id::text AS tx, global_position::text AS global_position FROM events ${visible}
        ORDER BY events.tx_id DESC, events.global_position DESC LIMIT 1`,
