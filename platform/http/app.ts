@@ -44,8 +44,17 @@ function requestLog(services: Services) {
   };
 }
 
-const jsonSmall = express.json({ limit: BODY_LIMIT, type: () => true });
-const jsonLarge = express.json({ limit: LARGE_BODY_LIMIT, type: () => true });
+/** `\u0000` escaped in a JSON string (an odd run of backslashes before `u0000`). */
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+
+/** PostgreSQL's text and jsonb cannot hold U+0000: refused here, so that nothing accepted fails to store later. */
+function refuseNul(_req: unknown, _res: unknown, body: Buffer) {
+  if (body.includes('\\u0000') && NUL_ESCAPE.test(body.toString()))
+    throw new AppError('validation_error', 'Strings must not contain the NUL character (\\u0000).');
+}
+
+const jsonSmall = express.json({ limit: BODY_LIMIT, type: () => true, verify: refuseNul });
+const jsonLarge = express.json({ limit: LARGE_BODY_LIMIT, type: () => true, verify: refuseNul });
 
 function parseBody(req: Request, res: Response, next: NextFunction) {
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;

@@ -99,3 +99,38 @@ describe('PostgreSQL event store under out-of-order commits', () => {
     }
   });
 });
+
+describe('PostgreSQL event store schema', () => {
+  it('turns a log written as jsonb (before 2026-11) into json, keeping every event readable', async () => {
+    const { db, dispose } = await openTestDatabase('postgres');
+    await db.exec(`
+      CREATE TABLE events (
+        global_position bigserial PRIMARY KEY, tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        stream_id text NOT NULL, stream_revision bigint NOT NULL, type text NOT NULL,
+        data jsonb NOT NULL, metadata jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (stream_id, stream_revision));
+      INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+        VALUES ('old-1', 0, 'Old', '{"b": 1, "a": [true, null]}', '{"orgId": "o", "mode": "test"}');`);
+    const store = await PostgresEventStore.create(db);
+    const { rows } = await db.query<{ data_type: string }>(
+      `SELECT data_type FROM information_schema.columns WHERE table_name = 'events' AND column_name IN ('data', 'metadata')`,
+    );
+    expect(rows.map((r) => r.data_type)).toEqual(['json', 'json']);
+    await store.append(
+      'old-1',
+      [{ type: 'New', data: { c: 'é' }, metadata: { orgId: 'o', mode: 'test' } as any }],
+      {
+        expectedRevision: 0,
+      },
+    );
+    const events = await store.readStream('old-1');
+    expect(events.map((e) => [e.type, e.data, e.metadata.orgId])).toEqual([
+      ['Old', { b: 1, a: [true, null] }, 'o'],
+      ['New', { c: 'é' }, 'o'],
+    ]);
+    // Opening it again (another process starting) leaves it as it is.
+    await (await PostgresEventStore.create(db)).close();
+    await store.close();
+    await dispose();
+  });
+});

@@ -46,6 +46,14 @@ describe('error shapes', () => {
   it('400 malformed_json', async () => {
     expectError(await org.live.post('/v1/api-keys', '{"name":'), 400, 'malformed_json');
   });
+  it('422 for a NUL character in a string, which PostgreSQL cannot store; an escaped backslash before u0000 is fine', async () => {
+    const r = await org.live.post('/v1/api-keys', '{"name":"a\\u0000b"}');
+    expectError(r, 422, 'validation_error');
+    expect(r.body.error.message).toMatch(/NUL/);
+    const ok = await org.live.post('/v1/api-keys', '{"name":"a\\\\u0000b"}');
+    expect(ok.status).toBe(201);
+    expect(ok.body.name).toBe('a\\u0000b');
+  });
   it('415 for a body that is not JSON', async () => {
     const r = await org.live.post('/v1/api-keys', 'name=x', {
       'content-type': 'application/x-www-form-urlencoded',
