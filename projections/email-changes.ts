@@ -11,7 +11,7 @@ export interface EmailChange {
   messageId?: string;
   opens?: number;
   clicks?: number;
-  /** Columns of the recipient's row to set, and when. */
+  /** Fields of the recipient's entry in `emails.recipients` to set, and when. */
   recipient?: { address: string; at: string; fields: Record<string, unknown> };
 }
 
@@ -68,24 +68,41 @@ export function changeOf(event: StoredEvent): EmailChange | null {
   }
 }
 
+/** A recipient as the `emails.recipients` column holds it (the API's field names) before any outcome. */
+export const pendingRecipient = (address: string, at: string) => ({
+  email: address,
+  status: 'pending',
+  attempts: 0,
+  smtp_code: null,
+  smtp_response: null,
+  bounce_type: null,
+  next_attempt_at: null,
+  updated_at: at,
+});
+
+/** A recipient's new fields, with the time of the change: what `mergeRecipients` lays over its entry. */
+const patchOf = (r: NonNullable<EmailChange['recipient']>) => ({ ...r.fields, updated_at: r.at });
+
+/** The `recipients` column with each entry overlaid by `patch -> address` (a jsonb object by address, or null). */
+const mergeRecipients = (column: string, patch: string) => `CASE WHEN ${patch} IS NULL THEN ${column} ELSE (
+  SELECT coalesce(jsonb_agg(r.el || coalesce(${patch} -> (r.el->>'email'), '{}') ORDER BY r.i), '[]')
+  FROM jsonb_array_elements(${column}) WITH ORDINALITY AS r(el, i)) END`;
+
+const statusesOf = (column: string) =>
+  `(SELECT array_agg(r->>'status') FROM jsonb_array_elements(${column}) AS r)`;
+
 /**
  * Applies one change, statement by statement: the reference for `applyChanges` (which must give the same rows)
  * and the path of a lone event.
  */
 export async function applyChange(tx: Transaction, event: StoredEvent, c: EmailChange) {
-  if (c.recipient) {
-    const names = Object.keys(c.recipient.fields);
-    await tx.query(
-      `UPDATE email_recipients SET ${names.map((n, i) => `${n} = $${i + 4}`).join(', ')}, updated_at = $3
-       WHERE email_id = $1 AND address = $2`,
-      [c.emailId, c.recipient.address, c.recipient.at, ...names.map((n) => c.recipient!.fields[n])],
-    );
-  }
+  const patch = c.recipient ? { [c.recipient.address]: patchOf(c.recipient) } : null;
   const { rows } = await tx.query<{ lifecycle: Lifecycle; statuses: RecipientStatus[] | null }>(
     `UPDATE emails SET lifecycle = coalesce($2, lifecycle), last_event = $3, last_event_at = $4,
-       send_at = coalesce($5, send_at), message_id = coalesce($6, message_id), opens = opens + $7, clicks = clicks + $8
+       send_at = coalesce($5, send_at), message_id = coalesce($6, message_id), opens = opens + $7,
+       clicks = clicks + $8, recipients = ${mergeRecipients('recipients', '$9::jsonb')}
      WHERE id = $1
-     RETURNING lifecycle, (SELECT array_agg(r.status) FROM email_recipients r WHERE r.email_id = $1) AS statuses`,
+     RETURNING lifecycle, ${statusesOf('recipients')} AS statuses`,
     [
       c.emailId,
       c.lifecycle ?? null,
@@ -95,6 +112,7 @@ export async function applyChange(tx: Transaction, event: StoredEvent, c: EmailC
       c.messageId ?? null,
       c.opens ?? 0,
       c.clicks ?? 0,
+      patch && JSON.stringify(patch),
     ],
   );
   if (!rows[0]) return;
@@ -102,42 +120,33 @@ export async function applyChange(tx: Transaction, event: StoredEvent, c: EmailC
   await tx.query('UPDATE emails SET status = $2 WHERE id = $1 AND status <> $2', [c.emailId, status]);
 }
 
-const SET_RECIPIENTS = `
-UPDATE email_recipients r SET
-  status = CASE WHEN x.f ? 'status' THEN x.f->>'status' ELSE r.status END,
-  attempts = CASE WHEN x.f ? 'attempts' THEN (x.f->>'attempts')::integer ELSE r.attempts END,
-  smtp_code = CASE WHEN x.f ? 'smtp_code' THEN (x.f->>'smtp_code')::integer ELSE r.smtp_code END,
-  smtp_response = CASE WHEN x.f ? 'smtp_response' THEN x.f->>'smtp_response' ELSE r.smtp_response END,
-  bounce_type = CASE WHEN x.f ? 'bounce_type' THEN x.f->>'bounce_type' ELSE r.bounce_type END,
-  next_attempt_at = CASE WHEN x.f ? 'next_attempt_at' THEN (x.f->>'next_attempt_at')::timestamptz ELSE r.next_attempt_at END,
-  updated_at = x.at
-FROM json_to_recordset($1::json) AS x(email_id text, address text, f jsonb, at timestamptz)
-WHERE r.email_id = x.email_id AND r.address = x.address`;
-
 const SET_EMAILS = `
 UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event = x.last_event,
   last_event_at = x.last_event_at, send_at = coalesce(x.send_at, e.send_at),
-  message_id = coalesce(x.message_id, e.message_id), opens = e.opens + x.opens, clicks = e.clicks + x.clicks
+  message_id = coalesce(x.message_id, e.message_id), opens = e.opens + x.opens, clicks = e.clicks + x.clicks,
+  recipients = ${mergeRecipients('e.recipients', 'x.recipients')}
 FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, last_event_at timestamptz,
-  send_at timestamptz, message_id text, opens integer, clicks integer)
+  send_at timestamptz, message_id text, opens integer, clicks integer, recipients jsonb)
 WHERE e.id = x.id
-RETURNING e.id, e.lifecycle, e.status, (SELECT array_agg(r.status) FROM email_recipients r WHERE r.email_id = e.id) AS statuses`;
+RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`;
 
 const SET_STATUSES = `
 UPDATE emails e SET status = x.status FROM json_to_recordset($1::json) AS x(id text, status text) WHERE e.id = x.id`;
 
+type EmailRow = Record<string, unknown> & {
+  opens: number;
+  clicks: number;
+  recipients?: Record<string, Record<string, unknown>>;
+};
+
 /**
- * Applies many changes in three statements, whatever their number: the changes are merged per email and per
- * recipient in order first (the last value of a column wins, counters add up), and the status follows from the
+ * Applies many changes in two statements, whatever their number: the changes are merged per email and per
+ * recipient in order first (the last value of a field wins, counters add up), and the status follows from the
  * final lifecycle and recipients, as it does event by event. Delivery outcomes arrive by the hundred, and one
  * long transaction holds back every reader of the log (DESIGN.md §3), so this keeps it short.
  */
 export async function applyChanges(tx: Transaction, events: StoredEvent[]) {
-  const emails = new Map<string, Record<string, unknown> & { opens: number; clicks: number }>();
-  const recipients = new Map<
-    string,
-    { email_id: string; address: string; f: Record<string, unknown>; at: string }
-  >();
+  const emails = new Map<string, EmailRow>();
   for (const event of events) {
     const c = changeOf(event);
     if (!c) continue;
@@ -151,17 +160,16 @@ export async function applyChanges(tx: Transaction, events: StoredEvent[]) {
     });
     row.opens += c.opens ?? 0;
     row.clicks += c.clicks ?? 0;
-    emails.set(c.emailId, row);
     if (c.recipient) {
-      const key = `${c.emailId} ${c.recipient.address}`;
-      const r = recipients.get(key) ?? { email_id: c.emailId, address: c.recipient.address, f: {}, at: '' };
-      Object.assign(r.f, c.recipient.fields);
-      r.at = c.recipient.at;
-      recipients.set(key, r);
+      row.recipients ??= {};
+      row.recipients[c.recipient.address] = {
+        ...row.recipients[c.recipient.address],
+        ...patchOf(c.recipient),
+      };
     }
+    emails.set(c.emailId, row);
   }
   if (emails.size === 0) return;
-  if (recipients.size > 0) await tx.query(SET_RECIPIENTS, [JSON.stringify([...recipients.values()])]);
   const { rows } = await tx.query<{
     id: string;
     lifecycle: Lifecycle;

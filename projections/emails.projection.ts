@@ -3,13 +3,13 @@ import type { StoredEvent } from '../platform/eventstore/types.ts';
 import { recipientsOf } from '../write-side/emails/decider.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
 import { monthOf } from '../write-side/emails/quota.ts';
-import { applyChange, applyChanges, changeOf } from './email-changes.ts';
+import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
 
 /**
  * New emails with their recipients and attachments, and the months' usage, in one statement: this runs on the
  * path every send waits for, and a batch of the log usually holds many EmailQueued (one round trip for all).
- * Emails already there are left alone, and counted once.
+ * Emails already there are left alone, and counted once; so only fresh emails (`n`) get attachment rows.
  */
 const INSERT_EMAILS = `
 WITH x AS (
@@ -17,27 +17,22 @@ WITH x AS (
     to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb, reply_to jsonb, subject text, html text,
     text_body text, headers jsonb, tags text[], domain_id text, domain_name text, template_id text,
     template_version_id text, suppressed_recipients jsonb, send_at timestamptz, created_at timestamptz,
-    last_event text, last_event_at timestamptz, recipients text[], attachments jsonb, month text)
+    last_event text, last_event_at timestamptz, recipients jsonb, attachments jsonb, month text)
 ), e AS (
   INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
     reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at)
+    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients)
   SELECT id, org_id, mode, status, status, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
     subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at
+    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients
   FROM x
   ON CONFLICT (id) DO NOTHING RETURNING id
 ), n AS (
   SELECT x.* FROM x JOIN e USING (id)
-), r AS (
-  INSERT INTO email_recipients (email_id, address, org_id, mode, status, updated_at)
-  SELECT n.id, a.address, n.org_id, n.mode, 'pending', n.created_at FROM n, unnest(n.recipients) AS a(address)
-  ON CONFLICT DO NOTHING
 ), a AS (
   INSERT INTO email_attachments (id, email_id, org_id, mode, filename, content_type, content_id, size, blob_key)
   SELECT y.id, n.id, n.org_id, n.mode, y."filename", y."contentType", y."contentId", y.size, y."blobKey"
   FROM n, jsonb_to_recordset(n.attachments) AS y(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
-  ON CONFLICT (id) DO NOTHING
 )
 INSERT INTO email_usage (org_id, mode, month, emails)
 SELECT org_id, mode, month, count(*) FROM n GROUP BY org_id, mode, month
@@ -73,7 +68,7 @@ function emailRow(event: StoredEvent) {
     created_at: d.createdAt,
     last_event: e.type,
     last_event_at: event.createdAt,
-    recipients: recipientsOf(d),
+    recipients: recipientsOf(d).map((address) => pendingRecipient(address, d.createdAt)),
     attachments: d.attachments,
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
     month: monthOf(d.createdAt),
@@ -83,10 +78,10 @@ function emailRow(event: StoredEvent) {
 const insertEmails = (tx: Transaction, events: StoredEvent[]) =>
   tx.query(INSERT_EMAILS, [JSON.stringify(events.map(emailRow))]);
 
-/** Emails, their recipients' outcomes, attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
+/** Emails with their recipients' outcomes, their attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
 export const emailsProjection: Projection = {
   name: 'emails',
-  tables: ['emails', 'email_recipients', 'email_attachments', 'email_usage'],
+  tables: ['emails', 'email_attachments', 'email_usage'],
   types: EMAIL_EVENT_TYPES,
   async apply(tx: Transaction, event: StoredEvent) {
     const e = event as unknown as EmailEvent;

@@ -48,16 +48,20 @@ function toApiEmail(row: any, full: boolean) {
   };
 }
 
+/** An entry of `emails.recipients` (projections/email-changes.ts), in the API's field order. */
 const toApiRecipient = (r: any) => ({
-  email: r.address,
+  email: r.email,
   status: r.status,
   attempts: r.attempts,
   smtp_code: r.smtp_code,
   smtp_response: r.smtp_response,
   bounce_type: r.bounce_type,
-  next_attempt_at: iso(r.next_attempt_at),
-  updated_at: iso(r.updated_at),
+  next_attempt_at: r.next_attempt_at,
+  updated_at: r.updated_at,
 });
+
+const byEmail = (a: { email: string }, b: { email: string }) =>
+  a.email < b.email ? -1 : a.email > b.email ? 1 : 0;
 
 /** The full Email: addresses, bodies, tags, status, send_at, last_event and each recipient's outcome. */
 export async function getEmail(db: Database, t: Tenant, emailId: string) {
@@ -69,13 +73,7 @@ export async function getEmail(db: Database, t: Tenant, emailId: string) {
     .where('mode', '=', t.mode)
     .executeTakeFirst();
   if (!row) return null;
-  const recipients = await db.kysely
-    .selectFrom('email_recipients')
-    .selectAll()
-    .where('email_id', '=', emailId)
-    .orderBy('address')
-    .execute();
-  return { ...toApiEmail(row, true), recipients: recipients.map(toApiRecipient) };
+  return { ...toApiEmail(row, true), recipients: row.recipients.map(toApiRecipient).sort(byEmail) };
 }
 
 export async function listEmails(db: Database, t: Tenant, page: PageParams & EmailFilters) {

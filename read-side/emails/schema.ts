@@ -82,4 +82,20 @@ DROP INDEX IF EXISTS emails_org_status;
 CREATE INDEX IF NOT EXISTS emails_org_uncommon_status ON emails (org_id, mode, status, id)
   WHERE status NOT IN ('queued', 'sending', 'delivered')`,
   },
+  {
+    // Each recipient's outcome lives in its email's row: a send wrote a row per recipient as well (their
+    // insert cost as much as the email's), and every outcome updated two rows where one now does.
+    id: 'emails-003',
+    sql: `
+ALTER TABLE emails ADD COLUMN IF NOT EXISTS recipients jsonb NOT NULL DEFAULT '[]';
+UPDATE emails e SET recipients = r.list FROM (
+  SELECT email_id, jsonb_agg(jsonb_build_object('email', address, 'status', status, 'attempts', attempts,
+    'smtp_code', smtp_code, 'smtp_response', smtp_response, 'bounce_type', bounce_type,
+    'next_attempt_at', to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY address) AS list
+  FROM email_recipients GROUP BY email_id
+) r WHERE e.id = r.email_id;
+ALTER TABLE emails ALTER COLUMN recipients DROP DEFAULT;
+DROP TABLE email_recipients`,
+  },
 ];

@@ -184,19 +184,28 @@ describe('projections with applyBatch', () => {
         'em_5 queued queued 0 1 EmailClicked',
         'em_6 queued queued 0 0 EmailQueued',
       ]);
-      const recipient = await db.query(
-        `SELECT status, attempts, smtp_code, smtp_response, next_attempt_at FROM email_recipients
-         WHERE email_id = 'em_1' ORDER BY address`,
-      );
-      expect(recipient.rows).toEqual([
+      const recipients = await db.query(`SELECT recipients FROM emails WHERE id = 'em_1'`);
+      expect(recipients.rows[0].recipients).toEqual([
         {
+          email: 'em_1@rcpt.test',
+          status: 'delivered',
+          attempts: 1,
+          smtp_code: null,
+          smtp_response: '250 ok',
+          bounce_type: null,
+          next_attempt_at: null,
+          updated_at: '2026-11-22T10:06:00.000Z',
+        },
+        {
+          email: 'cc@rcpt.test',
           status: 'bounced',
           attempts: 0,
           smtp_code: 550,
           smtp_response: '550 no such user',
+          bounce_type: 'hard',
           next_attempt_at: null,
+          updated_at: '2026-11-22T10:00:05.000Z',
         },
-        { status: 'delivered', attempts: 1, smtp_code: null, smtp_response: '250 ok', next_attempt_at: null },
       ]);
       const att = await db.query('SELECT id, content_id, size FROM email_attachments ORDER BY id');
       expect(att.rows).toEqual([
