@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS, nextAttemptAt, RETRY_DELAYS_MS } from '../../processes/delivery/retry-schedule.ts';
 import { simulatedOutcome } from '../../processes/simulator/simulator-plan.ts';
-import { formatMailbox, parseMailbox } from '../../write-side/emails/addresses.ts';
+import { asciiDomain, formatMailbox, parseMailbox } from '../../write-side/emails/addresses.ts';
+import { monthOf } from '../../write-side/emails/quota.ts';
 import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
 
 describe('addresses', () => {
@@ -21,11 +22,27 @@ describe('addresses', () => {
     [`${'a'.repeat(65)}@example.org`, { error: expect.stringContaining('64') }],
   ])('%s', (raw, expected) => expect(parseMailbox(raw)).toEqual(expected));
 
+  it('gives the same answer for a domain seen before (they are remembered), valid or not', () => {
+    for (let i = 0; i < 2; i++) {
+      expect(asciiDomain('Bücher.Example')).toBe('xn--bcher-kva.example');
+      expect(asciiDomain('exa_mple.org')).toBeNull();
+    }
+  });
+
   it('quotes display names with specials when writing them back', () => {
     expect(formatMailbox({ name: 'Lee, Ann', address: 'a@b.org' })).toBe('"Lee, Ann" <a@b.org>');
     expect(formatMailbox({ name: 'Zoë', address: 'a@b.org' })).toBe('Zoë <a@b.org>');
     expect(formatMailbox({ name: 'Say "hi"', address: 'a@b.org' })).toBe('"Say \\"hi\\"" <a@b.org>');
   });
+});
+
+describe('monthOf', () => {
+  it.each([
+    ['2026-11-30T23:59:59.999Z', '2026-11'],
+    ['2026-11-30T23:30:00-01:00', '2026-12'],
+    ['2026-12-01T00:30:00+01:00', '2026-11'],
+    [new Date(Date.UTC(2027, 0, 1)), '2027-01'],
+  ])('%s is in %s (UTC)', (at, month) => expect(monthOf(at)).toBe(month));
 });
 
 describe('tracking tokens', () => {

@@ -14,8 +14,22 @@ const LOCAL = new RegExp(
 );
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
+// Senders write to the same few domains over and over: their checked form is kept (bounded, cleared when full).
+const checkedDomains = new Map<string, string | null>();
+const CHECKED_DOMAINS_MAX = 10_000;
+
 /** The domain in ASCII, or null when it is not a plausible Internet host name (IDNs are converted). */
 export function asciiDomain(domain: string): string | null {
+  let ascii = checkedDomains.get(domain);
+  if (ascii === undefined) {
+    if (checkedDomains.size >= CHECKED_DOMAINS_MAX) checkedDomains.clear();
+    ascii = checkDomain(domain);
+    checkedDomains.set(domain, ascii);
+  }
+  return ascii;
+}
+
+function checkDomain(domain: string): string | null {
   const ascii = domainToASCII(domain.trim().toLowerCase());
   if (!ascii || ascii.length > 253) return null;
   const labels = ascii.split('.');

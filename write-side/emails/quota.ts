@@ -18,8 +18,12 @@ export const PLAN_QUOTAS: Record<
   business: { included: 200_000, hardStop: false, overagePer1000Eur: 0.3 },
 };
 
-/** Calendar month in UTC: `2026-01`. */
-export const monthOf = (at: Date | string) => new Date(at).toISOString().slice(0, 7);
+/** Calendar month in UTC: `2026-01`. An ISO time in UTC (what events hold) is read without a Date. */
+export const monthOf = (at: Date | string) =>
+  (typeof at === 'string' && /^\d{4}-\d\d-\d\dT[^+-]*Z$/.test(at) ? at : new Date(at).toISOString()).slice(
+    0,
+    7,
+  );
 
 export const quotaStream = (orgId: string, mode: Mode, month: string) => `quota-${orgId}-${mode}-${month}`;
 
