@@ -15,7 +15,19 @@ export interface Queryable {
   query<R = any>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
 }
 
-export interface Transaction extends Queryable {}
+export interface Transaction extends Queryable {
+  /**
+   * A statement without parameters to run just before COMMIT, in the same round trip (e.g. moving a checkpoint).
+   * Like every statement of the transaction, a failure rolls it all back.
+   */
+  atCommit(sql: string): void;
+}
+
+/** A string as an SQL literal, for statements that go without parameters (`atCommit`, merged round trips). */
+export const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
+
+/** A multi-statement simple query answers with one result per statement: the last one is the caller's. */
+const lastOf = (r: any) => (Array.isArray(r) ? r[r.length - 1] : r);
 
 /**
  * One relational database, PostgreSQL or embedded PGlite, behind the same small interface.
@@ -58,16 +70,29 @@ function wrap(
     },
     async transaction(fn) {
       const client = await pool.connect();
+      // Round trips are what a short transaction costs under load: BEGIN goes with the first statement when
+      // that one has no parameters (one simple query), and `atCommit` statements go with COMMIT.
+      let begun = false;
+      const atCommit: string[] = [];
       try {
-        await client.query('BEGIN');
         const tx: Transaction = {
           async query(sql, params) {
-            const r = await client.query(sql, params);
+            let text = sql;
+            if (!begun) {
+              begun = true;
+              if (params?.length) await client.query('BEGIN');
+              else text = `BEGIN;${sql}`;
+            }
+            const r = lastOf(await client.query(text, params));
             return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+          },
+          atCommit(sql) {
+            atCommit.push(sql);
           },
         };
         const result = await fn(tx);
-        await client.query('COMMIT');
+        if (begun || atCommit.length > 0)
+          await client.query(`${begun ? '' : 'BEGIN;'}${atCommit.map((s) => `${s};`).join('')}COMMIT`);
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});

@@ -1,4 +1,4 @@
-import type { Queryable, Transaction } from '../db/database.ts';
+import { literal, type Queryable, type Transaction } from '../db/database.ts';
 import { type Position, START, type StoredEvent } from './types.ts';
 
 /**
@@ -55,11 +55,13 @@ export async function applyCheckpointed(
   readFrom?: Position,
 ): Promise<Position> {
   const { table, name } = checkpoint;
+  // Without parameters, so that it shares its round trip with BEGIN (and the checkpoint's move with COMMIT).
+  const lock =
+    checkpoint.tryLock === undefined ? 'true' : `pg_try_advisory_xact_lock(${checkpoint.tryLock | 0})`;
   const { rows } = await tx.query<{ locked: boolean; position: string | null }>(
-    `SELECT l.locked, CASE WHEN l.locked THEN (SELECT position FROM ${table} WHERE name = $1 FOR UPDATE) END AS position,
-       CASE WHEN $3 THEN set_config('synchronous_commit', 'off', true) END
-     FROM (SELECT coalesce(pg_try_advisory_xact_lock($2::integer), true) AS locked) l`,
-    [name, checkpoint.tryLock ?? null, checkpoint.asyncCommit === true],
+    `SELECT l.locked, CASE WHEN l.locked THEN (SELECT position FROM ${table} WHERE name = ${literal(name)} FOR UPDATE) END AS position
+       ${checkpoint.asyncCommit ? `, set_config('synchronous_commit', 'off', true)` : ''}
+     FROM (SELECT ${lock} AS locked) l`,
   );
   if (!rows[0].locked) throw new LockTaken(name);
   let current = rows[0].position ?? undefined;
@@ -72,14 +74,12 @@ export async function applyCheckpointed(
   if (fresh.length === 0) return current;
   await handle(tx, fresh);
   const position = fresh[fresh.length - 1].position;
-  if (checkpoint.notify) {
-    await tx.query(
-      `WITH moved AS (UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1 RETURNING name)
-       SELECT pg_notify($3, name || ' ' || $2 || $4::text) FROM moved`,
-      [name, position, checkpoint.notify, checkpoint.changed ? ' changed' : ''],
-    );
-  } else {
-    await tx.query(`UPDATE ${table} SET position = $2, updated_at = now() WHERE name = $1`, [name, position]);
-  }
+  const move = `UPDATE ${table} SET position = ${literal(position)}, updated_at = now() WHERE name = ${literal(name)}`;
+  const payload = `${name} ${position}${checkpoint.changed ? ' changed' : ''}`;
+  tx.atCommit(
+    checkpoint.notify
+      ? `WITH moved AS (${move} RETURNING name) SELECT pg_notify(${literal(checkpoint.notify)}, ${literal(payload)}) FROM moved`
+      : move,
+  );
   return position;
 }

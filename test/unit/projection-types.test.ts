@@ -39,6 +39,9 @@ describe('projection event types', () => {
           queries.push(sql);
           return { rows: [], rowCount: 0 };
         },
+        atCommit(sql) {
+          queries.push(sql);
+        },
       };
       for (const type of all.filter((t) => !projection.types!.includes(t))) {
         const event = {
