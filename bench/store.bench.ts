@@ -48,7 +48,7 @@ const DATA = {
 const DATA_JSON = JSON.stringify(DATA);
 const METADATA_JSON = JSON.stringify(METADATA);
 
-/** A table shaped like `events` (same columns, keys and defaults), without the store's trigger and extra index. */
+/** A plain table shaped like `events`: the same columns, types and defaults, a primary key, the unique (stream, revision) key. */
 const RAW_SCHEMA = `
 DROP TABLE IF EXISTS raw_events;
 CREATE TABLE raw_events (
@@ -57,8 +57,8 @@ CREATE TABLE raw_events (
   stream_id text NOT NULL,
   stream_revision bigint NOT NULL,
   type text NOT NULL,
-  data jsonb NOT NULL,
-  metadata jsonb NOT NULL,
+  data json NOT NULL,
+  metadata json NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   UNIQUE (stream_id, stream_revision)
 );`;
@@ -68,7 +68,7 @@ const RAW_READ = `SELECT global_position, tx_id::text AS tx, stream_id, stream_r
 /** `count` rows in transactions of 1,000 (a log written by many transactions), into `table`. */
 const seedSql = (table: string, from: number, count: number) => `
   INSERT INTO ${table} (stream_id, stream_revision, type, data, metadata)
-  SELECT 'email-seed-' || (g / 5), g % 5, '${TYPE}', '${DATA_JSON.replaceAll("'", "''")}'::jsonb, '${METADATA_JSON}'::jsonb
+  SELECT 'email-seed-' || (g / 5), g % 5, '${TYPE}', '${DATA_JSON.replaceAll("'", "''")}'::json, '${METADATA_JSON}'::json
   FROM generate_series(${from}, ${from + count - 1}) AS g`;
 
 /** What the baseline needs from a connection: a parameterised query. */

@@ -101,7 +101,7 @@ describe('PostgreSQL event store under out-of-order commits', () => {
 });
 
 describe('PostgreSQL event store schema', () => {
-  it('turns a log written as jsonb (before 2026-11) into json, keeping every event readable', async () => {
+  it('upgrades a log of before 2026-11 (jsonb, keyed by position) to json keyed by (transaction, position)', async () => {
     const { db, dispose } = await openTestDatabase('postgres');
     await db.exec(`
       CREATE TABLE events (
@@ -109,6 +109,7 @@ describe('PostgreSQL event store schema', () => {
         stream_id text NOT NULL, stream_revision bigint NOT NULL, type text NOT NULL,
         data jsonb NOT NULL, metadata jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
         UNIQUE (stream_id, stream_revision));
+      CREATE INDEX events_tx_position ON events (tx_id, global_position);
       INSERT INTO events (stream_id, stream_revision, type, data, metadata)
         VALUES ('old-1', 0, 'Old', '{"b": 1, "a": [true, null]}', '{"orgId": "o", "mode": "test"}');`);
     const store = await PostgresEventStore.create(db);
@@ -116,6 +117,13 @@ describe('PostgreSQL event store schema', () => {
       `SELECT data_type FROM information_schema.columns WHERE table_name = 'events' AND column_name IN ('data', 'metadata')`,
     );
     expect(rows.map((r) => r.data_type)).toEqual(['json', 'json']);
+    const indexes = await db.query<{ indexdef: string }>(
+      `SELECT indexdef FROM pg_indexes WHERE tablename = 'events' ORDER BY indexname`,
+    );
+    expect(indexes.rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual([
+      'btree (tx_id, global_position)',
+      'btree (stream_id, stream_revision)',
+    ]);
     await store.append(
       'old-1',
       [{ type: 'New', data: { c: 'é' }, metadata: { orgId: 'o', mode: 'test' } as any }],
