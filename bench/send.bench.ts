@@ -79,11 +79,11 @@ async function load(
 const cpuText = (c: { node: number; pg: number | null; total: number }) =>
   `${c.total.toFixed(0)} µs (Node ${c.node.toFixed(0)}${c.pg === null ? '' : ` + PostgreSQL ${c.pg.toFixed(0)}`})`;
 
-/** The baseline: express, one INSERT per request through a pg pool of the same size as Postline's. */
+/** The baseline: express, one INSERT per request through a pg pool, into a `json` column as Postline's log. */
 async function startBaseline(url: string) {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   await pool.query(
-    'CREATE TABLE IF NOT EXISTS baseline_emails (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+    'CREATE TABLE IF NOT EXISTS baseline_emails (id bigserial PRIMARY KEY, body json NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
   );
   const app = express();
   app.use(express.json({ limit: '5mb' }));
