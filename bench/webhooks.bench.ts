@@ -9,16 +9,17 @@
  *   or claims them, signs them (Standard Webhooks), POSTs them from its sender thread and records every attempt.
  * - Baseline: undici `request` POSTs of the very same bodies to the same receiver at the same concurrency
  *   (an Agent with as many connections), nothing else; best of two.
- * Both sides are warmed up first, so that neither is timed while its code is still being compiled: Postline by a
- * round of BENCH_WARM_UP_EMAILS (default: as many as measured) through the same pipeline, the baseline by three
- * untimed runs over the same bodies (until then it speeds up from run to run); each side then
- * pauses a second for V8's background compilation. The receiver runs in a worker thread and answers 204; a sample
- * of deliveries is verified with the `standardwebhooks` package afterwards. Settings: BENCH_EMAILS (default 2500
- * -> 5000 deliveries), BENCH_CONCURRENCY (default 64), TEST_DATABASE_ADMIN_URL (as the tests). See
- * bench/README.md.
+ * Both sides are warmed up first, so that neither is timed while its code is still being compiled: Postline by
+ * BENCH_WARM_UP_ROUNDS (default 3) rounds of BENCH_WARM_UP_EMAILS (default: as many as measured) through the same
+ * pipeline, the baseline by three untimed runs over the same bodies (until then it speeds up from run to run);
+ * each side then pauses a second for V8's background compilation. The receiver runs in a worker thread and
+ * answers 204; a sample of deliveries is verified with the `standardwebhooks` package afterwards. CPU time is
+ * given by thread (the sender thread found by its name). Settings: BENCH_EMAILS (default 2500 -> 5000
+ * deliveries), BENCH_CONCURRENCY (default 64), BENCH_TRACE=1 (requests received and machine CPU every 25 ms of
+ * the measured round), TEST_DATABASE_ADMIN_URL (as the tests). See bench/README.md.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -32,6 +33,7 @@ import { newId } from '../platform/ids.ts';
 import { createLogger } from '../platform/logger.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
+import { SENDER_THREAD_NAME } from '../processes/webhooks/sender-thread.ts';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { createOrganization } from '../write-side/organizations/commands.ts';
 import { createWebhook } from '../write-side/webhooks/commands.ts';
@@ -41,13 +43,15 @@ const EMAILS = Number(process.env.BENCH_EMAILS ?? 2500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const DELIVERIES = EMAILS * 2;
 const WARM_UP = Number(process.env.BENCH_WARM_UP_EMAILS ?? EMAILS);
+const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP_ROUNDS ?? 3);
 const RAW_WARM_UP_RUNS = 3;
 /** A pause after each side's warm-up: V8 compiles optimized code in background threads, starved on a busy machine. */
 const compiled = () => new Promise((r) => setTimeout(r, 1000));
 
 const RECEIVER = `
-const { parentPort } = require('node:worker_threads');
+const { parentPort, workerData } = require('node:worker_threads');
 const http = require('node:http');
+const seen = new Int32Array(workerData.seen);
 let count = 0;
 let target = Infinity;
 const samples = [];
@@ -55,7 +59,8 @@ const server = http.createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
-    if (++count === target) parentPort.postMessage('reached');
+    Atomics.store(seen, 0, ++count);
+    if (count === target) parentPort.postMessage('reached');
     if (req.headers['webhook-signature'] && samples.length < 50 && count % 20 === 0) {
       samples.push({ body: Buffer.concat(chunks).toString(), headers: {
         'webhook-id': req.headers['webhook-id'], 'webhook-timestamp': req.headers['webhook-timestamp'],
@@ -76,39 +81,67 @@ parentPort.on('message', (m) => {
 });`;
 
 function startReceiver() {
-  const worker = new Worker(RECEIVER, { eval: true });
+  const seen = new SharedArrayBuffer(4);
+  const worker = new Worker(RECEIVER, { eval: true, workerData: { seen } });
   const ask = (m: string | number) =>
     new Promise<any>((resolve) => worker.once('message', resolve).postMessage(m));
-  return new Promise<{ port: number; ask: typeof ask; close: () => void }>((resolve) =>
-    worker.once('message', ({ port }) => resolve({ port, ask, close: () => worker.postMessage('close') })),
+  const count = () => Atomics.load(new Int32Array(seen), 0);
+  return new Promise<{ port: number; ask: typeof ask; count: () => number; close: () => void }>((resolve) =>
+    worker.once('message', ({ port }) =>
+      resolve({ port, ask, count, close: () => worker.postMessage('close') }),
+    ),
   );
 }
 
+/** Busy and total jiffies of the whole machine (all cores), from /proc/stat. */
+function machineCpu() {
+  const f = readFileSync('/proc/stat', 'latin1').split('\n')[0].split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + f[4];
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/** CPU seconds used so far by this process's threads of that name (Linux: /proc/self/task). */
+function namedThreadsCpu(name: string): number {
+  let seconds = 0;
+  for (const task of readdirSync('/proc/self/task')) {
+    try {
+      if (readFileSync(`/proc/self/task/${task}/comm`, 'latin1').trim() !== name) continue;
+      const fields = readFileSync(`/proc/self/task/${task}/stat`, 'latin1').split(') ')[1].split(' ');
+      seconds += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {}
+  }
+  return seconds;
+}
+
 /**
- * CPU seconds since the call, by thread: the main thread, the receiver's, the rest of the Node process (the
- * dispatcher's sender thread, libuv and GC helpers), and the database's backends.
+ * CPU seconds since the call, by thread: the main thread, the receiver's, the dispatcher's sender thread, the
+ * rest of the Node process (V8's compiler and GC helpers, libuv), and the database's backends.
  */
 async function cpuMeter(database: string, receiverCpu: () => Promise<number>) {
   const seconds = ({ user, system }: NodeJS.CpuUsage) => (user + system) / 1e6;
   const node = process.cpuUsage();
   const main = process.threadCpuUsage();
   const receiver = await receiverCpu();
+  const sender = namedThreadsCpu(SENDER_THREAD_NAME);
   const pg = postgresCpu(database);
   return async () => {
     const mainCpu = seconds(process.threadCpuUsage(main));
     const receiverCpuUsed = (await receiverCpu()) - receiver;
+    const senderCpu = namedThreadsCpu(SENDER_THREAD_NAME) - sender;
     const db = postgresCpuSince(pg, postgresCpu(database));
     return {
       main: mainCpu,
       receiver: receiverCpuUsed,
-      other: seconds(process.cpuUsage(node)) - mainCpu - receiverCpuUsed,
+      sender: senderCpu,
+      other: seconds(process.cpuUsage(node)) - mainCpu - receiverCpuUsed - senderCpu,
       db,
     };
   };
 }
 
 const cpuLine = (c: Awaited<ReturnType<Awaited<ReturnType<typeof cpuMeter>>>>) =>
-  `CPU s: main thread ${c.main.toFixed(2)}, receiver ${c.receiver.toFixed(2)}, other Node threads ${c.other.toFixed(2)}, PostgreSQL ${c.db.toFixed(2)}`;
+  `CPU s: main thread ${c.main.toFixed(2)}, receiver ${c.receiver.toFixed(2)}, sender thread ${c.sender.toFixed(2)}, other Node threads ${c.other.toFixed(2)}, PostgreSQL ${c.db.toFixed(2)}, total ${(c.main + c.receiver + c.sender + c.other + c.db).toFixed(2)}`;
 
 async function seed(services: any, orgId: string, emails: number) {
   const meta = { orgId, mode: 'live' as const, actor: 'system' };
@@ -247,6 +280,31 @@ async function main() {
     const lastId = async () =>
       (await db.query<{ id: string }>(`SELECT max(id) AS id FROM webhook_deliveries`)).rows[0].id ?? '';
 
+    /** BENCH_TRACE: requests received over time, to see where the pipeline stalls. */
+    const traceReceiver = (started: number) => {
+      const points: string[] = [];
+      let on = true;
+      let last = machineCpu();
+      void (async () => {
+        while (on) {
+          await new Promise((r) => setTimeout(r, 25));
+          const now = machineCpu();
+          const busy = (100 * (now.busy - last.busy)) / (now.total - last.total || 1);
+          last = now;
+          points.push(
+            `${(performance.now() - started).toFixed(0)}ms:${receiver.count()}(${busy.toFixed(0)}%)`,
+          );
+        }
+      })();
+      return {
+        mark: (what: string) => points.push(`[${what} ${(performance.now() - started).toFixed(0)}ms]`),
+        stop: () => {
+          on = false;
+          console.log(`\ntrace: ${points.join(' ')}`);
+        },
+      };
+    };
+
     /**
      * Fans out what the log holds from the fan-out's checkpoint and waits until it is delivered. The end is found
      * without loading the database much: the checkpoint reaches the log's head, the receiver has had every
@@ -259,22 +317,29 @@ async function main() {
       const fanOut = new WebhookFanOut(services);
       const started = performance.now();
       fanOut.start();
+      const trace = process.env.BENCH_TRACE ? traceReceiver(started) : null;
       while ((await checkpoint()) < head) await new Promise((r) => setTimeout(r, 10));
+      trace?.mark('fanned out');
       const fannedOut = performance.now();
       await received;
       while ((await pending()) > 0) await new Promise((r) => setTimeout(r, 5));
       const seconds = (performance.now() - started) / 1000;
+      trace?.stop();
       await fanOut.stop();
       return { seconds, fanOutSeconds: (fannedOut - started) / 1000 };
     };
 
-    // Postline's warm-up: a round as large as the measured one runs every code path first (JIT). The dispatcher
-    // then stays up, idle, as in a service: its sender thread's start is not delivery work.
-    process.stdout.write(`warming up with ${WARM_UP} emails... `);
-    await seed(services, org.orgId, WARM_UP);
+    // Postline's warm-up: rounds as large as the measured one run every code path first (JIT), each after a
+    // seeding as the measured round is: with one, V8 was still optimizing code again in the measured round (code
+    // the seeding had made polymorphic), about 0.2 s of CPU in its compiler threads. The dispatcher then stays up,
+    // idle, as in a service: its sender thread's start is not delivery work.
+    process.stdout.write(`warming up with ${WARM_UP_ROUNDS} x ${WARM_UP} emails... `);
     dispatcher.start();
     await dispatcher.ready();
-    await round(2 * WARM_UP + 1); // and the test event sent on creation
+    for (let i = 0; i < WARM_UP_ROUNDS; i++) {
+      await seed(services, org.orgId, WARM_UP);
+      await round(2 * WARM_UP + (i === 0 ? 1 : 0)); // and the test event sent on creation
+    }
     console.log('done');
 
     process.stdout.write(`seeding ${EMAILS} emails (${EMAILS * 3} events)... `);

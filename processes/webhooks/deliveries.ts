@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
-import type { Queryable } from '../../platform/db/database.ts';
-import { newId } from '../../platform/ids.ts';
+import type { Queryable, Transaction } from '../../platform/db/database.ts';
+import { deliveryId } from './delivery-ids.ts';
 import { envelope } from './public-events.v1.ts';
+import { moveFirstAttempts } from './successes.ts';
 
 /** Wakes dispatchers (in any process) when new work is recorded. */
 export const DELIVERIES_CHANNEL = 'postline_webhook_deliveries';
@@ -13,7 +14,7 @@ export interface NewDelivery {
   webhookId: string;
   orgId: string;
   mode: string;
-  /** `<stream>@<revision>` of the source event: with the webhook id, what makes a replayed fan-out harmless. */
+  /** `<stream>@<revision>` of the source event (the id is derived from it and the webhook id). */
   sourceKey: string;
   eventType: string;
   body: string;
@@ -21,66 +22,118 @@ export interface NewDelivery {
   claimToken: string | null;
 }
 
-/** A delivery of one event to one endpoint, its body frozen now so every attempt sends the same bytes. */
+/**
+ * A delivery of one event to one endpoint, its body frozen now so every attempt sends the same bytes. Its id is
+ * derived from the endpoint and the event (delivery-ids.ts), unless one was given (a delivery recorded before
+ * ids were derived, replayed).
+ */
 export function newDelivery(
   endpoint: { webhookId: string; orgId: string; mode: string },
   source: { streamId: string; revision: number; createdAt: Date },
   type: string,
   data: Record<string, unknown>,
-  now: Date,
+  legacyId?: string,
 ): NewDelivery {
-  const id = newId('whl', now.getTime());
+  const sourceKey = `${source.streamId}@${source.revision}`;
+  const id = legacyId ?? deliveryId(endpoint.webhookId, sourceKey, source.createdAt);
   return {
     id,
     webhookId: endpoint.webhookId,
     orgId: endpoint.orgId,
     mode: endpoint.mode,
-    sourceKey: `${source.streamId}@${source.revision}`,
+    sourceKey,
     eventType: type,
     body: envelope(type, id, source.createdAt, data),
     claimToken: null,
   };
 }
 
+/** Between bodies in one parameter (see rowParams). */
+const BODY_SEPARATOR = '\u001e';
+
 /**
- * The INSERT of deliveries from a JSON parameter ($1; $2 is now, $3 the lease's end for rows with a claim token),
- * of the rows that pass `where`, returning the ids written. One JSON parameter rather than eight arrays:
- * JSON.stringify is far cheaper than pg's array escaping of bodies.
+ * The rows as two parameters: the short fields as JSON (cheaper to build than pg's escaped arrays), the bodies
+ * apart, joined by U+001E. Bodies are JSON text, in which that control character is always escaped, so it cannot
+ * occur in one; PostgreSQL splits them far faster than it parses them as JSON (about half the cost of the rows).
  */
-export const insertDeliveries = (onConflict: string, where = 'true') => `
+export function rowParams(rows: NewDelivery[]): [json: string, bodies: string] {
+  const fields = rows.map((d) => ({
+    id: d.id,
+    webhookId: d.webhookId,
+    orgId: d.orgId,
+    mode: d.mode,
+    sourceKey: d.sourceKey,
+    eventType: d.eventType,
+    claimToken: d.claimToken,
+  }));
+  return [JSON.stringify(fields), rows.map((d) => d.body).join(BODY_SEPARATOR)];
+}
+
+/** The rows of `rowParams`, from parameters $1 (fields) and `bodies`, zipped in order. */
+const rowsFrom = (bodies: string) => `ROWS FROM (
+    json_to_recordset($1::json)
+      AS (id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text, "claimToken" text),
+    unnest(string_to_array(${bodies}, chr(30)))
+  ) AS r(id, "webhookId", "orgId", mode, "sourceKey", "eventType", "claimToken", body)`;
+
+/**
+ * The INSERT of deliveries from `rowParams` ($1 and `bodies`; $2 is now, $3 the lease's end for rows with a claim
+ * token), of the rows that pass `where`, returning the ids written.
+ */
+export const insertDeliveries = (bodies: string, where = 'true') => `
 INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
   next_attempt_at, claim_token, leased_until, created_at, updated_at)
 SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2,
   r."claimToken", CASE WHEN r."claimToken" IS NOT NULL THEN $3::timestamptz END, $2, $2
-FROM json_to_recordset($1::json)
-  AS r(id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text, body text,
-    "claimToken" text)
+FROM ${rowsFrom(bodies)}
 WHERE ${where}
-ON CONFLICT (webhook_id, source_key) ${onConflict}
+ON CONFLICT (webhook_id, id) DO NOTHING
 RETURNING id`;
 
 /**
- * Records deliveries, due at once, and returns the ids of those written. `insert` (fan-out) keeps an existing
- * (webhook, event) delivery as it is; `reset` (replay) puts a finished one back to pending with a fresh round of
- * attempts, under its original id. Rows with a claim token are inserted claimed until `leasedUntil`.
+ * A replay's upsert: a finished delivery goes back to pending with a fresh round of attempts (its first attempt,
+ * if kept in the row, moved to webhook_attempts just before: successes.ts).
  */
+const RESET_SQL = `
+INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
+  next_attempt_at, created_at, updated_at)
+SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
+FROM ${rowsFrom('$3')}
+ON CONFLICT (webhook_id, id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
+  claim_token = NULL, completed_at = NULL, updated_at = EXCLUDED.updated_at, first_latency_ms = NULL,
+  first_response_excerpt = NULL
+WHERE webhook_deliveries.status <> 'pending'
+RETURNING id`;
+
+/** Records deliveries, due at once, and returns the ids of those written. */
 export async function saveDeliveries(
   q: Queryable,
   rows: NewDelivery[],
   now: Date,
-  mode: 'insert' | 'reset',
   leasedUntil: Date | null = null,
 ): Promise<string[]> {
   if (rows.length === 0) return [];
-  const onConflict =
-    mode === 'insert'
-      ? 'DO NOTHING'
-      : `DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at, claim_token = NULL,
-           completed_at = NULL, updated_at = EXCLUDED.updated_at WHERE webhook_deliveries.status <> 'pending'`;
-  const { rows: written } = await q.query<{ id: string }>(insertDeliveries(onConflict), [
-    JSON.stringify(rows),
+  const [json, bodies] = rowParams(rows);
+  const { rows: written } = await q.query<{ id: string }>(insertDeliveries('$4'), [
+    json,
     now,
     leasedUntil,
+    bodies,
   ]);
+  return written.map((r) => r.id);
+}
+
+/**
+ * Puts deliveries back to pending for a fresh round of attempts under their ids (replay), recording those that
+ * never existed; returns the ids written. In a transaction: the first attempts move out first.
+ */
+export async function resetDeliveries(tx: Transaction, rows: NewDelivery[], now: Date): Promise<string[]> {
+  if (rows.length === 0) return [];
+  for (const webhookId of new Set(rows.map((d) => d.webhookId))) {
+    const ids = rows.filter((d) => d.webhookId === webhookId).map((d) => d.id);
+    await moveFirstAttempts(tx, webhookId, ids);
+  }
+  const [json, bodies] = rowParams(rows);
+  const { rows: written } = await tx.query<{ id: string }>(RESET_SQL, [json, now, bodies]);
   return written.map((r) => r.id);
 }

@@ -25,7 +25,7 @@ export class DeliveryBatch {
   }
 
   add(endpoint: Endpoint, source: StoredEvent, type: string, data: Record<string, unknown>): void {
-    const delivery = newDelivery(endpoint, source, type, data, this.now);
+    const delivery = newDelivery(endpoint, source, type, data);
     if (this.handOver?.reserve(endpoint.webhookId)) {
       delivery.claimToken = this.handOver.token;
       this.#claimed.push(claimedFor(delivery, endpoint, this.now));

@@ -1,73 +1,64 @@
-import type { Claimed } from './dispatcher.process.ts';
-
-/** What this process holds of one endpoint's deliveries. */
-interface Lane {
-  webhookId: string;
+/** One endpoint's deliveries. */
+interface Lane<T> {
+  key: string;
   /** Waiting for a request slot from `head` on. */
-  rows: Claimed[];
+  items: T[];
   head: number;
   inFlight: number;
-  /** Promised to the fan-out, whose transaction has not ended yet. */
-  reserved: number;
 }
 
 /**
- * Claimed deliveries waiting for a request slot, one lane per endpoint, served in turn: an endpoint at its cap of
- * requests in flight (a slow one) is skipped without looking at its rows, so it never stands in the others' way.
+ * Deliveries waiting, one lane per endpoint, served in turn: an endpoint at its cap of deliveries in flight (a slow
+ * one) is skipped without looking at its deliveries, so it never stands in the others' way. The sender thread
+ * keeps its requests waiting for a slot here, the dispatcher its claimed deliveries waiting for room in the thread.
  */
-export class DispatchQueue {
+export class DispatchQueue<T> {
   readonly #perEndpoint: number;
-  readonly #lanes = new Map<string, Lane>();
-  /** Lanes with rows waiting and a free slot, in turn order. */
-  readonly #ready = new Set<Lane>();
+  readonly #laneOf: (item: T) => string;
+  readonly #lanes = new Map<string, Lane<T>>();
+  /** Lanes with deliveries waiting and a free slot, in turn order. */
+  readonly #ready = new Set<Lane<T>>();
   waiting = 0;
   inFlight = 0;
-  reserved = 0;
 
-  constructor(perEndpoint: number) {
+  constructor(perEndpoint: number, laneOf: (item: T) => string) {
     this.#perEndpoint = perEndpoint;
+    this.#laneOf = laneOf;
   }
 
-  /** Everything held: waiting, in flight and reserved. */
-  get held(): number {
-    return this.waiting + this.inFlight + this.reserved;
-  }
-
-  #lane(webhookId: string): Lane {
-    let lane = this.#lanes.get(webhookId);
+  #lane(key: string): Lane<T> {
+    let lane = this.#lanes.get(key);
     if (!lane) {
-      lane = { webhookId, rows: [], head: 0, inFlight: 0, reserved: 0 };
-      this.#lanes.set(webhookId, lane);
+      lane = { key, items: [], head: 0, inFlight: 0 };
+      this.#lanes.set(key, lane);
     }
     return lane;
   }
 
-  #update(lane: Lane): void {
-    const waiting = lane.rows.length - lane.head;
+  #update(lane: Lane<T>): void {
+    const waiting = lane.items.length - lane.head;
     if (waiting > 0 && lane.inFlight < this.#perEndpoint) this.#ready.add(lane);
     else this.#ready.delete(lane);
-    if (waiting === 0 && lane.inFlight === 0 && lane.reserved === 0) this.#lanes.delete(lane.webhookId);
+    if (waiting === 0 && lane.inFlight === 0) this.#lanes.delete(lane.key);
   }
 
-  push(rows: Claimed[]): void {
-    for (const row of rows) {
-      const lane = this.#lane(row.webhook_id);
-      lane.rows.push(row);
-      this.waiting++;
-      this.#update(lane);
-    }
+  push(item: T): void {
+    const lane = this.#lane(this.#laneOf(item));
+    lane.items.push(item);
+    this.waiting++;
+    this.#update(lane);
   }
 
   /** The next delivery to send, now counted in flight until `done`; undefined when every lane waits. */
-  take(): Claimed | undefined {
-    const lane: Lane | undefined = this.#ready.values().next().value;
+  take(): T | undefined {
+    const lane: Lane<T> | undefined = this.#ready.values().next().value;
     if (!lane) return undefined;
-    const row = lane.rows[lane.head++];
-    if (lane.head === lane.rows.length) {
-      lane.rows = [];
+    const item = lane.items[lane.head++];
+    if (lane.head === lane.items.length) {
+      lane.items = [];
       lane.head = 0;
     } else if (lane.head >= 1024) {
-      lane.rows = lane.rows.slice(lane.head);
+      lane.items = lane.items.slice(lane.head);
       lane.head = 0;
     }
     this.waiting--;
@@ -75,52 +66,23 @@ export class DispatchQueue {
     this.inFlight++;
     this.#ready.delete(lane); // back at the end of the turn order, if it still has room
     this.#update(lane);
-    return row;
+    return item;
   }
 
-  done(webhookId: string): void {
-    const lane = this.#lane(webhookId);
+  /** A delivery of the lane `key` taken earlier is finished: its slot is free. */
+  done(key: string): void {
+    const lane = this.#lane(key);
     lane.inFlight--;
     this.inFlight--;
     this.#update(lane);
   }
 
-  /** Room for one more delivery of the endpoint, held until `unreserve`, unless it holds `max` already. */
-  reserve(webhookId: string, max: number): boolean {
-    const lane = this.#lane(webhookId);
-    if (lane.rows.length - lane.head + lane.inFlight + lane.reserved >= max) {
-      this.#update(lane);
-      return false;
-    }
-    lane.reserved++;
-    this.reserved++;
-    return true;
-  }
-
-  unreserve(webhookId: string): void {
-    const lane = this.#lane(webhookId);
-    lane.reserved--;
-    this.reserved--;
-    this.#update(lane);
-  }
-
-  /** Endpoints and how many deliveries of each this process holds (a claim takes fewer of those). */
-  holdings(): { webhookIds: string[]; counts: number[] } {
-    const webhookIds: string[] = [];
-    const counts: number[] = [];
-    for (const lane of this.#lanes.values()) {
-      webhookIds.push(lane.webhookId);
-      counts.push(lane.rows.length - lane.head + lane.inFlight + lane.reserved);
-    }
-    return { webhookIds, counts };
-  }
-
   /** Removes and returns every waiting delivery. */
-  drain(): Claimed[] {
-    const out: Claimed[] = [];
+  drain(): T[] {
+    const out: T[] = [];
     for (const lane of [...this.#lanes.values()]) {
-      out.push(...lane.rows.slice(lane.head));
-      lane.rows = [];
+      out.push(...lane.items.slice(lane.head));
+      lane.items = [];
       lane.head = 0;
       this.#update(lane);
     }

@@ -5,7 +5,8 @@ import { DELIVERIES_CHANNEL, deliveriesRecorded } from './deliveries.ts';
 import { DispatchQueue } from './dispatch-queue.ts';
 import { recordFailure } from './failures.ts';
 import { type DeliveryTaker, type HandOver, offerTaker, withdrawTaker } from './hand-over.ts';
-import { SenderThread, type Sent } from './sender-thread.ts';
+import { Holdings } from './holdings.ts';
+import { NOT_SENT, type Result, SenderThread } from './sender-thread.ts';
 import { SuccessLog } from './successes.ts';
 
 /**
@@ -21,6 +22,12 @@ const CLAIM_AHEAD = 4;
  * (slower than about LEASE_MARGIN_MS / HAND_OVER_AHEAD per request) leaves the rest to a later claim.
  */
 const HAND_OVER_AHEAD = 64;
+/**
+ * The sender thread is given up to this many times the concurrency (and the per-endpoint cap): its request slots
+ * refill from what it holds, without a round trip to this thread, while the bulk of what is claimed waits here, so
+ * that stopping, or a thread that dies, concerns few deliveries and bodies are not copied over long before use.
+ */
+const SENDER_WINDOW = 2;
 
 export interface DispatcherOptions {
   /** Requests in flight in this process. */
@@ -76,10 +83,11 @@ RETURNING d.id, d.webhook_id, d.org_id, d.mode, d.event_type, d.body, d.attempts
 
 /**
  * Webhook dispatcher: claims due deliveries (FOR UPDATE SKIP LOCKED, then a lease, so no transaction stays open
- * during HTTP), or takes them from the fan-out of its own process already claimed (hand-over.ts), POSTs them
- * signed, and records each attempt. Non-2xx or no answer within 30 s is retried on the spec's schedule; 429/503
- * Retry-After pushes the next attempt back; after 8 attempts the delivery is exhausted. 410 Gone disables the
- * endpoint at once; so do AUTO_DISABLE_AFTER_EXHAUSTED exhausted deliveries in a row.
+ * during HTTP), or takes them from the fan-out of its own process already claimed (hand-over.ts), hands them to
+ * its sender thread, which signs and POSTs them, and records each attempt. Non-2xx or no answer within 30 s is
+ * retried on the spec's schedule; 429/503 Retry-After pushes the next attempt back; after 8 attempts the delivery
+ * is exhausted. 410 Gone disables the endpoint at once; so do AUTO_DISABLE_AFTER_EXHAUSTED exhausted deliveries in
+ * a row.
  */
 export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
   readonly name = 'webhook-dispatcher';
@@ -91,17 +99,21 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
   readonly #timeoutMs: number;
   readonly #pollMs: number;
   readonly #random: () => number;
-  /** Claimed deliveries, waiting for a request slot or in flight. */
-  readonly #queue: DispatchQueue;
-  /** HTTP exchanges under way; they hold request slots. */
-  readonly #sending = new Set<Promise<void>>();
-  /** Outcomes being written. */
+  /** Deliveries held per endpoint: in the sender thread, or promised to the fan-out. */
+  readonly #held = new Holdings();
+  /** Deliveries waiting for the sender thread (those in it count as in flight here). */
+  readonly #waiting: DispatchQueue<Claimed>;
+  /** Deliveries in the sender thread, by the number they were sent under. */
+  readonly #sent = new Map<number, Claimed>();
+  #next = 0;
+  /** Failures being written. */
   readonly #recording = new Set<Promise<void>>();
   readonly #secrets = new Map<string, string>();
-  /** Requests finished so far (wakes a loop waiting for capped endpoints). */
+  /** Outcomes received so far (wakes a loop waiting for capped endpoints). */
   #finished = 0;
   #wake: () => void = () => {};
   #slotFreed: () => void = () => {};
+  #outcomes: (() => void)[] = [];
   #signalled = false;
   #closing = false;
   #loop?: Promise<void>;
@@ -115,13 +127,19 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#pollMs = options.pollMs ?? 1000;
     this.#random = options.random ?? Math.random;
-    this.#queue = new DispatchQueue(this.#perEndpoint);
-    this.#successes = new SuccessLog(services.db);
-    this.#sender = new SenderThread({
-      allowPrivateNetworks: options.allowPrivateNetworks ?? services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-      timeoutMs: this.#timeoutMs,
-      connectionsPerOrigin: this.#perEndpoint,
-    });
+    this.#waiting = new DispatchQueue(SENDER_WINDOW * this.#perEndpoint, (row) => row.webhook_id);
+    this.#successes = new SuccessLog(services.db, (error, count) =>
+      services.log.error({ err: error, count }, 'webhook successes failed to record'),
+    );
+    this.#sender = new SenderThread(
+      {
+        allowPrivateNetworks: options.allowPrivateNetworks ?? services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+        timeoutMs: this.#timeoutMs,
+        concurrency: this.#concurrency,
+        perEndpoint: this.#perEndpoint,
+      },
+      this.#onResults,
+    );
   }
 
   start(): void {
@@ -148,11 +166,16 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     this.#signal();
     await this.#loop;
     this.#loop = undefined;
-    await this.#release(this.#queue.drain());
-    await Promise.all(this.#sending);
+    // Requests in flight finish (and their outcomes come back); what was not started is given back.
+    const unsent = (await this.#sender.close()).map((n) => this.#taken(n)).filter((r) => r !== undefined);
+    for (const row of this.#waiting.drain()) {
+      this.#held.remove(row.webhook_id);
+      unsent.push(row);
+    }
+    await this.#release(unsent);
     await Promise.all(this.#recording);
+    await this.#successes.idle();
     if (this.#unlisten) await (await this.#unlisten)();
-    await this.#sender.close();
   }
 
   /** Sends everything due now and waits for the outcomes (tests walk the retry schedule with a ManualClock this way). */
@@ -162,15 +185,15 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     for (;;) {
       const room = this.#room();
       const claimed = room > 0 ? await this.#claim(room) : [];
-      this.#queue.push(claimed);
-      this.#fill();
+      this.#dispatch(claimed);
       sent += claimed.length;
       if (claimed.length === 0) {
-        if (this.#sending.size === 0 && this.#queue.waiting === 0) {
+        if (this.#sent.size === 0 && this.#waiting.waiting === 0) {
           await Promise.all(this.#recording);
+          await this.#successes.idle();
           return sent;
         }
-        await Promise.race(this.#sending);
+        await new Promise<void>((resolve) => this.#outcomes.push(resolve));
       }
     }
   }
@@ -184,13 +207,13 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
       token: randomUUID(),
       leasedUntil: new Date(now.getTime() + this.#timeoutMs + LEASE_MARGIN_MS),
       reserve: (webhookId) => {
-        if (this.#closing || this.#queue.held >= total || !this.#queue.reserve(webhookId, perEndpoint))
+        if (this.#closing || this.#held.total >= total || !this.#held.reserve(webhookId, perEndpoint))
           return false;
         reserved.push(webhookId);
         return true;
       },
       settle: (committed) => {
-        for (const webhookId of reserved.splice(0)) this.#queue.unreserve(webhookId);
+        for (const webhookId of reserved.splice(0)) this.#held.remove(webhookId);
         if (!committed?.length) return;
         if (this.#closing) {
           // Stopped meanwhile: give them back rather than leave them to their lease.
@@ -199,8 +222,7 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
           );
           return;
         }
-        this.#queue.push(committed);
-        this.#fill();
+        this.#dispatch(committed);
       },
     };
   }
@@ -216,12 +238,11 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
         }
         const room = this.#room();
         const claimed = room >= threshold ? await this.#claim(room) : [];
-        this.#queue.push(claimed);
-        this.#fill();
+        this.#dispatch(claimed);
         // Something was due: claim again once there is room for a good batch. Nothing was: wait for news
         // (NOTIFY from the fan-out) or the next poll, which also picks up retries that fell due.
         if (claimed.length > 0 || room < threshold) await this.#sleep(() => this.#room() >= threshold);
-        else if (this.#sending.size > 0) {
+        else if (this.#sent.size > 0) {
           // Due work may be waiting behind endpoints at their cap: look again after some requests finished.
           const seen = this.#finished;
           await this.#sleep(() => this.#finished - seen >= Math.ceil(this.#perEndpoint / 2));
@@ -239,7 +260,7 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     this.#wake();
   };
 
-  /** Until signalled, or until `ready()` holds after a request finished, or a poll interval passed. */
+  /** Until signalled, or until `ready()` holds after outcomes came back, or a poll interval passed. */
   #sleep(ready: (() => boolean) | null): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
@@ -261,12 +282,12 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
 
   /** Claims run ahead of sending, up to CLAIM_AHEAD times the concurrency, so a free request slot never waits on the database. */
   #room(): number {
-    return CLAIM_AHEAD * this.#concurrency - this.#queue.held;
+    return CLAIM_AHEAD * this.#concurrency - this.#held.total;
   }
 
   async #claim(limit: number): Promise<Claimed[]> {
     const now = this.#services.clock.now();
-    const held = this.#queue.holdings();
+    const held = this.#held.snapshot();
     const { rows } = await this.#services.db.query<Claimed>(CLAIM_SQL, [
       now,
       limit,
@@ -280,18 +301,99 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     return rows;
   }
 
-  /** Starts waiting deliveries while request slots are free, at most `perEndpoint` at a time to any one endpoint. */
-  #fill(): void {
-    if (this.#closing) return;
-    const now = this.#services.clock.now().getTime();
-    while (this.#queue.inFlight < this.#concurrency) {
-      const row = this.#queue.take();
+  /** Claimed deliveries wait here, per endpoint, until the sender thread has room for them (SENDER_WINDOW). */
+  #dispatch(rows: Claimed[]): void {
+    for (const row of rows) {
+      this.#held.add(row.webhook_id);
+      this.#waiting.push(row);
+    }
+    this.#handToSender();
+  }
+
+  /**
+   * Hands waiting deliveries to the sender thread, signed with the endpoint's secret (and the previous one during a
+   * rotation's overlap), up to SENDER_WINDOW times the concurrency (and the per-endpoint cap). The thread starts
+   * them as its request slots free, `perEndpoint` at most to one endpoint.
+   */
+  #handToSender(): void {
+    if (this.#closing || this.#waiting.waiting === 0) return;
+    const now = this.#services.clock.now();
+    const ms = now.getTime();
+    while (this.#waiting.inFlight < SENDER_WINDOW * this.#concurrency) {
+      const row = this.#waiting.take();
       if (!row) return;
       // Its lease would end before a request could: leave it to a later claim rather than risk a double send.
-      if (now - row.claimedAt > LEASE_MARGIN_MS) this.#queue.done(row.webhook_id);
-      else this.#launch(row);
+      if (ms - row.claimedAt > LEASE_MARGIN_MS) {
+        this.#waiting.done(row.webhook_id);
+        this.#held.remove(row.webhook_id);
+        continue;
+      }
+      const n = this.#next++;
+      this.#sent.set(n, row);
+      const secrets = [this.#open(row.sealed_secret)];
+      if (
+        row.previous_sealed_secret &&
+        row.previous_valid_until &&
+        new Date(row.previous_valid_until) > now
+      ) {
+        secrets.push(this.#open(row.previous_sealed_secret));
+      }
+      this.#sender.send([
+        n,
+        row.webhook_id,
+        row.url,
+        row.id,
+        secrets,
+        row.body,
+        ms,
+        row.claimedAt + LEASE_MARGIN_MS - ms,
+      ]);
     }
   }
+
+  /** The delivery sent under `n`, no longer held. */
+  #taken(n: number): Claimed | undefined {
+    const row = this.#sent.get(n);
+    if (!row) return undefined;
+    this.#sent.delete(n);
+    this.#waiting.done(row.webhook_id);
+    this.#held.remove(row.webhook_id);
+    return row;
+  }
+
+  /** Outcomes from the sender thread: successes are written in batches, failures one by one. */
+  #onResults = (results: Result[]): void => {
+    for (const [n, status, retryAfter, excerpt, error, latencyMs, at] of results) {
+      const row = this.#taken(n);
+      if (!row) continue;
+      this.#finished++;
+      // Not sent (its lease ran out while it waited): a later claim takes it.
+      if (at === NOT_SENT) continue;
+      const sentAt = at === null ? this.#services.clock.now() : new Date(at);
+      if (status !== null && status >= 200 && status < 300) {
+        this.#successes.add(row, sentAt, status, latencyMs, excerpt);
+        continue;
+      }
+      const outcome = { status, retryAfter: retryAfter ?? undefined, excerpt, error };
+      const recording: Promise<void> = recordFailure(
+        this.#services,
+        this.#random,
+        row,
+        row.attempts + 1,
+        outcome,
+        latencyMs,
+        sentAt,
+      )
+        .catch((err) =>
+          this.#services.log.error({ err, delivery: row.id }, 'webhook delivery failed to record'),
+        )
+        .finally(() => this.#recording.delete(recording));
+      this.#recording.add(recording);
+    }
+    this.#handToSender();
+    for (const resolve of this.#outcomes.splice(0)) resolve();
+    this.#slotFreed();
+  };
 
   /** Gives claimed, unsent deliveries back (stop). */
   async #release(rows: Claimed[]): Promise<void> {
@@ -307,28 +409,6 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     );
   }
 
-  /** A request slot is held for the HTTP exchange only; recording its outcome runs on (the claim's lease covers it). */
-  #launch(row: Claimed): void {
-    const log = (error: unknown) =>
-      this.#services.log.error({ err: error, delivery: row.id }, 'webhook delivery failed to record');
-    const sending: Promise<void> = this.#send(row)
-      .then((sent) => {
-        const recording: Promise<void> = this.#record(row, sent)
-          .catch(log)
-          .finally(() => this.#recording.delete(recording));
-        this.#recording.add(recording);
-      })
-      .catch(log)
-      .finally(() => {
-        this.#sending.delete(sending);
-        this.#finished++;
-        this.#queue.done(row.webhook_id);
-        this.#fill();
-        this.#slotFreed();
-      });
-    this.#sending.add(sending);
-  }
-
   #open(sealed: string): string {
     let plain = this.#secrets.get(sealed);
     if (!plain) {
@@ -337,25 +417,6 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
       this.#secrets.set(sealed, plain);
     }
     return plain;
-  }
-
-  #send(row: Claimed): Promise<Sent & { now: Date }> {
-    const now = this.#services.clock.now();
-    const secrets = [this.#open(row.sealed_secret)];
-    if (row.previous_sealed_secret && row.previous_valid_until && new Date(row.previous_valid_until) > now) {
-      secrets.push(this.#open(row.previous_sealed_secret));
-    }
-    return this.#sender
-      .send(row.url, row.id, Math.floor(now.getTime() / 1000), secrets, row.body)
-      .then((sent) => ({ ...sent, now }));
-  }
-
-  async #record(row: Claimed, { outcome, now, latencyMs }: Sent & { now: Date }) {
-    if (outcome.status !== null && outcome.status >= 200 && outcome.status < 300) {
-      await this.#successes.record(row, now, outcome.status, latencyMs, outcome.excerpt);
-      return;
-    }
-    await recordFailure(this.#services, this.#random, row, row.attempts + 1, outcome, latencyMs, now);
   }
 
   /** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */

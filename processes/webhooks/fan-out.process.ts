@@ -8,7 +8,13 @@ import type { Services } from '../../platform/services.ts';
 import { TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 import { isWebhookEvent } from '../../write-side/webhooks/events.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DELIVERIES_CHANNEL, deliveriesRecorded, insertDeliveries, saveDeliveries } from './deliveries.ts';
+import {
+  DELIVERIES_CHANNEL,
+  deliveriesRecorded,
+  insertDeliveries,
+  rowParams,
+  saveDeliveries,
+} from './deliveries.ts';
 import { DeliveryBatch } from './delivery-batch.ts';
 import { EmailSummaries } from './email-summaries.ts';
 import { EndpointSet } from './endpoints.ts';
@@ -27,7 +33,8 @@ const orgOf = (e: StoredEvent): string => (e.type === 'WebhookCreated' ? e.data.
 /**
  * Webhook fan-out: reads the log from its own checkpoint, keeps each endpoint's subscription as of the event
  * in hand (webhook events pass through here in order too), and records one delivery per (webhook, event) in the
- * same transaction that moves the checkpoint. A replayed batch inserts nothing twice (unique key).
+ * same transaction that moves the checkpoint. A replayed batch inserts nothing twice: a delivery's id is derived
+ * from its webhook and event, and the primary key holds one row per id.
  */
 export class WebhookFanOut implements BackgroundProcess {
   readonly name = 'webhook-fanout';
@@ -35,6 +42,11 @@ export class WebhookFanOut implements BackgroundProcess {
   readonly #summaries: EmailSummaries;
   readonly #replays: WebhookReplays;
   readonly #batchSize: number;
+  /**
+   * The subscription reads this much at a time, and #drain reads on in full batches: a backlog's first deliveries
+   * are handed to the dispatcher after a short batch, so sending starts while the rest is fanned out.
+   */
+  readonly #firstBatchSize: number;
   #subscription?: Subscription;
   /** The checkpoint as of our last commit (subscription only); unknown after a stand-by or an error. */
   #position?: Position;
@@ -43,6 +55,7 @@ export class WebhookFanOut implements BackgroundProcess {
   constructor(services: Services, options: { batchSize?: number } = {}) {
     this.#services = services;
     this.#batchSize = options.batchSize ?? 1000;
+    this.#firstBatchSize = Math.min(this.#batchSize, 200);
     this.#summaries = new EmailSummaries(services.store);
     this.#replays = new WebhookReplays(services, this.#summaries);
   }
@@ -54,7 +67,7 @@ export class WebhookFanOut implements BackgroundProcess {
       {
         // Our own commits tell where the checkpoint is; the row is read only at start and after a stand-by.
         from: async () => (this.#position ??= await this.#checkpoint()),
-        batchSize: this.#batchSize,
+        batchSize: this.#firstBatchSize,
       },
       async (events) => {
         try {
@@ -84,18 +97,18 @@ export class WebhookFanOut implements BackgroundProcess {
   async #drain(first: StoredEvent[], from: Position): Promise<void> {
     let events = first;
     let before = from;
+    let full = first.length >= this.#firstBatchSize;
     for (;;) {
       const last = events[events.length - 1].position;
       const next =
-        events.length >= this.#batchSize && !this.#stopping
-          ? this.#services.store.readAll({ from: last, limit: this.#batchSize })
-          : null;
+        full && !this.#stopping ? this.#services.store.readAll({ from: last, limit: this.#batchSize }) : null;
       next?.catch(() => {}); // awaited below unless the write fails first
       await this.#apply(events, before);
       this.#position = before = last;
       if (!next) return;
       events = await next;
       if (events.length === 0 || this.#stopping) return;
+      full = events.length >= this.#batchSize;
     }
   }
 
@@ -176,8 +189,9 @@ export class WebhookFanOut implements BackgroundProcess {
     for (const event of events) this.#deliveriesOf(event, endpoints, batch);
     const rows = batch.pending;
     const { db } = this.#services;
-    const { rows: done } = await db.query<{ checkpoint: string; written: number }>(FAN_OUT_SQL, [
-      JSON.stringify(rows),
+    const [json, bodies] = rowParams(rows);
+    const { rows: done } = await db.query<{ checkpoint: string; written: string[] | null }>(FAN_OUT_SQL, [
+      json,
       batch.now,
       batch.handOver?.leasedUntil ?? null,
       NAME,
@@ -185,19 +199,14 @@ export class WebhookFanOut implements BackgroundProcess {
       last,
       rows.some((d) => !d.claimToken),
       DELIVERIES_CHANNEL,
+      rows.length,
+      bodies,
     ]);
     // Another process moved on meanwhile: what was read is stale; the subscription retries the batch.
     if (done[0].checkpoint !== before) throw new Standby();
-    if (done[0].written === rows.length) {
-      batch.written('all');
-      return;
-    }
-    // Some existed already (a batch fanned out again after a crash): the new ids are the ones written.
-    const { rows: written } = await db.query<{ id: string }>(
-      'SELECT id FROM webhook_deliveries WHERE webhook_id = ANY($1) AND id = ANY($2)',
-      [[...new Set(rows.map((d) => d.webhookId))], rows.map((d) => d.id)],
-    );
-    batch.written(written.map((r) => r.id));
+    // Null when every row was written; otherwise some existed already (their events fanned out before): the ids
+    // that were written.
+    batch.written(done[0].written ?? 'all');
   }
 
   async #inTransaction(
@@ -217,7 +226,7 @@ export class WebhookFanOut implements BackgroundProcess {
       const flush = async () => {
         if (batch.pending.length === 0) return;
         batch.written(
-          await saveDeliveries(tx, batch.pending, batch.now, 'insert', batch.handOver?.leasedUntil ?? null),
+          await saveDeliveries(tx, batch.pending, batch.now, batch.handOver?.leasedUntil ?? null),
         );
       };
       for (const event of events) {
@@ -261,10 +270,11 @@ const FAN_OUT_SQL = `
 WITH checkpoint AS (
   SELECT position FROM webhook_fanout_checkpoints WHERE name = $4 FOR UPDATE NOWAIT
 ), written AS (
-  ${insertDeliveries('DO NOTHING', '(SELECT position FROM checkpoint) = $5')}
+  ${insertDeliveries('$10', '(SELECT position FROM checkpoint) = $5')}
 ), moved AS (
   UPDATE webhook_fanout_checkpoints SET position = $6, updated_at = now()
   WHERE name = $4 AND (SELECT position FROM checkpoint) = $5 AND $6 > $5
 )
-SELECT (SELECT position FROM checkpoint) AS checkpoint, (SELECT count(*) FROM written)::int AS written,
+SELECT (SELECT position FROM checkpoint) AS checkpoint,
+  CASE WHEN (SELECT count(*) FROM written) < $9 THEN (SELECT coalesce(array_agg(id), '{}') FROM written) END AS written,
   CASE WHEN $7 AND (SELECT position FROM checkpoint) = $5 THEN pg_notify($8, '') END`;

@@ -1,6 +1,7 @@
+import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import { DELIVERIES_CHANNEL, deliveriesRecorded, newDelivery, saveDeliveries } from './deliveries.ts';
+import { DELIVERIES_CHANNEL, deliveriesRecorded, newDelivery, resetDeliveries } from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
 import { PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';
 
@@ -48,6 +49,16 @@ export class WebhookReplays {
     }
   }
 
+  /** Ids of deliveries of these events recorded before ids were derived from their source (see delivery-ids.ts). */
+  async #legacyIds(webhookId: string, events: StoredEvent[]): Promise<Map<string, string>> {
+    if (events.length === 0) return new Map();
+    const { rows } = await this.#services.db.query<{ source_key: string; id: string }>(
+      'SELECT source_key, id FROM webhook_legacy_delivery_ids WHERE webhook_id = $1 AND source_key = ANY($2)',
+      [webhookId, events.map((e) => `${e.streamId}@${e.revision}`)],
+    );
+    return new Map(rows.map((r) => [r.source_key, r.id]));
+  }
+
   /** One batch of one replay; a cursor that moved meanwhile (another process) makes it a no-op. */
   async #step(replay: ReplayRow): Promise<void> {
     const { db, store, clock } = this.#services;
@@ -75,11 +86,13 @@ export class WebhookReplays {
       );
     });
     await this.#summaries.load(matching);
+    const legacy = await this.#legacyIds(replay.webhook_id, matching);
     const now = clock.now();
     const deliveries = matching.flatMap((e) => {
       const data = publicData(e, e.data.emailId ? this.#summaries.get(e.data.emailId) : null);
       const endpoint = { webhookId: replay.webhook_id, orgId: replay.org_id, mode: replay.mode };
-      return data ? [newDelivery(endpoint, e, PUBLIC_TYPE_OF[e.type], data, now)] : [];
+      const legacyId = legacy.get(`${e.streamId}@${e.revision}`);
+      return data ? [newDelivery(endpoint, e, PUBLIC_TYPE_OF[e.type], data, legacyId)] : [];
     });
     const saved = await db.transaction(async (tx) => {
       const { rows } = await tx.query<{ cursor: string }>(
@@ -87,7 +100,7 @@ export class WebhookReplays {
         [replay.id],
       );
       if (rows[0]?.cursor !== replay.cursor) return 0;
-      const saved = (await saveDeliveries(tx, deliveries, now, 'reset')).length;
+      const saved = (await resetDeliveries(tx, deliveries, now)).length;
       await tx.query(
         'UPDATE webhook_replays SET cursor = $2, replayed = replayed + $3, done = $4 WHERE id = $1',
         [replay.id, inRange.length ? inRange[inRange.length - 1].position : replay.cursor, saved, done],

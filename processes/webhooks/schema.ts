@@ -1,11 +1,14 @@
 import type { Migration } from '../../platform/db/migrations.ts';
+import { RECORD_SUCCESSES_FUNCTION } from './successes.ts';
 
 /**
  * State of the webhook process manager. It is derived from the log in order (fan-out checkpoint) and from
  * delivery attempts, so it is never rebuilt: replaying it would resend webhooks.
  * - webhook_endpoints: each endpoint's configuration as of the fan-out's checkpoint, plus dispatcher health.
- * - webhook_deliveries: one work row per (webhook, source event); claimed with FOR UPDATE SKIP LOCKED.
- * - webhook_attempts: every HTTP attempt, for the delivery log.
+ * - webhook_deliveries: one work row per (webhook, source event), its id derived from the two; claimed with FOR
+ *   UPDATE SKIP LOCKED. A first attempt that succeeded is kept in the row.
+ * - webhook_attempts: every other HTTP attempt, for the delivery log.
+ * - webhook_legacy_delivery_ids: the ids of deliveries recorded before ids were derived, for replays.
  * - webhook_replays: operator replays, worked through the log in batches with a cursor of their own.
  */
 export const webhookProcessMigrations: Migration[] = [
@@ -92,5 +95,26 @@ DROP INDEX IF EXISTS webhook_deliveries_webhook;
 ALTER TABLE webhook_attempts DROP CONSTRAINT webhook_attempts_pkey;
 ALTER TABLE webhook_attempts ADD PRIMARY KEY (delivery_id, id);
 DROP INDEX IF EXISTS webhook_attempts_delivery;`,
+  },
+  {
+    // Delivery ids are now derived from (webhook, source event) (delivery-ids.ts): the primary key keeps one
+    // delivery per pair, and the unique index on (webhook_id, source_key), one more entry per insert and update,
+    // goes. Deliveries recorded before keep their random ids; a replay finds them here, to resend them under those.
+    // A first attempt that succeeds is kept in the delivery row, not in an attempt row of its own; successes are
+    // recorded by a function (successes.ts).
+    id: 'webhook-process-003',
+    sql: `
+CREATE TABLE IF NOT EXISTS webhook_legacy_delivery_ids (
+  webhook_id text NOT NULL,
+  source_key text NOT NULL,
+  id text NOT NULL,
+  PRIMARY KEY (webhook_id, source_key)
+);
+INSERT INTO webhook_legacy_delivery_ids (webhook_id, source_key, id)
+  SELECT webhook_id, source_key, id FROM webhook_deliveries ON CONFLICT DO NOTHING;
+ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_webhook_id_source_key_key;
+ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS first_latency_ms integer;
+ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS first_response_excerpt text;
+${RECORD_SUCCESSES_FUNCTION}`,
   },
 ];

@@ -101,6 +101,31 @@ export async function findDelivery(db: Database, auth: AuthContext, webhookId: s
   );
 }
 
+interface AttemptView {
+  attempt: number;
+  attempted_at: string | null;
+  response_status: number | null;
+  latency_ms: number;
+  response_excerpt: string | null;
+  error: string | null;
+}
+
+/**
+ * A first attempt that succeeded is kept in the delivery row rather than in webhook_attempts (see
+ * processes/webhooks/successes.ts): its time and status are the row's completion time and last status.
+ */
+const firstAttemptOf = (d: any): AttemptView | null =>
+  d.first_latency_ms === null
+    ? null
+    : {
+        attempt: 1,
+        attempted_at: iso(d.completed_at),
+        response_status: d.last_response_status,
+        latency_ms: d.first_latency_ms,
+        response_excerpt: d.first_response_excerpt,
+        error: null,
+      };
+
 /** The delivery log of one webhook, newest first, each delivery with its attempts. */
 export async function listDeliveries(
   db: Database,
@@ -123,6 +148,8 @@ export async function listDeliveries(
       'created_at',
       'updated_at',
       'completed_at',
+      'first_latency_ms',
+      'first_response_excerpt',
     ])
     .where('webhook_id', '=', webhookId)
     .where('org_id', '=', auth.orgId)
@@ -146,7 +173,7 @@ export async function listDeliveries(
         .orderBy('id')
         .execute()
     : [];
-  const byDelivery = new Map<string, any[]>();
+  const byDelivery = new Map<string, AttemptView[]>();
   for (const a of attempts) {
     const list = byDelivery.get(a.delivery_id) ?? [];
     list.push({
@@ -158,6 +185,15 @@ export async function listDeliveries(
       error: a.error,
     });
     byDelivery.set(a.delivery_id, list);
+  }
+  for (const d of result.data as any[]) {
+    const first = firstAttemptOf(d);
+    if (!first) continue;
+    const list = byDelivery.get(d.id) ?? [];
+    list.push(first);
+    // By time: attempts of an earlier round recorded after the delivery was reset come before it.
+    list.sort((a, b) => Date.parse(a.attempted_at!) - Date.parse(b.attempted_at!));
+    byDelivery.set(d.id, list);
   }
   return {
     object: 'list' as const,

@@ -242,6 +242,59 @@ describe('webhook fan-out and dispatch', () => {
     expect(r.received.at(-1)!.body).toBe(r.received.at(-2)!.body);
   });
 
+  it('keeps a first attempt that succeeded in the delivery row, and moves it to the attempts on a retry', async () => {
+    const org = await svc.createOrg('pro');
+    const r = await receiver();
+    const wh = await webhookFor(org, r, ['email.sent']);
+    await pump();
+    r.respond = () => ({ status: 200, body: 'first' });
+    await (await sendEmail(org)).sent();
+    await pump();
+    const attemptRows = async (id: string) =>
+      (
+        await svc.postline.services.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM webhook_attempts WHERE delivery_id = $1',
+          [id],
+        )
+      ).rows[0].n;
+    const [first] = await deliveries(org, wh.id);
+    expect(first).toMatchObject({ status: 'succeeded', last_response_status: 200 });
+    expect(first.attempts).toEqual([
+      {
+        attempt: 1,
+        attempted_at: clock.now().toISOString(),
+        response_status: 200,
+        latency_ms: expect.any(Number),
+        response_excerpt: 'first',
+        error: null,
+      },
+    ]);
+    expect(await attemptRows(first.id)).toBe(0);
+
+    const firstAt = clock.now().toISOString();
+    clock.advance(1000);
+    r.respond = () => ({ status: 202, body: 'again' });
+    expect((await org.live.post(`/v1/webhooks/${wh.id}/deliveries/${first.id}/retry`)).status).toBe(202);
+    await pump();
+    const [again] = await deliveries(org, wh.id);
+    expect(again.status).toBe('succeeded');
+    expect(again.attempts).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        attempted_at: firstAt,
+        response_status: 200,
+        response_excerpt: 'first',
+      }),
+      expect.objectContaining({
+        attempt: 1,
+        attempted_at: clock.now().toISOString(),
+        response_status: 202,
+        response_excerpt: 'again',
+      }),
+    ]);
+    expect(await attemptRows(first.id)).toBe(1);
+  });
+
   it('records a 2xx whose body carries NUL bytes as succeeded, the excerpt cleaned', async () => {
     // PostgreSQL refuses \u0000 in text: the receiver's body must not keep the success from being recorded.
     const org = await svc.createOrg('pro');
@@ -327,6 +380,37 @@ describe('webhook fan-out and dispatch', () => {
       [replay.body.id],
     );
     expect(rows[0]).toEqual({ done: true, replayed: 2 });
+  });
+
+  it('replays a delivery recorded before ids were derived from its event under its old id', async () => {
+    // As webhook-process-003 leaves a database upgraded with deliveries in it: their random ids in
+    // webhook_legacy_delivery_ids, the unique index on (webhook_id, source_key) gone.
+    const org = await svc.createOrg('pro');
+    const r = await receiver();
+    const wh = await webhookFor(org, r, ['email.sent']);
+    await pump();
+    const since = new Date(Date.now() - 1000).toISOString();
+    const email = await sendEmail(org);
+    await email.sent();
+    await pump();
+    const { db } = svc.postline.services;
+    const legacyId = newId('whl');
+    const [derived] = await deliveries(org, wh.id);
+    const { rows } = await db.query<{ source_key: string }>(
+      'UPDATE webhook_deliveries SET id = $3 WHERE webhook_id = $1 AND id = $2 RETURNING source_key',
+      [wh.id, derived.id, legacyId],
+    );
+    await db.query(
+      'INSERT INTO webhook_legacy_delivery_ids (webhook_id, source_key, id) VALUES ($1, $2, $3)',
+      [wh.id, rows[0].source_key, legacyId],
+    );
+
+    expect((await org.live.post(`/v1/webhooks/${wh.id}/replay`, { since })).status).toBe(202);
+    const before = r.received.length;
+    await pump();
+    expect(r.received.slice(before).map((d) => d.id)).toEqual([legacyId]);
+    const log = await deliveries(org, wh.id);
+    expect(log.filter((d) => d.event_type === 'email.sent').map((d) => d.id)).toEqual([legacyId]);
   });
 
   it('does not let a slow endpoint hold up the others', async () => {

@@ -68,12 +68,14 @@ describe('webhooks, live', () => {
     expect(received.every((r) => r.verifiedWith.length === 1)).toBe(true);
 
     // The fan-out hands its deliveries to the dispatcher of its process, claimed as they are inserted: their
-    // outcomes are recorded like any other's, and fanning the log out again sends and records nothing twice.
+    // outcomes are recorded like any other's (a first attempt that succeeds in the delivery row itself), and
+    // fanning the log out again sends and records nothing twice.
     const { db } = svc.postline.services;
     const outcomes = async () =>
       (
         await db.query<{ status: string; attempts: number; claimed: boolean; n: number }>(
-          `SELECT d.status, d.attempts, d.claim_token IS NOT NULL AS claimed, count(a.*)::int AS n
+          `SELECT d.status, d.attempts, d.claim_token IS NOT NULL AS claimed,
+             count(a.*)::int + (d.first_latency_ms IS NOT NULL)::int AS n
            FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
            WHERE d.webhook_id = $1 GROUP BY d.webhook_id, d.id ORDER BY d.id`,
           [created.body.id],
@@ -83,6 +85,10 @@ describe('webhooks, live', () => {
     const recorded = await outcomes();
     expect(recorded).toHaveLength(16);
     expect(recorded.every((d) => d.attempts === 1 && !d.claimed && d.n === 1)).toBe(true);
+    const log = (await org.live.get(`/v1/webhooks/${created.body.id}/deliveries?limit=100`)).body
+      .data as any[];
+    expect(log).toHaveLength(16);
+    expect(log.every((d) => d.attempts.length === 1 && d.attempts[0].response_status === 200)).toBe(true);
     await db.query(`UPDATE webhook_fanout_checkpoints SET position = ''`);
     await send(); // wakes the fan-out, which reads the whole log again
     await receiver.waitFor(17);

@@ -1,19 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { DispatchQueue } from '../../processes/webhooks/dispatch-queue.ts';
-import type { Claimed } from '../../processes/webhooks/dispatcher.process.ts';
+import { Holdings } from '../../processes/webhooks/holdings.ts';
 
-const row = (webhookId: string, id: string) => ({ id, webhook_id: webhookId }) as Claimed;
-const takeAll = (q: DispatchQueue) => {
+interface Item {
+  webhookId: string;
+  id: string;
+}
+const item = (webhookId: string, id: string): Item => ({ webhookId, id });
+const queue = (perEndpoint: number) => new DispatchQueue<Item>(perEndpoint, (i) => i.webhookId);
+const takeAll = (q: DispatchQueue<Item>) => {
   const out: string[] = [];
   for (let r = q.take(); r; r = q.take()) out.push(r.id);
   return out;
 };
 
-describe('dispatch queue', () => {
+describe('dispatch queue (lanes per endpoint)', () => {
   it('serves endpoints in turn, each up to its cap of requests in flight', () => {
-    const q = new DispatchQueue(2);
-    q.push([row('slow', 's1'), row('slow', 's2'), row('slow', 's3'), row('slow', 's4'), row('fast', 'f1')]);
-    q.push([row('fast', 'f2'), row('fast', 'f3')]);
+    const q = queue(2);
+    for (const i of [item('slow', 's1'), item('slow', 's2'), item('slow', 's3'), item('slow', 's4')])
+      q.push(i);
+    q.push(item('fast', 'f1'));
+    q.push(item('fast', 'f2'));
+    q.push(item('fast', 'f3'));
     expect(takeAll(q)).toEqual(['s1', 'f1', 's2', 'f2']);
     expect(q.inFlight).toBe(4);
     expect(q.waiting).toBe(3);
@@ -21,24 +29,12 @@ describe('dispatch queue', () => {
     expect(takeAll(q)).toEqual(['f3']);
     q.done('slow');
     expect(takeAll(q)).toEqual(['s3']);
-    expect(q.holdings()).toEqual({ webhookIds: ['slow', 'fast'], counts: [3, 2] });
-  });
-
-  it('holds room for the fan-out until it settles, within a cap per endpoint', () => {
-    const q = new DispatchQueue(1);
-    expect(q.reserve('a', 2)).toBe(true);
-    expect(q.reserve('a', 2)).toBe(true);
-    expect(q.reserve('a', 2)).toBe(false);
-    expect(q.held).toBe(2);
-    q.unreserve('a');
-    q.unreserve('a');
-    expect(q.held).toBe(0);
-    expect(q.holdings()).toEqual({ webhookIds: [], counts: [] });
+    expect(q.inFlight).toBe(4);
   });
 
   it('gives back what waits', () => {
-    const q = new DispatchQueue(1);
-    q.push([row('a', 'a1'), row('a', 'a2'), row('b', 'b1')]);
+    const q = queue(1);
+    for (const i of [item('a', 'a1'), item('a', 'a2'), item('b', 'b1')]) q.push(i);
     expect(q.take()?.id).toBe('a1');
     expect(
       q
@@ -48,5 +44,22 @@ describe('dispatch queue', () => {
     ).toEqual(['a2', 'b1']);
     expect(q.waiting).toBe(0);
     expect(q.take()).toBeUndefined();
+  });
+});
+
+describe('holdings (the dispatcher)', () => {
+  it('holds room for the fan-out within a cap per endpoint, and tells the claim what is held', () => {
+    const h = new Holdings();
+    expect(h.reserve('a', 2)).toBe(true);
+    expect(h.reserve('a', 2)).toBe(true);
+    expect(h.reserve('a', 2)).toBe(false);
+    h.add('b');
+    expect(h.total).toBe(3);
+    expect(h.snapshot()).toEqual({ webhookIds: ['a', 'b'], counts: [2, 1] });
+    h.remove('a');
+    h.remove('a');
+    h.remove('b');
+    expect(h.total).toBe(0);
+    expect(h.snapshot()).toEqual({ webhookIds: [], counts: [] });
   });
 });
