@@ -133,31 +133,41 @@ const OWN_DATABASE_BOUND = `(
 )`;
 
 // The output names shadow the columns in ORDER BY (where `global_position` would then sort as text):
-// queries order by `events.tx_id, events.global_position`, qualified.
-const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data::text AS data, metadata, created_at`;
+// queries order by `events.tx_id, events.global_position`, qualified. The time comes as microseconds since the
+// epoch (a double, exact to well under one): far cheaper to read than a timestamp's text.
+const SELECT_COLUMNS = `global_position::text AS global_position, tx_id::text AS tx, stream_id, stream_revision, type, data::text AS data, metadata, date_part('epoch', created_at) * 1000000 AS created_us`;
+
+/** A Date has milliseconds: the microseconds are cut off, as a timestamp's text would be. */
+const dateOf = (micros: number) => new Date(Math.floor(Math.round(micros) / 1000));
 
 /**
- * Event data is parsed on first use: most consumers of the log skip most event types, and an email's data
- * (bodies included) is the bulk of what a reader fetches.
+ * An event from its row. Its data is parsed on first use: most consumers of the log skip most event types, and
+ * an email's data (bodies included) is the bulk of what a reader fetches. The accessor is part of the literal
+ * (far cheaper to make than with defineProperty) and enumerable, so a spread copy of the event has its data.
  */
-function withLazyData(event: Omit<StoredEvent, 'data'>, text: string): StoredEvent {
+function eventOf(row: any): StoredEvent {
+  const text: string = row.data;
   let value: unknown;
   let parsed = false;
-  return Object.defineProperty(event, 'data', {
-    enumerable: true,
-    configurable: true,
-    get() {
+  return {
+    streamId: row.stream_id,
+    revision: Number(row.stream_revision),
+    position: toPosition(row.tx, row.global_position),
+    type: row.type,
+    metadata: row.metadata,
+    createdAt: dateOf(row.created_us),
+    get data() {
       if (!parsed) {
         value = JSON.parse(text);
         parsed = true;
       }
       return value;
     },
-    set(v) {
+    set data(v) {
       value = v;
       parsed = true;
     },
-  }) as StoredEvent;
+  };
 }
 
 /**
@@ -359,21 +369,7 @@ export class PostgresEventStore implements EventStore {
     );
   }
 
-  #toEvent = (row: any): StoredEvent =>
-    applyUpcasters(
-      this.#upcasters,
-      withLazyData(
-        {
-          streamId: row.stream_id,
-          revision: Number(row.stream_revision),
-          position: toPosition(row.tx, row.global_position),
-          type: row.type,
-          metadata: row.metadata,
-          createdAt: new Date(row.created_at),
-        },
-        row.data,
-      ),
-    );
+  #toEvent = (row: any): StoredEvent => applyUpcasters(this.#upcasters, eventOf(row));
 
   async readStream(streamId: string, options: { fromRevision?: number } = {}) {
     const { rows } = await this.#db.query(

@@ -142,3 +142,36 @@ describe('PostgreSQL event store schema', () => {
     await dispose();
   });
 });
+
+describe('PostgreSQL event store times', () => {
+  for (const kind of ['postgres', 'pglite'] as const) {
+    it(`reads an event's time to the millisecond, microseconds cut off (${kind})`, async () => {
+      const { db, dispose } = await (kind === 'pglite'
+        ? openPGlite().then((d) => ({ db: d, dispose: () => d.close() }))
+        : openTestDatabase('postgres'));
+      const store = await PostgresEventStore.create(db);
+      const times = [
+        '2026-11-22T10:00:00.999999Z',
+        '2026-11-22T10:00:01.564Z',
+        '1969-12-31T23:59:59.000500Z',
+      ];
+      await db.exec(
+        times
+          .map(
+            (t, i) =>
+              `INSERT INTO events (stream_id, stream_revision, type, data, metadata, created_at)
+               VALUES ('t-1', ${i}, 'T', '{}', '{"orgId":"o","mode":"test"}', '${t}');`,
+          )
+          .join('\n'),
+      );
+      const events = await store.readStream('t-1');
+      expect(events.map((e) => e.createdAt.toISOString())).toEqual([
+        '2026-11-22T10:00:00.999Z',
+        '2026-11-22T10:00:01.564Z',
+        '1969-12-31T23:59:59.000Z',
+      ]);
+      await store.close();
+      await dispose();
+    });
+  }
+});
