@@ -89,6 +89,8 @@ export async function startPostline(config: Config, options: StartOptions = {}):
       // An unknown key is not kept: it may be one created a moment ago in another process.
       apiKeys: new ReadModelCache(waiter, 'api_keys', { keepNull: false }),
       domains: new ReadModelCache(waiter, 'domains'),
+      // Whole lists of at most SMALL_SUPPRESSION_LIST addresses each: 1,000 of them stay under about 60 MB.
+      suppressions: new ReadModelCache(waiter, 'suppressions', { maxEntries: 1000 }),
     },
     rateLimiter: createRateLimiter(config, db),
   };

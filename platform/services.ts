@@ -25,7 +25,10 @@ export interface Services {
   log: Logger;
   secrets: SecretBox;
   readYourWrites: ReadYourWrites;
-  /** Look-ups every send makes: API keys (`api_keys`) and sending domains (`domains`). */
-  caches: { apiKeys: CachedLookup; domains: CachedLookup };
+  /**
+   * Look-ups every send makes: API keys (`api_keys`), sending domains (`domains`) and the suppression lists of
+   * organizations that have few (`suppressions`).
+   */
+  caches: { apiKeys: CachedLookup; domains: CachedLookup; suppressions: CachedLookup };
   rateLimiter: RateLimiter;
 }

@@ -6,7 +6,7 @@ const MAX_AGE_MS = 10_000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * Look-ups on the send path (API keys, sending domains) answered from memory until the projection that serves
+ * Look-ups on the send path (API keys, sending domains, small suppression lists) answered from memory until the projection that serves
  * them changes. The cache empties itself when that projection applies events of its types: in this process at
  * once, before the change's own request gets its answer (read-your-writes holds); in other processes when the
  * checkpoint's NOTIFY arrives, a few milliseconds later. Concurrent misses of one key share one load.
@@ -14,13 +14,16 @@ const MAX_ENTRIES = 10_000;
 export class ReadModelCache {
   readonly #entries = new Map<string, { value: Promise<unknown>; at: number }>();
   readonly #keepNull: boolean;
+  readonly #maxEntries: number;
 
+  /** `maxEntries`: for caches of big values (fewer of them fit). */
   constructor(
     waiter: Pick<ProjectionWaiter, 'onChange'>,
     projection: string,
-    options: { keepNull?: boolean } = {},
+    options: { keepNull?: boolean; maxEntries?: number } = {},
   ) {
     this.#keepNull = options.keepNull ?? true;
+    this.#maxEntries = options.maxEntries ?? MAX_ENTRIES;
     waiter.onChange(projection, () => this.#entries.clear());
   }
 
@@ -28,7 +31,7 @@ export class ReadModelCache {
     const now = Date.now();
     const hit = this.#entries.get(key);
     if (hit && now - hit.at < MAX_AGE_MS) return hit.value as Promise<T>;
-    if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
+    if (this.#entries.size >= this.#maxEntries) this.#entries.clear();
     const entry = { value: load() as Promise<unknown>, at: now };
     this.#entries.set(key, entry);
     const forget = () => {

@@ -59,6 +59,22 @@ export function isSuppressed(db: Database, orgId: string, mode: Mode, address: s
   return batcher.add({ orgId, mode, address: address.trim().toLowerCase() });
 }
 
+/** Lists up to this long are read whole and kept in memory by the send path; longer ones are asked per address. */
+export const SMALL_SUPPRESSION_LIST = 1000;
+
+/** The organization's suppressed addresses (lower case) when there are at most SMALL_SUPPRESSION_LIST; else null. */
+export async function smallSuppressionList(
+  db: Database,
+  orgId: string,
+  mode: Mode,
+): Promise<Set<string> | null> {
+  const { rows } = await db.query<{ email_lower: string }>(
+    `SELECT email_lower FROM suppressions WHERE org_id = $1 AND mode = $2 AND deleted_at IS NULL LIMIT $3`,
+    [orgId, mode, SMALL_SUPPRESSION_LIST + 1],
+  );
+  return rows.length > SMALL_SUPPRESSION_LIST ? null : new Set(rows.map((r) => r.email_lower));
+}
+
 export async function findSuppression(db: Database, orgId: string, mode: Mode, suppressionId: string) {
   const row = await active(db, orgId, mode).where('id', '=', suppressionId).executeTakeFirst();
   return row ? suppressionJson(row as any) : null;

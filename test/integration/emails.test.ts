@@ -205,6 +205,31 @@ describe('POST /v1/emails', () => {
     expect((await acme.test.post('/v1/emails', basic({ to: ['gone@example.org'] }))).status).toBe(200);
   });
 
+  it('keeps a short suppression list in memory, seeing additions and deletions at once', async () => {
+    const org = await svc.createOrg('pro');
+    const send = () => org.test.post('/v1/emails', basic({ to: ['ann@example.org', 'zed@example.org'] }));
+    expect((await send()).body.suppressed_recipients).toEqual([]); // the (empty) list is now in memory
+    const added = await org.test.post('/v1/suppressions', { email: 'Zed@Example.org' });
+    expect((await send()).body.suppressed_recipients).toEqual(['zed@example.org']);
+    await org.test.delete(`/v1/suppressions/${added.body.id}`);
+    expect((await send()).body.suppressed_recipients).toEqual([]);
+  });
+
+  it('asks per address for an organization with a long suppression list', async () => {
+    const org = await svc.createOrg('pro');
+    // The read model's rows, written straight in: 1,100 suppressions through the API would take long. The last
+    // one lies beyond the first 1,001 rows that the memory path reads.
+    await svc.postline.services.db.query(
+      `INSERT INTO suppressions (id, org_id, mode, email, email_lower, reason, created_at)
+       SELECT 'sup_long_' || g, $1, 'test', 'x' || g || '@long.test', 'x' || g || '@long.test', 'manual', now()
+       FROM generate_series(0, 1099) AS g`,
+      [org.orgId],
+    );
+    const r = await org.test.post('/v1/emails', basic({ to: ['ann@example.org', 'X1099@long.test'] }));
+    expect(r.status).toBe(200);
+    expect(r.body.suppressed_recipients).toEqual(['x1099@long.test']);
+  });
+
   it('renders a published template; template problems are 422', async () => {
     const t = await acme.live.post('/v1/templates', {
       name: 'welcome',

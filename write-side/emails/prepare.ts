@@ -4,7 +4,7 @@ import { newId } from '../../platform/ids.ts';
 import { OWNED_HEADERS } from '../../platform/owned-headers.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, findSendingDomain } from '../../read-side/domains/queries.ts';
-import { isSuppressed } from '../../read-side/suppressions/queries.ts';
+import { isSuppressed, smallSuppressionList } from '../../read-side/suppressions/queries.ts';
 import { renderPublished } from '../templates/render.ts';
 import { domainOf, formatMailbox, type Mailbox, parseMailbox } from './addresses.ts';
 import type { EmailContent } from './events.ts';
@@ -158,9 +158,15 @@ async function render(services: Services, auth: AuthContext, input: SendEmailInp
   }
 }
 
+/** From memory for an organization with a short list (most have one), else one batched query per address. */
 async function suppressed(services: Services, auth: AuthContext, list: Mailbox[]) {
   const unique = [...new Set(list.map((m) => m.address.toLowerCase()))];
-  const flags = await Promise.all(unique.map((a) => isSuppressed(services.db, auth.orgId, auth.mode, a)));
+  const small = await services.caches.suppressions.get(`${auth.orgId} ${auth.mode}`, () =>
+    smallSuppressionList(services.db, auth.orgId, auth.mode),
+  );
+  const flags = small
+    ? unique.map((a) => small.has(a))
+    : await Promise.all(unique.map((a) => isSuppressed(services.db, auth.orgId, auth.mode, a)));
   return new Set(unique.filter((_, i) => flags[i]));
 }
 
