@@ -6,10 +6,11 @@ const MAX_AGE_MS = 10_000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * Look-ups on the send path (API keys, sending domains, small suppression lists) answered from memory until the projection that serves
- * them changes. The cache empties itself when that projection applies events of its types: in this process at
- * once, before the change's own request gets its answer (read-your-writes holds); in other processes when the
- * checkpoint's NOTIFY arrives, a few milliseconds later. Concurrent misses of one key share one load.
+ * Look-ups on the send path (API keys, sending domains, short suppression lists) answered from memory until the
+ * projection that serves them changes. The cache empties itself when that projection applies events of its
+ * types: in this process at once, before the change's own request gets its answer (read-your-writes holds); in
+ * other processes when the checkpoint's NOTIFY arrives, a few milliseconds later. Concurrent misses of one key
+ * share one load.
  */
 export class ReadModelCache {
   readonly #entries = new Map<string, { value: Promise<unknown>; at: number }>();
