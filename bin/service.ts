@@ -29,6 +29,7 @@ import {
   projections,
   registerRoutes,
 } from './composition.ts';
+import { ThreadedProjectionRunner } from './projections-thread.ts';
 
 export interface StartOptions {
   clock?: Clock;
@@ -47,7 +48,7 @@ export interface StartOptions {
 
 export interface Postline {
   services: Services;
-  runner: ProjectionRunner;
+  runner: ProjectionRunner | ThreadedProjectionRunner;
   processes: BackgroundProcess[];
   app?: express.Express;
   server?: Server;
@@ -71,7 +72,11 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   await db.exec(`${CHECKPOINTS_SCHEMA};${RATE_LIMIT_SCHEMA};`);
   await migrate(db, migrations);
 
-  const runner = new ProjectionRunner(db, store, projections, log);
+  // On PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); PGlite has one session, here.
+  const runner =
+    db.kind === 'postgres' && config.DATABASE_URL && store instanceof PostgresEventStore
+      ? new ThreadedProjectionRunner(projections, { databaseUrl: config.DATABASE_URL, store, log })
+      : new ProjectionRunner(db, store, projections, log);
   const waiter = new ProjectionWaiter(
     db,
     options.projections === false ? undefined : runner,
@@ -94,7 +99,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     },
     rateLimiter: createRateLimiter(config, db),
   };
-  if (options.projections !== false) runner.start();
+  if (options.projections !== false) await runner.start();
   const processes = options.processes === false ? [] : backgroundProcesses(services);
   for (const p of processes) p.start();
 

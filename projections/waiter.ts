@@ -21,7 +21,7 @@ export class ProjectionWaiter {
   /** With projections running in this process the first answer usually comes from memory. */
   readonly #localRunner: boolean;
 
-  constructor(db: Database, runner: ProjectionRunner | undefined, timeoutMs: number) {
+  constructor(db: Database, runner: Pick<ProjectionRunner, 'events'> | undefined, timeoutMs: number) {
     this.#db = db;
     this.#timeoutMs = timeoutMs;
     this.#localRunner = runner !== undefined;

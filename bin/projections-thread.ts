@@ -1,0 +1,109 @@
+import { EventEmitter } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import type { PostgresEventStore } from '../platform/eventstore/postgres.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { Projection } from '../projections/projection.ts';
+
+/** Messages to the runner's thread: `append` wakes its reader; the others are answered with `done`. */
+export type ToRunner = { type: 'append'; id?: undefined } | { type: 'caughtUp' | 'stop'; id: number };
+type FromRunner =
+  | { type: 'ready' }
+  | { type: 'changed'; name: string }
+  | { type: 'checkpoint'; name: string; position: string }
+  | { type: 'done'; id: number };
+
+/** The thread's name, as the OS shows it (at most 15 characters). */
+export const RUNNER_THREAD_NAME = 'projections';
+
+/**
+ * The projection runner in a worker thread of its own, for PostgreSQL (PGlite's one session lives in the main
+ * thread). A request waiting for its write to reach a read model used to wait, at each of the runner's dozen
+ * awaits (log read, connection, three round trips, wake-up), for its turn behind the HTTP work of every other
+ * request on the main event loop; in a thread of its own the runner's awaits do not queue, and building its rows
+ * does not take the main thread's time. The main thread sees the same surface as a `ProjectionRunner`: `events`
+ * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. Appends of the main thread's store wake the
+ * runner's reader by message, as they would in one thread.
+ */
+export class ThreadedProjectionRunner {
+  readonly events = new EventEmitter();
+  readonly projections: Projection[];
+  readonly #options: { databaseUrl: string; store: PostgresEventStore; log: Logger };
+  readonly #calls = new Map<number, () => void>();
+  #nextCall = 0;
+  #worker?: Worker;
+  #running = false;
+  #stopWatching?: () => void;
+
+  constructor(
+    projections: Projection[],
+    options: { databaseUrl: string; store: PostgresEventStore; log: Logger },
+  ) {
+    this.projections = projections;
+    this.#options = options;
+    this.events.setMaxListeners(0);
+  }
+
+  /** Resolves once the thread's runner has started. */
+  start(): Promise<void> {
+    if (this.#worker) return Promise.resolve();
+    const { databaseUrl, store, log } = this.#options;
+    const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
+      workerData: { databaseUrl, logLevel: log.level },
+      name: RUNNER_THREAD_NAME,
+    });
+    this.#worker = worker;
+    const started = new Promise<void>((resolve, reject) => {
+      worker.on('message', (m: FromRunner) => {
+        if (m.type === 'checkpoint') this.events.emit('checkpoint', m.name, m.position);
+        else if (m.type === 'changed') this.events.emit('changed', m.name);
+        else if (m.type === 'done') this.#answer(m.id);
+        else {
+          this.#running = true;
+          resolve();
+        }
+      });
+      worker.once('error', (error) => {
+        log.error({ err: error }, 'projection runner thread failed');
+        reject(error);
+      });
+    });
+    worker.once('exit', () => {
+      this.#running = false;
+      this.#stopWatching?.();
+      for (const id of [...this.#calls.keys()]) this.#answer(id);
+    });
+    this.#stopWatching = store.onAppend(() => worker.postMessage({ type: 'append' } satisfies ToRunner));
+    return started;
+  }
+
+  get running(): boolean {
+    return this.#running;
+  }
+
+  /** Resolves once every projection has applied everything committed before the call. */
+  caughtUp(): Promise<void> {
+    return this.#call('caughtUp');
+  }
+
+  async stop(): Promise<void> {
+    const worker = this.#worker;
+    if (!worker) return;
+    await this.#call('stop');
+    await worker.terminate();
+    this.#worker = undefined;
+  }
+
+  #call(type: 'caughtUp' | 'stop'): Promise<void> {
+    if (!this.#running || !this.#worker) return Promise.resolve();
+    const id = this.#nextCall++;
+    return new Promise((resolve) => {
+      this.#calls.set(id, resolve);
+      this.#worker!.postMessage({ type, id } satisfies ToRunner);
+    });
+  }
+
+  #answer(id: number) {
+    this.#calls.get(id)?.();
+    this.#calls.delete(id);
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * The projection runner's thread (bin/projections-thread.ts): its own pool and event store on the same database,
+ * the runner, and messages both ways. Checkpoints and changes go to the main thread in the order the runner
+ * reports them ('changed' before its 'checkpoint', so caches clear before the waiting request is answered).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { connectPostgres } from '../platform/db/database.ts';
+import { PostgresEventStore } from '../platform/eventstore/postgres.ts';
+import type { Position } from '../platform/eventstore/types.ts';
+import { createLogger } from '../platform/logger.ts';
+import { ProjectionRunner } from '../projections/runner.ts';
+import { projections } from './composition.ts';
+import type { ToRunner } from './projections-thread.ts';
+
+const { databaseUrl, logLevel } = workerData as { databaseUrl: string; logLevel: string };
+const port = parentPort!;
+// Projections apply a batch side by side, each on a connection of its own, besides the log's reader.
+const db = connectPostgres(databaseUrl, projections.length + 2);
+const store = await PostgresEventStore.create(db, { pollMs: 1000 });
+const runner = new ProjectionRunner(db, store, projections, createLogger(logLevel));
+runner.events.on('changed', (name: string) => port.postMessage({ type: 'changed', name }));
+runner.events.on('checkpoint', (name: string, position: Position) =>
+  port.postMessage({ type: 'checkpoint', name, position }),
+);
+
+port.on('message', async (m: ToRunner) => {
+  if (m.type === 'append') return store.noteAppend();
+  if (m.type === 'caughtUp') await runner.caughtUp();
+  if (m.type === 'stop') {
+    await runner.stop();
+    await store.close();
+    await db.close();
+  }
+  port.postMessage({ type: 'done', id: m.id });
+  if (m.type === 'stop') port.close();
+});
+
+runner.start();
+port.postMessage({ type: 'ready' });
