@@ -12,6 +12,9 @@ type FromRunner =
   | { type: 'checkpoint'; name: string; position: string }
   | { type: 'done'; id: number };
 
+/** A thread that died is started again after this long. */
+const RESTART_DELAY_MS = 1000;
+
 /** The thread's name, as the OS shows it (at most 15 characters). */
 export const RUNNER_THREAD_NAME = 'projections';
 
@@ -32,7 +35,7 @@ export class ThreadedProjectionRunner {
   #nextCall = 0;
   #worker?: Worker;
   #running = false;
-  #stopWatching?: () => void;
+  #stopping = false;
 
   constructor(
     projections: Projection[],
@@ -46,6 +49,11 @@ export class ThreadedProjectionRunner {
   /** Resolves once the thread's runner has started. */
   start(): Promise<void> {
     if (this.#worker) return Promise.resolve();
+    this.#stopping = false;
+    return this.#spawn();
+  }
+
+  #spawn(): Promise<void> {
     const { databaseUrl, store, log } = this.#options;
     const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
       workerData: { databaseUrl, logLevel: log.level },
@@ -67,17 +75,27 @@ export class ThreadedProjectionRunner {
         reject(error);
       });
     });
+    const stopWatching = store.onAppend(() => worker.postMessage({ type: 'append' } satisfies ToRunner));
     worker.once('exit', () => {
       this.#running = false;
-      this.#stopWatching?.();
+      stopWatching();
       for (const id of [...this.#calls.keys()]) this.#answer(id);
+      // A thread that died on its own is started again: the runner resumes from its checkpoints.
+      if (!this.#stopping && this.#worker === worker)
+        setTimeout(() => {
+          if (!this.#stopping && this.#worker === worker) this.#spawn().catch(() => {});
+        }, RESTART_DELAY_MS).unref();
     });
-    this.#stopWatching = store.onAppend(() => worker.postMessage({ type: 'append' } satisfies ToRunner));
     return started;
   }
 
   get running(): boolean {
     return this.#running;
+  }
+
+  /** The current thread (its `threadId` for diagnostics). */
+  get thread(): Worker | undefined {
+    return this.#worker;
   }
 
   /** Resolves once every projection has applied everything committed before the call. */
@@ -88,6 +106,7 @@ export class ThreadedProjectionRunner {
   async stop(): Promise<void> {
     const worker = this.#worker;
     if (!worker) return;
+    this.#stopping = true;
     await this.#call('stop');
     await worker.terminate();
     this.#worker = undefined;

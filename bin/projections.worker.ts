@@ -25,14 +25,16 @@ runner.events.on('checkpoint', (name: string, position: Position) =>
 
 port.on('message', async (m: ToRunner) => {
   if (m.type === 'append') return store.noteAppend();
-  if (m.type === 'caughtUp') await runner.caughtUp();
-  if (m.type === 'stop') {
-    await runner.stop();
-    await store.close();
-    await db.close();
+  try {
+    if (m.type === 'caughtUp') await runner.caughtUp();
+    else {
+      await runner.stop();
+      await store.close();
+      await db.close();
+    }
+  } finally {
+    port.postMessage({ type: 'done', id: m.id });
   }
-  port.postMessage({ type: 'done', id: m.id });
-  if (m.type === 'stop') port.close();
 });
 
 runner.start();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ThreadedProjectionRunner } from '../../bin/projections-thread.ts';
 import { connectPostgres, type Database } from '../../platform/db/database.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres.ts';
 import { createLogger } from '../../platform/logger.ts';
@@ -146,6 +147,36 @@ describe('rebuild', () => {
         `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`,
       );
       expect(rows).toEqual([]);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
+describe('the projection runner thread (PostgreSQL)', () => {
+  it('serves read-your-writes from its own thread, and is started again when it dies', async () => {
+    const svc = await startTestService();
+    try {
+      const { runner } = svc.postline;
+      if (!(runner instanceof ThreadedProjectionRunner))
+        throw new Error('expected the threaded runner on PostgreSQL');
+      const org = await svc.createOrg('pro');
+      const first = await org.live.post('/v1/api-keys', { name: 'before' });
+      expect((await org.live.get(`/v1/api-keys?limit=100`)).body.data.map((k: any) => k.id)).toContain(
+        first.body.id,
+      );
+
+      const died = runner.thread!;
+      await died.terminate();
+      for (let i = 0; i < 100 && !(runner.running && runner.thread !== died); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(runner.running).toBe(true);
+      expect(runner.thread).not.toBe(died);
+      // The new thread resumes from the checkpoints: a write made now is read back at once.
+      const second = await org.live.post('/v1/api-keys', { name: 'after' });
+      expect(second.status).toBe(201);
+      const ids = (await org.live.get(`/v1/api-keys?limit=100`)).body.data.map((k: any) => k.id);
+      expect(ids).toEqual(expect.arrayContaining([first.body.id, second.body.id]));
     } finally {
       await svc.close();
     }
