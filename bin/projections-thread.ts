@@ -1,11 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import type { PostgresEventStore } from '../platform/eventstore/postgres.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Projection } from '../projections/projection.ts';
 
-/** Messages to the runner's thread: `append` wakes its reader; the others are answered with `done`. */
-export type ToRunner = { type: 'append'; id?: undefined } | { type: 'caughtUp' | 'stop'; id: number };
+/** Messages to the runner's thread, each answered with `done`. */
+export type ToRunner = { type: 'caughtUp' | 'stop'; id: number };
 type FromRunner =
   | { type: 'ready' }
   | { type: 'changed'; name: string }
@@ -24,23 +23,22 @@ export const RUNNER_THREAD_NAME = 'projections';
  * awaits (log read, connection, three round trips, wake-up), for its turn behind the HTTP work of every other
  * request on the main event loop; in a thread of its own the runner's awaits do not queue, and building its rows
  * does not take the main thread's time. The main thread sees the same surface as a `ProjectionRunner`: `events`
- * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. Appends of the main thread's store wake the
- * runner's reader by message, as they would in one thread.
+ * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. The thread's reader is woken by the
+ * store's NOTIFY, as another process's would be: it gathers the appends of 2 ms, where waking it for each append
+ * (by message) made it read and apply the log in many small batches, at a cost to the rest of the process
+ * (delivery 15% slower in `bench:send`).
  */
 export class ThreadedProjectionRunner {
   readonly events = new EventEmitter();
   readonly projections: Projection[];
-  readonly #options: { databaseUrl: string; store: PostgresEventStore; log: Logger };
+  readonly #options: { databaseUrl: string; log: Logger };
   readonly #calls = new Map<number, () => void>();
   #nextCall = 0;
   #worker?: Worker;
   #running = false;
   #stopping = false;
 
-  constructor(
-    projections: Projection[],
-    options: { databaseUrl: string; store: PostgresEventStore; log: Logger },
-  ) {
+  constructor(projections: Projection[], options: { databaseUrl: string; log: Logger }) {
     this.projections = projections;
     this.#options = options;
     this.events.setMaxListeners(0);
@@ -54,7 +52,7 @@ export class ThreadedProjectionRunner {
   }
 
   #spawn(): Promise<void> {
-    const { databaseUrl, store, log } = this.#options;
+    const { databaseUrl, log } = this.#options;
     const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
       workerData: { databaseUrl, logLevel: log.level },
       name: RUNNER_THREAD_NAME,
@@ -75,10 +73,8 @@ export class ThreadedProjectionRunner {
         reject(error);
       });
     });
-    const stopWatching = store.onAppend(() => worker.postMessage({ type: 'append' } satisfies ToRunner));
     worker.once('exit', () => {
       this.#running = false;
-      stopWatching();
       for (const id of [...this.#calls.keys()]) this.#answer(id);
       // A thread that died on its own is started again: the runner resumes from its checkpoints.
       if (!this.#stopping && this.#worker === worker)

@@ -24,7 +24,6 @@ runner.events.on('checkpoint', (name: string, position: Position) =>
 );
 
 port.on('message', async (m: ToRunner) => {
-  if (m.type === 'append') return store.noteAppend();
   try {
     if (m.type === 'caughtUp') await runner.caughtUp();
     else {

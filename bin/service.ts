@@ -75,7 +75,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   // On PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); PGlite has one session, here.
   const runner =
     db.kind === 'postgres' && config.DATABASE_URL && store instanceof PostgresEventStore
-      ? new ThreadedProjectionRunner(projections, { databaseUrl: config.DATABASE_URL, store, log })
+      ? new ThreadedProjectionRunner(projections, { databaseUrl: config.DATABASE_URL, log })
       : new ProjectionRunner(db, store, projections, log);
   const waiter = new ProjectionWaiter(
     db,

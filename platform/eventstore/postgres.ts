@@ -186,7 +186,6 @@ export class PostgresEventStore implements EventStore {
   #unlisten?: Promise<() => Promise<void>>;
   readonly #subscriptions = new Set<Subscription>();
   #notifying = false;
-  readonly #appendListeners = new Set<() => void>();
   #notifyAgain = false;
   #closed = false;
   #notified: Promise<void> = Promise.resolve();
@@ -335,7 +334,6 @@ export class PostgresEventStore implements EventStore {
   #notify() {
     this.#appends++;
     this.#wake.emit('append');
-    for (const listener of this.#appendListeners) listener();
     if (this.#db.kind === 'pglite') return;
     if (this.#notifying) {
       this.#notifyAgain = true;
@@ -356,18 +354,6 @@ export class PostgresEventStore implements EventStore {
       } while (this.#notifyAgain && !this.#closed);
       this.#notifying = false;
     })();
-  }
-
-  /** Calls `listener` after each append of this store has committed: to tell a store of another thread. */
-  onAppend(listener: () => void): () => void {
-    this.#appendListeners.add(listener);
-    return () => this.#appendListeners.delete(listener);
-  }
-
-  /** Another thread of this process appended: wakes this store's subscribers at once, as its own appends do. */
-  noteAppend(): void {
-    this.#appends++;
-    this.#wake.emit('append');
   }
 
   async #conflict(streamId: string, expected: ExpectedRevision) {
