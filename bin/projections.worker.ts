@@ -16,7 +16,8 @@ const { databaseUrl, logLevel } = workerData as { databaseUrl: string; logLevel:
 const port = parentPort!;
 // Projections apply a batch side by side, each on a connection of its own, besides the log's reader.
 const db = connectPostgres(databaseUrl, projections.length + 2);
-const store = await PostgresEventStore.create(db, { pollMs: 1000 });
+// The main thread created the log's schema before starting this thread.
+const store = new PostgresEventStore(db);
 const runner = new ProjectionRunner(db, store, projections, createLogger(logLevel));
 runner.events.on('changed', (name: string) => port.postMessage({ type: 'changed', name }));
 runner.events.on('checkpoint', (name: string, position: Position) =>

@@ -24,7 +24,7 @@ export interface Transaction extends Queryable {
 }
 
 /** A string as an SQL literal, for statements that go without parameters (`atCommit`, merged round trips). */
-export const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
+export const literal = (value: string): string => pg.escapeLiteral(value);
 
 /** A multi-statement simple query answers with one result per statement: the last one is the caller's. */
 const lastOf = (r: any) => (Array.isArray(r) ? r[r.length - 1] : r);
