@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
+import type { Position } from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Projection } from '../projections/projection.ts';
 
-/** Messages to the runner's thread, each answered with `done`. */
-export type ToRunner = { type: 'caughtUp' | 'stop'; id: number };
+/** Messages to the runner's thread: calls, each answered with `done`, and wake-ups. */
+export type ToRunner = { type: 'caughtUp' | 'stop'; id: number } | { type: 'wake'; position: Position };
 type FromRunner =
   | { type: 'ready' }
   | { type: 'changed'; name: string }
@@ -26,19 +27,21 @@ export const RUNNER_THREAD_NAME = 'projections';
  * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. The thread's reader is woken by the
  * store's NOTIFY, as another process's would be: it gathers the appends of 2 ms, where waking it for each append
  * (by message) made it read and apply the log in many small batches, at a cost to the rest of the process
- * (delivery 15% slower in `bench:send`).
+ * (delivery 15% slower in `bench:send`). A request waiting for its write (`wake`) does not wait for the NOTIFY:
+ * it wakes the thread at once, and at most one wake-up is on its way until the thread reports a batch.
  */
 export class ThreadedProjectionRunner {
   readonly events = new EventEmitter();
   readonly projections: Projection[];
-  readonly #options: { databaseUrl: string; log: Logger };
+  readonly #options: { databaseUrl: string; pollMs: number; log: Logger };
   readonly #calls = new Map<number, () => void>();
   #nextCall = 0;
   #worker?: Worker;
   #running = false;
   #stopping = false;
+  #wakeSent = false;
 
-  constructor(projections: Projection[], options: { databaseUrl: string; log: Logger }) {
+  constructor(projections: Projection[], options: { databaseUrl: string; pollMs: number; log: Logger }) {
     this.projections = projections;
     this.#options = options;
     this.events.setMaxListeners(0);
@@ -52,16 +55,18 @@ export class ThreadedProjectionRunner {
   }
 
   #spawn(): Promise<void> {
-    const { databaseUrl, log } = this.#options;
+    const { databaseUrl, pollMs, log } = this.#options;
     const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
-      workerData: { databaseUrl, logLevel: log.level },
+      workerData: { databaseUrl, pollMs, logLevel: log.level },
       name: RUNNER_THREAD_NAME,
     });
     this.#worker = worker;
     const started = new Promise<void>((resolve, reject) => {
       worker.on('message', (m: FromRunner) => {
-        if (m.type === 'checkpoint') this.events.emit('checkpoint', m.name, m.position);
-        else if (m.type === 'changed') this.events.emit('changed', m.name);
+        if (m.type === 'checkpoint') {
+          this.#wakeSent = false;
+          this.events.emit('checkpoint', m.name, m.position);
+        } else if (m.type === 'changed') this.events.emit('changed', m.name);
         else if (m.type === 'done') this.#answer(m.id);
         else {
           this.#running = true;
@@ -92,6 +97,13 @@ export class ThreadedProjectionRunner {
   /** The current thread (its `threadId` for diagnostics). */
   get thread(): Worker | undefined {
     return this.#worker;
+  }
+
+  /** Has the thread read the log now: a request waits for a write (at `position`) committed in this process. */
+  wake(position: Position): void {
+    if (this.#wakeSent || !this.#running) return;
+    this.#wakeSent = true;
+    this.#worker!.postMessage({ type: 'wake', position } satisfies ToRunner);
   }
 
   /** Resolves once every projection has applied everything committed before the call. */

@@ -12,12 +12,16 @@ import { ProjectionRunner } from '../projections/runner.ts';
 import { projections } from './composition.ts';
 import type { ToRunner } from './projections-thread.ts';
 
-const { databaseUrl, logLevel } = workerData as { databaseUrl: string; logLevel: string };
+const { databaseUrl, pollMs, logLevel } = workerData as {
+  databaseUrl: string;
+  pollMs: number;
+  logLevel: string;
+};
 const port = parentPort!;
 // Projections apply a batch side by side, each on a connection of its own, besides the log's reader.
 const db = connectPostgres(databaseUrl, projections.length + 2);
 // The main thread created the log's schema before starting this thread.
-const store = new PostgresEventStore(db);
+const store = new PostgresEventStore(db, { pollMs });
 const runner = new ProjectionRunner(db, store, projections, createLogger(logLevel));
 runner.events.on('changed', (name: string) => port.postMessage({ type: 'changed', name }));
 runner.events.on('checkpoint', (name: string, position: Position) =>
@@ -25,6 +29,7 @@ runner.events.on('checkpoint', (name: string, position: Position) =>
 );
 
 port.on('message', async (m: ToRunner) => {
+  if (m.type === 'wake') return store.appended(m.position);
   try {
     if (m.type === 'caughtUp') await runner.caughtUp();
     else {

@@ -61,7 +61,7 @@ async function openEventStore(config: Config, db: Database): Promise<EventStore>
     const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
     return KurrentEventStore.connect(config.KURRENTDB_URL);
   }
-  return PostgresEventStore.create(db, { pollMs: 1000 });
+  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS });
 }
 
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
@@ -75,7 +75,11 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   // On PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); PGlite has one session, here.
   const runner =
     db.kind === 'postgres' && config.DATABASE_URL && store instanceof PostgresEventStore
-      ? new ThreadedProjectionRunner(projections, { databaseUrl: config.DATABASE_URL, log })
+      ? new ThreadedProjectionRunner(projections, {
+          databaseUrl: config.DATABASE_URL,
+          pollMs: config.LOG_POLL_MS,
+          log,
+        })
       : new ProjectionRunner(db, store, projections, log);
   const waiter = new ProjectionWaiter(
     db,

@@ -38,6 +38,7 @@ const schema = z.object({
   RATE_LIMIT_RPS: z.coerce.number().int().positive().default(10),
   RATE_LIMIT_BATCH_RPS: z.coerce.number().int().positive().default(2),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  LOG_POLL_MS: z.coerce.number().int().positive().default(1000),
   DNS_SERVERS: commaList,
   DOMAIN_RECHECK_INTERVAL_MS: z.coerce
     .number()

@@ -4,6 +4,9 @@ import type { Position } from '../platform/eventstore/types.ts';
 import { CHECKPOINT_CHANNEL } from './projection.ts';
 import type { ProjectionRunner } from './runner.ts';
 
+/** The runner of this process, as the waiter sees it; `wake` where it does not see this process's appends. */
+type LocalRunner = Pick<ProjectionRunner, 'events'> & { wake?(position: Position): void };
+
 /**
  * Read-your-writes: a mutating request waits until the projections serving its resource have reached the
  * position of its last event, so the GET that follows sees it. Checkpoints of this process's runner arrive in
@@ -21,10 +24,14 @@ export class ProjectionWaiter {
   /** With projections running in this process the first answer usually comes from memory. */
   readonly #localRunner: boolean;
 
-  constructor(db: Database, runner: Pick<ProjectionRunner, 'events'> | undefined, timeoutMs: number) {
+  /** Has this process's runner read the log now rather than at the next NOTIFY (the runner's thread). */
+  readonly #wakeRunner: (position: Position) => void;
+
+  constructor(db: Database, runner: LocalRunner | undefined, timeoutMs: number) {
     this.#db = db;
     this.#timeoutMs = timeoutMs;
     this.#localRunner = runner !== undefined;
+    this.#wakeRunner = runner?.wake ? (position) => runner.wake!(position) : () => {};
     runner?.events.on('checkpoint', (name: string, position: Position) => this.#learn(name, position));
     runner?.events.on('changed', (name: string) => this.#changed(name));
   }
@@ -56,9 +63,14 @@ export class ProjectionWaiter {
   #learn(name: string, position: Position) {
     if ((this.#known.get(name) ?? '') < position) this.#known.set(name, position);
     // Only the waiters this answers: every projection reports after every batch, and there may be many waiting.
+    let behind: Position | undefined;
     for (const w of this.#wakers) {
-      if (w.names.includes(name) && this.#reached(w.names, w.position)) w.wake();
+      if (!w.names.includes(name)) continue;
+      if (this.#reached(w.names, w.position)) w.wake();
+      else if (behind === undefined || w.position > behind) behind = w.position;
     }
+    // The batch was read before some waiters' writes committed: read again now.
+    if (behind !== undefined) this.#wakeRunner(behind);
   }
 
   async #refresh(names: string[]) {
@@ -89,6 +101,7 @@ export class ProjectionWaiter {
           'The change was saved but is not readable yet; retry the read shortly.',
         );
       }
+      this.#wakeRunner(position);
       poll = await new Promise<boolean>((resolve) => {
         const waiter = { names, position, wake: () => done(false) };
         const done = (timedOut: boolean) => {

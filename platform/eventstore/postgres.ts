@@ -57,6 +57,9 @@ const fromPosition = (p: Position): [string, string] => {
 };
 
 const UNIQUE_VIOLATION = '23505';
+/** Past every position: what a NOTIFY without one announces. */
+const UNKNOWN_POSITION: Position = '~';
+
 /** How long an append's NOTIFY waits for others to share it (other processes' subscribers wake this much later). */
 const NOTIFY_DELAY_MS = 2;
 
@@ -183,6 +186,13 @@ export class PostgresEventStore implements EventStore {
   readonly #wake = new EventEmitter();
   /** Append notifications received so far. */
   #appends = 0;
+  /**
+   * The furthest position appends were announced at (by this store, NOTIFY or `appended`): a read that comes up
+   * empty below it was held back by an older transaction and is tried again soon; one at or past it is not.
+   */
+  #announced: Position = START;
+  /** The furthest position this store appended at since its last NOTIFY. */
+  #toAnnounce: Position = START;
   #unlisten?: Promise<() => Promise<void>>;
   readonly #subscriptions = new Set<Subscription>();
   #notifying = false;
@@ -213,7 +223,7 @@ export class PostgresEventStore implements EventStore {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (expectedRevision === 'any' || expectedRevision === 'stream_exists') {
       const result = await this.#appendLookingUp(streamId, events, expectedRevision);
-      this.#notify();
+      this.#notify(result.position);
       return result;
     }
     return this.#writes.add({
@@ -239,7 +249,10 @@ export class PostgresEventStore implements EventStore {
         batch.length === 1
           ? [await this.#appendAfter(batch[0]).catch((e) => e)]
           : await this.#appendBatch(batch);
-      if (results.some((r) => !(r instanceof Error))) this.#notify();
+      let last: Position | undefined;
+      for (const r of results)
+        if (!(r instanceof Error) && (last === undefined || r.position > last)) last = r.position;
+      if (last !== undefined) this.#notify(last);
       return results;
     },
   });
@@ -329,12 +342,12 @@ export class PostgresEventStore implements EventStore {
    * Wakes subscribers after an append committed: those of this process at once, those of other processes
    * through NOTIFY, sent outside the appending transaction, at most NOTIFY_DELAY_MS later. Appends in the same
    * moment share one NOTIFY; one that commits while a NOTIFY is in flight asks for one more after it.
-   * PGlite has a single owner (this process), so it needs no NOTIFY.
+   * PGlite has a single owner (this process), so it needs no NOTIFY. The payload carries the position.
    */
-  #notify() {
-    this.#appends++;
-    this.#wake.emit('append');
+  #notify(position: Position) {
+    this.appended(position);
     if (this.#db.kind === 'pglite') return;
+    if (position > this.#toAnnounce) this.#toAnnounce = position;
     if (this.#notifying) {
       this.#notifyAgain = true;
       return;
@@ -345,10 +358,11 @@ export class PostgresEventStore implements EventStore {
         // Let the appends of the next moment share this NOTIFY: they commit before it is sent.
         await new Promise((resolve) => setTimeout(resolve, NOTIFY_DELAY_MS));
         this.#notifyAgain = false;
+        const payload = `${this.#id} ${this.#toAnnounce}`;
         // NOTIFY gives its transaction an id, and so a commit record: no need to wait for that to reach disk.
         await this.#db
           .exec(
-            `BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify('${CHANNEL}', '${this.#id}'); COMMIT`,
+            `BEGIN; SET LOCAL synchronous_commit TO off; SELECT pg_notify('${CHANNEL}', '${payload}'); COMMIT`,
           )
           .catch(() => {});
       } while (this.#notifyAgain && !this.#closed);
@@ -410,33 +424,47 @@ export class PostgresEventStore implements EventStore {
     return rows.length ? toPosition(rows[0].tx, rows[0].global_position) : START;
   }
 
+  /**
+   * Wakes this store's subscribers as a NOTIFY would, for an append at `position` that committed elsewhere: the
+   * projection runner's thread is told so by the main thread when a request waits for it, without the NOTIFY's
+   * delay.
+   */
+  appended(position: Position): void {
+    if (position > this.#announced) this.#announced = position;
+    this.#appends++;
+    this.#wake.emit('append');
+  }
+
   #listening(): Promise<unknown> {
-    this.#unlisten ??= this.#db.listen(CHANNEL, (sender) => {
-      // This store's own appends woke its subscribers already.
-      if (sender === this.#id) return;
-      this.#appends++;
-      this.#wake.emit('append');
+    this.#unlisten ??= this.#db.listen(CHANNEL, (payload) => {
+      const [sender, position] = payload.split(' ');
+      // This store's own appends woke its subscribers already. A payload without a position (an older
+      // version's) announces an unknown one: reads held back are tried again as before.
+      if (sender !== this.#id) this.appended(position ?? UNKNOWN_POSITION);
     });
     return this.#unlisten;
   }
 
   /**
-   * Resolves on the next append notification (true) or after `ms` (false), whichever is first. `seen` is the
-   * append count the caller read at: a notification that came while it was busy returns at once.
+   * Resolves on the next append notification (true) or after `ms` or a call to look now (false), whichever is
+   * first. `seen` is the append count the caller read at: a notification that came while it was busy returns at
+   * once.
    */
   async #waitForAppend(ms: number, seen: number): Promise<boolean> {
     await this.#listening();
     if (this.#appends !== seen) return true;
     return new Promise<boolean>((resolve) => {
-      const done = (notified = true) => {
+      const done = (notified: boolean) => {
         clearTimeout(timer);
-        this.#wake.off('append', done);
-        this.#wake.off('stop', done);
+        this.#wake.off('append', notify);
+        this.#wake.off('look', look);
         resolve(notified);
       };
-      const timer = setTimeout(() => done(false), ms);
-      this.#wake.on('append', done);
-      this.#wake.on('stop', done);
+      const notify = () => done(true);
+      const look = () => done(false);
+      const timer = setTimeout(look, ms);
+      this.#wake.on('append', notify);
+      this.#wake.on('look', look);
     });
   }
 
@@ -466,7 +494,7 @@ export class PostgresEventStore implements EventStore {
             position = events[events.length - 1].position;
             failures = 0;
             heldBack = 0;
-          } else if (heldBack > 0) heldBack++;
+          } else if (heldBack > 0) heldBack = this.#announced > position ? heldBack + 1 : 0;
           settle();
           if (events.length < batchSize && !stopped) {
             const wait = heldBack > 0 ? Math.min(2 ** heldBack, this.pollMs) : this.pollMs;
@@ -495,7 +523,7 @@ export class PostgresEventStore implements EventStore {
         if (target <= position) return;
         await new Promise<void>((resolve) => {
           waiters.push({ target, resolve });
-          this.#wake.emit('append');
+          this.appended(target);
         });
       },
     };

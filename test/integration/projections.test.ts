@@ -181,4 +181,28 @@ describe('the projection runner thread (PostgreSQL)', () => {
       await svc.close();
     }
   });
+
+  it('reads the log as soon as a request waits for its write, without waiting for a NOTIFY', async () => {
+    // The thread polls the log once a minute: only a wake-up from the waiting request gets there in time.
+    const svc = await startTestService({ env: { PROJECTION_WAIT_MS: '2000', LOG_POLL_MS: '60000' } });
+    try {
+      const { db, store, readYourWrites } = svc.postline.services;
+      // A write through the store first: the thread has read the log and gone back to waiting once this settles.
+      const { position: first } = await store.append('ping-0', [{ type: 'Ping', data: {}, metadata: meta }], {
+        expectedRevision: 'no_stream',
+      });
+      await readYourWrites.waitFor(['emails'], first);
+      await new Promise((r) => setTimeout(r, 100));
+      // Written as by a writer that sends no NOTIFY.
+      await db.query(
+        `INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+         VALUES ('ping-1', 0, 'Ping', '{}', '{"orgId":"org_1","mode":"test","actor":"test"}')`,
+      );
+      const position = await store.headPosition({ committed: true });
+      // Past the deadline it throws (projection_timeout).
+      await expect(readYourWrites.waitFor(['emails', 'api_keys'], position)).resolves.toBeUndefined();
+    } finally {
+      await svc.close();
+    }
+  });
 });
