@@ -54,3 +54,7 @@ export function cpuMeter(url: string) {
     },
   };
 }
+
+/** CPU per unit of work: this process (server, load generator and sink alike) and the database's backends. */
+export const cpuText = (c: { node: number; pg: number | null; total: number }) =>
+  `${c.total.toFixed(0)} µs (Node ${c.node.toFixed(0)}${c.pg === null ? '' : ` + PostgreSQL ${c.pg.toFixed(0)}`})`;

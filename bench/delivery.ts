@@ -9,6 +9,7 @@ import type { startPostline } from '../bin/service.ts';
 import { DeliveryProcess } from '../processes/delivery/delivery.process.ts';
 import { OutboundMta } from '../processes/delivery/mta/outbound.ts';
 import type { startSmtpSink } from '../test/support/smtp-sink.ts';
+import { type cpuMeter, cpuText } from './cpu.ts';
 
 const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`;
 
@@ -26,6 +27,7 @@ export interface DeliveryBenchOptions {
   /** SMTP connections to the sink: the MTA's per-destination limit, and the ceiling's pool. */
   connections: number;
   email: (to: string) => Record<string, unknown> & { to: string[] };
+  meter: ReturnType<typeof cpuMeter>;
 }
 
 /** Returns the line for the report. */
@@ -58,8 +60,10 @@ export async function measureDelivery(o: DeliveryBenchOptions): Promise<string> 
   }
   sink.reset();
   let t0 = performance.now();
+  let before = o.meter.sample();
   await delivery.runOnce();
   const deliveryMs = performance.now() - t0;
+  const deliveryCpu = o.meter.per(before, o.meter.sample(), DELIVERY);
   await delivery.stop();
   const { rows } = await postline.services.db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM events WHERE type = 'EmailDelivered'`,
@@ -99,6 +103,7 @@ export async function measureDelivery(o: DeliveryBenchOptions): Promise<string> 
     dkim: { domainName: 'acme-bench.test', keySelector: selector, privateKey: key },
   } as any);
   t0 = performance.now();
+  before = o.meter.sample();
   let next = 0;
   await Promise.all(
     Array.from({ length: 50 }, async () => {
@@ -113,10 +118,12 @@ export async function measureDelivery(o: DeliveryBenchOptions): Promise<string> 
     }),
   );
   const rawMs = performance.now() - t0;
+  const rawCpu = o.meter.per(before, o.meter.sample(), DELIVERY);
   transport.close();
   const raw = DELIVERY / (rawMs / 1000);
   return (
     `Delivery, ${DELIVERY} live emails accepted -> EmailDelivered: ${pipeline.toFixed(0)} messages/s (${rows[0].n} delivered)` +
-    `; raw nodemailer ceiling ${raw.toFixed(0)} messages/s -> ${pct(pipeline, raw)} of the ceiling`
+    `; raw nodemailer ceiling ${raw.toFixed(0)} messages/s -> ${pct(pipeline, raw)} of the ceiling` +
+    `; CPU per message ${cpuText(deliveryCpu)}, ceiling ${cpuText(rawCpu)}`
   );
 }

@@ -28,7 +28,7 @@ import { startDnsServer } from '../test/support/dns-server.ts';
 import { publishDomainRecords } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
 import { createOrganization } from '../write-side/organizations/commands.ts';
-import { cpuMeter } from './cpu.ts';
+import { cpuMeter, cpuText } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -74,10 +74,6 @@ async function load(
   const cpu = meter.per(before, meter.sample(), Math.max(1, ok * perRequest));
   return { rps: ok / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors, cpu };
 }
-
-/** CPU per email: this process (server and load generator alike) and the database's backends. */
-const cpuText = (c: { node: number; pg: number | null; total: number }) =>
-  `${c.total.toFixed(0)} µs (Node ${c.node.toFixed(0)}${c.pg === null ? '' : ` + PostgreSQL ${c.pg.toFixed(0)}`})`;
 
 /** The baseline: express, one INSERT per request through a pg pool, into a `json` column as Postline's log. */
 async function startBaseline(url: string) {
@@ -182,6 +178,7 @@ async function main() {
         count: DELIVERY,
         connections: MTA_CONNECTIONS,
         email,
+        meter,
       }),
     );
   } finally {
