@@ -102,7 +102,10 @@ const APPEND_BATCH_SQL = `
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT x.s, x.r, x.t, x.d, x.m
 FROM json_to_recordset($1::json) AS x(o int, s text, a bigint, r bigint, t text, d json, m json)
-WHERE x.a = -1 OR EXISTS (SELECT 1 FROM events e WHERE e.stream_id = x.s AND e.stream_revision = x.a)
+LEFT JOIN LATERAL (
+  SELECT true AS found FROM events e WHERE x.a >= 0 AND e.stream_id = x.s AND e.stream_revision = x.a LIMIT 1
+) previous ON true
+WHERE x.a = -1 OR previous.found
 ORDER BY x.o
 RETURNING stream_id, stream_revision, global_position::text AS position, tx_id::text AS tx`;
 
