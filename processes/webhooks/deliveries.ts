@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import { deliveryId } from './delivery-ids.ts';
+import type { Claimed } from './dispatcher.process.ts';
 import { envelope } from './public-events.v1.ts';
 import { moveFirstAttempts } from './successes.ts';
 
@@ -18,8 +19,6 @@ export interface NewDelivery {
   sourceKey: string;
   eventType: string;
   body: string;
-  /** Claimed at insert for a dispatcher of this process (see hand-over.ts), or null. */
-  claimToken: string | null;
 }
 
 /**
@@ -44,7 +43,6 @@ export function newDelivery(
     sourceKey,
     eventType: type,
     body: envelope(type, id, source.createdAt, data),
-    claimToken: null,
   };
 }
 
@@ -64,7 +62,6 @@ export function rowParams(rows: NewDelivery[]): [json: string, bodies: string] {
     mode: d.mode,
     sourceKey: d.sourceKey,
     eventType: d.eventType,
-    claimToken: d.claimToken,
   }));
   return [JSON.stringify(fields), rows.map((d) => d.body).join(BODY_SEPARATOR)];
 }
@@ -72,19 +69,18 @@ export function rowParams(rows: NewDelivery[]): [json: string, bodies: string] {
 /** The rows of `rowParams`, from parameters $1 (fields) and `bodies`, zipped in order. */
 const rowsFrom = (bodies: string) => `ROWS FROM (
     json_to_recordset($1::json)
-      AS (id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text, "claimToken" text),
+      AS (id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text),
     unnest(string_to_array(${bodies}, chr(30)))
-  ) AS r(id, "webhookId", "orgId", mode, "sourceKey", "eventType", "claimToken", body)`;
+  ) AS r(id, "webhookId", "orgId", mode, "sourceKey", "eventType", body)`;
 
 /**
- * The INSERT of deliveries from `rowParams` ($1 and `bodies`; $2 is now, $3 the lease's end for rows with a claim
- * token), of the rows that pass `where`, returning the ids written.
+ * The INSERT of deliveries from `rowParams` ($1 and `bodies`; $2 is now), due at once, of the rows that pass
+ * `where`, returning the ids written.
  */
 export const insertDeliveries = (bodies: string, where = 'true') => `
 INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
-  next_attempt_at, claim_token, leased_until, created_at, updated_at)
-SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2,
-  r."claimToken", CASE WHEN r."claimToken" IS NOT NULL THEN $3::timestamptz END, $2, $2
+  next_attempt_at, created_at, updated_at)
+SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
 FROM ${rowsFrom(bodies)}
 WHERE ${where}
 ON CONFLICT (webhook_id, id) DO NOTHING
@@ -106,22 +102,23 @@ WHERE webhook_deliveries.status <> 'pending'
 RETURNING id`;
 
 /** Records deliveries, due at once, and returns the ids of those written. */
-export async function saveDeliveries(
-  q: Queryable,
-  rows: NewDelivery[],
-  now: Date,
-  leasedUntil: Date | null = null,
-): Promise<string[]> {
+export async function saveDeliveries(q: Queryable, rows: NewDelivery[], now: Date): Promise<string[]> {
   if (rows.length === 0) return [];
   const [json, bodies] = rowParams(rows);
-  const { rows: written } = await q.query<{ id: string }>(insertDeliveries('$4'), [
-    json,
-    now,
-    leasedUntil,
-    bodies,
-  ]);
+  const { rows: written } = await q.query<{ id: string }>(insertDeliveries('$3'), [json, now, bodies]);
   return written.map((r) => r.id);
 }
+
+/** A delivery handed over unwritten (see hand-over.ts), as its row is recorded for a later attempt. */
+export const unwrittenRow = (d: Claimed): NewDelivery => ({
+  id: d.id,
+  webhookId: d.webhook_id,
+  orgId: d.org_id,
+  mode: d.mode,
+  sourceKey: d.unwritten!.sourceKey,
+  eventType: d.event_type,
+  body: d.body,
+});
 
 /**
  * Puts deliveries back to pending for a fresh round of attempts under their ids (replay), recording those that

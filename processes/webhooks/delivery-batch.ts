@@ -5,18 +5,17 @@ import type { Endpoint } from './endpoints.ts';
 import type { HandOver } from './hand-over.ts';
 
 /**
- * The deliveries of one fan-out batch, as they are built and written: those claimed at insert for the dispatcher
- * of this process (when it has room), and how many are left for any dispatcher.
+ * The deliveries of one fan-out batch, as they are built: those handed over unwritten to the dispatcher of this
+ * process (when it has room), and the rows to write for any dispatcher.
  */
 export class DeliveryBatch {
   readonly now: Date;
   readonly handOver: HandOver | undefined;
-  /** Built, not written yet. */
+  /** To write, not written yet. */
   pending: NewDelivery[] = [];
-  #claimed: Claimed[] = [];
-  /** Written claimed for this process's dispatcher: sent once the batch is committed. */
-  readonly handedOver: Claimed[] = [];
-  /** Written unclaimed: other dispatchers need waking. */
+  /** Handed over once the batch is committed. */
+  handedOver: Claimed[] = [];
+  /** Written: other dispatchers need waking. */
   unclaimed = 0;
 
   constructor(now: Date, handOver: HandOver | undefined) {
@@ -26,25 +25,37 @@ export class DeliveryBatch {
 
   add(endpoint: Endpoint, source: StoredEvent, type: string, data: Record<string, unknown>): void {
     const delivery = newDelivery(endpoint, source, type, data);
-    if (this.handOver?.reserve(endpoint.webhookId)) {
-      delivery.claimToken = this.handOver.token;
-      this.#claimed.push(claimedFor(delivery, endpoint, this.now));
-    }
-    this.pending.push(delivery);
+    if (this.handOver?.reserve(endpoint.webhookId))
+      this.handedOver.push(unwritten(delivery, endpoint, this.now));
+    else this.pending.push(delivery);
+  }
+
+  /** Leaves out deliveries whose rows exist (their events fanned out before a restart). */
+  without(existing: Set<string>): void {
+    this.pending = this.pending.filter((d) => !existing.has(d.id));
+    this.handedOver = this.handedOver.filter((d) => !existing.has(d.id));
   }
 
   /** The pending rows were written, all of them or only `ids` (a batch fanned out again after a crash). */
   written(ids: string[] | 'all'): void {
-    const fresh = ids === 'all' ? null : new Set(ids);
-    for (const d of this.pending) if (!d.claimToken && (!fresh || fresh.has(d.id))) this.unclaimed++;
-    for (const row of this.#claimed) if (!fresh || fresh.has(row.id)) this.handedOver.push(row);
+    this.unclaimed += ids === 'all' ? this.pending.length : ids.length;
     this.pending = [];
-    this.#claimed = [];
+  }
+
+  /** Each delivery handed over calls `recorded` once its outcome is written. */
+  recordedBy(recorded: () => void): void {
+    for (const d of this.handedOver) {
+      d.unwritten!.recorded = () => {
+        if (!d.unwritten) return;
+        d.unwritten = undefined;
+        recorded();
+      };
+    }
   }
 }
 
-/** A delivery claimed at insert, as a claim would have returned it (the endpoint as of its event). */
-const claimedFor = (d: NewDelivery, endpoint: Endpoint, now: Date): Claimed => ({
+/** A delivery handed over unwritten, as a claim would have returned it (the endpoint as of its event). */
+const unwritten = (d: NewDelivery, endpoint: Endpoint, now: Date): Claimed => ({
   id: d.id,
   webhook_id: d.webhookId,
   org_id: d.orgId,
@@ -56,6 +67,7 @@ const claimedFor = (d: NewDelivery, endpoint: Endpoint, now: Date): Claimed => (
   sealed_secret: endpoint.sealedSecret,
   previous_sealed_secret: endpoint.previousSealedSecret,
   previous_valid_until: endpoint.previousValidUntil,
-  claim_token: d.claimToken!,
+  claim_token: null,
   claimedAt: now.getTime(),
+  unwritten: { sourceKey: d.sourceKey, createdAt: now, recorded: () => {} },
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Services } from '../../platform/services.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DELIVERIES_CHANNEL, deliveriesRecorded } from './deliveries.ts';
+import { DELIVERIES_CHANNEL, deliveriesRecorded, saveDeliveries, unwrittenRow } from './deliveries.ts';
 import { DispatchQueue } from './dispatch-queue.ts';
 import { recordFailure } from './failures.ts';
 import { type DeliveryTaker, type HandOver, offerTaker, withdrawTaker } from './hand-over.ts';
@@ -18,8 +18,7 @@ const LEASE_MARGIN_MS = 30_000;
 const CLAIM_AHEAD = 4;
 /**
  * Deliveries handed over by the fan-out of this process, as many times the concurrency (and the per-endpoint cap):
- * more than claims, as they cost no round trip. An endpoint too slow to start them all within the lease margin
- * (slower than about LEASE_MARGIN_MS / HAND_OVER_AHEAD per request) leaves the rest to a later claim.
+ * more than claims, as they cost no round trip. The rest of a batch is written for a later claim.
  */
 const HAND_OVER_AHEAD = 64;
 /**
@@ -28,6 +27,8 @@ const HAND_OVER_AHEAD = 64;
  * that stopping, or a thread that dies, concerns few deliveries and bodies are not copied over long before use.
  */
 const SENDER_WINDOW = 2;
+/** What a delivery handed over unwritten is given as its lease: none, no other dispatcher can claim it. */
+const UNLEASED = Number.MAX_SAFE_INTEGER;
 
 export interface DispatcherOptions {
   /** Requests in flight in this process. */
@@ -53,9 +54,19 @@ export interface Claimed {
   sealed_secret: string;
   previous_sealed_secret: string | null;
   previous_valid_until: Date | null;
-  claim_token: string;
-  /** Clock time of the claim (set by the claimer, not a column). */
+  /** The claim's token; null for a delivery handed over by the fan-out unwritten. */
+  claim_token: string | null;
+  /** Clock time of the claim or hand-over (not a column). */
   claimedAt: number;
+  /** Set while a delivery handed over unwritten has no row (see hand-over.ts). */
+  unwritten?: Unwritten;
+}
+
+/** What the row of a delivery handed over unwritten needs besides, and whom to tell once it is written. */
+export interface Unwritten {
+  sourceKey: string;
+  createdAt: Date;
+  recorded: () => void;
 }
 
 const CLAIM_SQL = `
@@ -172,7 +183,7 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
       this.#held.remove(row.webhook_id);
       unsent.push(row);
     }
-    await this.#release(unsent);
+    await this.#giveBack(unsent);
     await Promise.all(this.#recording);
     await this.#successes.idle();
     if (this.#unlisten) await (await this.#unlisten)();
@@ -199,30 +210,23 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
   }
 
   /** Takes the fan-out's new deliveries of one batch (see hand-over.ts), within HAND_OVER_AHEAD. */
-  handOver(now: Date): HandOver {
+  handOver(): HandOver {
     const reserved: string[] = [];
     const total = HAND_OVER_AHEAD * this.#concurrency;
     const perEndpoint = HAND_OVER_AHEAD * this.#perEndpoint;
     return {
-      token: randomUUID(),
-      leasedUntil: new Date(now.getTime() + this.#timeoutMs + LEASE_MARGIN_MS),
       reserve: (webhookId) => {
         if (this.#closing || this.#held.total >= total || !this.#held.reserve(webhookId, perEndpoint))
           return false;
         reserved.push(webhookId);
         return true;
       },
-      settle: (committed) => {
+      settle: (handedOver) => {
         for (const webhookId of reserved.splice(0)) this.#held.remove(webhookId);
-        if (!committed?.length) return;
-        if (this.#closing) {
-          // Stopped meanwhile: give them back rather than leave them to their lease.
-          this.#release(committed).catch((error) =>
-            this.#services.log.error({ err: error }, 'webhook deliveries failed to be released'),
-          );
-          return;
-        }
-        this.#dispatch(committed);
+        if (!handedOver?.length) return;
+        // Stopped meanwhile: written for a later attempt rather than sent.
+        if (this.#closing) this.#giveBack(handedOver).catch(this.#logGiveBack);
+        else this.#dispatch(handedOver);
       },
     };
   }
@@ -323,7 +327,7 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
       const row = this.#waiting.take();
       if (!row) return;
       // Its lease would end before a request could: leave it to a later claim rather than risk a double send.
-      if (ms - row.claimedAt > LEASE_MARGIN_MS) {
+      if (row.claim_token !== null && ms - row.claimedAt > LEASE_MARGIN_MS) {
         this.#waiting.done(row.webhook_id);
         this.#held.remove(row.webhook_id);
         continue;
@@ -346,7 +350,7 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
         secrets,
         row.body,
         ms,
-        row.claimedAt + LEASE_MARGIN_MS - ms,
+        row.claim_token === null ? UNLEASED : row.claimedAt + LEASE_MARGIN_MS - ms,
       ]);
     }
   }
@@ -368,7 +372,10 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
       if (!row) continue;
       this.#finished++;
       // Not sent (its lease ran out while it waited): a later claim takes it.
-      if (at === NOT_SENT) continue;
+      if (at === NOT_SENT) {
+        if (row.unwritten) this.#giveBack([row]).catch(this.#logGiveBack);
+        continue;
+      }
       const sentAt = at === null ? this.#services.clock.now() : new Date(at);
       if (status !== null && status >= 200 && status < 300) {
         this.#successes.add(row, sentAt, status, latencyMs, excerpt);
@@ -395,19 +402,33 @@ export class WebhookDispatcher implements BackgroundProcess, DeliveryTaker {
     this.#slotFreed();
   };
 
-  /** Gives claimed, unsent deliveries back (stop). */
-  async #release(rows: Claimed[]): Promise<void> {
-    if (rows.length === 0) return;
-    await this.#services.db.query(
-      `UPDATE webhook_deliveries SET claim_token = NULL
-       WHERE webhook_id = ANY($1) AND id = ANY($2) AND claim_token = ANY($3)`,
-      [
-        [...new Set(rows.map((r) => r.webhook_id))],
-        rows.map((r) => r.id),
-        [...new Set(rows.map((r) => r.claim_token))],
-      ],
-    );
+  /**
+   * Gives unsent deliveries back (stop): claimed ones are released, those handed over unwritten are written, due
+   * now, for any dispatcher.
+   */
+  async #giveBack(rows: Claimed[]): Promise<void> {
+    const claimed = rows.filter((r) => r.claim_token !== null);
+    if (claimed.length > 0) {
+      await this.#services.db.query(
+        `UPDATE webhook_deliveries SET claim_token = NULL
+         WHERE webhook_id = ANY($1) AND id = ANY($2) AND claim_token = ANY($3)`,
+        [
+          [...new Set(claimed.map((r) => r.webhook_id))],
+          claimed.map((r) => r.id),
+          [...new Set(claimed.map((r) => r.claim_token))],
+        ],
+      );
+    }
+    const unwritten = rows.filter((r) => r.unwritten);
+    if (unwritten.length > 0) {
+      await saveDeliveries(this.#services.db, unwritten.map(unwrittenRow), this.#services.clock.now());
+      for (const row of unwritten) row.unwritten?.recorded();
+      await this.#services.db.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+    }
   }
+
+  #logGiveBack = (error: unknown) =>
+    this.#services.log.error({ err: error }, 'webhook deliveries failed to be given back');
 
   #open(sealed: string): string {
     let plain = this.#secrets.get(sealed);

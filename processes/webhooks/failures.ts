@@ -7,6 +7,18 @@ import { parseRetryAfter, retryDelay } from './retry-schedule.ts';
 /** An endpoint is switched off once this many deliveries in a row were exhausted with no success in between. */
 export const AUTO_DISABLE_AFTER_EXHAUSTED = 3;
 
+const UPDATE_SQL = `
+UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, claim_token = NULL,
+  last_response_status = $6, last_error = $7, updated_at = $2, completed_at = $8
+WHERE webhook_id = $10 AND id = $1 AND claim_token = $9`;
+
+/** The row of a delivery handed over by the fan-out unwritten (see hand-over.ts), written with its first outcome. */
+const INSERT_SQL = `
+INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
+  next_attempt_at, last_response_status, last_error, created_at, updated_at, completed_at)
+VALUES ($1, $9, $10, $11, $12, $13, $14, $3, $4, $5, $6, $7, $15, $2, $8)
+ON CONFLICT (webhook_id, id) DO NOTHING`;
+
 /**
  * Records a failed attempt: the next attempt on the retry schedule (Retry-After honoured for 429 and 503), or
  * `exhausted` after the last, or `failed` at once for 410 Gone, which also disables the endpoint. Consecutive
@@ -32,29 +44,35 @@ export async function recordFailure(
     ? 'the endpoint answered 410 Gone; it has been disabled'
     : (outcome.error ?? `the endpoint answered ${outcome.status}`);
   const next = delay === null ? now : new Date(now.getTime() + delay);
-  const { rowCount } = await db.query(
-    `UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, claim_token = NULL,
-         last_response_status = $6, last_error = $7, updated_at = $2, completed_at = $8
-       WHERE webhook_id = $10 AND id = $1 AND claim_token = $9`,
-    [
-      row.id,
-      now,
-      status,
-      attempt,
-      next,
-      outcome.status,
-      error,
-      status === 'pending' ? null : now,
-      row.claim_token,
-      row.webhook_id,
-    ],
-  );
+  const recorded = [
+    row.id,
+    now,
+    status,
+    attempt,
+    next,
+    outcome.status,
+    error,
+    status === 'pending' ? null : now,
+  ];
+  const { rowCount } = await (row.unwritten
+    ? db.query(INSERT_SQL, [
+        ...recorded,
+        row.webhook_id,
+        row.org_id,
+        row.mode,
+        row.unwritten.sourceKey,
+        row.event_type,
+        row.body,
+        row.unwritten.createdAt,
+      ])
+    : db.query(UPDATE_SQL, [...recorded, row.claim_token, row.webhook_id]));
   await db.query(
     `INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, error)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     [row.id, attempt, now, outcome.status, latencyMs, outcome.excerpt, outcome.error],
   );
-  // The delivery was reset (retry requested) while in flight: its new round decides, and counts, not this
+  row.unwritten?.recorded();
+  // The delivery was reset (retry requested) or replayed while in flight: its new round decides, and counts, not this
   // outcome (as for successes, the attempt stays in the log).
   if (rowCount === 0) return;
   const { rows } = await db.query<{ exhausted_streak: number }>(

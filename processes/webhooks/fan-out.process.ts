@@ -1,9 +1,5 @@
-import {
-  type Position,
-  START,
-  type StoredEvent,
-  type Subscription,
-} from '../../platform/eventstore/types.ts';
+import type { Queryable } from '../../platform/db/database.ts';
+import type { Position, StoredEvent, Subscription } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 import { isWebhookEvent } from '../../write-side/webhooks/events.ts';
@@ -18,12 +14,12 @@ import {
 import { DeliveryBatch } from './delivery-batch.ts';
 import { EmailSummaries } from './email-summaries.ts';
 import { EndpointSet } from './endpoints.ts';
+import { batchUpdate, FAN_OUT_NAME, FanOutCheckpoint, ownedRow } from './fan-out-checkpoint.ts';
 import { takerFor } from './hand-over.ts';
 import { PUBLIC_TYPE_OF, publicData, testEventData } from './public-events.v1.ts';
 import { WebhookReplays } from './replays.ts';
 
-const NAME = 'webhook_fanout';
-/** One fan-out at a time across processes (the checkpoint row's lock); the others stand by. */
+/** One fan-out at a time across processes (the checkpoint row's lock and lease); the others stand by. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
 class Standby extends Error {}
@@ -32,15 +28,18 @@ const orgOf = (e: StoredEvent): string => (e.type === 'WebhookCreated' ? e.data.
 
 /**
  * Webhook fan-out: reads the log from its own checkpoint, keeps each endpoint's subscription as of the event
- * in hand (webhook events pass through here in order too), and records one delivery per (webhook, event) in the
- * same transaction that moves the checkpoint. A replayed batch inserts nothing twice: a delivery's id is derived
- * from its webhook and event, and the primary key holds one row per id.
+ * in hand (webhook events pass through here in order too), and makes one delivery per (webhook, event): handed
+ * to the dispatcher of this process unwritten when it has room, its row written with its outcome, or else
+ * recorded for any dispatcher in the statement that ends the batch. The checkpoint moves past a batch once all of
+ * its deliveries are written (fan-out-checkpoint.ts). A replayed batch writes nothing twice: a delivery's id is
+ * derived from its webhook and event, and the primary key holds one row per id.
  */
 export class WebhookFanOut implements BackgroundProcess {
   readonly name = 'webhook-fanout';
   readonly #services: Services;
   readonly #summaries: EmailSummaries;
   readonly #replays: WebhookReplays;
+  readonly #checkpoint: FanOutCheckpoint;
   readonly #batchSize: number;
   /**
    * The subscription reads this much at a time, and #drain reads on in full batches: a backlog's first deliveries
@@ -48,7 +47,7 @@ export class WebhookFanOut implements BackgroundProcess {
    */
   readonly #firstBatchSize: number;
   #subscription?: Subscription;
-  /** The checkpoint as of our last commit (subscription only); unknown after a stand-by or an error. */
+  /** Where the next read starts: ahead of the checkpoint while outcomes are awaited; unknown after a stand-by. */
   #position?: Position;
   #stopping = false;
 
@@ -58,6 +57,9 @@ export class WebhookFanOut implements BackgroundProcess {
     this.#firstBatchSize = Math.min(this.#batchSize, 200);
     this.#summaries = new EmailSummaries(services.store);
     this.#replays = new WebhookReplays(services, this.#summaries);
+    this.#checkpoint = new FanOutCheckpoint(services.db, (error) =>
+      services.log.error({ err: error }, 'webhook fan-out checkpoint failed to move'),
+    );
   }
 
   start(): void {
@@ -66,15 +68,16 @@ export class WebhookFanOut implements BackgroundProcess {
     this.#subscription = this.#services.store.subscribe(
       {
         // Our own commits tell where the checkpoint is; the row is read only at start and after a stand-by.
-        from: async () => (this.#position ??= await this.#checkpoint()),
+        from: async () => (this.#position ??= await this.#checkpoint.load()),
         batchSize: this.#firstBatchSize,
       },
       async (events) => {
         try {
-          await this.#drain(events, this.#position ?? (await this.#checkpoint()));
+          await this.#drain(events, this.#position ?? (await this.#checkpoint.load()));
           await this.#replays.run();
         } catch (error) {
           this.#position = undefined;
+          this.#checkpoint.reset();
           if (!(error instanceof Standby))
             this.#services.log.error({ err: error }, 'webhook fan-out batch failed');
           throw error;
@@ -87,7 +90,8 @@ export class WebhookFanOut implements BackgroundProcess {
     this.#stopping = true;
     await this.#subscription?.stop();
     this.#subscription = undefined;
-    this.#position = undefined;
+    // Outcomes still awaited go on moving the checkpoint; a restart reads on from where it read.
+    if (!this.#checkpoint.holding) this.#position = undefined;
   }
 
   /**
@@ -120,12 +124,17 @@ export class WebhookFanOut implements BackgroundProcess {
   async runOnce(upTo?: Position, timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const from = await this.#checkpoint();
+      const from =
+        this.#checkpoint.holding && this.#position !== undefined
+          ? this.#position
+          : await this.#checkpoint.load();
       const events = await this.#services.store.readAll({ from, limit: this.#batchSize });
       if (events.length > 0) {
         try {
           await this.#apply(events, from);
+          this.#position = events[events.length - 1].position;
         } catch (error) {
+          this.#checkpoint.reset();
           if (!(error instanceof Standby) || Date.now() > deadline) throw error;
           await new Promise((r) => setTimeout(r, 10));
         }
@@ -139,20 +148,14 @@ export class WebhookFanOut implements BackgroundProcess {
     await this.#replays.run();
   }
 
-  async #checkpoint(): Promise<Position> {
-    const { rows } = await this.#services.db.query<{ position: string }>(
-      'SELECT position FROM webhook_fanout_checkpoints WHERE name = $1',
-      [NAME],
-    );
-    return rows[0]?.position ?? START;
-  }
-
   /**
-   * One batch, read after `before` (the checkpoint it was read from): endpoints (and email summaries the batch
-   * lacks) are read first, then the deliveries are recorded with the checkpoint's move, the checkpoint row locked
-   * (NOWAIT: another process is fanning out, stand by). Only organizations with an endpoint are looked at closely.
+   * One batch, read after `before`: endpoints (and email summaries the batch lacks) are read first, then the
+   * deliveries are built, written or handed over, with the checkpoint's move (or, while outcomes are awaited,
+   * the batch's place in the queue of batches that hold it back). Only organizations with an endpoint are looked
+   * at closely.
    */
   async #apply(events: StoredEvent[], before: Position): Promise<void> {
+    if (this.#checkpoint.committed === undefined) throw new Standby(); // another process moved it: read again
     const orgs = [...new Set(events.map(orgOf))];
     const endpoints = await EndpointSet.load(this.#services.db, orgs);
     const watched = new Set([
@@ -162,9 +165,8 @@ export class WebhookFanOut implements BackgroundProcess {
     const relevant = events.filter((e) => e.position > before && watched.has(orgOf(e)));
     await this.#summaries.load(relevant);
     const last = events[events.length - 1].position;
-    const now = this.#services.clock.now();
-    const handOver = takerFor(this.#services)?.handOver(now);
-    const batch = new DeliveryBatch(now, handOver);
+    const handOver = takerFor(this.#services)?.handOver();
+    const batch = new DeliveryBatch(this.#services.clock.now(), handOver);
     try {
       // Webhook events change endpoints (and deliveries) on the way: a transaction. Other batches, nearly all of
       // them: one statement, a single round trip.
@@ -179,6 +181,20 @@ export class WebhookFanOut implements BackgroundProcess {
     if (batch.unclaimed > 0) deliveriesRecorded.emit('recorded');
   }
 
+  /**
+   * Events up to `sentUpTo` may have been handed over before a restart (or a stand-by): their deliveries that
+   * have a row (an outcome, or a later attempt due) are left out, and only the others sent (again).
+   */
+  async #withoutSent(q: Queryable, batch: DeliveryBatch, before: Position): Promise<void> {
+    const all = [...batch.pending, ...batch.handedOver];
+    if (before >= this.#checkpoint.sentUpTo || all.length === 0) return;
+    const { rows } = await q.query<{ id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE webhook_id = ANY($1) AND id = ANY($2)',
+      [[...new Set(all.map((d) => ('webhookId' in d ? d.webhookId : d.webhook_id)))], all.map((d) => d.id)],
+    );
+    batch.without(new Set(rows.map((r) => r.id)));
+  }
+
   async #inOneStatement(
     events: StoredEvent[],
     endpoints: EndpointSet,
@@ -187,26 +203,38 @@ export class WebhookFanOut implements BackgroundProcess {
     batch: DeliveryBatch,
   ): Promise<void> {
     for (const event of events) this.#deliveriesOf(event, endpoints, batch);
-    const rows = batch.pending;
-    const { db } = this.#services;
-    const [json, bodies] = rowParams(rows);
-    const { rows: done } = await db.query<{ checkpoint: string; written: string[] | null }>(FAN_OUT_SQL, [
-      json,
-      batch.now,
-      batch.handOver?.leasedUntil ?? null,
-      NAME,
-      before,
-      last,
-      rows.some((d) => !d.claimToken),
-      DELIVERIES_CHANNEL,
-      rows.length,
-      bodies,
-    ]);
-    // Another process moved on meanwhile: what was read is stale; the subscription retries the batch.
-    if (done[0].checkpoint !== before) throw new Standby();
-    // Null when every row was written; otherwise some existed already (their events fanned out before): the ids
-    // that were written.
-    batch.written(done[0].written ?? 'all');
+    await this.#withoutSent(this.#services.db, batch, before);
+    const checkpoint = this.#checkpoint;
+    await checkpoint.exclusive(async () => {
+      const handedOver = batch.handedOver.length;
+      const move = !checkpoint.holding && handedOver === 0;
+      const rows = batch.pending;
+      const [json, bodies] = rowParams(rows);
+      const { rows: done } = await this.#services.db.query<{ owned: boolean; written: string[] | null }>(
+        FAN_OUT_SQL,
+        [
+          json,
+          batch.now,
+          bodies,
+          FAN_OUT_NAME,
+          checkpoint.owner,
+          checkpoint.committed,
+          last,
+          move,
+          handedOver > 0,
+          !move,
+          rows.length > 0,
+          DELIVERIES_CHANNEL,
+          rows.length,
+        ],
+      );
+      // Another process moved on or holds the row: what was read is stale; the subscription retries the batch.
+      if (!done[0].owned) throw new Standby();
+      // Null when every row was written; otherwise some existed already (their events fanned out before): the ids
+      // that were written.
+      batch.written(done[0].written ?? 'all');
+      batch.recordedBy(checkpoint.written(last, handedOver, move));
+    });
   }
 
   async #inTransaction(
@@ -216,37 +244,49 @@ export class WebhookFanOut implements BackgroundProcess {
     last: Position,
     batch: DeliveryBatch,
   ): Promise<void> {
-    await this.#services.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ position: string }>(
-        'SELECT position FROM webhook_fanout_checkpoints WHERE name = $1 FOR UPDATE NOWAIT',
-        [NAME],
-      );
-      const checkpoint = rows[0].position;
-      if (checkpoint !== before) throw new Standby();
-      const flush = async () => {
-        if (batch.pending.length === 0) return;
-        batch.written(
-          await saveDeliveries(tx, batch.pending, batch.now, batch.handOver?.leasedUntil ?? null),
-        );
-      };
-      for (const event of events) {
-        if (isWebhookEvent(event)) {
-          await flush(); // a retry request may concern a delivery recorded earlier in this batch
-          await endpoints.apply(tx, event);
-          if (event.type === 'WebhookCreated' && event.data.active) {
-            const endpoint = endpoints.get(event.data.webhookId)!;
-            batch.add(endpoint, event, TEST_EVENT_TYPE, testEventData(endpoint.webhookId));
-          }
-        } else this.#deliveriesOf(event, endpoints, batch);
-      }
-      await flush();
-      if (last > checkpoint) {
+    const checkpoint = this.#checkpoint;
+    await checkpoint.exclusive(async () => {
+      const ended = await this.#services.db.transaction(async (tx) => {
+        const { rows } = await tx.query(ownedRow('$1', '$2', '$3'), [
+          FAN_OUT_NAME,
+          checkpoint.owner,
+          checkpoint.committed,
+        ]);
+        if (rows.length === 0) throw new Standby();
+        const flush = async () => {
+          if (batch.pending.length > 0) batch.written(await saveDeliveries(tx, batch.pending, batch.now));
+        };
+        for (const event of events) {
+          if (isWebhookEvent(event)) {
+            await flush(); // a retry request may concern a delivery recorded earlier in this batch
+            await endpoints.apply(tx, event);
+            if (event.type === 'WebhookCreated' && event.data.active) {
+              const endpoint = endpoints.get(event.data.webhookId)!;
+              batch.add(endpoint, event, TEST_EVENT_TYPE, testEventData(endpoint.webhookId));
+            }
+          } else this.#deliveriesOf(event, endpoints, batch);
+        }
+        await this.#withoutSent(tx, batch, before);
+        await flush();
+        const handedOver = batch.handedOver.length;
+        const move = !checkpoint.holding && handedOver === 0;
         await tx.query(
-          `WITH moved AS (UPDATE webhook_fanout_checkpoints SET position = $2, updated_at = now() WHERE name = $1)
-           SELECT CASE WHEN $3 THEN pg_notify($4, '') END`,
-          [NAME, last, batch.unclaimed > 0, DELIVERIES_CHANNEL],
+          `WITH moved AS (${batchUpdate('$1', '$2', '$3', '$4', '$5', '$6')})
+           SELECT CASE WHEN $7 THEN pg_notify($8, '') END`,
+          [
+            FAN_OUT_NAME,
+            checkpoint.owner,
+            last,
+            move,
+            handedOver > 0,
+            !move,
+            batch.unclaimed > 0,
+            DELIVERIES_CHANNEL,
+          ],
         );
-      }
+        return { handedOver, move };
+      });
+      batch.recordedBy(checkpoint.written(last, ended.handedOver, ended.move));
     });
   }
 
@@ -263,18 +303,17 @@ export class WebhookFanOut implements BackgroundProcess {
 }
 
 /**
- * A batch without webhook events in one statement: lock the checkpoint row (NOWAIT), and only if it is still where
- * the batch was read from, insert the deliveries, move the checkpoint and wake other processes' dispatchers.
+ * A batch without webhook events in one statement: lock the checkpoint row (NOWAIT) if it is still where this
+ * fan-out left it and not another's, and only then insert the rows, end the batch on the row (batchUpdate) and
+ * wake other processes' dispatchers.
  */
 const FAN_OUT_SQL = `
-WITH checkpoint AS (
-  SELECT position FROM webhook_fanout_checkpoints WHERE name = $4 FOR UPDATE NOWAIT
+WITH checkpoint AS (${ownedRow('$4', '$5', '$6')}
 ), written AS (
-  ${insertDeliveries('$10', '(SELECT position FROM checkpoint) = $5')}
+  ${insertDeliveries('$3', 'EXISTS (SELECT FROM checkpoint)')}
 ), moved AS (
-  UPDATE webhook_fanout_checkpoints SET position = $6, updated_at = now()
-  WHERE name = $4 AND (SELECT position FROM checkpoint) = $5 AND $6 > $5
+  ${batchUpdate('$4', '$5', '$7', '$8', '$9', '$10')} AND EXISTS (SELECT FROM checkpoint)
 )
-SELECT (SELECT position FROM checkpoint) AS checkpoint,
-  CASE WHEN (SELECT count(*) FROM written) < $9 THEN (SELECT coalesce(array_agg(id), '{}') FROM written) END AS written,
-  CASE WHEN $7 AND (SELECT position FROM checkpoint) = $5 THEN pg_notify($8, '') END`;
+SELECT EXISTS (SELECT FROM checkpoint) AS owned,
+  CASE WHEN (SELECT count(*) FROM written) < $13 THEN (SELECT coalesce(array_agg(id), '{}') FROM written) END AS written,
+  CASE WHEN $11 AND EXISTS (SELECT FROM checkpoint) THEN pg_notify($12, '') END`;

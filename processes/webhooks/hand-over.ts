@@ -2,21 +2,20 @@ import type { Services } from '../../platform/services.ts';
 import type { Claimed } from './dispatcher.process.ts';
 
 /**
- * The fan-out's new deliveries go straight to a dispatcher running in the same process: they are inserted
- * already claimed for it (the token and lease a claim would set), which spares the claim's UPDATE and reading
- * every body back from the database. Rows it has no room for are inserted unclaimed, for any dispatcher.
+ * The fan-out's new deliveries go straight to a dispatcher running in the same process, unwritten: no row is
+ * inserted before the attempt, and its outcome is the first write (a success row, or a row for the next attempt).
+ * The fan-out's checkpoint waits for those outcomes (fan-out-checkpoint.ts). Rows it has no room for are inserted
+ * for any dispatcher to claim.
  */
 export interface HandOver {
-  token: string;
-  leasedUntil: Date;
-  /** Room for one more delivery to the endpoint, or false (then insert it unclaimed). */
+  /** Room for one more delivery to the endpoint, or false (then it is written for any dispatcher). */
   reserve(webhookId: string): boolean;
-  /** The fan-out's transaction ended: `committed` (null if it failed) are sent; other reservations are freed. */
-  settle(committed: Claimed[] | null): void;
+  /** The fan-out's batch is committed: `handedOver` (null if it failed) are sent; other reservations are freed. */
+  settle(handedOver: Claimed[] | null): void;
 }
 
 export interface DeliveryTaker {
-  handOver(now: Date): HandOver;
+  handOver(): HandOver;
 }
 
 /** By Services: one set per process (tests run several in one). */

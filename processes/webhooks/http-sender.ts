@@ -42,10 +42,14 @@ export class WebhookSender {
         ? { lookup: guardedLookup as any, timeout: options.timeoutMs }
         : { timeout: options.timeoutMs },
       connections: options.connectionsPerOrigin ?? null,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
+      // The exchange's own deadline (Deadlines) covers the whole of it: undici's timers per request, off.
+      headersTimeout: 0,
+      bodyTimeout: 0,
     });
+    this.#deadlines = new Deadlines(options.timeoutMs);
   }
+
+  readonly #deadlines: Deadlines;
 
   /** Parsed endpoint URLs (origin, path, literal-address verdict): the same few URLs come back for every delivery. */
   readonly #targets = new Map<string, Target>();
@@ -76,6 +80,7 @@ export class WebhookSender {
     if (target.error) return Promise.resolve({ status: null, excerpt: null, error: target.error });
     return new Promise((resolve) => {
       const exchange = new Exchange(resolve, this.#timeoutMs);
+      this.#deadlines.add(exchange);
       try {
         this.#agent.dispatch(
           { origin: target.origin, path: target.path, method: 'POST', headers, body },
@@ -88,7 +93,50 @@ export class WebhookSender {
   }
 
   async close(): Promise<void> {
+    this.#deadlines.stop();
     await this.#agent.close();
+  }
+}
+
+/**
+ * Times exchanges out with one timer for all: they share one time-out, so they expire in the order they started,
+ * and the timer only ever waits for the oldest unsettled one (a timer per request cost about as much as signing).
+ */
+class Deadlines {
+  readonly #timeoutMs: number;
+  #queue: { exchange: Exchange; at: number }[] = [];
+  #head = 0;
+  #timer?: ReturnType<typeof setTimeout>;
+
+  constructor(timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+  }
+
+  add(exchange: Exchange): void {
+    this.#queue.push({ exchange, at: performance.now() + this.#timeoutMs });
+    this.#timer ??= setTimeout(this.#expire, this.#timeoutMs).unref();
+  }
+
+  #expire = (): void => {
+    this.#timer = undefined;
+    const now = performance.now();
+    while (this.#head < this.#queue.length) {
+      const { exchange, at } = this.#queue[this.#head];
+      if (!exchange.settled && at > now) break;
+      this.#head++;
+      if (!exchange.settled) exchange.timeOut();
+    }
+    if (this.#head > 1024 || this.#head === this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    const oldest = this.#queue[this.#head];
+    if (oldest) this.#timer = setTimeout(this.#expire, Math.max(1, oldest.at - now)).unref();
+  };
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }
 
@@ -101,9 +149,8 @@ class TooLong extends Error {}
 class Exchange {
   readonly #resolve: (outcome: SendOutcome) => void;
   readonly #timeoutMs: number;
-  readonly #timer: ReturnType<typeof setTimeout>;
   #abort?: (reason: Error) => void;
-  #settled = false;
+  settled = false;
   #status: number | null = null;
   #retryAfter?: string;
   #chunks: Buffer[] = [];
@@ -112,16 +159,17 @@ class Exchange {
   constructor(resolve: (outcome: SendOutcome) => void, timeoutMs: number) {
     this.#resolve = resolve;
     this.#timeoutMs = timeoutMs;
-    this.#timer = setTimeout(() => {
-      this.#settle({ status: null, excerpt: null, error: `no response within ${timeoutMs / 1000} s` });
-      this.#abort?.(new TimedOut());
-    }, timeoutMs);
+  }
+
+  /** No response within the time-out (see Deadlines). */
+  timeOut(): void {
+    this.#settle({ status: null, excerpt: null, error: `no response within ${this.#timeoutMs / 1000} s` });
+    this.#abort?.(new TimedOut());
   }
 
   #settle(outcome: SendOutcome): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    clearTimeout(this.#timer);
+    if (this.settled) return;
+    this.settled = true;
     this.#resolve(outcome);
   }
 
@@ -138,7 +186,7 @@ class Exchange {
   }
 
   onConnect(abort: (reason: Error) => void): void {
-    if (this.#settled) abort(new TimedOut());
+    if (this.settled) abort(new TimedOut());
     else this.#abort = abort;
   }
 

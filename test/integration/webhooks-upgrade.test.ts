@@ -31,7 +31,7 @@ describe('webhook process schema, upgraded', () => {
     await insert('whl_01legacy0000000000000000', 'email-em_1@1');
     await expect(insert('whl_01legacy0000000000000001', 'email-em_1@1')).rejects.toThrow(/unique/);
 
-    await migrate(db, webhookProcessMigrations);
+    await migrate(db, webhookProcessMigrations.slice(0, 3));
     const { rows } = await db.query('SELECT webhook_id, source_key, id FROM webhook_legacy_delivery_ids');
     expect(rows).toEqual([
       { webhook_id: 'wh_1', source_key: 'email-em_1@1', id: 'whl_01legacy0000000000000000' },
@@ -43,5 +43,74 @@ describe('webhook process schema, upgraded', () => {
       'SELECT first_latency_ms, first_response_excerpt FROM webhook_deliveries ORDER BY id LIMIT 1',
     );
     expect(first).toEqual([{ first_latency_ms: null, first_response_excerpt: null }]);
+  });
+
+  it('keeps the checkpoint of a database upgraded to deliveries written with their outcome, as sent up to there', async () => {
+    await db.query(`UPDATE webhook_fanout_checkpoints SET position = '00000000000000000042'`);
+    await migrate(db, webhookProcessMigrations);
+    const { rows } = await db.query('SELECT position, sent_up_to, owner FROM webhook_fanout_checkpoints');
+    expect(rows).toEqual([
+      { position: '00000000000000000042', sent_up_to: '00000000000000000042', owner: null },
+    ]);
+    // Successes of deliveries with a row and of deliveries without one, by the function that replaced 003's.
+    await db.query(
+      `UPDATE webhook_deliveries SET status = 'pending', claim_token = 'tok' WHERE id = 'whl_01legacy0000000000000001'`,
+    );
+    const at = Date.parse('2026-01-02T03:04:05.678Z');
+    await db.query('SELECT webhook_record_successes($1::json, $2)', [
+      JSON.stringify([
+        {
+          id: 'whl_01legacy0000000000000001',
+          webhook: 'wh_1',
+          token: 'tok',
+          attempt: 1,
+          at,
+          status: 204,
+          latency: 3,
+        },
+        {
+          id: 'whl_01new00000000000000000000',
+          webhook: 'wh_1',
+          token: null,
+          attempt: 1,
+          at,
+          status: 200,
+          latency: 5,
+          excerpt: 'ok',
+          org: 'org_1',
+          mode: 'live',
+          source: 'email-em_2@1',
+          type: 'email.sent',
+          created: at - 1000,
+        },
+      ]),
+      ['', '{"type":"email.sent"}'].join('\u001e'),
+    ]);
+    const { rows: done } = await db.query(
+      `SELECT id, status, attempts, claim_token, body, completed_at, created_at, first_latency_ms
+       FROM webhook_deliveries WHERE id IN ('whl_01legacy0000000000000001', 'whl_01new00000000000000000000') ORDER BY id`,
+    );
+    expect(done).toEqual([
+      {
+        id: 'whl_01legacy0000000000000001',
+        status: 'succeeded',
+        attempts: 1,
+        claim_token: null,
+        body: '{}',
+        completed_at: new Date(at),
+        created_at: expect.any(Date),
+        first_latency_ms: 3,
+      },
+      {
+        id: 'whl_01new00000000000000000000',
+        status: 'succeeded',
+        attempts: 1,
+        claim_token: null,
+        body: '{"type":"email.sent"}',
+        completed_at: new Date(at),
+        created_at: new Date(at - 1000),
+        first_latency_ms: 5,
+      },
+    ]);
   });
 });
