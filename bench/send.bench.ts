@@ -32,9 +32,13 @@ import { cpuMeter, cpuText } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+/** Each HTTP measurement alternates baseline and Postline this many times, SECONDS / ROUNDS each. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const DELIVERY = Number(process.env.BENCH_DELIVERY ?? 2000);
 const CONNECTIONS = 50;
 const MTA_CONNECTIONS = 5;
+const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`;
+
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const autocannon = (await import('autocannon' as string)).default as (
@@ -52,27 +56,71 @@ const email = (to: string) => ({
 
 type Meter = ReturnType<typeof cpuMeter>;
 
-/** `perRequest`: emails in one request (for CPU per email). */
+interface Target {
+  url: string;
+  key: string | null;
+}
+
+/** One load of `seconds`; `perRequest`: emails in one request (for CPU per email). */
 async function load(
   meter: Meter,
-  url: string,
-  key: string | null,
+  t: Target,
   body: unknown,
   connections: number,
+  seconds: number,
   perRequest = 1,
 ) {
   const before = meter.sample();
   const r = await autocannon({
-    url,
+    url: t.url,
     method: 'POST',
     connections,
-    duration: SECONDS,
-    headers: { 'content-type': 'application/json', ...(key && { authorization: `Bearer ${key}` }) },
+    duration: seconds,
+    headers: { 'content-type': 'application/json', ...(t.key && { authorization: `Bearer ${t.key}` }) },
     body: JSON.stringify(body),
   });
   const ok = r['2xx'];
   const cpu = meter.per(before, meter.sample(), Math.max(1, ok * perRequest));
-  return { rps: ok / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors, cpu };
+  return { rps: ok / seconds, p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors, cpu };
+}
+type Load = Awaited<ReturnType<typeof load>>;
+
+/** Rounds of one side summed up: requests/s over all, the worst round's p50 and p99, CPU weighted by requests. */
+function overall(rounds: Load[]): Load {
+  const rps = rounds.reduce((s, r) => s + r.rps, 0) / rounds.length;
+  const weighted = (f: (r: Load) => number) =>
+    rounds.reduce((s, r) => s + f(r) * r.rps, 0) / (rps * rounds.length);
+  const pg = rounds.every((r) => r.cpu.pg !== null) ? weighted((r) => r.cpu.pg!) : null;
+  const node = weighted((r) => r.cpu.node);
+  return {
+    rps,
+    p50: Math.max(...rounds.map((r) => r.p50)),
+    p99: Math.max(...rounds.map((r) => r.p99)),
+    errors: rounds.reduce((s, r) => s + r.errors, 0),
+    cpu: { node, pg, total: node + (pg ?? 0) },
+  };
+}
+
+/**
+ * Baseline and Postline in alternating rounds, so that a slow moment of the (shared) machine does not favour
+ * either; the ratio of each round besides the overall one.
+ */
+async function compare(
+  meter: Meter,
+  base: Target,
+  postline: Target,
+  body: unknown,
+  connections: number,
+  perRequest = 1,
+) {
+  const baseRounds: Load[] = [];
+  const postlineRounds: Load[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    baseRounds.push(await load(meter, base, body, connections, SECONDS / ROUNDS, perRequest));
+    postlineRounds.push(await load(meter, postline, body, connections, SECONDS / ROUNDS, perRequest));
+  }
+  const rounds = postlineRounds.map((r, i) => pct(r.rps, baseRounds[i].rps)).join(', ');
+  return { base: overall(baseRounds), postline: overall(postlineRounds), rounds };
 }
 
 /** The baseline: express, one INSERT per request through a pg pool, into a `json` column as Postline's log. */
@@ -100,8 +148,6 @@ async function startBaseline(url: string) {
     },
   };
 }
-
-const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`;
 
 async function main() {
   const { url, drop } = await createTestDatabaseUrl();
@@ -150,21 +196,21 @@ async function main() {
       throw new Error(`domain not verified: ${JSON.stringify(verified.body)}`);
 
     // 1. Single sends (test key: accepted, never delivered here) vs the baseline.
-    await load(meter, `${api}/emails`, org.testKey, email('warmup@rcpt.test'), CONNECTIONS); // warm-up (JIT, pools)
-    const base1 = await load(meter, baseline.url, null, email('a@rcpt.test'), CONNECTIONS);
-    const send1 = await load(meter, `${api}/emails`, org.testKey, email('a@rcpt.test'), CONNECTIONS);
+    const base = { url: baseline.url, key: null };
+    const single = { url: `${api}/emails`, key: org.testKey };
+    await load(meter, single, email('warmup@rcpt.test'), CONNECTIONS, SECONDS); // warm-up (JIT, pools)
+    const s = await compare(meter, base, single, email('a@rcpt.test'), CONNECTIONS);
     results.push(
-      `POST /v1/emails, ${CONNECTIONS} connections: ${send1.rps.toFixed(0)} emails/s, p50 ${send1.p50} ms, p99 ${send1.p99} ms` +
-        ` (non-2xx ${send1.errors}); baseline ${base1.rps.toFixed(0)} req/s, p50 ${base1.p50} ms, p99 ${base1.p99} ms -> ${pct(send1.rps, base1.rps)} of baseline; CPU per email ${cpuText(send1.cpu)}, baseline ${cpuText(base1.cpu)}`,
+      `POST /v1/emails, ${CONNECTIONS} connections: ${s.postline.rps.toFixed(0)} emails/s, p50 ${s.postline.p50} ms, p99 ${s.postline.p99} ms` +
+        ` (non-2xx ${s.postline.errors}); baseline ${s.base.rps.toFixed(0)} req/s, p50 ${s.base.p50} ms, p99 ${s.base.p99} ms -> ${pct(s.postline.rps, s.base.rps)} of baseline (rounds ${s.rounds}); CPU per email ${cpuText(s.postline.cpu)}, baseline ${cpuText(s.base.cpu)}`,
     );
 
     // 2. Batches of 100.
     const batch = Array.from({ length: 100 }, (_, i) => email(`b${i}@rcpt.test`));
-    const baseB = await load(meter, baseline.url, null, batch, 10, 100);
-    const sendB = await load(meter, `${api}/emails/batch`, org.testKey, batch, 10, 100);
+    const b = await compare(meter, base, { url: `${api}/emails/batch`, key: org.testKey }, batch, 10, 100);
     results.push(
-      `POST /v1/emails/batch (100 per request), 10 connections: ${(sendB.rps * 100).toFixed(0)} emails/s, p50 ${sendB.p50} ms, p99 ${sendB.p99} ms` +
-        `; baseline (one INSERT of the whole body per request) ${baseB.rps.toFixed(0)} req/s; CPU per email ${cpuText(sendB.cpu)}, baseline ${cpuText(baseB.cpu)}`,
+      `POST /v1/emails/batch (100 per request), 10 connections: ${(b.postline.rps * 100).toFixed(0)} emails/s, p50 ${b.postline.p50} ms, p99 ${b.postline.p99} ms` +
+        `; baseline (one INSERT of the whole body per request) ${b.base.rps.toFixed(0)} req/s; CPU per email ${cpuText(b.postline.cpu)}, baseline ${cpuText(b.base.cpu)}`,
     );
 
     // 3. Delivery: live emails, accepted first, then delivered by the process manager through the MTA.
