@@ -67,9 +67,10 @@ export class ProjectionWaiter {
     for (const w of this.#wakers) {
       if (!w.names.includes(name)) continue;
       if (this.#reached(w.names, w.position)) w.wake();
-      else if (behind === undefined || w.position > behind) behind = w.position;
+      else if (position < w.position && (behind === undefined || w.position > behind)) behind = w.position;
     }
-    // The batch was read before some waiters' writes committed: read again now.
+    // The batch was read before some waiters' writes committed: read again now. (A waiter this checkpoint passed
+    // waits for other projections of the same batch.)
     if (behind !== undefined) this.#wakeRunner(behind);
   }
 

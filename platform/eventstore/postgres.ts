@@ -514,7 +514,7 @@ export class PostgresEventStore implements EventStore {
     const subscription: Subscription = {
       stop: async () => {
         stopped = true;
-        this.#wake.emit('stop');
+        this.#wake.emit('look');
         await loop;
         this.#subscriptions.delete(subscription);
         for (const w of waiters.splice(0)) w.resolve();
