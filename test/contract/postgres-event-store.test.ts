@@ -17,6 +17,23 @@ eventStoreContract('PGlite', async () => {
 });
 
 describe('PostgreSQL event store under out-of-order commits', () => {
+  it('stops a subscription at once, not at its next poll (an hour away here)', async () => {
+    const { db, dispose } = await openTestDatabase('postgres');
+    const store = await PostgresEventStore.create(db, { pollMs: 3_600_000 });
+    const seen: StoredEvent[] = [];
+    const sub = store.subscribe({ from: START }, async (events) => {
+      seen.push(...events);
+    });
+    const meta = { orgId: 'o', mode: 'test', actor: 't' } as any;
+    await store.append('s-1', [{ type: 'T', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
+    await sub.caughtUp();
+    // Without the wake-up, this waits out the poll: the test times out.
+    await sub.stop();
+    expect(seen.map((e) => e.streamId)).toEqual(['s-1']);
+    await store.close();
+    await dispose();
+  });
+
   it('delivers every event exactly once, in position order, although a transaction commits late', async () => {
     const { db, url, dispose } = await openTestDatabase('postgres');
     const store = await PostgresEventStore.create(db, { pollMs: 50 });
