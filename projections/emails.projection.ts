@@ -1,4 +1,4 @@
-import type { Transaction } from '../platform/db/database.ts';
+import { literal, type Transaction } from '../platform/db/database.ts';
 import type { StoredEvent } from '../platform/eventstore/types.ts';
 import { recipientsOf } from '../write-side/emails/decider.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
@@ -78,6 +78,10 @@ function emailRow(event: StoredEvent) {
 const insertEmails = (tx: Transaction, events: StoredEvent[]) =>
   tx.query(INSERT_EMAILS, [JSON.stringify(events.map(emailRow))]);
 
+/** The same, as a statement without parameters, for the batch's COMMIT to carry (one round trip fewer). */
+const insertEmailsAtCommit = (tx: Transaction, events: StoredEvent[]) =>
+  tx.atCommit(INSERT_EMAILS.replace('$1::json', `${literal(JSON.stringify(events.map(emailRow)))}::json`));
+
 /** Emails with their recipients' outcomes, their attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
 export const emailsProjection: Projection = {
   name: 'emails',
@@ -103,7 +107,9 @@ export const emailsProjection: Projection = {
       let j = i + 1;
       while (j < events.length && isNewEmail(events[j]) === inserts) j++;
       const run = events.slice(i, j);
-      await (inserts ? insertEmails(tx, run) : applyChanges(tx, run));
+      // A batch ending with new emails (every batch of the send path) needs no answer from its last statement.
+      if (inserts && j === events.length) insertEmailsAtCommit(tx, run);
+      else await (inserts ? insertEmails(tx, run) : applyChanges(tx, run));
       i = j;
     }
   },
