@@ -194,7 +194,7 @@ export class PostgresEventStore implements EventStore {
    * empty below it was held back by an older transaction and is tried again soon; one at or past it is not.
    */
   #announced: Position = START;
-  /** The furthest position this store appended at since its last NOTIFY. */
+  /** The furthest position this store appended at: what its next NOTIFY announces. */
   #toAnnounce: Position = START;
   #unlisten?: Promise<() => Promise<void>>;
   readonly #subscriptions = new Set<Subscription>();
