@@ -75,7 +75,7 @@ export class WebhookSender {
   }
 
   /** Resolves with the outcome, never rejects. */
-  post(url: string, headers: Record<string, string>, body: string): Promise<SendOutcome> {
+  post(url: string, headers: Record<string, string>, body: string | Uint8Array): Promise<SendOutcome> {
     const target = this.#target(url);
     if (target.error) return Promise.resolve({ status: null, excerpt: null, error: target.error });
     return new Promise((resolve) => {
@@ -101,11 +101,16 @@ export class WebhookSender {
 /**
  * Times exchanges out with one timer for all: they share one time-out, so they expire in the order they started,
  * and the timer only ever waits for the oldest unsettled one (a timer per request cost about as much as signing).
+ * Settled exchanges leave the queue as new ones come (they finish roughly in the order they started): kept until
+ * the timer fired, every exchange of the last 30 s stayed reachable, survived the young generation and was copied
+ * by each scavenge of the sender thread.
  */
 class Deadlines {
   readonly #timeoutMs: number;
-  #queue: { exchange: Exchange; at: number }[] = [];
+  #queue: Exchange[] = [];
   #head = 0;
+  /** Past this many entries, settled ones are also dropped from behind an unsettled head (a slow endpoint's). */
+  #limit = 1024;
   #timer?: ReturnType<typeof setTimeout>;
 
   constructor(timeoutMs: number) {
@@ -113,25 +118,37 @@ class Deadlines {
   }
 
   add(exchange: Exchange): void {
-    this.#queue.push({ exchange, at: performance.now() + this.#timeoutMs });
+    exchange.deadline = performance.now() + this.#timeoutMs;
+    this.#queue.push(exchange);
+    this.#drop();
     this.#timer ??= setTimeout(this.#expire, this.#timeoutMs).unref();
+  }
+
+  /** Drops settled exchanges from the head, and from anywhere once the queue grows past its limit. */
+  #drop(): void {
+    while (this.#head < this.#queue.length && this.#queue[this.#head].settled) this.#head++;
+    if (this.#queue.length - this.#head > this.#limit) {
+      this.#queue = this.#queue.slice(this.#head).filter((e) => !e.settled);
+      this.#head = 0;
+      this.#limit = Math.max(1024, 2 * this.#queue.length);
+    } else if (this.#head > 1024 || this.#head === this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
   }
 
   #expire = (): void => {
     this.#timer = undefined;
     const now = performance.now();
     while (this.#head < this.#queue.length) {
-      const { exchange, at } = this.#queue[this.#head];
-      if (!exchange.settled && at > now) break;
+      const exchange = this.#queue[this.#head];
+      if (!exchange.settled && exchange.deadline > now) break;
       this.#head++;
       if (!exchange.settled) exchange.timeOut();
     }
-    if (this.#head > 1024 || this.#head === this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
-    }
+    this.#drop();
     const oldest = this.#queue[this.#head];
-    if (oldest) this.#timer = setTimeout(this.#expire, Math.max(1, oldest.at - now)).unref();
+    if (oldest) this.#timer = setTimeout(this.#expire, Math.max(1, oldest.deadline - now)).unref();
   };
 
   stop(): void {
@@ -151,6 +168,8 @@ class Exchange {
   readonly #timeoutMs: number;
   #abort?: (reason: Error) => void;
   settled = false;
+  /** performance.now() past which it times out (see Deadlines). */
+  deadline = 0;
   #status: number | null = null;
   #retryAfter?: string;
   #chunks: Buffer[] = [];

@@ -69,6 +69,8 @@ function fill(): void {
         at,
       ]);
     };
+    // Encoded once: signed and sent as these bytes (undici would encode a string body itself).
+    const bytes = Buffer.from(body);
     let headers: Record<string, string>;
     try {
       headers = {
@@ -76,14 +78,14 @@ function fill(): void {
         'user-agent': 'Postline-Webhooks/1',
         'webhook-id': id,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(secrets, id, timestamp, body),
+        'webhook-signature': signatureHeader(secrets, id, timestamp, bytes),
       };
     } catch (error) {
       // This delivery fails (a secret that cannot be used); the others in the thread go on.
       finish({ status: null, excerpt: null, error: `not signed: ${(error as Error).message}` });
       continue;
     }
-    void sender.post(url, headers, body).then((outcome) => {
+    void sender.post(url, headers, bytes).then((outcome) => {
       finish(outcome);
       fill();
     });
