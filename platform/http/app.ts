@@ -82,14 +82,24 @@ function bearer(services: Services, authenticate: Authenticate) {
     const auth = m ? await authenticate(m[1]) : null;
     if (!auth) throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.');
     res.locals.auth = auth;
-    await applyRateLimit(services, res, auth, services.config.RATE_LIMIT_RPS, 'all');
+    // The counter's round trip (Redis or the database) overlaps reading and parsing the body. The route waits
+    // for it before doing anything (ApiRouter.toExpress), and the error handler before answering: a refusal wins.
+    const decision = applyRateLimit(services, res, auth, services.config.RATE_LIMIT_RPS, 'all');
+    decision.catch(() => {});
+    res.locals.rateLimit = decision;
     next();
   };
 }
 
 /** Maps every error to `{error:{type,message,code}}`: body-parser failures, unknown routes, bugs. Never HTML. */
 function errorHandler(services: Services) {
-  return (error: any, _req: Request, res: Response, _next: NextFunction) => {
+  return async (error: any, _req: Request, res: Response, _next: NextFunction) => {
+    // The rate limit's refusal (or failure) comes before whatever else went wrong meanwhile.
+    error =
+      (await (res.locals.rateLimit as Promise<void> | undefined)?.then(
+        () => undefined,
+        (refused: unknown) => refused,
+      )) ?? error;
     let e: AppError;
     if (error instanceof AppError) e = error;
     else if (error?.type === 'entity.parse.failed')

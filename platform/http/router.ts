@@ -65,6 +65,7 @@ export class ApiRouter {
   /** Wraps a route for express: permission, route rate limit, idempotency, then the handler. */
   static toExpress(route: Route, services: Services) {
     return async (req: Request, res: Response) => {
+      await res.locals.rateLimit; // counted in `bearer` while the body was read
       const auth = res.locals.auth as AuthContext;
       if (route.options.access !== 'send' && auth.permission !== 'full_access') {
         throw new AppError(
