@@ -42,6 +42,30 @@ describe('rate limits', () => {
     expect((await other.live.get('/v1/api-keys')).status).toBe(200);
   });
 
+  it('counts requests that fail otherwise too, and answers them 429 past the limit', async () => {
+    const svc: TestService = await startTestService({ env: { RATE_LIMIT_RPS: '2' } });
+    cleanup.push(() => svc.close());
+    const org = await svc.createOrg();
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
+    // Counted while the body is read: within the limit the body's own error, with the headers.
+    const malformed = await org.live.post('/v1/emails', '{"from":');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('malformed_json');
+    expect(malformed.headers['x-ratelimit-remaining']).toBe('1');
+    expect((await org.live.get('/v1/api-keys')).status).toBe(200);
+    // Past it, the refusal wins over a bad body, a bad request and an unknown route alike.
+    for (const r of [
+      await org.live.post('/v1/emails', '{"from":'),
+      await org.live.post('/v1/emails', { to: 'nobody' }),
+      await org.live.get('/v1/nothing-here'),
+    ]) {
+      expect(r.status).toBe(429);
+      expect(r.body.error.code).toBe('rate_limit_exceeded');
+      expect(r.headers['x-ratelimit-remaining']).toBe('0');
+      expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+  });
+
   for (const store of ['postgres', 'redis'] as const) {
     it(`shares the counter between two processes through ${store}`, async () => {
       const { url, drop } = await createTestDatabaseUrl();
