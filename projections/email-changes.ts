@@ -127,11 +127,12 @@ UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event =
   recipients = ${mergeRecipients('e.recipients', 'x.recipients')}
 FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, last_event_at timestamptz,
   send_at timestamptz, message_id text, opens integer, clicks integer, recipients jsonb)
-WHERE e.id = x.id
+WHERE e.id = ANY($2::text[]) AND e.id = x.id
 RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`;
 
 const SET_STATUSES = `
-UPDATE emails e SET status = x.status FROM json_to_recordset($1::json) AS x(id text, status text) WHERE e.id = x.id`;
+UPDATE emails e SET status = x.status FROM json_to_recordset($1::json) AS x(id text, status text)
+WHERE e.id = ANY($2::text[]) AND e.id = x.id`;
 
 type EmailRow = Record<string, unknown> & {
   opens: number;
@@ -142,7 +143,9 @@ type EmailRow = Record<string, unknown> & {
 /**
  * Applies many changes in two statements, whatever their number: the changes are merged per email and per
  * recipient in order first (the last value of a field wins, counters add up), and the status follows from the
- * final lifecycle and recipients, as it does event by event. Delivery outcomes arrive by the hundred, and one
+ * final lifecycle and recipients, as it does event by event. The emails' ids also go as an array: PostgreSQL
+ * guesses 100 rows for the JSON's records and would hash a whole (young) `emails` table to join them, where it
+ * estimates `id = ANY(ids)` right and probes the primary key. Delivery outcomes arrive by the hundred, and one
  * long transaction holds back every reader of the log (DESIGN.md §3), so this keeps it short.
  */
 export async function applyChanges(tx: Transaction, events: StoredEvent[]) {
@@ -175,9 +178,9 @@ export async function applyChanges(tx: Transaction, events: StoredEvent[]) {
     lifecycle: Lifecycle;
     status: string;
     statuses: RecipientStatus[] | null;
-  }>(SET_EMAILS, [JSON.stringify([...emails.values()])]);
+  }>(SET_EMAILS, [JSON.stringify([...emails.values()]), [...emails.keys()]]);
   const moved = rows
     .map((r) => ({ id: r.id, status: rollUp(r.lifecycle, r.statuses ?? []), was: r.status }))
     .filter((r) => r.status !== r.was);
-  if (moved.length > 0) await tx.query(SET_STATUSES, [JSON.stringify(moved)]);
+  if (moved.length > 0) await tx.query(SET_STATUSES, [JSON.stringify(moved), moved.map((m) => m.id)]);
 }

@@ -57,7 +57,6 @@ export const applyBatch = (
       changed: options.changed ?? touches(projection, events),
       ...(options.live && { tryLock: lockKey(projection.name) }),
       asyncCommit: true,
-      keyedJoins: true,
     },
     events,
     async (t, fresh) => {

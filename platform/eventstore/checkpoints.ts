@@ -39,10 +39,6 @@ export class LockTaken extends Error {
  *
  * `tryLock`: an advisory lock to take first, in the same round trip; held elsewhere, it throws `LockTaken` and
  * nothing is applied. `asyncCommit`: the transaction's commit need not wait for the disk (derived data only).
- * `keyedJoins`: the batch's statements join their rows (JSON) to tables by key, so they run as nested loops over
- * the tables' indexes. PostgreSQL guesses 100 rows for a JSON parameter's records and would otherwise hash-join
- * them against a whole table it deems small, a sequential scan per batch that grows with the table (tens of
- * thousands of emails).
  */
 export async function applyCheckpointed(
   tx: Transaction,
@@ -53,7 +49,6 @@ export async function applyCheckpointed(
     changed?: boolean;
     tryLock?: number;
     asyncCommit?: boolean;
-    keyedJoins?: boolean;
   },
   events: StoredEvent[],
   handle: (tx: Transaction, events: StoredEvent[]) => Promise<void>,
@@ -66,7 +61,6 @@ export async function applyCheckpointed(
   const { rows } = await tx.query<{ locked: boolean; position: string | null }>(
     `SELECT l.locked, CASE WHEN l.locked THEN (SELECT position FROM ${table} WHERE name = ${literal(name)} FOR UPDATE) END AS position
        ${checkpoint.asyncCommit ? `, set_config('synchronous_commit', 'off', true)` : ''}
-       ${checkpoint.keyedJoins ? `, set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)` : ''}
      FROM (SELECT ${lock} AS locked) l`,
   );
   if (!rows[0].locked) throw new LockTaken(name);
