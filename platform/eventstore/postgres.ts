@@ -489,7 +489,7 @@ export class PostgresEventStore implements EventStore {
       while (!stopped) {
         try {
           await this.#listening();
-          const seen = this.#appends;
+          let seen = this.#appends;
           if (typeof options.from === 'function') position = await options.from();
           const events = await this.readAll({ from: position, limit: batchSize });
           if (events.length > 0) {
@@ -499,10 +499,17 @@ export class PostgresEventStore implements EventStore {
             heldBack = 0;
           } else if (heldBack > 0) heldBack = this.#announced > position ? heldBack + 1 : 0;
           settle();
-          if (events.length < batchSize && !stopped) {
+          while (events.length < batchSize && !stopped) {
             const wait = heldBack > 0 ? Math.min(2 ** heldBack, this.pollMs) : this.pollMs;
             const notified = await this.#waitForAppend(wait, seen);
+            // Told only of appends already read (a wake-up, then the NOTIFY of the same appends): nothing to
+            // read, wait on.
+            if (notified && heldBack === 0 && this.#announced <= position && !stopped) {
+              seen = this.#appends;
+              continue;
+            }
             if (notified && heldBack === 0) heldBack = 1;
+            break;
           }
         } catch {
           if (stopped) break;
