@@ -1,30 +1,6 @@
 import type { Migration } from '../../platform/db/migrations.ts';
 import { RECORD_SUCCESSES_FUNCTION } from './successes.ts';
 
-/** Successes as webhook-process-003 recorded them (replaced by 004; kept as applied then). */
-const LEGACY_RECORD_SUCCESSES_FUNCTION = `
-CREATE OR REPLACE FUNCTION webhook_record_successes(successes json) RETURNS void LANGUAGE plpgsql AS $fn$
-BEGIN
-WITH r AS (
-  SELECT * FROM json_to_recordset(successes)
-    AS r(id text, webhook text, token text, attempt int, at timestamptz, status int, latency int, excerpt text)
-), d AS (
-  UPDATE webhook_deliveries w SET status = 'succeeded', attempts = r.attempt, claim_token = NULL,
-    last_response_status = r.status, last_error = NULL, updated_at = r.at, completed_at = r.at,
-    first_latency_ms = CASE WHEN r.attempt = 1 THEN r.latency END,
-    first_response_excerpt = CASE WHEN r.attempt = 1 THEN r.excerpt END
-  FROM r WHERE w.webhook_id = r.webhook AND w.id = r.id AND w.claim_token = r.token
-  RETURNING w.webhook_id, w.id, r.at
-), a AS (
-  INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
-  SELECT id, attempt, at, status, latency, excerpt FROM r
-  WHERE attempt > 1 OR NOT EXISTS (SELECT FROM d WHERE d.webhook_id = r.webhook AND d.id = r.id)
-)
-UPDATE webhook_endpoints e SET consecutive_failures = 0, exhausted_streak = 0, last_success_at = s.at
-FROM (SELECT webhook_id, max(at) AS at FROM d GROUP BY webhook_id) s
-WHERE e.webhook_id = s.webhook_id
-  AND (e.consecutive_failures > 0 OR e.exhausted_streak > 0 OR e.last_success_at IS NULL OR e.last_success_at < s.at); END $fn$`;
-
 /**
  * State of the webhook process manager. It is derived from the log in order (fan-out checkpoint) and from
  * delivery attempts, so it is never rebuilt: replaying it would resend webhooks.
@@ -126,8 +102,7 @@ DROP INDEX IF EXISTS webhook_attempts_delivery;`,
     // Delivery ids are now derived from (webhook, source event) (delivery-ids.ts): the primary key keeps one
     // delivery per pair, and the unique index on (webhook_id, source_key), one more entry per insert and update,
     // goes. Deliveries recorded before keep their random ids; a replay finds them here, to resend them under those.
-    // A first attempt that succeeds is kept in the delivery row, not in an attempt row of its own; successes are
-    // recorded by a function (successes.ts).
+    // A first attempt that succeeds is kept in the delivery row, not in an attempt row of its own.
     id: 'webhook-process-003',
     sql: `
 CREATE TABLE IF NOT EXISTS webhook_legacy_delivery_ids (
@@ -140,17 +115,18 @@ INSERT INTO webhook_legacy_delivery_ids (webhook_id, source_key, id)
   SELECT webhook_id, source_key, id FROM webhook_deliveries ON CONFLICT DO NOTHING;
 ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_webhook_id_source_key_key;
 ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS first_latency_ms integer;
-ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS first_response_excerpt text;
-${LEGACY_RECORD_SUCCESSES_FUNCTION}`,
+ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS first_response_excerpt text;`,
   },
   {
     // Deliveries the fan-out hands to the dispatcher of its process are written once, with their outcome
     // (fan-out-checkpoint.ts): the checkpoint moves past an event only once every such delivery of it is
     // recorded, a lease on the checkpoint row keeps other fan-outs off meanwhile, and `sent_up_to` tells how far
-    // deliveries may have been sent, to look those up before sending again after a restart. Successes are now
-    // recorded by a function that also inserts the rows of deliveries written for the first time.
+    // deliveries may have been sent, to look those up before sending again after a restart. Successes are
+    // recorded by a function (successes.ts) that also inserts the rows of deliveries written for the first time;
+    // databases that applied 003 before this change have its one-parameter predecessor, dropped here.
     id: 'webhook-process-004',
     sql: `
+DROP FUNCTION IF EXISTS webhook_record_successes(json);
 ALTER TABLE webhook_fanout_checkpoints ADD COLUMN IF NOT EXISTS sent_up_to text NOT NULL DEFAULT '';
 ALTER TABLE webhook_fanout_checkpoints ADD COLUMN IF NOT EXISTS owner text;
 ALTER TABLE webhook_fanout_checkpoints ADD COLUMN IF NOT EXISTS owner_until timestamptz;

@@ -47,11 +47,19 @@ describe('webhook process schema, upgraded', () => {
 
   it('keeps the checkpoint of a database upgraded to deliveries written with their outcome, as sent up to there', async () => {
     await db.query(`UPDATE webhook_fanout_checkpoints SET position = '00000000000000000042'`);
+    // As 003 left databases upgraded before 004 came: with the one-parameter success function.
+    await db.query(
+      `CREATE FUNCTION webhook_record_successes(successes json) RETURNS void LANGUAGE sql AS 'SELECT'`,
+    );
     await migrate(db, webhookProcessMigrations);
     const { rows } = await db.query('SELECT position, sent_up_to, owner FROM webhook_fanout_checkpoints');
     expect(rows).toEqual([
       { position: '00000000000000000042', sent_up_to: '00000000000000000042', owner: null },
     ]);
+    const { rows: functions } = await db.query(
+      `SELECT pg_get_function_identity_arguments(oid) AS args FROM pg_proc WHERE proname = 'webhook_record_successes'`,
+    );
+    expect(functions).toEqual([{ args: 'successes json, bodies text' }]);
     // Successes of deliveries with a row and of deliveries without one, by the function that replaced 003's.
     await db.query(
       `UPDATE webhook_deliveries SET status = 'pending', claim_token = 'tok' WHERE id = 'whl_01legacy0000000000000001'`,
