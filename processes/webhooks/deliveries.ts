@@ -73,31 +73,29 @@ const rowsFrom = (bodies: string) => `ROWS FROM (
     unnest(string_to_array(${bodies}, chr(30)))
   ) AS r(id, "webhookId", "orgId", mode, "sourceKey", "eventType", body)`;
 
-/**
- * The INSERT of deliveries from `rowParams` ($1 and `bodies`; $2 is now), due at once, of the rows that pass
- * `where`, returning the ids written.
- */
-export const insertDeliveries = (bodies: string, where = 'true') => `
+/** The rows of `rowParams` ($1 and `bodies`; $2 is now) as new deliveries, due at once. */
+const newRows = (bodies: string) => `
 INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
   next_attempt_at, created_at, updated_at)
 SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
-FROM ${rowsFrom(bodies)}
+FROM ${rowsFrom(bodies)}`;
+
+/**
+ * A delivery's columns set back to pending, with a fresh round of attempts due at `due` (a retry request, a
+ * replay); its first attempt, if kept in the row, must be moved to webhook_attempts first (moveFirstAttempts).
+ */
+export const resetColumns = (due: string) => `status = 'pending', attempts = 0, next_attempt_at = ${due},
+  claim_token = NULL, completed_at = NULL, updated_at = ${due}, first_latency_ms = NULL, first_response_excerpt = NULL`;
+
+/** The INSERT of deliveries from `rowParams` (see newRows), of the rows that pass `where`, returning the ids written. */
+export const insertDeliveries = (bodies: string, where = 'true') => `${newRows(bodies)}
 WHERE ${where}
 ON CONFLICT (webhook_id, id) DO NOTHING
 RETURNING id`;
 
-/**
- * A replay's upsert: a finished delivery goes back to pending with a fresh round of attempts (its first attempt,
- * if kept in the row, moved to webhook_attempts just before: successes.ts).
- */
-const RESET_SQL = `
-INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
-  next_attempt_at, created_at, updated_at)
-SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
-FROM ${rowsFrom('$3')}
-ON CONFLICT (webhook_id, id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
-  claim_token = NULL, completed_at = NULL, updated_at = EXCLUDED.updated_at, first_latency_ms = NULL,
-  first_response_excerpt = NULL
+/** A replay's upsert: a finished delivery goes back to pending with a fresh round of attempts. */
+const RESET_SQL = `${newRows('$3')}
+ON CONFLICT (webhook_id, id) DO UPDATE SET ${resetColumns('EXCLUDED.next_attempt_at')}
 WHERE webhook_deliveries.status <> 'pending'
 RETURNING id`;
 

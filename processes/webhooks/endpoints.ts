@@ -2,6 +2,7 @@ import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
 import type { WebhookEvent } from '../../write-side/webhooks/events.ts';
+import { resetColumns } from './deliveries.ts';
 import { moveFirstAttempts } from './successes.ts';
 
 /** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */
@@ -145,9 +146,7 @@ export class EndpointSet {
         const d = e.data;
         await moveFirstAttempts(tx, d.webhookId, [d.deliveryId]);
         await tx.query(
-          `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3, claim_token = NULL,
-             completed_at = NULL, updated_at = $3, first_latency_ms = NULL, first_response_excerpt = NULL
-           WHERE id = $1 AND webhook_id = $2`,
+          `UPDATE webhook_deliveries SET ${resetColumns('$3')} WHERE id = $1 AND webhook_id = $2`,
           [d.deliveryId, d.webhookId, d.requestedAt],
         );
         return;
