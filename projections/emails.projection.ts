@@ -75,12 +75,13 @@ function emailRow(event: StoredEvent) {
   };
 }
 
-const insertEmails = (tx: Transaction, events: StoredEvent[]) =>
-  tx.query(INSERT_EMAILS, [JSON.stringify(events.map(emailRow))]);
+const rowsOf = (events: StoredEvent[]) => JSON.stringify(events.map(emailRow));
+
+const insertEmails = (tx: Transaction, events: StoredEvent[]) => tx.query(INSERT_EMAILS, [rowsOf(events)]);
 
 /** The same, as a statement without parameters, for the batch's COMMIT to carry (one round trip fewer). */
 const insertEmailsAtCommit = (tx: Transaction, events: StoredEvent[]) =>
-  tx.atCommit(INSERT_EMAILS.replace('$1::json', `${literal(JSON.stringify(events.map(emailRow)))}::json`));
+  tx.atCommit(INSERT_EMAILS.replace('$1::json', `${literal(rowsOf(events))}::json`));
 
 /** Emails with their recipients' outcomes, their attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
 export const emailsProjection: Projection = {
