@@ -10,20 +10,21 @@ import type { Projection } from './projection.ts';
  * New emails with their recipients and attachments, and the months' usage, in one statement: this runs on the
  * path every send waits for, and a batch of the log usually holds many EmailQueued (one round trip for all).
  * Emails already there are left alone, and counted once; so only fresh emails (`n`) get attachment rows.
+ * Tags come as an array literal: PostgreSQL reads a JSON array into text[] several times slower.
  */
 const INSERT_EMAILS = `
 WITH x AS (
   SELECT * FROM json_to_recordset($1::json) AS x(id text, org_id text, mode text, status text, from_address text,
-    to_addresses jsonb, cc_addresses jsonb, bcc_addresses jsonb, reply_to jsonb, subject text, html text,
-    text_body text, headers jsonb, tags text[], domain_id text, domain_name text, template_id text,
-    template_version_id text, suppressed_recipients jsonb, send_at timestamptz, created_at timestamptz,
+    to_addresses json, cc_addresses json, bcc_addresses json, reply_to json, subject text, html text,
+    text_body text, headers json, tags text, domain_id text, domain_name text, template_id text,
+    template_version_id text, suppressed_recipients json, send_at timestamptz, created_at timestamptz,
     last_event text, last_event_at timestamptz, recipients jsonb, attachments jsonb, month text)
 ), e AS (
   INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
     reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
     suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients)
   SELECT id, org_id, mode, status, status, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
-    subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
+    subject, html, text_body, headers, tags::text[], domain_id, domain_name, template_id, template_version_id,
     suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients
   FROM x
   ON CONFLICT (id) DO NOTHING RETURNING id
@@ -37,6 +38,10 @@ WITH x AS (
 INSERT INTO email_usage (org_id, mode, month, emails)
 SELECT org_id, mode, month, count(*) FROM n GROUP BY org_id, mode, month
 ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + excluded.emails`;
+
+/** A text[] literal: every element quoted, backslashes and quotes escaped. */
+const textArray = (values: string[]) =>
+  `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
 type NewEmail = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>;
 const isNewEmail = (e: StoredEvent) => e.type === 'EmailQueued' || e.type === 'EmailScheduled';
@@ -58,7 +63,7 @@ function emailRow(event: StoredEvent) {
     html: d.html,
     text_body: d.text,
     headers: d.headers,
-    tags: d.tags,
+    tags: textArray(d.tags),
     domain_id: d.domainId,
     domain_name: d.domainName,
     template_id: d.templateId ?? null,

@@ -52,3 +52,46 @@ it('emails-003 moves each recipient row into its email, so an existing email rea
     await dispose();
   }
 });
+
+it('emails-004 turns the columns read back whole into json, so an existing email reads as before', async () => {
+  const { db, dispose } = await openTestDatabase('postgres');
+  try {
+    const upTo = migrations.findIndex((m) => m.id === 'emails-004');
+    expect(upTo).toBeGreaterThan(0);
+    await migrate(db, migrations.slice(0, upTo));
+    await db.exec(`
+      INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses,
+        bcc_addresses, reply_to, subject, headers, tags, domain_name, suppressed_recipients, created_at,
+        last_event, last_event_at, recipients)
+      VALUES ('em_1', 'org_1', 'live', 'queued', 'queued', 'a@acme.test', '["b@rcpt.test"]', '["c@rcpt.test"]',
+        '["d@rcpt.test"]', '["Reply <r@acme.test>"]', 'Hi', '{"X-A": "1"}', '{t1}', 'acme.test',
+        '["s@rcpt.test"]', '2026-11-01T10:00:00Z', 'EmailQueued', '2026-11-01T10:00:00Z', '[]')`);
+    const before = await getEmail(db, { orgId: 'org_1', mode: 'live' }, 'em_1');
+    await migrate(db, migrations);
+    const types = await db.query<{ column_name: string; data_type: string }>(
+      `SELECT column_name, data_type FROM information_schema.columns
+       WHERE table_name = 'emails' AND column_name IN ('to_addresses', 'cc_addresses', 'bcc_addresses', 'reply_to',
+         'headers', 'suppressed_recipients', 'recipients') ORDER BY column_name`,
+    );
+    expect(types.rows.map((r) => `${r.column_name} ${r.data_type}`)).toEqual([
+      'bcc_addresses json',
+      'cc_addresses json',
+      'headers json',
+      'recipients jsonb',
+      'reply_to json',
+      'suppressed_recipients json',
+      'to_addresses json',
+    ]);
+    const after = await getEmail(db, { orgId: 'org_1', mode: 'live' }, 'em_1');
+    expect(after).toEqual(before);
+    expect(after).toMatchObject({
+      to: ['b@rcpt.test'],
+      cc: ['c@rcpt.test'],
+      bcc: ['d@rcpt.test'],
+      reply_to: ['Reply <r@acme.test>'],
+      headers: { 'X-A': '1' },
+    });
+  } finally {
+    await dispose();
+  }
+});

@@ -68,7 +68,16 @@ const history: StoredEvent[] = [
     }),
   ),
   event('EmailSendingStarted', { emailId: 'em_1', startedAt: '2026-11-22T10:00:01.000Z' }),
-  event('EmailQueued', content('em_4', { templateId: 'tpl_1', templateVersionId: 'tv_1' })),
+  // Tags that an array literal must quote, and headers whose order is kept.
+  event(
+    'EmailQueued',
+    content('em_4', {
+      templateId: 'tpl_1',
+      templateVersionId: 'tv_1',
+      tags: ['a', 'quo"te', 'back\\slash', 'com,ma {x}', 'NULL', ''],
+      headers: { 'X-Zeta': '1', 'X-Alpha': '2' },
+    }),
+  ),
   event('EmailQueued', content('em_1')), // a replay: no second row, not counted twice
   event('EmailCanceled', { emailId: 'em_3', canceledAt: '2026-11-22T10:00:02.000Z' }),
   event('EmailQueued', content('em_5')),
@@ -167,11 +176,13 @@ describe('projections with applyBatch', () => {
         { month: '2026-11', emails: 5 },
       ]);
       const em4 = await db.query(
-        'SELECT tags, html, cc_addresses, template_id, status FROM emails WHERE id = $1',
+        'SELECT tags, headers, html, cc_addresses, template_id, status FROM emails WHERE id = $1',
         ['em_4'],
       );
+      expect(Object.keys(em4.rows[0].headers)).toEqual(['X-Zeta', 'X-Alpha']);
       expect(em4.rows[0]).toEqual({
-        tags: ['a', 'b_c'],
+        tags: ['a', 'quo"te', 'back\\slash', 'com,ma {x}', 'NULL', ''],
+        headers: { 'X-Zeta': '1', 'X-Alpha': '2' },
         html: '<p>Hi "there" \\ é</p>',
         cc_addresses: ['Carl <cc@rcpt.test>'],
         template_id: 'tpl_1',
