@@ -4,12 +4,18 @@ import { migrate } from '../../platform/db/migrations.ts';
 import { getEmail } from '../../read-side/emails/queries.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
+/** A fresh database with the migrations before `id` applied. */
+async function migratedBefore(id: string) {
+  const opened = await openTestDatabase('postgres');
+  const upTo = migrations.findIndex((m) => m.id === id);
+  expect(upTo).toBeGreaterThan(0);
+  await migrate(opened.db, migrations.slice(0, upTo));
+  return opened;
+}
+
 it('emails-003 moves each recipient row into its email, so an existing email reads as before', async () => {
-  const { db, dispose } = await openTestDatabase('postgres');
+  const { db, dispose } = await migratedBefore('emails-003');
   try {
-    const upTo = migrations.findIndex((m) => m.id === 'emails-003');
-    expect(upTo).toBeGreaterThan(0);
-    await migrate(db, migrations.slice(0, upTo));
     await db.exec(`
       INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses,
         bcc_addresses, reply_to, subject, headers, tags, domain_name, suppressed_recipients, created_at,
@@ -54,11 +60,8 @@ it('emails-003 moves each recipient row into its email, so an existing email rea
 });
 
 it('emails-004 turns the columns read back whole into json, so an existing email reads as before', async () => {
-  const { db, dispose } = await openTestDatabase('postgres');
+  const { db, dispose } = await migratedBefore('emails-004');
   try {
-    const upTo = migrations.findIndex((m) => m.id === 'emails-004');
-    expect(upTo).toBeGreaterThan(0);
-    await migrate(db, migrations.slice(0, upTo));
     await db.exec(`
       INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses,
         bcc_addresses, reply_to, subject, headers, tags, domain_name, suppressed_recipients, created_at,
