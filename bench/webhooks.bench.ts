@@ -52,7 +52,10 @@ const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP_ROUNDS ?? 3);
 const RAW_WARM_UP_RUNS = 3;
 /** Measured rounds, each side's alternating with the other's. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-/** A pause after each side's warm-up: V8 compiles optimized code in background threads, starved on a busy machine. */
+/**
+ * A pause after the warm-ups (V8 compiles optimized code in background threads, starved on a busy machine) and
+ * before each measured run, the same for both sides.
+ */
 const compiled = () => new Promise((r) => setTimeout(r, 1000));
 
 const RECEIVER = `

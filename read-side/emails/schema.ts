@@ -100,7 +100,7 @@ DROP TABLE email_recipients`,
   },
   {
     // Columns only ever read back whole are json, not jsonb: the send path's insert parsed each of them into
-    // jsonb, about a quarter of its PostgreSQL time (json is only checked). json also keeps a header's order.
+    // jsonb, about a quarter of its PostgreSQL time (json is only checked). json also keeps the headers' order.
     id: 'emails-004',
     sql: `
 ALTER TABLE emails ALTER COLUMN to_addresses TYPE json, ALTER COLUMN cc_addresses TYPE json,
