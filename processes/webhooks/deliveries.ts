@@ -3,7 +3,6 @@ import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import { deliveryId } from './delivery-ids.ts';
 import type { Claimed } from './dispatcher.process.ts';
 import { envelope } from './public-events.v1.ts';
-import { moveFirstAttempts } from './successes.ts';
 
 /** Wakes dispatchers (in any process) when new work is recorded. */
 export const DELIVERIES_CHANNEL = 'postline_webhook_deliveries';
@@ -46,14 +45,17 @@ export function newDelivery(
   };
 }
 
-/** Between bodies in one parameter (see rowParams). */
-const BODY_SEPARATOR = '\u001e';
-
 /**
- * The rows as two parameters: the short fields as JSON (cheaper to build than pg's escaped arrays), the bodies
- * apart, joined by U+001E. Bodies are JSON text, in which that control character is always escaped, so it cannot
- * occur in one; PostgreSQL splits them far faster than it parses them as JSON (about half the cost of the rows).
+ * Bodies go to PostgreSQL as one parameter, joined by U+001E. Bodies are JSON text, in which that control
+ * character is always escaped, so it cannot occur in one; PostgreSQL splits them far faster than it parses them as
+ * JSON (about half the cost of the rows).
  */
+export const joinBodies = (bodies: string[]): string => bodies.join('\u001e');
+
+/** The bodies of `joinBodies` (the SQL expression `param`) as rows, in order. */
+export const splitBodies = (param: string): string => `unnest(string_to_array(${param}, chr(30)))`;
+
+/** The rows as two parameters: the short fields as JSON (cheaper to build than pg's escaped arrays), the bodies apart. */
 export function rowParams(rows: NewDelivery[]): [json: string, bodies: string] {
   const fields = rows.map((d) => ({
     id: d.id,
@@ -63,14 +65,14 @@ export function rowParams(rows: NewDelivery[]): [json: string, bodies: string] {
     sourceKey: d.sourceKey,
     eventType: d.eventType,
   }));
-  return [JSON.stringify(fields), rows.map((d) => d.body).join(BODY_SEPARATOR)];
+  return [JSON.stringify(fields), joinBodies(rows.map((d) => d.body))];
 }
 
 /** The rows of `rowParams`, from parameters $1 (fields) and `bodies`, zipped in order. */
 const rowsFrom = (bodies: string) => `ROWS FROM (
     json_to_recordset($1::json)
       AS (id text, "webhookId" text, "orgId" text, mode text, "sourceKey" text, "eventType" text),
-    unnest(string_to_array(${bodies}, chr(30)))
+    ${splitBodies(bodies)}
   ) AS r(id, "webhookId", "orgId", mode, "sourceKey", "eventType", body)`;
 
 /** The rows of `rowParams` ($1 and `bodies`; $2 is now) as new deliveries, due at once. */
@@ -79,6 +81,27 @@ INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_
   next_attempt_at, created_at, updated_at)
 SELECT r.id, r."webhookId", r."orgId", r.mode, r."sourceKey", r."eventType", r.body, 'pending', 0, $2, $2, $2
 FROM ${rowsFrom(bodies)}`;
+
+/**
+ * A first attempt that succeeds (nearly every delivery) is kept in the delivery row itself rather than in a
+ * webhook_attempts row of its own: its time and status are the row's completed_at and last_response_status, its
+ * latency and excerpt have columns of their own (first_latency_ms, first_response_excerpt). A row is read back
+ * that way by the delivery log (read-side/webhooks/queries.ts). Before a finished delivery is reset for another
+ * round (retry request, replay), in the same transaction, that attempt moves to webhook_attempts: the rows are
+ * locked first, so that a success landing meanwhile is moved too rather than cleared by the reset.
+ */
+export async function moveFirstAttempts(tx: Queryable, webhookId: string, ids: string[]): Promise<void> {
+  await tx.query(
+    `WITH old AS (
+       SELECT id, status, completed_at, last_response_status, first_latency_ms, first_response_excerpt
+       FROM webhook_deliveries WHERE webhook_id = $1 AND id = ANY($2) FOR UPDATE
+     )
+     INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
+     SELECT id, 1, completed_at, last_response_status, first_latency_ms, first_response_excerpt FROM old
+     WHERE first_latency_ms IS NOT NULL AND status <> 'pending'`,
+    [webhookId, ids],
+  );
+}
 
 /**
  * A delivery's columns set back to pending, with a fresh round of attempts due at `due` (a retry request, a

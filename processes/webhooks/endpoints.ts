@@ -2,8 +2,7 @@ import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
 import type { WebhookEvent } from '../../write-side/webhooks/events.ts';
-import { resetColumns } from './deliveries.ts';
-import { moveFirstAttempts } from './successes.ts';
+import { moveFirstAttempts, resetColumns } from './deliveries.ts';
 
 /** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */
 export interface Endpoint {

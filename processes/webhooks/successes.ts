@@ -1,33 +1,13 @@
-import type { Database, Queryable } from '../../platform/db/database.ts';
+import type { Database } from '../../platform/db/database.ts';
+import { joinBodies, splitBodies } from './deliveries.ts';
 import type { Claimed } from './dispatcher.process.ts';
-
-/**
- * A first attempt that succeeds (nearly every delivery) is kept in the delivery row itself rather than in a
- * webhook_attempts row of its own: its time and status are the row's completed_at and last_response_status, its
- * latency and excerpt have columns of their own (first_latency_ms, first_response_excerpt). A row is read back
- * that way by the delivery log (read-side/webhooks/queries.ts). Before a finished delivery is reset for another
- * round (retry request, replay), in the same transaction, that attempt moves to webhook_attempts: the rows are
- * locked first, so that a success landing meanwhile is moved too rather than cleared by the reset.
- */
-export async function moveFirstAttempts(tx: Queryable, webhookId: string, ids: string[]): Promise<void> {
-  await tx.query(
-    `WITH old AS (
-       SELECT id, status, completed_at, last_response_status, first_latency_ms, first_response_excerpt
-       FROM webhook_deliveries WHERE webhook_id = $1 AND id = ANY($2) FOR UPDATE
-     )
-     INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
-     SELECT id, 1, completed_at, last_response_status, first_latency_ms, first_response_excerpt FROM old
-     WHERE first_latency_ms IS NOT NULL AND status <> 'pending'`,
-    [webhookId, ids],
-  );
-}
 
 /**
  * Records successful attempts in batches, in one statement: the deliveries written for the first time (handed
  * over by the fan-out unwritten: their row is inserted now, as succeeded, body and all), the claimed ones (their
  * row updated, if still claimed by the same token), the attempts that are not first ones (or whose delivery was
  * reset or replayed while in flight) and the endpoints' health. The bodies come apart from the JSON, joined by
- * U+001E (see deliveries.ts, rowParams), empty for claimed deliveries; times as epoch milliseconds (cheaper to
+ * U+001E (see deliveries.ts, joinBodies), empty for claimed deliveries; times as epoch milliseconds (cheaper to
  * write than dates' text). It is the body of a PL/pgSQL function
  * (migration webhook-process-004; a change here needs a migration that replaces it): the function's plan is
  * prepared once per connection, where the statement sent as such was planned at every flush, about 1.2 ms of
@@ -42,7 +22,7 @@ WITH r AS (
   FROM ROWS FROM (
     json_to_recordset(successes) AS (id text, webhook text, token text, attempt int, at float8, status int,
       latency int, excerpt text, org text, mode text, source text, type text, created float8),
-    unnest(string_to_array(bodies, chr(30)))
+    ${splitBodies('bodies')}
   ) AS j(id, webhook, token, attempt, at, status, latency, excerpt, org, mode, source, type, created, body)
 ), d AS (
   UPDATE webhook_deliveries w SET status = 'succeeded', attempts = r.attempt, claim_token = NULL,
@@ -80,8 +60,6 @@ interface Success {
   excerpt: string | null;
 }
 
-/** Between bodies in the function's second parameter. */
-const BODY_SEPARATOR = '\u001e';
 /** A failed flush of deliveries without a row is tried again after this long: they exist nowhere else. */
 const RETRY_MS = 1000;
 
@@ -138,10 +116,7 @@ export class SuccessLog {
       return { ...success, org, mode, source: fresh.sourceKey, type, created: fresh.createdAt.getTime() };
     });
     this.#flushing = this.#db
-      .query('SELECT webhook_record_successes($1::json, $2)', [
-        JSON.stringify(rows),
-        bodies.join(BODY_SEPARATOR),
-      ])
+      .query('SELECT webhook_record_successes($1::json, $2)', [JSON.stringify(rows), joinBodies(bodies)])
       .then(
         () => {
           for (const { row } of batch) row.unwritten?.recorded();

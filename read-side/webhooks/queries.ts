@@ -112,7 +112,8 @@ interface AttemptView {
 
 /**
  * A first attempt that succeeded is kept in the delivery row rather than in webhook_attempts (see
- * processes/webhooks/successes.ts): its time and status are the row's completion time and last status.
+ * moveFirstAttempts in processes/webhooks/deliveries.ts): its time and status are the row's completion time and
+ * last status.
  */
 const firstAttemptOf = (d: any): AttemptView | null =>
   d.first_latency_ms === null
