@@ -4,7 +4,8 @@ const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastTime = 0;
 let lastRandom: number[] = [];
 
-function encodeTime(ms: number): string {
+/** The first 10 characters of a ULID body: the time in milliseconds. */
+export function encodeTime(ms: number): string {
   let out = '';
   for (let i = 0; i < 10; i++) {
     out = CROCKFORD[ms % 32] + out;

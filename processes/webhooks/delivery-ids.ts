@@ -1,21 +1,17 @@
 import { hash } from 'node:crypto';
+import { encodeTime } from '../../platform/ids.ts';
 
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastMs = Number.NaN;
 let lastTime = '';
 
-/** The first 10 characters of a ULID body: the time in milliseconds (events of one batch often share it). */
-function encodeTime(at: Date): string {
-  let ms = at.getTime();
-  if (ms === lastMs) return lastTime;
-  lastMs = ms;
-  let out = '';
-  for (let i = 0; i < 10; i++) {
-    out = CROCKFORD[ms % 32] + out;
-    ms = Math.floor(ms / 32);
+/** The time part of an id, kept for the next call: events of one batch often share their millisecond. */
+function timeOf(at: Date): string {
+  const ms = at.getTime();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastTime = encodeTime(ms);
   }
-  lastTime = out;
-  return out;
+  return lastTime;
 }
 
 /**
@@ -27,4 +23,4 @@ function encodeTime(at: Date): string {
  * which only need to tell apart one endpoint's deliveries of events of the same millisecond.
  */
 export const deliveryId = (webhookId: string, sourceKey: string, eventAt: Date): string =>
-  `whl_${encodeTime(eventAt)}${hash('sha256', `${webhookId}\n${sourceKey}`, 'hex').slice(0, 16)}`;
+  `whl_${timeOf(eventAt)}${hash('sha256', `${webhookId}\n${sourceKey}`, 'hex').slice(0, 16)}`;
