@@ -20,6 +20,10 @@ export interface NewDelivery {
   body: string;
 }
 
+/** A delivery's source: `<stream>@<revision>` of its event. */
+export const sourceKeyOf = (event: { streamId: string; revision: number }): string =>
+  `${event.streamId}@${event.revision}`;
+
 /**
  * A delivery of one event to one endpoint, its body frozen now so every attempt sends the same bytes. Its id is
  * derived from the endpoint and the event (delivery-ids.ts), unless one was given (a delivery recorded before
@@ -32,7 +36,7 @@ export function newDelivery(
   data: Record<string, unknown>,
   legacyId?: string,
 ): NewDelivery {
-  const sourceKey = `${source.streamId}@${source.revision}`;
+  const sourceKey = sourceKeyOf(source);
   const id = legacyId ?? deliveryId(endpoint.webhookId, sourceKey, source.createdAt);
   return {
     id,

@@ -1,7 +1,13 @@
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import { DELIVERIES_CHANNEL, deliveriesRecorded, newDelivery, resetDeliveries } from './deliveries.ts';
+import {
+  DELIVERIES_CHANNEL,
+  deliveriesRecorded,
+  newDelivery,
+  resetDeliveries,
+  sourceKeyOf,
+} from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
 import { PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';
 
@@ -54,7 +60,7 @@ export class WebhookReplays {
     if (events.length === 0) return new Map();
     const { rows } = await this.#services.db.query<{ source_key: string; id: string }>(
       'SELECT source_key, id FROM webhook_legacy_delivery_ids WHERE webhook_id = $1 AND source_key = ANY($2)',
-      [webhookId, events.map((e) => `${e.streamId}@${e.revision}`)],
+      [webhookId, events.map(sourceKeyOf)],
     );
     return new Map(rows.map((r) => [r.source_key, r.id]));
   }
@@ -91,7 +97,7 @@ export class WebhookReplays {
     const deliveries = matching.flatMap((e) => {
       const data = publicData(e, e.data.emailId ? this.#summaries.get(e.data.emailId) : null);
       const endpoint = { webhookId: replay.webhook_id, orgId: replay.org_id, mode: replay.mode };
-      const legacyId = legacy.get(`${e.streamId}@${e.revision}`);
+      const legacyId = legacy.get(sourceKeyOf(e));
       return data ? [newDelivery(endpoint, e, PUBLIC_TYPE_OF[e.type], data, legacyId)] : [];
     });
     const saved = await db.transaction(async (tx) => {
