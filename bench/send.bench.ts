@@ -8,7 +8,11 @@
  *   outbound MTA to a local SMTP sink (MX on a loopback DNS server); ceiling: nodemailer sending the same
  *   messages (DKIM-signed too) to the same sink with the same number of connections.
  *
- * Settings: BENCH_SECONDS per HTTP measurement (default 8), BENCH_DELIVERY (emails, default 2000),
+ * - Embedded: `npm start` as a process of its own with its process managers, on PGlite (no DATABASE_URL) and on
+ *   PostgreSQL: POST /v1/emails at 50 connections, resident memory once ready and under load (bench/embedded.ts).
+ *
+ * Settings: BENCH_PARTS (default `single,batch,delivery,embedded`: which measurements run),
+ * BENCH_SECONDS per HTTP measurement (default 8), BENCH_DELIVERY (emails, default 2000),
  * BENCH_REDIS_URL (rate-limit counters, default redis://127.0.0.1:6379 as the tests; empty: PostgreSQL counters,
  * whose one row per organization serialises the requests), TEST_DATABASE_ADMIN_URL (as the tests).
  */
@@ -27,9 +31,10 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
 import { publishDomainRecords } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
-import { createOrganization } from '../write-side/organizations/commands.ts';
+import { createOrganization } from '../write-side/organizations/organization.commands.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
+import { measureEmbedded } from './embedded.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 /** Each HTTP measurement alternates baseline and Postline this many times, SECONDS / ROUNDS each. */
@@ -40,6 +45,7 @@ const MTA_CONNECTIONS = 5;
 const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`;
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'single,batch,delivery,embedded').split(','));
 
 const autocannon = (await import('autocannon' as string)).default as (
   o: Record<string, unknown>,
@@ -149,7 +155,8 @@ async function startBaseline(url: string) {
   };
 }
 
-async function main() {
+/** Single sends, batches and delivery: Postline in this process on a fresh PostgreSQL database. */
+async function inProcess(results: string[]) {
   const { url, drop } = await createTestDatabaseUrl();
   const dataDir = mkdtempSync(join(tmpdir(), 'postline-bench-send-'));
   const dns = await startDnsServer();
@@ -171,10 +178,9 @@ async function main() {
     POSTLINE_TRACKING_HOST: 'track.postline.test',
     REDIS_URL,
   });
-  const postline = await startPostline(config, { processes: false, log: createLogger('warn') });
+  const postline = await startPostline(config, { processes: false, smtp: false, log: createLogger('warn') });
   const baseline = await startBaseline(url);
   const meter = cpuMeter(url);
-  const results: string[] = [];
   try {
     const org = await createOrganization(postline.services, { name: 'Bench', plan: 'business' });
     await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
@@ -198,35 +204,40 @@ async function main() {
     // 1. Single sends (test key: accepted, never delivered here) vs the baseline.
     const base = { url: baseline.url, key: null };
     const single = { url: `${api}/emails`, key: org.testKey };
-    await load(meter, single, email('warmup@rcpt.test'), CONNECTIONS, SECONDS); // warm-up (JIT, pools)
-    const s = await compare(meter, base, single, email('a@rcpt.test'), CONNECTIONS);
-    results.push(
-      `POST /v1/emails, ${CONNECTIONS} connections: ${s.postline.rps.toFixed(0)} emails/s, p50 ${s.postline.p50} ms, p99 ${s.postline.p99} ms` +
-        ` (non-2xx ${s.postline.errors}); baseline ${s.base.rps.toFixed(0)} req/s, p50 ${s.base.p50} ms, p99 ${s.base.p99} ms -> ${pct(s.postline.rps, s.base.rps)} of baseline (rounds ${s.rounds}); CPU per email ${cpuText(s.postline.cpu)}, baseline ${cpuText(s.base.cpu)}`,
-    );
+    if (PARTS.has('single')) {
+      await load(meter, single, email('warmup@rcpt.test'), CONNECTIONS, SECONDS); // warm-up (JIT, pools)
+      const s = await compare(meter, base, single, email('a@rcpt.test'), CONNECTIONS);
+      results.push(
+        `POST /v1/emails, ${CONNECTIONS} connections: ${s.postline.rps.toFixed(0)} emails/s, p50 ${s.postline.p50} ms, p99 ${s.postline.p99} ms` +
+          ` (non-2xx ${s.postline.errors}); baseline ${s.base.rps.toFixed(0)} req/s, p50 ${s.base.p50} ms, p99 ${s.base.p99} ms -> ${pct(s.postline.rps, s.base.rps)} of baseline (rounds ${s.rounds}); CPU per email ${cpuText(s.postline.cpu)}, baseline ${cpuText(s.base.cpu)}`,
+      );
+    }
 
     // 2. Batches of 100.
-    const batch = Array.from({ length: 100 }, (_, i) => email(`b${i}@rcpt.test`));
-    const b = await compare(meter, base, { url: `${api}/emails/batch`, key: org.testKey }, batch, 10, 100);
-    results.push(
-      `POST /v1/emails/batch (100 per request), 10 connections: ${(b.postline.rps * 100).toFixed(0)} emails/s, p50 ${b.postline.p50} ms, p99 ${b.postline.p99} ms` +
-        `; baseline (one INSERT of the whole body per request) ${b.base.rps.toFixed(0)} req/s; CPU per email ${cpuText(b.postline.cpu)}, baseline ${cpuText(b.base.cpu)}`,
-    );
+    if (PARTS.has('batch')) {
+      const batch = Array.from({ length: 100 }, (_, i) => email(`b${i}@rcpt.test`));
+      const b = await compare(meter, base, { url: `${api}/emails/batch`, key: org.testKey }, batch, 10, 100);
+      results.push(
+        `POST /v1/emails/batch (100 per request), 10 connections: ${(b.postline.rps * 100).toFixed(0)} emails/s, p50 ${b.postline.p50} ms, p99 ${b.postline.p99} ms` +
+          `; baseline (one INSERT of the whole body per request) ${b.base.rps.toFixed(0)} req/s; CPU per email ${cpuText(b.postline.cpu)}, baseline ${cpuText(b.base.cpu)}`,
+      );
+    }
 
     // 3. Delivery: live emails, accepted first, then delivered by the process manager through the MTA.
-    results.push(
-      await measureDelivery({
-        postline,
-        sink,
-        post,
-        liveKey: org.liveKey,
-        domainId: domain.id,
-        count: DELIVERY,
-        connections: MTA_CONNECTIONS,
-        email,
-        meter,
-      }),
-    );
+    if (PARTS.has('delivery'))
+      results.push(
+        await measureDelivery({
+          postline,
+          sink,
+          post,
+          liveKey: org.liveKey,
+          domainId: domain.id,
+          count: DELIVERY,
+          connections: MTA_CONNECTIONS,
+          email,
+          meter,
+        }),
+      );
   } finally {
     await baseline.close();
     await postline.close();
@@ -235,9 +246,23 @@ async function main() {
     rmSync(dataDir, { recursive: true, force: true });
     await drop();
   }
+}
+
+async function main() {
+  const results: string[] = [];
+  if (['single', 'batch', 'delivery'].some((p) => PARTS.has(p))) await inProcess(results);
+  if (PARTS.has('embedded'))
+    results.push(
+      ...(await measureEmbedded({
+        seconds: SECONDS,
+        rounds: ROUNDS,
+        body: email('a@rcpt.test'),
+        autocannon,
+      })),
+    );
   const header =
     `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, load average ${os.loadavg()[0].toFixed(1)}, Node ${process.version}, ` +
-    `${new Date().toISOString().slice(0, 10)}; rate-limit counters in ${REDIS_URL ? 'Redis' : 'PostgreSQL'}`;
+    `${new Date().toISOString().slice(0, 10)}; rate-limit counters in ${REDIS_URL ? 'Redis' : 'PostgreSQL'} (the npm start runs: none configured, so in memory on PGlite, in PostgreSQL on PostgreSQL)`;
   process.stdout.write(`${header}\n${results.map((r) => `- ${r}`).join('\n')}\n`);
 }
 

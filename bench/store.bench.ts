@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { connectPostgres, type Database, openPGlite } from '../platform/db/database.ts';
-import { PostgresEventStore } from '../platform/eventstore/postgres.ts';
+import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import { START } from '../platform/eventstore/types.ts';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 

@@ -5,24 +5,26 @@ import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
 import { AppError } from '../platform/errors.ts';
+import { checkpointMigrations } from '../platform/eventstore/checkpoints.ts';
+import { parkedEventsMigrations } from '../platform/eventstore/parked-events.ts';
 import {
   MemoryRateLimiter,
   PostgresRateLimiter,
   type RateLimiter,
   RedisRateLimiter,
+  rateLimitMigrations,
 } from '../platform/http/rate-limit.ts';
 import type { ApiRouter } from '../platform/http/router.ts';
 import type { Services } from '../platform/services.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
-import { processCheckpointsMigrations } from '../processes/log-consumer.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
 import { SchedulerProcess, schedulerMigrations } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
-import { webhookProcessMigrations } from '../processes/webhooks/schema.ts';
+import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
@@ -30,38 +32,40 @@ import type { Projection } from '../projections/projection.ts';
 import { suppressionsProjection } from '../projections/suppressions.projection.ts';
 import { templatesProjection } from '../projections/templates.projection.ts';
 import { webhooksProjection } from '../projections/webhooks.projection.ts';
-import { apiKeyQueryRoutes } from '../read-side/api-keys/routes.ts';
-import { apiKeysMigrations } from '../read-side/api-keys/schema.ts';
-import { findDomainById } from '../read-side/domains/queries.ts';
-import { domainQueryRoutes } from '../read-side/domains/routes.ts';
-import { domainsMigrations } from '../read-side/domains/schema.ts';
-import { emailQueryRoutes } from '../read-side/emails/routes.ts';
-import { emailsMigrations } from '../read-side/emails/schema.ts';
-import { suppressionQueryRoutes } from '../read-side/suppressions/routes.ts';
-import { suppressionsMigrations } from '../read-side/suppressions/schema.ts';
-import { templateQueryRoutes } from '../read-side/templates/routes.ts';
-import { templatesMigrations } from '../read-side/templates/schema.ts';
-import { webhookQueryRoutes } from '../read-side/webhooks/routes.ts';
-import { webhooksMigrations } from '../read-side/webhooks/schema.ts';
-import { apiKeyCommandRoutes } from '../write-side/api-keys/routes.ts';
-import { domainCommandRoutes } from '../write-side/domains/routes.ts';
-import { emailCommandRoutes } from '../write-side/emails/routes.ts';
-import { mountTracking } from '../write-side/emails/tracking-routes.ts';
-import { suppressionCommandRoutes } from '../write-side/suppressions/routes.ts';
-import { templateCommandRoutes } from '../write-side/templates/routes.ts';
-import { webhookCommandRoutes } from '../write-side/webhooks/routes.ts';
+import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
+import { apiKeysMigrations } from '../read-side/api-keys/api-keys.schema.ts';
+import { findDomainById } from '../read-side/domains/domains.queries.ts';
+import { domainQueryRoutes } from '../read-side/domains/domains.routes.ts';
+import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
+import { emailQueryRoutes } from '../read-side/emails/emails.routes.ts';
+import { emailsMigrations } from '../read-side/emails/emails.schema.ts';
+import { suppressionQueryRoutes } from '../read-side/suppressions/suppressions.routes.ts';
+import { suppressionsMigrations } from '../read-side/suppressions/suppressions.schema.ts';
+import { templateQueryRoutes } from '../read-side/templates/templates.routes.ts';
+import { templatesMigrations } from '../read-side/templates/templates.schema.ts';
+import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
+import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
+import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
+import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
+import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
+import { mountTracking } from '../write-side/emails/tracking.routes.ts';
+import { suppressionCommandRoutes } from '../write-side/suppressions/suppression.routes.ts';
+import { templateCommandRoutes } from '../write-side/templates/template.routes.ts';
+import { webhookCommandRoutes } from '../write-side/webhooks/webhook.routes.ts';
 
 /**
  * The composition root's lists: every read-model migration, projection, route set and background process.
  * A new resource adds its lines here and nowhere else in bin/.
  */
 export const migrations: Migration[] = [
+  ...checkpointMigrations,
+  ...parkedEventsMigrations,
+  ...rateLimitMigrations,
   ...apiKeysMigrations,
   ...domainsMigrations,
   ...templatesMigrations,
   ...suppressionsMigrations,
   ...emailsMigrations,
-  ...processCheckpointsMigrations,
   ...schedulerMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
@@ -80,7 +84,7 @@ export const projections: Projection[] = [
 
 export function registerRoutes(api: ApiRouter, services: Services): void {
   apiKeyCommandRoutes(api, services, async (auth, domainId) => {
-    if (!(await findDomainById(services.db, auth.orgId, auth.mode, domainId))) {
+    if (!(await findDomainById(services.db, auth, domainId))) {
       throw new AppError('validation_error', `\`domain_id\`: domain ${domainId} not found`);
     }
   });

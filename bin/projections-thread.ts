@@ -12,8 +12,14 @@ type FromRunner =
   | { type: 'checkpoint'; name: string; position: string }
   | { type: 'done'; id: number };
 
-/** A thread that died is started again after this long. */
+/**
+ * A thread that died is started again after this long, doubled for each death in a row (up to the last) while
+ * the threads live shorter than STABLE_MS: a thread that cannot run yet (its database away) is not started in a
+ * tight loop.
+ */
 const RESTART_DELAY_MS = 1000;
+const RESTART_DELAY_MAX_MS = 30_000;
+const STABLE_MS = 10_000;
 
 /** The thread's name, as the OS shows it (at most 15 characters). */
 export const RUNNER_THREAD_NAME = 'projections';
@@ -40,6 +46,8 @@ export class ThreadedProjectionRunner {
   #running = false;
   #stopping = false;
   #wakeSent = false;
+  /** Deaths in a row of threads that lived shorter than STABLE_MS. */
+  #restarts = 0;
 
   constructor(projections: Projection[], options: { databaseUrl: string; pollMs: number; log: Logger }) {
     this.projections = projections;
@@ -61,6 +69,7 @@ export class ThreadedProjectionRunner {
       name: RUNNER_THREAD_NAME,
     });
     this.#worker = worker;
+    const spawnedAt = Date.now();
     const started = new Promise<void>((resolve, reject) => {
       worker.on('message', (m: FromRunner) => {
         if (m.type === 'checkpoint') {
@@ -82,10 +91,13 @@ export class ThreadedProjectionRunner {
       this.#running = false;
       for (const id of [...this.#calls.keys()]) this.#answer(id);
       // A thread that died on its own is started again: the runner resumes from its checkpoints.
-      if (!this.#stopping && this.#worker === worker)
+      if (!this.#stopping && this.#worker === worker) {
+        this.#restarts = Date.now() - spawnedAt >= STABLE_MS ? 0 : this.#restarts + 1;
+        const delay = Math.min(RESTART_DELAY_MAX_MS, RESTART_DELAY_MS * 2 ** Math.max(0, this.#restarts - 1));
         setTimeout(() => {
           if (!this.#stopping && this.#worker === worker) this.#spawn().catch(() => {});
-        }, RESTART_DELAY_MS).unref();
+        }, delay).unref();
+      }
     });
     return started;
   }

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
@@ -7,20 +6,22 @@ import type { Config } from '../platform/config.ts';
 import { SecretBox, sha256Hex } from '../platform/crypto.ts';
 import { type Database, openDatabase } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
-import { PostgresEventStore } from '../platform/eventstore/postgres.ts';
+import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
+import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
 import { createHttpApp } from '../platform/http/app.ts';
-import { RATE_LIMIT_SCHEMA } from '../platform/http/rate-limit.ts';
+import type { Authenticate } from '../platform/http/auth-context.ts';
 import { ApiRouter } from '../platform/http/router.ts';
+import { listenHttp } from '../platform/http/server.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
-import { CHECKPOINTS_SCHEMA } from '../projections/projection.ts';
 import { ReadModelCache } from '../projections/read-model-cache.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
-import { authenticateKey } from '../read-side/api-keys/queries.ts';
+import { authenticateKey } from '../read-side/api-keys/api-keys.queries.ts';
+import { type SmtpListeners, startSmtp } from '../smtp/listeners.ts';
 import {
   backgroundProcesses,
   createRateLimiter,
@@ -40,6 +41,8 @@ export interface StartOptions {
   processes?: boolean;
   /** Serve HTTP (default true). The CLI opens the stores without it. */
   http?: boolean;
+  /** Run the SMTP listeners (default: as `http`). */
+  smtp?: boolean;
   /** Extra non-/v1 handlers (the embedded admin endpoint). */
   mount?: (app: express.Express, services: Services) => void;
   /** An already open database (tests that share one). */
@@ -52,24 +55,55 @@ export interface Postline {
   processes: BackgroundProcess[];
   app?: express.Express;
   server?: Server;
+  smtp?: SmtpListeners;
   port?: number;
   close(): Promise<void>;
 }
 
-async function openEventStore(config: Config, db: Database): Promise<EventStore> {
+/**
+ * On PGlite, how much later than an append its subscribers hear of it, the appends in between sharing the
+ * wake-up (see platform/eventstore/postgres/notifier.ts). Process managers and requests queue for the one
+ * session, and each wake-up costs every process manager a handful of statements: they hear 50 ms later. The
+ * projection runner, which requests wait for, hears 2 ms later, as other processes hear PostgreSQL's NOTIFY.
+ */
+const PGLITE_PROCESS_WAKE_MS = 50;
+const PGLITE_RUNNER_WAKE_MS = 2;
+/**
+ * On PostgreSQL, the process managers (this process's store) hear of appends this much later, the appends in
+ * between sharing the wake-up: under load each wake-up would otherwise cost every process manager three
+ * statements per email. The projection runner, in its own thread and store, still hears at once.
+ */
+const POSTGRES_PROCESS_WAKE_MS = 20;
+
+/** `runnerStore`: PGlite's projection runner reads through a store of its own, told of every append. */
+async function openEventStore(
+  config: Config,
+  db: Database,
+  runnerStore?: PostgresEventStore,
+): Promise<EventStore> {
   if (config.KURRENTDB_URL) {
     const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
     return KurrentEventStore.connect(config.KURRENTDB_URL);
   }
-  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS });
+  return PostgresEventStore.create(db, {
+    pollMs: config.LOG_POLL_MS,
+    ...(db.kind === 'postgres' && { wakeAfterMs: POSTGRES_PROCESS_WAKE_MS }),
+    ...(runnerStore && {
+      wakeAfterMs: PGLITE_PROCESS_WAKE_MS,
+      onAppend: (position) => runnerStore.wakeSoon(position),
+    }),
+  });
 }
 
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
   const log = options.log ?? createLogger(config.LOG_LEVEL);
   const db = options.db ?? (await openDatabase(config));
-  const store = await openEventStore(config, db);
-  await db.exec(`${CHECKPOINTS_SCHEMA};${RATE_LIMIT_SCHEMA};`);
+  const runnerStore =
+    db.kind === 'pglite' && !config.KURRENTDB_URL
+      ? new PostgresEventStore(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: PGLITE_RUNNER_WAKE_MS })
+      : undefined;
+  const store = await openEventStore(config, db, runnerStore);
   await migrate(db, migrations);
 
   // On PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); PGlite has one session, here.
@@ -80,7 +114,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
           pollMs: config.LOG_POLL_MS,
           log,
         })
-      : new ProjectionRunner(db, store, projections, log);
+      : new ProjectionRunner(db, runnerStore ?? store, projections, log);
   const waiter = new ProjectionWaiter(
     db,
     options.projections === false ? undefined : runner,
@@ -95,8 +129,9 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     secrets: new SecretBox(resolveSecretKey(config)),
     readYourWrites: waiter,
     caches: {
-      // An unknown key is not kept: it may be one created a moment ago in another process.
-      apiKeys: new ReadModelCache(waiter, 'api_keys', { keepNull: false }),
+      // An unknown key is kept 2 s at most (and dropped when api_keys changes), so a guess repeated costs no
+      // look-up, yet a key created a moment ago in another process works within 2 s even if no NOTIFY came.
+      apiKeys: new ReadModelCache(waiter, 'api_keys', { nullMaxAgeMs: 2000 }),
       domains: new ReadModelCache(waiter, 'domains'),
       // Whole lists of at most SMALL_SUPPRESSION_LIST addresses each: 1,000 of them stay under about 60 MB.
       suppressions: new ReadModelCache(waiter, 'suppressions', { maxEntries: 1000 }),
@@ -107,6 +142,8 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   const processes = options.processes === false ? [] : backgroundProcesses(services);
   for (const p of processes) p.start();
 
+  const authenticate: Authenticate = (key) =>
+    services.caches.apiKeys.get(sha256Hex(key), () => authenticateKey(db, key));
   let app: express.Express | undefined;
   let server: Server | undefined;
   if (options.http !== false) {
@@ -115,20 +152,25 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     app = createHttpApp({
       services,
       router,
-      authenticate: (key) => services.caches.apiKeys.get(sha256Hex(key), () => authenticateKey(db, key)),
+      authenticate,
       ready: async () => {
         await db.query('SELECT 1');
         await store.headPosition();
-        return runner.running || options.projections === false;
+        const stuck = await stuckConsumers(db);
+        const running = runner.running || options.projections === false;
+        return {
+          ready: running && stuck.length === 0,
+          detail: stuck.length > 0 ? { stuck_consumers: stuck } : undefined,
+        };
       },
       mount: (a) => {
         mountHandlers(a, services);
         options.mount?.(a, services);
       },
     });
-    server = app.listen(config.PORT, '0.0.0.0');
-    await once(server, 'listening');
+    server = await listenHttp(app, config);
   }
+  const smtp = (options.smtp ?? options.http !== false) ? await startSmtp(services, authenticate) : undefined;
 
   return {
     services,
@@ -136,14 +178,17 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     processes,
     app,
     server,
+    smtp,
     port: server ? (server.address() as AddressInfo).port : undefined,
     async close() {
+      await smtp?.close();
       if (server) {
         server.closeAllConnections();
         await new Promise((r) => server!.close(r));
       }
       await Promise.all(processes.map((p) => p.stop()));
       await runner.stop();
+      await runnerStore?.close();
       await waiter.close();
       await services.rateLimiter.close();
       await store.close();

@@ -1,8 +1,9 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type express from 'express';
 import type { Config } from './config.ts';
+import { AppError } from './errors.ts';
 import { newId } from './ids.ts';
 import { resolveSecretKey } from './secret-key.ts';
 
@@ -11,6 +12,15 @@ import { resolveSecretKey } from './secret-key.ts';
  * log carries keys, never bytes. Downloads go through Postline itself: a URL signed with a key derived from
  * POSTLINE_SECRET_KEY, valid until it expires, so a link can be handed out without an API key.
  */
+async function withFile(path: string, flags: string, use: (file: FileHandle) => Promise<void>) {
+  const file = await open(path, flags);
+  try {
+    await use(file);
+  } finally {
+    await file.close();
+  }
+}
+
 export class BlobStore {
   readonly #dir: string;
   readonly #signingKey: Buffer;
@@ -28,13 +38,21 @@ export class BlobStore {
     return join(this.#dir, key.slice(5, 9), key);
   }
 
-  /** Writes the bytes (atomically: temp file then rename) and returns their key. */
+  /**
+   * Writes the bytes and returns their key, durably: what an accepted request or message refers to must survive
+   * a crash of the machine as its event does. A temp file, synced, renamed, and the rename synced (its folder).
+   */
   async put(bytes: Buffer, at: number = Date.now()): Promise<string> {
     const key = newId('blob', at);
     const path = this.#path(key);
-    await mkdir(join(path, '..'), { recursive: true });
-    await writeFile(`${path}.tmp`, bytes);
+    const dir = join(path, '..');
+    await mkdir(dir, { recursive: true });
+    await withFile(`${path}.tmp`, 'w', async (file) => {
+      await file.writeFile(bytes);
+      await file.sync();
+    });
     await rename(`${path}.tmp`, path);
+    await withFile(dir, 'r', (folder) => folder.sync());
     return key;
   }
 
@@ -86,16 +104,7 @@ export class BlobStore {
         Number.isFinite(expires) &&
         expires * 1000 > now().getTime();
       const bytes = valid ? await this.get(key).catch(() => null) : null;
-      if (!bytes) {
-        res.status(404).json({
-          error: {
-            type: 'not_found_error',
-            message: 'This download link is invalid or has expired.',
-            code: 'not_found',
-          },
-        });
-        return;
-      }
+      if (!bytes) throw new AppError('not_found', 'This download link is invalid or has expired.');
       res.set({
         'Content-Type': type,
         'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(filename)}`,

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -22,10 +23,44 @@ const url = (protocols: string[]) =>
     `must be a URL (${protocols.join(' or ')})`,
   );
 
+/** A listener's port: `off` turns it off, 0 picks a free one (tests). */
+const listenerPort = (port: number) =>
+  z
+    .union([z.literal('off'), z.coerce.number().int().min(0).max(65535)], {
+      message: 'must be a port (0 to 65535) or off',
+    })
+    .default(port)
+    .transform((v) => (v === 'off' ? null : v));
+
+const isCidr = (p: string) => {
+  try {
+    ipaddr.parseCIDR(p);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 /** Every setting Postline reads from the environment; the README's configuration table mirrors this. */
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** Bind address of the HTTP server (the API and the embedded admin endpoint share it). */
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Express's `trust proxy`: which peers' X-Forwarded-For names the client (unset: none, the peer is the client). */
+  TRUST_PROXY: commaList.refine(
+    (list) =>
+      list.every(
+        (p) => ['loopback', 'linklocal', 'uniquelocal'].includes(p) || ipaddr.isValid(p) || isCidr(p),
+      ),
+    'must list IP addresses, subnets (10.0.0.0/8) or loopback, linklocal, uniquelocal',
+  ),
+  /** A request whose headers have not all arrived by then is answered 408 and its connection closed. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** A request (headers and body) not wholly received by then is answered 408 and its connection closed. */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  /** Connections each service process holds to PostgreSQL for its statements (one more LISTENs). */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(1000).default(20),
   POSTLINE_DATA_DIR: z.string().min(1).default('./data'),
   KURRENTDB_URL: url(['kurrentdb:', 'esdb:', 'kurrentdb+discover:', 'esdb+discover:']).optional(),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
@@ -37,7 +72,10 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT_RPS: z.coerce.number().int().positive().default(10),
   RATE_LIMIT_BATCH_RPS: z.coerce.number().int().positive().default(2),
+  /** Failed authentications per client address and minute; past it every keyed request from there is a 429. */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(20),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().positive().default(60_000),
   LOG_POLL_MS: z.coerce.number().int().positive().default(1000),
   DNS_SERVERS: commaList,
   DOMAIN_RECHECK_INTERVAL_MS: z.coerce
@@ -55,6 +93,25 @@ const schema = z.object({
   /** false accepts self-signed receivers and smarthosts (tests, private relays). */
   OUTBOUND_TLS_REJECT_UNAUTHORIZED: bool.default(true),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** The SMTP relay: submission with STARTTLS, and with implicit TLS (docs/smtp.md). */
+  SMTP_SUBMISSION_PORT: listenerPort(2587),
+  SMTP_SUBMISSIONS_PORT: listenerPort(2465),
+  /** The MX: bounces and complaints for Postline's own emails (docs/bounces.md). */
+  SMTP_MX_PORT: listenerPort(2525),
+  /** Bind address of the SMTP listeners. */
+  SMTP_HOST: z.string().min(1).default('0.0.0.0'),
+  /** Name in the SMTP greeting and Received headers (default: the host of PUBLIC_URL). */
+  SMTP_HOSTNAME: z.string().min(1).optional(),
+  /** PEM files, reloaded when they change; unset: a self-signed certificate in the data dir. */
+  SMTP_TLS_CERT: z.string().min(1).optional(),
+  SMTP_TLS_KEY: z.string().min(1).optional(),
+  /** AUTH over a plain connection (tests, trusted networks); otherwise AUTH needs TLS first. */
+  SMTP_ALLOW_INSECURE_AUTH: bool.default(false),
+  SMTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(20),
+  /** A session that sends nothing for this long is closed with 421. */
+  SMTP_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  /** A session (however active) that lasts longer than this is closed with 421: slow drips end. */
+  SMTP_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
 });
 
 export type Config = z.infer<typeof schema> & { PUBLIC_URL: string; embedded: boolean };
@@ -70,6 +127,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = result.data;
+  if (Boolean(c.SMTP_TLS_CERT) !== Boolean(c.SMTP_TLS_KEY)) {
+    throw new ConfigError(
+      'Invalid configuration:\n  SMTP_TLS_CERT: SMTP_TLS_CERT and SMTP_TLS_KEY go together',
+    );
+  }
   return {
     ...c,
     PUBLIC_URL: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`,

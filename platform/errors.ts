@@ -21,9 +21,14 @@ const catalogue = {
   body_too_large: [413, 'invalid_request_error'],
   invalid_header: [400, 'invalid_request_error'],
   invalid_batch: [400, 'invalid_request_error'],
+  malformed_request: [400, 'invalid_request_error'],
+  request_timeout: [408, 'invalid_request_error'],
+  expectation_failed: [417, 'invalid_request_error'],
+  headers_too_large: [431, 'invalid_request_error'],
   // 401 / 403
   missing_api_key: [401, 'authentication_error'],
   invalid_api_key: [401, 'authentication_error'],
+  invalid_admin_token: [401, 'authentication_error'],
   insufficient_permission: [403, 'permission_error'],
   domain_not_allowed: [403, 'permission_error'],
   // 404 / 405
@@ -53,6 +58,7 @@ const catalogue = {
   internal_error: [500, 'api_error'],
   projection_timeout: [503, 'api_error'],
   service_unavailable: [503, 'api_error'],
+  database_unavailable: [503, 'api_error'],
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof catalogue;
@@ -62,14 +68,22 @@ export class AppError extends Error {
   readonly status: number;
   readonly type: ErrorType;
   readonly headers: Record<string, string>;
-  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+  /** Fields the answer carries beside `error`: the id of what a write created before a 503, for example. */
+  readonly details: Record<string, unknown>;
+  constructor(
+    code: ErrorCode,
+    message: string,
+    headers: Record<string, string> = {},
+    details: Record<string, unknown> = {},
+  ) {
     super(message);
     this.code = code;
     [this.status, this.type] = catalogue[code];
     this.headers = headers;
+    this.details = details;
   }
   toJSON() {
-    return { error: { type: this.type, message: this.message, code: this.code } };
+    return { ...this.details, error: { type: this.type, message: this.message, code: this.code } };
   }
 }
 

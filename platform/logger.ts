@@ -1,22 +1,32 @@
 import { pino } from 'pino';
+import { loggableError } from './loggable-error.ts';
 
 export type Logger = pino.Logger;
 
-/** Secrets never reach the log: keys, auth headers and secrets are redacted wherever they appear. */
-export function createLogger(level: string): Logger {
-  return pino({
-    level,
-    redact: {
-      paths: [
-        'req.headers.authorization',
-        'req.headers.cookie',
-        '*.key',
-        '*.password',
-        '*.secret',
-        '*.signing_secret',
-        '*.private_key',
-      ],
-      censor: '[redacted]',
+/**
+ * Secrets never reach the log: keys, auth headers and secrets are redacted wherever they appear. Neither does
+ * personal data that errors carry (PostgreSQL's detail and context quote the failing statement's data): an error
+ * logged as `err` or `error` keeps only its safe fields (platform/loggable-error.ts). `destination`: where the
+ * lines go (standard output unless given).
+ */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      serializers: { err: loggableError, error: loggableError },
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers.cookie',
+          '*.key',
+          '*.password',
+          '*.secret',
+          '*.signing_secret',
+          '*.private_key',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    destination,
+  );
 }

@@ -1,6 +1,6 @@
 import type { Database, Transaction } from '../platform/db/database.ts';
-import type { Migration } from '../platform/db/migrations.ts';
-import { applyCheckpointed, checkpointTableSql } from '../platform/eventstore/checkpoints.ts';
+import { consume, retryParkedEvents } from '../platform/eventstore/checkpoints.ts';
+import { PARKED_RETRY_MS } from '../platform/eventstore/parked-events.ts';
 import {
   type EventStore,
   type Position,
@@ -10,21 +10,7 @@ import {
 } from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 
-export const processCheckpointsMigrations: Migration[] = [
-  {
-    id: 'process-checkpoints-001',
-    sql: checkpointTableSql('process_checkpoints'),
-  },
-];
-
 export type BatchHandler = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
-
-/** A batch handler that handles the events one by one. */
-export const eachEvent =
-  (handle: (tx: Transaction, event: StoredEvent) => Promise<void>): BatchHandler =>
-  async (tx, events) => {
-    for (const event of events) await handle(tx, event);
-  };
 
 /**
  * Feeds a process manager's own work tables (due lists, job queues) from the log. Each batch is applied in
@@ -39,8 +25,9 @@ export class LogConsumer {
   readonly #log: Logger;
   readonly #handle: BatchHandler;
   #subscription?: Subscription;
+  #retryTimer?: NodeJS.Timeout;
 
-  /** `handle` gets each batch of the log that is new to this consumer, in order (`eachEvent` for one at a time). */
+  /** `handle` gets each batch of the log that is new to this consumer, in order. */
   constructor(o: { name: string; db: Database; store: EventStore; log: Logger }, handle: BatchHandler) {
     this.name = o.name;
     this.#db = o.db;
@@ -58,13 +45,28 @@ export class LogConsumer {
   }
 
   async #apply(events: StoredEvent[]): Promise<void> {
-    await this.#db.transaction((tx) =>
-      applyCheckpointed(tx, { table: 'process_checkpoints', name: this.name }, events, this.#handle),
-    );
+    await consume(this.#db, this.#checkpoint, events, this.#handle, { log: this.#log });
+  }
+
+  get #checkpoint() {
+    return { table: 'process_checkpoints' as const, name: this.name };
+  }
+
+  /** Retries this consumer's parked events that are due (parked-events.ts); runs every PARKED_RETRY_MS. */
+  retryParked(): Promise<number> {
+    return retryParkedEvents(this.#db, this.#checkpoint, this.#handle, this.#log);
   }
 
   /** Live: follows the log in the background. `onBatch` runs after each committed batch (to wake a worker). */
   start(onBatch?: () => void): void {
+    this.#retryTimer ??= setInterval(
+      () =>
+        void this.retryParked().then(
+          (applied) => applied > 0 && onBatch?.(),
+          (err) => this.#log.error({ err, consumer: this.name }, 'retry of parked events failed'),
+        ),
+      PARKED_RETRY_MS,
+    ).unref();
     this.#subscription ??= this.#store.subscribe(
       { from: () => this.checkpoint(), batchSize: 500 },
       async (events) => {
@@ -80,7 +82,7 @@ export class LogConsumer {
   }
 
   /**
-   * Applies everything committed so far (tests and `runOnce()` drive process managers this way), including events
+   * Applies everything committed so far (a process manager's `runOnce()` starts with it), including events
    * an older transaction elsewhere still holds back from readers: it waits, briefly, until they are visible.
    */
   async catchUp(timeoutMs = 10_000): Promise<void> {
@@ -98,57 +100,9 @@ export class LogConsumer {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#retryTimer);
+    this.#retryTimer = undefined;
     await this.#subscription?.stop();
     this.#subscription = undefined;
-  }
-}
-
-/**
- * The other half of a due-table process manager (scheduler, delivery, simulator): `work()` does what is due now;
- * it runs after each batch the consumer applied and on a timer (for times that come due without an event).
- * Runs never overlap: a call during a run shares it. Tests call `runOnce()` with the process stopped.
- */
-export class DueWork {
-  readonly #consumer: LogConsumer;
-  readonly #work: () => Promise<number>;
-  readonly #intervalMs: number;
-  readonly #log: Logger;
-  #timer?: NodeJS.Timeout;
-  #running?: Promise<number>;
-
-  constructor(o: { consumer: LogConsumer; work: () => Promise<number>; intervalMs: number; log: Logger }) {
-    this.#consumer = o.consumer;
-    this.#work = o.work;
-    this.#intervalMs = o.intervalMs;
-    this.#log = o.log;
-  }
-
-  start(): void {
-    const run = () =>
-      void this.runDue().catch((err) =>
-        this.#log.error({ err, process: this.#consumer.name }, 'process run failed'),
-      );
-    this.#consumer.start(run);
-    this.#timer = setInterval(run, this.#intervalMs);
-    this.#timer.unref();
-  }
-
-  /** Catches up with the log, then does what is due. */
-  async runOnce(): Promise<number> {
-    await this.#consumer.catchUp();
-    return this.runDue();
-  }
-
-  runDue(): Promise<number> {
-    this.#running ??= this.#work().finally(() => {
-      this.#running = undefined;
-    });
-    return this.#running;
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => {});
-    await this.#consumer.stop();
   }
 }

@@ -1,6 +1,108 @@
+import type { Transaction } from '../platform/db/database.ts';
+import type { StoredEvent } from '../platform/eventstore/types.ts';
+import type { Services } from '../platform/services.ts';
+import { LogConsumer } from './log-consumer.ts';
+
 /** A long-running worker (process manager, scheduler, verifier) started and stopped with the service. */
 export interface BackgroundProcess {
-  name: string;
+  readonly name: string;
   start(): void;
+  /**
+   * Does what is due now (after catching up with the log, for a process that follows it) and resolves with how
+   * many items it did. Tests and tools drive a stopped process this way, moving a ManualClock in between.
+   */
+  runOnce(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/**
+ * A process manager: `work()` does what is due now, every `everyMs` and, for a process that follows the log (one
+ * that has a `consume` method), after each batch its log consumer applied. `consume` feeds the process's own work
+ * tables in the consumer's transaction, with the checkpoint (log-consumer.ts). Runs never overlap.
+ */
+export abstract class ProcessManager implements BackgroundProcess {
+  readonly name: string;
+  readonly #everyMs: number;
+  readonly #log: Services['log'];
+  readonly #consumer?: LogConsumer;
+  #timer?: NodeJS.Timeout;
+  #running?: Promise<number>;
+  #again = false;
+
+  constructor(services: Pick<Services, 'db' | 'store' | 'log'>, o: { name: string; everyMs: number }) {
+    this.name = o.name;
+    this.#everyMs = o.everyMs;
+    this.#log = services.log;
+    if (this.consume)
+      this.#consumer = new LogConsumer({ ...services, name: o.name }, (tx, events) =>
+        this.consume!(tx, events),
+      );
+  }
+
+  /** Applies a batch of the log to the process's work tables, in the transaction that moves its checkpoint. */
+  protected consume?(tx: Transaction, events: StoredEvent[]): Promise<void>;
+
+  /** Does what is due now; resolves with how many items it did. */
+  protected abstract work(): Promise<number>;
+
+  start(): void {
+    const run = () =>
+      void this.#runDue().catch((err) => this.#log.error({ err, process: this.name }, 'process run failed'));
+    this.#consumer?.start(run);
+    this.#timer ??= setInterval(run, this.#everyMs);
+    this.#timer.unref();
+  }
+
+  async runOnce(): Promise<number> {
+    await this.#consumer?.catchUp();
+    return this.#runDue();
+  }
+
+  /** A call during a run shares it, and has it look again when done: what woke the call may have come too late for it. */
+  #runDue(): Promise<number> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    const run = async () => {
+      let done = 0;
+      do {
+        this.#again = false;
+        done += await this.work();
+      } while (this.#again);
+      return done;
+    };
+    this.#running = run().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running?.catch(() => {});
+    await this.#consumer?.stop();
+  }
+}
+
+/**
+ * Runs `act` on each item, one after the other; one item's trouble is logged by `onError` and skipped, never
+ * stopping the rest. Returns how many succeeded.
+ */
+export async function forEachItem<T>(
+  items: T[],
+  act: (item: T) => Promise<unknown>,
+  onError: (err: unknown, item: T) => void,
+): Promise<number> {
+  let done = 0;
+  for (const item of items) {
+    try {
+      await act(item);
+      done++;
+    } catch (err) {
+      onError(err, item);
+    }
+  }
+  return done;
 }

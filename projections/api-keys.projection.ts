@@ -1,21 +1,22 @@
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import type { ApiKeyEvent } from '../write-side/api-keys/events.ts';
-import type { OrganizationEvent } from '../write-side/organizations/events.ts';
+import type { ApiKeyEvent } from '../write-side/api-keys/api-key.events.ts';
+import type { OrganizationEvent } from '../write-side/organizations/organization.events.ts';
 import type { Projection } from './projection.ts';
 
 /** Organizations and their API keys: what authentication reads on every request. */
-export const apiKeysProjection: Projection = {
+export const apiKeysProjection: Projection<ApiKeyEvent | OrganizationEvent> = {
   name: 'api_keys',
   tables: ['organizations', 'api_keys'],
-  types: ['OrganizationCreated', 'ApiKeyCreated', 'ApiKeyDeleted'],
-  async apply(tx, event: StoredEvent) {
-    const e = event as unknown as ApiKeyEvent | OrganizationEvent;
+  types: ['OrganizationCreated', 'OrganizationPlanChanged', 'ApiKeyCreated', 'ApiKeyDeleted'],
+  async apply(tx, e) {
     switch (e.type) {
       case 'OrganizationCreated':
         await tx.query(
           `INSERT INTO organizations (id, name, plan, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
           [e.data.orgId, e.data.name, e.data.plan, e.data.createdAt],
         );
+        return;
+      case 'OrganizationPlanChanged':
+        await tx.query('UPDATE organizations SET plan = $2 WHERE id = $1', [e.data.orgId, e.data.plan]);
         return;
       case 'ApiKeyCreated': {
         const d = e.data;

@@ -1,9 +1,8 @@
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import type { DomainEvent } from '../write-side/domains/events.ts';
+import type { DomainEvent } from '../write-side/domains/domain.events.ts';
 import type { Projection } from './projection.ts';
 
 /** Domains with their DNS records and status: the API's view, quota counts, sending and inbound look-ups. */
-export const domainsProjection: Projection = {
+export const domainsProjection: Projection<DomainEvent> = {
   name: 'domains',
   tables: ['domains'],
   types: [
@@ -13,9 +12,9 @@ export const domainsProjection: Projection = {
     'DomainUpdated',
     'DomainDeleted',
     'DomainPurged',
+    'DomainRestored',
   ],
-  async apply(tx, event: StoredEvent) {
-    const e = event as unknown as DomainEvent;
+  async apply(tx, e) {
     switch (e.type) {
       case 'DomainAdded': {
         const d = e.data;
@@ -80,6 +79,12 @@ export const domainsProjection: Projection = {
         return;
       case 'DomainPurged':
         await tx.query('DELETE FROM domains WHERE id = $1', [e.data.domainId]);
+        return;
+      case 'DomainRestored':
+        await tx.query(
+          'UPDATE domains SET deleted_at = NULL, purge_after = NULL, updated_at = $2 WHERE id = $1',
+          [e.data.domainId, e.data.restoredAt],
+        );
         return;
     }
   },

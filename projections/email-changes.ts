@@ -1,6 +1,6 @@
 import type { Transaction } from '../platform/db/database.ts';
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import type { EmailEvent } from '../write-side/emails/events.ts';
+import type { Stored } from '../platform/eventstore/types.ts';
+import type { EmailEvent } from '../write-side/emails/email.events.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
 
 /** What an event after EmailQueued/EmailScheduled changes on the email's rows; `null` for other events. */
@@ -15,9 +15,8 @@ export interface EmailChange {
   recipient?: { address: string; at: string; fields: Record<string, unknown> };
 }
 
-export function changeOf(event: StoredEvent): EmailChange | null {
-  const e = event as unknown as EmailEvent;
-  const d = e.data as { emailId: string };
+export function changeOf(e: Stored<EmailEvent>): EmailChange | null {
+  const d = e.data;
   const on = (address: string, at: string, fields: Record<string, unknown>) => ({
     emailId: d.emailId,
     recipient: { address, at, fields },
@@ -95,7 +94,7 @@ const statusesOf = (column: string) =>
  * Applies one change, statement by statement: the reference for `applyChanges` (which must give the same rows)
  * and the path of a lone event.
  */
-export async function applyChange(tx: Transaction, event: StoredEvent, c: EmailChange) {
+export async function applyChange(tx: Transaction, event: Stored<EmailEvent>, c: EmailChange) {
   const patch = c.recipient ? { [c.recipient.address]: patchOf(c.recipient) } : null;
   const { rows } = await tx.query<{ lifecycle: Lifecycle; statuses: RecipientStatus[] | null }>(
     `UPDATE emails SET lifecycle = coalesce($2, lifecycle), last_event = $3, last_event_at = $4,
@@ -148,7 +147,7 @@ type EmailRow = Record<string, unknown> & {
  * estimates `id = ANY(ids)` right and probes the primary key. Delivery outcomes arrive by the hundred, and one
  * long transaction holds back every reader of the log (DESIGN.md §3), so this keeps it short.
  */
-export async function applyChanges(tx: Transaction, events: StoredEvent[]) {
+export async function applyChanges(tx: Transaction, events: Stored<EmailEvent>[]) {
   const emails = new Map<string, EmailRow>();
   for (const event of events) {
     const c = changeOf(event);

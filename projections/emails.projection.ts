@@ -1,8 +1,7 @@
 import { literal, type Transaction } from '../platform/db/database.ts';
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import { recipientsOf } from '../write-side/emails/decider.ts';
-import { EMAIL_EVENT_TYPES, type EmailEvent } from '../write-side/emails/events.ts';
-import { monthOf } from '../write-side/emails/quota.ts';
+import type { Stored } from '../platform/eventstore/types.ts';
+import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../write-side/emails/email.events.ts';
+import { monthOf } from '../write-side/plans.ts';
 import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
 
@@ -43,16 +42,16 @@ ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + ex
 const textArray = (values: string[]) =>
   `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
-type NewEmail = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>;
-const isNewEmail = (e: StoredEvent) => e.type === 'EmailQueued' || e.type === 'EmailScheduled';
+type NewEmail = Stored<Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>>;
+const isNewEmail = (e: Stored<EmailEvent>): e is NewEmail =>
+  e.type === 'EmailQueued' || e.type === 'EmailScheduled';
 
-function emailRow(event: StoredEvent) {
-  const e = event as unknown as NewEmail;
+function emailRow(e: NewEmail) {
   const d = e.data;
   return {
     id: d.emailId,
-    org_id: event.metadata.orgId,
-    mode: event.metadata.mode,
+    org_id: e.metadata.orgId,
+    mode: e.metadata.mode,
     status: e.type === 'EmailQueued' ? 'queued' : 'scheduled',
     from_address: d.from,
     to_addresses: d.to,
@@ -72,7 +71,7 @@ function emailRow(event: StoredEvent) {
     send_at: e.type === 'EmailScheduled' ? e.data.sendAt : null,
     created_at: d.createdAt,
     last_event: e.type,
-    last_event_at: event.createdAt,
+    last_event_at: e.createdAt,
     recipients: recipientsOf(d).map((address) => pendingRecipient(address, d.createdAt)),
     attachments: d.attachments,
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
@@ -80,42 +79,35 @@ function emailRow(event: StoredEvent) {
   };
 }
 
-const rowsOf = (events: StoredEvent[]) => JSON.stringify(events.map(emailRow));
+const rowsOf = (events: NewEmail[]) => JSON.stringify(events.map(emailRow));
 
-const insertEmails = (tx: Transaction, events: StoredEvent[]) => tx.query(INSERT_EMAILS, [rowsOf(events)]);
+const insertEmails = (tx: Transaction, events: NewEmail[]) => tx.query(INSERT_EMAILS, [rowsOf(events)]);
 
 /** The same, as a statement without parameters, for the batch's COMMIT to carry (one round trip fewer). */
-const insertEmailsAtCommit = (tx: Transaction, events: StoredEvent[]) =>
+const insertEmailsAtCommit = (tx: Transaction, events: NewEmail[]) =>
   tx.atCommit(INSERT_EMAILS.replace('$1::json', `${literal(rowsOf(events))}::json`));
 
 /** Emails with their recipients' outcomes, their attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
-export const emailsProjection: Projection = {
+export const emailsProjection: Projection<EmailEvent> = {
   name: 'emails',
   tables: ['emails', 'email_attachments', 'email_usage'],
   types: EMAIL_EVENT_TYPES,
-  async apply(tx: Transaction, event: StoredEvent) {
-    const e = event as unknown as EmailEvent;
-    switch (e.type) {
-      case 'EmailQueued':
-      case 'EmailScheduled':
-        await insertEmails(tx, [event]);
-        return;
-      default: {
-        const change = changeOf(event);
-        if (change) await applyChange(tx, event, change);
-      }
-    }
+  async apply(tx, e) {
+    if (isNewEmail(e)) return void (await insertEmails(tx, [e]));
+    const change = changeOf(e);
+    if (change) await applyChange(tx, e, change);
   },
   /** Runs of new emails go in one statement; runs of other events in three (`applyChanges`); in log order. */
-  async applyBatch(tx: Transaction, events: StoredEvent[]) {
+  async applyBatch(tx, events) {
     for (let i = 0; i < events.length; ) {
       const inserts = isNewEmail(events[i]);
       let j = i + 1;
       while (j < events.length && isNewEmail(events[j]) === inserts) j++;
       const run = events.slice(i, j);
       // A batch ending with new emails (every batch of the send path) needs no answer from its last statement.
-      if (inserts && j === events.length) insertEmailsAtCommit(tx, run);
-      else await (inserts ? insertEmails(tx, run) : applyChanges(tx, run));
+      if (!inserts) await applyChanges(tx, run);
+      else if (j === events.length) insertEmailsAtCommit(tx, run.filter(isNewEmail));
+      else await insertEmails(tx, run.filter(isNewEmail));
       i = j;
     }
   },

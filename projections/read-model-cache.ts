@@ -1,45 +1,59 @@
+import { BoundedMap } from '../platform/bounded-map.ts';
 import type { ProjectionWaiter } from './waiter.ts';
 
 /** A cached answer is read again after this long even without a change notice (a lost NOTIFY heals). */
 const MAX_AGE_MS = 10_000;
-/** Past this many entries the cache starts over, so that many distinct keys cannot grow it without end. */
+/** At most this many entries (the least recently used go first), so that many distinct keys cannot grow it without end. */
 const MAX_ENTRIES = 10_000;
 
 /**
  * Look-ups on the send path (API keys, sending domains, short suppression lists) answered from memory until the
  * projection that serves them changes. The cache empties itself when that projection applies events of its
  * types: in this process at once, before the change's own request gets its answer (read-your-writes holds); in
- * other processes when the checkpoint's NOTIFY arrives, a few milliseconds later. Concurrent misses of one key
- * share one load.
+ * other processes when the checkpoint's NOTIFY arrives, a few milliseconds later. While the waiter cannot hear
+ * those NOTIFYs (its LISTEN connection is lost), nothing is answered from memory: every look-up reads the
+ * database, as a change made meanwhile would go unannounced (the waiter empties the cache once it hears again).
+ * Concurrent misses of one key share one load.
  */
 export class ReadModelCache {
-  readonly #entries = new Map<string, { value: Promise<unknown>; at: number }>();
+  readonly #entries: BoundedMap<
+    string,
+    { value: Promise<unknown>; at: number; maxAge: number; pending: boolean }
+  >;
+  readonly #waiter: Pick<ProjectionWaiter, 'onChange'> & { readonly hearing?: boolean };
   readonly #keepNull: boolean;
-  readonly #maxEntries: number;
+  readonly #nullMaxAgeMs: number;
 
-  /** `maxEntries`: for caches of big values (fewer of them fit). */
+  /**
+   * `maxEntries`: for caches of big values (fewer of them fit). `nullMaxAgeMs`: a null answer ("not there") is
+   * read again after this long, for look-ups where something may appear that no change notice has announced yet.
+   */
   constructor(
-    waiter: Pick<ProjectionWaiter, 'onChange'>,
+    waiter: Pick<ProjectionWaiter, 'onChange'> & { readonly hearing?: boolean },
     projection: string,
-    options: { keepNull?: boolean; maxEntries?: number } = {},
+    options: { keepNull?: boolean; nullMaxAgeMs?: number; maxEntries?: number } = {},
   ) {
     this.#keepNull = options.keepNull ?? true;
-    this.#maxEntries = options.maxEntries ?? MAX_ENTRIES;
+    this.#nullMaxAgeMs = Math.min(options.nullMaxAgeMs ?? MAX_AGE_MS, MAX_AGE_MS);
+    this.#entries = new BoundedMap(options.maxEntries ?? MAX_ENTRIES);
+    this.#waiter = waiter;
     waiter.onChange(projection, () => this.#entries.clear());
   }
 
   get<T>(key: string, load: () => Promise<T>): Promise<T> {
     const now = Date.now();
+    const hearing = this.#waiter.hearing ?? true;
     const hit = this.#entries.get(key);
-    if (hit && now - hit.at < MAX_AGE_MS) return hit.value as Promise<T>;
-    if (this.#entries.size >= this.#maxEntries) this.#entries.clear();
-    const entry = { value: load() as Promise<unknown>, at: now };
+    if (hit && (hit.pending || (hearing && now - hit.at < hit.maxAge))) return hit.value as Promise<T>;
+    const entry = { value: load() as Promise<unknown>, at: now, maxAge: MAX_AGE_MS, pending: true };
     this.#entries.set(key, entry);
     const forget = () => {
       if (this.#entries.get(key) === entry) this.#entries.delete(key);
     };
     entry.value.then((v) => {
-      if (v === null && !this.#keepNull) forget();
+      entry.pending = false;
+      if (!hearing || (v === null && !this.#keepNull)) forget();
+      else if (v === null) entry.maxAge = this.#nullMaxAgeMs;
     }, forget);
     return entry.value as Promise<T>;
   }

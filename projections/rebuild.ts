@@ -1,5 +1,6 @@
 import type { Database } from '../platform/db/database.ts';
 import { type EventStore, type Position, START } from '../platform/eventstore/types.ts';
+import type { Logger } from '../platform/logger.ts';
 import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
 import { applyBatch, readCheckpoint } from './runner.ts';
 
@@ -57,6 +58,7 @@ export async function rebuildProjection(
   db: Database,
   store: EventStore,
   projection: Projection,
+  log: Logger,
   onProgress: (done: number, total: number) => void = () => {},
   batchSize = 1000,
 ): Promise<{ events: number }> {
@@ -76,10 +78,7 @@ export async function rebuildProjection(
   while (true) {
     const events = await store.readAll({ from, limit: batchSize });
     if (events.length === 0) break;
-    await db.transaction(async (tx) => {
-      await tx.query(`SET LOCAL search_path TO ${schema}, public`);
-      await applyBatch(tx, projection, events);
-    });
+    await applyBatch(db, projection, events, { schema, log });
     from = events[events.length - 1].position;
     done += events.length;
     onProgress(done, Math.max(total, done));

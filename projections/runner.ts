@@ -1,12 +1,15 @@
 import { EventEmitter } from 'node:events';
 import type { Database, Queryable, Transaction } from '../platform/db/database.ts';
 import {
-  applyCheckpointed,
+  consume,
   LockTaken,
   readCheckpoint as readStoredCheckpoint,
+  retryParkedEvents,
 } from '../platform/eventstore/checkpoints.ts';
+import { PARKED_RETRY_MS } from '../platform/eventstore/parked-events.ts';
 import {
   type EventStore,
+  isOneOf,
   type Position,
   START,
   type StoredEvent,
@@ -36,34 +39,50 @@ const touches = (projection: Projection, events: StoredEvent[]) =>
 export const readCheckpoint = (q: Queryable, name: string): Promise<Position> =>
   readStoredCheckpoint(q, 'projection_checkpoints', name);
 
+/** A projection's place in the log: its checkpoint, lock and channel. */
+const checkpointOf = (
+  projection: Projection,
+  options: { live?: boolean; changed?: boolean; schema?: string },
+) => ({
+  table: 'projection_checkpoints' as const,
+  name: projection.name,
+  notify: CHECKPOINT_CHANNEL,
+  changed: options.changed,
+  ...(options.live && { tryLock: lockKey(projection.name) }),
+  asyncCommit: true,
+  schema: options.schema,
+});
+
+/** Hands a projection only the events of its types (`isOneOf`), which its handlers are typed for. */
+const handlerOf =
+  (projection: Projection) =>
+  async (tx: Transaction, events: StoredEvent[]): Promise<void> => {
+    const { types } = projection;
+    const mine = types ? events.filter((e) => isOneOf(e, types)) : events;
+    if (mine.length === 0) return;
+    if (projection.applyBatch) return projection.applyBatch(tx, mine);
+    for (const event of mine) await projection.apply(tx, event);
+  };
+
 /**
- * Applies a batch to a projection and moves its checkpoint in one transaction (see applyCheckpointed). `live`:
- * holding the projection's advisory lock (`LockTaken` when another process holds it); a rebuild's batches go to
- * tables of their own and need none. A read model is rebuilt from the log, so its commit need not wait for the
- * disk: a crash loses at most the last batches together with their checkpoint, and they are applied again.
+ * Applies a batch to a projection and moves its checkpoint in one transaction (see `consume`: an event the
+ * projection fails on is parked, never holding the others back). `live`: holding the projection's advisory lock
+ * (`LockTaken` when another process holds it); a rebuild's batches go to tables of their own (`schema`) and need
+ * none. A read model is rebuilt from the log, so its commit need not wait for the disk: a crash loses at most the
+ * last batches together with their checkpoint, and they are applied again.
  */
 export const applyBatch = (
-  tx: Transaction,
+  db: Database,
   projection: Projection,
   events: StoredEvent[],
-  options: { readFrom?: Position; live?: boolean; changed?: boolean } = {},
+  options: { readFrom?: Position; live?: boolean; changed?: boolean; schema?: string; log: Logger },
 ) =>
-  applyCheckpointed(
-    tx,
-    {
-      table: 'projection_checkpoints',
-      name: projection.name,
-      notify: CHECKPOINT_CHANNEL,
-      changed: options.changed ?? touches(projection, events),
-      ...(options.live && { tryLock: lockKey(projection.name) }),
-      asyncCommit: true,
-    },
+  consume(
+    db,
+    checkpointOf(projection, { ...options, changed: options.changed ?? touches(projection, events) }),
     events,
-    async (t, fresh) => {
-      if (projection.applyBatch) return projection.applyBatch(t, fresh);
-      for (const event of fresh) await projection.apply(t, event);
-    },
-    options.readFrom,
+    handlerOf(projection),
+    options,
   );
 
 /**
@@ -80,6 +99,8 @@ export class ProjectionRunner {
   readonly #log: Logger;
   readonly projections: Projection[];
   #subscription?: Subscription;
+  #retryTimer?: NodeJS.Timeout;
+  #retrying?: Promise<number>;
   readonly #state = new Map<string, ProjectionState>();
   /**
    * Emits `checkpoint` (name, position) after each batch a projection has consumed in this process, and before
@@ -125,9 +146,12 @@ export class ProjectionRunner {
     }
     try {
       // From the stored checkpoint: the events skipped in memory since were none of this projection's.
-      const position = await this.#db.transaction((tx) =>
-        applyBatch(tx, projection, mine, { readFrom: state.stored, live: true, changed }),
-      );
+      const position = await applyBatch(this.#db, projection, mine, {
+        readFrom: state.stored,
+        live: true,
+        changed,
+        log: this.#log,
+      });
       Object.assign(state, { consumed: position, stored: position, storedAt: Date.now() });
       if (changed) this.events.emit('changed', projection.name);
       this.events.emit('checkpoint', projection.name, position);
@@ -140,7 +164,31 @@ export class ProjectionRunner {
     }
   }
 
+  /**
+   * Retries the parked events of every projection that are due; a projection that applied some has changed.
+   * Runs every PARKED_RETRY_MS while the runner runs (tests call it directly).
+   */
+  retryParked(): Promise<number> {
+    this.#retrying ??= (async () => {
+      let applied = 0;
+      for (const p of this.projections) {
+        const checkpoint = checkpointOf(p, { live: true, changed: true });
+        const n = await retryParkedEvents(this.#db, checkpoint, handlerOf(p), this.#log);
+        if (n > 0) this.events.emit('changed', p.name);
+        applied += n;
+      }
+      return applied;
+    })().finally(() => {
+      this.#retrying = undefined;
+    });
+    return this.#retrying;
+  }
+
   start(): void {
+    this.#retryTimer ??= setInterval(
+      () => void this.retryParked().catch((err) => this.#log.error({ err }, 'retry of parked events failed')),
+      PARKED_RETRY_MS,
+    ).unref();
     this.#subscription ??= this.#store.subscribe(
       { from: () => this.#from(), batchSize: 500 },
       async (events) => {
@@ -163,6 +211,9 @@ export class ProjectionRunner {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#retryTimer);
+    this.#retryTimer = undefined;
+    await this.#retrying?.catch(() => {});
     await this.#subscription?.stop();
     this.#subscription = undefined;
   }

@@ -1,14 +1,12 @@
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import { normaliseAddress, type SuppressionEvent } from '../write-side/suppressions/events.ts';
+import { normaliseAddress, type SuppressionEvent } from '../write-side/suppressions/suppression.events.ts';
 import type { Projection } from './projection.ts';
 
 /** The suppression list that the API lists and the sending path checks (`isSuppressed`). */
-export const suppressionsProjection: Projection = {
+export const suppressionsProjection: Projection<SuppressionEvent> = {
   name: 'suppressions',
   tables: ['suppressions'],
   types: ['SuppressionAdded', 'SuppressionRemoved'],
-  async apply(tx, event: StoredEvent) {
-    const e = event as unknown as SuppressionEvent;
+  async apply(tx, e) {
     switch (e.type) {
       case 'SuppressionAdded': {
         const d = e.data;

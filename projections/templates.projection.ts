@@ -1,6 +1,5 @@
 import type { Transaction } from '../platform/db/database.ts';
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import type { TemplateEvent, TemplateVersion } from '../write-side/templates/events.ts';
+import type { TemplateEvent, TemplateVersion } from '../write-side/templates/template.events.ts';
 import type { Projection } from './projection.ts';
 
 async function insertVersion(
@@ -29,7 +28,7 @@ async function insertVersion(
 }
 
 /** Templates and their versions: what GET /templates, the render endpoint and the sending path read. */
-export const templatesProjection: Projection = {
+export const templatesProjection: Projection<TemplateEvent> = {
   name: 'templates',
   tables: ['templates', 'template_versions'],
   types: [
@@ -40,8 +39,7 @@ export const templatesProjection: Projection = {
     'TemplatePublished',
     'TemplateDeleted',
   ],
-  async apply(tx, event: StoredEvent) {
-    const e = event as unknown as TemplateEvent;
+  async apply(tx, e) {
     switch (e.type) {
       case 'TemplateCreated':
       case 'TemplateDuplicated': {

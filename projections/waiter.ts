@@ -1,8 +1,13 @@
 import type { Database } from '../platform/db/database.ts';
+import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Position } from '../platform/eventstore/types.ts';
 import { CHECKPOINT_CHANNEL } from './projection.ts';
 import type { ProjectionRunner } from './runner.ts';
+
+const unlessUnavailable = (error: unknown) => {
+  if (!isDatabaseUnavailable(error)) throw error;
+};
 
 /** The runner of this process, as the waiter sees it; `wake` where it does not see this process's appends. */
 type LocalRunner = Pick<ProjectionRunner, 'events'> & { wake?(position: Position): void };
@@ -21,6 +26,11 @@ export class ProjectionWaiter {
   readonly #changeListeners = new Map<string, Set<() => void>>();
   readonly #timeoutMs: number;
   #unlisten?: Promise<() => Promise<void>>;
+  /**
+   * Whether checkpoints of other processes are heard (LISTEN in place). PGlite has one owner, this process: its
+   * changes all come from the local runner.
+   */
+  #hearing: boolean;
   /** With projections running in this process the first answer usually comes from memory. */
   readonly #localRunner: boolean;
 
@@ -31,6 +41,7 @@ export class ProjectionWaiter {
     this.#db = db;
     this.#timeoutMs = timeoutMs;
     this.#localRunner = runner !== undefined;
+    this.#hearing = db.kind === 'pglite';
     this.#wakeRunner = runner?.wake ? (position) => runner.wake!(position) : () => {};
     runner?.events.on('checkpoint', (name: string, position: Position) => this.#learn(name, position));
     runner?.events.on('changed', (name: string) => this.#changed(name));
@@ -51,12 +62,36 @@ export class ProjectionWaiter {
     for (const listener of this.#changeListeners.get(name) ?? []) listener();
   }
 
+  /**
+   * Whether another process's change reaches `onChange` listeners now. False until LISTEN is in place and while
+   * its connection is lost: read-model caches then answer nothing from memory.
+   */
+  get hearing(): boolean {
+    return this.#hearing;
+  }
+
   #listen() {
-    this.#unlisten ??= this.#db.listen(CHECKPOINT_CHANNEL, (payload) => {
-      const [name, position, changed] = payload.split(' ');
-      if (changed === 'changed') this.#changed(name);
-      if (name && position) this.#learn(name, position);
-    });
+    this.#unlisten ??= this.#db.listen(
+      CHECKPOINT_CHANNEL,
+      (payload) => {
+        const [name, position, changed] = payload.split(' ');
+        if (changed === 'changed') this.#changed(name);
+        if (name && position) this.#learn(name, position);
+      },
+      {
+        onLost: () => {
+          this.#hearing = false;
+        },
+        // Whatever changed while deaf went unannounced: every read model may have changed, and the requests
+        // waiting for other processes' checkpoints read them now.
+        onResume: () => {
+          this.#hearing = true;
+          for (const name of this.#changeListeners.keys()) this.#changed(name);
+          const waited = new Set([...this.#wakers].flatMap((w) => w.names));
+          if (waited.size > 0) this.#refresh([...waited]).catch(() => {});
+        },
+      },
+    );
     return this.#unlisten;
   }
 
@@ -93,13 +128,16 @@ export class ProjectionWaiter {
     let pollMs = this.#localRunner ? 50 : 5;
     let poll = !this.#localRunner;
     while (true) {
-      if (poll) await this.#refresh(names);
+      // The database away is no answer: the write is saved, so the request waits on and at worst times out
+      // (its 503 says the write was saved), rather than failing as if it had not been.
+      if (poll) await this.#refresh(names).catch(unlessUnavailable);
       if (this.#reached(names, position)) return;
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new AppError(
           'projection_timeout',
           'The change was saved but is not readable yet; retry the read shortly.',
+          { 'Retry-After': '1' },
         );
       }
       this.#wakeRunner(position);

@@ -1,14 +1,12 @@
-import type { StoredEvent } from '../platform/eventstore/types.ts';
-import type { WebhookEvent } from '../write-side/webhooks/events.ts';
+import type { WebhookEvent } from '../write-side/webhooks/webhook.events.ts';
 import type { Projection } from './projection.ts';
 
 /** Webhook endpoints as the API shows them. Secrets stay in the event log (sealed); they are never read from here. */
-export const webhooksProjection: Projection = {
+export const webhooksProjection: Projection<WebhookEvent> = {
   name: 'webhooks',
   tables: ['webhooks'],
   types: ['WebhookCreated', 'WebhookUpdated', 'WebhookSecretRotated', 'WebhookDisabled', 'WebhookDeleted'],
-  async apply(tx, event: StoredEvent) {
-    const e = event as unknown as WebhookEvent;
+  async apply(tx, e) {
     switch (e.type) {
       case 'WebhookCreated': {
         const d = e.data;

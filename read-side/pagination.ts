@@ -1,4 +1,4 @@
-import type { SelectQueryBuilder } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { PageParams } from '../platform/http/pagination.ts';
 
 export interface Page<T> {
@@ -16,7 +16,7 @@ export async function paginate<DB, TB extends keyof DB, O extends { id: string }
   page: PageParams,
   idColumn = 'id',
 ): Promise<Page<O>> {
-  const col = idColumn as any;
+  const col = sql.ref<string>(idColumn);
   if (page.endingBefore) {
     const rows = await query
       .where(col, '>', page.endingBefore)

@@ -1,5 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import express from 'express';
+import { AppError } from '../../platform/errors.ts';
+import { refuseUnstorableText } from '../../platform/unstorable-text.ts';
 import type { Postline } from '../service.ts';
 import { runCommand, UsageError } from './commands.ts';
 
@@ -12,27 +14,12 @@ export function mountAdmin(app: express.Express, token: string, postline: () => 
   app.post('/admin/cli', express.json({ limit: '64kb' }), async (req, res) => {
     const presented = Buffer.from(req.get('x-postline-admin-token') ?? '');
     const expected = Buffer.from(token);
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      res.status(401).json({
-        error: {
-          type: 'authentication_error',
-          message: 'Invalid admin token',
-          code: 'invalid_admin_token',
-        },
-      });
-      return;
-    }
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected))
+      throw new AppError('invalid_admin_token', 'Invalid admin token');
     const argv = req.body?.argv;
-    if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) {
-      res.status(422).json({
-        error: {
-          type: 'validation_error',
-          message: '`argv`: must be an array of strings',
-          code: 'validation_error',
-        },
-      });
-      return;
-    }
+    if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string'))
+      throw new AppError('validation_error', '`argv`: must be an array of strings');
+    refuseUnstorableText(argv, 'argv');
     res.status(200).type('text/plain');
     try {
       const code = await runCommand(argv, postline(), res);

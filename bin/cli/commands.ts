@@ -1,8 +1,15 @@
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
-import { createOrganization } from '../../write-side/organizations/commands.ts';
+import {
+  findApiKeyById,
+  findOrganization,
+  listOrganizations,
+} from '../../read-side/api-keys/api-keys.queries.ts';
+import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
+import { changePlan, createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import type { Postline } from '../service.ts';
 import { progressBar } from './progress.ts';
 
@@ -11,7 +18,13 @@ export const USAGE = `Usage: postline <command>
   serve                                         run the service (API, projections, processes)
   orgs create --name <name> [--plan free|pro|business] [--json]
                                                 create an organization; prints its live and test API keys once
-  projections status                            position and lag of every projection
+  orgs list [--json]                            every organization, its plan and its keys in use per mode
+  orgs set-plan <org_id> <free|pro|business>    move an organization to another plan
+  keys create --org <org_id> [--mode live|test] [--permission full_access|sending_access] [--name <name>] [--json]
+                                                a new API key for an organization (one that has none left, too)
+  keys revoke <key_id>                          delete an API key: refused at once in every process
+  projections status                            position and lag of every projection, and parked events
+                                                (exit code 1 while there are any)
   projections rebuild [name]                    rebuild one projection (or all) from the event log
   streams show <stream-id>                      the history of one stream (e.g. email-em_…), for auditors
 `;
@@ -52,12 +65,119 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
     return 0;
   }
 
+  if (group === 'orgs' && action === 'list') {
+    const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean', default: false } } });
+    const rows = await listOrganizations(services.db);
+    for (const o of rows) {
+      const created = new Date(o.created_at).toISOString();
+      if (values.json)
+        write(
+          JSON.stringify({
+            org_id: o.id,
+            name: o.name,
+            plan: o.plan,
+            created_at: created,
+            live_keys: o.live_keys,
+            test_keys: o.test_keys,
+          }),
+        );
+      else write(`${o.id}  ${o.plan.padEnd(8)}  keys live ${o.live_keys}, test ${o.test_keys}  ${o.name}`);
+    }
+    if (rows.length === 0 && !values.json)
+      write('No organizations yet: npx postline orgs create --name <name>');
+    return 0;
+  }
+
+  if (group === 'orgs' && action === 'set-plan') {
+    const [orgId, plan] = rest;
+    const parsed = z.enum(['free', 'pro', 'business']).safeParse(plan);
+    if (!orgId || !parsed.success) throw new UsageError('orgs set-plan needs <org_id> <free|pro|business>');
+    if (!(await findOrganization(services.db, orgId))) {
+      write(`No organization ${orgId} (npx postline orgs list shows them).`);
+      return 1;
+    }
+    const { changed, position } = await changePlan(services, orgId, parsed.data);
+    await services.readYourWrites.waitFor(['api_keys'], position);
+    write(
+      changed
+        ? `${orgId} is on the ${parsed.data} plan now.`
+        : `${orgId} is on the ${parsed.data} plan already.`,
+    );
+    return 0;
+  }
+
+  if (group === 'keys' && action === 'create') {
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        org: { type: 'string' },
+        mode: { type: 'string', default: 'live' },
+        permission: { type: 'string', default: 'full_access' },
+        name: { type: 'string', default: 'CLI' },
+        json: { type: 'boolean', default: false },
+      },
+      strict: true,
+    });
+    const input = z
+      .object({
+        org: z.string().min(1),
+        mode: z.enum(['live', 'test']),
+        permission: z.enum(['full_access', 'sending_access']),
+        name: z.string().trim().min(1).max(200),
+      })
+      .safeParse(values);
+    if (!input.success)
+      throw new UsageError(
+        'keys create needs --org <org_id>, and takes --mode live|test, --permission full_access|sending_access, --name',
+      );
+    const { org, mode, permission, name } = input.data;
+    if (!(await findOrganization(services.db, org))) {
+      write(`No organization ${org} (npx postline orgs list shows them).`);
+      return 1;
+    }
+    const key = await createApiKey(
+      services,
+      { orgId: org, mode, actor: 'cli' },
+      { name, permission, domainId: null },
+    );
+    await services.readYourWrites.waitFor(['api_keys'], key.position);
+    if (values.json) write(JSON.stringify({ key_id: key.keyId, key: key.key, mode, permission }));
+    else {
+      write(`API key ${key.keyId} created for ${org} (${mode}, ${permission}): ${key.key}`);
+      write('Store the key now: it is not shown again.');
+    }
+    return 0;
+  }
+
+  if (group === 'keys' && action === 'revoke' && rest[0]) {
+    const found = await findApiKeyById(services.db, rest[0]);
+    if (!found) {
+      write(`No API key ${rest[0]} in use.`);
+      return 1;
+    }
+    const { position } = await deleteApiKey(
+      services,
+      { orgId: found.org_id, mode: found.mode, actor: 'cli' },
+      found.id,
+    );
+    await services.readYourWrites.waitFor(['api_keys'], position);
+    write(`API key ${found.id} of ${found.org_id} (${found.mode}) revoked.`);
+    return 0;
+  }
+
   if (group === 'projections' && action === 'status') {
     const rows = await projectionStatus(services.db, services.store, runner.projections);
     write(`${'projection'.padEnd(24)}${'lag'.padStart(8)}  position`);
     for (const r of rows)
       write(`${r.name.padEnd(24)}${String(r.lag).padStart(8)}  ${r.position || '(start)'}`);
-    return 0;
+    const parked = await listParked(services.db);
+    if (parked.length === 0) return 0;
+    write(`\nParked events (a consumer failed on them and went on without them; retried with back-off):`);
+    for (const p of parked)
+      write(
+        `${p.consumer}  ${p.stream}@${p.position}  ${p.type}  attempts ${p.attempts}, next ${p.nextAttemptAt}\n    ${p.error}`,
+      );
+    return 1;
   }
 
   if (group === 'projections' && action === 'rebuild') {
@@ -69,7 +189,13 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
       );
     }
     for (const p of chosen) {
-      const { events } = await rebuildProjection(services.db, services.store, p, progressBar(out, p.name));
+      const { events } = await rebuildProjection(
+        services.db,
+        services.store,
+        p,
+        services.log,
+        progressBar(out, p.name),
+      );
       write(`${p.name}: rebuilt from ${events} events and swapped in`);
     }
     return 0;

@@ -2,7 +2,7 @@ import type { EventMetadata, EventStore, Position, StoredEvent } from './types.t
 import { WrongExpectedRevisionError } from './types.ts';
 
 /** An event as a decider sees it: no metadata, no positions. */
-export interface DomainEvent<T extends string = string, D = any> {
+export interface DomainEvent<T extends string = string, D = unknown> {
   type: T;
   data: D;
 }
@@ -15,9 +15,13 @@ export interface Decider<C, E extends DomainEvent, S> {
   decide(command: C, state: S): E[];
 }
 
+/**
+ * The state after `events`, read from the decider's own stream: a stream holds only its aggregate's events, so
+ * each is taken to be of the union `E`.
+ */
 export const rebuildState = <E extends DomainEvent, S>(
-  decider: Pick<Decider<any, E, S>, 'initialState' | 'evolve'>,
-  events: DomainEvent[],
+  decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>,
+  events: readonly DomainEvent[],
 ) => events.reduce((s, e) => decider.evolve(s, e as E), decider.initialState);
 
 export interface CommandResult<E, S> {
@@ -34,12 +38,14 @@ export interface CommandResult<E, S> {
  * Read the stream, decide, append with the revision that was read. A concurrent writer makes the append fail;
  * then the command is decided again on the fresh state, so races resolve by the business rules (e.g. cancel
  * versus the scheduler: whoever appends second sees the first one's events and gets its conflict error).
+ * `command` may be a function of the state, for a command whose inputs depend on it (what to look up first);
+ * it is called again on each attempt.
  */
 export async function handleCommand<C, E extends DomainEvent, S>(
   store: EventStore,
   streamId: string,
   decider: Decider<C, E, S>,
-  command: C,
+  command: C | ((state: S) => C | Promise<C>),
   metadata: EventMetadata,
   options: { retries?: number; history?: StoredEvent[] } = {},
 ): Promise<CommandResult<E, S>> {
@@ -47,7 +53,10 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   for (let attempt = 0; ; attempt++) {
     const history = attempt === 0 && options.history ? options.history : await store.readStream(streamId);
     const state = rebuildState(decider, history);
-    const events = decider.decide(command, state);
+    const events = decider.decide(
+      typeof command === 'function' ? await (command as (state: S) => C | Promise<C>)(state) : command,
+      state,
+    );
     const revision = history.length ? history[history.length - 1].revision : -1;
     if (events.length === 0) return { events, state, revision };
     try {

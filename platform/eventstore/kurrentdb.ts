@@ -18,6 +18,7 @@ import {
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '@kurrent/kurrentdb-client';
+import { Restart, runSubscription } from './subscription.ts';
 import {
   type AppendResult,
   applyUpcasters,
@@ -53,9 +54,6 @@ const toStreamState = (expected: ExpectedRevision): AppendStreamState => {
 };
 
 const isSystemType = (type: string) => type.startsWith('$');
-
-/** Thrown inside a subscription run to start it again from the consumer's own checkpoint. */
-class Restart extends Error {}
 
 export interface KurrentEventStoreOptions {
   upcasters?: Record<string, Upcaster>;
@@ -203,36 +201,21 @@ export class KurrentEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>): Subscription {
     const batchSize = options.batchSize ?? 500;
-    /** The position of the last event handled (or where the consumer says it is). */
-    let position: Position = typeof options.from === 'function' ? START : (options.from ?? START);
-    let stopped = false;
-    /** Wakes the loop: new events, an error, the end of the server stream, or stop(). */
+    /** Wakes the follower: new events, an error, the end of the server stream, or stop(). */
     let wake: (() => void) | undefined;
     const signal = () => {
       const w = wake;
       wake = undefined;
       w?.();
     };
-    const sleep = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          wake = undefined;
-          resolve();
-        }, ms);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    const waiters: { target: Position; resolve: () => void }[] = [];
-    const settle = () => {
-      for (let i = waiters.length - 1; i >= 0; i--) {
-        if (waiters[i].target <= position) waiters.splice(i, 1)[0].resolve();
-      }
-    };
 
-    /** One server subscription from `start`: hands batches to `handle` until stopped or until it fails. */
-    const run = async (start: Position) => {
+    /** One server subscription from `start`: hands batches on until stopped or until it fails. */
+    const follow = async (
+      start: Position,
+      deliver: (events: StoredEvent[]) => Promise<void>,
+      stopped: () => boolean,
+    ) => {
+      let position = start;
       const sub: AllStreamSubscription = this.#client.subscribeToAll({
         fromPosition: start === START ? KURRENT_START : fromPosition(start),
         filter: excludeSystemEvents(),
@@ -261,7 +244,7 @@ export class KurrentEventStore implements EventStore {
         signal();
       });
       try {
-        while (!stopped) {
+        while (!stopped()) {
           if (failure) throw failure;
           if (buffer.length === 0) {
             if (ended) throw new Error('KurrentDB subscription ended');
@@ -273,17 +256,10 @@ export class KurrentEventStore implements EventStore {
           }
           const batch = buffer.splice(0, batchSize);
           if (sub.isPaused() && buffer.length < batchSize * 2) sub.resume();
-          if (typeof options.from === 'function') {
-            // The consumer keeps its own checkpoint: if it moved (a rebuild, another runner), start again there.
-            const checkpoint = await options.from();
-            if (checkpoint !== position) {
-              position = checkpoint;
-              throw new Restart();
-            }
-          }
-          await handle(batch);
+          // The consumer keeps its own checkpoint: if it moved (a rebuild, another runner), start again there.
+          if (typeof options.from === 'function' && (await options.from()) !== position) throw new Restart();
+          await deliver(batch);
           position = batch[batch.length - 1].position;
-          settle();
         }
       } finally {
         wake = undefined;
@@ -293,43 +269,27 @@ export class KurrentEventStore implements EventStore {
       }
     };
 
-    const loop = (async () => {
-      let failures = 0;
-      while (!stopped) {
-        try {
-          if (typeof options.from === 'function') position = await options.from();
-          settle();
-          await run(position);
-        } catch (error) {
-          if (stopped) break;
-          if (error instanceof Restart) {
-            failures = 0;
-            continue;
-          }
-          // A failed batch or a dropped connection: start again from the last handled position (or the
-          // consumer's checkpoint), so the failed batch is delivered again and nothing is skipped.
-          failures++;
-          await sleep(Math.min(5000, 50 * 2 ** failures));
-        }
-      }
-    })();
-
-    const subscription: Subscription = {
-      stop: async () => {
-        stopped = true;
-        signal();
-        await loop;
-        this.#subscriptions.delete(subscription);
-        for (const w of waiters.splice(0)) w.resolve();
+    const subscription = runSubscription(
+      options,
+      handle,
+      {
+        follow,
+        interrupt: signal,
+        sleep: (ms) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(() => {
+              wake = undefined;
+              resolve();
+            }, ms);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          }),
+        head: () => this.headPosition(),
       },
-      caughtUp: async () => {
-        const target = await this.headPosition();
-        if (target <= position || stopped) return;
-        await new Promise<void>((resolve) => {
-          waiters.push({ target, resolve });
-        });
-      },
-    };
+      () => this.#subscriptions.delete(subscription),
+    );
     this.#subscriptions.add(subscription);
     return subscription;
   }

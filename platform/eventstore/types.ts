@@ -1,5 +1,5 @@
 /**
- * The event store port. Adapters: PostgreSQL and PGlite (`postgres.ts`, same SQL) and KurrentDB (`kurrentdb.ts`),
+ * The event store port. Adapters: PostgreSQL and PGlite (`postgres/`, same SQL) and KurrentDB (`kurrentdb.ts`),
  * held to one contract suite (test/contract/event-store.contract.ts).
  */
 
@@ -8,7 +8,7 @@ export type Mode = 'live' | 'test';
 export interface EventMetadata {
   orgId: string;
   mode: Mode;
-  /** Who caused it: an API key id, `smtp`, `cli` or `system`. */
+  /** Who caused it: an API key id, `smtp` (the relay), `mx` (a report that came back), `cli` or `system`. */
   actor: string;
   correlationId?: string;
   causationId?: string;
@@ -29,13 +29,28 @@ export const START: Position = '';
 
 export const comparePositions = (a: Position, b: Position): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export interface StoredEvent<T extends string = string, D = any> extends NewEvent<T, D> {
+export interface StoredEvent<T extends string = string, D = unknown> extends NewEvent<T, D> {
   streamId: string;
   /** 0-based revision of the event in its stream. */
   revision: number;
   position: Position;
   createdAt: Date;
 }
+
+/** An event as a union member declares it: its type and the data that type carries. */
+export interface TypedEvent {
+  type: string;
+  data: unknown;
+}
+
+/** A stored event of the union `E`, its data narrowed by its type (switch on `type`). */
+export type Stored<E extends TypedEvent> = E extends unknown ? StoredEvent<E['type'], E['data']> : never;
+
+/** Whether `event` is of one of `types`: then it is a stored event of the union `E`. */
+export const isOneOf = <E extends TypedEvent>(
+  event: StoredEvent,
+  types: readonly E['type'][],
+): event is Stored<E> => types.includes(event.type);
 
 /** `no_stream`: the stream must not exist; `stream_exists`: it must; `any`; or the exact revision of its last event. */
 export type ExpectedRevision = 'no_stream' | 'stream_exists' | 'any' | number;

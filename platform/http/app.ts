@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../errors.ts';
 import type { Services } from '../services.ts';
+import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import type { Authenticate } from './auth-context.ts';
+import { AuthFailureLimit } from './auth-failure-limit.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
 import { ApiRouter } from './router.ts';
 
@@ -16,8 +19,8 @@ export interface HttpAppOptions {
   services: Services;
   authenticate: Authenticate;
   router: ApiRouter;
-  /** Readiness: the stores answer and projections run. */
-  ready: () => Promise<boolean>;
+  /** Readiness: the stores answer, projections run, no consumer of the log is stuck; `detail` says what is not. */
+  ready: () => Promise<{ ready: boolean; detail?: Record<string, unknown> }>;
   /** Extra, non-/v1 handlers mounted first (tracking pixel, downloads, admin). */
   mount?: (app: express.Express) => void;
 }
@@ -44,17 +47,27 @@ function requestLog(services: Services) {
   };
 }
 
-/** `\u0000` escaped in a JSON string (an odd run of backslashes before `u0000`). */
-const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
-
-/** PostgreSQL's text and jsonb cannot hold U+0000: refused here, so that nothing accepted fails to store later. */
-function refuseNul(_req: unknown, _res: unknown, body: Buffer) {
-  if (body.includes('\\u0000') && NUL_ESCAPE.test(body.toString()))
-    throw new AppError('validation_error', 'Strings must not contain the NUL character (\\u0000).');
+/**
+ * Every request, before any handler: a path that is not percent-encoded UTF-8 is a 400, one that decodes to
+ * text the stores cannot hold names nothing (404), and so does no query parameter or header hold such text
+ * (422 naming it). Bodies are held to the same rule once parsed (`parseBody`).
+ */
+function refuseUnstorableRequest(req: Request, _res: Response, next: NextFunction) {
+  let path: string;
+  try {
+    path = decodeURIComponent(req.path);
+  } catch {
+    throw new AppError('malformed_request', 'The path is not valid percent-encoded UTF-8.');
+  }
+  if (findUnstorableText(path) !== undefined)
+    throw new AppError('route_not_found', `Nothing at ${encodeURI(path.toWellFormed())}.`);
+  refuseUnstorableText(req.query, 'query');
+  refuseUnstorableText(req.headers, 'header');
+  next();
 }
 
-const jsonSmall = express.json({ limit: BODY_LIMIT, type: () => true, verify: refuseNul });
-const jsonLarge = express.json({ limit: LARGE_BODY_LIMIT, type: () => true, verify: refuseNul });
+const jsonSmall = express.json({ limit: BODY_LIMIT, type: () => true });
+const jsonLarge = express.json({ limit: LARGE_BODY_LIMIT, type: () => true });
 
 function parseBody(req: Request, res: Response, next: NextFunction) {
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
@@ -70,17 +83,31 @@ function parseBody(req: Request, res: Response, next: NextFunction) {
       ),
     );
   }
-  (LARGE_BODY_ROUTES.test(req.path) ? jsonLarge : jsonSmall)(req, res, next);
+  (LARGE_BODY_ROUTES.test(req.path) ? jsonLarge : jsonSmall)(req, res, (error?: unknown) => {
+    if (error) return next(error);
+    try {
+      refuseUnstorableText(req.body, '');
+    } catch (refused) {
+      return next(refused);
+    }
+    next();
+  });
 }
 
 function bearer(services: Services, authenticate: Authenticate) {
+  const failures = new AuthFailureLimit(services.rateLimiter, services.config.AUTH_FAILURES_PER_MINUTE);
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get('authorization');
     if (!header)
       throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
+    const address = req.ip ?? 'unknown';
+    failures.check(address, Date.now());
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const auth = m ? await authenticate(m[1]) : null;
-    if (!auth) throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.');
+    if (!auth) {
+      const headers = await failures.fail(address, Date.now());
+      throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.', headers);
+    }
     res.locals.auth = auth;
     // The counter's round trip (Redis or the database) overlaps reading and parsing the body. The route waits
     // for it before doing anything (ApiRouter.toExpress), and the error handler before answering: a refusal wins.
@@ -110,7 +137,15 @@ function errorHandler(services: Services) {
       e = new AppError('unsupported_content_type', 'Request bodies must be UTF-8 JSON.');
     else if (error?.status >= 400 && error?.status < 500 && error?.expose)
       e = new AppError('malformed_json', 'The request body could not be read.');
-    else {
+    else if (error instanceof URIError)
+      e = new AppError('malformed_request', 'The path is not valid percent-encoded UTF-8.');
+    else if (isDatabaseUnavailable(error)) {
+      // The database is away (restarting, unreachable, connections lost): the request may be sent again.
+      services.log.warn({ err: error }, 'database unavailable');
+      e = new AppError('database_unavailable', 'The database is unavailable; retry shortly.', {
+        'Retry-After': '1',
+      });
+    } else {
       services.log.error({ err: error }, 'unhandled error');
       e = new AppError('internal_error', 'Something went wrong on our side; the request was not completed.');
     }
@@ -125,14 +160,18 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // The client's address (for the limit on failed authentications): the peer's, or X-Forwarded-For's as
+  // far as it was written by the proxies TRUST_PROXY names.
+  app.set('trust proxy', services.config.TRUST_PROXY.length > 0 ? services.config.TRUST_PROXY : false);
   app.use(requestLog(services));
+  app.use(refuseUnstorableRequest);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    const ready = await options.ready().catch(() => false);
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready' });
+    const { ready, detail } = await options.ready().catch(() => ({ ready: false, detail: undefined }));
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', ...detail });
   });
   options.mount?.(app);
 

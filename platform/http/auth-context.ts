@@ -1,7 +1,5 @@
-import type { Mode } from '../eventstore/types.ts';
-
-export type Permission = 'full_access' | 'sending_access';
-export type Plan = 'free' | 'pro' | 'business';
+import type { EventMetadata, Mode } from '../eventstore/types.ts';
+import type { Permission, Plan } from '../tenancy.ts';
 
 /** Who is calling: resolved from the API key on every request. */
 export interface AuthContext {
@@ -13,6 +11,13 @@ export interface AuthContext {
   /** For a sending_access key restricted to one domain. */
   domainId: string | null;
 }
+
+/** The metadata of the events a caller's request appends: the organization, the mode and the key as actor. */
+export const metaOf = (auth: AuthContext): EventMetadata => ({
+  orgId: auth.orgId,
+  mode: auth.mode,
+  actor: auth.keyId,
+});
 
 /** Looks a presented key up (by its SHA-256 hash); null when unknown or deleted. */
 export type Authenticate = (key: string) => Promise<AuthContext | null>;

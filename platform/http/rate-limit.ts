@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Database } from '../db/database.ts';
+import type { Migration } from '../db/migrations.ts';
 
 export interface RateDecision {
   allowed: boolean;
@@ -10,34 +11,38 @@ export interface RateDecision {
 }
 
 /**
- * Fixed one-second windows per key. The counter store is shared by every process when there are several:
- * Redis when REDIS_URL is set, else the database; in memory only in embedded mode (one process).
+ * Fixed windows per key (one second unless `windowMs` says otherwise; at most MAX_WINDOW_MS). The counter store
+ * is shared by every process when there are several: Redis when REDIS_URL is set, else the database; in memory
+ * only in embedded mode (one process).
  */
 export interface RateLimiter {
-  hit(key: string, limit: number, now: number): Promise<RateDecision>;
+  hit(key: string, limit: number, now: number, windowMs?: number): Promise<RateDecision>;
   close(): Promise<void>;
 }
 
 const WINDOW_MS = 1000;
-const decide = (count: number, limit: number, now: number): RateDecision => ({
+/** The longest window a caller may ask for: counters older than twice this are swept. */
+export const MAX_WINDOW_MS = 60_000;
+const decide = (count: number, limit: number, now: number, windowMs: number): RateDecision => ({
   allowed: count <= limit,
   limit,
   remaining: Math.max(0, limit - count),
-  resetMs: WINDOW_MS - (now % WINDOW_MS),
+  resetMs: windowMs - (now % windowMs),
 });
 
 export class MemoryRateLimiter implements RateLimiter {
-  readonly #counts = new Map<string, number>();
-  #window = 0;
-  async hit(key: string, limit: number, now: number) {
-    const window = Math.floor(now / WINDOW_MS);
-    if (window !== this.#window) {
-      this.#counts.clear();
-      this.#window = window;
+  /** Per window length: the current window and its counts (a new window starts them over). */
+  readonly #windows = new Map<number, { window: number; counts: Map<string, number> }>();
+  async hit(key: string, limit: number, now: number, windowMs = WINDOW_MS) {
+    const window = Math.floor(now / windowMs);
+    let current = this.#windows.get(windowMs);
+    if (current?.window !== window) {
+      current = { window, counts: new Map() };
+      this.#windows.set(windowMs, current);
     }
-    const count = (this.#counts.get(key) ?? 0) + 1;
-    this.#counts.set(key, count);
-    return decide(count, limit, now);
+    const count = (current.counts.get(key) ?? 0) + 1;
+    current.counts.set(key, count);
+    return decide(count, limit, now, windowMs);
   }
   async close() {}
 }
@@ -56,25 +61,31 @@ export class RedisRateLimiter implements RateLimiter {
     redis.defineCommand('postlineHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     this.#redis = redis as RedisWithHit;
   }
-  async hit(key: string, limit: number, now: number) {
+  async hit(key: string, limit: number, now: number, windowMs = WINDOW_MS) {
     const count = await this.#redis.postlineHit(
-      `postline:rl:${key}:${Math.floor(now / WINDOW_MS)}`,
-      WINDOW_MS * 2,
+      `postline:rl:${key}:${windowMs}:${Math.floor(now / windowMs)}`,
+      windowMs * 2,
     );
-    return decide(count, limit, now);
+    return decide(count, limit, now, windowMs);
   }
   async close() {
     this.#redis.disconnect();
   }
 }
 
-export const RATE_LIMIT_SCHEMA = `
-CREATE UNLOGGED TABLE IF NOT EXISTS rate_limit_counters (
+/** Counters are worth nothing after a crash: unlogged, they cost no WAL. */
+export const rateLimitMigrations: Migration[] = [
+  {
+    id: 'rate-limits-001',
+    sql: `
+CREATE UNLOGGED TABLE rate_limit_counters (
   key text NOT NULL,
   window_start bigint NOT NULL,
   count integer NOT NULL,
   PRIMARY KEY (key, window_start)
-)`;
+)`,
+  },
+];
 
 export class PostgresRateLimiter implements RateLimiter {
   readonly #db: Database;
@@ -82,18 +93,25 @@ export class PostgresRateLimiter implements RateLimiter {
   constructor(db: Database) {
     this.#db = db;
   }
-  async hit(key: string, limit: number, now: number) {
-    const window = Math.floor(now / WINDOW_MS);
+  /** `window_start` is the window's start in milliseconds, so windows of any length sweep alike. */
+  async hit(key: string, limit: number, now: number, windowMs = WINDOW_MS) {
+    const windowStart = now - (now % windowMs);
     const { rows } = await this.#db.query<{ count: number }>(
       `INSERT INTO rate_limit_counters (key, window_start, count) VALUES ($1, $2, 1)
        ON CONFLICT (key, window_start) DO UPDATE SET count = rate_limit_counters.count + 1 RETURNING count`,
-      [key, window],
+      [`${key}:${windowMs}`, windowStart],
     );
-    if (now - this.#lastSweep > 60_000) {
+    if (now - this.#lastSweep > MAX_WINDOW_MS) {
       this.#lastSweep = now;
-      await this.#db.query('DELETE FROM rate_limit_counters WHERE window_start < $1', [window - 60]);
+      // Housekeeping, not the request's business: a sweep that fails (the database away) is tried again at
+      // the next one, and the request that happened to start it keeps its answer.
+      void this.#db
+        .query('DELETE FROM rate_limit_counters WHERE window_start < $1', [now - 2 * MAX_WINDOW_MS])
+        .catch(() => {
+          this.#lastSweep = 0;
+        });
     }
-    return decide(rows[0].count, limit, now);
+    return decide(rows[0].count, limit, now, windowMs);
   }
   async close() {}
 }

@@ -1,9 +1,10 @@
 import type { Request, Response } from 'express';
 import { match } from 'path-to-regexp';
 import { AppError } from '../errors.ts';
+import type { Position } from '../eventstore/types.ts';
 import type { Services } from '../services.ts';
 import type { AuthContext } from './auth-context.ts';
-import { requestHash, withIdempotency } from './idempotency.ts';
+import { type IdempotentRun, requestHash, withIdempotency } from './idempotency.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -14,6 +15,12 @@ export interface ApiRequest {
   params: Record<string, string>;
   query: Record<string, unknown>;
   header(name: string): string | undefined;
+  /**
+   * Under an Idempotency-Key: the ids the handler must give what it creates (as many as the route's `newIds`
+   * made), and whether an earlier attempt may have committed some of them, in which case it answers with
+   * those instead of creating them again.
+   */
+  idempotency?: IdempotentRun;
 }
 
 export interface Reply {
@@ -26,8 +33,11 @@ export interface RouteOptions {
   access?: 'send' | 'full';
   /** An extra, stricter per-organization limit for this route (requests per second). */
   rateLimit?: number;
-  /** Honour the Idempotency-Key header. */
-  idempotent?: boolean;
+  /**
+   * Honour the Idempotency-Key header. `newIds`: the ids of what the request will create (for `at`, the
+   * request's time), recorded with the key before the handler runs.
+   */
+  idempotent?: { newIds: (body: unknown, at: number) => string[] };
 }
 
 export interface Route {
@@ -40,6 +50,47 @@ export interface Route {
 
 export const ok = (body: unknown): Reply => ({ status: 200, body });
 export const created = (body: unknown): Reply => ({ status: 201, body });
+
+/**
+ * Under an Idempotency-Key whose earlier attempt never finished: the resource that attempt created under the
+ * chosen id (its stream `stream(id)` exists), so the route answers with it instead of creating another.
+ */
+export async function createdEarlier(
+  services: Pick<Services, 'store'>,
+  req: ApiRequest,
+  stream: (id: string) => string,
+): Promise<{ id: string; position: Position } | undefined> {
+  const id = req.idempotency?.ids[0];
+  if (!id || !req.idempotency?.resumed) return undefined;
+  const [first] = await services.store.readStream(stream(id));
+  return first && { id, position: first.position };
+}
+
+/**
+ * Read-your-writes after a committed write. Whatever stops the wait (its deadline, the database), the answer is
+ * 503 `projection_timeout`, which says the write was saved, carrying `committed` (the ids it created): a client
+ * never takes it for a failure and sends again.
+ */
+export async function waitAfterCommit(
+  services: Pick<Services, 'readYourWrites' | 'log'>,
+  projections: string[],
+  position: Position | undefined,
+  committed: Record<string, unknown>,
+): Promise<void> {
+  try {
+    await services.readYourWrites.waitFor(projections, position);
+  } catch (error) {
+    const timedOut = error instanceof AppError && error.code === 'projection_timeout';
+    if (!timedOut)
+      services.log.warn({ err: error }, 'waiting for read models after a committed write failed');
+    throw new AppError(
+      'projection_timeout',
+      'The change was saved but is not readable yet; retry the read shortly.',
+      { 'Retry-After': '1' },
+      committed,
+    );
+  }
+}
 
 /** The routes of the /v1 API. Each resource registers its own in `write-side/<x>/routes.ts` or `read-side/<x>/routes.ts`. */
 export class ApiRouter {
@@ -84,15 +135,21 @@ export class ApiRouter {
       };
       const key = req.get('idempotency-key');
       let reply: Reply & { replayed?: boolean };
-      if (route.options.idempotent && key !== undefined) {
+      const idempotent = route.options.idempotent;
+      if (idempotent && key !== undefined) {
         const hash = requestHash(route.method, req.path, req.body);
+        const now = () => services.clock.now();
         reply = await withIdempotency(
           services.store,
           auth,
           key,
           hash,
-          () => services.clock.now(),
-          () => route.handler(apiReq),
+          now,
+          (claim) => route.handler({ ...apiReq, idempotency: claim }),
+          {
+            leaseMs: services.config.IDEMPOTENCY_LEASE_MS,
+            newIds: () => idempotent.newIds(req.body, now().getTime()),
+          },
         );
         if (reply.replayed) res.set('Idempotent-Replayed', 'true');
       } else {

@@ -1,45 +1,56 @@
-import { rebuildState } from '../../platform/eventstore/command.ts';
+import type { Transaction } from '../../platform/db/database.ts';
+import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { findDomainById } from '../../read-side/domains/queries.ts';
-import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
-import { type DeliveryOutcome, type EmailState, emailDecider } from '../../write-side/emails/decider.ts';
-import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
-import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
-import { DueWork, LogConsumer } from '../log-consumer.ts';
-import type { BackgroundProcess } from '../process.ts';
-import { DeliveryJobs, enqueueDeliveries, type Job } from './delivery-jobs.ts';
+import { findDomainById } from '../../read-side/domains/domains.queries.ts';
+import {
+  type DeliveryOutcome,
+  type EmailState,
+  readEmail,
+  recordOutcomes,
+  startSending,
+  systemMeta,
+} from '../../write-side/emails/email.commands.ts';
+import {
+  type EmailContent,
+  type EmailEvent,
+  emailStream,
+  messageIdOf,
+} from '../../write-side/emails/email.events.ts';
+import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
+import { DueQueue } from '../due-queue.ts';
+import { ProcessManager } from '../process.ts';
+import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
+import { DELIVERY_JOBS, type Job, jobsOf } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
-import { buildOutboundMessage, messageIdOf, type SendingDomain, sendingDomain } from './outbound-message.ts';
-import { RecentlyQueued } from './recently-queued.ts';
-import { nextAttemptAt } from './retry-schedule.ts';
+import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
 
-const BATCH = 100;
-
 type Known = Extract<EmailState, { exists: true }>;
+/**
+ * An email as a look sees it: its content as accepted, its stream (read once, then with this look's own events)
+ * and the state it folds to. Commands are decided on `history` rather than on a fresh read of the stream.
+ */
+type Email = { id: string; meta: EventMetadata; content: EmailContent; history: StoredEvent[]; state: Known };
+/** Sending domains looked up once per claimed batch (many emails share one), by id. */
 type DomainCache = Map<string, Promise<SendingDomain | null>>;
 
 /**
- * Delivery: every live email is a job in `delivery_jobs` (fed from the log by a checkpointed consumer), claimed
- * in batches with a lease so several processes share the work (delivery-jobs.ts). The email's stream is the truth
- * about who still needs an attempt: a job only says "look at this email at this time". A run sends to the
- * recipients that are due, records each outcome as an event, suppresses hard bounces, and moves the job to the
- * next retry or removes it. A crash replays at most the attempt in flight (at-least-once): recipients whose
- * outcome is recorded are never sent to again.
+ * Delivery: every live email is a job in `delivery_jobs` (fed from the log by the process's consumer), claimed in
+ * batches from a DueQueue so several processes share the work. The email's stream is the truth about who still
+ * needs an attempt: a job only says "look at this email at this time". Each look runs the steps of `#look`. A
+ * crash replays at most the attempt in flight (at-least-once): recipients whose outcome is recorded are never
+ * sent to again.
  */
-export class DeliveryProcess implements BackgroundProcess {
-  readonly name = 'delivery';
+export class DeliveryProcess extends ProcessManager {
   readonly #services: Services;
-  readonly #consumer: LogConsumer;
   readonly #mta: OutboundMta;
   readonly #concurrency: number;
-  readonly #due: DueWork;
-  readonly #jobs: DeliveryJobs;
-  readonly #recent = new RecentlyQueued();
+  readonly #jobs: DueQueue<Job>;
 
   constructor(services: Services, options: { mta?: OutboundMta; concurrency?: number } = {}) {
+    super(services, { name: 'delivery', everyMs: 1000 });
     this.#services = services;
     const c = services.config;
     this.#mta =
@@ -52,222 +63,186 @@ export class DeliveryProcess implements BackgroundProcess {
         ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
       });
     this.#concurrency = options.concurrency ?? 50;
-    this.#jobs = new DeliveryJobs(services);
-    this.#consumer = new LogConsumer({ name: 'delivery', ...services }, async (tx, events) => {
-      for (const event of await enqueueDeliveries(tx, events)) this.#recent.add(event);
-    });
-    this.#due = new DueWork({
-      consumer: this.#consumer,
-      work: () => this.#runAll(),
-      intervalMs: 1000,
-      log: services.log,
-    });
+    this.#jobs = new DueQueue(services, DELIVERY_JOBS);
   }
 
-  start(): void {
-    this.#due.start();
+  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
+    await this.#jobs.add(tx, jobsOf(events));
   }
 
-  /** Catches up with the log, then works off everything due now. Returns how many items were done. */
-  runOnce(): Promise<number> {
-    return this.#due.runOnce();
-  }
-
-  /**
-   * Works off the due jobs with `concurrency` workers. The next batch is claimed while the current one still
-   * keeps the workers busy, so none waits for a claim, and what became of each job is written in batches.
-   */
-  async #runAll(): Promise<number> {
-    let done = 0;
-    const queue: { job: Job; domains: DomainCache }[] = [];
-    let exhausted = false;
-    let failure: unknown;
-    let claiming: Promise<void> | undefined;
-    const refill = () => {
-      claiming ??= this.#jobs
-        .claim(BATCH)
-        .then((jobs) => {
-          // Until a claim finds nothing: jobs the log adds during the run are this run's too.
-          if (jobs.length === 0) exhausted = true;
-          // One look-up per sending domain and claimed batch (many emails share a domain).
-          const domains: DomainCache = new Map();
-          for (const job of jobs) queue.push({ job, domains });
-        })
-        .catch((err) => {
-          // Thrown once the workers have finished what they hold.
-          exhausted = true;
-          failure = err;
-        })
-        .finally(() => {
-          claiming = undefined;
-        });
-    };
-    const next = async () => {
-      for (;;) {
-        if (!exhausted && queue.length <= this.#concurrency) refill();
-        const item = queue.shift();
-        if (item || (exhausted && !claiming)) return item;
-        await claiming;
-      }
-    };
-    const worker = async () => {
-      for (let item = await next(); item; item = await next()) {
+  /** Looks at every email due now, `concurrency` at a time; resolves with how many looks succeeded. */
+  protected work(): Promise<number> {
+    return this.#jobs.drain({ batch: 100, concurrency: this.#concurrency }, (jobs) => {
+      const domains: DomainCache = new Map();
+      return jobs.map((job) => async () => {
         try {
-          this.#jobs.finish(item.job.email_id, await this.#deliver(item.job, item.domains));
-          done++;
+          this.#jobs.finish(job, await this.#look(job, domains));
+          return 1;
         } catch (err) {
           // The claim runs out and another run tries again; the stream keeps what was already recorded.
-          this.#services.log.error({ err, emailId: item.job.email_id }, 'delivery run failed');
+          this.#services.log.error({ err, emailId: job.email_id }, 'delivery run failed');
+          return 0;
         }
-      }
-    };
-    try {
-      await Promise.all(Array.from({ length: this.#concurrency }, worker));
-    } finally {
-      await this.#jobs.flush();
-    }
-    if (failure) throw failure;
-    return done;
+      });
+    });
   }
 
-  /** Looks at the email, sends to the recipients that are due; returns when to look again (null: never). */
-  async #deliver(
-    job: Job,
-    domains: DomainCache,
-    queued: StoredEvent | null = this.#recent.take(job.email_id) ?? null,
-  ): Promise<string | null> {
-    const meta = systemMeta({ orgId: job.org_id, mode: job.mode });
-    const history = queued ? [queued] : await this.#services.store.readStream(emailStream(job.email_id));
-    const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
-    let state = rebuildState(emailDecider, history);
-    if (!accepted || !state.exists || ['canceled', 'scheduled'].includes(state.lifecycle)) return null;
-    if (state.lifecycle === 'queued') {
-      const started = await startSending(this.#services, meta, job.email_id, [...history]);
-      // The stream had moved on from the event the log gave us (another process got there first): start over
-      // from the whole stream.
-      if (queued && started.revision !== queued.revision + started.events.length)
-        return this.#deliver(job, domains, null);
-      state = started.state;
-      // The history as it now stands, so recording the outcomes need not read the stream again.
-      const first = started.revision - started.events.length + 1;
-      history.push(
-        ...started.events.map((e, i) => ({ ...e, revision: first + i }) as unknown as StoredEvent),
-      );
+  /** One look at an email: sends to the recipients that are due; returns when to look again (null: never). */
+  async #look(job: Job, domains: DomainCache): Promise<string | null> {
+    const email = await this.#readEmail(job);
+    if (!email) return null;
+    await this.#startSending(email);
+    const due = this.#dueRecipients(email.state);
+    if (due.length > 0) {
+      const domain = await this.#checkDomain(email, domains);
+      const outcomes = domain ? await this.#send(email, domain, due) : this.#deferAll(email, due);
+      await this.#recordOutcomes(email, outcomes);
     }
-    const s = state as Known;
-    const now = this.#services.clock.now();
-    const due = Object.entries(s.recipients)
+    await this.#suppressHardBounces(email);
+    return this.#nextLook(email.state);
+  }
+
+  /** The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled). */
+  async #readEmail(job: Job): Promise<Email | null> {
+    const { history, state } = await readEmail(this.#services, job.email_id);
+    const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
+    if (!accepted || !state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
+      return null;
+    const meta = systemMeta({ orgId: job.org_id, mode: job.mode });
+    return { id: job.email_id, meta, content: accepted.data as EmailContent, history, state };
+  }
+
+  /** A queued email becomes `sending` (EmailSendingStarted) before its first attempt. */
+  async #startSending(email: Email): Promise<void> {
+    if (email.state.lifecycle !== 'queued') return;
+    await this.#took(email, await startSending(this.#services, email.meta, email.id, email.history));
+  }
+
+  /** Recipients without an outcome yet, and delayed ones whose retry time has come. */
+  #dueRecipients(state: Known): string[] {
+    const now = this.#services.clock.now().getTime();
+    return Object.entries(state.recipients)
       .filter(
         ([, r]) =>
           r.status === 'pending' ||
-          (r.status === 'delayed' && (!r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now.getTime())),
+          (r.status === 'delayed' && (!r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now)),
       )
       .map(([address]) => address);
-    if (due.length > 0) {
-      const content = accepted.data as EmailContent;
-      const outcomes = await this.#attempt(meta, content, due, domains);
-      const result = await recordOutcomes(
-        this.#services,
-        meta,
-        job.email_id,
-        messageIdOf(content),
-        this.#toDecider(s, outcomes, now),
-        history,
-      );
-      await this.#suppressHardBounces(meta, job.email_id, [...history, ...result.events]);
-      return nextLook(result.state as Known);
-    }
-    await this.#suppressHardBounces(meta, job.email_id, history);
-    return nextLook(s);
   }
 
-  /** Sends to `recipients`; a domain that is gone or a key that no longer opens defers them like a 4xx would. */
-  async #attempt(
-    meta: EventMetadata,
-    content: EmailContent,
-    recipients: string[],
-    domains: DomainCache,
-  ): Promise<RecipientOutcome[]> {
-    const id = content.domainId;
-    if (id && !domains.has(id)) {
-      const { db, secrets } = this.#services;
-      domains.set(
-        id,
-        findDomainById(db, meta.orgId, meta.mode, id).then((row) => row && sendingDomain(row, secrets)),
-      );
-    }
-    const domain = id ? await domains.get(id)! : null;
+  /** The sending domain with its DKIM key opened; null when it is gone. */
+  #checkDomain(email: Email, domains: DomainCache): Promise<SendingDomain | null> {
+    const id = email.content.domainId;
+    if (!id) return Promise.resolve(null);
+    let domain = domains.get(id);
     if (!domain) {
-      return recipients.map((recipient) => ({
-        recipient,
-        result: 'deferred' as const,
-        smtpResponse: `local: sending domain ${content.domainName} is no longer available`,
-      }));
+      const { db, secrets } = this.#services;
+      const { orgId, mode } = email.meta;
+      domain = findDomainById(db, { orgId, mode }, id).then((row) => row && sendingDomain(row, secrets));
+      domains.set(id, domain);
     }
-    const message = await buildOutboundMessage(this.#services, content, domain);
+    return domain;
+  }
+
+  /** Without a sending domain every due recipient is deferred, as a 4xx would: its retry may find it back. */
+  #deferAll(email: Email, recipients: string[]): RecipientOutcome[] {
+    const smtpResponse = `local: sending domain ${email.content.domainName} is no longer available`;
+    return recipients.map((recipient) => ({ recipient, result: 'deferred' as const, smtpResponse }));
+  }
+
+  /** Composes the message (tracking, attachments, VERP) and sends it: one SMTP transaction per destination, DKIM-signed. */
+  async #send(email: Email, domain: SendingDomain, recipients: string[]): Promise<RecipientOutcome[]> {
+    const message = await buildOutboundMessage(this.#services, email.content, domain);
     return this.#mta.send(message, recipients);
   }
 
-  #toDecider(s: Known, outcomes: RecipientOutcome[], now: Date): DeliveryOutcome[] {
-    return outcomes.map((o) => {
-      const recipient = o.recipient.toLowerCase();
-      const attempt = (s.recipients[recipient]?.attempts ?? 0) + 1;
-      const base = {
-        recipient,
-        attempt,
-        smtpResponse: o.smtpResponse,
-        ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
-      };
-      if (o.result === 'delivered')
-        return {
-          ...base,
-          result: 'delivered',
-          ...(o.mx && { mx: o.mx }),
-          ...(o.tls !== undefined && { tls: o.tls }),
-        };
-      if (o.result === 'bounced') return { ...base, result: 'bounced', bounceType: 'hard' };
-      const next = nextAttemptAt(attempt, now);
-      return next
-        ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
-        : {
-            ...base,
-            result: 'bounced',
-            bounceType: 'soft',
-            smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
-          };
-    });
+  /** Records each recipient's outcome; a temporary failure gets its retry time, or bounces (soft) after the last. */
+  async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
+    const now = this.#services.clock.now();
+    const decided = outcomes.map((o) => this.#outcome(email.state, o, now));
+    const result = await recordOutcomes(
+      this.#services,
+      email.meta,
+      email.id,
+      messageIdOf(email.content),
+      decided,
+      email.history,
+    );
+    await this.#took(email, result);
   }
 
   /**
-   * Suppresses the email's hard-bounced recipients: this run's, and those a run that crashed after recording them
-   * never suppressed (the job outlived it, so the email comes back here). An address whose suppression already
-   * came from this email is left alone, so one the customer has lifted since stays lifted.
+   * A command's result joins the email: its state, and its events to the history as stored (their revisions follow
+   * the stream's; their position is the append's). A command that met a stream another process had moved since
+   * (it decided again on a fresh read) has the look read the stream again.
    */
-  async #suppressHardBounces(
-    meta: EventMetadata,
-    emailId: string,
-    events: { type: string; data: unknown }[],
-  ) {
-    for (const e of events as EmailEvent[]) {
+  async #took(email: Email, result: CommandResult<EmailEvent, EmailState>): Promise<void> {
+    email.state = result.state as Known;
+    const first = result.revision - result.events.length + 1;
+    if (first !== (email.history.at(-1)?.revision ?? -1) + 1) {
+      email.history = await this.#services.store.readStream(emailStream(email.id));
+      return;
+    }
+    if (result.position === undefined) return;
+    const stored = { metadata: email.meta, streamId: emailStream(email.id), position: result.position };
+    const createdAt = this.#services.clock.now();
+    email.history.push(...result.events.map((e, i) => ({ ...e, ...stored, revision: first + i, createdAt })));
+  }
+
+  #outcome(state: Known, o: RecipientOutcome, now: Date): DeliveryOutcome {
+    const recipient = o.recipient.toLowerCase();
+    const attempt = (state.recipients[recipient]?.attempts ?? 0) + 1;
+    const base = {
+      recipient,
+      attempt,
+      smtpResponse: o.smtpResponse,
+      ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
+    };
+    if (o.result === 'delivered')
+      return {
+        ...base,
+        result: 'delivered',
+        ...(o.mx && { mx: o.mx }),
+        ...(o.tls !== undefined && { tls: o.tls }),
+      };
+    if (o.result === 'bounced') return { ...base, result: 'bounced', bounceType: 'hard' };
+    const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
+    return next
+      ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
+      : {
+          ...base,
+          result: 'bounced',
+          bounceType: 'soft',
+          smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
+        };
+  }
+
+  /**
+   * Suppresses the email's hard-bounced recipients: this look's, and those a look that crashed after recording
+   * them never suppressed (the job outlived it, so the email comes back here). An address whose suppression
+   * already came from this email is left alone, so one the customer has lifted since stays lifted.
+   */
+  async #suppressHardBounces(email: Email): Promise<void> {
+    for (const e of email.history as EmailEvent[]) {
       if (e.type !== 'EmailBounced' || e.data.bounceType !== 'hard') continue;
-      await suppressForEmail(this.#services, meta, {
+      await suppressForEmail(this.#services, email.meta, {
         email: e.data.recipient,
         reason: 'hard_bounce',
-        sourceEmailId: emailId,
+        sourceEmailId: email.id,
       });
     }
   }
 
-  async stop(): Promise<void> {
-    await this.#due.stop();
+  /** The earliest retry of a recipient that waits for one; null when none does (the job is done). */
+  #nextLook(state: Known): string | null {
+    const waiting = Object.values(state.recipients)
+      .filter((r) => r.status === 'delayed' && r.nextAttemptAt)
+      .map((r) => r.nextAttemptAt!);
+    return waiting.length === 0 ? null : waiting.sort()[0];
+  }
+
+  override async stop(): Promise<void> {
+    await super.stop();
     await this.#mta.close();
   }
-}
-
-/** The earliest retry of a recipient that waits for one; null when none does (the job is done). */
-function nextLook(state: Known): string | null {
-  const waiting = Object.values(state.recipients)
-    .filter((r) => r.status === 'delayed' && r.nextAttemptAt)
-    .map((r) => r.nextAttemptAt!);
-  return waiting.length === 0 ? null : waiting.sort()[0];
 }

@@ -1,16 +1,14 @@
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import type { SecretBox } from '../../platform/crypto.ts';
+import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
-import type { DomainRow } from '../../read-side/domains/queries.ts';
-import type { EmailContent } from '../../write-side/emails/events.ts';
+import type { DomainRow } from '../../read-side/domains/domains.queries.ts';
+import { type EmailContent, messageIdOf } from '../../write-side/emails/email.events.ts';
 import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
-import { type DkimKey, type OutboundMessage, verpAddress } from './mta/outbound.ts';
+import { verpAddress } from '../../write-side/emails/verp.ts';
+import type { DkimKey, OutboundMessage } from './mta/message.ts';
 
 const tokensByConfig = new WeakMap<object, TrackingTokens>();
-
-/** Stable for the email, so every attempt (and a replay after a crash) carries the same Message-ID. */
-export const messageIdOf = (content: Pick<EmailContent, 'emailId' | 'domainName'>) =>
-  `<${content.emailId}@${content.domainName}>`;
 
 /** A sending domain with its DKIM key opened, once for the many emails that share it. */
 export type SendingDomain = { row: DomainRow; dkim: DkimKey };
@@ -26,7 +24,8 @@ export const sendingDomain = (row: DomainRow, secrets: SecretBox): SendingDomain
 
 /**
  * The message as the MTA sends it: the accepted content, attachments read back from the blob store, tracking
- * when the domain has it on, the VERP return path on the domain's return-path subdomain, and its DKIM key.
+ * when the domain has it on, the VERP return path on the domain's return-path subdomain, and its DKIM key. A
+ * message submitted over SMTP goes as it was submitted: no tracking is added to it.
  */
 export async function buildOutboundMessage(
   services: Services,
@@ -36,12 +35,12 @@ export async function buildOutboundMessage(
   const blobs = blobStoreFor(services.config);
   let tokens = tokensByConfig.get(services.config);
   if (!tokens) {
-    tokens = TrackingTokens.fromConfig(services.config);
+    tokens = TrackingTokens.fromConfig(services.config, resolveSecretKey(services.config));
     tokensByConfig.set(services.config, tokens);
   }
   const claim = { emailId: content.emailId, orgId: content.orgId, mode: content.mode };
   const html =
-    content.html && (domain.open_tracking || domain.click_tracking)
+    content.html && !content.raw && (domain.open_tracking || domain.click_tracking)
       ? addTracking(content.html, tokens, claim, {
           opens: domain.open_tracking,
           clicks: domain.click_tracking,
@@ -60,13 +59,14 @@ export async function buildOutboundMessage(
     ...(content.text !== null && { text: content.text }),
     headers: content.headers,
     attachments: await Promise.all(
-      content.attachments.map(async (a) => ({
+      (content.raw ? [] : content.attachments).map(async (a) => ({
         filename: a.filename,
         contentType: a.contentType,
         ...(a.contentId !== undefined && { contentId: a.contentId }),
         content: await blobs.get(a.blobKey),
       })),
     ),
+    ...(content.raw && { raw: await blobs.get(content.raw.blobKey) }),
     envelopeFrom: verpAddress(content.emailId, domain.return_path_domain),
     dkim,
   };

@@ -1,8 +1,7 @@
 import type { Services } from '../../platform/services.ts';
-import { domainsDueForCheck } from '../../read-side/domains/queries.ts';
-import { verifyDomain } from '../../write-side/domains/commands.ts';
-import { forEachItem, Periodic, type TickResult } from '../periodic.ts';
-import type { BackgroundProcess } from '../process.ts';
+import { domainsDueForCheck } from '../../read-side/domains/domains.queries.ts';
+import { verifyDomain } from '../../write-side/domains/domain.commands.ts';
+import { forEachItem, ProcessManager } from '../process.ts';
 
 const BATCH = 50;
 
@@ -13,31 +12,19 @@ const BATCH = 50;
  * Several processes may run it: a domain checked twice at once only adds a second, identical check event,
  * because DomainVerified and DomainDnsChanged are decided on the stream's latest state.
  */
-export class DomainVerifierProcess implements BackgroundProcess {
-  readonly name = 'domain-verifier';
+export class DomainVerifierProcess extends ProcessManager {
   readonly #services: Services;
-  readonly #periodic: Periodic;
 
   constructor(services: Services) {
-    this.#services = services;
-    this.#periodic = new Periodic({
-      name: this.name,
+    super(services, {
+      name: 'domain-verifier',
       everyMs: Math.min(services.config.DOMAIN_RECHECK_INTERVAL_MS, 60_000),
-      run: () => this.#checkDue(),
-      log: services.log,
     });
+    this.#services = services;
   }
 
-  start(): void {
-    this.#periodic.start();
-  }
-
-  /** Checks the domains that are due. Ticks never overlap. */
-  tick(): Promise<TickResult> {
-    return this.#periodic.tick();
-  }
-
-  async #checkDue(): Promise<TickResult> {
+  /** Checks the domains that are due; resolves with how many were checked. */
+  protected async work(): Promise<number> {
     const { db, clock, config, log } = this.#services;
     const before = new Date(clock.now().getTime() - config.DOMAIN_RECHECK_INTERVAL_MS);
     return forEachItem(
@@ -47,9 +34,5 @@ export class DomainVerifierProcess implements BackgroundProcess {
       // One domain's trouble (deleted meanwhile, name held by another organization) must not stop the rest.
       (err, d) => log.warn({ err, domainId: d.id }, 'domain re-check skipped'),
     );
-  }
-
-  stop(): Promise<void> {
-    return this.#periodic.stop();
   }
 }

@@ -1,19 +1,25 @@
 import type { Transaction } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
-import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
+import { type EventMetadata, isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import {
+  type EmailState,
   recordComplaint,
+  recordEngagement,
   recordOutcomes,
   startSending,
   systemMeta,
-} from '../../write-side/emails/commands.ts';
-import { type EmailState, recipientsOf } from '../../write-side/emails/decider.ts';
-import { type EmailContent, type EmailEvent, emailStream } from '../../write-side/emails/events.ts';
-import { suppressForEmail } from '../../write-side/suppressions/commands.ts';
-import { messageIdOf } from '../delivery/outbound-message.ts';
-import { DueWork, eachEvent, LogConsumer } from '../log-consumer.ts';
-import type { BackgroundProcess } from '../process.ts';
+} from '../../write-side/emails/email.commands.ts';
+import {
+  type EmailContent,
+  type EmailEvent,
+  emailStream,
+  messageIdOf,
+  recipientsOf,
+} from '../../write-side/emails/email.events.ts';
+import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
+import { DueQueue } from '../due-queue.ts';
+import { ProcessManager } from '../process.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
 
 export const simulatorMigrations: Migration[] = [
@@ -34,23 +40,10 @@ CREATE INDEX IF NOT EXISTS simulator_steps_due ON simulator_steps (due_at)`,
   },
 ];
 
-const CLAIM_MS = 60_000;
-const BATCH = 200;
+type Accepted = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailReleased' }>;
+
 /** The step that "sends" the email; recipients' steps are planned from it. */
 const SEND = { recipient: '', seq: 0 };
-
-async function enqueue(tx: Transaction, event: StoredEvent) {
-  if (event.metadata.mode !== 'test') return;
-  const e = event as unknown as EmailEvent;
-  const dueAt =
-    e.type === 'EmailQueued' ? e.data.createdAt : e.type === 'EmailReleased' ? e.data.releasedAt : null;
-  if (!dueAt) return;
-  await tx.query(
-    `INSERT INTO simulator_steps (email_id, recipient, seq, org_id, mode, due_at, step) VALUES ($1, $2, $3, $4, 'test', $5, '{}')
-     ON CONFLICT DO NOTHING`,
-    [e.data.emailId, SEND.recipient, SEND.seq, event.metadata.orgId, dueAt],
-  );
-}
 
 interface StepRow {
   email_id: string;
@@ -58,83 +51,89 @@ interface StepRow {
   seq: number;
   org_id: string;
   mode: 'test';
-  due_at: Date;
   step: SimulatedStep;
 }
 
 /**
  * Test mode's stand-in for delivery: `pk_test_` emails never reach the MTA. It produces the outcomes a real
  * send would, through the same commands and events (so webhooks look exactly like live ones), timed from the
- * moment of sending (simulator-plan.ts). Steps live in a due table claimed with FOR UPDATE SKIP LOCKED.
+ * moment of sending (simulator-plan.ts). Steps live in a due table (DueQueue); a recipient's steps play in order.
  */
-export class SimulatorProcess implements BackgroundProcess {
-  readonly name = 'simulator';
+export class SimulatorProcess extends ProcessManager {
   readonly #services: Services;
-  readonly #consumer: LogConsumer;
-  readonly #due: DueWork;
+  readonly #steps: DueQueue<StepRow>;
 
   constructor(services: Services) {
+    super(services, { name: 'simulator', everyMs: 250 });
     this.#services = services;
-    this.#consumer = new LogConsumer({ name: 'simulator', ...services }, eachEvent(enqueue));
-    this.#due = new DueWork({
-      consumer: this.#consumer,
-      work: () => this.#runAll(),
-      intervalMs: 250,
-      log: services.log,
+    this.#steps = new DueQueue(services, {
+      table: 'simulator_steps',
+      key: { email_id: 'text', recipient: 'text', seq: 'integer' },
+      dueAt: 'due_at',
+      columns: ['org_id', 'mode', 'step'],
+      // A claim only keeps two processes from playing a step at once: its commands are idempotent, so a step
+      // played again does no harm. After a crash its steps are played again once the claim has run out.
+      leaseMs: 10_000,
     });
   }
 
-  start(): void {
-    this.#due.start();
+  /** Test emails accepted (queued, or released by the scheduler) get their send step, due at once. */
+  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
+    const sends = events.flatMap((event) => {
+      if (event.metadata.mode !== 'test' || !isOneOf<Accepted>(event, ['EmailQueued', 'EmailReleased']))
+        return [];
+      const dueAt = event.type === 'EmailQueued' ? event.data.createdAt : event.data.releasedAt;
+      return [
+        {
+          email_id: event.data.emailId,
+          ...SEND,
+          org_id: event.metadata.orgId,
+          mode: 'test',
+          due_at: dueAt,
+          step: {},
+        },
+      ];
+    });
+    await this.#steps.add(tx, sends);
   }
 
-  /** Catches up with the log, then works off everything due now. Returns how many items were done. */
-  runOnce(): Promise<number> {
-    return this.#due.runOnce();
-  }
-
-  async #runAll(): Promise<number> {
-    let done = 0;
-    while (true) {
-      const rows = await this.#claim();
-      if (rows.length === 0) return done;
-      // Recipients run in parallel; one recipient's steps in order (delayed before delivered).
-      const byRecipient = Map.groupBy(rows, (r) => `${r.email_id} ${r.recipient}`);
-      await Promise.all(
-        [...byRecipient.values()].map(async (steps) => {
-          for (const row of steps.sort((a, b) => a.seq - b.seq)) {
-            try {
-              await this.#play(row);
-            } catch (err) {
-              this.#services.log.error(
-                { err, emailId: row.email_id },
-                'simulated step failed; retried after its claim expires',
-              );
-              return;
-            }
-            await this.#services.db.query(
-              'DELETE FROM simulator_steps WHERE email_id = $1 AND recipient = $2 AND seq = $3',
-              [row.email_id, row.recipient, row.seq],
-            );
-            done++;
-          }
-        }),
-      );
-    }
-  }
-
-  async #claim(): Promise<StepRow[]> {
-    const now = this.#services.clock.now();
-    const { rows } = await this.#services.db.query<StepRow>(
-      `UPDATE simulator_steps SET claimed_until = $2
-       WHERE (email_id, recipient, seq) IN (
-         SELECT email_id, recipient, seq FROM simulator_steps
-         WHERE due_at <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
-         ORDER BY due_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING *`,
-      [now, new Date(now.getTime() + CLAIM_MS), BATCH],
+  /**
+   * Plays every step due now; resolves with how many it played. A recipient's steps play one after the other
+   * (delayed before delivered), also across claims; a step that fails holds back the recipient's later ones until
+   * its claim runs out.
+   */
+  protected work(): Promise<number> {
+    // Per recipient, whether its last step so far played. Tasks are taken in claim order, so the step a task
+    // waits for is already taken by another worker.
+    const played = new Map<string, Promise<boolean>>();
+    return this.#steps.drain({ batch: 200, concurrency: 50 }, (rows) =>
+      rows.map((row) => {
+        const recipient = `${row.email_id} ${row.recipient}`;
+        const before = played.get(recipient) ?? Promise.resolve(true);
+        const { promise: mine, resolve } = Promise.withResolvers<boolean>();
+        played.set(recipient, mine);
+        return async () => {
+          const ok = (await before) && (await this.#playOnce(row));
+          resolve(ok);
+          return ok ? 1 : 0;
+        };
+      }),
     );
-    return rows;
+  }
+
+  /** Plays the step and finishes its row; false when it failed (logged; played again once its claim runs out). */
+  async #playOnce(row: StepRow): Promise<boolean> {
+    try {
+      await this.#play(row);
+    } catch (err) {
+      this.#services.log.error(
+        { err, emailId: row.email_id },
+        'simulated step failed; retried after its claim expires',
+      );
+      return false;
+    }
+    this.#steps.finish(row, null);
+    return true;
   }
 
   async #play(row: StepRow) {
@@ -192,6 +191,21 @@ export class SimulatorProcess implements BackgroundProcess {
         }
         return;
       }
+      case 'opened':
+        await recordEngagement(this.#services, meta, {
+          type: 'RecordOpen',
+          emailId: row.email_id,
+          ...READER,
+        });
+        return;
+      case 'clicked':
+        await recordEngagement(this.#services, meta, {
+          type: 'RecordClick',
+          emailId: row.email_id,
+          ...READER,
+          link: firstLink(content.html) ?? SIMULATED_LINK,
+        });
+        return;
       case 'complained': {
         const r = await recordComplaint(this.#services, meta, row.email_id, row.recipient);
         if (recipientStatus(r.state, row.recipient) === 'complained') {
@@ -219,25 +233,19 @@ export class SimulatorProcess implements BackgroundProcess {
       return;
     await recordOutcomes(this.#services, meta, row.email_id, messageIdOf(content), []);
     const now = this.#services.clock.now().getTime();
-    const values: unknown[] = [];
-    const tuples: string[] = [];
-    for (const recipient of recipientsOf(content)) {
-      simulatedOutcome(recipient).forEach((step, i) => {
-        const n = values.length;
-        tuples.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, 'test', $${n + 5}, $${n + 6})`);
-        values.push(
-          row.email_id,
+    await this.#steps.add(
+      this.#services.db,
+      recipientsOf(content).flatMap((recipient) =>
+        simulatedOutcome(recipient).map((step, i) => ({
+          email_id: row.email_id,
           recipient,
-          i + 1,
-          row.org_id,
-          new Date(now + step.afterMs),
-          JSON.stringify(step),
-        );
-      });
-    }
-    await this.#services.db.query(
-      `INSERT INTO simulator_steps (email_id, recipient, seq, org_id, mode, due_at, step) VALUES ${tuples.join(', ')} ON CONFLICT DO NOTHING`,
-      values,
+          seq: i + 1,
+          org_id: row.org_id,
+          mode: 'test',
+          due_at: new Date(now + step.afterMs),
+          step,
+        })),
+      ),
     );
   }
 
@@ -247,11 +255,14 @@ export class SimulatorProcess implements BackgroundProcess {
     const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
     return accepted ? (accepted.data as EmailContent) : null;
   }
-
-  async stop(): Promise<void> {
-    await this.#due.stop();
-  }
 }
 
 const recipientStatus = (state: EmailState, recipient: string) =>
   state.exists ? state.recipients[recipient.toLowerCase()]?.status : undefined;
+
+/** Who opens and clicks in test mode: documented, so that test handlers can tell. */
+const READER = { userAgent: 'Postline simulator', ip: '192.0.2.1' };
+/** What clicked@ clicks when the html has no link. */
+const SIMULATED_LINK = 'https://simulator.postline.dev/clicked';
+/** The html's first http(s) link, as a reader would click it. */
+const firstLink = (html: string | null) => (html ? /href="(https?:\/\/[^"]+)"/i.exec(html)?.[1] : undefined);

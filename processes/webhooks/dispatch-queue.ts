@@ -9,8 +9,8 @@ interface Lane<T> {
 
 /**
  * Deliveries waiting, one lane per endpoint, served in turn: an endpoint at its cap of deliveries in flight (a slow
- * one) is skipped without looking at its deliveries, so it never stands in the others' way. The sender thread
- * keeps its requests waiting for a slot here, the dispatcher its claimed deliveries waiting for room in the thread.
+ * one) is skipped without looking at its deliveries, so it never stands in the others' way. The dispatcher keeps
+ * its claimed deliveries waiting for a request slot here.
  */
 export class DispatchQueue<T> {
   readonly #perEndpoint: number;

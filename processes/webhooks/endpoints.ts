@@ -1,8 +1,8 @@
 import type { Queryable, Transaction } from '../../platform/db/database.ts';
-import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import type { WebhookEvent } from '../../write-side/webhooks/events.ts';
-import { moveFirstAttempts, resetColumns } from './deliveries.ts';
+import { WEBHOOK_EVENT_TYPES, type WebhookEvent } from '../../write-side/webhooks/webhook.events.ts';
+import { resetDeliveries } from './deliveries.ts';
 
 /** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */
 export interface Endpoint {
@@ -12,11 +12,6 @@ export interface Endpoint {
   events: string[];
   active: boolean;
   deleted: boolean;
-  /** Where and how its deliveries are sent, for those handed straight to a dispatcher (see hand-over.ts). */
-  url: string;
-  sealedSecret: string;
-  previousSealedSecret: string | null;
-  previousValidUntil: Date | null;
 }
 
 /** The endpoints of the organizations in a batch, kept in step with the webhook events applied in it. */
@@ -27,9 +22,7 @@ export class EndpointSet {
     const set = new EndpointSet();
     if (orgIds.length === 0) return set;
     const { rows } = await q.query(
-      `SELECT webhook_id, org_id, mode, events, active, deleted, url, sealed_secret, previous_sealed_secret,
-         previous_valid_until
-       FROM webhook_endpoints WHERE org_id = ANY($1)`,
+      'SELECT webhook_id, org_id, mode, events, active, deleted FROM webhook_endpoints WHERE org_id = ANY($1)',
       [orgIds],
     );
     for (const r of rows) {
@@ -40,10 +33,6 @@ export class EndpointSet {
         events: r.events,
         active: r.active,
         deleted: r.deleted,
-        url: r.url,
-        sealedSecret: r.sealed_secret,
-        previousSealedSecret: r.previous_sealed_secret,
-        previousValidUntil: r.previous_valid_until,
       });
     }
     return set;
@@ -75,8 +64,8 @@ export class EndpointSet {
   }
 
   /** Applies a webhook event to the endpoint table and to this set. */
-  async apply(tx: Transaction, stored: StoredEvent): Promise<void> {
-    const e = stored as unknown as WebhookEvent;
+  async apply(tx: Transaction, e: StoredEvent): Promise<void> {
+    if (!isOneOf<WebhookEvent>(e, WEBHOOK_EVENT_TYPES)) return;
     switch (e.type) {
       case 'WebhookCreated': {
         const d = e.data;
@@ -92,10 +81,6 @@ export class EndpointSet {
           events: d.events,
           active: d.active,
           deleted: false,
-          url: d.url,
-          sealedSecret: d.sealedSecret,
-          previousSealedSecret: null,
-          previousValidUntil: null,
         });
         return;
       }
@@ -110,7 +95,7 @@ export class EndpointSet {
           [d.webhookId, d.url, d.events, d.active],
         );
         const known = this.#byId.get(d.webhookId);
-        if (known) Object.assign(known, { url: d.url, events: d.events, active: d.active });
+        if (known) Object.assign(known, { events: d.events, active: d.active });
         return;
       }
       case 'WebhookSecretRotated': {
@@ -120,14 +105,6 @@ export class EndpointSet {
            WHERE webhook_id = $1`,
           [d.webhookId, d.sealedSecret, d.previousSealedSecret, d.previousValidUntil],
         );
-        const known = this.#byId.get(d.webhookId);
-        if (known) {
-          Object.assign(known, {
-            sealedSecret: d.sealedSecret,
-            previousSealedSecret: d.previousSealedSecret,
-            previousValidUntil: new Date(d.previousValidUntil),
-          });
-        }
         return;
       }
       case 'WebhookDisabled':
@@ -143,11 +120,7 @@ export class EndpointSet {
       }
       case 'WebhookDeliveryRetryRequested': {
         const d = e.data;
-        await moveFirstAttempts(tx, d.webhookId, [d.deliveryId]);
-        await tx.query(
-          `UPDATE webhook_deliveries SET ${resetColumns('$3')} WHERE id = $1 AND webhook_id = $2`,
-          [d.deliveryId, d.webhookId, d.requestedAt],
-        );
+        await resetDeliveries(tx, d.webhookId, [d.deliveryId], d.requestedAt, false);
         return;
       }
       case 'WebhookReplayRequested': {
@@ -155,7 +128,7 @@ export class EndpointSet {
         await tx.query(
           `INSERT INTO webhook_replays (id, webhook_id, since, until, up_to, requested_at)
            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
-          [d.replayId, d.webhookId, d.since, d.until, stored.position, d.requestedAt],
+          [d.replayId, d.webhookId, d.since, d.until, e.position, d.requestedAt],
         );
         return;
       }

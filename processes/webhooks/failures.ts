@@ -1,23 +1,18 @@
 import type { Services } from '../../platform/services.ts';
-import { disableWebhook, recordDeliveryExhausted } from '../../write-side/webhooks/commands.ts';
-import type { Claimed } from './dispatcher.process.ts';
+import { disableWebhook, recordDeliveryExhausted } from '../../write-side/webhooks/webhook.commands.ts';
+import { retryDelay, WEBHOOK_RETRIES } from '../retry-schedule.ts';
+import type { Claimed } from './claims.ts';
 import type { SendOutcome } from './http-sender.ts';
-import { parseRetryAfter, retryDelay } from './retry-schedule.ts';
+import { parseRetryAfter } from './retry-after.ts';
 
 /** An endpoint is switched off once this many deliveries in a row were exhausted with no success in between. */
 export const AUTO_DISABLE_AFTER_EXHAUSTED = 3;
 
+/** The delivery's next state, if it is still claimed by this attempt's claim (not reset while in flight). */
 const UPDATE_SQL = `
-UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, claim_token = NULL,
-  last_response_status = $6, last_error = $7, updated_at = $2, completed_at = $8
-WHERE webhook_id = $10 AND id = $1 AND claim_token = $9`;
-
-/** The row of a delivery handed over by the fan-out unwritten (see hand-over.ts), written with its first outcome. */
-const INSERT_SQL = `
-INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
-  next_attempt_at, last_response_status, last_error, created_at, updated_at, completed_at)
-VALUES ($1, $9, $10, $11, $12, $13, $14, $3, $4, $5, $6, $7, $15, $2, $8)
-ON CONFLICT (webhook_id, id) DO NOTHING`;
+UPDATE webhook_deliveries SET status = $5, attempts = $6, next_attempt_at = $7, claim_token = NULL,
+  last_response_status = $8, last_error = $9, updated_at = $4, completed_at = $10
+WHERE webhook_id = $1 AND id = $2 AND claim_token = $3`;
 
 /**
  * Records a failed attempt: the next attempt on the retry schedule (Retry-After honoured for 429 and 503), or
@@ -35,7 +30,7 @@ export async function recordFailure(
 ): Promise<void> {
   const db = services.db;
   const gone = outcome.status === 410;
-  let delay = gone ? null : retryDelay(attempt, random);
+  let delay = gone ? null : retryDelay(WEBHOOK_RETRIES, attempt, random);
   if (delay !== null && (outcome.status === 429 || outcome.status === 503)) {
     delay = Math.max(delay, parseRetryAfter(outcome.retryAfter, now) ?? 0);
   }
@@ -44,8 +39,10 @@ export async function recordFailure(
     ? 'the endpoint answered 410 Gone; it has been disabled'
     : (outcome.error ?? `the endpoint answered ${outcome.status}`);
   const next = delay === null ? now : new Date(now.getTime() + delay);
-  const recorded = [
+  const { rowCount } = await db.query(UPDATE_SQL, [
+    row.webhook_id,
     row.id,
+    row.claim_token,
     now,
     status,
     attempt,
@@ -53,25 +50,12 @@ export async function recordFailure(
     outcome.status,
     error,
     status === 'pending' ? null : now,
-  ];
-  const { rowCount } = await (row.unwritten
-    ? db.query(INSERT_SQL, [
-        ...recorded,
-        row.webhook_id,
-        row.org_id,
-        row.mode,
-        row.unwritten.sourceKey,
-        row.event_type,
-        row.body,
-        row.unwritten.createdAt,
-      ])
-    : db.query(UPDATE_SQL, [...recorded, row.claim_token, row.webhook_id]));
+  ]);
   await db.query(
     `INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, error)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     [row.id, attempt, now, outcome.status, latencyMs, outcome.excerpt, outcome.error],
   );
-  row.unwritten?.recorded();
   // The delivery was reset (retry requested) or replayed while in flight: its new round decides, and counts, not this
   // outcome (as for successes, the attempt stays in the log).
   if (rowCount === 0) return;

@@ -1,4 +1,5 @@
 import { Agent } from 'undici';
+import { BoundedMap } from '../../platform/bounded-map.ts';
 import { storableText } from '../../platform/storable-text.ts';
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './ssrf-guard.ts';
 
@@ -27,7 +28,7 @@ const MAX_READ_BYTES = 64 * 1024;
  * POSTs webhook bodies with undici's dispatcher interface (several times faster than global fetch, and cheaper
  * than its `request`, which builds a stream per response). One Agent keeps a pool of keep-alive connections per
  * endpoint origin. Redirects are never followed (a 3xx is a failed attempt), and unless private networks are
- * allowed every connection goes through the SSRF guard's lookup. Runs in the sender thread (sender.worker.ts).
+ * allowed every connection goes through the SSRF guard's lookup.
  */
 export class WebhookSender {
   readonly #agent: Agent;
@@ -52,7 +53,7 @@ export class WebhookSender {
   readonly #deadlines: Deadlines;
 
   /** Parsed endpoint URLs (origin, path, literal-address verdict): the same few URLs come back for every delivery. */
-  readonly #targets = new Map<string, Target>();
+  readonly #targets = new BoundedMap<string, Target>(1000);
 
   #target(url: string): Target {
     let target = this.#targets.get(url);
@@ -68,7 +69,6 @@ export class WebhookSender {
       } catch {
         target = { origin: '', path: '', error: 'invalid URL' };
       }
-      if (this.#targets.size >= 1000) this.#targets.clear();
       this.#targets.set(url, target);
     }
     return target;
@@ -103,7 +103,7 @@ export class WebhookSender {
  * and the timer only ever waits for the oldest unsettled one (a timer per request cost about as much as signing).
  * Settled exchanges leave the queue as new ones come (they finish roughly in the order they started): kept until
  * the timer fired, every exchange of the last 30 s stayed reachable, survived the young generation and was copied
- * by each scavenge of the sender thread.
+ * by each scavenge.
  */
 class Deadlines {
   readonly #timeoutMs: number;

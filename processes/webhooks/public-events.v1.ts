@@ -1,6 +1,6 @@
-import type { StoredEvent } from '../../platform/eventstore/types.ts';
-import type { DomainEvent } from '../../write-side/domains/events.ts';
-import type { EmailEvent } from '../../write-side/emails/events.ts';
+import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
+import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
+import type { EmailEvent } from '../../write-side/emails/email.events.ts';
 import { type PublicEventType, TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 
 /**
@@ -10,8 +10,6 @@ import { type PublicEventType, TEST_EVENT_TYPE } from '../../write-side/webhooks
  *
  * Envelope: `{type, id, created_at, data}`; `id` is the delivery id (`whl_…`), stable across retries.
  */
-export const PAYLOAD_VERSION = 1;
-
 /** Which internal event feeds which public type. Types not listed here have no source yet (see docs/webhooks.md). */
 export const PUBLIC_TYPE_OF: Record<string, PublicEventType> = {
   EmailSent: 'email.sent',
@@ -36,10 +34,26 @@ export interface EmailSummary {
   tags: string[];
 }
 
-export const isEmailSourced = (e: StoredEvent) => PUBLIC_TYPE_OF[e.type]?.startsWith('email.') ?? false;
+/** The email events that feed a public type: each has its `emailId`, and needs its email's summary. */
+const EMAIL_SOURCES = Object.keys(PUBLIC_TYPE_OF).filter((t) =>
+  PUBLIC_TYPE_OF[t].startsWith('email.'),
+) as EmailEvent['type'][];
+/** The domain events that feed a public type. */
+const DOMAIN_SOURCES = Object.keys(PUBLIC_TYPE_OF).filter((t) =>
+  PUBLIC_TYPE_OF[t].startsWith('domain.'),
+) as DomainEvent['type'][];
+
+export const isEmailSourced = (e: StoredEvent): e is Stored<EmailEvent> =>
+  isOneOf<EmailEvent>(e, EMAIL_SOURCES);
+
+type FirstEmailEvent = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>;
+
+/** Whether `e` is an email's first event, which carries its summary. */
+export const isFirstEmailEvent = (e: StoredEvent): e is Stored<FirstEmailEvent> =>
+  isOneOf<FirstEmailEvent>(e, ['EmailQueued', 'EmailScheduled']);
 
 export function summaryOf(stream: StoredEvent[]): EmailSummary | null {
-  const first = stream.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
+  const first = stream.find(isFirstEmailEvent);
   if (!first) return null;
   const d = first.data;
   return { from: d.from, to: d.to ?? [], subject: d.subject ?? '', tags: d.tags ?? [] };
@@ -113,9 +127,9 @@ export function publicData(
   event: StoredEvent,
   email: EmailSummary | null = null,
 ): Record<string, unknown> | null {
-  if (!PUBLIC_TYPE_OF[event.type]) return null;
-  if (isEmailSourced(event)) return emailData(event as unknown as EmailEvent, email);
-  return domainData(event as unknown as DomainEvent);
+  if (isEmailSourced(event)) return emailData(event, email);
+  if (isOneOf<DomainEvent>(event, DOMAIN_SOURCES)) return domainData(event);
+  return null;
 }
 
 export const testEventData = (webhookId: string) => ({

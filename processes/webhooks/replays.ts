@@ -1,15 +1,9 @@
-import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import type { EventStore } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import {
-  DELIVERIES_CHANNEL,
-  deliveriesRecorded,
-  newDelivery,
-  resetDeliveries,
-  sourceKeyOf,
-} from './deliveries.ts';
+import { DELIVERIES_CHANNEL, insertDeliveries, newDelivery, resetDeliveries } from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
-import { PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';
+import { isEmailSourced, PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';
 
 interface ReplayRow {
   id: string;
@@ -29,48 +23,46 @@ interface ReplayRow {
  * Operator replays ("my endpoint was down for a day"): every event of the endpoint's current subscription that
  * occurred in [since, until] is delivered again, up to the position of the replay request (later events reach
  * the endpoint through the normal fan-out). Deliveries keep their original `whl_` id so receivers can
- * de-duplicate; events that never had one (the endpoint was off) get one. The log is read in short batches, each
+ * de-duplicate; events that never had one (the endpoint was off) get one, under the id derived from it. The log is read in short batches, each
  * committed with the replay's cursor, so no long transaction holds back the log's readers.
  */
 export class WebhookReplays {
   readonly #services: Services;
+  readonly #store: EventStore;
   readonly #summaries: EmailSummaries;
   readonly #batchSize: number;
 
-  constructor(services: Services, summaries: EmailSummaries, batchSize = 500) {
+  /** `store` reads the log with the email summaries of its batches cached (EmailSummaries.readingThrough). */
+  constructor(services: Services, store: EventStore, summaries: EmailSummaries, batchSize = 500) {
     this.#services = services;
+    this.#store = store;
     this.#summaries = summaries;
     this.#batchSize = batchSize;
   }
 
-  async run(): Promise<void> {
+  /** Works the pending replays to their end; resolves with how many deliveries they recorded or reset. */
+  async run(): Promise<number> {
+    let replayed = 0;
     for (;;) {
       const { rows } = await this.#services.db.query<ReplayRow>(
         `SELECT r.id, r.webhook_id, r.since, r.until, r.up_to, r.cursor, e.org_id, e.mode, e.events, e.active, e.deleted
          FROM webhook_replays r JOIN webhook_endpoints e ON e.webhook_id = r.webhook_id
          WHERE NOT r.done ORDER BY r.id LIMIT 1`,
       );
-      if (rows.length === 0) return;
-      await this.#step(rows[0]);
+      if (rows.length === 0) return replayed;
+      replayed += await this.#step(rows[0]);
     }
   }
 
-  /** Ids of deliveries of these events recorded before ids were derived from their source (see delivery-ids.ts). */
-  async #legacyIds(webhookId: string, events: StoredEvent[]): Promise<Map<string, string>> {
-    if (events.length === 0) return new Map();
-    const { rows } = await this.#services.db.query<{ source_key: string; id: string }>(
-      'SELECT source_key, id FROM webhook_legacy_delivery_ids WHERE webhook_id = $1 AND source_key = ANY($2)',
-      [webhookId, events.map(sourceKeyOf)],
-    );
-    return new Map(rows.map((r) => [r.source_key, r.id]));
-  }
-
-  /** One batch of one replay; a cursor that moved meanwhile (another process) makes it a no-op. */
-  async #step(replay: ReplayRow): Promise<void> {
-    const { db, store, clock } = this.#services;
+  /**
+   * One batch of one replay, resolving with how many deliveries it recorded or reset; a cursor that moved meanwhile
+   * (another process) makes it a no-op.
+   */
+  async #step(replay: ReplayRow): Promise<number> {
+    const { db, clock } = this.#services;
     const events =
       replay.active && !replay.deleted
-        ? await store.readAll({ from: replay.cursor, limit: this.#batchSize })
+        ? await this.#store.readAll({ from: replay.cursor, limit: this.#batchSize })
         : [];
     const inRange = events.filter((e) => e.position <= replay.up_to);
     const done =
@@ -91,22 +83,22 @@ export class WebhookReplays {
         subscriptionMatches(replay.events, type)
       );
     });
-    await this.#summaries.load(matching);
-    const legacy = await this.#legacyIds(replay.webhook_id, matching);
     const now = clock.now();
     const deliveries = matching.flatMap((e) => {
-      const data = publicData(e, e.data.emailId ? this.#summaries.get(e.data.emailId) : null);
+      const data = publicData(e, isEmailSourced(e) ? this.#summaries.get(e.data.emailId) : null);
       const endpoint = { webhookId: replay.webhook_id, orgId: replay.org_id, mode: replay.mode };
-      const legacyId = legacy.get(sourceKeyOf(e));
-      return data ? [newDelivery(endpoint, e, PUBLIC_TYPE_OF[e.type], data, legacyId)] : [];
+      return data ? [newDelivery(endpoint, e, PUBLIC_TYPE_OF[e.type], data)] : [];
     });
-    const saved = await db.transaction(async (tx) => {
+    return db.transaction(async (tx) => {
       const { rows } = await tx.query<{ cursor: string }>(
         'SELECT cursor FROM webhook_replays WHERE id = $1 FOR UPDATE',
         [replay.id],
       );
       if (rows[0]?.cursor !== replay.cursor) return 0;
-      const saved = (await resetDeliveries(tx, deliveries, now)).length;
+      // Events the endpoint never got are recorded; those it got go back to pending, unless they still are.
+      const recorded = new Set(await insertDeliveries(tx, deliveries, now));
+      const others = deliveries.filter((d) => !recorded.has(d.id)).map((d) => d.id);
+      const saved = recorded.size + (await resetDeliveries(tx, replay.webhook_id, others, now, true)).length;
       await tx.query(
         'UPDATE webhook_replays SET cursor = $2, replayed = replayed + $3, done = $4 WHERE id = $1',
         [replay.id, inRange.length ? inRange[inRange.length - 1].position : replay.cursor, saved, done],
@@ -114,6 +106,5 @@ export class WebhookReplays {
       if (saved > 0) await tx.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
       return saved;
     });
-    if (saved > 0) deliveriesRecorded.emit('recorded');
   }
 }

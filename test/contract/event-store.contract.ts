@@ -17,6 +17,8 @@ const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'test' };
 const ev = (type: string, data: unknown = {}): NewEvent => ({ type, data, metadata: meta });
 let n = 0;
 const stream = (name: string) => `${name}-${Date.now()}-${n++}`;
+/** The counter most test events carry (`ev('A', { i: 0 })`). */
+const iOf = (e: StoredEvent) => (e.data as { i: number }).i;
 
 /**
  * Waits until readers of the global log can see `position`. On PostgreSQL a transaction still running anywhere
@@ -39,7 +41,11 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       harness = await makeHarness();
       store = await harness.open({
         upcasters: {
-          OldShape: (e) => ({ ...e, type: 'NewShape', data: { value: e.data.v, upcasted: true } }),
+          OldShape: (e) => ({
+            ...e,
+            type: 'NewShape',
+            data: { value: (e.data as { v: number }).v, upcasted: true },
+          }),
         },
       });
     });
@@ -55,7 +61,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       });
       expect(r.nextRevision).toBe(1);
       const events = await store.readStream(s);
-      expect(events.map((e) => [e.type, e.revision, e.data.i])).toEqual([
+      expect(events.map((e) => [e.type, e.revision, iOf(e)])).toEqual([
         ['A', 0, 0],
         ['B', 1, 1],
       ]);
@@ -127,7 +133,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       expect(results[42].status).toBe('fulfilled');
       for (const [i, s] of fresh.entries()) {
         const events = await store.readStream(s);
-        expect(events.map((e) => [e.type, e.revision, e.data.i])).toEqual(
+        expect(events.map((e) => [e.type, e.revision, iOf(e)])).toEqual(
           i % 2
             ? [['X', 0, i]]
             : [
@@ -179,7 +185,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       const page1 = await store.readAll({ from: before, limit: 3 });
       const page2 = await store.readAll({ from: page1[2].position, limit: 3 });
       const mine = [...page1, ...page2].filter((e) => e.streamId === s);
-      expect(mine.map((e) => e.data.i)).toEqual([0, 1, 2, 3, 4]);
+      expect(mine.map((e) => iOf(e))).toEqual([0, 1, 2, 3, 4]);
       const positions = [...page1, ...page2].map((e) => e.position);
       expect([...positions].sort()).toEqual(positions);
       expect(await store.headPosition()).toBe(page2.at(-1)?.position);
@@ -199,7 +205,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       for (let from = before; ; ) {
         const page = await store.readAll({ from, limit: 40 });
         if (page.length === 0) break;
-        for (const e of page) if (e.streamId === s) seen.push(e.data.i);
+        for (const e of page) if (e.streamId === s) seen.push(iOf(e));
         from = page[page.length - 1].position;
       }
       expect(seen).toEqual([...Array(150).keys()]);
@@ -225,13 +231,32 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       const [first] = await store.readStream(s);
       const seen: number[] = [];
       const sub = store.subscribe({ from: first.position }, async (events) => {
-        for (const e of events) if (e.streamId === s) seen.push(e.data.i);
+        for (const e of events) if (e.streamId === s) seen.push(iOf(e));
       });
       await sub.caughtUp();
       expect(seen).toEqual([1]);
       await store.append(s, [ev('E', { i: 2 })], { expectedRevision: 1 });
       await sub.caughtUp();
       expect(seen).toEqual([1, 2]);
+      await sub.stop();
+    });
+
+    it('follows a checkpoint the consumer keeps, and starts again where it moved (a rebuild)', async () => {
+      const s = stream('checkpoint');
+      let checkpoint = await store.headPosition();
+      const seen: number[] = [];
+      const sub = store.subscribe({ from: async () => checkpoint }, async (events) => {
+        for (const e of events) if (e.streamId === s) seen.push(iOf(e));
+        checkpoint = events[events.length - 1].position;
+      });
+      await store.append(s, [ev('E', { i: 0 }), ev('E', { i: 1 })], { expectedRevision: 'no_stream' });
+      await sub.caughtUp();
+      expect(seen).toEqual([0, 1]);
+      const [first] = await store.readStream(s);
+      checkpoint = first.position;
+      await store.append(s, [ev('E', { i: 2 })], { expectedRevision: 1 });
+      await sub.caughtUp();
+      expect(seen).toEqual([0, 1, 1, 2]);
       await sub.stop();
     });
 
@@ -243,7 +268,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       const seen: number[] = [];
       const sub = store.subscribe({ from }, async (events) => {
         if (calls++ === 0) throw new Error('transient');
-        for (const e of events) if (e.streamId === s) seen.push(e.data.i);
+        for (const e of events) if (e.streamId === s) seen.push(iOf(e));
       });
       await sub.caughtUp();
       expect(calls).toBeGreaterThanOrEqual(2);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openPGlite } from '../../platform/db/database.ts';
-import { PostgresEventStore } from '../../platform/eventstore/postgres.ts';
+import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { START, type StoredEvent } from '../../platform/eventstore/types.ts';
 import { openTestDatabase } from '../support/databases.ts';
 import { eventStoreContract } from './event-store.contract.ts';
@@ -78,7 +78,7 @@ describe('PostgreSQL event store under out-of-order commits', () => {
     expect([...positions].sort()).toEqual(positions);
     expect(seen.filter((e) => e.streamId === 'slow-1')).toHaveLength(1);
     for (let w = 0; w < 8; w++) {
-      expect(seen.filter((e) => e.streamId === `fast-${w}`).map((e) => e.data.i)).toEqual([
+      expect(seen.filter((e) => e.streamId === `fast-${w}`).map((e) => (e.data as { i: number }).i)).toEqual([
         ...Array(25).keys(),
       ]);
     }
@@ -114,49 +114,6 @@ describe('PostgreSQL event store under out-of-order commits', () => {
       await ours.dispose();
       await theirs.dispose();
     }
-  });
-});
-
-describe('PostgreSQL event store schema', () => {
-  it('upgrades a log of before 2026-11 (jsonb, keyed by position) to json keyed by (transaction, position)', async () => {
-    const { db, dispose } = await openTestDatabase('postgres');
-    await db.exec(`
-      CREATE TABLE events (
-        global_position bigserial PRIMARY KEY, tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
-        stream_id text NOT NULL, stream_revision bigint NOT NULL, type text NOT NULL,
-        data jsonb NOT NULL, metadata jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),
-        UNIQUE (stream_id, stream_revision));
-      CREATE INDEX events_tx_position ON events (tx_id, global_position);
-      INSERT INTO events (stream_id, stream_revision, type, data, metadata)
-        VALUES ('old-1', 0, 'Old', '{"b": 1, "a": [true, null]}', '{"orgId": "o", "mode": "test"}');`);
-    const store = await PostgresEventStore.create(db);
-    const { rows } = await db.query<{ data_type: string }>(
-      `SELECT data_type FROM information_schema.columns WHERE table_name = 'events' AND column_name IN ('data', 'metadata')`,
-    );
-    expect(rows.map((r) => r.data_type)).toEqual(['json', 'json']);
-    const indexes = await db.query<{ indexdef: string }>(
-      `SELECT indexdef FROM pg_indexes WHERE tablename = 'events' ORDER BY indexname`,
-    );
-    expect(indexes.rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual([
-      'btree (tx_id, global_position)',
-      'btree (stream_id, stream_revision)',
-    ]);
-    await store.append(
-      'old-1',
-      [{ type: 'New', data: { c: 'é' }, metadata: { orgId: 'o', mode: 'test' } as any }],
-      {
-        expectedRevision: 0,
-      },
-    );
-    const events = await store.readStream('old-1');
-    expect(events.map((e) => [e.type, e.data, e.metadata.orgId])).toEqual([
-      ['Old', { b: 1, a: [true, null] }, 'o'],
-      ['New', { c: 'é' }, 'o'],
-    ]);
-    // Opening it again (another process starting) leaves it as it is.
-    await (await PostgresEventStore.create(db)).close();
-    await store.close();
-    await dispose();
   });
 });
 

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import nodemailer from 'nodemailer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
@@ -12,7 +13,8 @@ describe('embedded mode (no database configured), as a user runs it', () => {
   it('serves /v1, tells how to get a first key, and the CLI works with and without the server', async () => {
     const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' };
     const port = await freePort();
-    let server = await startServer({ ...env, PORT: String(port) });
+    const smtpPort = await freePort();
+    let server = await startServer({ ...env, PORT: String(port), SMTP_SUBMISSION_PORT: String(smtpPort) });
     let org: any;
     try {
       const created = await runCli(['orgs', 'create', '--name', 'Acme', '--json'], env);
@@ -41,6 +43,22 @@ describe('embedded mode (no database configured), as a user runs it', () => {
       expect(JSON.parse(history.stdout.trim()).type).toBe('OrganizationCreated');
       const unknown = await runCli(['projections', 'rebuild', 'nope'], env);
       expect(unknown.code).toBe(2);
+
+      // The SMTP relay listens too, on its self-signed certificate, and takes the same keys.
+      const relay = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: smtpPort,
+        requireTLS: true,
+        auth: { user: 'postline', pass: org.test_key },
+        tls: { rejectUnauthorized: false },
+      });
+      const sent = await relay.sendMail({
+        from: 'dev@example.test',
+        to: 'delivered@simulator.postline.dev',
+        subject: 'over SMTP',
+        text: 'hi',
+      });
+      expect(sent.response).toMatch(/^250 2\.0\.0 Ok: queued as em_/);
     } finally {
       await server.stop();
     }

@@ -1,39 +1,20 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabaseUrl } from '../support/databases.ts';
-import { freePort, runCli, startServer } from '../support/process.ts';
+import { describe, expect, it } from 'vitest';
+import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
-let env: Record<string, string>;
-let drop: () => Promise<void>;
-const dataDir = mkdtempSync(join(tmpdir(), 'postline-pg-e2e-'));
-
-beforeAll(async () => {
-  const db = await createTestDatabaseUrl();
-  drop = db.drop;
-  env = {
-    DATABASE_URL: db.url,
-    POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
-    POSTLINE_DATA_DIR: dataDir,
-    REDIS_URL: '',
-  };
-});
-afterAll(async () => {
-  await drop?.();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const setup = useServiceEnv();
 
 describe('two processes on one PostgreSQL database', () => {
   it('share their data: a key deleted through one is refused by the other as soon as the NOTIFY arrives', async () => {
     const [portA, portB] = [await freePort(), await freePort()];
-    const a = await startServer({ ...env, PORT: String(portA) });
-    const b = await startServer({ ...env, PORT: String(portB) });
+    const a = await startServer({ ...setup.env, PORT: String(portA) });
+    const b = await startServer({ ...setup.env, PORT: String(portB) });
     try {
       // The CLI works directly against PostgreSQL while the servers run.
-      const created = await runCli(['orgs', 'create', '--name', 'Acme', '--plan', 'pro', '--json'], env);
+      const created = await runCli(
+        ['orgs', 'create', '--name', 'Acme', '--plan', 'pro', '--json'],
+        setup.env,
+      );
       expect(created.code, created.stderr).toBe(0);
       const org = JSON.parse(created.stdout);
       const viaA = apiClient(`http://127.0.0.1:${portA}`, org.live_key);

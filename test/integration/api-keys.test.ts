@@ -1,16 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let other: TestOrg;
 
+const svc = useTestService();
 beforeAll(async () => {
-  svc = await startTestService();
   acme = await svc.createOrg('pro');
   other = await svc.createOrg('free');
 });
-afterAll(() => svc?.close());
 
 describe('API keys', () => {
   it('creates a key, shows it once, lists only its prefix', async () => {
@@ -20,7 +18,12 @@ describe('API keys', () => {
     expect(created.body).toMatchObject({ name: 'CI', permission: 'full_access', domain_id: null });
     const list = await acme.live.get('/v1/api-keys');
     expect(list.status).toBe(200);
+    expect(list.body.object).toBe('list');
     const listed = list.body.data.find((k: any) => k.id === created.body.id);
+    expect(Object.keys(listed).sort()).toEqual(
+      ['created_at', 'domain_id', 'id', 'key_prefix', 'mode', 'name', 'object', 'permission'].sort(),
+    );
+    expect(listed.object).toBe('api_key');
     expect(listed.key_prefix).toBe(created.body.key.slice(0, 16));
     expect(JSON.stringify(list.body)).not.toContain(created.body.key);
     expect(list.body.has_more).toBe(false);

@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { startTestService, type TestService } from '../support/service.ts';
+import { useTestService } from '../support/service.ts';
 
 // `npm start` runs on embedded PGlite: the domain life cycle must work there too, not only on PostgreSQL.
 let dns: TestDnsServer;
-let svc: TestService;
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  svc = await startTestService({ kind: 'pglite', env: domainEnv(dns) });
 });
+const svc = useTestService(() => ({ kind: 'pglite', env: domainEnv(dns) }));
 afterAll(async () => {
-  await svc?.close();
   await dns?.close();
 });
 

@@ -3,10 +3,9 @@ import { ManualClock } from '../../platform/clock.ts';
 import { RetentionProcess } from '../../processes/retention/retention.process.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
 let dns: TestDnsServer;
-let svc: TestService;
 let clock: ManualClock;
 let acme: TestOrg;
 let other: TestOrg;
@@ -17,20 +16,23 @@ const DAY = 24 * 3600_000;
 beforeAll(async () => {
   dns = await startDnsServer();
   clock = new ManualClock('2026-04-01T00:00:00Z');
-  svc = await startTestService({ clock, env: domainEnv(dns) });
+});
+const svc = useTestService(() => ({ clock, env: domainEnv(dns) }));
+beforeAll(async () => {
   acme = await svc.createOrg('free');
   other = await svc.createOrg('free');
   retention = new RetentionProcess(svc.postline.services);
 });
 afterAll(async () => {
-  await svc?.close();
   await dns?.close();
 });
 
+/** One run of retention; then the read model has caught up with what it appended. */
 async function runRetention() {
-  const result = await retention.tick();
-  await svc.postline.services.readYourWrites.waitFor(['domains'], result.position);
-  return result.count;
+  const purged = await retention.runOnce();
+  const { store, readYourWrites } = svc.postline.services;
+  await readYourWrites.waitFor(['domains'], await store.headPosition({ committed: true }));
+  return purged;
 }
 
 describe('retention of deleted domains', () => {
@@ -77,5 +79,54 @@ describe('retention of deleted domains', () => {
     clock.advance(365 * DAY);
     await runRetention();
     expect((await org.live.get(`/v1/domains/${d.body.id}`)).status).toBe(200);
+  });
+});
+
+describe('restoring a deleted domain', () => {
+  it('takes it back within the grace period, as it was, and retention leaves it alone', async () => {
+    const org = await svc.createOrg('free');
+    const name = `back-${Date.now().toString(36)}.example.com`;
+    const d = await addVerifiedDomain(org.live, dns, name);
+    expect((await org.live.delete(`/v1/domains/${d.id}`)).status).toBe(200);
+    expect((await org.live.get(`/v1/domains/${d.id}`)).status).toBe(404);
+    // Another organization cannot restore it, nor can the other mode.
+    expect((await other.live.post(`/v1/domains/${d.id}/restore`)).status).toBe(404);
+    expect((await org.test.post(`/v1/domains/${d.id}/restore`)).status).toBe(404);
+
+    clock.advance(29 * DAY);
+    const restored = await org.live.post(`/v1/domains/${d.id}/restore`);
+    expect(restored.status, JSON.stringify(restored.body)).toBe(200);
+    expect(restored.body).toMatchObject({ id: d.id, name, status: 'verified' });
+    expect((await org.live.get('/v1/domains')).body.data.map((x: any) => x.id)).toEqual([d.id]);
+    const again = await org.live.post(`/v1/domains/${d.id}/restore`);
+    expect([again.status, again.body.error.code]).toEqual([409, 'conflict']);
+    // It counts against the plan again: Free has one domain.
+    expect((await org.live.post('/v1/domains', { name: `second-${name}` })).body.error.code).toBe(
+      'plan_limit_exceeded',
+    );
+    clock.advance(60 * DAY);
+    await runRetention();
+    expect((await org.live.get(`/v1/domains/${d.id}`)).status).toBe(200);
+    const events = await svc.postline.services.store.readStream(`domain-${d.id}`);
+    expect(events.at(-1)).toMatchObject({
+      type: 'DomainRestored',
+      data: { domainId: d.id, name },
+      metadata: { orgId: org.orgId, mode: 'live' },
+    });
+  });
+
+  it('refuses once the grace period is over, and when the plan has no room for it', async () => {
+    const org = await svc.createOrg('free');
+    const first = await org.live.post('/v1/domains', { name: `a-${Date.now().toString(36)}.example.com` });
+    await org.live.delete(`/v1/domains/${first.body.id}`);
+    const second = await org.live.post('/v1/domains', { name: `b-${Date.now().toString(36)}.example.com` });
+    expect(second.status).toBe(201);
+    const full = await org.live.post(`/v1/domains/${first.body.id}/restore`);
+    expect([full.status, full.body.error.code]).toEqual([422, 'plan_limit_exceeded']);
+
+    await org.live.delete(`/v1/domains/${second.body.id}`);
+    clock.advance(30 * DAY);
+    const late = await org.live.post(`/v1/domains/${first.body.id}/restore`);
+    expect([late.status, late.body.error.code]).toEqual([404, 'not_found']);
   });
 });

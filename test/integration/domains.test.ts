@@ -1,24 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findDomainById, findSendingDomain } from '../../read-side/domains/queries.ts';
-import { domainNameStream } from '../../write-side/domains/events.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { findDomainById, findSendingDomain } from '../../read-side/domains/domains.queries.ts';
+import { domainNameStream } from '../../write-side/domains/domain.events.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let other: TestOrg;
 
+const svc = useTestService(() => ({
+  env: {
+    POSTLINE_MX_HOST: 'mx.postline.test',
+    POSTLINE_SPF_INCLUDE: 'spf.postline.test',
+    POSTLINE_TRACKING_HOST: 'track.postline.test',
+  },
+}));
 beforeAll(async () => {
-  svc = await startTestService({
-    env: {
-      POSTLINE_MX_HOST: 'mx.postline.test',
-      POSTLINE_SPF_INCLUDE: 'spf.postline.test',
-      POSTLINE_TRACKING_HOST: 'track.postline.test',
-    },
-  });
   acme = await svc.createOrg('business');
   other = await svc.createOrg('business');
 });
-afterAll(() => svc?.close());
 
 let n = 0;
 const unique = (base = 'example.com') => `d${++n}-${Date.now().toString(36)}.${base}`;
@@ -81,7 +79,11 @@ describe('POST /v1/domains', () => {
     expect(key.asymmetricKeyDetails?.modulusLength).toBe(2048);
     const events = await svc.postline.services.store.readStream(`domain-${r.body.id}`);
     expect(JSON.stringify(events)).not.toContain('PRIVATE KEY');
-    const row = await findDomainById(svc.postline.services.db, acme.orgId, 'live', r.body.id);
+    const row = await findDomainById(
+      svc.postline.services.db,
+      { orgId: acme.orgId, mode: 'live' },
+      r.body.id,
+    );
     const pem = svc.postline.services.secrets.open(row!.sealed_dkim_private_key);
     expect(pem).toContain('BEGIN PRIVATE KEY');
   });
@@ -216,7 +218,11 @@ describe('a name registered by a request still in flight', () => {
 describe('plan quota', () => {
   it('allows one domain on Free and ten on Pro, per mode', async () => {
     const free = await svc.createOrg('free');
-    expect((await free.live.post('/v1/domains', { name: unique() })).status).toBe(201);
+    const first = unique();
+    expect((await free.live.post('/v1/domains', { name: first })).status).toBe(201);
+    // The name it has already is a 409 first, on every plan, at its limit too.
+    const again = await free.live.post('/v1/domains', { name: first });
+    expect([again.status, again.body.error.code]).toEqual([409, 'domain_exists']);
     const over = await free.live.post('/v1/domains', { name: unique() });
     expect(over.status).toBe(422);
     expect(over.body.error).toMatchObject({ type: 'quota_error', code: 'plan_limit_exceeded' });
@@ -334,7 +340,11 @@ describe('PATCH /v1/domains/{id}', () => {
     const name = unique();
     const d = await acme.live.post('/v1/domains', { name });
     await acme.live.patch(`/v1/domains/${d.body.id}`, { click_tracking: true });
-    const sending = await findSendingDomain(svc.postline.services.db, acme.orgId, 'live', name.toUpperCase());
+    const sending = await findSendingDomain(
+      svc.postline.services.db,
+      { orgId: acme.orgId, mode: 'live' },
+      name.toUpperCase(),
+    );
     expect(sending).toMatchObject({
       id: d.body.id,
       name,
@@ -345,8 +355,12 @@ describe('PATCH /v1/domains/{id}', () => {
       returnPathDomain: `bounces.${name}`,
       trackingDomain: `track.${name}`,
     });
-    expect(await findSendingDomain(svc.postline.services.db, acme.orgId, 'test', name)).toBeNull();
-    expect(await findSendingDomain(svc.postline.services.db, other.orgId, 'live', name)).toBeNull();
+    expect(
+      await findSendingDomain(svc.postline.services.db, { orgId: acme.orgId, mode: 'test' }, name),
+    ).toBeNull();
+    expect(
+      await findSendingDomain(svc.postline.services.db, { orgId: other.orgId, mode: 'live' }, name),
+    ).toBeNull();
   });
 
   it('validates the body, naming the field', async () => {
@@ -392,7 +406,9 @@ describe('DELETE /v1/domains/{id}', () => {
     expect((await acme.live.get('/v1/domains?limit=100')).body.data.map((x: any) => x.id)).not.toContain(
       d.body.id,
     );
-    expect(await findSendingDomain(svc.postline.services.db, acme.orgId, 'live', name)).toBeNull();
+    expect(
+      await findSendingDomain(svc.postline.services.db, { orgId: acme.orgId, mode: 'live' }, name),
+    ).toBeNull();
     expect((await acme.live.delete(`/v1/domains/${d.body.id}`)).status).toBe(404);
     expect((await acme.live.post(`/v1/domains/${d.body.id}/verify`)).status).toBe(404);
     expect((await acme.live.patch(`/v1/domains/${d.body.id}`, { open_tracking: true })).status).toBe(404);

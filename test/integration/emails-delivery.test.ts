@@ -6,17 +6,19 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
-import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../processes/delivery/retry-schedule.ts';
+import { EMAIL_RETRIES, maxAttempts } from '../../processes/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
-import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
-import { suppressionStream } from '../../write-side/suppressions/events.ts';
+import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
+import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
 import { parseMime } from '../support/mime.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
-let svc: TestService;
+const RETRY_DELAYS_MS = EMAIL_RETRIES.delaysMs;
+const MAX_ATTEMPTS = maxAttempts(EMAIL_RETRIES);
+
 let dns: TestDnsServer;
 let mx: SmtpSink;
 let acme: TestOrg;
@@ -32,21 +34,22 @@ beforeAll(async () => {
     dns.set(d, 'MX', [{ exchange: `mx.${d}`, priority: 10 }]);
     dns.set(`mx.${d}`, 'A', ['127.0.0.1']);
   }
-  svc = await startTestService({
-    clock,
-    env: {
-      ...domainEnv(dns),
-      OUTBOUND_SMTP_PORT: String(mx.port),
-      OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-    },
-  });
+});
+const svc = useTestService(() => ({
+  clock,
+  env: {
+    ...domainEnv(dns),
+    OUTBOUND_SMTP_PORT: String(mx.port),
+    OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
+  },
+}));
+beforeAll(async () => {
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-send.test', { open_tracking: true, click_tracking: true });
   delivery = new DeliveryProcess(svc.postline.services);
 });
 afterAll(async () => {
   await delivery?.stop();
-  await svc?.close();
   await mx?.close();
   await dns?.close();
 });
@@ -342,7 +345,7 @@ describe('live delivery through the outbound MTA', () => {
     ]);
     const suppressions = () =>
       services.store.readStream(suppressionStream(acme.orgId, 'live', 'crashed@rcpt.test'));
-    // The log hands the run only the EmailQueued event: the stream moved on since, so it reads the stream after all.
+    // The job was made from EmailQueued; the stream has moved on since: the look goes by the stream.
     await delivery.runOnce();
     expect(mx.rcptLog.map((r) => r.recipient)).not.toContain('crashed@rcpt.test');
     const added = await suppressions();
@@ -357,6 +360,53 @@ describe('live delivery through the outbound MTA', () => {
     await delivery.runOnce();
     expect((await email(id)).status).toBe('delivered');
     expect((await suppressions()).map((e) => e.type)).toEqual(['SuppressionAdded', 'SuppressionRemoved']);
+  });
+
+  it('decides on the stream as it stands when another process moved it during the send', async () => {
+    const services = svc.postline.services;
+    const meta = systemMeta({ orgId: acme.orgId, mode: 'live' });
+    let id = '';
+    /** While this look sends, "another process" records a hard bounce for one of the recipients. */
+    class Racing extends OutboundMta {
+      override async send(...args: Parameters<OutboundMta['send']>): ReturnType<OutboundMta['send']> {
+        const outcomes = await super.send(...args);
+        await recordOutcomes(services, meta, id, `<${id}@acme-send.test>`, [
+          {
+            recipient: 'raced@rcpt.test',
+            result: 'bounced',
+            bounceType: 'hard',
+            attempt: 1,
+            smtpCode: 550,
+            smtpResponse: '550 5.1.1 no such user',
+          },
+        ]);
+        return outcomes;
+      }
+    }
+    const racing = new DeliveryProcess(services, {
+      mta: new Racing({
+        dnsServers: [dns.serverAddress],
+        port: mx.port,
+        log: pino({ level: 'silent' }),
+        tls: { rejectUnauthorized: false },
+      }),
+    });
+    id = await send({ to: ['raced@rcpt.test', 'calm@rcpt.test'] });
+    try {
+      await racing.runOnce();
+    } finally {
+      await racing.stop();
+    }
+    // The other process's outcome stands; this look's own is recorded beside it.
+    const history = await types(id);
+    expect(history.filter((t) => t === 'EmailBounced')).toHaveLength(1);
+    expect(history.filter((t) => t === 'EmailDelivered')).toHaveLength(1);
+    // The look read the stream again, so it suppressed the bounce it did not record itself.
+    const suppression = await services.store.readStream(
+      suppressionStream(acme.orgId, 'live', 'raced@rcpt.test'),
+    );
+    expect(suppression.map((e) => e.type)).toEqual(['SuppressionAdded']);
+    expect(suppression[0].data).toMatchObject({ reason: 'hard_bounce', sourceEmailId: id });
   });
 
   it('never sends a test-mode email', async () => {

@@ -1,16 +1,14 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let org: TestOrg;
 
+const svc = useTestService({ env: { RATE_LIMIT_BATCH_RPS: '2' } });
 beforeAll(async () => {
-  svc = await startTestService({ env: { RATE_LIMIT_BATCH_RPS: '2' } });
   org = await svc.createOrg('pro');
 });
-afterAll(() => svc?.close());
 
 const email = (over: Record<string, unknown> = {}) => ({
   from: 'Acme <hello@acme.test>',

@@ -1,21 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
-import { cancelEmail } from '../../write-side/emails/commands.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { cancelEmail } from '../../write-side/emails/email.commands.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let scheduler: SchedulerProcess;
 const clock = new ManualClock('2026-05-01T08:00:00Z');
 
+const svc = useTestService(() => ({ clock }));
 beforeAll(async () => {
-  svc = await startTestService({ clock });
   acme = await svc.createOrg('pro');
   scheduler = new SchedulerProcess(svc.postline.services);
 });
-afterAll(() => svc?.close());
 
 const at = (minutes: number) => new Date(clock.now().getTime() + minutes * 60_000).toISOString();
 const send = (sendAt: string) =>

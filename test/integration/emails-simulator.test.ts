@@ -1,22 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
-import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/commands.ts';
-import { suppressionStream } from '../../write-side/suppressions/events.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
+import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let simulator: SimulatorProcess;
 const clock = new ManualClock('2026-06-01T10:00:00Z');
 const SIM = 'simulator.postline.dev';
 
+const svc = useTestService(() => ({ clock }));
 beforeAll(async () => {
-  svc = await startTestService({ clock });
   acme = await svc.createOrg('pro');
   simulator = new SimulatorProcess(svc.postline.services);
 });
-afterAll(() => svc?.close());
 
 const send = async (to: string[], client = acme.test) => {
   const r = await client.post('/v1/emails', {
@@ -129,6 +127,47 @@ describe('test-mode simulator', () => {
     expect(sup.body.data.map((s: any) => s.email)).toContain(`complained@${SIM}`);
   });
 
+  it('opens opened@ and clicks the first link for clicked@, five seconds after delivery', async () => {
+    const r = await acme.test.post('/v1/emails', {
+      from: 'Acme <hi@acme.test>',
+      to: [`opened@${SIM}`, `clicked@${SIM}`],
+      subject: 'Sim',
+      html: '<p><a href="https://acme.test/welcome?a=1">welcome</a></p>',
+    });
+    const id = r.body.id as string;
+    await simulator.runOnce();
+    await tick(1000);
+    expect(await types(id)).not.toContain('EmailOpened');
+    await tick(5000);
+    const events = (await svc.postline.services.store.readStream(`email-${id}`)).slice(-3);
+    // The two recipients' steps play side by side, so only clicked@'s own order is fixed: its open before its
+    // click, which makes the first of the three an open either way.
+    expect(events[0].type).toBe('EmailOpened');
+    const byType = [...events].sort((a, b) => a.type.localeCompare(b.type));
+    expect(byType.map((e) => [e.type, e.data])).toEqual([
+      [
+        'EmailClicked',
+        {
+          emailId: id,
+          userAgent: 'Postline simulator',
+          ip: '192.0.2.1',
+          link: 'https://acme.test/welcome?a=1',
+          clickedAt: expect.any(String),
+        },
+      ],
+      [
+        'EmailOpened',
+        { emailId: id, userAgent: 'Postline simulator', ip: '192.0.2.1', openedAt: expect.any(String) },
+      ],
+      [
+        'EmailOpened',
+        { emailId: id, userAgent: 'Postline simulator', ip: '192.0.2.1', openedAt: expect.any(String) },
+      ],
+    ]);
+    const e = await email(id);
+    expect([e.opens, e.clicks]).toEqual([2, 1]);
+  });
+
   it('plays each step once with several simulators and a replay of the log', async () => {
     const ids = [];
     for (let i = 0; i < 10; i++) ids.push(await send([`delivered+${i}@${SIM}`, `bounced+${i}@${SIM}`]));
@@ -227,5 +266,19 @@ describe('test-mode simulator', () => {
     await suppressionSeen(address);
     const list = await acme.test.get('/v1/suppressions?reason=hard_bounce&limit=100');
     expect(list.body.data.map((x: any) => x.email)).toContain(address);
+  });
+
+  it('started, follows the log by itself: sends a new email at once and delivers it when its time comes', async () => {
+    const running = new SimulatorProcess(svc.postline.services);
+    running.start();
+    try {
+      const id = await send([`delivered+live@${SIM}`]);
+      await vi.waitFor(async () => expect(await types(id)).toContain('EmailSent'), { timeout: 10_000 });
+      clock.advance(1000);
+      await vi.waitFor(async () => expect(await types(id)).toContain('EmailDelivered'), { timeout: 10_000 });
+      expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailSent', 'EmailDelivered']);
+    } finally {
+      await running.stop();
+    }
   });
 });

@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let dns: TestDnsServer;
 let acme: TestOrg;
 let other: TestOrg;
@@ -14,13 +13,14 @@ const clock = new ManualClock('2026-03-10T12:00:00Z');
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  svc = await startTestService({ clock, env: domainEnv(dns) });
+});
+const svc = useTestService(() => ({ clock, env: domainEnv(dns) }));
+beforeAll(async () => {
   acme = await svc.createOrg('pro');
   other = await svc.createOrg('pro');
   domain = await addVerifiedDomain(acme.live, dns, 'acme-mail.test');
 });
 afterAll(async () => {
-  await svc?.close();
   await dns?.close();
 });
 
@@ -480,6 +480,9 @@ describe('monthly quota', () => {
     const over = await free.test.post('/v1/emails', basic({ from: 'x@free.test' }));
     expect(over.status).toBe(429);
     expect(over.body.error).toMatchObject({ type: 'quota_error', code: 'monthly_quota_exceeded' });
+    // Retry-After: the seconds until the month ends (UTC), when the quota resets.
+    const reset = Date.UTC(2026, 3, 1);
+    expect(Number(over.headers['retry-after'])).toBe(Math.ceil((reset - clock.now().getTime()) / 1000));
     const usage = await free.test.get('/v1/usage');
     expect(usage.body).toMatchObject({ plan: 'free', mode: 'test', emails: 100, included: 100, overage: 0 });
     // The other mode has its own count; a new month starts afresh.

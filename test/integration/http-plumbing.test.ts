@@ -1,15 +1,13 @@
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let org: TestOrg;
 
+const svc = useTestService();
 beforeAll(async () => {
-  svc = await startTestService();
   org = await svc.createOrg('pro');
 });
-afterAll(() => svc?.close());
 
 const expectError = (
   r: { status: number; body: any; headers: Record<string, string> },

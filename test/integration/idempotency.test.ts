@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { openPGlite } from '../../platform/db/database.ts';
 import { AppError } from '../../platform/errors.ts';
-import { PostgresEventStore } from '../../platform/eventstore/postgres.ts';
+import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { withIdempotency } from '../../platform/http/idempotency.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
 const auth: AuthContext = {
   orgId: 'org_1',
@@ -80,16 +81,160 @@ describe('Idempotency-Key', () => {
     expect(runs).toBe(2);
   });
 
-  it('frees the key when the request fails on the server side', async () => {
+  it('runs a request that failed on the server side again, on the ids of its first claim', async () => {
+    const newIds = () => [`em_${Math.random()}`];
+    const first = await withIdempotency(
+      store,
+      auth,
+      'k-fail',
+      'h',
+      now,
+      async (claim) => {
+        expect(claim.resumed).toBe(false);
+        throw new AppError('projection_timeout', 'saved, not readable yet', {}, { id: claim.ids[0] });
+      },
+      { newIds },
+    ).catch((e) => e);
+    expect(first.code).toBe('projection_timeout');
+    const retry = await withIdempotency(
+      store,
+      auth,
+      'k-fail',
+      'h',
+      now,
+      async (claim) => ({ status: 200, body: claim }),
+      { newIds },
+    );
+    expect(retry).toEqual({ status: 200, body: { ids: [first.details.id], resumed: true } });
+  });
+
+  it('keeps a key that failed on the server side bound to its body', async () => {
     await expect(
-      withIdempotency(store, auth, 'k-fail', 'h', now, async () => {
+      withIdempotency(store, auth, 'k-fail-bound', 'h', now, async () => {
         throw new Error('database down');
       }),
     ).rejects.toThrow('database down');
-    const retry = await withIdempotency(store, auth, 'k-fail', 'h', now, async () => ({
+    const other = await withIdempotency(store, auth, 'k-fail-bound', 'h-other', now, async () => ({
       status: 200,
-      body: { ok: true },
-    }));
-    expect(retry).toEqual({ status: 200, body: { ok: true } });
+      body: {},
+    })).catch((e) => e);
+    expect(other.code).toBe('idempotency_key_reused');
+  });
+
+  it('resumes a claim whose request never finished once its lease is over, on the same ids', async () => {
+    let n = 0;
+    const newIds = () => [`em_${++n}`];
+    const crashed = withIdempotency(store, auth, 'k-crash', 'h', now, () => new Promise(() => {}), {
+      newIds,
+      leaseMs: 60_000,
+    });
+    void crashed;
+    await new Promise((r) => setTimeout(r, 50));
+    const early = await withIdempotency(
+      store,
+      auth,
+      'k-crash',
+      'h',
+      now,
+      async () => ({ status: 200, body: {} }),
+      {
+        newIds,
+        leaseMs: 60_000,
+      },
+    ).catch((e) => e);
+    expect(early.code).toBe('idempotency_request_in_flight');
+    clock.advance(61_000);
+    const late = await withIdempotency(
+      store,
+      auth,
+      'k-crash',
+      'h',
+      now,
+      async (claim) => ({ status: 200, body: claim }),
+      { newIds, leaseMs: 60_000 },
+    );
+    expect(late.body).toEqual({ ids: ['em_1'], resumed: true });
+  });
+});
+
+describe('Idempotency-Key over HTTP, when the read models lag', () => {
+  let org: TestOrg;
+  const email = {
+    from: 'a@acme.example',
+    to: ['delivered@simulator.postline.dev'],
+    subject: 'Hi',
+    text: 'Hi',
+  };
+
+  const svc = useTestService(() => ({ env: { PROJECTION_WAIT_MS: '200' } }));
+  beforeAll(async () => {
+    org = await svc.createOrg('pro');
+  });
+
+  const queuedIds = async () =>
+    (await svc.postline.services.store.readAll())
+      .filter((e) => e.type === 'EmailQueued' && e.metadata.orgId === org.orgId)
+      .map((e) => (e.data as { emailId: string }).emailId);
+
+  it('answers 503 with the id of the queued email, and retries of the key and body send no other', async () => {
+    await svc.postline.runner.stop();
+    const headers = { 'idempotency-key': 'lagging-send' };
+    const first = await org.test.post('/v1/emails', email, headers);
+    expect(first.status).toBe(503);
+    expect(first.body.error.code).toBe('projection_timeout');
+    expect(first.body.id).toMatch(/^em_/);
+    for (let i = 0; i < 4; i++) {
+      const again = await org.test.post('/v1/emails', email, headers);
+      expect(again.status).toBe(503);
+      expect(again.body.id).toBe(first.body.id);
+    }
+    // Projections back and caught up: the retry's short wait (PROJECTION_WAIT_MS) is for its own write only.
+    await svc.postline.runner.start();
+    await svc.postline.runner.caughtUp();
+    const answered = await org.test.post('/v1/emails', email, headers);
+    expect(answered.status).toBe(200);
+    expect(answered.body).toMatchObject({ id: first.body.id, status: 'queued' });
+    const replayed = await org.test.post('/v1/emails', email, headers);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body.id).toBe(first.body.id);
+    expect((await queuedIds()).filter((id) => id === first.body.id)).toHaveLength(1);
+    expect(await queuedIds()).toEqual([first.body.id]);
+  });
+
+  it("answers a batch's 503 with its items, and its retries send none of them again", async () => {
+    const before = (await queuedIds()).length;
+    await svc.postline.runner.stop();
+    const headers = { 'idempotency-key': 'lagging-batch' };
+    const batch = [email, { ...email, to: [] }, { ...email, subject: 'Second' }];
+    const first = await org.test.post('/v1/emails/batch', batch, headers);
+    expect(first.status).toBe(503);
+    const ids = first.body.data.map((i: { id?: string }) => i.id);
+    expect(ids[0]).toMatch(/^em_/);
+    expect(ids[1]).toBeUndefined();
+    expect(first.body.data[1].error.code).toBe('validation_error');
+    // Projections back and caught up: the retry's short wait (PROJECTION_WAIT_MS) is for its own write only.
+    await svc.postline.runner.start();
+    await svc.postline.runner.caughtUp();
+    const answered = await org.test.post('/v1/emails/batch', batch, headers);
+    expect(answered.status).toBe(200);
+    expect(answered.body.data.map((i: { id?: string }) => i.id)).toEqual(ids);
+    expect((await queuedIds()).length).toBe(before + 2);
+  });
+
+  it("answers a template's 503 with its id, and a retry creates no other", async () => {
+    await svc.postline.runner.stop();
+    const headers = { 'idempotency-key': 'lagging-template' };
+    const template = { name: 'welcome', subject: 'Hi', text: 'Hello' };
+    const first = await org.live.post('/v1/templates', template, headers);
+    expect(first.status).toBe(503);
+    expect(first.body.id).toMatch(/^tmpl_/);
+    // Projections back and caught up: the retry's short wait (PROJECTION_WAIT_MS) is for its own write only.
+    await svc.postline.runner.start();
+    await svc.postline.runner.caughtUp();
+    const answered = await org.live.post('/v1/templates', template, headers);
+    expect(answered.status).toBe(201);
+    expect(answered.body.id).toBe(first.body.id);
+    const list = await org.live.get('/v1/templates');
+    expect(list.body.data.map((t: { id: string }) => t.id)).toEqual([first.body.id]);
   });
 });

@@ -1,21 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
-import { takeSlot } from '../../write-side/plan-slots/commands.ts';
-import { planSlotStream } from '../../write-side/plan-slots/events.ts';
-import { createWebhook, WEBHOOK_SLOTS } from '../../write-side/webhooks/commands.ts';
-import { webhookDecider } from '../../write-side/webhooks/decider.ts';
-import { webhookStream } from '../../write-side/webhooks/events.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { takeSlot } from '../../write-side/plan-slots/plan-slot.commands.ts';
+import { planSlotStream } from '../../write-side/plan-slots/plan-slot.events.ts';
+import { createWebhook, WEBHOOK_SLOTS } from '../../write-side/webhooks/webhook.commands.ts';
+import { webhookDecider } from '../../write-side/webhooks/webhook.decider.ts';
+import { webhookStream } from '../../write-side/webhooks/webhook.events.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 const clock = new ManualClock(new Date());
 
-beforeAll(async () => {
-  svc = await startTestService({ clock });
-});
-afterAll(() => svc?.close());
+const svc = useTestService(() => ({ clock }));
 
 let n = 0;
 const unique = () => `q${++n}-${Date.now().toString(36)}.example.com`;

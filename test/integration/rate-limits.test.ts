@@ -3,8 +3,16 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startPostline } from '../../bin/service.ts';
 import { loadConfig } from '../../platform/config.ts';
+import { migrate } from '../../platform/db/migrations.ts';
+import {
+  MemoryRateLimiter,
+  PostgresRateLimiter,
+  type RateLimiter,
+  RedisRateLimiter,
+  rateLimitMigrations,
+} from '../../platform/http/rate-limit.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { createTestDatabaseUrl } from '../support/databases.ts';
+import { createTestDatabaseUrl, openTestDatabase } from '../support/databases.ts';
 import { apiClient, startTestService, type TestService } from '../support/service.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -80,13 +88,13 @@ describe('rate limits', () => {
         ...(store === 'redis' ? { REDIS_URL: 'redis://127.0.0.1:6379' } : {}),
       };
       const log = createLogger('silent');
-      const a = await startPostline(loadConfig(env), { log });
-      const b = await startPostline(loadConfig(env), { log });
+      const a = await startPostline(loadConfig(env), { log, smtp: false });
+      const b = await startPostline(loadConfig(env), { log, smtp: false });
       cleanup.push(
         () => a.close(),
         () => b.close(),
       );
-      const { createOrganization } = await import('../../write-side/organizations/commands.ts');
+      const { createOrganization } = await import('../../write-side/organizations/organization.commands.ts');
       const org = await createOrganization(a.services, { name: 'Shared', plan: 'pro' });
       await a.services.readYourWrites.waitFor(['api_keys'], org.position);
       await b.services.readYourWrites.waitFor(['api_keys'], org.position);
@@ -106,4 +114,103 @@ describe('rate limits', () => {
       }
     });
   }
+});
+
+/** Counts per client address run in one-minute windows: start a burst well inside one. */
+async function awayFromMinuteEnd() {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 15_000) await new Promise((r) => setTimeout(r, left + 10));
+}
+
+describe('failed authentications per client address', () => {
+  it('answers 401 with X-RateLimit-* up to the limit, then 429 to every key from that address, valid ones too', async () => {
+    // TRUST_PROXY: the loopback peer is a proxy, so X-Forwarded-For names the client and a test can be several.
+    const svc = await startTestService({ env: { AUTH_FAILURES_PER_MINUTE: '5', TRUST_PROXY: 'loopback' } });
+    cleanup.push(() => svc.close());
+    const org = await svc.createOrg();
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    await awayFromMinuteEnd();
+    // Twice the limit and one more, at once: exactly the limit are told 401, the others 429.
+    const guesses = await Promise.all(
+      Array.from({ length: 11 }, (_, i) =>
+        svc.client(`pk_live_guess${i}`).get('/v1/api-keys', from('203.0.113.7')),
+      ),
+    );
+    const unauthorized = guesses.filter((r) => r.status === 401);
+    const limited = guesses.filter((r) => r.status === 429);
+    expect(unauthorized.length).toBe(5);
+    expect(limited.length).toBe(6);
+    for (const r of unauthorized) {
+      expect(r.body.error.code).toBe('invalid_api_key');
+      expect(r.headers['x-ratelimit-limit']).toBe('5');
+    }
+    expect(unauthorized.map((r) => r.headers['x-ratelimit-remaining']).sort()).toEqual([
+      '0',
+      '1',
+      '2',
+      '3',
+      '4',
+    ]);
+    for (const r of limited) {
+      expect(r.body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+      expect(r.headers['x-ratelimit-limit']).toBe('5');
+      expect(r.headers['x-ratelimit-remaining']).toBe('0');
+      expect(Number(r.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(1);
+      expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    // The blocked address is refused with a valid key too (a right guess must not stand out); others are not.
+    const valid = await org.live.get('/v1/api-keys', from('203.0.113.7'));
+    expect(valid.status).toBe(429);
+    expect(valid.body.error.message).toMatch(/failed authentications/);
+    expect((await org.live.get('/v1/api-keys', from('203.0.113.8'))).status).toBe(200);
+    const other = await svc.client('pk_live_guess').get('/v1/api-keys', from('203.0.113.8'));
+    expect(other.status).toBe(401);
+    expect(other.headers['x-ratelimit-remaining']).toBe('4');
+    // A request without a key guesses nothing: it is not counted, and told what is missing.
+    expect((await svc.client().get('/v1/api-keys', from('203.0.113.9'))).body.error.code).toBe(
+      'missing_api_key',
+    );
+  });
+
+  it('without TRUST_PROXY the peer is the client: X-Forwarded-For cannot pick a fresh address', async () => {
+    const svc = await startTestService({ env: { AUTH_FAILURES_PER_MINUTE: '2' } });
+    cleanup.push(() => svc.close());
+    await awayFromMinuteEnd();
+    const statuses = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await svc
+        .client(`pk_test_guess${i}`)
+        .get('/v1/domains', { 'x-forwarded-for': `198.51.100.${i}` });
+      statuses.push(r.status);
+    }
+    expect(statuses).toEqual([401, 401, 429, 429]);
+  });
+});
+
+describe.each(['memory', 'postgres', 'redis'] as const)('the %s counter', (kind) => {
+  it('lets exactly the limit through in a window, counts down Remaining, and starts again in the next', async () => {
+    let limiter: RateLimiter;
+    if (kind === 'memory') limiter = new MemoryRateLimiter();
+    else if (kind === 'redis') limiter = new RedisRateLimiter(new Redis('redis://127.0.0.1:6379'));
+    else {
+      const { db, dispose } = await openTestDatabase('postgres');
+      await migrate(db, rateLimitMigrations);
+      cleanup.push(dispose);
+      limiter = new PostgresRateLimiter(db);
+    }
+    cleanup.push(() => limiter.close());
+    const key = `count-test:${randomBytes(6).toString('hex')}`;
+    // A whole window ahead of any other test, so that nothing else counts in it.
+    const now = (Math.floor(Date.now() / 1000) + 3600) * 1000;
+    const hits = await Promise.all(Array.from({ length: 25 }, () => limiter.hit(key, 10, now + 10)));
+    expect(hits.filter((h) => h.allowed)).toHaveLength(10);
+    expect(
+      hits
+        .filter((h) => h.allowed)
+        .map((h) => h.remaining)
+        .sort((a, b) => b - a),
+    ).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    expect(hits.filter((h) => !h.allowed).every((h) => h.remaining === 0 && h.resetMs <= 990)).toBe(true);
+    expect((await limiter.hit(key, 10, now + 1000)).allowed).toBe(true);
+  });
 });

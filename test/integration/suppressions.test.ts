@@ -1,21 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSuppressed } from '../../read-side/suppressions/queries.ts';
-import { addSuppression } from '../../write-side/suppressions/commands.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { isSuppressed } from '../../read-side/suppressions/suppressions.queries.ts';
+import { addSuppression } from '../../write-side/suppressions/suppression.commands.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let other: TestOrg;
 
+const svc = useTestService();
 beforeAll(async () => {
-  svc = await startTestService();
   acme = await svc.createOrg('pro');
   other = await svc.createOrg('free');
 });
-afterAll(() => svc?.close());
 
 const suppressed = (org: TestOrg, mode: 'live' | 'test', address: string) =>
-  isSuppressed(svc.postline.services.db, org.orgId, mode, address);
+  isSuppressed(svc.postline.services.db, { orgId: org.orgId, mode: mode }, address);
 
 describe('suppressions API', () => {
   it('adds an address (reason manual by default) and lists it', async () => {

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { beforeAll, expect, it } from 'vitest';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
 // `npm start` runs on PGlite: the same SQL must work there (array parameters, jsonb, counts).
-let svc: TestService;
 let org: TestOrg;
+const svc = useTestService({ kind: 'pglite' });
 beforeAll(async () => {
-  svc = await startTestService({ kind: 'pglite' });
   org = await svc.createOrg('free');
 });
-afterAll(() => svc?.close());
 
 it('runs templates and suppressions on the embedded database', async () => {
   const t = await org.live.post('/v1/templates', {

@@ -1,17 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { renderPublished } from '../../write-side/templates/render.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let other: TestOrg;
 
+const svc = useTestService();
 beforeAll(async () => {
-  svc = await startTestService();
   acme = await svc.createOrg('pro');
   other = await svc.createOrg('pro');
 });
-afterAll(() => svc?.close());
 
 const welcome = {
   name: 'Welcome',

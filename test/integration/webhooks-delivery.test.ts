@@ -2,31 +2,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
 import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
-import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { FAN_OUT_NAME, WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 import {
   appendSourceEvent,
   emailQueuedData,
-  logMarker,
   startWebhookReceiver,
   type WebhookReceiver,
 } from '../support/webhook-receiver.ts';
 
-let svc: TestService;
 let fanOut: WebhookFanOut;
 let dispatcher: WebhookDispatcher;
 const clock = new ManualClock(new Date());
 const receivers: WebhookReceiver[] = [];
 
+const svc = useTestService(() => ({ clock }));
 beforeAll(async () => {
-  svc = await startTestService({ clock });
   fanOut = new WebhookFanOut(svc.postline.services);
   dispatcher = new WebhookDispatcher(svc.postline.services);
 });
 afterAll(async () => {
   await dispatcher?.stop();
   await Promise.all(receivers.map((r) => r.close()));
-  await svc?.close();
 });
 
 const receiver = async () => {
@@ -36,7 +33,7 @@ const receiver = async () => {
 };
 /** Fan out what the log holds, then send what is due, and wait for the outcomes. */
 const pump = async () => {
-  await fanOut.runOnce(await logMarker(store()));
+  await fanOut.runOnce();
   return dispatcher.runOnce();
 };
 const store = () => svc.postline.services.store;
@@ -189,7 +186,9 @@ describe('webhook fan-out and dispatch', () => {
     const count = async () =>
       (await svc.postline.services.db.query('SELECT count(*)::int AS n FROM webhook_deliveries')).rows[0].n;
     const before = await count();
-    await svc.postline.services.db.query(`UPDATE webhook_fanout_checkpoints SET position = ''`);
+    await svc.postline.services.db.query(`UPDATE process_checkpoints SET position = '' WHERE name = $1`, [
+      FAN_OUT_NAME,
+    ]);
     await pump();
     expect(await count()).toBe(before);
     expect(live.received).toHaveLength(4);
@@ -321,14 +320,14 @@ describe('webhook fan-out and dispatch', () => {
       return { status: 500 };
     };
     await (await sendEmail(org)).sent();
-    await fanOut.runOnce(await logMarker(store()));
+    await fanOut.runOnce();
     const inFlight = dispatcher.runOnce();
     let deliveryId = '';
     try {
       deliveryId = (await r.waitFor(2))[1].id;
       const retry = await org.live.post(`/v1/webhooks/${wh.id}/deliveries/${deliveryId}/retry`);
       expect(retry.status).toBe(202);
-      await fanOut.runOnce(await logMarker(store())); // the reset lands while the request is held
+      await fanOut.runOnce(); // the reset lands while the request is held
     } finally {
       release();
     }
@@ -382,37 +381,6 @@ describe('webhook fan-out and dispatch', () => {
     expect(rows[0]).toEqual({ done: true, replayed: 2 });
   });
 
-  it('replays a delivery recorded before ids were derived from its event under its old id', async () => {
-    // As webhook-process-003 leaves a database upgraded with deliveries in it: their random ids in
-    // webhook_legacy_delivery_ids, the unique index on (webhook_id, source_key) gone.
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
-    const since = new Date(Date.now() - 1000).toISOString();
-    const email = await sendEmail(org);
-    await email.sent();
-    await pump();
-    const { db } = svc.postline.services;
-    const legacyId = newId('whl');
-    const [derived] = await deliveries(org, wh.id);
-    const { rows } = await db.query<{ source_key: string }>(
-      'UPDATE webhook_deliveries SET id = $3 WHERE webhook_id = $1 AND id = $2 RETURNING source_key',
-      [wh.id, derived.id, legacyId],
-    );
-    await db.query(
-      'INSERT INTO webhook_legacy_delivery_ids (webhook_id, source_key, id) VALUES ($1, $2, $3)',
-      [wh.id, rows[0].source_key, legacyId],
-    );
-
-    expect((await org.live.post(`/v1/webhooks/${wh.id}/replay`, { since })).status).toBe(202);
-    const before = r.received.length;
-    await pump();
-    expect(r.received.slice(before).map((d) => d.id)).toEqual([legacyId]);
-    const log = await deliveries(org, wh.id);
-    expect(log.filter((d) => d.event_type === 'email.sent').map((d) => d.id)).toEqual([legacyId]);
-  });
-
   it('does not let a slow endpoint hold up the others', async () => {
     const org = await svc.createOrg('pro');
     const slow = await receiver();
@@ -428,7 +396,7 @@ describe('webhook fan-out and dispatch', () => {
     await webhookFor(org, slow, ['email.sent']);
     await webhookFor(org, fast, ['email.sent']);
     for (let i = 0; i < 4; i++) await (await sendEmail(org)).sent();
-    await fanOut.runOnce(await logMarker(store()));
+    await fanOut.runOnce();
     const busy = new WebhookDispatcher(svc.postline.services, { concurrency: 4, perEndpoint: 2, pollMs: 50 });
     busy.start();
     try {
@@ -455,7 +423,7 @@ describe('webhook fan-out and dispatch', () => {
       return { status: 200 };
     };
     const wh = await webhookFor(org, r, ['email.sent']);
-    await fanOut.runOnce(await logMarker(store()));
+    await fanOut.runOnce();
     const impatient = new WebhookDispatcher(svc.postline.services, { timeoutMs: 200 });
     try {
       await impatient.runOnce();
@@ -485,7 +453,7 @@ describe('webhook fan-out and dispatch', () => {
     ];
     const ids: string[] = [];
     for (const url of urls) ids.push((await org.live.post('/v1/webhooks', { url, events: ['*'] })).body.id);
-    await fanOut.runOnce(await logMarker(store()));
+    await fanOut.runOnce();
     const guarded = new WebhookDispatcher(svc.postline.services, { allowPrivateNetworks: false });
     try {
       expect(await guarded.runOnce()).toBe(urls.length);

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../platform/ids.ts';
+import { DELIVERIES_CHANNEL } from '../../processes/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
-import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { startTestService, type TestService } from '../support/service.ts';
+import { FAN_OUT_NAME, WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
+import { useTestService } from '../support/service.ts';
 import {
   appendSourceEvent,
   emailQueuedData,
@@ -10,24 +11,21 @@ import {
   type WebhookReceiver,
 } from '../support/webhook-receiver.ts';
 
-// The fan-out and dispatcher as the service runs them: following the log live, with the fan-out reading the
-// next batch while it writes the current one (small batches here, so a backlog spans many of them).
-let svc: TestService;
+// The fan-out and dispatcher as the service runs them: following the log live.
 let fanOut: WebhookFanOut;
 let dispatcher: WebhookDispatcher;
 let receiver: WebhookReceiver;
 
+const svc = useTestService();
 beforeAll(async () => {
-  svc = await startTestService();
   receiver = await startWebhookReceiver();
-  fanOut = new WebhookFanOut(svc.postline.services, { batchSize: 4 });
+  fanOut = new WebhookFanOut(svc.postline.services);
   dispatcher = new WebhookDispatcher(svc.postline.services);
 });
 afterAll(async () => {
   await fanOut?.stop();
   await dispatcher?.stop();
   await receiver?.close();
-  await svc?.close();
 });
 
 describe('webhooks, live', () => {
@@ -67,9 +65,8 @@ describe('webhooks, live', () => {
     expect(new Set(received.map((r) => r.id)).size).toBe(received.length);
     expect(received.every((r) => r.verifiedWith.length === 1)).toBe(true);
 
-    // The fan-out hands its deliveries to the dispatcher of its process unwritten: each row is written once, with
-    // its outcome (a first attempt that succeeds in the delivery row itself), and fanning the log out again sends
-    // and records nothing twice.
+    // Each delivery is one row, its first attempt (it succeeded) kept in the row itself, and fanning the log out
+    // again sends and records nothing twice.
     const { db } = svc.postline.services;
     const outcomes = async () =>
       (
@@ -89,15 +86,21 @@ describe('webhooks, live', () => {
       .data as any[];
     expect(log).toHaveLength(16);
     expect(log.every((d) => d.attempts.length === 1 && d.attempts[0].response_status === 200)).toBe(true);
-    await db.query(`UPDATE webhook_fanout_checkpoints SET position = ''`);
+    await db.query(`UPDATE process_checkpoints SET position = '' WHERE name = $1`, [FAN_OUT_NAME]);
     await send(); // wakes the fan-out, which reads the whole log again
     await receiver.waitFor(17);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.received).toHaveLength(17);
+    // Once the fan-out has read the whole log again and every delivery row has succeeded, nothing is left to send.
+    const head = await svc.postline.services.store.headPosition({ committed: true });
+    const fanOutAt = async () =>
+      (await db.query('SELECT position FROM process_checkpoints WHERE name = $1', [FAN_OUT_NAME])).rows[0]
+        ?.position;
+    await expect.poll(async () => (await fanOutAt()) >= head).toBe(true);
+    await expect.poll(async () => (await outcomes()).every((d) => d.status === 'succeeded')).toBe(true);
     expect(await outcomes()).toHaveLength(17);
+    expect(receiver.received).toHaveLength(17);
   });
 
-  it('moves the checkpoint past a delivery only once its outcome is recorded, and after a restart sends again only deliveries without one', async () => {
+  it('records a delivery with the checkpoint that passes its event, before sending it, and sends it again under the same webhook-id once the claim of a crashed attempt has run out', async () => {
     const { db, store } = svc.postline.services;
     const org = await svc.createOrg('pro');
     const slow = await startWebhookReceiver();
@@ -129,43 +132,36 @@ describe('webhooks, live', () => {
         { emailId, messageId: `<${emailId}@x>`, sentAt: new Date().toISOString() },
         meta,
       );
-      const [pendingDelivery] = await slow.waitFor(2).then((r) => r.slice(1));
-      const checkpoint = async () =>
-        (
-          await db.query<{ position: string; sent_up_to: string; owner: string | null }>(
-            'SELECT position, sent_up_to, owner FROM webhook_fanout_checkpoints',
-          )
-        ).rows[0];
-      // Sent, not recorded: no row yet, and the checkpoint waits before its event, owned by this fan-out.
-      const waiting = await checkpoint();
-      expect(waiting.position < position).toBe(true);
-      expect(waiting.sent_up_to >= position).toBe(true);
-      expect(waiting.owner).not.toBeNull();
-      const row = async () =>
-        (await db.query('SELECT status FROM webhook_deliveries WHERE id = $1', [pendingDelivery.id])).rows;
-      expect(await row()).toEqual([]);
-      release();
-      await expect.poll(async () => (await checkpoint()).position >= position).toBe(true);
-      expect(await row()).toEqual([{ status: 'succeeded' }]);
-      await expect.poll(async () => (await checkpoint()).owner).toBeNull();
-
-      // As after a crash while it was in flight: its row never written, the checkpoint back before its event. The
-      // fan-out reads the log again from there: only that delivery is sent again, under the same webhook-id.
-      await db.query('DELETE FROM webhook_deliveries WHERE id = $1', [pendingDelivery.id]);
-      await db.query(`UPDATE webhook_fanout_checkpoints SET position = ''`);
-      const before = receiver.received.length;
-      await appendSourceEvent(
-        store,
-        `email-${emailId}`,
-        'EmailDelivered',
-        { emailId, recipient: 'a@b.c' },
-        meta,
+      const [inFlight] = await slow.waitFor(2).then((r) => r.slice(1));
+      // In flight: its row was written with the fan-out's checkpoint past its event, and it is claimed.
+      const { rows: checkpoint } = await db.query<{ position: string }>(
+        'SELECT position FROM process_checkpoints WHERE name = $1',
+        [FAN_OUT_NAME],
       );
+      expect(checkpoint[0].position >= position).toBe(true);
+      const row = async () =>
+        (
+          await db.query<{ status: string; claimed: boolean }>(
+            'SELECT status, claim_token IS NOT NULL AS claimed FROM webhook_deliveries WHERE id = $1',
+            [inFlight.id],
+          )
+        ).rows;
+      expect(await row()).toEqual([{ status: 'pending', claimed: true }]);
+
+      // As after a crash while it was in flight: no outcome, and its claim's lease runs out. A dispatcher claims it
+      // again and sends it under the same webhook-id and body.
+      await db.query(
+        `UPDATE webhook_deliveries SET leased_until = now() - interval '1 second' WHERE id = $1`,
+        [inFlight.id],
+      );
+      const before = receiver.received.length;
+      await db.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
       const [again] = await slow.waitFor(3).then((r) => r.slice(2));
-      expect(again.id).toBe(pendingDelivery.id);
+      expect(again.id).toBe(inFlight.id);
+      expect(again.body).toBe(inFlight.body);
       expect(again.verifiedWith).toEqual([created.body.signing_secret]);
-      await expect.poll(row).toEqual([{ status: 'succeeded' }]);
-      await new Promise((r) => setTimeout(r, 300));
+      release();
+      await expect.poll(row).toEqual([{ status: 'succeeded', claimed: false }]);
       expect(slow.received).toHaveLength(3);
       expect(receiver.received).toHaveLength(before);
     } finally {

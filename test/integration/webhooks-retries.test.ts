@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
+import { maxAttempts, WEBHOOK_RETRIES } from '../../processes/retry-schedule.ts';
 import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
 import { AUTO_DISABLE_AFTER_EXHAUSTED } from '../../processes/webhooks/failures.ts';
 import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../processes/webhooks/retry-schedule.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 import {
   appendSourceEvent,
   emailQueuedData,
@@ -14,21 +14,19 @@ import {
   type WebhookReceiver,
 } from '../support/webhook-receiver.ts';
 
-let svc: TestService;
 let fanOut: WebhookFanOut;
 let dispatcher: WebhookDispatcher;
 const clock = new ManualClock(new Date());
 const receivers: WebhookReceiver[] = [];
 
+const svc = useTestService(() => ({ clock }));
 beforeAll(async () => {
-  svc = await startTestService({ clock });
   fanOut = new WebhookFanOut(svc.postline.services);
   dispatcher = new WebhookDispatcher(svc.postline.services);
 });
 afterAll(async () => {
   await dispatcher?.stop();
   await Promise.all(receivers.map((r) => r.close()));
-  await svc?.close();
 });
 
 const db = () => svc.postline.services.db;
@@ -36,7 +34,7 @@ const db = () => svc.postline.services.db;
 const projected = async () =>
   svc.postline.services.readYourWrites.waitFor(['webhooks'], await logMarker(svc.postline.services.store));
 const pump = async () => {
-  await fanOut.runOnce(await logMarker(svc.postline.services.store));
+  await fanOut.runOnce();
   return dispatcher.runOnce();
 };
 
@@ -101,11 +99,11 @@ describe('webhook retries', () => {
     await emailSent(org);
     await pump();
 
-    for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+    for (let attempt = 1; attempt < maxAttempts(WEBHOOK_RETRIES); attempt++) {
       const [row] = await pendingOf(id);
       expect(row.attempts).toBe(attempt);
       const delay = row.next_attempt_at.getTime() - clock.now().getTime();
-      const base = RETRY_DELAYS_MS[attempt - 1];
+      const base = WEBHOOK_RETRIES.delaysMs[attempt - 1];
       expect(delay, `delay after attempt ${attempt}`).toBeGreaterThanOrEqual(base * 0.8);
       expect(delay, `delay after attempt ${attempt}`).toBeLessThanOrEqual(base * 1.2);
       clock.advance(delay - 1); // a moment early: nothing is sent
@@ -116,7 +114,7 @@ describe('webhook retries', () => {
     expect(await pendingOf(id)).toEqual([]);
 
     const attempts = r.received.slice(1);
-    expect(attempts).toHaveLength(MAX_ATTEMPTS);
+    expect(attempts).toHaveLength(maxAttempts(WEBHOOK_RETRIES));
     expect(new Set(attempts.map((d) => d.id)).size).toBe(1);
     expect(new Set(attempts.map((d) => d.body)).size).toBe(1);
     expect(attempts.every((d) => d.verifiedWith.length === 1)).toBe(true);
@@ -213,8 +211,8 @@ describe('webhook retries', () => {
     expect(await delayAfterNextAttempt()).toBe(7200_000);
     r.respond = () => ({ status: 429, headers: { 'retry-after': '1' } });
     const scheduled = await delayAfterNextAttempt();
-    expect(scheduled).toBeGreaterThanOrEqual(RETRY_DELAYS_MS[1] * 0.8);
-    expect(scheduled).toBeLessThanOrEqual(RETRY_DELAYS_MS[1] * 1.2);
+    expect(scheduled).toBeGreaterThanOrEqual(WEBHOOK_RETRIES.delaysMs[1] * 0.8);
+    expect(scheduled).toBeLessThanOrEqual(WEBHOOK_RETRIES.delaysMs[1] * 1.2);
     const at = new Date(clock.now().getTime() + 3 * 3600_000);
     r.respond = () => ({ status: 429, headers: { 'retry-after': at.toUTCString() } });
     const untilDate = await delayAfterNextAttempt(); // an HTTP date has whole seconds

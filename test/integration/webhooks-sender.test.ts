@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebhookSender } from '../../processes/webhooks/http-sender.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
-// The sender thread's HTTP client on its own, against real receivers: the one timer that times out every request.
+// The dispatcher's HTTP client on its own, against real receivers: the one timer that times out every request.
 const receivers: WebhookReceiver[] = [];
 afterEach(async () => {
   for (const r of receivers.splice(0)) await r.close();

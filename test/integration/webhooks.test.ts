@@ -1,21 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
-import { logMarker } from '../support/webhook-receiver.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
 
-let svc: TestService;
 let acme: TestOrg;
 let other: TestOrg;
 let free: TestOrg;
 const URL_A = 'https://hooks.example.com/postline';
 
+const svc = useTestService();
 beforeAll(async () => {
-  svc = await startTestService();
   acme = await svc.createOrg('business');
   other = await svc.createOrg('pro');
   free = await svc.createOrg('free');
 });
-afterAll(() => svc?.close());
 
 const create = (org: TestOrg, body: unknown = { url: URL_A, events: ['email.*'] }) =>
   org.live.post('/v1/webhooks', body);
@@ -51,7 +48,9 @@ describe('webhooks API', () => {
     const created = await create(acme);
     const events = await svc.postline.services.store.readStream(`webhook-${created.body.id}`);
     expect(JSON.stringify(events)).not.toContain(created.body.signing_secret.slice(6));
-    expect(svc.postline.services.secrets.open(events[0].data.sealedSecret)).toBe(created.body.signing_secret);
+    expect(
+      svc.postline.services.secrets.open((events[0].data as { sealedSecret: string }).sealedSecret),
+    ).toBe(created.body.signing_secret);
     const { rows } = await svc.postline.services.db.query('SELECT * FROM webhooks WHERE id = $1', [
       created.body.id,
     ]);
@@ -214,7 +213,7 @@ describe('webhooks API', () => {
 
   it('lists the delivery log, starting with the test event', async () => {
     const created = await create(acme);
-    await new WebhookFanOut(svc.postline.services).runOnce(await logMarker(svc.postline.services.store));
+    await new WebhookFanOut(svc.postline.services).runOnce();
     const log = await acme.live.get(`/v1/webhooks/${created.body.id}/deliveries`);
     expect(log.status).toBe(200);
     expect(log.body.data).toHaveLength(1);

@@ -27,6 +27,12 @@ export async function createTestDatabaseUrl(): Promise<{ url: string; drop: () =
 export type DatabaseKind = 'postgres' | 'pglite';
 export const DATABASE_KINDS: DatabaseKind[] = ['postgres', 'pglite'];
 
+/**
+ * Connections per test pool and per service a test starts: test files run in parallel against one server whose
+ * `max_connections` (100 by default) they share.
+ */
+export const TEST_POOL_SIZE = 8;
+
 /** Opens a throwaway database of the given kind: its own PostgreSQL database, or an in-memory PGlite. */
 export async function openTestDatabase(
   kind: DatabaseKind,
@@ -36,7 +42,7 @@ export async function openTestDatabase(
     return { db, dispose: () => db.close() };
   }
   const { url, drop } = await createTestDatabaseUrl();
-  const db = connectPostgres(url);
+  const db = connectPostgres(url, TEST_POOL_SIZE);
   return {
     db,
     url,

@@ -3,11 +3,43 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabaseUrl, TEST_POOL_SIZE } from './databases.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
+
+/**
+ * The environment the service processes of one test file share: a fresh PostgreSQL database, a data dir and a
+ * secret key, with `extra` on top. Filled in before the file's tests (`setup.env`), removed after them.
+ */
+export function useServiceEnv(extra: Record<string, string> = {}): { env: Record<string, string> } {
+  const setup = { env: {} as Record<string, string> };
+  const dataDir = mkdtempSync(join(tmpdir(), 'postline-e2e-'));
+  let drop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const db = await createTestDatabaseUrl();
+    drop = db.drop;
+    setup.env = {
+      DATABASE_URL: db.url,
+      DATABASE_POOL_SIZE: String(TEST_POOL_SIZE),
+      POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
+      POSTLINE_DATA_DIR: dataDir,
+      REDIS_URL: '',
+      ...extra,
+    };
+  });
+  afterAll(async () => {
+    await drop?.();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return setup;
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -41,7 +73,15 @@ export async function startServer(
 ): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    // SMTP listeners on free ports unless a test names them: test files run side by side.
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      SMTP_SUBMISSION_PORT: '0',
+      SMTP_SUBMISSIONS_PORT: '0',
+      SMTP_MX_PORT: '0',
+      ...env,
+    },
   });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { type Postline, startPostline } from '../../bin/service.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { type Postline, type StartOptions, startPostline } from '../../bin/service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
-import type { Plan } from '../../platform/http/auth-context.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { createOrganization } from '../../write-side/organizations/commands.ts';
+import type { Plan } from '../../platform/tenancy.ts';
+import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import { type DatabaseKind, openTestDatabase } from './databases.ts';
 
 export interface ApiResponse<T = any> {
@@ -79,8 +80,12 @@ export interface TestServiceOptions {
   clock?: Clock;
   /** Run process managers (default false: tests drive them explicitly). */
   processes?: boolean;
-  /** Extra environment, e.g. DNS_SERVERS. Rate limits default high so tests don't trip them by accident. */
+  /** Extra environment, e.g. DNS_SERVERS. Rate limits (and the limit on failed authentications) default high so tests don't trip them by accident. */
   env?: Record<string, string>;
+  /** Extra non-/v1 handlers, as `serve` mounts the embedded admin endpoint. */
+  mount?: StartOptions['mount'];
+  /** Where the service logs (default: silent, or TEST_LOG_LEVEL's level to stdout). */
+  log?: StartOptions['log'];
 }
 
 /** Postline on its own fresh database and a free port, as `npm start` would run it. */
@@ -96,14 +101,20 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     LOG_LEVEL: 'silent',
     RATE_LIMIT_RPS: '10000',
     RATE_LIMIT_BATCH_RPS: '10000',
+    AUTH_FAILURES_PER_MINUTE: '10000',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // The SMTP listeners are for the tests that ask for them (`env`): each on a free port.
+    SMTP_SUBMISSION_PORT: 'off',
+    SMTP_SUBMISSIONS_PORT: 'off',
+    SMTP_MX_PORT: 'off',
     ...options.env,
   });
   const postline = await startPostline(config, {
     db,
     clock: options.clock,
     processes: options.processes ?? false,
-    log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    mount: options.mount,
+    log: options.log ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
   });
   const baseUrl = `http://127.0.0.1:${postline.port}`;
   return {
@@ -127,5 +138,38 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       await dispose();
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A test service for the file (or `describe`) it is called in: started in a `beforeAll` registered here, closed
+ * in an `afterAll`. `options` may be a function, evaluated when the service starts (for values other hooks set).
+ *
+ *   const svc = useTestService({ clock });
+ *   beforeAll(async () => { acme = await svc.createOrg('pro'); });   // runs after the service started
+ */
+export function useTestService(options: TestServiceOptions | (() => TestServiceOptions) = {}): TestService {
+  let started: TestService | undefined;
+  const service = () => {
+    if (!started) throw new Error('The test service starts in beforeAll: use it in hooks and tests.');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startTestService(typeof options === 'function' ? options() : options);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return {
+    get postline() {
+      return service().postline;
+    },
+    get baseUrl() {
+      return service().baseUrl;
+    },
+    createOrg: (plan) => service().createOrg(plan),
+    client: (key) => service().client(key),
+    // Closed by the afterAll above.
+    close: async () => {},
   };
 }

@@ -18,12 +18,24 @@ describe('configuration', () => {
     const c = loadConfig({ DATABASE_URL: 'postgres://u@h/db', PORT: '8080' });
     expect(c.embedded).toBe(false);
     expect(c.PUBLIC_URL).toBe('http://localhost:8080');
+    expect(c.DATABASE_POOL_SIZE).toBe(20);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '5' }).DATABASE_POOL_SIZE).toBe(5);
+  });
+
+  it('runs the SMTP listeners on 2587 and 2465 unless a port is set or off', () => {
+    expect(loadConfig({})).toMatchObject({ SMTP_SUBMISSION_PORT: 2587, SMTP_SUBMISSIONS_PORT: 2465 });
+    const c = loadConfig({ SMTP_SUBMISSION_PORT: '587', SMTP_SUBMISSIONS_PORT: 'off' });
+    expect([c.SMTP_SUBMISSION_PORT, c.SMTP_SUBMISSIONS_PORT]).toEqual([587, null]);
   });
 
   it.each([
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_POOL_SIZE', '1'],
+    ['SMTP_SUBMISSION_PORT', 'abc'],
+    ['SMTP_SUBMISSIONS_PORT', '70000'],
+    ['SMTP_TLS_CERT', '/etc/cert.pem'],
     ['REDIS_URL', 'http://x'],
     ['POSTLINE_SECRET_KEY', 'short'],
     ['LOG_LEVEL', 'loud'],

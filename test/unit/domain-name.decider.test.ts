@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
+import type { DomainNameEvent } from '../../write-side/domains/domain.events.ts';
 import { domainNameDecider } from '../../write-side/domains/domain-name.decider.ts';
-import type { DomainNameEvent } from '../../write-side/domains/events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -52,6 +52,12 @@ describe('domain name claims', () => {
       .given([registered('dom_1', 'org_a')])
       .when(register('dom_2', 'org_a'))
       .thenFails('domain_exists', /already has/));
+
+  it('registers nothing again for the domain it is registered to (a retry of the same request)', () =>
+    spec(domainNameDecider)
+      .given([registered('dom_1', 'org_a')])
+      .when(register('dom_1', 'org_a'))
+      .then([]));
 
   it('allows the same name in the other mode', () =>
     spec(domainNameDecider)

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { domainDecider, domainStatus } from '../../write-side/domains/decider.ts';
-import type { DnsRecord, DomainEvent, RecordCheck } from '../../write-side/domains/events.ts';
+import { domainDecider, domainStatus } from '../../write-side/domains/domain.decider.ts';
+import type {
+  DnsRecord,
+  DomainEvent,
+  DomainStatus,
+  RecordCheck,
+} from '../../write-side/domains/domain.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -66,6 +71,31 @@ const check = (
     })),
 });
 const allOk = { dkim: 'verified', spf: 'verified', return_path: 'verified', dmarc: 'verified' } as const;
+/** The records as a check leaves them: a purpose it reported gets that status (and what `check` found), the rest pending. */
+const recordsAfter = (statuses: Partial<Record<DnsRecord['purpose'], 'verified' | 'failed'>>): DnsRecord[] =>
+  records.map((r) => {
+    const status = statuses[r.purpose];
+    return status ? { ...r, status, found: status === 'verified' ? [r.value] : ['other'] } : r;
+  });
+/** The DomainVerificationChecked a manual check at `later` appends. */
+const checkedEvent = (
+  status: DomainStatus,
+  statuses: Partial<Record<DnsRecord['purpose'], 'verified' | 'failed'>>,
+): DomainEvent => ({
+  type: 'DomainVerificationChecked',
+  data: {
+    domainId: 'dom_1',
+    name: 'example.com',
+    trigger: 'manual',
+    status,
+    records: recordsAfter(statuses),
+    checkedAt: later,
+  },
+});
+const verifiedEvent: DomainEvent = {
+  type: 'DomainVerified',
+  data: { domainId: 'dom_1', name: 'example.com', verifiedAt: later },
+};
 /** The events of a check, to build a history with. */
 const checked = (given: DomainEvent[], outcomes: Parameters<typeof check>[0]) =>
   domainDecider.decide(check(outcomes), given.reduce(domainDecider.evolve, domainDecider.initialState));
@@ -90,15 +120,21 @@ describe('domain decider: DNS checks', () => {
     spec(domainDecider)
       .given([added, ...checked([added], allOk)])
       .when(check(allOk))
-      .then((events) => expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked'])));
+      .then([checkedEvent('verified', allOk)]));
 
   it('verifies without the recommended records', () =>
     spec(domainDecider)
       .given([added])
       .when(check({ dkim: 'verified', spf: 'verified', return_path: 'verified', dmarc: 'failed' }))
-      .then((events) =>
-        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainVerified']),
-      ));
+      .then([
+        checkedEvent('verified', {
+          dkim: 'verified',
+          spf: 'verified',
+          return_path: 'verified',
+          dmarc: 'failed',
+        }),
+        verifiedEvent,
+      ]));
 
   it('is partially verified when some required records are missing', () =>
     spec(domainDecider)
@@ -149,13 +185,11 @@ describe('domain decider: DNS checks', () => {
     spec(domainDecider)
       .given(broken)
       .when(check({ ...allOk, dkim: 'failed' }))
-      .then((events) => expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked']));
+      .then([checkedEvent('partially_verified', { ...allOk, dkim: 'failed' })]);
     spec(domainDecider)
       .given(broken)
       .when(check(allOk))
-      .then((events) =>
-        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainVerified']),
-      );
+      .then([checkedEvent('verified', allOk), verifiedEvent]);
   });
 
   it('keeps the status of a record whose lookup was inconclusive', () => {
@@ -305,6 +339,42 @@ describe('domain decider: delete and purge', () => {
       ])
       .when(purge)
       .then([]));
+
+  const restore = { type: 'RestoreDomain' as const, ...who, at: '2026-01-20T00:00:00.000Z' };
+  const restored: DomainEvent = {
+    type: 'DomainRestored',
+    data: { domainId: 'dom_1', name: 'example.com', restoredAt: restore.at },
+  };
+  it('restores within the grace period, and the domain can be deleted again', () => {
+    spec(domainDecider).given([added, deleted]).when(restore).then([restored]);
+    spec(domainDecider)
+      .given([added, deleted, restored])
+      .when({ ...del, at: '2026-01-21T00:00:00.000Z' })
+      .then([
+        { ...deleted, data: { ...deleted.data, deletedAt: '2026-01-21T00:00:00.000Z' } } as DomainEvent,
+      ]);
+  });
+  it('does not restore a domain that is not deleted, nor once the grace period is over', () => {
+    spec(domainDecider).given([added]).when(restore).thenFails('conflict');
+    spec(domainDecider)
+      .given([added, deleted])
+      .when({ ...restore, at: purgeAfter })
+      .thenFails('not_found');
+  });
+  it("does not restore another organization's domain, nor a purged one", () => {
+    spec(domainDecider)
+      .given([added, deleted])
+      .when({ ...restore, orgId: 'org_2' })
+      .thenFails('not_found');
+    spec(domainDecider)
+      .given([
+        added,
+        deleted,
+        { type: 'DomainPurged', data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter } },
+      ])
+      .when(restore)
+      .thenFails('not_found');
+  });
 });
 
 describe('domain status', () => {

@@ -1,5 +1,9 @@
-import { describe, it } from 'vitest';
-import { type QuotaEvent, quotaDecider } from '../../write-side/emails/quota.ts';
+import { describe, expect, it } from 'vitest';
+import {
+  type QuotaEvent,
+  quotaDecider,
+  secondsUntilNextMonth,
+} from '../../write-side/emails/quota.decider.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const consumed = (granted: number): QuotaEvent => ({
@@ -30,9 +34,19 @@ describe('monthly quota decider (Free plan hard stop)', () => {
       .given([consumed(95)])
       .when(consume(10))
       .then([consumed(5)]));
+  it('grants a request once: a retry of it gets its grant again, taking nothing', () =>
+    spec(quotaDecider)
+      .given([{ ...consumed(3), data: { ...consumed(3).data, request: 'em_1' } }, consumed(97)])
+      .when({ ...consume(3), request: 'em_1' })
+      .then([]));
   it('refuses once used up', () =>
     spec(quotaDecider)
       .given([consumed(60), consumed(40)])
       .when(consume(1))
       .thenFails('monthly_quota_exceeded', /100/));
+  it('says when the quota resets: the seconds until the next month, in UTC', () => {
+    expect(secondsUntilNextMonth('2026-03-31T23:59:30Z')).toBe(30);
+    expect(secondsUntilNextMonth('2026-12-31T23:00:00.500Z')).toBe(3600);
+    expect(secondsUntilNextMonth('2026-02-01T00:00:00Z')).toBe(28 * 86_400);
+  });
 });

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_ATTEMPTS, nextAttemptAt, RETRY_DELAYS_MS } from '../../processes/delivery/retry-schedule.ts';
 import { simulatedOutcome } from '../../processes/simulator/simulator-plan.ts';
 import { asciiDomain, formatMailbox, parseMailbox } from '../../write-side/emails/addresses.ts';
-import { monthOf } from '../../write-side/emails/quota.ts';
 import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
+import { monthOf } from '../../write-side/plans.ts';
 
 describe('addresses', () => {
   it.each([
@@ -76,17 +75,6 @@ describe('tracking tokens', () => {
   });
 });
 
-describe('retry schedule', () => {
-  it('backs off and gives up after the last attempt', () => {
-    const now = new Date('2026-01-01T00:00:00Z');
-    expect(nextAttemptAt(1, now)?.getTime()).toBe(now.getTime() + 60_000);
-    expect(nextAttemptAt(MAX_ATTEMPTS - 1, now)).not.toBeNull();
-    expect(nextAttemptAt(MAX_ATTEMPTS, now)).toBeNull();
-    const totalHours = RETRY_DELAYS_MS.reduce((a, b) => a + b, 0) / 3600_000;
-    expect(Math.round(totalHours)).toBe(52);
-  });
-});
-
 describe('test-mode simulator plan', () => {
   it.each([
     ['delivered@simulator.postline.dev', ['delivered']],
@@ -94,6 +82,8 @@ describe('test-mode simulator plan', () => {
     ['Bounced+a@Simulator.Postline.dev', ['bounced']],
     ['complained@simulator.postline.dev', ['delivered', 'complained']],
     ['delayed+1@simulator.postline.dev', ['delayed', 'delivered']],
+    ['opened@simulator.postline.dev', ['delivered', 'opened']],
+    ['clicked+a@simulator.postline.dev', ['delivered', 'opened', 'clicked']],
     ['bounced@example.org', ['delivered']],
     ['anyone@simulator.postline.dev', ['delivered']],
   ])('%s', (address, kinds) => expect(simulatedOutcome(address).map((s) => s.kind)).toEqual(kinds));

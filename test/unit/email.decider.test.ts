@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type EmailCommand, emailDecider, statusOf } from '../../write-side/emails/decider.ts';
-import type { EmailContent, EmailEvent } from '../../write-side/emails/events.ts';
+import { type EmailCommand, emailDecider, statusOf } from '../../write-side/emails/email.decider.ts';
+import type { EmailContent, EmailEvent } from '../../write-side/emails/email.events.ts';
 import { rollUp } from '../../write-side/emails/status.ts';
 import { spec } from '../support/given-when-then.ts';
 

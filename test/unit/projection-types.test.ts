@@ -5,17 +5,13 @@ import { projections } from '../../bin/composition.ts';
 import type { Transaction } from '../../platform/db/database.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 
-/** Every event type declared in write-side/<aggregate>/events.ts. */
+/** Every event type declared in write-side/<aggregate>/<aggregate>.events.ts. */
 function knownEventTypes(): string[] {
   const root = join(import.meta.dirname, '..', '..', 'write-side');
   const types = new Set<string>();
-  for (const dir of readdirSync(root)) {
-    let text = '';
-    try {
-      text = readFileSync(join(root, dir, 'events.ts'), 'utf8');
-    } catch {
-      continue;
-    }
+  for (const file of readdirSync(root, { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith('.events.ts')) continue;
+    const text = readFileSync(join(root, file), 'utf8');
     for (const m of text.matchAll(/type: '([A-Z][A-Za-z]+)'/g)) types.add(m[1]);
   }
   return [...types];

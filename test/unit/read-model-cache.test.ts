@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReadModelCache } from '../../projections/read-model-cache.ts';
 
 /** Stands in for the waiter: `change(name)` is what a projection's applied batch (or its NOTIFY) does. */
@@ -40,5 +40,38 @@ describe('ReadModelCache', () => {
     const cache = new ReadModelCache(changeFeed(), 'domains');
     expect(await cache.get('k', async () => null)).toBeNull();
     expect(await cache.get('k', async () => 'late')).toBeNull();
+  });
+
+  it('answers nothing from memory while its change notices cannot be heard, and caches again once they can', async () => {
+    const feed = { ...changeFeed(), hearing: true };
+    const cache = new ReadModelCache(feed, 'api_keys');
+    expect(await cache.get('k', async () => 'before')).toBe('before');
+    feed.hearing = false; // the LISTEN connection is lost: a change elsewhere would go unannounced
+    expect(await cache.get('k', async () => 'deleted meanwhile')).toBe('deleted meanwhile');
+    expect(await cache.get('k', async () => 'read again')).toBe('read again');
+    feed.hearing = true; // in place again (the waiter empties the cache then)
+    feed.change('api_keys');
+    expect(await cache.get('k', async () => 'after')).toBe('after');
+    expect(await cache.get('k', async () => 'not read')).toBe('after');
+  });
+
+  describe('a null kept for a short time (unknown API keys)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+    it('answers null from memory until its projection changes or nullMaxAgeMs passes; found values stay longer', async () => {
+      vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
+      const feed = changeFeed();
+      const cache = new ReadModelCache(feed, 'api_keys', { nullMaxAgeMs: 2000 });
+      expect(await cache.get('k', async () => null)).toBeNull();
+      expect(await cache.get('k', async () => 'created')).toBeNull();
+      feed.change('api_keys');
+      expect(await cache.get('k', async () => 'created')).toBe('created');
+      expect(await cache.get('n', async () => null)).toBeNull();
+      vi.setSystemTime(1_000_000 + 2000);
+      expect(await cache.get('n', async () => 'created elsewhere')).toBe('created elsewhere');
+      vi.setSystemTime(1_000_000 + 9000);
+      expect(await cache.get('k', async () => 'other')).toBe('created');
+    });
   });
 });

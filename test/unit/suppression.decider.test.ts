@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { suppressionDecider } from '../../write-side/suppressions/decider.ts';
-import { type SuppressionEvent, suppressionStream } from '../../write-side/suppressions/events.ts';
+import { suppressionDecider } from '../../write-side/suppressions/suppression.decider.ts';
+import {
+  type SuppressionEvent,
+  suppressionStream,
+} from '../../write-side/suppressions/suppression.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const add = {
@@ -50,7 +53,7 @@ describe('suppression decider', () => {
     spec(suppressionDecider)
       .given([added, removed])
       .when({ ...add, suppressionId: 'sup_2' })
-      .then((events) => expect(events[0].data.suppressionId).toBe('sup_2')));
+      .then([{ type: 'SuppressionAdded', data: { ...added.data, suppressionId: 'sup_2' } }]));
   it('keys the stream by organization, mode and the address in any letter case', () => {
     expect(suppressionStream('org_1', 'live', ' ANN@example.COM')).toBe(
       suppressionStream('org_1', 'live', 'ann@example.com'),

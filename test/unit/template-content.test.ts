@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../platform/errors.ts';
 import { checkTemplateContent, TEMPLATE_LIMITS } from '../../write-side/templates/content-rules.ts';
-import type { TemplateContent, TemplateVariable } from '../../write-side/templates/events.ts';
+import type { TemplateContent, TemplateVariable } from '../../write-side/templates/template.events.ts';
 import { analyseTemplate, MAX_BLOCK_DEPTH } from '../../write-side/templates/template-ast.ts';
 
 const used = (source: string) => [...analyseTemplate('html', source).keys()].sort();

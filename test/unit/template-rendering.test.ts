@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../platform/errors.ts';
-import type { PublishedVersion } from '../../read-side/templates/queries.ts';
+import type { PublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { renderVersion } from '../../write-side/templates/render.ts';
 
 let n = 0;

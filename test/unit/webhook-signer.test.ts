@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { sign, signatureHeader } from '../../processes/webhooks/signer.ts';
-import { generateSigningSecret } from '../../write-side/webhooks/commands.ts';
+import { generateSigningSecret } from '../../write-side/webhooks/webhook.commands.ts';
 
 describe('webhook signer', () => {
   it('reproduces the Standard Webhooks reference vector', () => {

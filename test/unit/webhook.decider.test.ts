@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { webhookDecider } from '../../write-side/webhooks/decider.ts';
-import type { WebhookEvent } from '../../write-side/webhooks/events.ts';
+import { webhookDecider } from '../../write-side/webhooks/webhook.decider.ts';
+import type { WebhookEvent } from '../../write-side/webhooks/webhook.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -79,10 +79,18 @@ describe('webhook decider: update', () => {
     spec(webhookDecider)
       .given([created, disabled])
       .when({ ...update, active: true })
-      .then((events) => {
-        if (events[0].type !== 'WebhookUpdated' || !events[0].data.active)
-          throw new Error('expected re-enable');
-      }));
+      .then([
+        {
+          type: 'WebhookUpdated',
+          data: {
+            webhookId: 'wh_1',
+            url: created.data.url,
+            events: ['email.*'],
+            active: true,
+            updatedAt: later,
+          },
+        },
+      ]));
   it("hides another organization's webhook", () =>
     spec(webhookDecider)
       .given([created])
@@ -133,11 +141,18 @@ describe('webhook decider: secret rotation', () => {
         },
       ])
       .when({ type: 'RotateWebhookSecret', ...caller, sealedSecret: 'sealed-3' })
-      .then((events) => {
-        if (events[0].type !== 'WebhookSecretRotated' || events[0].data.previousSealedSecret !== 'sealed-2') {
-          throw new Error('expected sealed-2 as the previous secret');
-        }
-      }));
+      .then([
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            webhookId: 'wh_1',
+            sealedSecret: 'sealed-3',
+            previousSealedSecret: 'sealed-2',
+            previousValidUntil: '2026-01-02T00:00:00.000Z',
+            rotatedAt: at,
+          },
+        },
+      ]));
 });
 
 describe('webhook decider: delete, retry, replay', () => {

@@ -1,6 +1,6 @@
 import type { Resolver } from 'node:dns/promises';
 import { isNoAnswer } from '../../platform/dns.ts';
-import type { DnsRecord, RecordCheck } from './events.ts';
+import type { DnsRecord, RecordCheck } from './domain.events.ts';
 
 const host = (h: string) => h.toLowerCase().replace(/\.$/, '');
 

@@ -1,5 +1,5 @@
 import type { Config } from '../../platform/config.ts';
-import type { DnsRecord } from './events.ts';
+import type { DnsRecord } from './domain.events.ts';
 
 /** Where the tracking CNAME lives on the customer's domain: `track.example.com`. */
 export const TRACKING_LABEL = 'track';

@@ -1,7 +1,7 @@
 import { AppError } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { DomainNameEvent } from './events.ts';
+import type { DomainNameEvent } from './domain.events.ts';
 
 /**
  * The name rule (docs/domains.md): an organization has a name at most once per mode, counting soft-deleted
@@ -63,6 +63,9 @@ export const domainNameDecider: Decider<DomainNameCommand, DomainNameEvent, Doma
   decide(command, state) {
     switch (command.type) {
       case 'RegisterDomainName': {
+        // Registered already for this very domain: an earlier attempt of the same request (its id chosen under
+        // an Idempotency-Key) got this far.
+        if (state.registrations[command.domainId] && !command.abandoned.includes(command.domainId)) return [];
         const released: DomainNameEvent[] = command.abandoned
           .filter((id) => state.registrations[id])
           .map((domainId) => ({

@@ -1,4 +1,5 @@
 import { domainToASCII } from 'node:url';
+import { BoundedMap } from '../../platform/bounded-map.ts';
 
 export interface Mailbox {
   name: string | null;
@@ -14,15 +15,13 @@ const LOCAL = new RegExp(
 );
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
-// Senders write to the same few domains over and over: their checked form is kept (bounded, cleared when full).
-const checkedDomains = new Map<string, string | null>();
-const CHECKED_DOMAINS_MAX = 10_000;
+// Senders write to the same few domains over and over: their checked form is kept.
+const checkedDomains = new BoundedMap<string, string | null>(10_000);
 
 /** The domain in ASCII, or null when it is not a plausible Internet host name (IDNs are converted). */
 export function asciiDomain(domain: string): string | null {
   let ascii = checkedDomains.get(domain);
   if (ascii === undefined) {
-    if (checkedDomains.size >= CHECKED_DOMAINS_MAX) checkedDomains.clear();
     ascii = checkDomain(domain);
     checkedDomains.set(domain, ascii);
   }
@@ -86,3 +85,6 @@ export function formatMailbox(m: Mailbox): string {
 }
 
 export const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1);
+
+/** Addresses at this domain never leave Postline in test mode: the simulator answers for them (docs/emails.md). */
+export const SIMULATOR_DOMAIN = 'simulator.postline.dev';

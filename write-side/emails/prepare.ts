@@ -1,22 +1,44 @@
 import { AppError } from '../../platform/errors.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
-import { OWNED_HEADERS } from '../../platform/owned-headers.ts';
 import type { Services } from '../../platform/services.ts';
-import { findDomainById, findSendingDomain } from '../../read-side/domains/queries.ts';
-import { isSuppressed, smallSuppressionList } from '../../read-side/suppressions/queries.ts';
+import { findDomainById, findSendingDomain } from '../../read-side/domains/domains.queries.ts';
+import { isSuppressed, smallSuppressionList } from '../../read-side/suppressions/suppressions.queries.ts';
 import { renderPublished } from '../templates/render.ts';
 import { domainOf, formatMailbox, type Mailbox, parseMailbox } from './addresses.ts';
-import type { EmailContent } from './events.ts';
-import { EMAIL_LIMITS, type SendEmailInput } from './request.ts';
-
-/** Addresses at this domain never leave Postline in test mode: the simulator answers for them (docs/emails.md). */
-export const SIMULATOR_DOMAIN = 'simulator.postline.dev';
+import type { EmailContent } from './email.events.ts';
+import { EMAIL_LIMITS } from './limits.ts';
+import { OWNED_HEADERS } from './owned-headers.ts';
+import type { SendEmailInput } from './request.ts';
 
 /** An accepted request, ready for the decider: content plus the attachment bytes still to be stored. */
 export interface PreparedEmail {
-  content: Omit<EmailContent, 'attachments'>;
+  content: Omit<EmailContent, 'attachments' | 'raw'>;
   attachments: { id: string; filename: string; contentType: string; contentId?: string; bytes: Buffer }[];
+  /** A message submitted over SMTP, delivered as these bytes. */
+  raw?: { bytes: Buffer; messageId: string };
+  sendAt?: string;
+}
+
+/**
+ * A message submitted over SMTP, as the relay parsed it (smtp/): recipients from the envelope, the rest from
+ * the message's headers and MIME parts, and `raw`, the bytes to deliver.
+ */
+export interface SubmittedMessage {
+  raw: Buffer;
+  messageId: string;
+  /** RCPT TO: every recipient, Bcc included. */
+  envelopeTo: string[];
+  /** The From, To, Cc and Reply-To headers' mailboxes (`Name <address>`). */
+  from: string;
+  to: string[];
+  cc: string[];
+  replyTo: string[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  attachments: { filename: string; contentType: string; contentId?: string; bytes: Buffer }[];
+  tags: string[];
   sendAt?: string;
 }
 
@@ -96,14 +118,10 @@ async function sendingDomain(services: Services, auth: AuthContext, from: Mailbo
   const name = domainOf(from.address);
   const { domains } = services.caches;
   const scope = `${auth.orgId} ${auth.mode}`;
-  const domain = await domains.get(`${scope} name ${name}`, () =>
-    findSendingDomain(services.db, auth.orgId, auth.mode, name),
-  );
+  const domain = await domains.get(`${scope} name ${name}`, () => findSendingDomain(services.db, auth, name));
   if (auth.domainId) {
     const id = auth.domainId;
-    const allowed = await domains.get(`${scope} id ${id}`, () =>
-      findDomainById(services.db, auth.orgId, auth.mode, id),
-    );
+    const allowed = await domains.get(`${scope} id ${id}`, () => findDomainById(services.db, auth, id));
     if (!allowed || allowed.name !== name) {
       throw new AppError(
         'domain_not_allowed',
@@ -162,12 +180,36 @@ async function render(services: Services, auth: AuthContext, input: SendEmailInp
 async function suppressed(services: Services, auth: AuthContext, list: Mailbox[]) {
   const unique = [...new Set(list.map((m) => m.address.toLowerCase()))];
   const small = await services.caches.suppressions.get(`${auth.orgId} ${auth.mode}`, () =>
-    smallSuppressionList(services.db, auth.orgId, auth.mode),
+    smallSuppressionList(services.db, auth),
   );
   const flags = small
     ? unique.map((a) => small.has(a))
-    : await Promise.all(unique.map((a) => isSuppressed(services.db, auth.orgId, auth.mode, a)));
+    : await Promise.all(unique.map((a) => isSuppressed(services.db, auth, a)));
   return new Set(unique.filter((_, i) => flags[i]));
+}
+
+/**
+ * The recipients left once the suppression list is applied, formatted, and the addresses it removed; refused when
+ * none is left.
+ */
+async function deliverable(
+  services: Services,
+  auth: AuthContext,
+  to: Mailbox[],
+  cc: Mailbox[],
+  bcc: Mailbox[],
+) {
+  const blocked = await suppressed(services, auth, [...to, ...cc, ...bcc]);
+  const keep = (list: Mailbox[]) =>
+    list.filter((m) => !blocked.has(m.address.toLowerCase())).map(formatMailbox);
+  const recipients = { to: keep(to), cc: keep(cc), bcc: keep(bcc), suppressedRecipients: [...blocked] };
+  if (recipients.to.length + recipients.cc.length + recipients.bcc.length === 0) {
+    throw new AppError(
+      'all_recipients_suppressed',
+      `Every recipient is on the suppression list: ${[...blocked].join(', ')}.`,
+    );
+  }
+  return recipients;
 }
 
 /** Validates a send request and does its look-ups; throws an AppError naming the field. No event is written. */
@@ -175,6 +217,8 @@ export async function prepareEmail(
   services: Services,
   auth: AuthContext,
   input: SendEmailInput,
+  /** The id the email gets: chosen in advance under an Idempotency-Key; a new one by default. */
+  emailId?: string,
 ): Promise<PreparedEmail> {
   const now = services.clock.now();
   const from = mailboxes('from', input.from)[0];
@@ -191,24 +235,14 @@ export async function prepareEmail(
   const attachments = decodeAttachments(input.attachments ?? [], now.getTime());
   const domain = await sendingDomain(services, auth, from);
   const body = await render(services, auth, input);
-  const blocked = await suppressed(services, auth, [...to, ...cc, ...bcc]);
-  const keep = (list: Mailbox[]) =>
-    list.filter((m) => !blocked.has(m.address.toLowerCase())).map(formatMailbox);
-  if (keep([...to, ...cc, ...bcc]).length === 0) {
-    throw new AppError(
-      'all_recipients_suppressed',
-      `Every recipient is on the suppression list: ${[...blocked].join(', ')}.`,
-    );
-  }
+  const recipients = await deliverable(services, auth, to, cc, bcc);
   return {
     content: {
-      emailId: newId('em', now.getTime()),
+      emailId: emailId ?? newId('em', now.getTime()),
       orgId: auth.orgId,
       mode: auth.mode,
       from: formatMailbox(from),
-      to: keep(to),
-      cc: keep(cc),
-      bcc: keep(bcc),
+      ...recipients,
       replyTo: replyTo.map(formatMailbox),
       subject: body.subject,
       html: body.html,
@@ -217,10 +251,65 @@ export async function prepareEmail(
       tags: input.tags ?? [],
       ...domain,
       ...('templateId' in body && { templateId: body.templateId, templateVersionId: body.templateVersionId }),
-      suppressedRecipients: [...blocked],
       createdAt: now.toISOString(),
     },
     attachments,
+    ...(sendAt && { sendAt }),
+  };
+}
+
+/**
+ * Validates a message submitted over SMTP and does its look-ups, with the same rules as a request: the From
+ * domain, the recipient limit, suppressions. Recipients are the envelope's: those also named in To or Cc keep
+ * their place there, the others are Bcc.
+ */
+export async function prepareSubmitted(
+  services: Services,
+  auth: AuthContext,
+  message: SubmittedMessage,
+  emailId: string,
+): Promise<PreparedEmail> {
+  const now = services.clock.now();
+  const from = mailboxes('from', message.from)[0];
+  const envelope = mailboxes('to', message.envelopeTo);
+  if (envelope.length === 0) throw invalid('to', 'needs at least one recipient');
+  if (envelope.length > EMAIL_LIMITS.recipients) {
+    throw invalid('to', `at most ${EMAIL_LIMITS.recipients} recipients in all (to, cc and bcc)`);
+  }
+  const named = (list: string[]) =>
+    new Map(
+      list.flatMap((raw) => {
+        const m = parseMailbox(raw);
+        return 'error' in m ? [] : [[m.address.toLowerCase(), m] as const];
+      }),
+    );
+  const headerTo = named(message.to);
+  const headerCc = named(message.cc);
+  const inHeader = (m: Mailbox, header: Map<string, Mailbox>) => header.get(m.address.toLowerCase());
+  const to = envelope.flatMap((m) => inHeader(m, headerTo) ?? []);
+  const cc = envelope.flatMap((m) => (inHeader(m, headerTo) ? [] : (inHeader(m, headerCc) ?? [])));
+  const bcc = envelope.filter((m) => !inHeader(m, headerTo) && !inHeader(m, headerCc));
+  const sendAt = checkSendAt(message.sendAt, now);
+  const domain = await sendingDomain(services, auth, from);
+  const recipients = await deliverable(services, auth, to, cc, bcc);
+  return {
+    content: {
+      emailId,
+      orgId: auth.orgId,
+      mode: auth.mode,
+      from: formatMailbox(from),
+      ...recipients,
+      replyTo: message.replyTo,
+      subject: message.subject,
+      html: message.html,
+      text: message.text,
+      headers: {},
+      tags: message.tags,
+      ...domain,
+      createdAt: now.toISOString(),
+    },
+    attachments: message.attachments.map((a) => ({ id: newId('att', now.getTime()), ...a })),
+    raw: { bytes: message.raw, messageId: message.messageId },
     ...(sendAt && { sendAt }),
   };
 }

@@ -1,20 +1,6 @@
 import { z } from 'zod';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
-
-/** Limits of a send request (docs/emails.md lists them). */
-export const EMAIL_LIMITS = {
-  recipients: 50,
-  attachmentBytes: 40 * 1024 * 1024,
-  attachments: 100,
-  tags: 20,
-  tagChars: 64,
-  headers: 50,
-  headerValueChars: 998,
-  subjectChars: 998,
-  bodyBytes: 10 * 1024 * 1024,
-  sendAtHorizonDays: 30,
-  batch: 100,
-} as const;
+import { EMAIL_LIMITS } from './limits.ts';
 
 const mailbox = z.string().max(MAX_MAILBOX_CHARS, `must be at most ${MAX_MAILBOX_CHARS} characters`);
 const addressList = z.union([mailbox, z.array(mailbox).max(EMAIL_LIMITS.recipients + 1)]);

@@ -1,7 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../platform/config.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import { resolveSecretKey } from '../../platform/secret-key.ts';
 
 /**
  * Open and click tracking tokens. A token names the email (and, for a click, the link) and carries an HMAC
@@ -28,10 +27,14 @@ export class TrackingTokens {
     this.baseUrl = baseUrl.replace(/\/$/, '');
   }
 
-  static fromConfig(config: Config): TrackingTokens {
+  /** Links on POSTLINE_TRACKING_HOST (else PUBLIC_URL); `secretKeyBase64` is POSTLINE_SECRET_KEY as resolved. */
+  static fromConfig(
+    config: Pick<Config, 'POSTLINE_TRACKING_HOST' | 'PUBLIC_URL'>,
+    secretKeyBase64: string,
+  ): TrackingTokens {
     const host = config.POSTLINE_TRACKING_HOST;
     const base = host ? (/^https?:\/\//.test(host) ? host : `https://${host}`) : config.PUBLIC_URL;
-    return new TrackingTokens(resolveSecretKey(config), base);
+    return new TrackingTokens(secretKeyBase64, base);
   }
 
   #mac(body: string) {

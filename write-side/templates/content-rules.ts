@@ -1,5 +1,5 @@
 import { AppError } from '../../platform/errors.ts';
-import type { TemplateContent } from './events.ts';
+import type { TemplateContent } from './template.events.ts';
 import { analyseTemplate } from './template-ast.ts';
 
 /**

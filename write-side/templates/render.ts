@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/queries.ts';
+import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { TEMPLATE_LIMITS } from './content-rules.ts';
 import { renderPart } from './sandbox.ts';
 
@@ -86,7 +86,7 @@ export async function renderPublished(
   /** `template_data`; absent counts as `{}` (so required variables are reported by name). */
   data: Record<string, unknown> | undefined,
 ): Promise<RenderedTemplate> {
-  const found = await findPublishedVersion(services.db, orgId, mode, templateId);
+  const found = await findPublishedVersion(services.db, { orgId, mode }, templateId);
   if (found.status === 'not_found') throw notFound('Template', templateId);
   if (found.status === 'not_published') {
     throw new AppError(

@@ -1,5 +1,7 @@
 import Handlebars from 'handlebars';
+import { BoundedMap } from '../../platform/bounded-map.ts';
 import { AppError } from '../../platform/errors.ts';
+import { isStorableString } from '../../platform/unstorable-text.ts';
 
 /**
  * The one Handlebars environment templates run in: a fresh `Handlebars.create()` so nothing registered
@@ -33,17 +35,12 @@ env.registerHelper('each', function (this: unknown, context: unknown, options: a
 
 export type Part = 'subject' | 'html' | 'text';
 
-const compiled = new Map<string, HandlebarsTemplateDelegate>();
-const CACHE_SIZE = 500;
+const compiled = new BoundedMap<string, HandlebarsTemplateDelegate>(500);
 
 /** Compiles once per (immutable) version and part; only `html` escapes HTML. */
 function compile(cacheKey: string, part: Part, source: string): HandlebarsTemplateDelegate {
   const hit = compiled.get(cacheKey);
-  if (hit) {
-    compiled.delete(cacheKey); // re-insert: the Map's order is the LRU order
-    compiled.set(cacheKey, hit);
-    return hit;
-  }
+  if (hit) return hit;
   const template = env.compile(source, {
     knownHelpersOnly: true,
     knownHelpers: { log: false },
@@ -51,7 +48,6 @@ function compile(cacheKey: string, part: Part, source: string): HandlebarsTempla
     strict: false,
   });
   compiled.set(cacheKey, template);
-  if (compiled.size > CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
   return template;
 }
 
@@ -63,8 +59,9 @@ export function renderPart(
   data: Record<string, unknown>,
 ): string {
   iterationsLeft = MAX_ITERATIONS_PER_PART;
+  let rendered: string;
   try {
-    return compile(`${cacheKey}:${part}`, part, source)(data);
+    rendered = compile(`${cacheKey}:${part}`, part, source)(data);
   } catch (error) {
     if (error instanceof AppError) throw error;
     throw new AppError(
@@ -72,4 +69,12 @@ export function renderPart(
       `\`${part}\` could not be rendered: ${(error as Error).message}`,
     );
   }
+  // Indexing a string (`{{name.[0]}}`, `{{lookup name 0}}`) can split a surrogate pair; the stores cannot hold
+  // half of one (the text rule, platform/unstorable-text.ts).
+  if (!isStorableString(rendered))
+    throw new AppError(
+      'template_render_error',
+      `\`${part}\` could not be rendered: it would hold half of a surrogate pair (a string indexed by position?).`,
+    );
+  return rendered;
 }

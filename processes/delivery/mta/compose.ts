@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { OWNED_HEADERS } from '../../../platform/owned-headers.ts';
+import { OWNED_HEADERS } from '../../../write-side/emails/owned-headers.ts';
 import { signMessage } from './dkim.ts';
-import type { OutboundMessage } from './outbound.ts';
+import type { OutboundMessage } from './message.ts';
 
 /** The API refuses custom headers Postline owns; here they are dropped too, as a second line of defence. */
 function customHeaders(headers: Record<string, string>): Record<string, string> {
@@ -17,9 +17,14 @@ function customHeaders(headers: Record<string, string>): Record<string, string> 
 /**
  * Builds the RFC 5322 message: stable Message-ID and Date from the input, MIME boundaries derived from the
  * Message-ID (so the same email composes to the same bytes on every attempt), Bcc only in the envelope,
- * DKIM-signed when a key is given.
+ * DKIM-signed when a key is given. A submitted message (`raw`) is only signed.
  */
 export async function composeMessage(message: OutboundMessage): Promise<Buffer> {
+  const raw = message.raw ?? (await compose(message));
+  return message.dkim ? signMessage(raw, message.dkim, message.date) : raw;
+}
+
+function compose(message: OutboundMessage): Promise<Buffer> {
   const composer = new MailComposer({
     from: message.from,
     to: message.to.length > 0 ? message.to : undefined,
@@ -43,6 +48,5 @@ export async function composeMessage(message: OutboundMessage): Promise<Buffer> 
     disableFileAccess: true,
     disableUrlAccess: true,
   });
-  const raw = await composer.compile().build();
-  return message.dkim ? signMessage(raw, message.dkim, message.date) : raw;
+  return composer.compile().build();
 }

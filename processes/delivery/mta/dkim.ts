@@ -1,5 +1,6 @@
 import { createHash, createPrivateKey, type KeyObject, sign } from 'node:crypto';
-import type { DkimKey } from './outbound.ts';
+import { BoundedMap } from '../../../platform/bounded-map.ts';
+import type { DkimKey } from './message.ts';
 
 /**
  * DKIM signing (RFC 6376, relaxed/relaxed; RFC 8463 for Ed25519). Written here rather than taken from a library
@@ -32,14 +33,12 @@ const SIGNED_HEADERS = [
 const OVERSIGNED = 'from';
 
 /** Parsed keys by PEM; a handful of sending domains per process, so a bound suffices. */
-const keys = new Map<string, KeyObject>();
-const MAX_KEYS = 1000;
+const keys = new BoundedMap<string, KeyObject>(1000);
 
 function privateKey(pem: string): KeyObject {
   let key = keys.get(pem);
   if (!key) {
     key = createPrivateKey(pem);
-    if (keys.size >= MAX_KEYS) keys.clear();
     keys.set(pem, key);
   }
   return key;

@@ -1,4 +1,5 @@
 import { Resolver } from 'node:dns/promises';
+import { BoundedMap } from '../../../platform/bounded-map.ts';
 
 export interface MxHost {
   /** The MX host name (or the recipient domain itself for the implicit MX of RFC 5321 §5.1). */
@@ -34,7 +35,9 @@ type Lookup = { route: Route; ttlMs: number };
  */
 export class MxResolver {
   private readonly resolver: Resolver;
-  private readonly routes = new Map<string, { lookup: Promise<Lookup>; expires: number }>();
+  private readonly routes = new BoundedMap<string, { lookup: Promise<Lookup>; expires: number }>(
+    MAX_CACHED_ROUTES,
+  );
 
   constructor(options: { dnsServers: string[]; timeoutMs: number }) {
     this.resolver = new Resolver({ timeout: Math.max(100, Math.floor(options.timeoutMs / 2)), tries: 2 });
@@ -44,7 +47,6 @@ export class MxResolver {
   async route(domain: string): Promise<Route> {
     let entry = this.routes.get(domain);
     if (!entry || entry.expires <= Date.now()) {
-      if (this.routes.size >= MAX_CACHED_ROUTES) this.makeRoom();
       const fresh = { lookup: this.lookUp(domain), expires: Number.POSITIVE_INFINITY };
       entry = fresh;
       this.routes.set(domain, fresh);
@@ -59,16 +61,6 @@ export class MxResolver {
     const { route } = await entry.lookup;
     // Equal preferences in a new random order on every use, as if looked up afresh.
     return route.kind === 'hosts' ? { kind: 'hosts', hosts: byPreference(route.hosts) } : route;
-  }
-
-  private makeRoom(): void {
-    const now = Date.now();
-    for (const [domain, e] of this.routes) if (e.expires <= now) this.routes.delete(domain);
-    // Still full of live routes: the oldest go first.
-    for (const [domain] of this.routes) {
-      if (this.routes.size < MAX_CACHED_ROUTES) break;
-      this.routes.delete(domain);
-    }
   }
 
   private async lookUp(domain: string): Promise<Lookup> {

@@ -8,46 +8,9 @@ import { domainToASCII } from 'node:url';
 import type { Logger } from '../../../platform/logger.ts';
 import { composeMessage } from './compose.ts';
 import { DestinationPool } from './destination-limiter.ts';
+import type { OutboundMessage } from './message.ts';
 import { type MxHost, MxResolver, type Route } from './mx.ts';
 import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
-
-export { composeMessage } from './compose.ts';
-export { parseVerp, verpAddress } from './verp.ts';
-
-export interface OutboundAttachment {
-  filename: string;
-  contentType: string;
-  /** Set for inline images: referenced from the html as `cid:<contentId>`. */
-  contentId?: string;
-  content: Buffer;
-}
-
-export interface DkimKey {
-  domainName: string;
-  keySelector: string;
-  /** PEM private key. */
-  privateKey: string;
-}
-
-export interface OutboundMessage {
-  /** `<...@domain>`, stable for the email: the same input gives the same header on every attempt. */
-  messageId: string;
-  date: Date;
-  from: string;
-  to: string[];
-  cc: string[];
-  /** Envelope only: never written to a header. */
-  bcc: string[];
-  replyTo: string[];
-  subject: string;
-  html?: string;
-  text?: string;
-  headers: Record<string, string>;
-  attachments: OutboundAttachment[];
-  /** The VERP return path (`MAIL FROM`), see `verpAddress()`. */
-  envelopeFrom: string;
-  dkim: DkimKey | null;
-}
 
 export interface RecipientOutcome {
   recipient: string;

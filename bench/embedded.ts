@@ -1,0 +1,164 @@
+/**
+ * `bench:send`'s embedded part: Postline as `npm start` runs it, a process of its own with its process managers,
+ * on PGlite (no DATABASE_URL) and, under the same load, on PostgreSQL (a fresh database). For each: resident
+ * memory once it answers /readyz (and 2 s more), `POST /v1/emails` with a test key at 50 connections
+ * (autocannon), the peak resident memory under that load, and the CPU of the service's process per email (its
+ * PostgreSQL backends' too, when they are on this machine). See bench/README.md.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabaseUrl } from '../test/support/databases.ts';
+import { CLI, freePort, ROOT } from '../test/support/process.ts';
+import { postgresCpu, postgresCpuSince } from './cpu.ts';
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+const MIB = 2 ** 20;
+
+/** Resident memory of a process, MiB. */
+const rssOf = (pid: number) =>
+  (Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096) / MIB;
+/** CPU seconds a process used so far. */
+const cpuOf = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND;
+};
+
+type Autocannon = (o: Record<string, unknown>) => Promise<any>;
+
+export interface EmbeddedResult {
+  backend: 'PGlite' | 'PostgreSQL';
+  startMs: number;
+  rssStart: number;
+  rssPeak: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** Microseconds of CPU per accepted email: the service's process, and its PostgreSQL backends (or null). */
+  cpuNode: number;
+  cpuPg: number | null;
+}
+
+async function serve(env: Record<string, string>): Promise<{ child: ChildProcess; startMs: number }> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: { ...process.env, ...env } });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  while (true) {
+    if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200) break;
+    } catch {}
+    if (Date.now() - started > 120_000) throw new Error(`server not ready: ${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { child, startMs: Date.now() - started };
+}
+
+function cli(args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let out = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.stderr.on('data', (d) => (out += d));
+    c.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(out))));
+  });
+}
+
+/** One back end: a fresh data dir (and database), a fresh process. */
+async function measureOne(
+  backend: EmbeddedResult['backend'],
+  seconds: number,
+  body: unknown,
+  autocannon: Autocannon,
+): Promise<EmbeddedResult> {
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'postline-bench-embedded-'));
+  const database = backend === 'PostgreSQL' ? await createTestDatabaseUrl() : undefined;
+  const port = await freePort();
+  const env = {
+    PORT: String(port),
+    POSTLINE_DATA_DIR: dataDir,
+    DATABASE_URL: database?.url ?? '',
+    REDIS_URL: '',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_RPS: '1000000',
+    RATE_LIMIT_BATCH_RPS: '1000000',
+  };
+  const { child, startMs } = await serve(env);
+  const pid = child.pid!;
+  try {
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssStart = rssOf(pid);
+    const org = JSON.parse(
+      (await cli(['orgs', 'create', '--name', 'Bench', '--plan', 'business', '--json'], env))
+        .trim()
+        .split('\n')
+        .at(-1)!,
+    );
+    const run = (duration: number) =>
+      autocannon({
+        url: `http://127.0.0.1:${port}/v1/emails`,
+        method: 'POST',
+        connections: 50,
+        duration,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${org.test_key}` },
+        body: JSON.stringify(body),
+      });
+    await run(2); // warm-up (JIT, caches)
+    const dbName = database ? new URL(database.url).pathname.slice(1) : undefined;
+    const pgBefore = dbName ? postgresCpu(dbName) : undefined;
+    const cpuBefore = cpuOf(pid);
+    let rssPeak = 0;
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, rssOf(pid));
+    }, 200);
+    const r = await run(seconds);
+    clearInterval(sampler);
+    rssPeak = Math.max(rssPeak, rssOf(pid));
+    const ok = Math.max(1, r['2xx']);
+    const pgSeconds = dbName && pgBefore ? postgresCpuSince(pgBefore, postgresCpu(dbName)) : 0;
+    return {
+      backend,
+      startMs,
+      rssStart,
+      rssPeak,
+      rps: r['2xx'] / seconds,
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      errors: r.non2xx + r.errors,
+      cpuNode: ((cpuOf(pid) - cpuBefore) * 1e6) / ok,
+      cpuPg: dbName ? (pgSeconds * 1e6) / ok : null,
+    };
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
+  }
+}
+
+/** PGlite and PostgreSQL one after the other, `rounds` times, alternating. */
+export async function measureEmbedded(o: {
+  seconds: number;
+  rounds: number;
+  body: unknown;
+  autocannon: Autocannon;
+}): Promise<string[]> {
+  const lines: string[] = [];
+  for (let i = 0; i < o.rounds; i++) {
+    for (const backend of ['PGlite', 'PostgreSQL'] as const) {
+      const r = await measureOne(backend, o.seconds, o.body, o.autocannon);
+      lines.push(
+        `\`npm start\` on ${r.backend}: POST /v1/emails, 50 connections, ${r.rps.toFixed(0)} emails/s, p50 ${r.p50} ms, p99 ${r.p99} ms` +
+          ` (non-2xx ${r.errors}); resident memory ${r.rssStart.toFixed(0)} MiB once ready (${(r.startMs / 1000).toFixed(1)} s, new data dir),` +
+          ` ${r.rssPeak.toFixed(0)} MiB at most under load; CPU per email ${(r.cpuNode + (r.cpuPg ?? 0)).toFixed(0)} µs` +
+          ` (service ${r.cpuNode.toFixed(0)}${r.cpuPg === null ? '' : ` + PostgreSQL ${r.cpuPg.toFixed(0)}`})`,
+      );
+    }
+  }
+  return lines;
+}

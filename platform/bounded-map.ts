@@ -1,0 +1,28 @@
+/**
+ * A Map that holds at most `max` entries, for caches: a new key when it is full drops the least recently used
+ * entry (read or written), so a burst of one-off keys can neither grow memory without bound nor empty the cache.
+ */
+export class BoundedMap<K, V> extends Map<K, V> {
+  readonly max: number;
+
+  constructor(max: number) {
+    super();
+    this.max = max;
+  }
+
+  override get(key: K): V | undefined {
+    const value = super.get(key);
+    // Re-inserted, it moves to the end: the Map's order is the order of use.
+    if (value !== undefined) {
+      super.delete(key);
+      super.set(key, value);
+    }
+    return value;
+  }
+
+  override set(key: K, value: V): this {
+    if (super.has(key)) super.delete(key);
+    else if (this.size >= this.max) super.delete(this.keys().next().value as K);
+    return super.set(key, value);
+  }
+}

@@ -1,0 +1,171 @@
+import type { Database } from '../../db/database.ts';
+import {
+  type AppendResult,
+  type ExpectedRevision,
+  type NewEvent,
+  WrongExpectedRevisionError,
+} from '../types.ts';
+import { toPosition } from './schema.ts';
+
+const UNIQUE_VIOLATION = '23505';
+
+const APPEND_SQL = `
+WITH cur AS (
+  SELECT coalesce(max(stream_revision), -1) AS rev FROM events WHERE stream_id = $1
+), ok AS (
+  SELECT rev FROM cur WHERE CASE $2::text
+    WHEN 'any' THEN true
+    WHEN 'no_stream' THEN rev = -1
+    WHEN 'stream_exists' THEN rev >= 0
+    ELSE rev = $3::bigint END
+)
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT $1, ok.rev + x.ord, x.e->>'type', x.e->'data', x.e->'metadata'
+FROM ok, json_array_elements($4::json) WITH ORDINALITY AS x(e, ord)
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+
+// `no_stream` and an exact revision (what commands use) need no look-up of the stream's last revision first:
+// insert right after the expected one (-1 for no stream). The unique (stream, revision) key turns a writer that
+// came first into a unique violation, and the EXISTS guard refuses an expected revision the stream has not
+// reached. Revisions have no gaps, so together they mean "the last revision is the expected one". One event (the
+// usual case) and many differ only in how the rows are made; both plan far faster than APPEND_SQL.
+const APPEND_ONE_AFTER_SQL = `
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT $1, $2::bigint + 1, $3, $4::json, $5::json
+WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND stream_revision = $2::bigint)
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+const APPEND_MANY_AFTER_SQL = `
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT $1, $2::bigint + x.ord, x.t, x.d, x.m
+FROM unnest($3::text[], $4::json[], $5::json[]) WITH ORDINALITY AS x(t, d, m, ord)
+WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND stream_revision = $2::bigint)
+ORDER BY x.ord
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+
+// Several appends, each after its exact revision, in one statement: rows come as one JSON parameter (cheaper
+// to build and to parse than escaped arrays), in order; each stream's guard is the one of APPEND_ONE_AFTER_SQL.
+const APPEND_BATCH_SQL = `
+INSERT INTO events (stream_id, stream_revision, type, data, metadata)
+SELECT x.s, x.r, x.t, x.d, x.m
+FROM json_to_recordset($1::json) AS x(o int, s text, a bigint, r bigint, t text, d json, m json)
+LEFT JOIN LATERAL (
+  SELECT true AS found FROM events e WHERE x.a >= 0 AND e.stream_id = x.s AND e.stream_revision = x.a LIMIT 1
+) previous ON true
+WHERE x.a = -1 OR previous.found
+ORDER BY x.o
+RETURNING stream_id, stream_revision, global_position::text AS position, tx_id::text AS tx`;
+
+export interface ExactAppend {
+  streamId: string;
+  /** The expected revision: -1 for a stream that must not exist yet. */
+  after: number;
+  events: NewEvent[];
+}
+
+type InsertedRow = { position: string; stream_revision: number; tx: string };
+const resultOf = (rows: InsertedRow[]): AppendResult => {
+  const last = rows[rows.length - 1];
+  return { nextRevision: Number(last.stream_revision), position: toPosition(last.tx, last.position) };
+};
+
+export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(AppendResult | Error)[]> {
+  let o = 0;
+  const rows = batch.flatMap((a) =>
+    a.events.map((e, i) => ({
+      o: o++,
+      s: a.streamId,
+      a: a.after,
+      r: a.after + i + 1,
+      t: e.type,
+      d: e.data ?? {},
+      m: e.metadata,
+    })),
+  );
+  let inserted: (InsertedRow & { stream_id: string })[];
+  try {
+    ({ rows: inserted } = await db.query(APPEND_BATCH_SQL, [JSON.stringify(rows)]));
+  } catch (error: any) {
+    if (error?.code !== UNIQUE_VIOLATION) throw error;
+    return Promise.all(batch.map((a) => appendAfter(db, a).catch((e) => e)));
+  }
+  // Rows come back in insert order: each stream's last one is its result.
+  const last = new Map<string, AppendResult>();
+  for (const row of inserted) last.set(row.stream_id, resultOf([row]));
+  return Promise.all(
+    batch.map(
+      async (a) =>
+        last.get(a.streamId) ?? (await conflict(db, a.streamId, a.after < 0 ? 'no_stream' : a.after)),
+    ),
+  );
+}
+
+/** One append after an exact revision (-1: a new stream). */
+export async function appendAfter(
+  db: Database,
+  { streamId, after, events }: ExactAppend,
+): Promise<AppendResult> {
+  let sql: string;
+  let params: unknown[];
+  if (events.length === 1) {
+    sql = APPEND_ONE_AFTER_SQL;
+    const [e] = events;
+    params = [streamId, after, e.type, JSON.stringify(e.data ?? {}), JSON.stringify(e.metadata)];
+  } else {
+    sql = APPEND_MANY_AFTER_SQL;
+    params = [
+      streamId,
+      after,
+      events.map((e) => e.type),
+      events.map((e) => JSON.stringify(e.data ?? {})),
+      events.map((e) => JSON.stringify(e.metadata)),
+    ];
+  }
+  const expected = after < 0 ? 'no_stream' : after;
+  try {
+    const { rows } = await db.query<InsertedRow>(sql, params);
+    if (rows.length === 0) throw await conflict(db, streamId, expected);
+    return resultOf(rows);
+  } catch (error: any) {
+    if (error?.code !== UNIQUE_VIOLATION) throw error;
+    throw await conflict(db, streamId, expected);
+  }
+}
+
+/** `any` and `stream_exists` depend on the stream's last revision: looked up in the same statement. */
+export async function appendLookingUp(
+  db: Database,
+  streamId: string,
+  events: NewEvent[],
+  expected: 'any' | 'stream_exists',
+) {
+  const params = [
+    streamId,
+    expected,
+    null,
+    JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
+  ];
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const { rows } = await db.query<InsertedRow>(APPEND_SQL, params);
+      if (rows.length === 0) throw await conflict(db, streamId, expected);
+      return resultOf(rows);
+    } catch (error: any) {
+      if (error?.code !== UNIQUE_VIOLATION) throw error;
+      // A concurrent writer took the revision. With `any` that is no conflict: try again.
+      if (expected !== 'any' || attempt > 20) throw await conflict(db, streamId, expected);
+    }
+  }
+}
+
+async function conflict(db: Database, streamId: string, expected: ExpectedRevision) {
+  const { rows } = await db.query<{ rev: number | null }>(
+    'SELECT max(stream_revision) AS rev FROM events WHERE stream_id = $1',
+    [streamId],
+  );
+  const rev = rows[0]?.rev;
+  return new WrongExpectedRevisionError(
+    streamId,
+    expected,
+    rev === null || rev === undefined ? 'no_stream' : Number(rev),
+  );
+}

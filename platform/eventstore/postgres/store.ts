@@ -1,0 +1,185 @@
+import { Batcher } from '../../batcher.ts';
+import type { Database } from '../../db/database.ts';
+import { migrate } from '../../db/migrations.ts';
+import { type LogFollower, runSubscription } from '../subscription.ts';
+import {
+  type AppendResult,
+  applyUpcasters,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  type ReadAllOptions,
+  START,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type Upcaster,
+} from '../types.ts';
+import { appendAfter, appendBatch, appendLookingUp, type ExactAppend } from './append.ts';
+import { AppendNotifier } from './notifier.ts';
+import { headPosition, readLog, readStreamEvents } from './read.ts';
+import { eventStoreMigrations } from './schema.ts';
+
+/**
+ * The event store on PostgreSQL (or PGlite: the same SQL). Its parts: the table (`schema.ts`), appends
+ * (`append.ts`), reads (`read.ts`) and who hears of appends (`notifier.ts`); here they are put together, with
+ * how to follow the log for the one subscription loop (`../subscription.ts`).
+ *
+ * Readers of the global log see only rows whose writing transaction id is below the oldest transaction
+ * still running (`pg_snapshot_xmin`), ordered by (transaction id, position). A plain `position > checkpoint`
+ * reader would skip an event whose transaction took its sequence number early but committed late.
+ */
+export class PostgresEventStore implements EventStore {
+  readonly #db: Database;
+  readonly #upcasters: Record<string, Upcaster>;
+  readonly #notifier: AppendNotifier;
+  readonly #subscriptions = new Set<Subscription>();
+  readonly pollMs: number;
+
+  /**
+   * `wakeAfterMs`: this store's subscribers hear of appends (its own, other processes' NOTIFYs, `wakeSoon`) this
+   * much later, all appends in the meantime sharing one wake-up (see notifier.ts). `onAppend` is told of each
+   * append of this store at once (PGlite's projection runner, through its `wakeSoon`).
+   */
+  constructor(
+    db: Database,
+    options: {
+      upcasters?: Record<string, Upcaster>;
+      pollMs?: number;
+      wakeAfterMs?: number;
+      onAppend?: (position: Position) => void;
+    } = {},
+  ) {
+    this.#db = db;
+    this.#upcasters = options.upcasters ?? {};
+    this.pollMs = options.pollMs ?? 1000;
+    this.#notifier = new AppendNotifier(db, options);
+  }
+
+  static async create(db: Database, options?: ConstructorParameters<typeof PostgresEventStore>[1]) {
+    await migrate(db, eventStoreMigrations);
+    return new PostgresEventStore(db, options);
+  }
+
+  async append(
+    streamId: string,
+    events: NewEvent[],
+    { expectedRevision }: { expectedRevision: ExpectedRevision },
+  ): Promise<AppendResult> {
+    if (events.length === 0) throw new Error('append needs at least one event');
+    if (expectedRevision === 'any' || expectedRevision === 'stream_exists') {
+      const result = await appendLookingUp(this.#db, streamId, events, expectedRevision);
+      this.#notifier.committed(result.position);
+      return result;
+    }
+    return this.#writes.add({
+      streamId,
+      after: expectedRevision === 'no_stream' ? -1 : expectedRevision,
+      events,
+    });
+  }
+
+  /**
+   * Appends with an exact expectation (what commands use) share one INSERT and one commit with the others in
+   * flight (group commit): under load, one round trip serves many requests. A batch never holds two appends to
+   * one stream. A stream whose guard fails gets its conflict alone; a unique violation (a concurrent writer took
+   * a revision) fails the statement, and then each append of the batch is tried on its own.
+   */
+  readonly #writes = new Batcher<ExactAppend, AppendResult>({
+    maxInFlight: 2,
+    maxWeight: 1000,
+    weight: (a) => a.events.length,
+    key: (a) => a.streamId,
+    run: async (batch) => {
+      const results =
+        batch.length === 1
+          ? [await appendAfter(this.#db, batch[0]).catch((e) => e)]
+          : await appendBatch(this.#db, batch);
+      let last: Position | undefined;
+      for (const r of results)
+        if (!(r instanceof Error) && (last === undefined || r.position > last)) last = r.position;
+      if (last !== undefined) this.#notifier.committed(last);
+      return results;
+    },
+  });
+
+  #upcast = (events: StoredEvent[]) => events.map((e) => applyUpcasters(this.#upcasters, e));
+
+  async readStream(streamId: string, options: { fromRevision?: number } = {}) {
+    return this.#upcast(await readStreamEvents(this.#db, streamId, options.fromRevision ?? 0));
+  }
+
+  async readAll(options: ReadAllOptions = {}) {
+    return this.#upcast(await readLog(this.#db, options.from ?? START, options.limit ?? 1000));
+  }
+
+  headPosition(options: { committed?: boolean } = {}) {
+    return headPosition(this.#db, options.committed === true);
+  }
+
+  /**
+   * Wakes this store's subscribers as a NOTIFY would, for an append at `position` that committed elsewhere: the
+   * projection runner's thread is told so by the main thread when a request waits for it, without the NOTIFY's
+   * delay.
+   */
+  appended(position: Position): void {
+    this.#notifier.appended(position);
+  }
+
+  /** Wakes this store's subscribers for an append at `position`: `wakeAfterMs` later, or at once. */
+  wakeSoon(position: Position): void {
+    this.#notifier.wakeSoon(position);
+  }
+
+  subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>) {
+    const batchSize = options.batchSize ?? 500;
+    const notifier = this.#notifier;
+    // Reads that came up empty right after a notification: an older transaction still holds the events back, so
+    // look again soon (backing off) instead of waiting a whole poll interval.
+    let heldBack = 0;
+    const follower: LogFollower = {
+      follow: async (from, deliver, stopped) => {
+        await notifier.listening();
+        let seen = notifier.appends;
+        const resumed = notifier.resumes;
+        let position = from;
+        const events = await this.readAll({ from, limit: batchSize });
+        if (events.length > 0) {
+          await deliver(events);
+          position = events[events.length - 1].position;
+          heldBack = 0;
+        } else if (heldBack > 0) heldBack = notifier.announced > position ? heldBack + 1 : 0;
+        while (events.length < batchSize && !stopped()) {
+          const wait = heldBack > 0 ? Math.min(2 ** heldBack, this.pollMs) : this.pollMs;
+          const notified = await notifier.waitForAppend(wait, seen, resumed, stopped);
+          // Told only of appends already read (a wake-up, then the NOTIFY of the same appends): nothing to read,
+          // wait on.
+          if (notified && heldBack === 0 && notifier.announced <= position && !stopped()) {
+            seen = notifier.appends;
+            continue;
+          }
+          if (notified && heldBack === 0) heldBack = 1;
+          break;
+        }
+      },
+      interrupt: () => notifier.look(),
+      // A LISTEN connection in place again (the database is back) ends the back-off at once.
+      sleep: (ms) => notifier.sleep(ms),
+      // Everything committed, visible to readers yet or not: an older transaction still running elsewhere may
+      // hold events back for a moment, and "caught up" must wait for them.
+      head: () => this.headPosition({ committed: true }),
+      wanted: (target) => notifier.appended(target),
+    };
+    const subscription = runSubscription(options, handle, follower, () =>
+      this.#subscriptions.delete(subscription),
+    );
+    this.#subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async close() {
+    await Promise.all([...this.#subscriptions].map((s) => s.stop()));
+    await this.#notifier.close();
+  }
+}

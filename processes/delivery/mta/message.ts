@@ -1,0 +1,41 @@
+/** The message the MTA sends, as the delivery process hands it over (compose.ts makes its bytes). */
+
+export interface OutboundAttachment {
+  filename: string;
+  contentType: string;
+  /** Set for inline images: referenced from the html as `cid:<contentId>`. */
+  contentId?: string;
+  content: Buffer;
+}
+
+export interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  /** PEM private key. */
+  privateKey: string;
+}
+
+export interface OutboundMessage {
+  /** `<...@domain>`, stable for the email: the same input gives the same header on every attempt. */
+  messageId: string;
+  date: Date;
+  from: string;
+  to: string[];
+  cc: string[];
+  /** Envelope only: never written to a header. */
+  bcc: string[];
+  replyTo: string[];
+  subject: string;
+  html?: string;
+  text?: string;
+  headers: Record<string, string>;
+  attachments: OutboundAttachment[];
+  /**
+   * A message submitted over SMTP: sent as these bytes (only DKIM-signed); the fields above it are not used to
+   * compose it then.
+   */
+  raw?: Buffer;
+  /** The VERP return path (`MAIL FROM`), see `verpAddress()`. */
+  envelopeFrom: string;
+  dkim: DkimKey | null;
+}

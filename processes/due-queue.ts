@@ -1,0 +1,190 @@
+import type { Clock } from '../platform/clock.ts';
+import type { Database, Queryable } from '../platform/db/database.ts';
+import type { Logger } from '../platform/logger.ts';
+
+/** A due table: one row per thing to do at a time, with a `claimed_until timestamptz` column for the lease. */
+export interface DueTable {
+  table: string;
+  /** The primary key's columns, with their SQL types (finishes name rows by them). */
+  key: Record<string, 'text' | 'integer'>;
+  /** The `timestamptz` column saying when a row is due. */
+  dueAt: string;
+  /** Columns a claim returns beside the key. */
+  columns: string[];
+  /** How long a claim lasts: longer than any work on a row, so that only a crashed process's claims run out. */
+  leaseMs: number;
+}
+
+/** Work on claimed rows: resolves with how many items it did. */
+export type Task = () => Promise<number>;
+
+/** Finished rows written per statement. */
+const FINISH_BATCH = 50;
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** Names go into the SQL text as they are: only plain lower-case ones, never anything a user wrote. */
+function plainNames(names: string[]): string[] {
+  const bad = names.find((n) => !IDENTIFIER.test(n));
+  if (bad !== undefined) throw new Error(`due table: ${bad} is not a plain SQL name`);
+  return names;
+}
+
+/**
+ * A table of due rows worked by any number of processes: a claim takes due rows that no live claim holds, FOR
+ * UPDATE SKIP LOCKED (claims in other processes pass each other by) and leased in the same statement, so no
+ * transaction stays open during the work and a crashed process's rows come back once the lease runs out. What
+ * became of a row (done, or due again later) is written in batches: a finish lost in a crash only brings the row
+ * back when its lease runs out, so the work on a row must be safe to do again (it looks at the truth first).
+ */
+export class DueQueue<Row extends object> {
+  readonly #db: Database;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #spec: DueTable;
+  readonly #sql: { claim: string; done: string; later: string };
+  #finished: { row: Row; dueAt: string | null }[] = [];
+  readonly #writing = new Set<Promise<void>>();
+
+  constructor(o: { db: Database; clock: Clock; log: Logger }, spec: DueTable) {
+    this.#db = o.db;
+    this.#clock = o.clock;
+    this.#log = o.log;
+    this.#spec = spec;
+    plainNames([spec.table, spec.dueAt, ...Object.keys(spec.key), ...spec.columns]);
+    const { table, dueAt } = spec;
+    const keys = Object.keys(spec.key).join(', ');
+    const keyRecord = Object.entries(spec.key).map(([k, type]) => `${k} ${type}`);
+    const sameKey = Object.keys(spec.key)
+      .map((k) => `t.${k} = x.${k}`)
+      .join(' AND ');
+    this.#sql = {
+      // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
+      claim: `WITH claimed AS (
+          UPDATE ${table} SET claimed_until = $2
+          WHERE (${keys}) IN (
+            SELECT ${keys} FROM ${table}
+            WHERE ${dueAt} <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
+            ORDER BY ${dueAt}, ${keys} LIMIT $3 FOR UPDATE SKIP LOCKED)
+          RETURNING ${[keys, dueAt, ...spec.columns].join(', ')})
+        SELECT ${[keys, ...spec.columns].join(', ')} FROM claimed ORDER BY ${dueAt}, ${keys}`,
+      done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
+      later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL
+        FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
+    };
+  }
+
+  /** Adds rows (column → value; JSON for `jsonb` columns), unclaimed; a row whose key is there already is left alone. */
+  async add(q: Queryable, rows: Record<string, unknown>[]): Promise<void> {
+    if (rows.length === 0) return;
+    // The columns the rows name, so that the others keep their defaults.
+    const columns = plainNames(Object.keys(rows[0])).join(', ');
+    const { table } = this.#spec;
+    await q.query(
+      `INSERT INTO ${table} (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::${table}, $1::json)
+       ON CONFLICT DO NOTHING`,
+      [JSON.stringify(rows)],
+    );
+  }
+
+  /** Claims up to `limit` rows due now, oldest first (then by key). */
+  async claim(limit: number): Promise<Row[]> {
+    const now = this.#clock.now();
+    const { rows } = await this.#db.query<Row>(this.#sql.claim, [
+      now,
+      new Date(now.getTime() + this.#spec.leaseMs),
+      limit,
+    ]);
+    return rows;
+  }
+
+  /** A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch. */
+  finish(row: Row, dueAt: Date | string | null): void {
+    this.#finished.push({ row, dueAt: dueAt instanceof Date ? dueAt.toISOString() : dueAt });
+    if (this.#finished.length >= FINISH_BATCH) this.#write();
+  }
+
+  /** Writes every finish so far. */
+  async flush(): Promise<void> {
+    this.#write();
+    await Promise.all(this.#writing);
+  }
+
+  /**
+   * Works off every row due now: claims `batch` rows at a time and hands them to `plan`, which turns them into tasks
+   * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
+   * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
+   * during the run are the run's too). A task finishes its rows; one that throws is logged and leaves them claimed.
+   * Returns the sum of what the tasks resolved with, once their finishes are written.
+   */
+  async drain(o: { batch: number; concurrency: number }, plan: (rows: Row[]) => Task[]): Promise<number> {
+    const tasks: Task[] = [];
+    let done = 0;
+    let exhausted = false;
+    let failure: unknown;
+    let claiming: Promise<void> | undefined;
+    const claimAhead = () => {
+      claiming ??= this.claim(o.batch)
+        .then((rows) => {
+          if (rows.length === 0) exhausted = true;
+          tasks.push(...plan(rows));
+        })
+        .catch((err) => {
+          // Thrown once the workers have finished what they hold.
+          exhausted = true;
+          failure = err;
+        })
+        .finally(() => {
+          claiming = undefined;
+        });
+    };
+    const next = async (): Promise<Task | undefined> => {
+      for (;;) {
+        if (!exhausted && tasks.length <= o.concurrency) claimAhead();
+        const task = tasks.shift();
+        if (task || (exhausted && !claiming)) return task;
+        await claiming;
+      }
+    };
+    const worker = async () => {
+      for (let task = await next(); task; task = await next()) {
+        try {
+          // Not `done += await task()`: that reads `done` before the await and loses the other workers' counts.
+          const n = await task();
+          done += n;
+        } catch (err) {
+          this.#log.error(
+            { err, table: this.#spec.table },
+            'due work failed; retried once its claim runs out',
+          );
+        }
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: o.concurrency }, worker));
+    } finally {
+      await this.flush();
+    }
+    if (failure) throw failure;
+    return done;
+  }
+
+  #write(): void {
+    const batch = this.#finished;
+    if (batch.length === 0) return;
+    this.#finished = [];
+    const keyOf = (row: Row) =>
+      Object.fromEntries(Object.keys(this.#spec.key).map((k) => [k, (row as Record<string, unknown>)[k]]));
+    const done = batch.filter((f) => f.dueAt === null).map((f) => keyOf(f.row));
+    const later = batch.filter((f) => f.dueAt !== null).map((f) => ({ ...keyOf(f.row), due_again: f.dueAt }));
+    const writing = Promise.all([
+      done.length > 0 && this.#db.query(this.#sql.done, [JSON.stringify(done)]),
+      later.length > 0 && this.#db.query(this.#sql.later, [JSON.stringify(later)]),
+    ])
+      // A lost finish only brings its rows back once their lease runs out (see above).
+      .catch((err) => this.#log.error({ err, table: this.#spec.table }, 'could not write finished due rows'))
+      .then(() => {
+        this.#writing.delete(writing);
+      });
+    this.#writing.add(writing);
+  }
+}

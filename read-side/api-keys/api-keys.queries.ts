@@ -1,0 +1,88 @@
+import { sha256Hex } from '../../platform/crypto.ts';
+import type { Database } from '../../platform/db/database.ts';
+import type { AuthContext } from '../../platform/http/auth-context.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+
+/**
+ * Resolves a presented API key by its SHA-256 hash; a deleted key resolves to nothing. The HTTP layer keeps the
+ * answers in `services.caches.apiKeys`, which empties when the `api_keys` projection changes.
+ */
+export async function authenticateKey(db: Database, key: string): Promise<AuthContext | null> {
+  if (!/^pk_(live|test)_[A-Za-z0-9]{1,100}$/.test(key)) return null;
+  const row = await readModels(db)
+    .selectFrom('api_keys as k')
+    .innerJoin('organizations as o', 'o.id', 'k.org_id')
+    .select(['k.id', 'k.org_id', 'k.mode', 'k.permission', 'k.domain_id', 'o.plan'])
+    .where('k.key_hash', '=', sha256Hex(key))
+    .where('k.deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    orgId: row.org_id,
+    plan: row.plan,
+    mode: row.mode,
+    keyId: row.id,
+    permission: row.permission,
+    domainId: row.domain_id,
+  };
+}
+
+export async function listApiKeys(db: Database, tenant: Tenant, page: PageParams) {
+  const result = await paginate(
+    readModels(db)
+      .selectFrom('api_keys')
+      .select(['id', 'name', 'key_prefix', 'permission', 'domain_id', 'mode', 'created_at'])
+      .where('org_id', '=', tenant.orgId)
+      .where('mode', '=', tenant.mode)
+      .where('deleted_at', 'is', null),
+    page,
+  );
+  return {
+    object: 'list',
+    data: result.data.map((k) => ({ object: 'api_key', ...k, created_at: iso(k.created_at) })),
+    has_more: result.has_more,
+  };
+}
+
+/** Every organization, oldest first, with its count of keys in use per mode: for operators (the CLI). */
+export async function listOrganizations(db: Database) {
+  const { rows } = await db.query<{
+    id: string;
+    name: string;
+    plan: string;
+    created_at: Date;
+    live_keys: number;
+    test_keys: number;
+  }>(
+    `SELECT o.id, o.name, o.plan, o.created_at,
+       count(k.id) FILTER (WHERE k.mode = 'live')::int AS live_keys,
+       count(k.id) FILTER (WHERE k.mode = 'test')::int AS test_keys
+     FROM organizations o LEFT JOIN api_keys k ON k.org_id = o.id AND k.deleted_at IS NULL
+     GROUP BY o.id ORDER BY o.created_at, o.id`,
+  );
+  return rows;
+}
+
+/** An organization by id, or null. */
+export async function findOrganization(db: Database, orgId: string) {
+  const row = await readModels(db)
+    .selectFrom('organizations')
+    .selectAll()
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  return row ?? null;
+}
+
+/** A key in use by id, any organization (the CLI revokes by id alone), or null. */
+export async function findApiKeyById(db: Database, keyId: string) {
+  const row = await readModels(db)
+    .selectFrom('api_keys')
+    .select(['id', 'org_id', 'mode'])
+    .where('id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row ?? null;
+}

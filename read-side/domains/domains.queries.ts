@@ -1,0 +1,164 @@
+import { domainToASCII } from 'node:url';
+import type { Selectable } from 'kysely';
+import type { Database } from '../../platform/db/database.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import type { DomainStatus } from '../../write-side/domains/domain.events.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+import type { DomainsTable } from './domains.schema.ts';
+
+/** A row of `domains` as read. */
+export type DomainRow = Selectable<DomainsTable>;
+
+/** What a sender needs to sign and send from a domain. `canSendLive`: verified, DNS still fine, not deleted. */
+export interface SendingDomain {
+  id: string;
+  name: string;
+  status: DomainStatus;
+  canSendLive: boolean;
+  dkimSelector: string;
+  /** Open with services.secrets.open() to get the PKCS#8 PEM private key. */
+  sealedDkimPrivateKey: string;
+  /** The envelope sender's domain, e.g. `bounces.example.com`. */
+  returnPathDomain: string;
+  /** Host of tracking links, e.g. `track.example.com` (a CNAME to POSTLINE_TRACKING_HOST). */
+  trackingDomain: string;
+  openTracking: boolean;
+  clickTracking: boolean;
+}
+
+const active = (db: Database) =>
+  readModels(db).selectFrom('domains').selectAll().where('deleted_at', 'is', null);
+
+/** The public Domain resource. */
+export function toApiDomain(row: DomainRow) {
+  return {
+    object: 'domain',
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    region: row.region,
+    open_tracking: row.open_tracking,
+    click_tracking: row.click_tracking,
+    inbound_enabled: row.inbound_enabled,
+    dns_records: row.dns_records.map((r) => ({
+      type: r.type,
+      name: r.name,
+      value: r.value,
+      ...(r.priority !== undefined ? { priority: r.priority } : {}),
+      purpose: r.purpose,
+      required: r.required,
+      status: r.status,
+      found: r.found,
+    })),
+    impressum: row.impressum,
+    created_at: iso(row.created_at),
+    verified_at: iso(row.verified_at),
+    last_checked_at: iso(row.last_checked_at),
+  };
+}
+
+/** A domain of this organization and mode that is not deleted, or null. */
+export async function findDomainById(
+  db: Database,
+  { orgId, mode }: Tenant,
+  domainId: string,
+): Promise<DomainRow | null> {
+  const row = await active(db)
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode)
+    .where('id', '=', domainId)
+    .executeTakeFirst();
+  return row ?? null;
+}
+
+export async function listDomains(db: Database, { orgId, mode }: Tenant, page: PageParams) {
+  const result = await paginate(active(db).where('org_id', '=', orgId).where('mode', '=', mode), page);
+  return { object: 'list', data: result.data.map(toApiDomain), has_more: result.has_more };
+}
+
+/** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
+export async function findSendingDomain(
+  db: Database,
+  { orgId, mode }: Tenant,
+  name: string,
+): Promise<SendingDomain | null> {
+  const ascii = domainToASCII(name.trim().toLowerCase().replace(/\.$/, ''));
+  if (!ascii) return null;
+  const row = await active(db)
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode)
+    .where('name', '=', ascii)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    canSendLive: row.status === 'verified',
+    dkimSelector: row.dkim_selector,
+    sealedDkimPrivateKey: row.sealed_dkim_private_key,
+    returnPathDomain: row.return_path_domain,
+    trackingDomain: row.tracking_domain,
+    openTracking: row.open_tracking,
+    clickTracking: row.click_tracking,
+  };
+}
+
+/**
+ * Domains (any organization and mode) that asked for inbound mail under this name. The MX accepts mail only
+ * for one whose `inboundVerified` is true: its inbound MX record pointed at Postline at the last check.
+ */
+export async function findInboundDomains(db: Database, name: string) {
+  const rows = await active(db)
+    .where('name', '=', domainToASCII(name.toLowerCase().replace(/\.$/, '')))
+    .where('inbound_enabled', '=', true)
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    orgId: r.org_id,
+    mode: r.mode,
+    name: r.name,
+    inboundVerified: r.dns_records.some((d) => d.purpose === 'inbound' && d.status === 'verified'),
+  }));
+}
+
+/**
+ * Domains whose last DNS check is older than `before` (or that were never checked), oldest first. A domain whose
+ * name another domain holds (verified, deleted or not, until purged) cannot verify: its check would be refused
+ * and, never recorded, would come first again on every run, crowding out the rest. It is left out.
+ */
+export async function domainsDueForCheck(db: Database, before: Date, limit: number) {
+  return readModels(db)
+    .selectFrom('domains as d')
+    .select(['d.id', 'd.org_id', 'd.mode'])
+    .where('d.deleted_at', 'is', null)
+    .where((eb) => eb.or([eb('d.last_checked_at', 'is', null), eb('d.last_checked_at', '<', before)]))
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('domains as holder')
+            .select('holder.id')
+            .whereRef('holder.name', '=', 'd.name')
+            .whereRef('holder.id', '<>', 'd.id')
+            .where('holder.status', '=', 'verified'),
+        ),
+      ),
+    )
+    .orderBy('d.last_checked_at', (ob) => ob.asc().nullsFirst())
+    .limit(limit)
+    .execute();
+}
+
+/** Soft-deleted domains whose grace period has ended. */
+export async function domainsDueForPurge(db: Database, now: Date, limit: number) {
+  return readModels(db)
+    .selectFrom('domains')
+    .select(['id', 'name', 'org_id', 'mode'])
+    .where('deleted_at', 'is not', null)
+    .where('purge_after', '<=', now)
+    .orderBy('purge_after')
+    .limit(limit)
+    .execute();
+}

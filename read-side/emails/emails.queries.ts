@@ -1,0 +1,133 @@
+import { type Selectable, sql } from 'kysely';
+import type { Database } from '../../platform/db/database.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import type { EmailStatus } from '../../write-side/emails/status.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+import type { EmailAttachmentsTable, EmailsTable, RecipientEntry } from './emails.schema.ts';
+
+export interface EmailFilters {
+  status?: EmailStatus;
+  domain?: string;
+  tag?: string;
+  from_date?: string;
+  to_date?: string;
+}
+
+function toApiEmail(row: Selectable<EmailsTable>, full: boolean) {
+  const summary = {
+    object: 'email',
+    id: row.id,
+    status: row.status,
+    from: row.from_address,
+    to: row.to_addresses,
+    cc: row.cc_addresses,
+    bcc: row.bcc_addresses,
+    reply_to: row.reply_to,
+    subject: row.subject,
+    tags: row.tags,
+    domain_id: row.domain_id,
+    domain: row.domain_name,
+    template_id: row.template_id,
+    send_at: iso(row.send_at),
+    created_at: iso(row.created_at),
+    last_event: row.last_event,
+    last_event_at: iso(row.last_event_at),
+  };
+  if (!full) return summary;
+  return {
+    ...summary,
+    html: row.html,
+    text: row.text_body,
+    headers: row.headers,
+    template_version_id: row.template_version_id,
+    message_id: row.message_id,
+    suppressed_recipients: row.suppressed_recipients,
+    opens: row.opens,
+    clicks: row.clicks,
+  };
+}
+
+/** An entry of `emails.recipients`, in the API's field order. */
+const toApiRecipient = (r: RecipientEntry) => ({
+  email: r.email,
+  status: r.status,
+  attempts: r.attempts,
+  smtp_code: r.smtp_code,
+  smtp_response: r.smtp_response,
+  bounce_type: r.bounce_type,
+  next_attempt_at: r.next_attempt_at,
+  updated_at: r.updated_at,
+});
+
+const byEmail = (a: { email: string }, b: { email: string }) =>
+  a.email < b.email ? -1 : a.email > b.email ? 1 : 0;
+
+/** The full Email: addresses, bodies, tags, status, send_at, last_event and each recipient's outcome. */
+export async function getEmail(db: Database, t: Tenant, emailId: string) {
+  const row = await readModels(db)
+    .selectFrom('emails')
+    .selectAll()
+    .where('id', '=', emailId)
+    .where('org_id', '=', t.orgId)
+    .where('mode', '=', t.mode)
+    .executeTakeFirst();
+  if (!row) return null;
+  return { ...toApiEmail(row, true), recipients: row.recipients.map(toApiRecipient).sort(byEmail) };
+}
+
+export async function listEmails(db: Database, t: Tenant, page: PageParams & EmailFilters) {
+  let q = readModels(db)
+    .selectFrom('emails')
+    .selectAll()
+    .where('org_id', '=', t.orgId)
+    .where('mode', '=', t.mode);
+  if (page.status) q = q.where('status', '=', page.status);
+  if (page.domain)
+    q = q.where((eb) =>
+      eb.or([eb('domain_name', '=', page.domain!.toLowerCase()), eb('domain_id', '=', page.domain!)]),
+    );
+  if (page.tag) q = q.where(sql<boolean>`tags @> ARRAY[${page.tag}]::text[]`);
+  if (page.from_date) q = q.where('created_at', '>=', new Date(page.from_date));
+  if (page.to_date) q = q.where('created_at', '<=', new Date(page.to_date));
+  const result = await paginate(q, page);
+  return { object: 'list', data: result.data.map((r) => toApiEmail(r, false)), has_more: result.has_more };
+}
+
+/** Tenancy of an email, for routes that read its stream: null when it is not the caller's. */
+export async function emailExists(db: Database, t: Tenant, emailId: string): Promise<boolean> {
+  const row = await readModels(db)
+    .selectFrom('emails')
+    .select('id')
+    .where('id', '=', emailId)
+    .where('org_id', '=', t.orgId)
+    .where('mode', '=', t.mode)
+    .executeTakeFirst();
+  return !!row;
+}
+
+export type AttachmentRow = Omit<Selectable<EmailAttachmentsTable>, 'org_id' | 'mode'>;
+
+export async function listAttachments(db: Database, t: Tenant, emailId: string): Promise<AttachmentRow[]> {
+  return readModels(db)
+    .selectFrom('email_attachments')
+    .select(['id', 'email_id', 'filename', 'content_type', 'content_id', 'size', 'blob_key'])
+    .where('email_id', '=', emailId)
+    .where('org_id', '=', t.orgId)
+    .where('mode', '=', t.mode)
+    .orderBy('id')
+    .execute();
+}
+
+/** Emails accepted this month (UTC) per mode, for the plan quota and overage. */
+export async function monthlyUsage(db: Database, t: Tenant, month: string): Promise<number> {
+  const row = await readModels(db)
+    .selectFrom('email_usage')
+    .select('emails')
+    .where('org_id', '=', t.orgId)
+    .where('mode', '=', t.mode)
+    .where('month', '=', month)
+    .executeTakeFirst();
+  return row ? Number(row.emails) : 0;
+}

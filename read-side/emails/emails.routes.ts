@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import { blobStoreFor } from '../../platform/blob-store.ts';
+import { notFound } from '../../platform/errors.ts';
+import { parsePage } from '../../platform/http/pagination.ts';
+import { type ApiRouter, ok } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import { emailStream } from '../../write-side/emails/email.events.ts';
+import { EMAIL_STATUSES } from '../../write-side/emails/status.ts';
+import { monthOf, PLANS } from '../../write-side/plans.ts';
+import {
+  type AttachmentRow,
+  emailExists,
+  getEmail,
+  listAttachments,
+  listEmails,
+  monthlyUsage,
+} from './emails.queries.ts';
+
+/** How long an attachment's download_url works. */
+export const DOWNLOAD_URL_TTL_MS = 3600_000;
+
+const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
+const listFilters = {
+  status: z.enum(EMAIL_STATUSES).optional(),
+  domain: z.string().min(1).max(253).optional(),
+  tag: z.string().min(1).max(64).optional(),
+  from_date: dateTime.optional(),
+  to_date: dateTime.optional(),
+};
+
+export function emailQueryRoutes(api: ApiRouter, services: Services) {
+  api.get('/emails', async (req) =>
+    ok(await listEmails(services.db, req.auth, parsePage(req.query, listFilters))),
+  );
+
+  api.get('/emails/:email_id', async (req) => {
+    const email = await getEmail(services.db, req.auth, req.params.email_id);
+    if (!email) throw notFound('Email', req.params.email_id);
+    return ok(email);
+  });
+
+  // The email's history as recorded in its stream, for auditors: every event with its time and actor.
+  api.get('/emails/:email_id/events', async (req) => {
+    if (!(await emailExists(services.db, req.auth, req.params.email_id)))
+      throw notFound('Email', req.params.email_id);
+    const events = await services.store.readStream(emailStream(req.params.email_id));
+    return ok({
+      object: 'list',
+      data: events.map((e) => ({
+        revision: e.revision,
+        type: e.type,
+        created_at: e.createdAt.toISOString(),
+        actor: e.metadata.actor,
+        data: e.data,
+      })),
+      has_more: false,
+    });
+  });
+
+  const attachment = (a: AttachmentRow) => ({
+    object: 'attachment',
+    id: a.id,
+    email_id: a.email_id,
+    filename: a.filename,
+    content_type: a.content_type,
+    content_id: a.content_id,
+    size: a.size,
+  });
+
+  api.get('/emails/:email_id/attachments', async (req) => {
+    if (!(await emailExists(services.db, req.auth, req.params.email_id)))
+      throw notFound('Email', req.params.email_id);
+    const rows = await listAttachments(services.db, req.auth, req.params.email_id);
+    return ok({ object: 'list', data: rows.map(attachment), has_more: false });
+  });
+
+  api.get('/emails/:email_id/attachments/:attachment_id', async (req) => {
+    const rows = await listAttachments(services.db, req.auth, req.params.email_id);
+    const a = rows.find((r) => r.id === req.params.attachment_id);
+    if (!a) throw notFound('Attachment', req.params.attachment_id);
+    const expiresAt = new Date(services.clock.now().getTime() + DOWNLOAD_URL_TTL_MS);
+    const url = blobStoreFor(services.config).signedUrl(services.config.PUBLIC_URL, a.blob_key, {
+      filename: a.filename,
+      contentType: a.content_type,
+      expiresAt,
+    });
+    return ok({ ...attachment(a), download_url: url, expires_at: expiresAt.toISOString() });
+  });
+
+  // Monthly usage per mode: the Free plan's hard stop and the overage Pro and Business pay for.
+  api.get('/usage', async (req) => {
+    const q = parse(
+      z
+        .object({
+          month: z
+            .string()
+            .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
+            .optional(),
+        })
+        .strict(),
+      req.query,
+      'query',
+    );
+    const month = q.month ?? monthOf(services.clock.now());
+    const plan = PLANS[req.auth.plan];
+    const emails = await monthlyUsage(services.db, req.auth, month);
+    const overage = plan.monthlyHardStop ? 0 : Math.max(0, emails - plan.emailsPerMonth);
+    return ok({
+      object: 'usage',
+      month,
+      mode: req.auth.mode,
+      plan: req.auth.plan,
+      emails,
+      included: plan.emailsPerMonth,
+      overage,
+      overage_cost_eur:
+        plan.overagePer1000Eur === null ? null : Math.round((overage * plan.overagePer1000Eur) / 10) / 100,
+    });
+  });
+}

@@ -1,0 +1,28 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../platform/db/database.ts';
+import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
+import type { DomainsTable } from './domains/domains.schema.ts';
+import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
+import type { SuppressionsTable } from './suppressions/suppressions.schema.ts';
+import type { TemplatesTable, TemplateVersionsTable } from './templates/templates.schema.ts';
+import type { WebhooksTable } from './webhooks/webhooks.schema.ts';
+
+/** Every read-model table by name, each typed beside its migration (`read-side/<resource>/schema.ts`). */
+export interface ReadModels {
+  organizations: OrganizationsTable;
+  api_keys: ApiKeysTable;
+  domains: DomainsTable;
+  emails: EmailsTable;
+  email_attachments: EmailAttachmentsTable;
+  email_usage: EmailUsageTable;
+  suppressions: SuppressionsTable;
+  templates: TemplatesTable;
+  template_versions: TemplateVersionsTable;
+  webhooks: WebhooksTable;
+}
+
+/**
+ * The database's query builder typed by the read models, so a misspelt table or column fails the type check.
+ * `platform/db` cannot know these tables (it imports nothing above it); read-side code reaches them here.
+ */
+export const readModels = (db: Pick<Database, 'kysely'>): Kysely<ReadModels> => db.kysely;

@@ -1,0 +1,96 @@
+import type { Selectable } from 'kysely';
+import { Batcher } from '../../platform/batcher.ts';
+import type { Database } from '../../platform/db/database.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import type { SuppressionReason } from '../../write-side/suppressions/suppression.events.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+import type { SuppressionsTable } from './suppressions.schema.ts';
+
+const COLUMNS = ['id', 'email', 'reason', 'source_email_id', 'created_at'] as const;
+
+/** A suppression as read, or as a command reports it (its time still an ISO string). */
+type SuppressionFields = Omit<Pick<Selectable<SuppressionsTable>, (typeof COLUMNS)[number]>, 'created_at'> & {
+  created_at: Date | string;
+};
+
+export const suppressionJson = (r: SuppressionFields) => ({
+  object: 'suppression',
+  id: r.id,
+  email: r.email,
+  reason: r.reason,
+  source_email_id: r.source_email_id,
+  created_at: iso(r.created_at),
+});
+
+const active = (db: Database, { orgId, mode }: Tenant) =>
+  readModels(db)
+    .selectFrom('suppressions')
+    .select([...COLUMNS])
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode)
+    .where('deleted_at', 'is', null);
+
+type Recipient = { orgId: string; mode: Mode; address: string };
+const recipientKey = (r: Recipient) => `${r.orgId} ${r.mode} ${r.address}`;
+
+/** One query for many recipients (of any organizations): which of them are suppressed. */
+async function suppressedAmong(db: Database, recipients: Recipient[]): Promise<boolean[]> {
+  const { rows } = await db.query<{ org_id: string; mode: Mode; email_lower: string }>(
+    `SELECT org_id, mode, email_lower FROM suppressions
+     WHERE deleted_at IS NULL
+       AND (org_id, mode, email_lower) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`,
+    [recipients.map((r) => r.orgId), recipients.map((r) => r.mode), recipients.map((r) => r.address)],
+  );
+  const found = new Set(
+    rows.map((r) => recipientKey({ orgId: r.org_id, mode: r.mode, address: r.email_lower })),
+  );
+  return recipients.map((r) => found.has(recipientKey(r)));
+}
+
+/** Every send checks its recipients: the checks of requests in flight together share one query. */
+const checks = new WeakMap<Database, Batcher<Recipient, boolean>>();
+
+/** Whether sending to `address` is blocked for this organization and mode; addresses compare case-insensitively. */
+export function isSuppressed(db: Database, { orgId, mode }: Tenant, address: string): Promise<boolean> {
+  let batcher = checks.get(db);
+  if (!batcher) {
+    batcher = new Batcher({ run: (recipients) => suppressedAmong(db, recipients), maxWeight: 1000 });
+    checks.set(db, batcher);
+  }
+  return batcher.add({ orgId, mode, address: address.trim().toLowerCase() });
+}
+
+/** Lists up to this long are read whole and kept in memory by the send path; longer ones are asked per address. */
+export const SMALL_SUPPRESSION_LIST = 1000;
+
+/** The organization's suppressed addresses (lower case) when there are at most SMALL_SUPPRESSION_LIST; else null. */
+export async function smallSuppressionList(
+  db: Database,
+  { orgId, mode }: Tenant,
+): Promise<Set<string> | null> {
+  const { rows } = await db.query<{ email_lower: string }>(
+    `SELECT email_lower FROM suppressions WHERE org_id = $1 AND mode = $2 AND deleted_at IS NULL LIMIT $3`,
+    [orgId, mode, SMALL_SUPPRESSION_LIST + 1],
+  );
+  return rows.length > SMALL_SUPPRESSION_LIST ? null : new Set(rows.map((r) => r.email_lower));
+}
+
+export async function findSuppression(db: Database, { orgId, mode }: Tenant, suppressionId: string) {
+  const row = await active(db, { orgId, mode }).where('id', '=', suppressionId).executeTakeFirst();
+  return row ? suppressionJson(row) : null;
+}
+
+export async function listSuppressions(
+  db: Database,
+  { orgId, mode }: Tenant,
+  page: PageParams & { reason?: SuppressionReason },
+) {
+  const q = page.reason
+    ? active(db, { orgId, mode }).where('reason', '=', page.reason)
+    : active(db, { orgId, mode });
+  const result = await paginate(q, page);
+  return { object: 'list', data: result.data.map((r) => suppressionJson(r)), has_more: result.has_more };
+}

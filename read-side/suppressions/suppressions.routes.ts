@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { parsePage } from '../../platform/http/pagination.ts';
+import { type ApiRouter, ok } from '../../platform/http/router.ts';
+import type { Services } from '../../platform/services.ts';
+import { listSuppressions } from './suppressions.queries.ts';
+
+const filters = { reason: z.enum(['hard_bounce', 'complaint', 'manual']).optional() };
+
+export function suppressionQueryRoutes(api: ApiRouter, services: Services) {
+  api.get('/suppressions', async (req) =>
+    ok(await listSuppressions(services.db, req.auth, parsePage(req.query, filters))),
+  );
+}

@@ -1,0 +1,185 @@
+import type { Selectable } from 'kysely';
+import type { Database } from '../../platform/db/database.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import type { TemplateVariable } from '../../write-side/templates/template.events.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+import type { TemplatesTable, TemplateVersionsTable } from './templates.schema.ts';
+
+const TEMPLATE_COLUMNS = [
+  'id',
+  'name',
+  'engine',
+  'latest_version',
+  'published_version',
+  'published_at',
+  'duplicated_from',
+  'created_at',
+  'updated_at',
+] as const;
+
+const VERSION_COLUMNS = [
+  'id',
+  'template_id',
+  'version',
+  'subject',
+  'html',
+  'text',
+  'variables',
+  'created_at',
+  'published_at',
+] as const;
+
+type TemplateRow = Pick<Selectable<TemplatesTable>, (typeof TEMPLATE_COLUMNS)[number]>;
+type VersionRow = Pick<Selectable<TemplateVersionsTable>, (typeof VERSION_COLUMNS)[number]>;
+
+const versionJson = (v: VersionRow) => ({
+  id: v.id,
+  version: v.version,
+  subject: v.subject,
+  html: v.html,
+  text: v.text,
+  variables: v.variables,
+  created_at: iso(v.created_at),
+  published_at: iso(v.published_at),
+});
+
+/** A version is the published one, the pending draft (newer than what is published), or superseded. */
+const versionStatus = (t: TemplateRow, n: number) =>
+  n === t.published_version ? 'published' : n === t.latest_version ? 'draft' : 'superseded';
+
+function templateJson(t: TemplateRow, versions: VersionRow[]) {
+  const find = (n: number | null) => versions.find((v) => v.template_id === t.id && v.version === n);
+  const draft = t.latest_version !== t.published_version ? find(t.latest_version) : undefined;
+  const published = t.published_version !== null ? find(t.published_version) : undefined;
+  return {
+    object: 'template',
+    id: t.id,
+    name: t.name,
+    engine: t.engine,
+    /** `published` once any version is published (it stays usable while a newer draft is edited). */
+    status: t.published_version === null ? 'draft' : 'published',
+    draft: draft ? versionJson(draft) : null,
+    published: published ? versionJson(published) : null,
+    duplicated_from: t.duplicated_from,
+    created_at: iso(t.created_at),
+    updated_at: iso(t.updated_at),
+  };
+}
+
+export type TemplateJson = ReturnType<typeof templateJson>;
+
+/** The draft and published versions of these templates, in one query. */
+async function currentVersions(db: Database, templateIds: string[]): Promise<VersionRow[]> {
+  if (!templateIds.length) return [];
+  const { rows } = await db.query<VersionRow>(
+    `SELECT ${VERSION_COLUMNS.map((c) => `v.${c}`).join(', ')}
+       FROM template_versions v JOIN templates t ON t.id = v.template_id
+      WHERE t.id = ANY($1) AND (v.version = t.latest_version OR v.version = t.published_version)`,
+    [templateIds],
+  );
+  return rows;
+}
+
+const liveTemplates = (db: Database, { orgId, mode }: Tenant) =>
+  readModels(db)
+    .selectFrom('templates')
+    .select([...TEMPLATE_COLUMNS])
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode)
+    .where('deleted_at', 'is', null);
+
+async function findTemplateRow(
+  db: Database,
+  { orgId, mode }: Tenant,
+  templateId: string,
+): Promise<TemplateRow | undefined> {
+  return liveTemplates(db, { orgId, mode }).where('id', '=', templateId).executeTakeFirst();
+}
+
+export async function getTemplate(
+  db: Database,
+  { orgId, mode }: Tenant,
+  templateId: string,
+): Promise<TemplateJson | null> {
+  const row = await findTemplateRow(db, { orgId, mode }, templateId);
+  return row ? templateJson(row, await currentVersions(db, [row.id])) : null;
+}
+
+export async function listTemplates(db: Database, { orgId, mode }: Tenant, page: PageParams) {
+  const result = await paginate(liveTemplates(db, { orgId, mode }), page);
+  const rows = result.data;
+  const versions = await currentVersions(
+    db,
+    rows.map((r) => r.id),
+  );
+  return { object: 'list', data: rows.map((r) => templateJson(r, versions)), has_more: result.has_more };
+}
+
+/** Every version of a template, newest first; null when the template is not the caller's. */
+export async function listTemplateVersions(
+  db: Database,
+  { orgId, mode }: Tenant,
+  templateId: string,
+  page: PageParams,
+) {
+  const template = await findTemplateRow(db, { orgId, mode }, templateId);
+  if (!template) return null;
+  const result = await paginate(
+    readModels(db)
+      .selectFrom('template_versions')
+      .select([...VERSION_COLUMNS])
+      .where('template_id', '=', templateId),
+    page,
+  );
+  const data = result.data.map((v) => ({
+    object: 'template_version',
+    template_id: v.template_id,
+    status: versionStatus(template, v.version),
+    ...versionJson(v),
+  }));
+  return { object: 'list', data, has_more: result.has_more };
+}
+
+export interface PublishedVersion {
+  templateId: string;
+  versionId: string;
+  version: number;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  variables: TemplateVariable[];
+}
+
+/** The published version of a template: `not_found`, `not_published`, or the version to render. */
+export async function findPublishedVersion(
+  db: Database,
+  { orgId, mode }: Tenant,
+  templateId: string,
+): Promise<
+  { status: 'not_found' } | { status: 'not_published' } | { status: 'published'; version: PublishedVersion }
+> {
+  const template = await findTemplateRow(db, { orgId, mode }, templateId);
+  if (!template) return { status: 'not_found' };
+  if (template.published_version === null) return { status: 'not_published' };
+  const v = await readModels(db)
+    .selectFrom('template_versions')
+    .select(['id', 'version', 'subject', 'html', 'text', 'variables'])
+    .where('template_id', '=', templateId)
+    .where('version', '=', template.published_version)
+    .executeTakeFirst();
+  if (!v) return { status: 'not_published' };
+  return {
+    status: 'published',
+    version: {
+      templateId,
+      versionId: v.id,
+      version: v.version,
+      subject: v.subject,
+      html: v.html,
+      text: v.text,
+      variables: v.variables,
+    },
+  };
+}

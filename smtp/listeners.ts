@@ -1,0 +1,51 @@
+import type { Authenticate } from '../platform/http/auth-context.ts';
+import type { Services } from '../platform/services.ts';
+import { FrontDoor } from './front-door.ts';
+import { mxHooks } from './mx.ts';
+import { relayHooks } from './relay.ts';
+
+export interface SmtpListeners {
+  /** The ports listened on (0 in the configuration picks a free one); absent when turned off. */
+  submissionPort?: number;
+  submissionsPort?: number;
+  mxPort?: number;
+  close(): Promise<void>;
+}
+
+/** Starts the SMTP listeners the configuration asks for: the relay's two (docs/smtp.md) and the MX. */
+export async function startSmtp(services: Services, authenticate: Authenticate): Promise<SmtpListeners> {
+  const {
+    SMTP_SUBMISSION_PORT: submission,
+    SMTP_SUBMISSIONS_PORT: submissions,
+    SMTP_MX_PORT: mx,
+  } = services.config;
+  if (submission === null && submissions === null && mx === null) return { close: async () => {} };
+  const door = await FrontDoor.open(services);
+  const listeners: SmtpListeners = { close: () => door.close() };
+  try {
+    const relay = {
+      banner: 'Postline ESMTP relay',
+      auth: true,
+      hooks: relayHooks(door, services, authenticate),
+    };
+    if (submission !== null)
+      listeners.submissionPort = await door.listen({ ...relay, port: submission, implicitTls: false });
+    if (submissions !== null)
+      listeners.submissionsPort = await door.listen({ ...relay, port: submissions, implicitTls: true });
+    if (mx !== null) {
+      listeners.mxPort = await door.listen({
+        port: mx,
+        implicitTls: false,
+        banner: 'Postline ESMTP',
+        auth: false,
+        hooks: mxHooks(door, services),
+      });
+    }
+  } catch (error) {
+    await door.close();
+    throw error;
+  }
+  const { submissionPort, submissionsPort, mxPort } = listeners;
+  door.log.info({ submission: submissionPort, submissions: submissionsPort, mx: mxPort }, 'SMTP listening');
+  return listeners;
+}

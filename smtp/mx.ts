@@ -1,0 +1,141 @@
+import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import { blobStoreFor } from '../platform/blob-store.ts';
+import type { EventMetadata } from '../platform/eventstore/types.ts';
+import type { Services } from '../platform/services.ts';
+import { storableText } from '../platform/storable-text.ts';
+import { domainOf } from '../write-side/emails/addresses.ts';
+import { readEmail, recordBounceReport, recordComplaint } from '../write-side/emails/email.commands.ts';
+import { parseVerp } from '../write-side/emails/verp.ts';
+import { suppressForEmail } from '../write-side/suppressions/suppression.commands.ts';
+import type { FrontDoor } from './front-door.ts';
+import { readMessage } from './message-reader.ts';
+import { answer, SmtpReply } from './replies.ts';
+import { type Report, readReport } from './reports.ts';
+
+/** Recipients one message may have at the MX. */
+const MAX_RECIPIENTS = 100;
+
+/** The address complaint feedback loops (Microsoft JMRP, Yahoo CFL, …) are registered with. */
+export const feedbackAddress = (mxHost: string) => `fbl@${mxHost.toLowerCase()}`;
+
+/**
+ * The MX's policy (docs/bounces.md): it takes mail only for the return paths of Postline's own live emails and
+ * for the feedback address, reads what arrives as a bounce (DSN or plain text) or a complaint (ARF), and records
+ * it on the email it names. Everything else is refused: never an open relay.
+ */
+export function mxHooks(door: FrontDoor, services: Services) {
+  const { config } = services;
+  const returnPathPrefix = `${config.POSTLINE_RETURN_PATH_SUBDOMAIN.toLowerCase()}.`;
+  const feedback = feedbackAddress(config.POSTLINE_MX_HOST);
+
+  /** The live email a return path names, or null. */
+  async function returnPathEmail(address: string) {
+    const verp = parseVerp(address);
+    if (!verp || !domainOf(address.toLowerCase()).startsWith(returnPathPrefix)) return null;
+    const { state } = await readEmail(services, verp.emailId);
+    return state.exists && state.mode === 'live' ? verp.emailId : null;
+  }
+
+  async function onRcptTo(address: string, session: SMTPServerSession) {
+    if (session.envelope.rcptTo.length >= MAX_RECIPIENTS)
+      throw door.refuse(
+        session,
+        new SmtpReply('tooManyRecipients', `Too many recipients: at most ${MAX_RECIPIENTS}`),
+      );
+    if (address.toLowerCase() === feedback) return;
+    if (parseVerp(address)) {
+      if (await returnPathEmail(address)) return;
+      throw door.refuse(session, 'unknownReturnPath');
+    }
+    throw door.refuse(session, 'relayDenied');
+  }
+
+  /** Records a report on the email `emailId`; returns whether anything was recorded. */
+  async function apply(emailId: string, report: Report): Promise<boolean> {
+    const { state } = await readEmail(services, emailId);
+    if (!state.exists || state.mode !== 'live') return false;
+    const meta: EventMetadata = { orgId: state.orgId, mode: state.mode, actor: 'mx' };
+    const known = Object.keys(state.recipients);
+    /** The email's recipient a report names; an unnamed one is the email's only recipient, if it has one. */
+    const recipientOf = (named: string | undefined, text = '') => {
+      const lower = named?.toLowerCase();
+      if (lower) return known.includes(lower) ? lower : undefined;
+      const mentioned = known.filter((r) => text.toLowerCase().includes(r));
+      return mentioned.length === 1 ? mentioned[0] : known.length === 1 ? known[0] : undefined;
+    };
+    let recorded = false;
+    if (report.kind === 'complaint') {
+      const recipient = recipientOf(report.recipient);
+      if (!recipient) return false;
+      const r = await recordComplaint(services, meta, emailId, recipient);
+      if (r.state.exists && r.state.recipients[recipient]?.status === 'complained') {
+        await suppressForEmail(services, meta, {
+          email: recipient,
+          reason: 'complaint',
+          sourceEmailId: emailId,
+        });
+        recorded = true;
+      }
+    } else if (report.kind === 'bounce') {
+      for (const bounced of report.recipients) {
+        const recipient = recipientOf(bounced.recipient || undefined, report.text);
+        if (!recipient) continue;
+        const hard = bounced.status.startsWith('5');
+        const code = /\b([45]\d\d)\b/.exec(bounced.diagnostic)?.[1];
+        const r = await recordBounceReport(services, meta, emailId, {
+          recipient,
+          bounceType: hard ? 'hard' : 'soft',
+          smtpCode: code ? Number(code) : null,
+          smtpResponse: storableText(bounced.diagnostic || `status ${bounced.status}`, 1000),
+        });
+        if (hard && r.state.exists && r.state.recipients[recipient]?.status === 'bounced') {
+          await suppressForEmail(services, meta, {
+            email: recipient,
+            reason: 'hard_bounce',
+            sourceEmailId: emailId,
+          });
+        }
+        recorded = true;
+      }
+    }
+    return recorded;
+  }
+
+  async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
+    const args = (session.envelope.mailFrom || undefined)?.args || undefined;
+    const read = await readMessage(stream, String(args?.BODY ?? '').toUpperCase() === '8BITMIME');
+    if (stream.sizeExceeded) throw door.refuse(session, 'messageTooBig');
+    if (read.problem) throw door.refuse(session, read.problem);
+    const report = await readReport(read.bytes).catch((): Report => ({ kind: 'other' }));
+    const emailIds = new Set<string>();
+    for (const { address } of session.envelope.rcptTo) {
+      const emailId =
+        parseVerp(address)?.emailId ?? (report.kind === 'other' ? undefined : report.originalEmailId);
+      if (emailId) emailIds.add(emailId);
+    }
+    let recorded = false;
+    for (const emailId of emailIds) recorded = (await apply(emailId, report)) || recorded;
+    if (!recorded) {
+      // Never an error for the sender: what matches nothing is kept for an operator to look at.
+      const blobKey = await blobStoreFor(config).put(read.bytes);
+      door.log.warn({ blobKey, kind: report.kind, emails: [...emailIds] }, 'MX message matched no email');
+    }
+    return '2.0.0 Ok: received';
+  }
+
+  return {
+    onMailFrom(_address: SMTPServerAddress, _session: SMTPServerSession, callback: (err?: Error) => void) {
+      callback();
+    },
+    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
+      answer(onRcptTo(address.address, session), callback, door.log, 'MX recipient not checked');
+    },
+    onData(
+      stream: SMTPServerDataStream,
+      session: SMTPServerSession,
+      callback: (err: Error | null, message?: string) => void,
+    ) {
+      answer(onData(stream, session), callback, door.log, 'MX message not recorded');
+    },
+  };
+}

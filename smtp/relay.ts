@@ -1,0 +1,129 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import { AppError } from '../platform/errors.ts';
+import type { Authenticate } from '../platform/http/auth-context.ts';
+import { AuthFailureLimit } from '../platform/http/auth-failure-limit.ts';
+import type { Services } from '../platform/services.ts';
+import { parseAddress } from '../write-side/emails/addresses.ts';
+import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
+import type { FrontDoor } from './front-door.ts';
+import { readMessage } from './message-reader.ts';
+import { answer, asReply, replyForError, SmtpReply } from './replies.ts';
+import { submitMessage } from './submission.ts';
+
+/** A failed AUTH is answered after this delay times the session's refusals so far, up to the cap. */
+const AUTH_FAILURE_DELAY_MS = 500;
+const AUTH_FAILURE_DELAY_CAP_MS = 3000;
+
+/**
+ * The SMTP relay's policy (docs/smtp.md): AUTH with an API key as the password, nothing accepted without it, and
+ * each message into the path of `POST /v1/emails`. Every reply of ours comes from `replies.ts`.
+ */
+export function relayHooks(door: FrontDoor, services: Services, authenticate: Authenticate) {
+  const { config } = services;
+  const authFailures = new AuthFailureLimit(services.rateLimiter, config.AUTH_FAILURES_PER_MINUTE);
+  const now = () => services.clock.now().getTime();
+
+  /** The session's key as it is now: a key deleted since AUTH is refused at its next message. */
+  const currentAuth = async (session: SMTPServerSession) => {
+    const key = door.session(session)?.key;
+    return key === undefined ? null : authenticate(key);
+  };
+
+  async function onAuth(password: string, method: string, session: SMTPServerSession) {
+    const address = session.remoteAddress;
+    try {
+      authFailures.check(address, now());
+    } catch {
+      throw new SmtpReply('tooManyAuthFailures');
+    }
+    const context = password ? await authenticate(password) : null;
+    if (context) {
+      door.session(session)!.key = password;
+      return { user: context.keyId };
+    }
+    // Logged without the key, nor the user name (a key pasted into the wrong field is still a key).
+    door.log.warn({ client: address, method }, 'SMTP authentication failed');
+    try {
+      await authFailures.fail(address, now());
+    } catch {
+      throw new SmtpReply('tooManyAuthFailures');
+    }
+    const reply = door.refuse(session, 'authFailed');
+    const errors = door.session(session)?.errors ?? 1;
+    await sleep(Math.min(AUTH_FAILURE_DELAY_CAP_MS, AUTH_FAILURE_DELAY_MS * errors));
+    throw reply;
+  }
+
+  async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
+    const args = (session.envelope.mailFrom || undefined)?.args || undefined;
+    const eightBit = String(args?.BODY ?? '').toUpperCase() === '8BITMIME';
+    const read = await readMessage(stream, eightBit);
+    if (stream.sizeExceeded) throw door.refuse(session, 'messageTooBig');
+    if (read.problem) throw door.refuse(session, read.problem);
+    const context = await currentAuth(session);
+    if (!context) throw door.refuse(session, 'keyDeleted');
+    try {
+      const accepted = await submitMessage(
+        services,
+        context,
+        session.envelope.rcptTo.map((r) => r.address),
+        read.bytes,
+        {
+          heloName: session.hostNameAppearsAs,
+          clientAddress: session.remoteAddress,
+          hostname: door.hostname,
+          secure: session.secure,
+        },
+      );
+      return `2.0.0 Ok: queued as ${accepted.id}`;
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status >= 500)
+        door.log.error({ err: error }, 'SMTP message not accepted');
+      throw door.refuse(session, replyForError(error));
+    }
+  }
+
+  return {
+    onAuth(
+      auth: { method: string; password?: string | null },
+      session: SMTPServerSession,
+      callback: (err: Error | null, response?: { user: string }) => void,
+    ) {
+      answer(
+        onAuth(auth.password ?? '', auth.method, session),
+        callback,
+        door.log,
+        'SMTP authentication not checked',
+      );
+    },
+
+    onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error) => void) {
+      if (!session.user) return callback(door.refuse(session, 'authRequired'));
+      currentAuth(session).then(
+        (context) => callback(context ? undefined : door.refuse(session, 'keyDeleted')),
+        (error) => callback(asReply(error, door.log, 'SMTP key could not be checked')),
+      );
+    },
+
+    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error) => void) {
+      if (session.envelope.rcptTo.length >= EMAIL_LIMITS.recipients)
+        return callback(door.refuse(session, 'tooManyRecipients'));
+      const parsed = parseAddress(address.address);
+      if ('error' in parsed) {
+        return callback(
+          door.refuse(session, new SmtpReply('invalidAddress', `Invalid address: ${parsed.error}`)),
+        );
+      }
+      callback();
+    },
+
+    onData(
+      stream: SMTPServerDataStream,
+      session: SMTPServerSession,
+      callback: (err: Error | null, message?: string) => void,
+    ) {
+      answer(onData(stream, session), callback, door.log, 'SMTP message not read');
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import { AppError } from '../platform/errors.ts';
+import type { Logger } from '../platform/logger.ts';
+import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
+
+/** Largest message the relay accepts (advertised as SIZE), as on REST: 40 MB. */
+export const MAX_MESSAGE_BYTES = EMAIL_LIMITS.attachmentBytes;
+
+/**
+ * Every reply of Postline's own to an SMTP client, with its enhanced status code (RFC 3463): one catalogue, as
+ * the HTTP errors have (docs/smtp.md lists them). Replies smtp-server writes itself (syntax errors, AUTH before
+ * STARTTLS) are its own.
+ */
+export const REPLIES = {
+  authRequired: [530, '5.7.0', 'Authentication required: AUTH with an API key as the password'],
+  authFailed: [535, '5.7.8', 'Authentication failed: the password must be an API key of Postline'],
+  keyDeleted: [535, '5.7.8', 'The API key of this session was deleted: authenticate again'],
+  tooManyAuthFailures: [421, '4.7.0', 'Too many failed authentications from your address; try again later'],
+  tooManyConnections: [421, '4.7.0', 'Too many connections from your address; try again later'],
+  tooManyErrors: [421, '4.7.0', 'Too many errors in this session; closing'],
+  sessionTooLong: [421, '4.4.2', 'Session too long; closing'],
+  invalidAddress: [501, '5.1.3', 'Invalid address'],
+  unknownReturnPath: [550, '5.1.1', 'No such return path: it names no email sent from here'],
+  relayDenied: [
+    550,
+    '5.7.1',
+    'Relaying denied: this server takes mail only for return paths of emails it sent',
+  ],
+  tooManyRecipients: [452, '4.5.3', `Too many recipients: at most ${EMAIL_LIMITS.recipients} per message`],
+  messageTooBig: [552, '5.3.4', `Message too big: at most ${MAX_MESSAGE_BYTES / 1024 / 1024} MB`],
+  bareLineEnding: [554, '5.6.0', 'Bare CR or LF in the message: end every line with CRLF'],
+  nulByte: [554, '5.6.0', 'NUL byte in the message'],
+  lineTooLong: [554, '5.6.0', 'Line longer than 998 characters in the message'],
+  eightBitUndeclared: [554, '5.6.7', '8-bit data in the message without MAIL FROM BODY=8BITMIME'],
+  invalidMessage: [550, '5.6.0', 'Message refused'],
+  notAllowed: [550, '5.7.1', 'Not allowed'],
+  quotaExceeded: [550, '5.7.0', 'Monthly quota exceeded'],
+  rateLimited: [451, '4.7.0', 'Too many messages; try again shortly'],
+  conflict: [550, '5.7.0', 'Refused'],
+  storageFailure: [451, '4.3.0', 'Temporary failure: the message was not stored; send it again'],
+} as const satisfies Record<string, readonly [number, string, string]>;
+
+export type ReplyName = keyof typeof REPLIES;
+
+/** An SMTP error reply for smtp-server's callbacks: code, enhanced code and text (`detail` replaces the text). */
+export class SmtpReply extends Error {
+  readonly responseCode: number;
+  readonly name = 'SmtpReply';
+
+  constructor(reply: ReplyName, detail?: string) {
+    const [code, enhanced, text] = REPLIES[reply];
+    super(`${enhanced} ${detail ?? text}`);
+    this.responseCode = code;
+  }
+}
+
+/** The reply for an error of the command path: the API's message (it names the rule), or 451 when not final. */
+export function replyForError(error: unknown): SmtpReply {
+  if (!(error instanceof AppError)) return new SmtpReply('storageFailure');
+  const message = error.message.replace(/`/g, '');
+  switch (error.code) {
+    case 'domain_not_verified':
+    case 'domain_not_allowed':
+    case 'insufficient_permission':
+      return new SmtpReply('notAllowed', message);
+    case 'monthly_quota_exceeded':
+      return new SmtpReply('quotaExceeded', message);
+    case 'rate_limit_exceeded':
+      return new SmtpReply('rateLimited', message);
+    case 'idempotency_key_reused':
+    case 'idempotency_request_in_flight':
+    case 'conflict':
+      return new SmtpReply('conflict', message);
+    default:
+      return error.status >= 500 ? new SmtpReply('storageFailure') : new SmtpReply('invalidMessage', message);
+  }
+}
+
+/** An SMTP reply as it is; anything else (a bug, the database away) logged, as the 451 that loses nothing. */
+export function asReply(error: unknown, log: Logger, what: string): SmtpReply {
+  if (error instanceof SmtpReply) return error;
+  log.error({ err: error }, what);
+  return new SmtpReply('storageFailure');
+}
+
+/** Runs a hook written as a promise for smtp-server's callback: its value, or the reply its error maps to. */
+export function answer<T>(
+  work: Promise<T>,
+  callback: (err: Error | null, value?: T) => void,
+  log: Logger,
+  what: string,
+): void {
+  work.then(
+    (value) => callback(null, value),
+    (error) => callback(asReply(error, log, what)),
+  );
+}

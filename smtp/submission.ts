@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import { type AddressObject, simpleParser } from 'mailparser';
+import { z } from 'zod';
+import { AppError } from '../platform/errors.ts';
+import type { AuthContext } from '../platform/http/auth-context.ts';
+import { requestHash, withIdempotency } from '../platform/http/idempotency.ts';
+import { newId } from '../platform/ids.ts';
+import type { Services } from '../platform/services.ts';
+import { findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
+import { domainOf, formatMailbox, parseMailbox } from '../write-side/emails/addresses.ts';
+import { type Accepted, type SubmittedMessage, sendSubmitted } from '../write-side/emails/email.commands.ts';
+import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
+import { type HeaderField, headerField, joinMessage, rfc5322Date, splitMessage } from './message-headers.ts';
+
+/** The SMTP session a message came in, for its Received header. */
+export interface Arrival {
+  heloName: string;
+  clientAddress: string;
+  hostname: string;
+  /** ESMTPSA over TLS, ESMTPA without. */
+  secure: boolean;
+}
+
+const isoDateTime = z.iso.datetime({ offset: true });
+const TAG = new RegExp(`^[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}$`);
+
+const invalid = (header: string, message: string) =>
+  new AppError('validation_error', `${header}: ${message}`);
+
+/** The X-Postline-* headers: options of a submission, documented in docs/smtp.md, never delivered. */
+function options(fields: HeaderField[]) {
+  const value = (name: string) => fields.find((f) => f.name === name.toLowerCase())?.value;
+  const tagList = value('X-Postline-Tags');
+  const tags = tagList
+    ? tagList
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean)
+    : [];
+  if (tags.length > EMAIL_LIMITS.tags) throw invalid('X-Postline-Tags', `at most ${EMAIL_LIMITS.tags} tags`);
+  for (const t of tags) {
+    if (!TAG.test(t))
+      throw invalid(
+        'X-Postline-Tags',
+        `each tag is 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`,
+      );
+  }
+  const sendAt = value('X-Postline-Send-At');
+  if (sendAt !== undefined && !isoDateTime.safeParse(sendAt).success) {
+    throw invalid('X-Postline-Send-At', 'must be an ISO 8601 date-time with a time zone');
+  }
+  return { tags, sendAt, idempotencyKey: value('X-Postline-Idempotency-Key') };
+}
+
+const mailboxList = (field: AddressObject | AddressObject[] | undefined): string[] =>
+  (Array.isArray(field) ? field : field ? [field] : [])
+    .flatMap((o) => o.value)
+    .flatMap((m) => (m.address ? [formatMailbox({ name: m.name || null, address: m.address })] : []));
+
+/**
+ * The message as it is delivered: Bcc and X-Postline-* removed, Date and Message-ID added when missing (the
+ * Message-ID on the From domain, named after the email), and Postline's Received on top.
+ */
+function finalBytes(fields: HeaderField[], body: Buffer, emailId: string, arrival: Arrival, now: Date) {
+  const kept = fields.filter((f) => f.name !== 'bcc' && !f.name.startsWith('x-postline-'));
+  const fromField = kept.find((f) => f.name === 'from');
+  const from = fromField && parseMailbox(fromField.value);
+  if (!from || 'error' in from) throw invalid('From', 'the message needs a From header with one address');
+  let messageId = kept.find((f) => f.name === 'message-id')?.value;
+  if (!messageId) {
+    messageId = `<${emailId}@${domainOf(from.address)}>`;
+    kept.push(headerField('Message-ID', messageId));
+  }
+  if (!kept.some((f) => f.name === 'date')) kept.push(headerField('Date', rfc5322Date(now)));
+  const received = headerField(
+    'Received',
+    `from ${arrival.heloName} ([${arrival.clientAddress}])\r\n\tby ${arrival.hostname} (Postline) with ${arrival.secure ? 'ESMTPSA' : 'ESMTPA'} id ${emailId};\r\n\t${rfc5322Date(now)}`,
+  );
+  return { bytes: joinMessage({ fields: [received, ...kept], body }), messageId };
+}
+
+/** What the API shows of a submitted message: its parsed addresses, subject, bodies and attachments. */
+async function parsed(bytes: Buffer) {
+  const mail = await simpleParser(bytes, {
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipTextLinks: true,
+    skipImageLinks: true,
+  });
+  const from = mailboxList(mail.from);
+  if (from.length !== 1) throw invalid('From', 'the message needs a From header with one address');
+  const fields = {
+    from: from[0],
+    to: mailboxList(mail.to),
+    cc: mailboxList(mail.cc),
+    replyTo: mailboxList(mail.replyTo),
+    subject: (mail.subject ?? '').slice(0, EMAIL_LIMITS.subjectChars),
+    html: typeof mail.html === 'string' ? mail.html : null,
+    text: mail.text ?? null,
+    attachments: mail.attachments.map((a) => ({
+      filename: (a.filename ?? 'attachment').replace(/[\r\n\0/\\]/g, '_').slice(0, 255),
+      contentType: a.contentType,
+      ...(a.contentId && { contentId: a.contentId.replace(/^<|>$/g, '') }),
+      bytes: a.content,
+    })),
+  };
+  const { attachments, ...text } = fields;
+  const unstorable = findUnstorableText({ ...text, attachments: attachments.map((a) => a.filename) });
+  if (unstorable !== undefined) throw invalid(unstorable, UNSTORABLE_TEXT);
+  return fields;
+}
+
+/**
+ * A message submitted by an authenticated client: becomes an email on the path of `POST /v1/emails`, under its
+ * X-Postline-Idempotency-Key when it has one (the same key and message answer the first email's id).
+ */
+export async function submitMessage(
+  services: Services,
+  auth: AuthContext,
+  envelopeTo: string[],
+  submitted: Buffer,
+  arrival: Arrival,
+): Promise<Accepted | { id: string }> {
+  const { fields, body } = splitMessage(submitted);
+  const { tags, sendAt, idempotencyKey } = options(fields);
+  const send = async (ids: { ids: string[]; resumed: boolean }) => {
+    const now = services.clock.now();
+    const { bytes, messageId } = finalBytes(fields, body, ids.ids[0], arrival, now);
+    const message: SubmittedMessage = {
+      raw: bytes,
+      messageId,
+      envelopeTo,
+      ...(await parsed(bytes)),
+      tags,
+      ...(sendAt && { sendAt }),
+    };
+    return sendSubmitted(services, auth, message, ids);
+  };
+  const newIds = () => [newId('em', services.clock.now().getTime())];
+  if (idempotencyKey === undefined) return send({ ids: newIds(), resumed: false });
+
+  const digest = createHash('sha256').update(submitted).digest('hex');
+  const reply = await withIdempotency(
+    services.store,
+    auth,
+    idempotencyKey,
+    requestHash('SMTP', 'submission', { to: envelopeTo, message: digest }),
+    () => services.clock.now(),
+    async (claim) => ({ status: 200, body: { id: (await send(claim)).id } }),
+    { leaseMs: services.config.IDEMPOTENCY_LEASE_MS, newIds },
+  );
+  const answer = reply.body as { id?: string; error?: { code: string; message: string } };
+  if (answer.error) throw new AppError(answer.error.code as never, answer.error.message);
+  return { id: answer.id! };
+}

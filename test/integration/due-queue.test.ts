@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/database.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { DueQueue, type DueTable } from '../../processes/due-queue.ts';
+import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+
+type Row = { owner: string; n: number; note: string };
+
+const TABLE: DueTable = {
+  table: 'due_things',
+  key: { owner: 'text', n: 'integer' },
+  dueAt: 'due_at',
+  columns: ['note'],
+  leaseMs: 60_000,
+};
+
+describe.each(DATABASE_KINDS)('DueQueue (%s)', (kind) => {
+  let db: Database;
+  let dispose: () => Promise<void>;
+  const clock = new ManualClock('2026-06-01T00:00:00Z');
+  const logged: string[] = [];
+  const log = createLogger('error', { write: (line: string) => void logged.push(line) });
+  const queue = () => new DueQueue<Row>({ db, clock, log }, TABLE);
+  const at = (ms: number) => new Date(clock.now().getTime() + ms).toISOString();
+  const rows = async () =>
+    (
+      await db.query<{ owner: string; n: number; due_at: Date; claimed: boolean }>(
+        'SELECT owner, n, due_at, claimed_until IS NOT NULL AS claimed FROM due_things ORDER BY owner, n',
+      )
+    ).rows;
+
+  beforeAll(async () => {
+    ({ db, dispose } = await openTestDatabase(kind));
+    // `tries` is named by no row: adding rows leaves it its default (NOT NULL would refuse a null).
+    await db.query(`CREATE TABLE due_things (
+      owner text NOT NULL, n integer NOT NULL, note text NOT NULL, due_at timestamptz NOT NULL,
+      tries integer NOT NULL DEFAULT 0, claimed_until timestamptz, PRIMARY KEY (owner, n))`);
+  });
+  afterAll(() => dispose?.());
+  beforeEach(async () => {
+    await db.query('DELETE FROM due_things');
+    logged.length = 0;
+  });
+
+  it('claims due rows oldest first, once while the lease holds, again once it has run out', async () => {
+    await queue().add(db, [
+      { owner: 'a', n: 2, note: 'second', due_at: at(-1000) },
+      { owner: 'a', n: 1, note: 'first', due_at: at(-2000) },
+      { owner: 'b', n: 1, note: 'later', due_at: at(5000) },
+    ]);
+    // A row already there is left alone.
+    await queue().add(db, [{ owner: 'a', n: 1, note: 'again', due_at: at(0) }]);
+    const q = queue();
+    expect(await q.claim(10)).toEqual([
+      { owner: 'a', n: 1, note: 'first' },
+      { owner: 'a', n: 2, note: 'second' },
+    ]);
+    expect(await q.claim(10)).toEqual([]);
+    // Another process while the claim holds: nothing; after the lease (a crashed claimer): the rows again.
+    expect(await queue().claim(10)).toEqual([]);
+    clock.advance(TABLE.leaseMs + 1);
+    expect((await queue().claim(1)).map((r) => r.note)).toEqual(['first']);
+  });
+
+  it('finishes in batches: done rows removed, others due again unclaimed', async () => {
+    await queue().add(
+      db,
+      Array.from({ length: 120 }, (_, i) => ({ owner: 'c', n: i, note: `${i}`, due_at: at(-1) })),
+    );
+    const q = queue();
+    const claimed = await q.claim(200);
+    expect(claimed).toHaveLength(120);
+    for (const row of claimed) q.finish(row, row.n === 7 ? at(60_000) : null);
+    await q.flush();
+    expect(await rows()).toEqual([{ owner: 'c', n: 7, due_at: new Date(at(60_000)), claimed: false }]);
+  });
+
+  it('drains everything due with several processes at once, each row worked once', async () => {
+    await queue().add(
+      db,
+      Array.from({ length: 250 }, (_, i) => ({ owner: `o${i % 7}`, n: i, note: '', due_at: at(-1) })),
+    );
+    const worked: string[] = [];
+    const drains = [1, 2, 3].map(() => {
+      const q = queue();
+      return q.drain({ batch: 20, concurrency: 4 }, (claimed) =>
+        claimed.map((row) => async () => {
+          worked.push(`${row.owner}/${row.n}`);
+          await new Promise((r) => setImmediate(r));
+          q.finish(row, null);
+          return 1;
+        }),
+      );
+    });
+    const counts = await Promise.all(drains);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(250);
+    expect(new Set(worked).size).toBe(250);
+    expect(worked).toHaveLength(250);
+    expect(await rows()).toEqual([]);
+  });
+
+  it('logs a task that throws and leaves its row claimed; the other tasks go on', async () => {
+    await queue().add(db, [
+      { owner: 'd', n: 1, note: 'fails', due_at: at(-2) },
+      { owner: 'd', n: 2, note: 'works', due_at: at(-1) },
+    ]);
+    const q = queue();
+    const done = await q.drain({ batch: 10, concurrency: 1 }, (claimed) =>
+      claimed.map((row) => async () => {
+        if (row.note === 'fails') throw new Error('no luck');
+        q.finish(row, null);
+        return 1;
+      }),
+    );
+    expect(done).toBe(1);
+    expect(await rows()).toEqual([{ owner: 'd', n: 1, due_at: new Date(at(-2)), claimed: true }]);
+    expect(logged.join('')).toContain('no luck');
+  });
+
+  it('takes only plain SQL names', () => {
+    expect(() => new DueQueue({ db, clock, log }, { ...TABLE, table: 'x; DROP TABLE y' })).toThrow(
+      /not a plain SQL name/,
+    );
+  });
+});

@@ -1,0 +1,220 @@
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand } from '../../bin/cli/commands.ts';
+import { migrate } from '../../platform/db/migrations.ts';
+import { checkpointMigrations } from '../../platform/eventstore/checkpoints.ts';
+import { listParked, parkedEventsMigrations } from '../../platform/eventstore/parked-events.ts';
+import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { LogConsumer } from '../../processes/log-consumer.ts';
+import type { Projection } from '../../projections/projection.ts';
+import { ProjectionRunner, readCheckpoint } from '../../projections/runner.ts';
+import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+import { useTestService } from '../support/service.ts';
+
+const log = createLogger('silent');
+const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'test' };
+
+describe('an event a projection cannot apply (PostgreSQL, the service as it runs)', () => {
+  const svc = useTestService();
+
+  it('is parked: the other projections and another organization go on, and readiness reports it', async () => {
+    const a = await svc.createOrg('pro');
+    const b = await svc.createOrg('pro');
+    const sent = await a.test.post('/v1/emails', {
+      from: 'A <a@example.com>',
+      to: 'x@example.com',
+      subject: 'fine',
+      text: 'hi',
+    });
+    expect(sent.status).toBe(200);
+    const { store } = svc.postline.services;
+    const [queued] = await store.readStream(`email-${sent.body.id}`);
+    // As if an entrance had let it through: the emails read model cannot hold a lone surrogate.
+    const poisonId = `${sent.body.id}x`;
+    const { position: poisoned } = await store.append(
+      `email-${poisonId}`,
+      [
+        {
+          type: 'EmailQueued',
+          data: { ...(queued.data as object), emailId: poisonId, subject: '\ud800' },
+          metadata: queued.metadata,
+        },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    // Its stream's next event waits behind it.
+    await store.append(
+      `email-${poisonId}`,
+      [
+        {
+          type: 'EmailCanceled',
+          data: { emailId: poisonId, canceledAt: new Date().toISOString() },
+          metadata: queued.metadata,
+        },
+      ],
+      { expectedRevision: 0 },
+    );
+    await svc.postline.services.readYourWrites.waitFor(['emails'], poisoned);
+
+    // Every read model goes on, for the other organization and for the same one.
+    const other = await b.test.post('/v1/emails', {
+      from: 'b@example.com',
+      to: 'y@example.com',
+      subject: 's',
+      text: 't',
+    });
+    expect(other.status).toBe(200);
+    expect((await b.test.get(`/v1/emails/${other.body.id}`)).body.subject).toBe('s');
+    const key = await a.live.post('/v1/api-keys', { name: 'after the poison' });
+    expect(key.status).toBe(201);
+    expect((await a.live.get('/v1/api-keys?limit=100')).body.data.map((k: any) => k.id)).toContain(
+      key.body.id,
+    );
+    expect((await a.test.get(`/v1/emails/${poisonId}`)).status).toBe(404);
+
+    const parked = await listParked(svc.postline.services.db);
+    expect(parked.map((p) => [p.consumer, p.stream, p.type])).toEqual([
+      ['projection:emails', `email-${poisonId}`, 'EmailQueued'],
+      ['projection:emails', `email-${poisonId}`, 'EmailCanceled'],
+    ]);
+    expect(parked[0].error).toMatch(/^22P02: /);
+
+    const ready = await svc.client().get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body).toEqual({
+      status: 'not_ready',
+      stuck_consumers: [{ consumer: 'projection:emails', parked_events: 2, since: expect.any(String) }],
+    });
+
+    const out = new PassThrough();
+    const code = await runCommand(['projections', 'status'], svc.postline, out);
+    const text = out.read().toString();
+    expect(code).toBe(1);
+    expect(text).toContain(`projection:emails  email-${poisonId}@${poisoned}  EmailQueued  attempts 1`);
+    expect(text).not.toContain('\ud800');
+
+    // An operator's way out, once understood: the event is dropped from the read model's concerns.
+    await svc.postline.services.db.query('DELETE FROM parked_events');
+    expect((await svc.client().get('/readyz')).status).toBe(200);
+  });
+});
+
+describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
+  let db: Awaited<ReturnType<typeof openTestDatabase>>['db'];
+  let dispose: () => Promise<void>;
+  let store: PostgresEventStore;
+  beforeAll(async () => {
+    ({ db, dispose } = await openTestDatabase(kind));
+    store = await PostgresEventStore.create(db, { pollMs: 50 });
+    await db.exec(`CREATE TABLE seen (stream_id text, revision int, PRIMARY KEY (stream_id, revision));`);
+    await migrate(db, [...checkpointMigrations, ...parkedEventsMigrations]);
+  });
+  afterAll(async () => {
+    await store.close();
+    await dispose();
+  });
+
+  /** Fails on events marked `poison` while `broken` holds; records what it applied. */
+  let broken = true;
+  const apply = async (
+    tx: { query: typeof db.query },
+    event: { streamId: string; revision: number; data: any },
+  ) => {
+    if (broken && event.data.poison) throw new TypeError('cannot read the poison');
+    await tx.query('INSERT INTO seen VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+      event.streamId,
+      event.revision,
+    ]);
+  };
+  const seen = async () =>
+    (await db.query<{ s: string }>(`SELECT stream_id || '@' || revision AS s FROM seen ORDER BY 1`)).rows.map(
+      (r) => r.s,
+    );
+  const parkedOf = async (consumer: string) =>
+    (await listParked(db))
+      .filter((p) => p.consumer === consumer)
+      .map((p) => `${p.stream}:${p.type}:${p.attempts}`);
+  const makeDue = () => db.query('UPDATE parked_events SET next_attempt_at = now()');
+
+  it('a projection parks the event, retries it with back-off, and applies its stream in order once it can', async () => {
+    broken = true;
+    const projection: Projection = { name: `p_${kind}`, tables: ['seen'], apply };
+    await store.append(
+      'p-1',
+      [
+        { type: 'A', data: {}, metadata: meta },
+        { type: 'B', data: { poison: true }, metadata: meta },
+        { type: 'C', data: {}, metadata: meta },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    const { position: head } = await store.append('p-2', [{ type: 'A', data: {}, metadata: meta }], {
+      expectedRevision: 'no_stream',
+    });
+    const runner = new ProjectionRunner(db, store, [projection], log);
+    runner.start();
+    await runner.caughtUp();
+    expect(await readCheckpoint(db, projection.name)).toBe(head);
+    expect(await seen()).toEqual(['p-1@0', 'p-2@0']);
+    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:1', 'p-1:C:1']);
+
+    // Not due yet: nothing is tried.
+    expect(await runner.retryParked()).toBe(0);
+    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:1', 'p-1:C:1']);
+    // Due, still failing: one more attempt, and the next one further away.
+    await makeDue();
+    expect(await runner.retryParked()).toBe(0);
+    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:2', 'p-1:C:2']);
+    const [{ wait }] = (
+      await db.query<{ wait: number }>(
+        `SELECT extract(epoch FROM next_attempt_at - now())::float AS wait FROM parked_events WHERE stream = 'p-1' LIMIT 1`,
+      )
+    ).rows;
+    expect(wait).toBeGreaterThan(5);
+    expect(wait).toBeLessThanOrEqual(10);
+
+    // A later event of the parked stream waits behind it too.
+    await store.append('p-1', [{ type: 'D', data: {}, metadata: meta }], { expectedRevision: 2 });
+    await runner.caughtUp();
+    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:2', 'p-1:C:2', 'p-1:D:1']);
+
+    broken = false;
+    await makeDue();
+    expect(await runner.retryParked()).toBe(3);
+    expect(await seen()).toEqual(['p-1@0', 'p-1@1', 'p-1@2', 'p-1@3', 'p-2@0']);
+    expect(await parkedOf(`projection:p_${kind}`)).toEqual([]);
+    await runner.stop();
+  });
+
+  it('a process manager parks the event and goes on with the rest of its batch', async () => {
+    broken = true;
+    await db.query('DELETE FROM seen');
+    const consumer = new LogConsumer({ name: `pm_${kind}`, db, store, log }, async (tx, events) => {
+      for (const e of events) if (e.streamId.startsWith('q-')) await apply(tx, e);
+    });
+    await store.append('q-1', [{ type: 'X', data: { poison: true }, metadata: meta }], {
+      expectedRevision: 'no_stream',
+    });
+    await store.append('q-2', [{ type: 'Y', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
+    await consumer.catchUp();
+    expect((await seen()).filter((s) => s.startsWith('q-'))).toEqual(['q-2@0']);
+    expect(await parkedOf(`process:pm_${kind}`)).toEqual(['q-1:X:1']);
+    broken = false;
+    await makeDue();
+    expect(await consumer.retryParked()).toBe(1);
+    expect((await seen()).filter((s) => s.startsWith('q-'))).toEqual(['q-1@0', 'q-2@0']);
+  });
+
+  it('does not park anything when the database itself fails: the batch is retried whole', async () => {
+    const consumer = new LogConsumer({ name: `flaky_${kind}`, db, store, log }, async () => {
+      // As the server would answer when it shuts down (57P01 admin_shutdown).
+      throw Object.assign(new Error('terminating connection due to administrator command'), {
+        code: '57P01',
+      });
+    });
+    await store.append('r-1', [{ type: 'Z', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
+    await expect(consumer.catchUp(500)).rejects.toThrow(/administrator command/);
+    expect(await parkedOf(`process:flaky_${kind}`)).toEqual([]);
+  });
+});

@@ -1,0 +1,205 @@
+import nodemailer from 'nodemailer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { arfComplaint, eximTextBounce, gmailDsn, type Original, postfixDsn } from '../fixtures/reports.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { rawSmtp } from '../support/raw-smtp.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
+import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * The MX as `npm start` runs it: live emails go out through the MTA to a real SMTP server, and what comes back
+ * to their return paths (bounces in the formats real servers use, ARF complaints) is read and recorded.
+ */
+
+let dns: TestDnsServer;
+let sink: SmtpSink;
+let receiver: WebhookReceiver;
+let acme: TestOrg;
+let mxPort: number;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  sink = await startSmtpSink();
+  receiver = await startWebhookReceiver();
+  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
+  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+});
+const svc = useTestService(() => ({
+  processes: true,
+  env: {
+    ...domainEnv(dns),
+    OUTBOUND_SMTP_PORT: String(sink.port),
+    OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
+    SMTP_MX_PORT: '0',
+  },
+}));
+beforeAll(async () => {
+  mxPort = svc.postline.smtp!.mxPort!;
+  acme = await svc.createOrg('pro');
+  await addVerifiedDomain(acme.live, dns, 'acme-mx.test');
+  const hook = await acme.live.post('/v1/webhooks', {
+    url: receiver.url,
+    events: ['email.bounced', 'email.complained'],
+  });
+  receiver.secrets.push(hook.body.signing_secret);
+});
+afterAll(async () => {
+  await sink?.close();
+  await receiver?.close();
+  await dns?.close();
+});
+
+async function until(id: string, check: (email: any) => boolean) {
+  for (let i = 0; i < 200; i++) {
+    const email = (await acme.live.get(`/v1/emails/${id}`)).body;
+    if (check(email)) return email;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`email ${id} never got there`);
+}
+
+/** A live email to `to`, delivered; what its return path and headers are. */
+async function delivered(to: string): Promise<Original & { id: string }> {
+  const sent = await acme.live.post('/v1/emails', {
+    from: 'Acme <news@acme-mx.test>',
+    to: [to],
+    subject: 'Hello',
+    text: 'Hi',
+  });
+  expect(sent.status).toBe(200);
+  const id = sent.body.id;
+  await until(id, (e) => e.status === 'delivered');
+  return {
+    id,
+    from: 'Acme <news@acme-mx.test>',
+    to,
+    subject: 'Hello',
+    messageId: `<${id}@acme-mx.test>`,
+    returnPath: `b+${id}@bounces.acme-mx.test`,
+  };
+}
+
+/** What a remote server does: a null sender, to `to`, through the MX. */
+const report = (to: string, raw: string) =>
+  nodemailer
+    .createTransport({ host: '127.0.0.1', port: mxPort, tls: { rejectUnauthorized: false } })
+    .sendMail({ envelope: { from: '', to: [to] }, raw });
+
+/** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
+const POLL = { timeout: 10_000 };
+
+const suppression = async (email: string) =>
+  (await acme.live.get('/v1/suppressions?limit=100')).body.data.find((s: any) => s.email === email);
+
+describe('bounces that come back', () => {
+  it.each([
+    ['Postfix', postfixDsn],
+    ['Gmail', gmailDsn],
+    ['Exim (plain text)', eximTextBounce],
+  ])(
+    'a %s DSN to the return path bounces a delivered recipient, suppresses it, and fires email.bounced',
+    async (_, dsn) => {
+      const to = `gone-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+      const original = await delivered(to);
+      const info = await report(original.returnPath, dsn(original));
+      expect(info.response).toBe('250 2.0.0 Ok: received');
+      const email = await until(original.id, (e) => e.status === 'bounced');
+      expect(email.recipients[0]).toMatchObject({ email: to, status: 'bounced', smtp_code: 550 });
+      // The suppression's read model follows its event.
+      await expect
+        .poll(() => suppression(to), POLL)
+        .toMatchObject({ reason: 'hard_bounce', source_email_id: original.id });
+      const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
+      expect(events.at(-1)).toMatchObject({ type: 'EmailBounced', actor: 'mx' });
+      await expect
+        .poll(
+          () =>
+            receiver.received
+              .filter((r) => r.payload.type === 'email.bounced')
+              .map((r) => r.payload.data.email_id),
+          POLL,
+        )
+        .toContain(original.id);
+    },
+  );
+
+  it('takes a transient failure as a soft bounce, without a suppression', async () => {
+    const to = `full-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+    const original = await delivered(to);
+    await report(original.returnPath, postfixDsn(original, '4.2.2', '452 4.2.2 Mailbox full'));
+    await until(original.id, (e) => e.status === 'bounced');
+    const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
+    expect(events.at(-1).data).toMatchObject({ bounceType: 'soft', smtpCode: 452 });
+    expect(await suppression(to)).toBeUndefined();
+  });
+});
+
+describe('complaints that come back', () => {
+  it.each([
+    ['the return path', (o: Original) => o.returnPath],
+    ['the feedback address', () => 'fbl@mx.postline.test'],
+  ])(
+    'an ARF report to %s marks the recipient complained, suppresses it, and fires email.complained',
+    async (_, to) => {
+      const recipient = `angry-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+      const original = await delivered(recipient);
+      const info = await report(to(original), arfComplaint(original, to(original)));
+      expect(info.response).toBe('250 2.0.0 Ok: received');
+      await until(original.id, (e) => e.recipients[0].status === 'complained');
+      await expect
+        .poll(() => suppression(recipient), POLL)
+        .toMatchObject({ reason: 'complaint', source_email_id: original.id });
+      await expect
+        .poll(
+          () =>
+            receiver.received
+              .filter((r) => r.payload.type === 'email.complained')
+              .map((r) => r.payload.data.email_id),
+          POLL,
+        )
+        .toContain(original.id);
+    },
+  );
+
+  it('keeps a report that matches no email, answering 250 all the same', async () => {
+    const stray: Original = {
+      from: 'x@elsewhere.test',
+      to: 'y@rcpt.test',
+      subject: 'not ours',
+      messageId: '<not-ours@elsewhere.test>',
+      returnPath: 'bounce@elsewhere.test',
+    };
+    const info = await report('fbl@mx.postline.test', arfComplaint(stray, 'fbl@mx.postline.test'));
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+  });
+});
+
+describe('the MX refuses', () => {
+  it('foreign domains, unknown return paths and test-mode emails, and offers no AUTH', async () => {
+    const c = await rawSmtp(mxPort);
+    const ehlo = await c.command('EHLO remote.test');
+    expect(ehlo.text).toContain('STARTTLS');
+    expect(ehlo.text).not.toContain('AUTH');
+    expect((await c.command('MAIL FROM:<>')).code).toBe(250);
+    const foreign = await c.command('RCPT TO:<someone@gmail.com>');
+    expect([foreign.code, foreign.text.slice(0, 5)]).toEqual([550, '5.7.1']);
+    const own = await c.command('RCPT TO:<news@acme-mx.test>');
+    expect([own.code, own.text.slice(0, 5)]).toEqual([550, '5.7.1']);
+    const unknown = await c.command('RCPT TO:<b+em_01aaaaaaaaaaaaaaaaaaaaaaaa@bounces.acme-mx.test>');
+    expect([unknown.code, unknown.text.slice(0, 5)]).toEqual([550, '5.1.1']);
+
+    const test = await acme.test.post('/v1/emails', {
+      from: 'dev@acme-mx.test',
+      to: ['delivered@simulator.postline.dev'],
+      subject: 's',
+      text: 't',
+    });
+    const testMode = await c.command(`RCPT TO:<b+${test.body.id}@bounces.acme-mx.test>`);
+    expect([testMode.code, testMode.text.slice(0, 5)]).toEqual([550, '5.1.1']);
+    const data = await c.command('DATA');
+    expect(data.code).toBe(503); // no valid recipient: no message
+    c.close();
+  });
+});

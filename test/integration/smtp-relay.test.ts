@@ -1,0 +1,543 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { Resolver } from 'node:dns/promises';
+import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
+import { dkimVerify } from 'mailauth';
+import nodemailer from 'nodemailer';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../platform/logger.ts';
+import { ADMIN_URL } from '../support/databases.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { parseMime } from '../support/mime.ts';
+import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
+import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
+import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * The SMTP relay as `npm start` runs it (every process manager on): real clients submit, the outbound MTA
+ * delivers to a real SMTP server found through a real DNS server, webhooks reach a real receiver.
+ */
+
+let svc: TestService;
+let dns: TestDnsServer;
+let mx: SmtpSink;
+let receiver: WebhookReceiver;
+let acme: TestOrg;
+let submission: number;
+let submissions: number;
+const FROM = 'Acme <news@acme-relay.test>';
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  mx = await startSmtpSink({ starttls: true });
+  receiver = await startWebhookReceiver();
+  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
+  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+  svc = await startTestService({
+    processes: true,
+    env: {
+      ...domainEnv(dns),
+      OUTBOUND_SMTP_PORT: String(mx.port),
+      OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
+      SMTP_SUBMISSION_PORT: '0',
+      SMTP_SUBMISSIONS_PORT: '0',
+      SMTP_HOSTNAME: 'relay.postline.test',
+    },
+  });
+  submission = svc.postline.smtp!.submissionPort!;
+  submissions = svc.postline.smtp!.submissionsPort!;
+  acme = await svc.createOrg('pro');
+  await addVerifiedDomain(acme.live, dns, 'acme-relay.test');
+  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['email.delivered'] });
+  receiver.secrets.push(hook.body.signing_secret);
+});
+afterAll(async () => {
+  await svc?.close();
+  await mx?.close();
+  await receiver?.close();
+  await dns?.close();
+});
+beforeEach(() => mx.reset());
+
+const transport = (key: string, implicitTls = false) =>
+  nodemailer.createTransport({
+    host: '127.0.0.1',
+    port: implicitTls ? submissions : submission,
+    secure: implicitTls,
+    requireTLS: !implicitTls,
+    auth: { user: 'postline', pass: key },
+    tls: { rejectUnauthorized: false },
+  });
+
+/** The email id in `250 2.0.0 Ok: queued as em_…`. */
+const queuedId = (response: string) => {
+  const m = /^250 2\.0\.0 Ok: queued as (em_[0-9a-z]+)$/.exec(response);
+  expect(m, response).not.toBeNull();
+  return m![1];
+};
+
+/** Waits for the email to reach `status` (the service delivers in the background). */
+async function until(id: string, status: string, client = acme.live) {
+  for (let i = 0; i < 200; i++) {
+    const r = await client.get(`/v1/emails/${id}`);
+    if (r.body.status === status) return r.body;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`email ${id} never reached ${status}`);
+}
+
+async function dkimOf(raw: Buffer) {
+  const resolver = new Resolver();
+  resolver.setServers([dns.serverAddress]);
+  const result = await dkimVerify(raw, {
+    resolver: async (name: string, type: string) =>
+      type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
+  });
+  return result.results[0];
+}
+
+describe('the SMTP relay with a live key', () => {
+  it('takes a message over STARTTLS and delivers it as submitted, DKIM-signed, with its Bcc only in the envelope', async () => {
+    const info = await transport(acme.liveKey).sendMail({
+      from: FROM,
+      to: 'Ann <ann@rcpt.test>',
+      cc: 'cid@rcpt.test',
+      bcc: 'hidden@rcpt.test',
+      subject: 'Über SMTP',
+      text: 'Hello over SMTP',
+      html: '<p>Hello <img src="cid:logo@acme"></p>',
+      messageId: '<client-chosen@acme-relay.test>',
+      headers: { 'X-Postline-Tags': 'welcome, smtp', 'X-Campaign': 'july' },
+      attachments: [
+        { filename: 'note.txt', content: 'attached!' },
+        { filename: 'logo.png', content: Buffer.from([137, 80, 78, 71]), cid: 'logo@acme' },
+      ],
+    });
+    const id = queuedId(info.response);
+    const [message] = await mx.waitForMessages(1);
+    expect(message.rcptTo.sort()).toEqual(['ann@rcpt.test', 'cid@rcpt.test', 'hidden@rcpt.test']);
+    expect(message.mailFrom).toBe(`b+${id}@bounces.acme-relay.test`);
+    const parsed = parseMime(message.raw);
+    expect(parsed.headers.get('message-id')).toBe('<client-chosen@acme-relay.test>');
+    expect(parsed.headers.get('x-campaign')).toBe('july');
+    expect(parsed.headers.has('bcc')).toBe(false);
+    expect(parsed.headers.has('x-postline-tags')).toBe(false);
+    expect(message.raw.toString()).not.toContain('hidden@rcpt.test');
+    expect(parsed.headers.get('received')).toContain(
+      `by relay.postline.test (Postline) with ESMTPSA id ${id}`,
+    );
+    expect(parsed.parts.find((p) => p.filename === 'note.txt')?.body.toString()).toBe('attached!');
+    const dkim = await dkimOf(message.raw);
+    expect(dkim.status.result).toBe('pass');
+    expect(dkim.signingDomain).toBe('acme-relay.test');
+
+    const email = await until(id, 'delivered');
+    expect(email).toMatchObject({
+      from: 'Acme <news@acme-relay.test>',
+      to: ['Ann <ann@rcpt.test>'],
+      cc: ['cid@rcpt.test'],
+      bcc: ['hidden@rcpt.test'],
+      subject: 'Über SMTP',
+      text: 'Hello over SMTP',
+      html: '<p>Hello <img src="cid:logo@acme"></p>',
+      tags: ['welcome', 'smtp'],
+      message_id: '<client-chosen@acme-relay.test>',
+    });
+    const attachments = await acme.live.get(`/v1/emails/${id}/attachments`);
+    expect(attachments.body.data.map((a: any) => [a.filename, a.content_type, a.content_id, a.size])).toEqual(
+      // In the message's MIME order: the inline image sits with the html, before the attachment.
+      [
+        ['logo.png', 'image/png', 'logo@acme', 4],
+        ['note.txt', 'text/plain', null, 9],
+      ],
+    );
+    const events = await acme.live.get(`/v1/emails/${id}/events`);
+    expect(events.body.data[0]).toMatchObject({ type: 'EmailQueued', actor: 'smtp' });
+    const hooks = await receiver.waitFor(4); // three recipients delivered, after the webhook's test event
+    const delivered = hooks.filter((h) => h.payload.type === 'email.delivered');
+    expect(delivered.map((h) => h.payload.data.email_id)).toEqual([id, id, id]);
+  });
+
+  it('takes a message over implicit TLS, adding the Message-ID and Date it lacks', async () => {
+    const c = await rawSmtp(submissions, { tls: true });
+    expect(c.greeting.code).toBe(220);
+    expect(c.greeting.text).toContain('relay.postline.test');
+    expect((await c.command('EHLO client.test')).code).toBe(250);
+    expect((await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).code).toBe(235);
+    expect((await c.command('MAIL FROM:<news@acme-relay.test>')).code).toBe(250);
+    expect((await c.command('RCPT TO:<ann@rcpt.test>')).code).toBe(250);
+    expect((await c.command('DATA')).code).toBe(354);
+    c.write('From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nSubject: bare\r\n\r\nNo ids here.\r\n.\r\n');
+    const reply = await c.reply();
+    const id = queuedId(`${reply.code} ${reply.text}`);
+    const [message] = await mx.waitForMessages(1);
+    const headers = parseMime(message.raw).headers;
+    expect(headers.get('message-id')).toBe(`<${id}@acme-relay.test>`);
+    expect(headers.get('date')).toMatch(/^\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d \+0000$/);
+    expect((await dkimOf(message.raw)).status.result).toBe('pass');
+    expect((await until(id, 'delivered')).message_id).toBe(`<${id}@acme-relay.test>`);
+    await c.command('QUIT');
+  });
+
+  it('answers the first email again for a repeated X-Postline-Idempotency-Key, and schedules with X-Postline-Send-At', async () => {
+    const sendAt = new Date(Date.now() + 3600_000).toISOString();
+    const mail = {
+      from: FROM,
+      to: 'ann@rcpt.test',
+      subject: 'Once',
+      text: 'only once',
+      messageId: '<once@acme-relay.test>',
+      date: new Date('2026-11-24T10:00:00Z'),
+      headers: { 'X-Postline-Idempotency-Key': 'smtp-once-1', 'X-Postline-Send-At': sendAt },
+    };
+    const first = queuedId((await transport(acme.liveKey).sendMail(mail)).response);
+    const second = queuedId((await transport(acme.liveKey).sendMail(mail)).response);
+    expect(second).toBe(first);
+    const email = await until(first, 'scheduled');
+    expect(email.send_at).toBe(sendAt);
+    const list = await acme.live.get('/v1/emails?limit=100');
+    expect(list.body.data.filter((e: any) => e.subject === 'Once')).toHaveLength(1);
+  });
+
+  it('simulates a test key’s message and delivers nothing', async () => {
+    const info = await transport(acme.testKey).sendMail({
+      from: 'dev@unregistered.test',
+      to: 'delivered@simulator.postline.dev',
+      subject: 'Test mode',
+      text: 'simulated',
+    });
+    const id = queuedId(info.response);
+    const email = await until(id, 'delivered', acme.test);
+    expect(email.to).toEqual(['delivered@simulator.postline.dev']);
+    expect(mx.messages).toHaveLength(0);
+  });
+});
+
+const hasSwaks = (() => {
+  try {
+    execFileSync('swaks', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    console.log('swaks not installed: its relay test skipped (apt-get install swaks; .ci/run installs it)');
+    return false;
+  }
+})();
+
+describe.skipIf(!hasSwaks)('swaks, the SMTP test tool', () => {
+  it('submits over STARTTLS with AUTH LOGIN, and the message is delivered', async () => {
+    const { stdout } = await promisify(execFile)('swaks', [
+      ...['--server', '127.0.0.1', '--port', String(submission), '--tls'],
+      ...['--auth', 'LOGIN', '--auth-user', 'postline', '--auth-password', acme.liveKey],
+      ...['--from', 'news@acme-relay.test', '--to', 'ann@rcpt.test'],
+      ...['--header', 'Subject: from swaks', '--body', 'Sent with swaks.'],
+    ]);
+    const id = /<~ {2}250 2\.0\.0 Ok: queued as (em_[0-9a-z]+)/.exec(stdout)?.[1];
+    expect(id, stdout).toBeDefined();
+    const [message] = await mx.waitForMessages(1);
+    expect(message.rcptTo).toEqual(['ann@rcpt.test']);
+    expect((await dkimOf(message.raw)).status.result).toBe('pass');
+    expect((await until(id!, 'delivered')).subject).toBe('from swaks');
+  });
+});
+
+describe('the SMTP relay refuses', () => {
+  const session = async (key = acme.liveKey) => {
+    const c = await rawSmtp(submissions, { tls: true });
+    await c.command('EHLO client.test');
+    expect((await c.command(`AUTH PLAIN ${authPlain(key)}`)).code).toBe(235);
+    return c;
+  };
+
+  it('a wrong key (535 5.7.8), MAIL before AUTH (530 5.7.0) and AUTH before STARTTLS', async () => {
+    const c = await rawSmtp(submissions, { tls: true });
+    await c.command('EHLO client.test');
+    const wrong = await c.command(`AUTH PLAIN ${authPlain('pk_live_nope')}`);
+    expect([wrong.code, wrong.text.slice(0, 5)]).toEqual([535, '5.7.8']);
+    const mail = await c.command('MAIL FROM:<news@acme-relay.test>');
+    expect([mail.code, mail.text.slice(0, 5)]).toEqual([530, '5.7.0']);
+    c.close();
+
+    const plain = await rawSmtp(submission);
+    expect((await plain.command('EHLO client.test')).text).toContain('STARTTLS');
+    const early = await plain.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`);
+    expect(early.code).toBe(538);
+    plain.close();
+    await expect(
+      transport('pk_live_nope').sendMail({ from: FROM, to: 'a@rcpt.test', text: 'x' }),
+    ).rejects.toThrow(/535/);
+  });
+
+  it('a From domain the organization has not verified (550 5.7.1), and a key deleted since AUTH', async () => {
+    await expect(
+      transport(acme.liveKey).sendMail({
+        from: 'me@not-ours.test',
+        to: 'a@rcpt.test',
+        subject: 's',
+        text: 'x',
+      }),
+    ).rejects.toThrow(/550 5\.7\.1 .*not-ours\.test/);
+
+    const org = await svc.createOrg('pro');
+    const key = await org.live.post('/v1/api-keys', { name: 'smtp' });
+    const c = await session(key.body.key);
+    const deleted = await org.live.delete(`/v1/api-keys/${key.body.id}`);
+    expect(deleted.status).toBe(200);
+    const mail = await c.command('MAIL FROM:<news@acme-relay.test>');
+    expect([mail.code, mail.text.slice(0, 5)]).toEqual([535, '5.7.8']);
+    c.close();
+  });
+
+  it('a sending_access key restricted to one domain sending from another (550 5.7.1), and takes its own', async () => {
+    const other = await addVerifiedDomain(acme.live, dns, 'other-relay.test');
+    const key = await acme.live.post('/v1/api-keys', {
+      name: 'relay only',
+      permission: 'sending_access',
+      domain_id: other.id,
+    });
+    expect(key.status).toBe(201);
+    await expect(
+      transport(key.body.key).sendMail({ from: FROM, to: 'ann@rcpt.test', subject: 's', text: 'x' }),
+    ).rejects.toThrow(/550 5\.7\.1 This API key may only send from other-relay\.test/);
+    const info = await transport(key.body.key).sendMail({
+      from: 'hi@other-relay.test',
+      to: 'ann@rcpt.test',
+      subject: 's',
+      text: 'x',
+    });
+    queuedId(info.response);
+  });
+
+  it('the 51st recipient (452 4.5.3), an invalid address (501 5.1.3) and an oversized message (552)', async () => {
+    const c = await session();
+    expect((await c.command('MAIL FROM:<news@acme-relay.test>')).code).toBe(250);
+    const bad = await c.command('RCPT TO:<ann@localhost>');
+    expect(bad).toEqual({ code: 501, text: '5.1.3 Invalid address: has an invalid domain "localhost"' });
+    for (let i = 0; i < 50; i++) expect((await c.command(`RCPT TO:<r${i}@rcpt.test>`)).code).toBe(250);
+    const over = await c.command('RCPT TO:<r50@rcpt.test>');
+    expect([over.code, over.text.slice(0, 5)]).toEqual([452, '4.5.3']);
+    expect((await c.command('RSET')).code).toBe(250);
+    const declared = await c.command('MAIL FROM:<news@acme-relay.test> SIZE=50000000');
+    expect(declared.code).toBe(552);
+    expect((await c.command('MAIL FROM:<news@acme-relay.test>')).code).toBe(250);
+    expect((await c.command('RCPT TO:<ann@rcpt.test>')).code).toBe(250);
+    expect((await c.command('DATA')).code).toBe(354);
+    const line = `${'x'.repeat(998)}\r\n`;
+    const chunk = Buffer.from(line.repeat(1024)); // about 1 MB
+    c.write('From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nSubject: big\r\n\r\n');
+    for (let i = 0; i < 41; i++) c.write(chunk);
+    c.write('.\r\n');
+    const reply = await c.reply();
+    expect([reply.code, reply.text.slice(0, 5)]).toEqual([552, '5.3.4']);
+    c.close();
+  });
+
+  it.each([
+    ['bare LF line endings', 'Subject: s\n\nline one\nline two\r\n'],
+    ['a bare CR', 'Subject: s\r\n\r\nline\rmore\r\n'],
+    ['a NUL byte', 'Subject: s\r\n\r\nnul \0 here\r\n'],
+    ['a line over 998 characters', `Subject: s\r\n\r\n${'y'.repeat(999)}\r\n`],
+    ['8-bit data without BODY=8BITMIME', 'Subject: s\r\n\r\nd\u00e9j\u00e0 vu\r\n'],
+  ])('a message with %s (554 5.6.x), and the session goes on', async (_, content) => {
+    const c = await session();
+    await c.command('MAIL FROM:<news@acme-relay.test>');
+    await c.command('RCPT TO:<ann@rcpt.test>');
+    await c.command('DATA');
+    c.write(`From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\n${content}.\r\n`);
+    const reply = await c.reply();
+    expect(reply.code).toBe(554);
+    expect(reply.text).toMatch(/^5\.6\.[07] /);
+    expect((await c.command('NOOP')).code).toBe(250);
+    c.close();
+  });
+
+  it.each([
+    ['<LF>.<LF>', '\n.\n'],
+    ['<LF>.<CR><LF>', '\n.\r\n'],
+    ['<CR><LF>.<LF>', '\r\n.\n'],
+    ['<CR>.<CR>', '\r.\r'],
+  ])('SMTP smuggling with %s: no second message is accepted nor delivered', async (_, end) => {
+    const c = await session();
+    await c.command('MAIL FROM:<news@acme-relay.test>');
+    await c.command('RCPT TO:<ann@rcpt.test>');
+    await c.command('DATA');
+    const smuggled =
+      'MAIL FROM:<news@acme-relay.test>\r\nRCPT TO:<victim@rcpt.test>\r\nDATA\r\n' +
+      'From: ceo@acme-relay.test\r\nTo: victim@rcpt.test\r\nSubject: smuggled\r\n\r\nsmuggled\r\n';
+    c.write(
+      `From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nSubject: first\r\n\r\nfirst${end}${smuggled}.\r\n`,
+    );
+    const reply = await c.reply();
+    expect([reply.code, reply.text.slice(0, 5)]).toEqual([554, '5.6.0']);
+    // The whole DATA, smuggled part included, was one refused message: the next command is answered as one.
+    expect((await c.command('NOOP')).code).toBe(250);
+    c.close();
+    const list = await acme.live.get('/v1/emails?limit=100');
+    expect(list.body.data.filter((e: any) => ['first', 'smuggled'].includes(e.subject))).toEqual([]);
+  });
+
+  it('over-long commands and NUL bytes in commands, and serves the next session as before', async () => {
+    const c = await session();
+    const nul = await c.command('MAIL FROM:<news\0@acme-relay.test>');
+    expect(nul.code).toBeGreaterThanOrEqual(500);
+    c.write(`NOOP ${'x'.repeat(20_000)}\r\n`);
+    const long = await c.reply();
+    expect(long.code).toBe(421);
+    await c.closed;
+    const next = await session();
+    expect((await next.command('MAIL FROM:<news@acme-relay.test>')).code).toBe(250);
+    next.close();
+  });
+
+  it('a session that keeps making errors (421 4.7.0 at the tenth refusal)', async () => {
+    const c = await session();
+    expect((await c.command('MAIL FROM:<news@acme-relay.test>')).code).toBe(250);
+    for (let i = 0; i < 9; i++) {
+      const r = await c.command(`RCPT TO:<r${i}@localhost>`);
+      expect([r.code, r.text.slice(0, 5)]).toEqual([501, '5.1.3']);
+    }
+    const closing = await c.command('RCPT TO:<r9@localhost>');
+    expect([closing.code, closing.text.slice(0, 5)]).toEqual([421, '4.7.0']);
+    await c.closed;
+  });
+});
+
+describe('the SMTP relay under abuse', () => {
+  let strict: TestService;
+  let port: number;
+  let org: TestOrg;
+  const logged: string[] = [];
+  beforeAll(async () => {
+    strict = await startTestService({
+      log: createLogger(
+        'info',
+        new Writable({
+          write(chunk, _encoding, done) {
+            logged.push(String(chunk));
+            done();
+          },
+        }),
+      ),
+      env: {
+        SMTP_SUBMISSION_PORT: '0',
+        SMTP_SUBMISSIONS_PORT: 'off',
+        SMTP_ALLOW_INSECURE_AUTH: 'true',
+        SMTP_MAX_CONNECTIONS_PER_IP: '3',
+        SMTP_IDLE_TIMEOUT_MS: '1500',
+        SMTP_SESSION_TIMEOUT_MS: '5000',
+        AUTH_FAILURES_PER_MINUTE: '3',
+      },
+    });
+    port = strict.postline.smtp!.submissionPort!;
+    org = await strict.createOrg('pro');
+    expect(strict.postline.smtp!.submissionsPort).toBeUndefined();
+  });
+  afterAll(() => strict?.close());
+
+  it('refuses a connection beyond the per-address limit (421 4.7.0)', async () => {
+    const open = await Promise.all([rawSmtp(port), rawSmtp(port), rawSmtp(port)]);
+    expect(open.map((c) => c.greeting.code)).toEqual([220, 220, 220]);
+    const fourth = await rawSmtp(port);
+    expect([fourth.greeting.code, fourth.greeting.text.slice(0, 5)]).toEqual([421, '4.7.0']);
+    await fourth.closed;
+    for (const c of open) c.close();
+  });
+
+  it('closes an idle session and a slow-drip one (421)', async () => {
+    const idle = await rawSmtp(port);
+    const idleReply = await idle.reply();
+    expect(idleReply.code).toBe(421);
+    await idle.closed;
+
+    const drip = await rawSmtp(port);
+    await drip.command('EHLO client.test');
+    // A byte a second keeps the idle timer from firing; the session's own limit ends it.
+    const timer = setInterval(() => drip.write('N'), 1000);
+    const reply = await drip.reply();
+    clearInterval(timer);
+    expect([reply.code, reply.text.slice(0, 5)]).toEqual([421, '4.4.2']);
+    await drip.closed;
+  });
+
+  it('refuses AUTH from an address after too many failures (421 4.7.0), valid keys included', async () => {
+    const c = await rawSmtp(port);
+    await c.command('EHLO client.test');
+    for (let i = 0; i < 3; i++)
+      expect((await c.command(`AUTH PLAIN ${authPlain(`pk_live_guess${i}`)}`)).code).toBe(535);
+    const refused = await c.command(`AUTH PLAIN ${authPlain('pk_live_guess3')}`);
+    expect([refused.code, refused.text.slice(0, 5)]).toEqual([421, '4.7.0']);
+    await c.closed;
+    const again = await rawSmtp(port);
+    await again.command('EHLO client.test');
+    const valid = await again.command(`AUTH PLAIN ${authPlain(org.liveKey)}`);
+    expect(valid.code).toBe(421);
+    await again.closed;
+    // Each failure is logged with the client's address, never with what it tried.
+    const failures = logged.filter((l) => l.includes('SMTP authentication failed'));
+    expect(failures.length).toBeGreaterThanOrEqual(3);
+    expect(failures.every((l) => l.includes('127.0.0.1'))).toBe(true);
+    expect(logged.join('')).not.toContain('pk_live_guess');
+  });
+});
+
+describe('the SMTP relay while the database is away', () => {
+  it('answers 451 4.3.0, accepts nothing half, and takes the same message once the database is back', async () => {
+    const away = await startTestService({
+      env: { SMTP_SUBMISSION_PORT: '0', SMTP_ALLOW_INSECURE_AUTH: 'true', REDIS_URL: '' },
+    });
+    const org = await away.createOrg('pro');
+    const name = new URL(away.postline.services.config.DATABASE_URL!).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    const allow = (yes: boolean) => admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS ${yes}`);
+    const message =
+      'From: dev@any.test\r\nTo: delivered@simulator.postline.dev\r\nSubject: outage\r\n\r\nhi\r\n.\r\n';
+    const transaction = async (c: Awaited<ReturnType<typeof rawSmtp>>) => {
+      const mail = await c.command('MAIL FROM:<dev@any.test>');
+      if (mail.code !== 250) return mail;
+      await c.command('RCPT TO:<delivered@simulator.postline.dev>');
+      await c.command('DATA');
+      c.write(message);
+      return c.reply();
+    };
+    try {
+      const c = await rawSmtp(away.postline.smtp!.submissionPort!);
+      await c.command('EHLO client.test');
+      expect((await c.command(`AUTH PLAIN ${authPlain(org.testKey)}`)).code).toBe(235);
+      await allow(false);
+      await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [name],
+      );
+      const refused = await transaction(c);
+      expect([refused.code, refused.text]).toEqual([
+        451,
+        '4.3.0 Temporary failure: the message was not stored; send it again',
+      ]);
+      await c.command('RSET');
+      await allow(true);
+      let accepted = { code: 0, text: '' };
+      for (let i = 0; i < 100 && accepted.code !== 250; i++) {
+        accepted = await transaction(c);
+        if (accepted.code !== 250) {
+          expect(accepted.code).toBe(451); // the pool is still reconnecting
+          await c.command('RSET');
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      expect(accepted.text).toMatch(/^2\.0\.0 Ok: queued as em_/);
+      // 250 is said once the events are committed; the read model follows.
+      const id = /em_[0-9a-z]+/.exec(accepted.text)![0];
+      await until(id, 'queued', org.test);
+      const list = await org.test.get('/v1/emails');
+      expect(list.body.data.map((e: any) => e.id)).toEqual([id]);
+      c.close();
+    } finally {
+      await allow(true);
+      await admin.end();
+      await away.close();
+    }
+  });
+});

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import { createApiKey, deleteApiKey } from './api-key.commands.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const API_KEY_PROJECTIONS = ['api_keys'];
+
+const createBody = z
+  .object({
+    name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
+    permission: z.enum(['full_access', 'sending_access']).default('full_access'),
+    domain_id: z
+      .string()
+      .regex(/^dom_[0-9a-z]+$/, 'must be a domain id (dom_…)')
+      .nullish(),
+  })
+  .strict();
+
+export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBelongsTo: DomainCheck) {
+  api.post(
+    '/api-keys',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const meta = metaOf(req.auth);
+      if (body.domain_id) await domainBelongsTo(req.auth, body.domain_id);
+      const key = await createApiKey(services, meta, {
+        name: body.name,
+        permission: body.permission,
+        domainId: body.domain_id ?? null,
+      });
+      await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, key.position);
+      return created({
+        id: key.keyId,
+        name: body.name,
+        key: key.key,
+        permission: body.permission,
+        domain_id: body.domain_id ?? null,
+        created_at: key.createdAt,
+      });
+    },
+    // Not idempotent on purpose: a replayed reply would have to keep the key, and only its hash may be stored.
+  );
+
+  api.delete('/api-keys/:key_id', async (req) => {
+    const meta = metaOf(req.auth);
+    const { position } = await deleteApiKey(services, meta, req.params.key_id);
+    await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, position);
+    return ok({ id: req.params.key_id, deleted: true });
+  });
+}
+
+/** Throws a 422 unless the domain exists in the caller's organization and mode (wired to the domains read model). */
+export type DomainCheck = (
+  auth: import('../../platform/http/auth-context.ts').AuthContext,
+  domainId: string,
+) => Promise<void>;

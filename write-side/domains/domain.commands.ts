@@ -1,0 +1,310 @@
+import { generateKeyPair, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { createResolver } from '../../platform/dns.ts';
+import { notFound } from '../../platform/errors.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Plan } from '../../platform/tenancy.ts';
+import {
+  freeSlot,
+  type PlanSlotKind,
+  SLOT_ABANDONED_AFTER_MS,
+  withPlanSlot,
+} from '../plan-slots/plan-slot.commands.ts';
+import { PLANS } from '../plans.ts';
+import { checkDnsRecords } from './dns-check.ts';
+import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from './dns-records.ts';
+import { type DomainCommand, domainDecider } from './domain.decider.ts';
+import {
+  type DkimKey,
+  DOMAIN_GRACE_PERIOD_MS,
+  domainNameStream,
+  domainStream,
+  type Impressum,
+} from './domain.events.ts';
+import { domainNameDecider } from './domain-name.decider.ts';
+
+const generateRsaKeyPair = promisify(generateKeyPair);
+
+/** Domains count against the plan until deleted (soft delete frees the slot, as the list stops showing it). */
+export const DOMAIN_SLOTS: PlanSlotKind = {
+  resource: 'domains',
+  streamOf: domainStream,
+  releasedBy: ['DomainDeleted', 'DomainPurged'],
+  restoredBy: ['DomainRestored'],
+};
+
+type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db'>;
+
+/**
+ * A fresh RSA 2048 key. The selector carries the month and a random part: it names this key in DNS, so a
+ * rotated key gets a new selector and both can be published while mail signed with the old one is in flight.
+ * Two organizations registering the same name get different selectors, so their records do not collide.
+ */
+async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
+  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  const month = at.toISOString().slice(0, 7).replace('-', '');
+  return {
+    selector: `pl${month}${randomBytes(3).toString('hex')}`,
+    publicKey: publicKey.toString('base64'),
+    sealedPrivateKey: services.secrets.seal(privateKey),
+    createdAt: at.toISOString(),
+  };
+}
+
+/**
+ * Registers the name in its claim stream; registrations whose domain was never written (a crash) are freed.
+ * Only old ones: a young one may belong to a request still running, which would otherwise lose its name.
+ */
+/**
+ * The registration of a domain's name as a command on the name's stream, read now: the registrations of this
+ * organization and mode that were abandoned (their domain never came into being) are released by it.
+ */
+async function nameRegistration(
+  services: Deps,
+  meta: EventMetadata,
+  name: string,
+  domainId: string,
+  at: string,
+) {
+  const stream = domainNameStream(name);
+  const history = await services.store.readStream(stream);
+  const state = rebuildState(domainNameDecider, history);
+  const abandoned: string[] = [];
+  for (const [id, r] of Object.entries(state.registrations)) {
+    if (
+      r.orgId === meta.orgId &&
+      r.mode === meta.mode &&
+      Date.parse(at) - Date.parse(r.since) > SLOT_ABANDONED_AFTER_MS &&
+      (await services.store.readStream(domainStream(id))).length === 0
+    )
+      abandoned.push(id);
+  }
+  const command = {
+    type: 'RegisterDomainName' as const,
+    name,
+    domainId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    abandoned,
+    at,
+  };
+  return { stream, history, state, command };
+}
+
+export interface NewDomain {
+  name: string;
+  openTracking: boolean;
+  clickTracking: boolean;
+  inboundEnabled: boolean;
+}
+
+/** The plan limit is a slot taken before anything is written (plan-slots): racing adds cannot overshoot it. */
+export async function addDomain(
+  services: Deps,
+  meta: EventMetadata,
+  plan: Plan,
+  input: NewDomain,
+  /** Chosen in advance under an Idempotency-Key; a new id by default. */
+  chosenId?: string,
+) {
+  const limit = PLANS[plan].domains;
+  const now = services.clock.now();
+  const at = now.toISOString();
+  const domainId = chosenId ?? newId('dom', now.getTime());
+  const refusal =
+    `The ${plan} plan includes ${limit} domain${limit === 1 ? '' : 's'}; ` +
+    'delete one or upgrade the plan.';
+  // A name the organization already has is a 409 on every plan, before the plan's limit is asked (the decider is
+  // pure: this only reads).
+  const registration = await nameRegistration(services, meta, input.name, domainId, at);
+  domainNameDecider.decide(registration.command, registration.state);
+  return withPlanSlot(services, meta, DOMAIN_SLOTS, { id: domainId, limit, refusal }, async () => {
+    // The name first: a taken name is refused before the key pair costs its CPU time.
+    const { stream, history, command } = await nameRegistration(services, meta, input.name, domainId, at);
+    await handleCommand(services.store, stream, domainNameDecider, command, meta, { history });
+    const dkim = await newDkimKey(services, now);
+    const settings = dnsSettings(services.config);
+    const result = await handleCommand(
+      services.store,
+      domainStream(domainId),
+      domainDecider,
+      {
+        type: 'AddDomain',
+        domainId,
+        orgId: meta.orgId,
+        mode: meta.mode,
+        ...input,
+        dkim,
+        returnPathDomain: `${settings.returnPathSubdomain}.${input.name}`,
+        trackingDomain: `${TRACKING_LABEL}.${input.name}`,
+        records: dnsRecordsFor(
+          {
+            name: input.name,
+            selector: dkim.selector,
+            publicKey: dkim.publicKey,
+            inboundEnabled: input.inboundEnabled,
+          },
+          settings,
+        ),
+        at,
+      },
+      meta,
+    );
+    return { domainId, position: result.position };
+  });
+}
+
+/**
+ * Looks the domain's records up over DNS now and records the outcome. Becoming verified first claims the name
+ * (409 when another organization holds it). Used by `POST /domains/{id}/verify` and the periodic re-check.
+ */
+export async function verifyDomain(
+  services: Deps,
+  meta: EventMetadata,
+  domainId: string,
+  trigger: 'manual' | 'periodic',
+) {
+  const stream = domainStream(domainId);
+  const history = await services.store.readStream(stream);
+  const state = rebuildState(domainDecider, history);
+  if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
+    throw notFound('Domain', domainId);
+  const checks = await checkDnsRecords(createResolver(services.config.DNS_SERVERS), state.records);
+  const command: DomainCommand = {
+    type: 'RecordDnsCheck',
+    domainId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    trigger,
+    checks,
+    at: services.clock.now().toISOString(),
+  };
+  const outcome = domainDecider.decide(command, state);
+  if (outcome.some((e) => e.type === 'DomainVerificationChecked' && e.data.status === 'verified')) {
+    await handleCommand(
+      services.store,
+      domainNameStream(state.name),
+      domainNameDecider,
+      {
+        type: 'ClaimDomainName',
+        name: state.name,
+        domainId,
+        orgId: meta.orgId,
+        mode: meta.mode,
+        at: command.at,
+      },
+      meta,
+    );
+  }
+  const result = await handleCommand(services.store, stream, domainDecider, command, meta, { history });
+  return { position: result.position, events: result.events };
+}
+
+export interface DomainPatch {
+  openTracking?: boolean;
+  clickTracking?: boolean;
+  inboundEnabled?: boolean;
+  impressum?: Impressum | null;
+}
+
+export async function updateDomain(
+  services: Deps,
+  meta: EventMetadata,
+  domainId: string,
+  patch: DomainPatch,
+) {
+  const result = await handleCommand(
+    services.store,
+    domainStream(domainId),
+    domainDecider,
+    {
+      type: 'UpdateDomain',
+      domainId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      ...patch,
+      inboundMxHost: services.config.POSTLINE_MX_HOST,
+      at: services.clock.now().toISOString(),
+    },
+    meta,
+  );
+  return { position: result.position };
+}
+
+/**
+ * Soft delete: the domain stops sending, leaves lists and frees its plan slot now; retention purges it after the
+ * grace period (the name stays registered until then).
+ */
+export async function deleteDomain(services: Deps, meta: EventMetadata, domainId: string) {
+  const now = services.clock.now();
+  const result = await handleCommand(
+    services.store,
+    domainStream(domainId),
+    domainDecider,
+    {
+      type: 'DeleteDomain',
+      domainId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      at: now.toISOString(),
+      purgeAfter: new Date(now.getTime() + DOMAIN_GRACE_PERIOD_MS).toISOString(),
+    },
+    meta,
+  );
+  await freeSlot(services, meta, DOMAIN_SLOTS, domainId);
+  return { position: result.position };
+}
+
+/**
+ * Takes a deleted domain back within its grace period (its name is still its own): it counts against the plan
+ * again, so a plan at its limit refuses it (422 plan_limit_exceeded).
+ */
+export async function restoreDomain(services: Deps, meta: EventMetadata, plan: Plan, domainId: string) {
+  const limit = PLANS[plan].domains;
+  const refusal =
+    `The ${plan} plan includes ${limit} domain${limit === 1 ? '' : 's'}; ` +
+    'delete one or upgrade the plan before restoring this one.';
+  const command = {
+    type: 'RestoreDomain' as const,
+    domainId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    at: services.clock.now().toISOString(),
+  };
+  // Not found, not deleted or too late is said before the plan's limit is asked (the decider is pure: this reads).
+  const history = await services.store.readStream(domainStream(domainId));
+  domainDecider.decide(command, rebuildState(domainDecider, history));
+  return withPlanSlot(services, meta, DOMAIN_SLOTS, { id: domainId, limit, refusal }, async () => {
+    const result = await handleCommand(services.store, domainStream(domainId), domainDecider, command, meta, {
+      history,
+    });
+    return { position: result.position };
+  });
+}
+
+/** Frees the name first, then purges: a crash in between leaves a domain that the next run purges. */
+export async function purgeDomain(services: Deps, meta: EventMetadata, domain: { id: string; name: string }) {
+  const at = services.clock.now().toISOString();
+  await handleCommand(
+    services.store,
+    domainNameStream(domain.name),
+    domainNameDecider,
+    { type: 'ReleaseDomainName', name: domain.name, domainId: domain.id, at },
+    meta,
+  );
+  const result = await handleCommand(
+    services.store,
+    domainStream(domain.id),
+    domainDecider,
+    { type: 'PurgeDomain', domainId: domain.id, at },
+    meta,
+  );
+  return { position: result.position };
+}

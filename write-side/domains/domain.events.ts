@@ -1,0 +1,141 @@
+import type { Mode } from '../../platform/eventstore/types.ts';
+
+export type DnsRecordType = 'TXT' | 'MX' | 'CNAME';
+/** `return_path`: the MX on the bounce subdomain; `inbound`: the MX on the domain itself (inbound mail). */
+export type DnsRecordPurpose = 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking' | 'inbound';
+export type DnsRecordStatus = 'pending' | 'verified' | 'failed';
+/** `pending` until first checked; then from the required records: all, some or none verified. */
+export type DomainStatus = 'pending' | 'verified' | 'partially_verified' | 'failed';
+
+/** One record the user publishes. `found` is what the last check saw at that name (null before any check). */
+export interface DnsRecord {
+  type: DnsRecordType;
+  name: string;
+  value: string;
+  /** MX only. */
+  priority?: number;
+  purpose: DnsRecordPurpose;
+  /** Required records decide whether the domain may send; the others are recommended or feature-specific. */
+  required: boolean;
+  status: DnsRecordStatus;
+  found: string[] | null;
+}
+
+export interface Impressum {
+  company_name: string;
+  address: string;
+  country: string;
+  email: string;
+  phone?: string;
+  representative?: string;
+  register_entry?: string;
+  vat_id?: string;
+}
+
+export interface DkimKey {
+  selector: string;
+  /** Base64 SubjectPublicKeyInfo (DER), the `p=` of the DNS record. */
+  publicKey: string;
+  /** PKCS#8 PEM sealed with POSTLINE_SECRET_KEY (services.secrets.open()); never in clear in an event. */
+  sealedPrivateKey: string;
+  createdAt: string;
+}
+
+/** Verification outcome of a single record. `inconclusive`: the lookup failed (timeout, SERVFAIL): status unchanged. */
+export interface RecordCheck {
+  type: DnsRecordType;
+  name: string;
+  purpose: DnsRecordPurpose;
+  outcome: 'verified' | 'failed' | 'inconclusive';
+  found: string[];
+}
+
+export type DomainEvent =
+  | {
+      type: 'DomainAdded';
+      data: {
+        domainId: string;
+        orgId: string;
+        mode: Mode;
+        name: string;
+        region: 'eu';
+        openTracking: boolean;
+        clickTracking: boolean;
+        inboundEnabled: boolean;
+        dkim: DkimKey;
+        returnPathDomain: string;
+        trackingDomain: string;
+        records: DnsRecord[];
+        addedAt: string;
+      };
+    }
+  | {
+      type: 'DomainVerificationChecked';
+      data: {
+        domainId: string;
+        name: string;
+        trigger: 'manual' | 'periodic';
+        status: DomainStatus;
+        records: DnsRecord[];
+        checkedAt: string;
+      };
+    }
+  /** The domain became verified (first time, or again after a DNS change). Public: `domain.verified`. */
+  | { type: 'DomainVerified'; data: { domainId: string; name: string; verifiedAt: string } }
+  /** A record that was verified is gone or changed. Public: `domain.dns_changed`. `records`: the ones that broke. */
+  | {
+      type: 'DomainDnsChanged';
+      data: {
+        domainId: string;
+        name: string;
+        records: {
+          type: DnsRecordType;
+          name: string;
+          purpose: DnsRecordPurpose;
+          expected: string;
+          found: string[];
+        }[];
+        /** Status after the change; anything but `verified` means live sending stops until re-verified. */
+        status: DomainStatus;
+        detectedAt: string;
+      };
+    }
+  | {
+      type: 'DomainUpdated';
+      data: {
+        domainId: string;
+        name: string;
+        openTracking: boolean;
+        clickTracking: boolean;
+        inboundEnabled: boolean;
+        impressum: Impressum | null;
+        records: DnsRecord[];
+        updatedAt: string;
+      };
+    }
+  | { type: 'DomainDeleted'; data: { domainId: string; name: string; deletedAt: string; purgeAfter: string } }
+  | { type: 'DomainPurged'; data: { domainId: string; name: string; purgedAt: string } }
+  /** A deleted domain taken back within its grace period: it is as it was before the deletion. */
+  | { type: 'DomainRestored'; data: { domainId: string; name: string; restoredAt: string } };
+
+export const domainStream = (domainId: string) => `domain-${domainId}`;
+
+/**
+ * Who holds a domain name, across organizations: a stream per (punycode) name. It serialises registrations of
+ * the same name and records which organization has proved control of it by verifying.
+ */
+export type DomainNameEvent =
+  | {
+      type: 'DomainNameRegistered';
+      data: { name: string; domainId: string; orgId: string; mode: Mode; registeredAt: string };
+    }
+  | {
+      type: 'DomainNameClaimed';
+      data: { name: string; domainId: string; orgId: string; mode: Mode; claimedAt: string };
+    }
+  | { type: 'DomainNameReleased'; data: { name: string; domainId: string; releasedAt: string } };
+
+export const domainNameStream = (name: string) => `domainname-${name}`;
+
+/** Soft-deleted domains are purged (and their name freed) after this grace period. */
+export const DOMAIN_GRACE_PERIOD_MS = 30 * 24 * 3600_000;

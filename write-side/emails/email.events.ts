@@ -1,0 +1,174 @@
+import type { Mode } from '../../platform/eventstore/types.ts';
+
+/**
+ * The email aggregate's events, stream `email-<em_id>`. Internal schema: the webhooks team maps these to the
+ * public, separately versioned payloads. Versioned by adding fields only. Every `data` has `emailId`; times are
+ * ISO strings. Attachment bytes never enter the log: they sit in the blob store under `blobKey`.
+ */
+
+export interface EmailAttachmentRef {
+  /** `att_…` */
+  id: string;
+  filename: string;
+  contentType: string;
+  /** For inline images referenced from the html as `cid:<contentId>`. */
+  contentId?: string;
+  /** Decoded size in bytes. */
+  size: number;
+  blobKey: string;
+}
+
+/** What was accepted, as it will be sent: templates are already rendered, suppressed recipients already dropped. */
+export interface EmailContent {
+  emailId: string;
+  /** Also in the metadata; here too so the decider can answer 404 for another organization or mode. */
+  orgId: string;
+  mode: Mode;
+  from: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  replyTo: string[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  tags: string[];
+  attachments: EmailAttachmentRef[];
+  /** The sending domain's id; null for a test-mode email from a domain that is not registered. */
+  domainId: string | null;
+  domainName: string;
+  templateId?: string;
+  templateVersionId?: string;
+  /** Addresses removed from to/cc/bcc because they are on the suppression list. */
+  suppressedRecipients: string[];
+  createdAt: string;
+  /**
+   * A message submitted over SMTP: the bytes delivered as they are (only DKIM-signed), in the blob store. The
+   * fields above are what was parsed from it, for the API; to, cc and bcc come from the envelope.
+   */
+  raw?: EmailRawMessage;
+}
+
+export interface EmailRawMessage {
+  blobKey: string;
+  size: number;
+  /** Its Message-ID header, the client's own or the one Postline added. */
+  messageId: string;
+}
+
+export type EmailQueued = { type: 'EmailQueued'; data: EmailContent };
+export type EmailScheduled = { type: 'EmailScheduled'; data: EmailContent & { sendAt: string } };
+export type EmailRescheduled = { type: 'EmailRescheduled'; data: { emailId: string; sendAt: string } };
+export type EmailCanceled = { type: 'EmailCanceled'; data: { emailId: string; canceledAt: string } };
+/** A scheduled email fell due (scheduler); from here on it is handled like a queued one. */
+export type EmailReleased = { type: 'EmailReleased'; data: { emailId: string; releasedAt: string } };
+export type EmailSendingStarted = {
+  type: 'EmailSendingStarted';
+  data: { emailId: string; startedAt: string };
+};
+/** The message left Postline: composed, signed and handed to the first receiving server (or the simulator). */
+export type EmailSent = { type: 'EmailSent'; data: { emailId: string; messageId: string; sentAt: string } };
+export type EmailDelivered = {
+  type: 'EmailDelivered';
+  data: {
+    emailId: string;
+    recipient: string;
+    smtpResponse: string;
+    deliveredAt: string;
+    mx?: string;
+    tls?: boolean;
+  };
+};
+export type EmailDeliveryDelayed = {
+  type: 'EmailDeliveryDelayed';
+  data: {
+    emailId: string;
+    recipient: string;
+    /** The attempt that failed, 1-based. */
+    attempt: number;
+    nextAttemptAt: string;
+    smtpResponse: string;
+    smtpCode?: number;
+    delayedAt: string;
+  };
+};
+export type EmailBounced = {
+  type: 'EmailBounced';
+  data: {
+    emailId: string;
+    recipient: string;
+    /** hard: 5xx, the address is suppressed; soft: retries exhausted. */
+    bounceType: 'hard' | 'soft';
+    /** null when no server answered (DNS failure, refused connection) on the last attempt. */
+    smtpCode: number | null;
+    smtpResponse: string;
+    bouncedAt: string;
+  };
+};
+export type EmailComplained = {
+  type: 'EmailComplained';
+  data: { emailId: string; recipient: string; complainedAt: string };
+};
+export type EmailOpened = {
+  type: 'EmailOpened';
+  data: { emailId: string; userAgent: string; ip: string; openedAt: string };
+};
+export type EmailClicked = {
+  type: 'EmailClicked';
+  data: { emailId: string; link: string; userAgent: string; ip: string; clickedAt: string };
+};
+
+export type EmailEvent =
+  | EmailQueued
+  | EmailScheduled
+  | EmailRescheduled
+  | EmailCanceled
+  | EmailReleased
+  | EmailSendingStarted
+  | EmailSent
+  | EmailDelivered
+  | EmailDeliveryDelayed
+  | EmailBounced
+  | EmailComplained
+  | EmailOpened
+  | EmailClicked;
+
+export const EMAIL_EVENT_TYPES: EmailEvent['type'][] = [
+  'EmailQueued',
+  'EmailScheduled',
+  'EmailRescheduled',
+  'EmailCanceled',
+  'EmailReleased',
+  'EmailSendingStarted',
+  'EmailSent',
+  'EmailDelivered',
+  'EmailDeliveryDelayed',
+  'EmailBounced',
+  'EmailComplained',
+  'EmailOpened',
+  'EmailClicked',
+];
+
+export const emailStream = (emailId: string) => `email-${emailId}`;
+
+/** Everyone the message goes to (to, cc, bcc), each once, compared case-insensitively. */
+export function recipientsOf(content: Pick<EmailContent, 'to' | 'cc' | 'bcc'>): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const a of [...content.to, ...content.cc, ...content.bcc]) {
+    const address = addressOnly(a).toLowerCase();
+    if (!seen.has(address)) {
+      seen.add(address);
+      out.push(address);
+    }
+  }
+  return out;
+}
+
+/** `Jane <jane@x.org>` -> `jane@x.org`. */
+const addressOnly = (a: string) => /<([^<>]+)>\s*$/.exec(a)?.[1] ?? a.trim();
+
+/** Stable for the email, so every attempt (and a replay after a crash) carries the same Message-ID. */
+export const messageIdOf = (content: Pick<EmailContent, 'emailId' | 'domainName' | 'raw'>) =>
+  content.raw?.messageId ?? `<${content.emailId}@${content.domainName}>`;

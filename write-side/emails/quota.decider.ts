@@ -1,0 +1,77 @@
+import { AppError } from '../../platform/errors.ts';
+import type { Decider } from '../../platform/eventstore/command.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+
+export const quotaStream = (orgId: string, mode: Mode, month: string) => `quota-${orgId}-${mode}-${month}`;
+
+export type QuotaEvent = {
+  type: 'MonthlyQuotaConsumed';
+  data: {
+    month: string;
+    granted: number;
+    consumedAt: string;
+    /** The request it was granted to: the first id it chose under an Idempotency-Key. */
+    request?: string;
+  };
+};
+export type ConsumeQuota = {
+  type: 'ConsumeQuota';
+  month: string;
+  requested: number;
+  limit: number;
+  at: string;
+  request?: string;
+};
+
+export interface QuotaState {
+  used: number;
+  /** Grants by request (`request`), so that a retry of an interrupted request is not counted twice. */
+  grants: Record<string, number>;
+}
+
+/**
+ * The monthly quota of a plan with a hard stop (plans.ts): counted in a stream per month
+ * (`quota-<org>-<mode>-<yyyy-mm>`) appended with an expected revision, so concurrent requests cannot overshoot
+ * it. Plans without one are never refused; their overage is counted from the `emails` read model (`email_usage`,
+ * GET /v1/usage). Grants what is left, up to the request; refuses only when nothing is left (a batch gets a
+ * partial grant). A request's grant is taken once (`request`).
+ */
+export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
+  initialState: { used: 0, grants: {} },
+  evolve: (s, e) => ({
+    used: s.used + e.data.granted,
+    grants: e.data.request ? { ...s.grants, [e.data.request]: e.data.granted } : s.grants,
+  }),
+  decide(c, s) {
+    // A request granted before (an interrupted attempt of it): its grant stands, nothing is taken again.
+    if (c.request !== undefined && c.request in s.grants) return [];
+    const left = Math.max(0, c.limit - s.used);
+    if (left === 0) throw quotaExceeded(c.limit, c.month, c.at);
+    return [
+      {
+        type: 'MonthlyQuotaConsumed',
+        data: {
+          month: c.month,
+          granted: Math.min(left, c.requested),
+          consumedAt: c.at,
+          ...(c.request !== undefined && { request: c.request }),
+        },
+      },
+    ];
+  },
+};
+
+/** Whole seconds from `at` (ISO) until the next calendar month begins, in UTC: when a month's quota resets. */
+export function secondsUntilNextMonth(at: string): number {
+  const t = new Date(at);
+  const next = Date.UTC(t.getUTCFullYear(), t.getUTCMonth() + 1, 1);
+  return Math.max(1, Math.ceil((next - t.getTime()) / 1000));
+}
+
+/** The refusal once the month's quota is used up; `Retry-After` says when it resets. */
+export const quotaExceeded = (limit: number, month: string, at: string) =>
+  new AppError(
+    'monthly_quota_exceeded',
+    `The plan's monthly quota of ${limit} emails is used up for ${month}; upgrade the plan or wait for next month.`,
+    { 'Retry-After': String(secondsUntilNextMonth(at)) },
+  );

@@ -1,0 +1,48 @@
+import { handleCommand } from '../../platform/eventstore/command.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Plan } from '../../platform/tenancy.ts';
+import { createApiKey } from '../api-keys/api-key.commands.ts';
+import { organizationDecider } from './organization.decider.ts';
+import { organizationStream } from './organization.events.ts';
+
+/** Creates an organization with one live and one test key, both full_access. The keys are shown only now. */
+export async function createOrganization(
+  services: Pick<Services, 'store' | 'clock'>,
+  input: { name: string; plan: Plan },
+) {
+  const orgId = newId('org', services.clock.now().getTime());
+  const meta = { orgId, mode: 'live' as const, actor: 'cli' };
+  await handleCommand(
+    services.store,
+    organizationStream(orgId),
+    organizationDecider,
+    {
+      type: 'CreateOrganization',
+      orgId,
+      name: input.name,
+      plan: input.plan,
+      at: services.clock.now().toISOString(),
+    },
+    meta,
+  );
+  const keyInput = { name: 'Default', permission: 'full_access' as const, domainId: null };
+  const live = await createApiKey(services, meta, keyInput);
+  const test = await createApiKey(services, { ...meta, mode: 'test' }, keyInput);
+  return { orgId, liveKey: live.key, testKey: test.key, position: test.position };
+}
+
+/**
+ * Moves an organization to another plan (an operator's act, through the CLI). Resources beyond the new plan's
+ * limits stay; new ones are refused until the organization is back within them.
+ */
+export async function changePlan(services: Pick<Services, 'store' | 'clock'>, orgId: string, plan: Plan) {
+  const result = await handleCommand(
+    services.store,
+    organizationStream(orgId),
+    organizationDecider,
+    { type: 'ChangePlan', orgId, plan, at: services.clock.now().toISOString() },
+    { orgId, mode: 'live', actor: 'cli' },
+  );
+  return { changed: result.events.length > 0, position: result.position };
+}

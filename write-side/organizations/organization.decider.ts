@@ -1,0 +1,50 @@
+import { AppError } from '../../platform/errors.ts';
+import type { Decider } from '../../platform/eventstore/command.ts';
+import type { Plan } from '../../platform/tenancy.ts';
+import type { OrganizationEvent } from './organization.events.ts';
+
+export type OrganizationCommand =
+  | { type: 'CreateOrganization'; orgId: string; name: string; plan: Plan; at: string }
+  | { type: 'ChangePlan'; orgId: string; plan: Plan; at: string };
+
+export type OrganizationState = { exists: false } | { exists: true; plan: Plan };
+
+export const organizationDecider: Decider<OrganizationCommand, OrganizationEvent, OrganizationState> = {
+  initialState: { exists: false },
+  evolve: (state, event) => {
+    switch (event.type) {
+      case 'OrganizationCreated':
+        return { exists: true, plan: event.data.plan };
+      case 'OrganizationPlanChanged':
+        return { exists: true, plan: event.data.plan };
+    }
+    return state;
+  },
+  decide(command, state) {
+    switch (command.type) {
+      case 'CreateOrganization':
+        if (state.exists) throw new AppError('conflict', `Organization ${command.orgId} already exists`);
+        return [
+          {
+            type: 'OrganizationCreated',
+            data: { orgId: command.orgId, name: command.name, plan: command.plan, createdAt: command.at },
+          },
+        ];
+      case 'ChangePlan':
+        if (!state.exists) throw new AppError('not_found', `Organization ${command.orgId} not found`);
+        // Already on it: nothing to record (a retried command).
+        if (state.plan === command.plan) return [];
+        return [
+          {
+            type: 'OrganizationPlanChanged',
+            data: {
+              orgId: command.orgId,
+              plan: command.plan,
+              previousPlan: state.plan,
+              changedAt: command.at,
+            },
+          },
+        ];
+    }
+  },
+};

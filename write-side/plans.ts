@@ -1,0 +1,51 @@
+import type { Plan } from '../platform/tenancy.ts';
+
+/** What a plan includes. `null`: the plan does not limit it. */
+export interface PlanLimits {
+  /** Emails a month per organization and mode. */
+  emailsPerMonth: number;
+  /** Refuse sends past `emailsPerMonth` (else they are counted as overage). */
+  monthlyHardStop: boolean;
+  overagePer1000Eur: number | null;
+  domains: number | null;
+  templates: number | null;
+  webhooks: number | null;
+}
+
+/** The plan catalogue, a pure rule: every limit a command enforces and every figure GET /v1/usage reports. */
+export const PLANS: Record<Plan, PlanLimits> = {
+  free: {
+    emailsPerMonth: 100,
+    monthlyHardStop: true,
+    overagePer1000Eur: null,
+    domains: 1,
+    templates: 5,
+    webhooks: 1,
+  },
+  pro: {
+    emailsPerMonth: 50_000,
+    monthlyHardStop: false,
+    overagePer1000Eur: 0.4,
+    domains: 10,
+    templates: null,
+    webhooks: 10,
+  },
+  business: {
+    emailsPerMonth: 200_000,
+    monthlyHardStop: false,
+    overagePer1000Eur: 0.3,
+    domains: null,
+    templates: null,
+    webhooks: null,
+  },
+};
+
+/**
+ * The quota period an instant counts toward: its calendar month in UTC (`2026-01`). An ISO time in UTC (what events
+ * hold) is read without a Date.
+ */
+export const monthOf = (at: Date | string) =>
+  (typeof at === 'string' && /^\d{4}-\d\d-\d\dT[^+-]*Z$/.test(at) ? at : new Date(at).toISOString()).slice(
+    0,
+    7,
+  );

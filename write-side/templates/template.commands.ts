@@ -1,0 +1,154 @@
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Plan } from '../../platform/tenancy.ts';
+import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
+import { PLANS } from '../plans.ts';
+import { requireTemplate, templateDecider } from './template.decider.ts';
+import { type TemplateContent, templateStream } from './template.events.ts';
+
+/**
+ * Template commands: ids, time and the quota come in here; the decider validates the Handlebars sources itself
+ * (parsing is pure). The quota is a plan slot taken before the template is written (write-side/plan-slots), so
+ * two creates racing for the last one cannot both pass; the decider's own check then sees the slots held.
+ */
+type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
+
+/** Active templates count against the plan; a deleted one frees its slot. */
+export const TEMPLATE_SLOTS: PlanSlotKind = {
+  resource: 'templates',
+  streamOf: templateStream,
+  releasedBy: ['TemplateDeleted'],
+};
+
+/** Same words as the decider's own check. */
+const templateSlot = (plan: Plan, id: string) => {
+  const limit = PLANS[plan].templates;
+  return {
+    id,
+    limit,
+    refusal: `The ${plan} plan allows ${limit} templates; delete one or upgrade the plan.`,
+  };
+};
+
+const newVersionId = (services: Pick<Services, 'clock'>) => newId('tmplv', services.clock.now().getTime());
+
+export async function createTemplate(
+  services: Deps,
+  meta: EventMetadata,
+  plan: Plan,
+  input: { name: string; engine: string; content: TemplateContent },
+  /** Chosen in advance under an Idempotency-Key; a new id by default. */
+  chosenId?: string,
+) {
+  const templateId = chosenId ?? newId('tmpl', services.clock.now().getTime());
+  return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {
+    const result = await handleCommand(
+      services.store,
+      templateStream(templateId),
+      templateDecider,
+      {
+        type: 'CreateTemplate',
+        templateId,
+        versionId: newVersionId(services),
+        orgId: meta.orgId,
+        mode: meta.mode,
+        plan,
+        activeTemplates: held,
+        at: services.clock.now().toISOString(),
+        ...input,
+      },
+      meta,
+    );
+    return { templateId, position: result.position };
+  });
+}
+
+export async function duplicateTemplate(
+  services: Deps,
+  meta: EventMetadata,
+  plan: Plan,
+  sourceId: string,
+  name?: string,
+  /** Chosen in advance under an Idempotency-Key; a new id by default. */
+  chosenId?: string,
+) {
+  const source = requireTemplate(
+    rebuildState(templateDecider, await services.store.readStream(templateStream(sourceId))),
+    {
+      templateId: sourceId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+    },
+  );
+  const templateId = chosenId ?? newId('tmpl', services.clock.now().getTime());
+  return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {
+    const result = await handleCommand(
+      services.store,
+      templateStream(templateId),
+      templateDecider,
+      {
+        type: 'DuplicateTemplate',
+        templateId,
+        versionId: newVersionId(services),
+        orgId: meta.orgId,
+        mode: meta.mode,
+        plan,
+        activeTemplates: held,
+        at: services.clock.now().toISOString(),
+        name,
+        source: { templateId: sourceId, name: source.name, version: source.latest },
+      },
+      meta,
+    );
+    return { templateId, position: result.position };
+  });
+}
+
+export async function updateTemplate(
+  services: Deps,
+  meta: EventMetadata,
+  templateId: string,
+  input: { name?: string; changes: Partial<TemplateContent> },
+) {
+  const result = await handleCommand(
+    services.store,
+    templateStream(templateId),
+    templateDecider,
+    {
+      type: 'UpdateTemplate',
+      templateId,
+      versionId: newVersionId(services),
+      orgId: meta.orgId,
+      mode: meta.mode,
+      at: services.clock.now().toISOString(),
+      ...input,
+    },
+    meta,
+  );
+  return { position: result.position };
+}
+
+/** Publish or delete: commands that carry only the template and the caller. */
+async function onTemplate(
+  services: Deps,
+  meta: EventMetadata,
+  type: 'PublishTemplate' | 'DeleteTemplate',
+  templateId: string,
+) {
+  const at = services.clock.now().toISOString();
+  const command = { type, templateId, orgId: meta.orgId, mode: meta.mode, at };
+  return handleCommand(services.store, templateStream(templateId), templateDecider, command, meta);
+}
+
+export async function publishTemplate(services: Deps, meta: EventMetadata, templateId: string) {
+  const result = await onTemplate(services, meta, 'PublishTemplate', templateId);
+  return { position: result.position };
+}
+
+export async function deleteTemplate(services: Deps, meta: EventMetadata, templateId: string) {
+  const result = await onTemplate(services, meta, 'DeleteTemplate', templateId);
+  await freeSlot(services, meta, TEMPLATE_SLOTS, templateId);
+  return { position: result.position };
+}

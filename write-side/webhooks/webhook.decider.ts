@@ -1,0 +1,199 @@
+import { AppError, notFound } from '../../platform/errors.ts';
+import type { Decider } from '../../platform/eventstore/command.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import type { DisabledReason, WebhookEvent } from './webhook.events.ts';
+
+/** The previous secret keeps signing for this long after a rotation. */
+export const ROTATION_OVERLAP_MS = 24 * 3600_000;
+
+/** `orgId` and `mode` of the caller: another organization's webhook, or the other mode's, is not found. */
+interface Caller {
+  webhookId: string;
+  orgId: string;
+  mode: Mode;
+  at: string;
+}
+
+export type WebhookCommand =
+  | (Caller & {
+      type: 'CreateWebhook';
+      url: string;
+      events: string[];
+      active: boolean;
+      sealedSecret: string;
+      /** Endpoints the organization has in this mode, and its plan's allowance (null: unlimited). */
+      existingEndpoints: number;
+      planLimit: number | null;
+    })
+  | (Caller & { type: 'UpdateWebhook'; url?: string; events?: string[]; active?: boolean })
+  | (Caller & { type: 'RotateWebhookSecret'; sealedSecret: string })
+  | (Caller & { type: 'DeleteWebhook' })
+  | (Caller & { type: 'RequestDeliveryRetry'; deliveryId: string })
+  | (Caller & { type: 'RequestWebhookReplay'; replayId: string; since: string; until: string | null })
+  /** From the dispatcher (actor `system`): no caller to check. */
+  | { type: 'DisableWebhook'; webhookId: string; reason: DisabledReason; detail: string; at: string }
+  | {
+      type: 'RecordDeliveryExhausted';
+      webhookId: string;
+      deliveryId: string;
+      eventType: string;
+      attempts: number;
+      at: string;
+    };
+
+interface Existing {
+  status: 'exists' | 'deleted';
+  orgId: string;
+  mode: Mode;
+  url: string;
+  events: string[];
+  active: boolean;
+  sealedSecret: string;
+}
+
+export type WebhookState = { status: 'none' } | Existing;
+
+function owned(state: WebhookState, c: Caller): Existing {
+  if (state.status !== 'exists' || state.orgId !== c.orgId || state.mode !== c.mode)
+    throw notFound('Webhook', c.webhookId);
+  return state;
+}
+
+function requireActive(state: Existing, webhookId: string) {
+  if (!state.active) {
+    throw new AppError(
+      'webhook_inactive',
+      `Webhook ${webhookId} is not active; enable it (PATCH active: true) first.`,
+    );
+  }
+}
+
+const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState> = {
+  initialState: { status: 'none' },
+  evolve(state, event) {
+    switch (event.type) {
+      case 'WebhookCreated': {
+        const d = event.data;
+        return {
+          status: 'exists',
+          orgId: d.orgId,
+          mode: d.mode,
+          url: d.url,
+          events: d.events,
+          active: d.active,
+          sealedSecret: d.sealedSecret,
+        };
+      }
+      case 'WebhookUpdated':
+        if (state.status === 'none') return state;
+        return { ...state, url: event.data.url, events: event.data.events, active: event.data.active };
+      case 'WebhookSecretRotated':
+        return state.status === 'none' ? state : { ...state, sealedSecret: event.data.sealedSecret };
+      case 'WebhookDisabled':
+        return state.status === 'none' ? state : { ...state, active: false };
+      case 'WebhookDeleted':
+        return state.status === 'none' ? state : { ...state, status: 'deleted', active: false };
+      default:
+        return state;
+    }
+  },
+  decide(command, state) {
+    switch (command.type) {
+      case 'CreateWebhook': {
+        if (state.status !== 'none')
+          throw new AppError('conflict', `Webhook ${command.webhookId} already exists`);
+        if (command.planLimit !== null && command.existingEndpoints >= command.planLimit) {
+          throw new AppError(
+            'plan_limit_exceeded',
+            `Your plan allows ${command.planLimit} webhook endpoint${command.planLimit === 1 ? '' : 's'}; delete one or upgrade.`,
+          );
+        }
+        const { webhookId, orgId, mode, url, events, active, sealedSecret, at } = command;
+        return [
+          {
+            type: 'WebhookCreated',
+            data: { webhookId, orgId, mode, url, events, active, sealedSecret, createdAt: at },
+          },
+        ];
+      }
+      case 'UpdateWebhook': {
+        const s = owned(state, command);
+        const next = {
+          url: command.url ?? s.url,
+          events: command.events ?? s.events,
+          active: command.active ?? s.active,
+        };
+        if (next.url === s.url && sameList(next.events, s.events) && next.active === s.active) return [];
+        return [
+          { type: 'WebhookUpdated', data: { webhookId: command.webhookId, ...next, updatedAt: command.at } },
+        ];
+      }
+      case 'RotateWebhookSecret': {
+        const s = owned(state, command);
+        const previousValidUntil = new Date(Date.parse(command.at) + ROTATION_OVERLAP_MS).toISOString();
+        return [
+          {
+            type: 'WebhookSecretRotated',
+            data: {
+              webhookId: command.webhookId,
+              sealedSecret: command.sealedSecret,
+              previousSealedSecret: s.sealedSecret,
+              previousValidUntil,
+              rotatedAt: command.at,
+            },
+          },
+        ];
+      }
+      case 'DeleteWebhook':
+        owned(state, command);
+        return [{ type: 'WebhookDeleted', data: { webhookId: command.webhookId, deletedAt: command.at } }];
+      case 'RequestDeliveryRetry':
+        requireActive(owned(state, command), command.webhookId);
+        return [
+          {
+            type: 'WebhookDeliveryRetryRequested',
+            data: { webhookId: command.webhookId, deliveryId: command.deliveryId, requestedAt: command.at },
+          },
+        ];
+      case 'RequestWebhookReplay': {
+        requireActive(owned(state, command), command.webhookId);
+        if (Date.parse(command.since) > Date.parse(command.at)) {
+          throw new AppError('validation_error', '`since`: must not be in the future');
+        }
+        if (command.until !== null && Date.parse(command.until) < Date.parse(command.since)) {
+          throw new AppError('validation_error', '`until`: must not be before `since`');
+        }
+        const { webhookId, replayId, since, until, at } = command;
+        return [
+          { type: 'WebhookReplayRequested', data: { webhookId, replayId, since, until, requestedAt: at } },
+        ];
+      }
+      case 'DisableWebhook':
+        // Already off (by its owner, an earlier failure or deletion): nothing to record.
+        if (state.status !== 'exists' || !state.active) return [];
+        return [
+          {
+            type: 'WebhookDisabled',
+            data: {
+              webhookId: command.webhookId,
+              reason: command.reason,
+              detail: command.detail,
+              disabledAt: command.at,
+            },
+          },
+        ];
+      case 'RecordDeliveryExhausted': {
+        if (state.status === 'none') return [];
+        const { webhookId, deliveryId, eventType, attempts, at } = command;
+        return [
+          {
+            type: 'WebhookDeliveryExhausted',
+            data: { webhookId, deliveryId, eventType, attempts, exhaustedAt: at },
+          },
+        ];
+      }
+    }
+  },
+};

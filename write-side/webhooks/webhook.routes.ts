@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import { AppError, notFound } from '../../platform/errors.ts';
+import { type AuthContext, metaOf } from '../../platform/http/auth-context.ts';
+import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import { findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/webhooks.queries.ts';
+import { isSubscribable, PUBLIC_EVENT_TYPES } from './event-types.ts';
+import {
+  addWebhook,
+  deleteWebhook,
+  requestDeliveryRetry,
+  requestWebhookReplay,
+  rotateWebhookSecret,
+  updateWebhook,
+} from './webhook.commands.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const WEBHOOK_PROJECTIONS = ['webhooks'];
+
+const url = z
+  .string()
+  .max(2048, 'must be at most 2048 characters')
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (
+        (u.protocol === 'https:' || u.protocol === 'http:') && !!u.hostname && !u.username && !u.password
+      );
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http(s) URL without credentials');
+
+const events = z
+  .array(
+    z.string().refine(isSubscribable, {
+      error: (issue) =>
+        `unknown event type \`${String(issue.input)}\`; use one of ${PUBLIC_EVENT_TYPES.join(', ')}, \`email.*\` or \`*\``,
+    }),
+  )
+  .min(1, 'must list at least one event type')
+  .max(50, 'must list at most 50 event types')
+  .transform((list) => [...new Set(list)]);
+
+const createBody = z.object({ url, events, active: z.boolean().default(true) }).strict();
+const updateBody = z
+  .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional() })
+  .strict();
+const replayBody = z
+  .object({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }).nullish() })
+  .strict();
+
+/** Unknown ids, malformed ids and other organizations' ids all answer the same 404. */
+function webhookId(raw: string): string {
+  if (!WEBHOOK_ID.test(raw)) throw notFound('Webhook', raw);
+  return raw;
+}
+
+export function webhookCommandRoutes(api: ApiRouter, services: Services) {
+  const view = async (auth: AuthContext, id: string) => {
+    const w = await getWebhook(services.db, auth, id);
+    if (!w) throw new AppError('internal_error', `Webhook ${id} is missing from the read model`);
+    return w;
+  };
+
+  api.post('/webhooks', async (req) => {
+    const body = parse(createBody, req.body);
+    const {
+      webhookId: id,
+      secret,
+      position,
+    } = await addWebhook(services, metaOf(req.auth), req.auth.plan, body);
+    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
+    return created({ ...(await view(req.auth, id)), signing_secret: secret });
+  });
+
+  api.patch('/webhooks/:webhook_id', async (req) => {
+    const id = webhookId(req.params.webhook_id);
+    const body = parse(updateBody, req.body);
+    const { position } = await updateWebhook(services, metaOf(req.auth), id, body);
+    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
+    return ok(await view(req.auth, id));
+  });
+
+  api.delete('/webhooks/:webhook_id', async (req) => {
+    const id = webhookId(req.params.webhook_id);
+    const { position } = await deleteWebhook(services, metaOf(req.auth), id);
+    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
+    return ok({ id, deleted: true });
+  });
+
+  api.post('/webhooks/:webhook_id/rotate-secret', async (req) => {
+    const id = webhookId(req.params.webhook_id);
+    parse(z.object({}).strict(), req.body);
+    const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id);
+    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
+    return ok({ id, signing_secret: rotated.secret, previous_secret_expires_at: rotated.previousValidUntil });
+  });
+
+  api.post('/webhooks/:webhook_id/deliveries/:delivery_id/retry', async (req) => {
+    const id = webhookId(req.params.webhook_id);
+    const deliveryId = req.params.delivery_id;
+    if (!(await getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
+    if (!(await findDelivery(services.db, req.auth, id, deliveryId)))
+      throw notFound('Webhook delivery', deliveryId);
+    const { requestedAt } = await requestDeliveryRetry(services, metaOf(req.auth), id, deliveryId);
+    return {
+      status: 202,
+      body: { id: deliveryId, object: 'webhook_delivery', webhook_id: id, retry_requested_at: requestedAt },
+    };
+  });
+
+  api.post('/webhooks/:webhook_id/replay', async (req) => {
+    const id = webhookId(req.params.webhook_id);
+    const body = parse(replayBody, req.body);
+    const since = new Date(body.since).toISOString();
+    const until = body.until ? new Date(body.until).toISOString() : null;
+    const { replayId, requestedAt } = await requestWebhookReplay(services, metaOf(req.auth), id, {
+      since,
+      until,
+    });
+    return {
+      status: 202,
+      body: {
+        id: replayId,
+        object: 'webhook_replay',
+        webhook_id: id,
+        since,
+        until,
+        requested_at: requestedAt,
+      },
+    };
+  });
+}
