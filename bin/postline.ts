@@ -4,12 +4,14 @@ import { ConfigError, loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { mountAdmin } from './cli/admin.ts';
 import { runCommand, USAGE, UsageError } from './cli/commands.ts';
-import { claimDataDir, currentOwner, releaseDataDir } from './cli/data-dir-owner.ts';
+import { claimDataDir, currentOwner, type Owner, releaseDataDir } from './cli/data-dir-owner.ts';
 import { type Postline, startPostline } from './service.ts';
 
 async function serve(config: ReturnType<typeof loadConfig>) {
   const log = createLogger(config.LOG_LEVEL);
-  const owner = config.embedded ? claimDataDir(config.POSTLINE_DATA_DIR, config.PORT) : null;
+  const owner = config.embedded
+    ? claimDataDir(config.POSTLINE_DATA_DIR, { port: config.PORT, host: config.HOST })
+    : null;
   let postline: Postline | undefined;
   postline = await startPostline(config, {
     log,
@@ -46,9 +48,16 @@ async function serve(config: ReturnType<typeof loadConfig>) {
   });
 }
 
+/** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
+function adminHost(host: string | undefined): string {
+  if (!host || host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 /** Embedded mode with a running server: run the command inside it. */
-async function viaServer(port: number, token: string, argv: string[]): Promise<number> {
-  const res = await request(`http://127.0.0.1:${port}/admin/cli`, {
+async function viaServer(owner: Owner, token: string, argv: string[]): Promise<number> {
+  const res = await request(`http://${adminHost(owner.host)}:${owner.port}/admin/cli`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-postline-admin-token': token },
     body: JSON.stringify({ argv }),
@@ -82,7 +91,7 @@ async function main(argv: string[]): Promise<number> {
     return -1;
   }
   const owner = config.embedded ? currentOwner(config.POSTLINE_DATA_DIR) : null;
-  if (owner?.port && owner.adminToken) return viaServer(owner.port, owner.adminToken, argv);
+  if (owner?.port && owner.adminToken) return viaServer(owner, owner.adminToken, argv);
   if (config.embedded) claimDataDir(config.POSTLINE_DATA_DIR);
   const postline = await startPostline({ ...config, LOG_LEVEL: 'warn' }, { http: false, processes: false });
   try {

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 export interface Owner {
   pid: number;
   port?: number;
+  /** The server's bind address (`HOST`): a CLI command reaches the admin endpoint there. */
+  host?: string;
   adminToken?: string;
 }
 
@@ -34,7 +36,7 @@ export function currentOwner(dataDir: string): Owner | null {
   }
 }
 
-export function claimDataDir(dataDir: string, port?: number): Owner {
+export function claimDataDir(dataDir: string, server?: { port: number; host: string }): Owner {
   const existing = currentOwner(dataDir);
   if (existing) {
     throw new Error(
@@ -44,8 +46,9 @@ export function claimDataDir(dataDir: string, port?: number): Owner {
   mkdirSync(dataDir, { recursive: true });
   const owner: Owner = {
     pid: process.pid,
-    port,
-    adminToken: port ? randomBytes(24).toString('hex') : undefined,
+    port: server?.port,
+    host: server?.host,
+    adminToken: server ? randomBytes(24).toString('hex') : undefined,
   };
   writeFileSync(file(dataDir), JSON.stringify(owner), { mode: 0o600 });
   return owner;

@@ -76,14 +76,17 @@ describe('embedded mode (no database configured), as a user runs it', () => {
     const offline = await runCli(['orgs', 'create', '--name', 'Offline', '--json'], env);
     expect(offline.code, offline.stderr).toBe(0);
     const offlineOrg = JSON.parse(offline.stdout);
-    server = await startServer({ ...env, PORT: String(port) });
+    // Bound to one address (HOST): the CLI finds the server's admin endpoint there, not on 127.0.0.1.
+    const host = '127.0.0.2';
+    server = await startServer({ ...env, PORT: String(port), HOST: host });
     try {
       expect(
-        (await apiClient(`http://127.0.0.1:${port}`, offlineOrg.live_key).get('/v1/api-keys')).status,
+        (await apiClient(`http://${host}:${port}`, offlineOrg.live_key).get('/v1/api-keys')).status,
       ).toBe(200);
-      expect((await apiClient(`http://127.0.0.1:${port}`, org.live_key).get('/v1/api-keys')).status).toBe(
-        200,
-      );
+      expect((await apiClient(`http://${host}:${port}`, org.live_key).get('/v1/api-keys')).status).toBe(200);
+      const listed = await runCli(['orgs', 'list', '--json'], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain(offlineOrg.org_id);
     } finally {
       await server.stop();
     }

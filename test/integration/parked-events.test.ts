@@ -71,6 +71,24 @@ describe('an event a projection cannot apply (PostgreSQL, the service as it runs
     expect((await a.live.get('/v1/api-keys?limit=100')).body.data.map((k: any) => k.id)).toContain(
       key.body.id,
     );
+    // Each write below answers only once its read model has it (read-your-writes, within its deadline).
+    const domain = await b.live.post('/v1/domains', { name: 'b-after-poison.example.com' });
+    expect(domain.status).toBe(201);
+    expect((await b.live.get(`/v1/domains/${domain.body.id}`)).body.name).toBe('b-after-poison.example.com');
+    const template = await b.live.post('/v1/templates', { name: 'After', subject: 'Hi', html: '<p>Hi</p>' });
+    expect(template.status).toBe(201);
+    expect((await b.live.get(`/v1/templates/${template.body.id}`)).body.name).toBe('After');
+    const suppression = await b.live.post('/v1/suppressions', { email: 'after@example.com' });
+    expect(suppression.status).toBe(201);
+    expect((await b.live.get('/v1/suppressions')).body.data.map((s: any) => s.email)).toContain(
+      'after@example.com',
+    );
+    const webhook = await b.live.post('/v1/webhooks', {
+      url: 'https://example.com/hook',
+      events: ['email.sent'],
+    });
+    expect(webhook.status).toBe(201);
+    expect((await b.live.get(`/v1/webhooks/${webhook.body.id}`)).body.url).toBe('https://example.com/hook');
     expect((await a.test.get(`/v1/emails/${poisonId}`)).status).toBe(404);
 
     const parked = await listParked(svc.postline.services.db);

@@ -354,6 +354,35 @@ describe('the SMTP relay refuses', () => {
   });
 
   it.each([
+    // =00 decodes to NUL in the text part; U+D800 alone, encoded as UTF-16, is a lone surrogate in the subject.
+    [
+      'a NUL in a quoted-printable body',
+      'Content-Transfer-Encoding: quoted-printable\r\nSubject: s\r\n\r\nnul=00here\r\n',
+      'text',
+    ],
+    ['a lone surrogate in an encoded subject', 'Subject: =?utf-16be?B?2AA=?=\r\n\r\nbody\r\n', 'subject'],
+  ])(
+    'a message whose decoded text the stores cannot hold, %s: 550 naming the field, no email',
+    async (_, content, field) => {
+      const listed = async () => (await acme.live.get('/v1/emails?limit=100')).body.data.length;
+      const before = await listed();
+      const c = await session();
+      await c.command('MAIL FROM:<news@acme-relay.test>');
+      await c.command('RCPT TO:<ann@rcpt.test>');
+      await c.command('DATA');
+      c.write(
+        `From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nMessage-ID: <poison-${field}@acme-relay.test>\r\n${content}.\r\n`,
+      );
+      const reply = await c.reply();
+      expect([reply.code, reply.text.slice(0, 5)]).toEqual([550, '5.6.0']);
+      expect(reply.text).toContain(field);
+      expect((await c.command('NOOP')).code).toBe(250);
+      c.close();
+      expect(await listed()).toBe(before);
+    },
+  );
+
+  it.each([
     ['<LF>.<LF>', '\n.\n'],
     ['<LF>.<CR><LF>', '\n.\r\n'],
     ['<CR><LF>.<LF>', '\r\n.\n'],

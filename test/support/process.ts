@@ -94,7 +94,7 @@ export async function startServer(
   while (true) {
     if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
     try {
-      const r = await fetch(`http://127.0.0.1:${env.PORT}/readyz`);
+      const r = await fetch(`http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/readyz`);
       if (r.status === 200) break;
     } catch {}
     if (Date.now() > deadline) throw new Error(`server not ready: ${output}`);
