@@ -89,6 +89,10 @@ async function parsed(bytes: Buffer) {
   });
   const from = mailboxList(mail.from);
   if (from.length !== 1) throw invalid('From', 'the message needs a From header with one address');
+  // A single-part message's body ends with the CRLF that DATA's end marker needs: framing, not the sender's text
+  // (in a multipart message the boundary takes that line break).
+  const contentType = mail.headers.get('content-type') as { value?: string } | undefined;
+  const singlePart = !contentType?.value?.toLowerCase().startsWith('multipart/');
   const fields = {
     from: from[0],
     to: mailboxList(mail.to),
@@ -96,7 +100,7 @@ async function parsed(bytes: Buffer) {
     replyTo: mailboxList(mail.replyTo),
     subject: (mail.subject ?? '').slice(0, EMAIL_LIMITS.subjectChars),
     html: typeof mail.html === 'string' ? mail.html : null,
-    text: mail.text ?? null,
+    text: mail.text === undefined ? null : singlePart ? mail.text.replace(/\r?\n$/, '') : mail.text,
     attachments: mail.attachments.map((a) => ({
       filename: (a.filename ?? 'attachment').replace(/[\r\n\0/\\]/g, '_').slice(0, 255),
       contentType: a.contentType,

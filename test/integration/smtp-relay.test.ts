@@ -159,6 +159,25 @@ describe('the SMTP relay with a live key', () => {
     const hooks = await receiver.waitFor(4); // three recipients delivered, after the webhook's test event
     const delivered = hooks.filter((h) => h.payload.type === 'email.delivered');
     expect(delivered.map((h) => h.payload.data.email_id)).toEqual([id, id, id]);
+    // Signed as every webhook is: the standardwebhooks verifier accepts each with the endpoint's secret.
+    expect(delivered.map((h) => h.verifiedWith)).toEqual(Array(3).fill([receiver.secrets[0]]));
+  });
+
+  it('takes a message from nodemailer over implicit TLS (port 2465 in production)', async () => {
+    const info = await transport(acme.liveKey, true).sendMail({
+      from: FROM,
+      to: 'ann@rcpt.test',
+      subject: 'Over implicit TLS',
+      text: 'Hello over SMTPS',
+    });
+    const id = queuedId(info.response);
+    const [message] = await mx.waitForMessages(1);
+    expect(message.mailFrom).toBe(`b+${id}@bounces.acme-relay.test`);
+    expect((await dkimOf(message.raw)).status.result).toBe('pass');
+    expect(await until(id, 'delivered')).toMatchObject({
+      subject: 'Over implicit TLS',
+      text: 'Hello over SMTPS',
+    });
   });
 
   it('takes a message over implicit TLS, adding the Message-ID and Date it lacks', async () => {
