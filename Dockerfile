@@ -10,5 +10,5 @@ COPY . .
 ENV POSTLINE_DATA_DIR=/app/data
 RUN mkdir -p /app/data && chown -R node:node /app/data
 USER node
-EXPOSE 3000
+EXPOSE 3000 2587 2465 2525
 CMD ["npm", "start"]

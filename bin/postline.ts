@@ -13,8 +13,13 @@ async function serve(config: ReturnType<typeof loadConfig>) {
     ? claimDataDir(config.POSTLINE_DATA_DIR, { port: config.PORT, host: config.HOST })
     : null;
   let postline: Postline | undefined;
+  const roles = config.POSTLINE_ROLES;
   postline = await startPostline(config, {
     log,
+    http: roles.has('api'),
+    smtp: roles.has('smtp'),
+    projections: roles.has('projections'),
+    processes: roles.has('workers'),
     mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
   });
   const { rows } = await postline.services.db.query<{ n: number }>(
@@ -22,10 +27,13 @@ async function serve(config: ReturnType<typeof loadConfig>) {
   );
   log.info(
     {
+      roles: [...roles],
       port: postline.port,
       database: config.embedded ? `PGlite in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL',
     },
-    `Postline serving ${config.PUBLIC_URL}/v1`,
+    roles.has('api')
+      ? `Postline serving ${config.PUBLIC_URL}/v1`
+      : `Postline running ${[...roles].join(', ')}`,
   );
   if (rows[0].n === 0) {
     process.stdout.write(

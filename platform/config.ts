@@ -41,8 +41,23 @@ const isCidr = (p: string) => {
   }
 };
 
+/** What a process can run: the HTTP API, the SMTP listeners, the projections, the process managers. */
+export const ROLES = ['api', 'smtp', 'projections', 'workers'] as const;
+export type Role = (typeof ROLES)[number];
+const isRole = (r: string): r is Role => (ROLES as readonly string[]).includes(r);
+
 /** Every setting Postline reads from the environment; the README's configuration table mirrors this. */
 const schema = z.object({
+  /** `all` (default), or a comma-separated list of roles: processes of any roles share one PostgreSQL. */
+  POSTLINE_ROLES: commaList
+    .refine(
+      (list) => list.every((r) => r === 'all' || isRole(r)),
+      `must be all or a comma-separated list of ${ROLES.join(', ')}`,
+    )
+    .transform(
+      (list): ReadonlySet<Role> =>
+        new Set(list.length === 0 || list.includes('all') ? ROLES : list.filter(isRole)),
+    ),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** Bind address of the HTTP server (the API and the embedded admin endpoint share it). */
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -130,6 +145,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (Boolean(c.SMTP_TLS_CERT) !== Boolean(c.SMTP_TLS_KEY)) {
     throw new ConfigError(
       'Invalid configuration:\n  SMTP_TLS_CERT: SMTP_TLS_CERT and SMTP_TLS_KEY go together',
+    );
+  }
+  if (!c.DATABASE_URL && c.POSTLINE_ROLES.size < ROLES.length) {
+    throw new ConfigError(
+      'Invalid configuration:\n  POSTLINE_ROLES: the embedded database belongs to one process, which runs every role; set DATABASE_URL to split them',
     );
   }
   return {

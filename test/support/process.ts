@@ -93,10 +93,15 @@ export async function startServer(
   const deadline = Date.now() + 90_000; // PGlite's first start (initdb) is slow on a busy machine
   while (true) {
     if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
-    try {
-      const r = await fetch(`http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/readyz`);
-      if (r.status === 200) break;
-    } catch {}
+    // A process without the api role serves no HTTP: it is ready once it says it runs.
+    if (env.POSTLINE_ROLES && !env.POSTLINE_ROLES.includes('api') && !env.POSTLINE_ROLES.includes('all')) {
+      if (output.includes('Postline running')) break;
+    } else {
+      try {
+        const r = await fetch(`http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/readyz`);
+        if (r.status === 200) break;
+      } catch {}
+    }
     if (Date.now() > deadline) throw new Error(`server not ready: ${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }

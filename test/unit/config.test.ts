@@ -22,6 +22,20 @@ describe('configuration', () => {
     expect(loadConfig({ DATABASE_POOL_SIZE: '5' }).DATABASE_POOL_SIZE).toBe(5);
   });
 
+  it('runs every role unless POSTLINE_ROLES names some, which needs PostgreSQL', () => {
+    expect([...loadConfig({}).POSTLINE_ROLES]).toEqual(['api', 'smtp', 'projections', 'workers']);
+    const pg = { DATABASE_URL: 'postgres://u@h/db' };
+    expect([...loadConfig({ ...pg, POSTLINE_ROLES: 'all' }).POSTLINE_ROLES]).toHaveLength(4);
+    expect([...loadConfig({ ...pg, POSTLINE_ROLES: ' workers, projections ' }).POSTLINE_ROLES]).toEqual([
+      'workers',
+      'projections',
+    ]);
+    expect(() => loadConfig({ ...pg, POSTLINE_ROLES: 'api,mailer' })).toThrow(
+      /POSTLINE_ROLES: must be all or/,
+    );
+    expect(() => loadConfig({ POSTLINE_ROLES: 'api' })).toThrow(/POSTLINE_ROLES: the embedded database/);
+  });
+
   it('runs the SMTP listeners on 2587 and 2465 unless a port is set or off', () => {
     expect(loadConfig({})).toMatchObject({ SMTP_SUBMISSION_PORT: 2587, SMTP_SUBMISSIONS_PORT: 2465 });
     const c = loadConfig({ SMTP_SUBMISSION_PORT: '587', SMTP_SUBMISSIONS_PORT: 'off' });

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { startDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { apiClient } from '../support/service.ts';
+import { startSmtpSink } from '../support/smtp-sink.ts';
+import { startWebhookReceiver } from '../support/webhook-receiver.ts';
+
+const setup = useServiceEnv();
+
+/**
+ * The production topology on loopback: two API processes (POSTLINE_ROLES=api,smtp) and one that runs the
+ * projections and the process managers, all on one PostgreSQL database. A send through one API is delivered by
+ * the workers to a real SMTP server, read back through the other API, and fanned out to a webhook receiver.
+ */
+describe('processes split by role', () => {
+  it('sends through one API process, delivers and fans out in the workers process, reads through the other', async () => {
+    const dns = await startDnsServer();
+    const mx = await startSmtpSink();
+    const receiver = await startWebhookReceiver();
+    dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
+    dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+    const env = {
+      ...setup.env,
+      ...domainEnv(dns),
+      OUTBOUND_SMTP_PORT: String(mx.port),
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    };
+    const [portA, portB] = [await freePort(), await freePort()];
+    const workers = await startServer({ ...env, POSTLINE_ROLES: 'workers,projections', LOG_LEVEL: 'info' });
+    const a = await startServer({ ...env, PORT: String(portA), POSTLINE_ROLES: 'api,smtp' });
+    const b = await startServer({ ...env, PORT: String(portB), POSTLINE_ROLES: 'api' });
+    try {
+      const created = await runCli(['orgs', 'create', '--name', 'Split', '--plan', 'pro', '--json'], env);
+      expect(created.code, created.stderr).toBe(0);
+      const org = JSON.parse(created.stdout);
+      const viaA = apiClient(`http://127.0.0.1:${portA}`, org.live_key);
+      const viaB = apiClient(`http://127.0.0.1:${portB}`, org.live_key);
+      await addVerifiedDomain(viaA, dns, 'split.test');
+      const hook = await viaB.post('/v1/webhooks', { url: receiver.url, events: ['email.delivered'] });
+      expect(hook.status).toBe(201);
+      receiver.secrets.push(hook.body.signing_secret);
+
+      const sent = await viaA.post('/v1/emails', {
+        from: 'Split <hi@split.test>',
+        to: 'ann@rcpt.test',
+        subject: 'Across processes',
+        text: 'hello',
+      });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      const [message] = await mx.waitForMessages(1);
+      expect(message.rcptTo).toEqual(['ann@rcpt.test']);
+
+      let email = await viaB.get(`/v1/emails/${sent.body.id}`);
+      for (let i = 0; i < 100 && email.body.status !== 'delivered'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        email = await viaB.get(`/v1/emails/${sent.body.id}`);
+      }
+      expect(email.body.status).toBe('delivered');
+      const hooks = await receiver.waitFor(2); // the webhook's test event, then the delivery
+      const delivered = hooks.find((h) => h.payload.type === 'email.delivered');
+      expect(delivered?.payload.data.email_id).toBe(sent.body.id);
+      expect(delivered?.verifiedWith).toEqual([hook.body.signing_secret]);
+    } finally {
+      await Promise.all([a.stop(), b.stop(), workers.stop()]);
+      await Promise.all([mx.close(), receiver.close(), dns.close()]);
+    }
+    expect([a.child.exitCode, b.child.exitCode, workers.child.exitCode]).toEqual([0, 0, 0]);
+  }, 120_000);
+
+  it('refuses roles on the embedded database, naming the variable', async () => {
+    const bad = await runCli(['serve'], {
+      POSTLINE_DATA_DIR: setup.env.POSTLINE_DATA_DIR,
+      POSTLINE_ROLES: 'api',
+    });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('POSTLINE_ROLES');
+    const unknown = await runCli(['serve'], { ...setup.env, POSTLINE_ROLES: 'api,mailer' });
+    expect(unknown.stderr).toContain('POSTLINE_ROLES: must be all or a comma-separated list');
+  });
+});
