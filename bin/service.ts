@@ -11,6 +11,7 @@ import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
 import { createHttpApp } from '../platform/http/app.ts';
 import type { Authenticate } from '../platform/http/auth-context.ts';
+import { HttpDrain } from '../platform/http/drain.ts';
 import { ApiRouter } from '../platform/http/router.ts';
 import { listenHttp } from '../platform/http/server.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
@@ -74,6 +75,13 @@ const PGLITE_RUNNER_WAKE_MS = 2;
  * statements per email. The projection runner, in its own thread and store, still hears at once.
  */
 const POSTGRES_PROCESS_WAKE_MS = 20;
+
+/** Waits for `work`, but no longer than `ms`: what is still running then is left to its claims' leases. */
+async function withinGrace(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
 
 /** `runnerStore`: PGlite's projection runner reads through a store of its own, told of every append. */
 async function openEventStore(
@@ -146,6 +154,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     services.caches.apiKeys.get(sha256Hex(key), () => authenticateKey(db, key));
   let app: express.Express | undefined;
   let server: Server | undefined;
+  const drain = new HttpDrain();
   if (options.http !== false) {
     const router = new ApiRouter();
     registerRoutes(router, services);
@@ -167,6 +176,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         mountHandlers(a, services);
         options.mount?.(a, services);
       },
+      drain,
     });
     server = await listenHttp(app, config);
   }
@@ -180,13 +190,18 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     server,
     smtp,
     port: server ? (server.address() as AddressInfo).port : undefined,
+    /**
+     * Graceful: every door stops taking work at once (HTTP answers 503 `shutting_down`, SMTP 421); requests,
+     * sessions and process work in flight get SHUTDOWN_GRACE_MS to finish, and claimed work not started is given
+     * back for another process. Then the projections and stores close.
+     */
     async close() {
-      await smtp?.close();
-      if (server) {
-        server.closeAllConnections();
-        await new Promise((r) => server!.close(r));
-      }
-      await Promise.all(processes.map((p) => p.stop()));
+      const grace = config.SHUTDOWN_GRACE_MS;
+      await Promise.all([
+        smtp?.close(),
+        server && drain.drain(server, grace),
+        withinGrace(Promise.all(processes.map((p) => p.stop())), grace),
+      ]);
       await runner.stop();
       await runnerStore?.close();
       await waiter.close();

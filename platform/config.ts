@@ -71,6 +71,8 @@ const schema = z.object({
   ),
   /** A request whose headers have not all arrived by then is answered 408 and its connection closed. */
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** On SIGTERM, how long requests, SMTP sessions and work in flight get to finish before the process exits. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** A request (headers and body) not wholly received by then is answered 408 and its connection closed. */
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),

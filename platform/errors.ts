@@ -59,6 +59,7 @@ const catalogue = {
   projection_timeout: [503, 'api_error'],
   service_unavailable: [503, 'api_error'],
   database_unavailable: [503, 'api_error'],
+  shutting_down: [503, 'api_error'],
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof catalogue;

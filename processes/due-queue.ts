@@ -41,8 +41,10 @@ export class DueQueue<Row extends object> {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #spec: DueTable;
-  readonly #sql: { claim: string; done: string; later: string };
+  readonly #sql: { claim: string; done: string; later: string; release: string };
   #finished: { row: Row; dueAt: string | null }[] = [];
+  /** Rows claimed here and not finished yet, by key: given back when a drain stops early. */
+  readonly #held = new Map<string, Row>();
   readonly #writing = new Set<Promise<void>>();
 
   constructor(o: { db: Database; clock: Clock; log: Logger }, spec: DueTable) {
@@ -70,6 +72,8 @@ export class DueQueue<Row extends object> {
       done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
       later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL
         FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
+      release: `UPDATE ${table} t SET claimed_until = NULL
+        FROM json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
     };
   }
 
@@ -94,11 +98,13 @@ export class DueQueue<Row extends object> {
       new Date(now.getTime() + this.#spec.leaseMs),
       limit,
     ]);
+    for (const row of rows) this.#held.set(this.#keyText(row), row);
     return rows;
   }
 
   /** A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch. */
   finish(row: Row, dueAt: Date | string | null): void {
+    this.#held.delete(this.#keyText(row));
     this.#finished.push({ row, dueAt: dueAt instanceof Date ? dueAt.toISOString() : dueAt });
     if (this.#finished.length >= FINISH_BATCH) this.#write();
   }
@@ -114,9 +120,14 @@ export class DueQueue<Row extends object> {
    * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
    * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
    * during the run are the run's too). A task finishes its rows; one that throws is logged and leaves them claimed.
+   * Once `signal` aborts (the process stops), no task is started any more: the tasks running finish, and the rows
+   * claimed but not finished are given back at once, for another process to take without waiting for the lease.
    * Returns the sum of what the tasks resolved with, once their finishes are written.
    */
-  async drain(o: { batch: number; concurrency: number }, plan: (rows: Row[]) => Task[]): Promise<number> {
+  async drain(
+    o: { batch: number; concurrency: number; signal?: AbortSignal },
+    plan: (rows: Row[]) => Task[],
+  ): Promise<number> {
     const tasks: Task[] = [];
     let done = 0;
     let exhausted = false;
@@ -139,6 +150,7 @@ export class DueQueue<Row extends object> {
     };
     const next = async (): Promise<Task | undefined> => {
       for (;;) {
+        if (o.signal?.aborted) return undefined;
         if (!exhausted && tasks.length <= o.concurrency) claimAhead();
         const task = tasks.shift();
         if (task || (exhausted && !claiming)) return task;
@@ -161,6 +173,8 @@ export class DueQueue<Row extends object> {
     };
     try {
       await Promise.all(Array.from({ length: o.concurrency }, worker));
+      await claiming;
+      if (o.signal?.aborted) await this.#releaseHeld();
     } finally {
       await this.flush();
     }
@@ -168,14 +182,32 @@ export class DueQueue<Row extends object> {
     return done;
   }
 
+  /** Gives back every row claimed here and not finished: their claims end now rather than with the lease. */
+  async #releaseHeld(): Promise<void> {
+    const rows = [...this.#held.values()];
+    this.#held.clear();
+    if (rows.length > 0)
+      await this.#db.query(this.#sql.release, [JSON.stringify(rows.map((r) => this.#keyOf(r)))]);
+  }
+
+  #keyOf(row: Row): Record<string, unknown> {
+    return Object.fromEntries(
+      Object.keys(this.#spec.key).map((k) => [k, (row as Record<string, unknown>)[k]]),
+    );
+  }
+
+  #keyText(row: Row): string {
+    return JSON.stringify(Object.keys(this.#spec.key).map((k) => (row as Record<string, unknown>)[k]));
+  }
+
   #write(): void {
     const batch = this.#finished;
     if (batch.length === 0) return;
     this.#finished = [];
-    const keyOf = (row: Row) =>
-      Object.fromEntries(Object.keys(this.#spec.key).map((k) => [k, (row as Record<string, unknown>)[k]]));
-    const done = batch.filter((f) => f.dueAt === null).map((f) => keyOf(f.row));
-    const later = batch.filter((f) => f.dueAt !== null).map((f) => ({ ...keyOf(f.row), due_again: f.dueAt }));
+    const done = batch.filter((f) => f.dueAt === null).map((f) => this.#keyOf(f.row));
+    const later = batch
+      .filter((f) => f.dueAt !== null)
+      .map((f) => ({ ...this.#keyOf(f.row), due_again: f.dueAt }));
     const writing = Promise.all([
       done.length > 0 && this.#db.query(this.#sql.done, [JSON.stringify(done)]),
       later.length > 0 && this.#db.query(this.#sql.later, [JSON.stringify(later)]),

@@ -28,6 +28,7 @@ export abstract class ProcessManager implements BackgroundProcess {
   #timer?: NodeJS.Timeout;
   #running?: Promise<number>;
   #again = false;
+  #stopping = new AbortController();
 
   constructor(services: Pick<Services, 'db' | 'store' | 'log'>, o: { name: string; everyMs: number }) {
     this.name = o.name;
@@ -44,6 +45,11 @@ export abstract class ProcessManager implements BackgroundProcess {
 
   /** Does what is due now; resolves with how many items it did. */
   protected abstract work(): Promise<number>;
+
+  /** Aborts when stop() is called: work in hand finishes, nothing new starts (`DueQueue.drain` takes it). */
+  protected get stopping(): AbortSignal {
+    return this.#stopping.signal;
+  }
 
   start(): void {
     const run = () =>
@@ -81,8 +87,10 @@ export abstract class ProcessManager implements BackgroundProcess {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#stopping.abort();
     await this.#running?.catch(() => {});
     await this.#consumer?.stop();
+    this.#stopping = new AbortController();
   }
 }
 

@@ -7,8 +7,6 @@ import { loadCertificate, smtpHostname, watchCertificate } from './tls.ts';
 
 /** Refused commands one session may make before it is closed with 421. */
 const MAX_ERRORS_PER_SESSION = 10;
-/** On shutdown, sessions get this long to finish before they are closed with 421. */
-const CLOSE_TIMEOUT_MS = 5000;
 
 /** What the front door keeps of a session while it is open. */
 export interface SessionState {
@@ -93,7 +91,8 @@ export class FrontDoor {
       disabledCommands: [...(options.implicitTls ? ['STARTTLS'] : []), ...(options.auth ? [] : ['AUTH'])],
       size: MAX_MESSAGE_BYTES,
       socketTimeout: config.SMTP_IDLE_TIMEOUT_MS,
-      closeTimeout: CLOSE_TIMEOUT_MS,
+      // On shutdown, new commands are answered 421 at once; a message being received gets the grace to finish.
+      closeTimeout: Math.max(1, config.SHUTDOWN_GRACE_MS),
       disableReverseLookup: true,
       logger: false,
       onConnect: (session, callback) => {

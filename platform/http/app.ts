@@ -6,6 +6,7 @@ import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import type { Authenticate } from './auth-context.ts';
 import { AuthFailureLimit } from './auth-failure-limit.ts';
+import type { HttpDrain } from './drain.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
 import { ApiRouter } from './router.ts';
 
@@ -23,6 +24,8 @@ export interface HttpAppOptions {
   ready: () => Promise<{ ready: boolean; detail?: Record<string, unknown> }>;
   /** Extra, non-/v1 handlers mounted first (tracking pixel, downloads, admin). */
   mount?: (app: express.Express) => void;
+  /** Graceful shutdown: requests in flight are tracked, new ones turned away once it drains. */
+  drain?: HttpDrain;
 }
 
 function requestLog(services: Services) {
@@ -164,6 +167,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   // far as it was written by the proxies TRUST_PROXY names.
   app.set('trust proxy', services.config.TRUST_PROXY.length > 0 ? services.config.TRUST_PROXY : false);
   app.use(requestLog(services));
+  if (options.drain) app.use(options.drain.middleware);
   app.use(refuseUnstorableRequest);
 
   app.get('/healthz', (_req, res) => {

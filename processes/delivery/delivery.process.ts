@@ -72,7 +72,7 @@ export class DeliveryProcess extends ProcessManager {
 
   /** Looks at every email due now, `concurrency` at a time; resolves with how many looks succeeded. */
   protected work(): Promise<number> {
-    return this.#jobs.drain({ batch: 100, concurrency: this.#concurrency }, (jobs) => {
+    return this.#jobs.drain({ batch: 100, concurrency: this.#concurrency, signal: this.stopping }, (jobs) => {
       const domains: DomainCache = new Map();
       return jobs.map((job) => async () => {
         try {

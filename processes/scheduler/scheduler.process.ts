@@ -68,7 +68,7 @@ export class SchedulerProcess extends ProcessManager {
 
   /** Releases what is due now; resolves with how many emails it released. */
   protected work(): Promise<number> {
-    return this.#due.drain({ batch: 100, concurrency: 10 }, (rows) =>
+    return this.#due.drain({ batch: 100, concurrency: 10, signal: this.stopping }, (rows) =>
       rows.map((row) => () => this.#release(row)),
     );
   }

@@ -106,7 +106,7 @@ export class SimulatorProcess extends ProcessManager {
     // Per recipient, whether its last step so far played. Tasks are taken in claim order, so the step a task
     // waits for is already taken by another worker.
     const played = new Map<string, Promise<boolean>>();
-    return this.#steps.drain({ batch: 200, concurrency: 50 }, (rows) =>
+    return this.#steps.drain({ batch: 200, concurrency: 50, signal: this.stopping }, (rows) =>
       rows.map((row) => {
         const recipient = `${row.email_id} ${row.recipient}`;
         const before = played.get(recipient) ?? Promise.resolve(true);
