@@ -22,6 +22,9 @@ export const sendingDomain = (row: DomainRow, secrets: SecretBox): SendingDomain
   },
 });
 
+const trackingCnameVerified = (domain: DomainRow) =>
+  domain.dns_records.some((r) => r.purpose === 'tracking' && r.status === 'verified');
+
 /**
  * The message as the MTA sends it: the accepted content, attachments read back from the blob store, tracking
  * when the domain has it on, the VERP return path on the domain's return-path subdomain, and its DKIM key. A
@@ -44,6 +47,8 @@ export async function buildOutboundMessage(
       ? addTracking(content.html, tokens, claim, {
           opens: domain.open_tracking,
           clicks: domain.click_tracking,
+          // The domain's own tracking name once its CNAME is verified: links that name the sender's domain.
+          ...(trackingCnameVerified(domain) && { host: domain.tracking_domain }),
         })
       : content.html;
   return {

@@ -11,7 +11,7 @@ import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { addVerifiedDomain, domainEnv, publishDomainRecords } from '../support/domains.ts';
 import { parseMime } from '../support/mime.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
@@ -133,10 +133,11 @@ describe('live delivery through the outbound MTA', () => {
     await delivery.runOnce();
     expect(mx.messages).toHaveLength(2);
 
-    // Tracking: the link goes through a signed click URL, a pixel reports opens.
+    // Tracking: the link goes through a signed click URL, a pixel reports opens, both on the domain's verified
+    // tracking CNAME.
     const html = part('text/html')!.body.toString();
-    const click = /href="(https:\/\/track\.postline\.test\/t\/c\/[^"]+)"/.exec(html)?.[1];
-    const pixel = /src="(https:\/\/track\.postline\.test\/t\/o\/[^"]+)"/.exec(html)?.[1];
+    const click = /href="(https:\/\/track\.acme-send\.test\/t\/c\/[^"]+)"/.exec(html)?.[1];
+    const pixel = /src="(https:\/\/track\.acme-send\.test\/t\/o\/[^"]+)"/.exec(html)?.[1];
     expect(click && pixel).toBeTruthy();
     const local = (u: string) => `${svc.baseUrl}${new URL(u.replace(/&amp;/g, '&')).pathname}`;
     const opened = await request(local(pixel!), { headers: { 'user-agent': 'MailApp/1.0' } });
@@ -155,6 +156,29 @@ describe('live delivery through the outbound MTA', () => {
     expect(events.find((x) => x.type === 'EmailClicked')?.data).toMatchObject({
       link: 'https://acme.example/welcome?a=1&b=2',
     });
+  });
+
+  it("tracks on POSTLINE_TRACKING_HOST while the domain's tracking CNAME is not verified", async () => {
+    const added = await acme.live.post('/v1/domains', {
+      name: 'acme-untracked.test',
+      open_tracking: true,
+      click_tracking: true,
+    });
+    publishDomainRecords(dns, added.body, (r) => r.purpose !== 'tracking');
+    const verified = await acme.live.post(`/v1/domains/${added.body.id}/verify`);
+    expect(verified.body.status).toBe('verified');
+    const id = await send({
+      from: 'Acme <hi@acme-untracked.test>',
+      to: ['ann@rcpt.test'],
+      html: '<p><a href="https://acme.example/x">x</a></p>',
+    });
+    await delivery.runOnce();
+    expect((await email(id)).status).toBe('delivered');
+    const html = parseMime(mx.messages[0].raw)
+      .parts.find((p) => p.contentType === 'text/html')!
+      .body.toString();
+    expect(html).toMatch(/href="https:\/\/track\.postline\.test\/t\/c\//);
+    expect(html).toMatch(/src="https:\/\/track\.postline\.test\/t\/o\//);
   });
 
   it('retries a 4xx with back-off: delayed, then delivered', async () => {

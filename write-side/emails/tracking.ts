@@ -62,12 +62,17 @@ export class TrackingTokens {
     }
   }
 
-  openUrl(claim: Omit<TrackingClaim, 'url'>) {
-    return `${this.baseUrl}/t/o/${this.sign(claim)}.gif`;
+  /** Links on `host` (a sending domain's verified tracking CNAME) keep the configured base's scheme. */
+  #base(host?: string) {
+    return host ? `${new URL(this.baseUrl).protocol}//${host}` : this.baseUrl;
   }
 
-  clickUrl(claim: TrackingClaim) {
-    return `${this.baseUrl}/t/c/${this.sign(claim)}`;
+  openUrl(claim: Omit<TrackingClaim, 'url'>, host?: string) {
+    return `${this.#base(host)}/t/o/${this.sign(claim)}.gif`;
+  }
+
+  clickUrl(claim: TrackingClaim, host?: string) {
+    return `${this.#base(host)}/t/c/${this.sign(claim)}`;
   }
 }
 
@@ -79,7 +84,7 @@ export function addTracking(
   html: string,
   tokens: TrackingTokens,
   claim: Omit<TrackingClaim, 'url'>,
-  options: { opens: boolean; clicks: boolean },
+  options: { opens: boolean; clicks: boolean; host?: string },
 ): string {
   let out = html;
   if (options.clicks) {
@@ -88,12 +93,12 @@ export function addTracking(
       /(<a\b[^>]{0,1000}?\bhref\s*=\s*)(["'])(https?:\/\/[^"']+)\2/gi,
       (_m, pre: string, q: string, url: string) => {
         const original = url.replace(/&amp;/g, '&');
-        return `${pre}${q}${tokens.clickUrl({ ...claim, url: original }).replace(/&/g, '&amp;')}${q}`;
+        return `${pre}${q}${tokens.clickUrl({ ...claim, url: original }, options.host).replace(/&/g, '&amp;')}${q}`;
       },
     );
   }
   if (options.opens) {
-    const pixel = `<img src="${tokens.openUrl(claim)}" width="1" height="1" alt="" style="display:none;border:0" />`;
+    const pixel = `<img src="${tokens.openUrl(claim, options.host)}" width="1" height="1" alt="" style="display:none;border:0" />`;
     out = /<\/body>/i.test(out) ? out.replace(/<\/body>/i, `${pixel}</body>`) : out + pixel;
   }
   return out;
