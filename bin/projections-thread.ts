@@ -36,10 +36,18 @@ export const RUNNER_THREAD_NAME = 'projections';
  * (delivery 15% slower in `bench:send`). A request waiting for its write (`wake`) does not wait for the NOTIFY:
  * it wakes the thread at once, and at most one wake-up is on its way until the thread reports a batch.
  */
+interface ThreadOptions {
+  databaseUrl: string;
+  pollMs: number;
+  /** The thread's pool is no larger than the process's own (DATABASE_POOL_SIZE). */
+  poolSize: number;
+  log: Logger;
+}
+
 export class ThreadedProjectionRunner {
   readonly events = new EventEmitter();
   readonly projections: Projection[];
-  readonly #options: { databaseUrl: string; pollMs: number; log: Logger };
+  readonly #options: ThreadOptions;
   readonly #calls = new Map<number, () => void>();
   #nextCall = 0;
   #worker?: Worker;
@@ -49,7 +57,7 @@ export class ThreadedProjectionRunner {
   /** Deaths in a row of threads that lived shorter than STABLE_MS. */
   #restarts = 0;
 
-  constructor(projections: Projection[], options: { databaseUrl: string; pollMs: number; log: Logger }) {
+  constructor(projections: Projection[], options: ThreadOptions) {
     this.projections = projections;
     this.#options = options;
     this.events.setMaxListeners(0);
@@ -63,9 +71,9 @@ export class ThreadedProjectionRunner {
   }
 
   #spawn(): Promise<void> {
-    const { databaseUrl, pollMs, log } = this.#options;
+    const { databaseUrl, pollMs, poolSize, log } = this.#options;
     const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
-      workerData: { databaseUrl, pollMs, logLevel: log.level },
+      workerData: { databaseUrl, pollMs, poolSize, logLevel: log.level },
       name: RUNNER_THREAD_NAME,
     });
     this.#worker = worker;

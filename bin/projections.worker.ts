@@ -15,14 +15,16 @@ import { ProjectionRunner } from '../projections/runner.ts';
 import { projections } from './composition.ts';
 import type { ToRunner } from './projections-thread.ts';
 
-const { databaseUrl, pollMs, logLevel } = workerData as {
+const { databaseUrl, pollMs, poolSize, logLevel } = workerData as {
   databaseUrl: string;
   pollMs: number;
+  poolSize: number;
   logLevel: string;
 };
 const port = parentPort!;
-// Projections apply a batch side by side, each on a connection of its own, besides the log's reader.
-const db = connectPostgres(databaseUrl, projections.length + 2);
+// Projections apply a batch side by side, each on a connection of its own besides the log's reader, as far as
+// DATABASE_POOL_SIZE allows (past it they take turns).
+const db = connectPostgres(databaseUrl, Math.min(projections.length + 2, poolSize));
 // The main thread created the log's schema before starting this thread.
 const store = new PostgresEventStore(db, { pollMs });
 const log = createLogger(logLevel);

@@ -120,6 +120,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
       ? new ThreadedProjectionRunner(projections, {
           databaseUrl: config.DATABASE_URL,
           pollMs: config.LOG_POLL_MS,
+          poolSize: config.DATABASE_POOL_SIZE,
           log,
         })
       : new ProjectionRunner(db, runnerStore ?? store, projections, log);
