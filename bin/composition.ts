@@ -15,13 +15,21 @@ import {
   rateLimitMigrations,
 } from '../platform/http/rate-limit.ts';
 import type { ApiRouter } from '../platform/http/router.ts';
+import { mountMetrics, type QueueDepths } from '../platform/metrics.ts';
 import type { Services } from '../platform/services.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
+import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
+import { queueDepth } from '../processes/due-queue.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
-import { SchedulerProcess, schedulerMigrations } from '../processes/scheduler/scheduler.process.ts';
+import {
+  SCHEDULED_EMAILS,
+  SchedulerProcess,
+  schedulerMigrations,
+} from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
+import { dueAttempts } from '../processes/webhooks/claims.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
@@ -103,8 +111,19 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   emailQueryRoutes(api, services);
 }
 
-/** Handlers outside /v1 (no API key): attachment downloads by signed URL, tracking pixel and click redirects. */
+/** The work queues `postline_queue_depth` reports, each a count of its process's table. */
+const queueDepths: QueueDepths = {
+  deliveries_due: (db, now) => queueDepth(db, DELIVERY_JOBS, now),
+  webhook_attempts_due: (db, now) => dueAttempts(db, now),
+  scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
+};
+
+/**
+ * Handlers outside /v1 (no API key): metrics (their own token), attachment downloads by signed URL, tracking pixel
+ * and click redirects.
+ */
 export function mountHandlers(app: express.Express, services: Services): void {
+  mountMetrics(app, services, queueDepths);
   blobStoreFor(services.config).mount(app, () => services.clock.now());
   mountTracking(app, services);
 }

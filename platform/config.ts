@@ -86,6 +86,8 @@ const schema = z.object({
     .string()
     .regex(/^[A-Za-z0-9+/]{43}=$/, 'must be 32 bytes in base64 (openssl rand -base64 32)')
     .optional(),
+  /** When set, GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT_RPS: z.coerce.number().int().positive().default(10),
   RATE_LIMIT_BATCH_RPS: z.coerce.number().int().positive().default(2),

@@ -29,6 +29,7 @@ const catalogue = {
   missing_api_key: [401, 'authentication_error'],
   invalid_api_key: [401, 'authentication_error'],
   invalid_admin_token: [401, 'authentication_error'],
+  invalid_metrics_token: [401, 'authentication_error'],
   insufficient_permission: [403, 'permission_error'],
   domain_not_allowed: [403, 'permission_error'],
   // 404 / 405

@@ -29,6 +29,15 @@ function plainNames(names: string[]): string[] {
   return names;
 }
 
+/** How many rows wait in the table (`dueBy`: only those due by then): a queue's depth, for /metrics. */
+export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): Promise<number> {
+  const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
+  const { rows } = dueBy
+    ? await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${dueAt} <= $1`, [dueBy])
+    : await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+  return rows[0].n;
+}
+
 /**
  * A table of due rows worked by any number of processes: a claim takes due rows that no live claim holds, FOR
  * UPDATE SKIP LOCKED (claims in other processes pass each other by) and leased in the same statement, so no

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../errors.ts';
+import { observeHttp } from '../metrics.ts';
 import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import type { Authenticate } from './auth-context.ts';
@@ -28,23 +29,41 @@ export interface HttpAppOptions {
   drain?: HttpDrain;
 }
 
-function requestLog(services: Services) {
+/**
+ * The route a request went to, as its pattern (`/v1/emails/:email_id`), for metrics: the handler's, or for a /v1
+ * request answered before routing (401, 429) the API route it names; `unmatched` otherwise.
+ */
+function routeOf(req: Request, router: ApiRouter): string {
+  if (req.route) return `${req.baseUrl}${req.route.path}`;
+  const path = req.originalUrl.split('?')[0];
+  if (!path.startsWith('/v1/')) return 'unmatched';
+  try {
+    const api = router.routes.find((r) => r.method === req.method && r.matches(path.slice(3)));
+    return api ? `/v1${api.path}` : 'unmatched';
+  } catch {
+    return 'unmatched'; // a path that is not percent-encoded UTF-8 (answered 400)
+  }
+}
+
+function requestLog(services: Services, router: ApiRouter) {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     const id = randomUUID();
     res.set('X-Request-Id', id);
     res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
       services.log.info(
         {
           reqId: id,
           method: req.method,
           path: req.path, // never the query string or headers: they may carry secrets
           status: res.statusCode,
-          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          ms,
           org: res.locals.auth?.orgId,
         },
         'request',
       );
+      observeHttp(req.method, routeOf(req, router), res.statusCode, ms / 1000);
     });
     next();
   };
@@ -166,7 +185,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   // The client's address (for the limit on failed authentications): the peer's, or X-Forwarded-For's as
   // far as it was written by the proxies TRUST_PROXY names.
   app.set('trust proxy', services.config.TRUST_PROXY.length > 0 ? services.config.TRUST_PROXY : false);
-  app.use(requestLog(services));
+  app.use(requestLog(services, router));
   if (options.drain) app.use(options.drain.middleware);
   app.use(refuseUnstorableRequest);
 

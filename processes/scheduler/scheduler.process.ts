@@ -4,7 +4,7 @@ import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { releaseEmail, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../write-side/emails/email.events.ts';
-import { DueQueue } from '../due-queue.ts';
+import { DueQueue, type DueTable } from '../due-queue.ts';
 import { ProcessManager } from '../process.ts';
 
 export const schedulerMigrations: Migration[] = [
@@ -23,6 +23,14 @@ CREATE INDEX IF NOT EXISTS scheduled_emails_due ON scheduled_emails (send_at)`,
 
 type Due = { email_id: string; org_id: string; mode: 'live' | 'test' };
 
+export const SCHEDULED_EMAILS: DueTable = {
+  table: 'scheduled_emails',
+  key: { email_id: 'text' },
+  dueAt: 'send_at',
+  columns: ['org_id', 'mode'],
+  leaseMs: 60_000,
+};
+
 /**
  * Scheduler: keeps a due list of scheduled emails from the log and releases each one when its time comes
  * (EmailReleased, after which delivery or the simulator takes it like a queued email). Rows are claimed from a
@@ -37,13 +45,7 @@ export class SchedulerProcess extends ProcessManager {
   constructor(services: Services) {
     super(services, { name: 'scheduler', everyMs: 1000 });
     this.#services = services;
-    this.#due = new DueQueue(services, {
-      table: 'scheduled_emails',
-      key: { email_id: 'text' },
-      dueAt: 'send_at',
-      columns: ['org_id', 'mode'],
-      leaseMs: 60_000,
-    });
+    this.#due = new DueQueue(services, SCHEDULED_EMAILS);
   }
 
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {

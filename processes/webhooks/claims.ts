@@ -78,3 +78,12 @@ export async function releaseClaims(q: Queryable, rows: Claimed[]): Promise<void
     ],
   );
 }
+
+/** Deliveries whose next attempt is due by `now` (claimed or not): the dispatcher's backlog, for /metrics. */
+export async function dueAttempts(q: Queryable, now: Date): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1`,
+    [now],
+  );
+  return rows[0].n;
+}

@@ -1,4 +1,5 @@
 import { BoundedMap } from '../../platform/bounded-map.ts';
+import { observeWebhook } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
 import type { BackgroundProcess } from '../process.ts';
 import { type Claimed, claimDue, releaseClaims } from './claims.ts';
@@ -281,6 +282,7 @@ export class WebhookDispatcher implements BackgroundProcess {
 
   /** Successes are written in batches, failures one by one. */
   #record(row: Claimed, outcome: SendOutcome, latencyMs: number, at: Date): void {
+    observeWebhook(outcome.status, latencyMs);
     if (outcome.status !== null && outcome.status >= 200 && outcome.status < 300) {
       this.#successes.add(row, at, outcome.status, latencyMs, outcome.excerpt);
       return;

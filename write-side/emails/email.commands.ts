@@ -8,10 +8,11 @@ import {
   type StoredEvent,
 } from '../../platform/eventstore/types.ts';
 import { type AuthContext, metaOf } from '../../platform/http/auth-context.ts';
+import { emailOutcomes } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
 import { monthOf, PLANS } from '../plans.ts';
 import { type DeliveryOutcome, type EmailCommand, emailDecider } from './email.decider.ts';
-import { type EmailQueued, type EmailScheduled, emailStream } from './email.events.ts';
+import { type EmailEvent, type EmailQueued, type EmailScheduled, emailStream } from './email.events.ts';
 import { type PreparedEmail, prepareEmail, prepareSubmitted, type SubmittedMessage } from './prepare.ts';
 import { quotaDecider, quotaExceeded, quotaStream } from './quota.decider.ts';
 import type { SendEmailInput } from './request.ts';
@@ -56,6 +57,24 @@ function monthUsedUp(services: Services, auth: AuthContext) {
   return quotaExceeded(PLANS[auth.plan].emailsPerMonth, monthOf(now), now.toISOString());
 }
 
+/** The events `postline_emails_total` counts, by its `outcome` label. */
+const OUTCOMES: Partial<Record<EmailEvent['type'], string>> = {
+  EmailQueued: 'accepted',
+  EmailScheduled: 'accepted',
+  EmailDelivered: 'delivered',
+  EmailDeliveryDelayed: 'delivery_delayed',
+  EmailBounced: 'bounced',
+  EmailComplained: 'complained',
+};
+/** Counts the outcomes a command of this process appended (one that decided nothing appended nothing). */
+function countOutcomes<R extends { events: { type: string }[] }>(meta: EventMetadata, result: R): R {
+  for (const e of result.events) {
+    const outcome = OUTCOMES[e.type as EmailEvent['type']];
+    if (outcome) emailOutcomes.inc({ outcome, mode: meta.mode });
+  }
+  return result;
+}
+
 /**
  * Stores the attachment bytes and a submitted message's (the log gets their keys), then appends EmailQueued or
  * EmailScheduled.
@@ -90,6 +109,7 @@ async function accept(services: Services, meta: EventMetadata, prepared: Prepare
     throw error;
   });
   if ('id' in result) return result;
+  countOutcomes(meta, result);
   return {
     id: content.emailId,
     status: prepared.sendAt ? 'scheduled' : 'queued',
@@ -231,7 +251,9 @@ function onEmail(
   history?: StoredEvent[],
 ) {
   const timed = { ...command, at: services.clock.now().toISOString() } as EmailCommand;
-  return handleCommand(services.store, emailStream(command.emailId), emailDecider, timed, meta, { history });
+  return handleCommand(services.store, emailStream(command.emailId), emailDecider, timed, meta, {
+    history,
+  }).then((r) => countOutcomes(meta, r));
 }
 
 export const cancelEmail = (services: Services, auth: AuthContext, emailId: string) =>

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Logger } from '../../../platform/logger.ts';
+import { replyClass, smtpReplies, smtpSessions } from '../../../platform/metrics.ts';
 import { storableText } from '../../../platform/storable-text.ts';
 
 /** What the server said about one recipient of a transaction. */
@@ -113,6 +114,7 @@ export class SmtpSession {
       const fail = (err: unknown) => {
         if (settled) return;
         settled = true;
+        smtpSessions.inc({ result: 'failed' });
         const duringStarttls = connection.upgrading === true || (err as SmtpError)?.code === 'ETLS';
         connection.close();
         reject(
@@ -129,6 +131,7 @@ export class SmtpSession {
           if (settled) return;
           settled = true;
           connection.removeListener('error', fail);
+          smtpSessions.inc({ result: 'opened' });
           options.log.debug(
             { mx: options.servername, address: options.host, tls: connection.secure },
             'connected',
@@ -199,6 +202,7 @@ export class SmtpSession {
   }
 
   private reply(recipient: string, r: { smtpCode?: number; smtpResponse: string }): RecipientReply {
+    if (r.smtpCode !== undefined) smtpReplies.inc({ class: replyClass(r.smtpCode) });
     return {
       recipient,
       result: resultForCode(r.smtpCode),

@@ -1,0 +1,180 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type express from 'express';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from './db/database.ts';
+import { AppError } from './errors.ts';
+import { PostgresEventStore } from './eventstore/postgres/store.ts';
+import type { Services } from './services.ts';
+
+/**
+ * Prometheus metrics (`GET /metrics`): one registry per process, so each process reports what it did itself (its
+ * requests, the outcomes it recorded, its SMTP sessions and webhook requests); lag and queue depths are read from
+ * the database at scrape time and are the same whichever process answers. Instrumented code calls the counters
+ * below, one line at each place.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export const httpRequests = new Counter({
+  name: 'postline_http_requests_total',
+  help: 'HTTP requests answered, by method, route pattern and status.',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+export const httpDuration = new Histogram({
+  name: 'postline_http_request_duration_seconds',
+  help: 'Time from a request arriving to its answer being sent, by method, route pattern and status.',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: DURATION_BUCKETS,
+  registers: [registry],
+});
+/** One answered request; `route` is its pattern (`/v1/emails/:email_id`), never the raw path. */
+export function observeHttp(method: string, route: string, status: number, seconds: number): void {
+  const labels = { method, route, status: String(status) };
+  httpRequests.inc(labels);
+  httpDuration.observe(labels, seconds);
+}
+
+/** Per recipient for delivered, delivery_delayed, bounced and complained; per email for accepted. */
+export const emailOutcomes = new Counter({
+  name: 'postline_emails_total',
+  help: 'Emails accepted, and recipients delivered, delayed (retried later), bounced or complained, by mode, as recorded by this process.',
+  labelNames: ['outcome', 'mode'] as const,
+  registers: [registry],
+});
+
+export const smtpSessions = new Counter({
+  name: 'postline_smtp_outbound_sessions_total',
+  help: 'Outbound SMTP connections to MX hosts or the smarthost: opened (greeted, TLS and AUTH done) or failed.',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+export const smtpReplies = new Counter({
+  name: 'postline_smtp_outbound_replies_total',
+  help: 'Replies of receiving servers per recipient, by class (2xx, 4xx, 5xx).',
+  labelNames: ['class'] as const,
+  registers: [registry],
+});
+/** The class of an SMTP reply code: `2xx`, `4xx`, `5xx`. */
+export const replyClass = (code: number) => `${Math.floor(code / 100)}xx`;
+
+export const webhookDeliveries = new Counter({
+  name: 'postline_webhook_deliveries_total',
+  help: 'Webhook requests sent, by outcome: success (2xx), http_error (another status), no_response.',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+export const webhookDuration = new Histogram({
+  name: 'postline_webhook_delivery_duration_seconds',
+  help: 'Time from sending a webhook request to its answer (or giving up), by outcome.',
+  labelNames: ['outcome'] as const,
+  buckets: DURATION_BUCKETS,
+  registers: [registry],
+});
+
+/** One webhook request's outcome (`status` null: no answer) and how long it took. */
+export function observeWebhook(status: number | null, ms: number): void {
+  const outcome = status === null ? 'no_response' : status >= 200 && status < 300 ? 'success' : 'http_error';
+  webhookDeliveries.inc({ outcome });
+  webhookDuration.observe({ outcome }, ms / 1000);
+}
+
+/** Lag is counted up to this many events: past it a consumer is far behind, and counting costs. */
+const LAG_CAP = 10_000;
+const CHECKPOINTS = `SELECT 'projection' AS kind, name, position FROM projection_checkpoints
+  UNION ALL SELECT 'process', name, position FROM process_checkpoints`;
+/**
+ * Events of the log after each checkpoint, one index range scan each. Positions are `<tx_id>.<global_position>`,
+ * zero-padded: the transaction id goes through bigint, as xid8 would read the leading zeros as octal.
+ */
+const LAG_SQL = `SELECT c.kind, c.name, (SELECT count(*) FROM (SELECT 1 FROM events e
+    WHERE (e.tx_id, e.global_position) > (coalesce(nullif(split_part(c.position, '.', 1), ''), '0')::bigint::text::xid8,
+                                          coalesce(nullif(split_part(c.position, '.', 2), ''), '0')::bigint)
+    LIMIT ${LAG_CAP}) x)::int AS lag
+  FROM (${CHECKPOINTS}) c`;
+
+/** A queue's depth: a cheap count of a process's table (the processes own them: see bin/composition.ts). */
+export type QueueDepths = Record<string, (db: Database, now: Date) => Promise<number>>;
+
+/** Where the scrape-time gauges read: the service whose /metrics is being scraped (one per process, but tests). */
+let source: { services: Services; queues: QueueDepths } | undefined;
+
+/** A gauge computed at scrape time; when the database does not answer it is left out, the rest still served. */
+function scrapeGauge<L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  read: (s: NonNullable<typeof source>) => Promise<{ labels: Record<L, string>; value: number }[]>,
+) {
+  return new Gauge<L>({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      if (!source) return;
+      try {
+        for (const { labels, value } of await read(source)) this.set(labels as any, value);
+      } catch (err) {
+        source.services.log.warn({ err, metric: name }, 'metric not collected');
+      }
+    },
+  });
+}
+
+scrapeGauge(
+  'postline_consumer_lag_events',
+  `Events in the log after a projection's or process manager's checkpoint (counted up to ${LAG_CAP}).`,
+  ['kind', 'name'],
+  async ({ services: { db, store } }) => {
+    if (store instanceof PostgresEventStore) {
+      const { rows } = await db.query<{ kind: string; name: string; lag: number }>(LAG_SQL);
+      return rows.map((r) => ({ labels: { kind: r.kind, name: r.name }, value: r.lag }));
+    }
+    // The log is elsewhere (KurrentDB): read it through the store (a position of '' is the start).
+    const { rows } = await db.query<{ kind: string; name: string; position: string }>(CHECKPOINTS);
+    return Promise.all(
+      rows.map(async (r) => ({
+        labels: { kind: r.kind, name: r.name },
+        value: (await store.readAll({ from: r.position, limit: LAG_CAP })).length,
+      })),
+    );
+  },
+);
+
+scrapeGauge(
+  'postline_queue_depth',
+  'Work waiting in a queue: deliveries and webhook attempts due now, emails scheduled for later.',
+  ['queue'],
+  ({ services, queues }) => {
+    const now = services.clock.now();
+    return Promise.all(
+      Object.entries(queues).map(async ([queue, depth]) => ({
+        labels: { queue },
+        value: await depth(services.db, now),
+      })),
+    );
+  },
+);
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * Mounts `GET /metrics` (Prometheus text format). With METRICS_TOKEN set it needs `Authorization: Bearer <token>`,
+ * else 401 `invalid_metrics_token`.
+ */
+export function mountMetrics(app: express.Express, services: Services, queues: QueueDepths): void {
+  const token = services.config.METRICS_TOKEN;
+  app.get('/metrics', async (req, res) => {
+    if (token) {
+      const presented = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1] ?? '';
+      if (!timingSafeEqual(digest(presented), digest(token)))
+        throw new AppError('invalid_metrics_token', 'Send Authorization: Bearer <METRICS_TOKEN>.');
+    }
+    source = { services, queues };
+    res.type(registry.contentType).send(await registry.metrics());
+  });
+}
