@@ -37,6 +37,7 @@ import { apiKeysProjection } from '../projections/api-keys.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
 import type { Projection } from '../projections/projection.ts';
+import { receivedEmailsProjection } from '../projections/received-emails.projection.ts';
 import { suppressionsProjection } from '../projections/suppressions.projection.ts';
 import { templatesProjection } from '../projections/templates.projection.ts';
 import { webhooksProjection } from '../projections/webhooks.projection.ts';
@@ -47,6 +48,8 @@ import { domainQueryRoutes } from '../read-side/domains/domains.routes.ts';
 import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
 import { emailQueryRoutes } from '../read-side/emails/emails.routes.ts';
 import { emailsMigrations } from '../read-side/emails/emails.schema.ts';
+import { receivedEmailQueryRoutes } from '../read-side/received-emails/received-emails.routes.ts';
+import { receivedEmailsMigrations } from '../read-side/received-emails/received-emails.schema.ts';
 import { suppressionQueryRoutes } from '../read-side/suppressions/suppressions.routes.ts';
 import { suppressionsMigrations } from '../read-side/suppressions/suppressions.schema.ts';
 import { templateQueryRoutes } from '../read-side/templates/templates.routes.ts';
@@ -57,6 +60,7 @@ import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
 import { mountTracking } from '../write-side/emails/tracking.routes.ts';
+import { receivedEmailCommandRoutes } from '../write-side/inbound/received-email.routes.ts';
 import { suppressionCommandRoutes } from '../write-side/suppressions/suppression.routes.ts';
 import { templateCommandRoutes } from '../write-side/templates/template.routes.ts';
 import { webhookCommandRoutes } from '../write-side/webhooks/webhook.routes.ts';
@@ -74,6 +78,7 @@ export const migrations: Migration[] = [
   ...templatesMigrations,
   ...suppressionsMigrations,
   ...emailsMigrations,
+  ...receivedEmailsMigrations,
   ...schedulerMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
@@ -87,6 +92,7 @@ export const projections: Projection[] = [
   templatesProjection,
   suppressionsProjection,
   emailsProjection,
+  receivedEmailsProjection,
   webhooksProjection,
 ];
 
@@ -107,6 +113,8 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.
+  receivedEmailCommandRoutes(api, services);
+  receivedEmailQueryRoutes(api, services);
   emailCommandRoutes(api, services);
   emailQueryRoutes(api, services);
 }

@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { type FileHandle, mkdir, open, readFile, rename, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type express from 'express';
 import type { Config } from './config.ts';
@@ -58,6 +58,11 @@ export class BlobStore {
 
   get(key: string): Promise<Buffer> {
     return readFile(this.#path(key));
+  }
+
+  /** Removes a blob; one that is gone already is no error (a purge may run twice). */
+  async delete(key: string): Promise<void> {
+    await rm(this.#path(key), { force: true });
   }
 
   async exists(key: string): Promise<boolean> {

@@ -115,8 +115,12 @@ const schema = z.object({
   /** The SMTP relay: submission with STARTTLS, and with implicit TLS (docs/smtp.md). */
   SMTP_SUBMISSION_PORT: listenerPort(2587),
   SMTP_SUBMISSIONS_PORT: listenerPort(2465),
-  /** The MX: bounces and complaints for Postline's own emails (docs/bounces.md). */
+  /** The MX: mail for inbound domains (docs/receiving.md), bounces and complaints (docs/bounces.md). */
   SMTP_MX_PORT: listenerPort(2525),
+  /** A received message whose spam score reaches this is `is_spam`. */
+  INBOUND_SPAM_THRESHOLD: z.coerce.number().min(0).default(5),
+  /** Received messages and their attachments are deleted this many days after they arrived (metadata stays). */
+  INBOUND_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
   /** Bind address of the SMTP listeners. */
   SMTP_HOST: z.string().min(1).default('0.0.0.0'),
   /** Name in the SMTP greeting and Received headers (default: the host of PUBLIC_URL). */

@@ -32,10 +32,12 @@ const catalogue = {
   invalid_metrics_token: [401, 'authentication_error'],
   insufficient_permission: [403, 'permission_error'],
   domain_not_allowed: [403, 'permission_error'],
+  test_mode_only: [403, 'permission_error'],
   // 404 / 405
   not_found: [404, 'not_found_error'],
   route_not_found: [404, 'not_found_error'],
   method_not_allowed: [405, 'invalid_request_error'],
+  content_deleted: [410, 'not_found_error'],
   // 409
   conflict: [409, 'conflict_error'],
   concurrent_modification: [409, 'conflict_error'],

@@ -3,6 +3,7 @@ import type { Database } from '../platform/db/database.ts';
 import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
 import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
+import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
 import type { SuppressionsTable } from './suppressions/suppressions.schema.ts';
 import type { TemplatesTable, TemplateVersionsTable } from './templates/templates.schema.ts';
 import type { WebhooksTable } from './webhooks/webhooks.schema.ts';
@@ -15,6 +16,7 @@ export interface ReadModels {
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;
   email_usage: EmailUsageTable;
+  received_emails: ReceivedEmailsTable;
   suppressions: SuppressionsTable;
   templates: TemplatesTable;
   template_versions: TemplateVersionsTable;

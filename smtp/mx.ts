@@ -3,10 +3,14 @@ import { blobStoreFor } from '../platform/blob-store.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
 import { storableText } from '../platform/storable-text.ts';
+import { findInboundDomains } from '../read-side/domains/domains.queries.ts';
 import { domainOf } from '../write-side/emails/addresses.ts';
 import { readEmail, recordBounceReport, recordComplaint } from '../write-side/emails/email.commands.ts';
 import { parseVerp } from '../write-side/emails/verp.ts';
+import { mimeShapeProblem } from '../write-side/inbound/mime-shape.ts';
+import { type InboundTarget, receiveMessage } from '../write-side/inbound/received-email.commands.ts';
 import { suppressForEmail } from '../write-side/suppressions/suppression.commands.ts';
+import { authenticateArrival } from './authentication.ts';
 import type { FrontDoor } from './front-door.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, SmtpReply } from './replies.ts';
@@ -19,9 +23,11 @@ const MAX_RECIPIENTS = 100;
 export const feedbackAddress = (mxHost: string) => `fbl@${mxHost.toLowerCase()}`;
 
 /**
- * The MX's policy (docs/bounces.md): it takes mail only for the return paths of Postline's own live emails and
- * for the feedback address, reads what arrives as a bounce (DSN or plain text) or a complaint (ARF), and records
- * it on the email it names. Everything else is refused: never an open relay.
+ * The MX's policy: it takes mail for the inbound domains of organizations (live, inbound enabled, its MX record
+ * verified) and records it as received email (docs/receiving.md); and it takes the return paths of Postline's
+ * own live emails and the feedback address, reads what arrives there as a bounce (DSN or plain text) or a
+ * complaint (ARF), and records it on the email it names (docs/bounces.md). Everything else is refused: never an
+ * open relay.
  */
 export function mxHooks(door: FrontDoor, services: Services) {
   const { config } = services;
@@ -36,6 +42,15 @@ export function mxHooks(door: FrontDoor, services: Services) {
     return state.exists && state.mode === 'live' ? verp.emailId : null;
   }
 
+  /** The live inbound domains, one per organization, that take mail for `address`. */
+  async function inboundDomainsFor(address: string) {
+    const found = await findInboundDomains(services.db, domainOf(address));
+    return found.filter((d) => d.mode === 'live' && d.inboundVerified);
+  }
+
+  const isReportAddress = (address: string) =>
+    address.toLowerCase() === feedback || parseVerp(address) !== null;
+
   async function onRcptTo(address: string, session: SMTPServerSession) {
     if (session.envelope.rcptTo.length >= MAX_RECIPIENTS)
       throw door.refuse(
@@ -47,6 +62,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
       if (await returnPathEmail(address)) return;
       throw door.refuse(session, 'unknownReturnPath');
     }
+    if ((await inboundDomainsFor(address)).length > 0) return;
     throw door.refuse(session, 'relayDenied');
   }
 
@@ -106,7 +122,51 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const read = await readMessage(stream, String(args?.BODY ?? '').toUpperCase() === '8BITMIME');
     if (stream.sizeExceeded) throw door.refuse(session, 'messageTooBig');
     if (read.problem) throw door.refuse(session, read.problem);
-    const report = await readReport(read.bytes).catch((): Report => ({ kind: 'other' }));
+    const shape = mimeShapeProblem(read.bytes);
+    if (shape) throw door.refuse(session, shape);
+    const recipients = session.envelope.rcptTo.map((r) => r.address);
+    const inbound = recipients.filter((a) => !isReportAddress(a));
+    if (inbound.length > 0) await receive(read.bytes, inbound, session);
+    if (inbound.length < recipients.length) await readReports(read.bytes, session);
+    return '2.0.0 Ok: received';
+  }
+
+  /** Records the message for each organization whose inbound domains it was sent to. */
+  async function receive(raw: Buffer, addresses: string[], session: SMTPServerSession) {
+    const targets = new Map<string, InboundTarget>();
+    for (const address of addresses) {
+      for (const d of await inboundDomainsFor(address)) {
+        const target = targets.get(d.orgId) ?? {
+          orgId: d.orgId,
+          mode: d.mode,
+          domainId: d.id,
+          domain: d.name,
+          recipients: [],
+        };
+        target.recipients.push(address);
+        targets.set(d.orgId, target);
+      }
+    }
+    if (targets.size === 0) return;
+    const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
+    const helo = session.hostNameAppearsAs || session.remoteAddress;
+    const authentication = await authenticateArrival(
+      raw,
+      { ip: session.remoteAddress, helo, mailFrom, hostname: door.hostname, dnsServers: config.DNS_SERVERS },
+      door.log,
+    );
+    const { ids } = await receiveMessage(
+      services,
+      { raw, mailFrom, remoteAddress: session.remoteAddress, helo, authentication },
+      [...targets.values()],
+      'mx',
+    );
+    door.log.info({ receivedEmailIds: ids, client: session.remoteAddress }, 'MX message received');
+  }
+
+  /** Reads the message as a bounce or complaint for the emails its return paths name. */
+  async function readReports(bytes: Buffer, session: SMTPServerSession) {
+    const report = await readReport(bytes).catch((): Report => ({ kind: 'other' }));
     const emailIds = new Set<string>();
     for (const { address } of session.envelope.rcptTo) {
       const emailId =
@@ -117,10 +177,9 @@ export function mxHooks(door: FrontDoor, services: Services) {
     for (const emailId of emailIds) recorded = (await apply(emailId, report)) || recorded;
     if (!recorded) {
       // Never an error for the sender: what matches nothing is kept for an operator to look at.
-      const blobKey = await blobStoreFor(config).put(read.bytes);
+      const blobKey = await blobStoreFor(config).put(bytes);
       door.log.warn({ blobKey, kind: report.kind, emails: [...emailIds] }, 'MX message matched no email');
     }
-    return '2.0.0 Ok: received';
   }
 
   return {

@@ -1,6 +1,7 @@
 import { AppError } from '../platform/errors.ts';
 import type { Logger } from '../platform/logger.ts';
 import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
+import { MIME_LIMITS } from '../write-side/inbound/mime-shape.ts';
 
 /** Largest message the relay accepts (advertised as SIZE), as on REST: 40 MB. */
 export const MAX_MESSAGE_BYTES = EMAIL_LIMITS.attachmentBytes;
@@ -23,12 +24,19 @@ export const REPLIES = {
   relayDenied: [
     550,
     '5.7.1',
-    'Relaying denied: this server takes mail only for return paths of emails it sent',
+    'Relaying denied: this server takes mail only for its inbound domains and the return paths of emails it sent',
   ],
   tooManyRecipients: [452, '4.5.3', `Too many recipients: at most ${EMAIL_LIMITS.recipients} per message`],
   messageTooBig: [552, '5.3.4', `Message too big: at most ${MAX_MESSAGE_BYTES / 1024 / 1024} MB`],
   bareLineEnding: [554, '5.6.0', 'Bare CR or LF in the message: end every line with CRLF'],
   nulByte: [554, '5.6.0', 'NUL byte in the message'],
+  tooManyParts: [554, '5.6.0', `Too many MIME parts in the message: at most ${MIME_LIMITS.parts}`],
+  tooDeep: [554, '5.6.0', `MIME parts nested too deep in the message: at most ${MIME_LIMITS.depth} levels`],
+  headerTooBig: [
+    552,
+    '5.3.4',
+    `Header too big: at most ${MIME_LIMITS.headerBytes / 1024} KB per header block`,
+  ],
   lineTooLong: [554, '5.6.0', 'Line longer than 998 characters in the message'],
   eightBitUndeclared: [554, '5.6.7', '8-bit data in the message without MAIL FROM BODY=8BITMIME'],
   invalidMessage: [550, '5.6.0', 'Message refused'],

@@ -1,6 +1,7 @@
 import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
 import type { EmailEvent } from '../../write-side/emails/email.events.ts';
+import type { InboundEmailReceived } from '../../write-side/inbound/received-email.events.ts';
 import { type PublicEventType, TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 
 /**
@@ -20,6 +21,7 @@ export const PUBLIC_TYPE_OF: Record<string, PublicEventType> = {
   EmailOpened: 'email.opened',
   EmailClicked: 'email.clicked',
   EmailCanceled: 'email.canceled',
+  InboundEmailReceived: 'email.received',
   DomainVerified: 'domain.verified',
   DomainDnsChanged: 'domain.dns_changed',
 };
@@ -35,8 +37,8 @@ export interface EmailSummary {
 }
 
 /** The email events that feed a public type: each has its `emailId`, and needs its email's summary. */
-const EMAIL_SOURCES = Object.keys(PUBLIC_TYPE_OF).filter((t) =>
-  PUBLIC_TYPE_OF[t].startsWith('email.'),
+const EMAIL_SOURCES = Object.keys(PUBLIC_TYPE_OF).filter(
+  (t) => PUBLIC_TYPE_OF[t].startsWith('email.') && t !== 'InboundEmailReceived',
 ) as EmailEvent['type'][];
 /** The domain events that feed a public type. */
 const DOMAIN_SOURCES = Object.keys(PUBLIC_TYPE_OF).filter((t) =>
@@ -122,6 +124,30 @@ function domainData(e: DomainEvent): Record<string, unknown> | null {
   }
 }
 
+/** `email.received`: what arrived and for whom, the attachments' metadata and the spam verdict (not the bodies). */
+function receivedData(e: InboundEmailReceived): Record<string, unknown> {
+  const d = e.data;
+  return {
+    received_email_id: d.receivedEmailId,
+    domain: d.domain,
+    from: d.from,
+    to: d.to,
+    cc: d.cc,
+    envelope: { from: d.envelope.mailFrom, to: d.envelope.rcptTo },
+    subject: d.subject,
+    message_id: d.messageId,
+    attachments: d.attachments.map((a) => ({
+      id: a.attachmentId,
+      filename: a.filename,
+      content_type: a.contentType,
+      size: a.size,
+    })),
+    spam_score: d.spamScore,
+    is_spam: d.isSpam,
+    timestamp: d.receivedAt,
+  };
+}
+
 /** The public `data` of a source event, or null when it has none. Email events need their email's summary. */
 export function publicData(
   event: StoredEvent,
@@ -129,6 +155,7 @@ export function publicData(
 ): Record<string, unknown> | null {
   if (isEmailSourced(event)) return emailData(event, email);
   if (isOneOf<DomainEvent>(event, DOMAIN_SOURCES)) return domainData(event);
+  if (isOneOf<InboundEmailReceived>(event, ['InboundEmailReceived'])) return receivedData(event);
   return null;
 }
 

@@ -28,6 +28,8 @@ export const PURE_RULES = new Set([
   'write-side/templates/content-rules.ts', // what a template may contain
   'write-side/templates/template-ast.ts',
   'write-side/webhooks/event-types.ts', // the public webhook event vocabulary
+  'write-side/inbound/mime-shape.ts', // how much MIME structure a received message may have
+  'write-side/inbound/spam-score.ts', // Postline's own spam score of a received message
 ]);
 
 /** Modules of `platform/` that do no I/O: deciders, pure rules and events may import values only from these. */

@@ -104,7 +104,66 @@ describe('public webhook events (v1)', () => {
 
   it('has no public form for internal-only events', () => {
     expect(publicData(stored('EmailQueued', { emailId: 'em_1' }))).toBeNull();
-    expect(LIVE_EVENT_TYPES).not.toContain('email.received');
+    expect(LIVE_EVENT_TYPES).not.toContain('contact.created');
+  });
+
+  it('maps a received email to email.received: metadata and the spam verdict, never the bodies', () => {
+    const none = { result: 'none', detail: null };
+    const data = publicData(
+      stored('InboundEmailReceived', {
+        receivedEmailId: 'in_1',
+        orgId: 'org_1',
+        mode: 'live',
+        domainId: 'dom_1',
+        domain: 'acme.test',
+        envelope: {
+          mailFrom: 'ann@x.test',
+          rcptTo: ['help@acme.test'],
+          remoteAddress: '192.0.2.1',
+          helo: 'x',
+        },
+        from: { email: 'ann@x.test', name: 'Ann' },
+        to: [{ email: 'help@acme.test', name: null }],
+        cc: [],
+        replyTo: [],
+        subject: 'Help',
+        messageId: '<1@x.test>',
+        inReplyTo: null,
+        rawKey: 'blob_1',
+        size: 100,
+        contentKey: 'blob_2',
+        attachments: [
+          {
+            attachmentId: 'att_1',
+            filename: 'a.txt',
+            contentType: 'text/plain',
+            contentId: null,
+            size: 3,
+            blobKey: 'blob_3',
+          },
+        ],
+        authentication: { spf: none, dkim: none, dmarc: none, arc: none },
+        spamScore: 1.5,
+        isSpam: false,
+        parseError: null,
+        receivedAt: 'T9',
+      }),
+    );
+    expect(data).toEqual({
+      received_email_id: 'in_1',
+      domain: 'acme.test',
+      from: { email: 'ann@x.test', name: 'Ann' },
+      to: [{ email: 'help@acme.test', name: null }],
+      cc: [],
+      envelope: { from: 'ann@x.test', to: ['help@acme.test'] },
+      subject: 'Help',
+      message_id: '<1@x.test>',
+      attachments: [{ id: 'att_1', filename: 'a.txt', content_type: 'text/plain', size: 3 }],
+      spam_score: 1.5,
+      is_spam: false,
+      timestamp: 'T9',
+    });
+    expect(LIVE_EVENT_TYPES).toContain('email.received');
   });
 
   it('wraps data in the envelope', () => {

@@ -31,7 +31,7 @@ afterAll(async () => {
 async function runRetention() {
   const purged = await retention.runOnce();
   const { store, readYourWrites } = svc.postline.services;
-  await readYourWrites.waitFor(['domains'], await store.headPosition({ committed: true }));
+  await readYourWrites.waitFor(['domains', 'received_emails'], await store.headPosition({ committed: true }));
   return purged;
 }
 
@@ -128,5 +128,64 @@ describe('restoring a deleted domain', () => {
     clock.advance(30 * DAY);
     const late = await org.live.post(`/v1/domains/${first.body.id}/restore`);
     expect([late.status, late.body.error.code]).toEqual([404, 'not_found']);
+  });
+});
+
+describe('retention of received emails', () => {
+  it('deletes the raw message, content and attachments after INBOUND_RETENTION_DAYS; the metadata stays', async () => {
+    const raw = [
+      'From: ann@remote.test',
+      'To: hooks@acme.test',
+      'Subject: Keep me a while',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      'body',
+      '--b',
+      'Content-Type: text/plain; name="a.txt"',
+      'Content-Disposition: attachment; filename="a.txt"',
+      '',
+      'file',
+      '--b--',
+    ].join('\n');
+    const injected = await acme.test.post('/v1/emails/received', { raw });
+    expect(injected.status).toBe(201);
+    const id = injected.body.id;
+    const attachmentId = injected.body.attachments[0].id;
+    const link = (await acme.test.get(`/v1/emails/received/${id}/raw`)).body.download_url;
+    const local = () => {
+      const url = new URL(link);
+      return fetch(`${svc.baseUrl}${url.pathname}${url.search}`);
+    };
+    expect((await local()).status).toBe(200);
+
+    clock.advance(30 * DAY - 1000);
+    await runRetention();
+    expect((await acme.test.get(`/v1/emails/received/${id}`)).body.text_body).toBe('body');
+
+    clock.advance(1000);
+    expect(await runRetention()).toBe(1);
+    const after = (await acme.test.get(`/v1/emails/received/${id}`)).body;
+    expect(after).toMatchObject({
+      id,
+      subject: 'Keep me a while',
+      from: { email: 'ann@remote.test', name: null },
+      attachment_count: 1,
+      text_body: null,
+      html_body: null,
+      headers: null,
+      purged_at: clock.now().toISOString(),
+    });
+    for (const path of [`/raw`, `/attachments/${attachmentId}`]) {
+      const gone = await acme.test.get(`/v1/emails/received/${id}${path}`);
+      expect([gone.status, gone.body.error.code]).toEqual([410, 'content_deleted']);
+    }
+    // The files are gone: a link handed out before (still unexpired by its signature) finds nothing.
+    clock.advance(-30 * DAY);
+    expect((await local()).status).toBe(404);
+    clock.advance(30 * DAY);
+    expect(await runRetention()).toBe(0);
   });
 });

@@ -1,0 +1,122 @@
+import type { Selectable } from 'kysely';
+import { blobStoreFor } from '../../platform/blob-store.ts';
+import type { Database } from '../../platform/db/database.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import type { MailAddress, ReceivedAttachment } from '../../write-side/inbound/received-email.events.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+import type { ReceivedEmailsTable } from './received-emails.schema.ts';
+
+export type ReceivedEmailRow = Selectable<ReceivedEmailsTable>;
+
+export interface ReceivedEmailFilters {
+  domain?: string;
+  from?: string;
+  from_date?: string;
+  to_date?: string;
+}
+
+const ofTenant = (db: Database, { orgId, mode }: Tenant) =>
+  readModels(db)
+    .selectFrom('received_emails')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode);
+
+export function findReceivedEmail(db: Database, tenant: Tenant, id: string) {
+  return ofTenant(db, tenant).where('id', '=', id).executeTakeFirst();
+}
+
+/** Newest first; `domain` and `from` match whole addresses and names, in any letter case. */
+export function listReceivedEmails(db: Database, tenant: Tenant, page: PageParams & ReceivedEmailFilters) {
+  let q = ofTenant(db, tenant);
+  if (page.domain) q = q.where('domain', '=', page.domain.toLowerCase());
+  if (page.from) q = q.where('from_lower', '=', page.from.toLowerCase());
+  if (page.from_date) q = q.where('created_at', '>=', new Date(page.from_date));
+  if (page.to_date) q = q.where('created_at', '<=', new Date(page.to_date));
+  return paginate(q, page);
+}
+
+/** Received emails (any organization) that arrived by `before` and still hold their content, oldest first. */
+export function receivedEmailsDueForPurge(db: Database, before: Date, limit: number) {
+  return readModels(db)
+    .selectFrom('received_emails')
+    .select(['id', 'org_id', 'mode'])
+    .where('purged_at', 'is', null)
+    .where('created_at', '<=', before)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+}
+
+/** How long a received email's download links work. */
+const DOWNLOAD_URL_TTL_MS = 3600_000;
+
+/** What a received email's content blob holds: the bodies and headers, deleted after the retention. */
+interface Content {
+  text: string | null;
+  html: string | null;
+  headers: Record<string, string | string[]>;
+}
+
+export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachment) => ({
+  object: 'received_attachment',
+  id: a.attachmentId,
+  received_email_id: row.id,
+  filename: a.filename,
+  content_type: a.contentType,
+  content_id: a.contentId,
+  size: a.size,
+});
+
+/** A signed link to a blob, valid for an hour. */
+export function downloadLink(
+  services: Pick<Services, 'config' | 'clock'>,
+  key: string,
+  filename: string,
+  contentType: string,
+) {
+  const expiresAt = new Date(services.clock.now().getTime() + DOWNLOAD_URL_TTL_MS);
+  const url = blobStoreFor(services.config).signedUrl(services.config.PUBLIC_URL, key, {
+    filename,
+    contentType,
+    expiresAt,
+  });
+  return { download_url: url, expires_at: expiresAt.toISOString() };
+}
+
+/** The ReceivedEmail of the API; its bodies and headers are read from the blob store until the retention ends. */
+export async function receivedEmailJson(services: Pick<Services, 'config'>, row: ReceivedEmailRow) {
+  const content: Content | null =
+    row.content_key && !row.purged_at
+      ? JSON.parse((await blobStoreFor(services.config).get(row.content_key)).toString('utf8'))
+      : null;
+  const mailboxes = (list: MailAddress[]) => list.map(({ email, name }) => ({ email, name }));
+  return {
+    object: 'received_email',
+    id: row.id,
+    from: row.from_email ? { email: row.from_email, name: row.from_name } : null,
+    to: mailboxes(row.to),
+    cc: mailboxes(row.cc),
+    reply_to: mailboxes(row.reply_to),
+    subject: row.subject,
+    text_body: content?.text ?? null,
+    html_body: content?.html ?? null,
+    headers: content?.headers ?? null,
+    message_id: row.message_id,
+    in_reply_to: row.in_reply_to,
+    spam_score: row.spam_score,
+    is_spam: row.is_spam,
+    authentication: row.authentication,
+    attachment_count: row.attachments.length,
+    attachments: row.attachments.map((a) => receivedAttachmentJson(row, a)),
+    domain: row.domain,
+    envelope: { from: row.envelope_from, to: row.envelope_to },
+    size: row.size,
+    parse_error: row.parse_error,
+    created_at: iso(row.created_at),
+    purged_at: iso(row.purged_at),
+  };
+}

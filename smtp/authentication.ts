@@ -1,0 +1,50 @@
+import { authenticate } from 'mailauth';
+import { createResolver, mailauthResolver } from '../platform/dns.ts';
+import type { Logger } from '../platform/logger.ts';
+import { storableText } from '../platform/storable-text.ts';
+import type { Authentication, AuthVerdict } from '../write-side/inbound/received-email.events.ts';
+
+const verdict = (result: string, detail?: string | null): AuthVerdict => ({
+  result,
+  detail: detail ? storableText(detail, 500) : null,
+});
+const none = verdict('none');
+
+/**
+ * SPF, DKIM, DMARC and ARC for a message that arrived at the MX, with mailauth: SPF from the client's address,
+ * HELO and MAIL FROM; DKIM from the signatures; DMARC from both and the From domain. Lookups go to DNS_SERVERS.
+ * A check that cannot be done (DNS away, a bug) is `temperror`: the message is taken all the same.
+ */
+export async function authenticateArrival(
+  raw: Buffer,
+  arrival: { ip: string; helo: string; mailFrom: string; hostname: string; dnsServers: string[] },
+  log: Logger,
+): Promise<Authentication> {
+  try {
+    const r = await authenticate(raw, {
+      ip: arrival.ip,
+      helo: arrival.helo,
+      sender: arrival.mailFrom,
+      mta: arrival.hostname,
+      resolver: mailauthResolver(createResolver(arrival.dnsServers, { timeout: 2000, tries: 1 })),
+      disableBimi: true,
+    });
+    const signatures = r.dkim.results ?? [];
+    const dkim = signatures.find((s) => s.status.result === 'pass') ?? signatures[0];
+    return {
+      spf: r.spf ? verdict(r.spf.status.result, r.spf.status.comment) : none,
+      dkim: dkim
+        ? verdict(
+            dkim.status.result,
+            [`d=${dkim.signingDomain}`, dkim.status.comment].filter(Boolean).join('; '),
+          )
+        : none,
+      dmarc: r.dmarc ? verdict(r.dmarc.status.result, `p=${r.dmarc.policy} d=${r.dmarc.domain}`) : none,
+      arc: r.arc ? verdict(r.arc.status.result, r.arc.status.comment) : none,
+    };
+  } catch (err) {
+    log.warn({ err }, 'inbound authentication failed');
+    const failed = verdict('temperror', 'the checks could not be made');
+    return { spf: failed, dkim: failed, dmarc: failed, arc: failed };
+  }
+}

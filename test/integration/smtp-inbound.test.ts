@@ -1,0 +1,293 @@
+import { generateKeyPairSync } from 'node:crypto';
+import nodemailer from 'nodemailer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { rawSmtp } from '../support/raw-smtp.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * Inbound mail as `npm start` receives it: a domain with inbound enabled and its records verified on a loopback
+ * DNS server takes mail through the MX port; the API lists it and the webhook tells of it.
+ */
+
+let dns: TestDnsServer;
+let receiver: WebhookReceiver;
+let acme: TestOrg;
+let mxPort: number;
+const DOMAIN = 'acme-in.test';
+const dkim = generateKeyPairSync('rsa', { modulusLength: 2048 });
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  receiver = await startWebhookReceiver();
+  // The remote sender's own records: SPF allows loopback, its DKIM key, a DMARC policy.
+  dns.set('remote.test', 'TXT', [['v=spf1 ip4:127.0.0.1 -all']]);
+  // A TXT string holds at most 255 bytes: the key's record is published in pieces, as DNS providers do.
+  const key = `v=DKIM1; k=rsa; p=${dkim.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`;
+  dns.set('sel._domainkey.remote.test', 'TXT', [key.match(/.{1,250}/g)!]);
+  dns.set('_dmarc.remote.test', 'TXT', [['v=DMARC1; p=reject']]);
+});
+const svc = useTestService(() => ({
+  processes: true,
+  env: { ...domainEnv(dns), SMTP_MX_PORT: '0' },
+}));
+beforeAll(async () => {
+  mxPort = svc.postline.smtp!.mxPort!;
+  acme = await svc.createOrg('pro');
+  await addVerifiedDomain(acme.live, dns, DOMAIN, { inbound_enabled: true });
+  await addVerifiedDomain(acme.live, dns, 'acme-out.test');
+  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['email.received'] });
+  receiver.secrets.push(hook.body.signing_secret);
+});
+afterAll(async () => {
+  await receiver?.close();
+  await dns?.close();
+});
+
+const mx = () =>
+  nodemailer.createTransport({ host: '127.0.0.1', port: mxPort, tls: { rejectUnauthorized: false } });
+
+/** A download link, on the test service's own address (PUBLIC_URL names no port here). */
+const local = (link: string) => {
+  const url = new URL(link);
+  return `${svc.baseUrl}${url.pathname}${url.search}`;
+};
+
+/** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
+const POLL = { timeout: 10_000 };
+
+async function receivedWithSubject(subject: string) {
+  let found: any;
+  await expect
+    .poll(async () => {
+      const list = (await acme.live.get('/v1/emails/received?limit=100')).body.data;
+      found = list.find((e: any) => e.subject === subject);
+      return found !== undefined;
+    }, POLL)
+    .toBe(true);
+  return found;
+}
+
+describe('mail for an inbound domain', () => {
+  it('is received with every field, its attachment downloads, and a signed email.received arrives', async () => {
+    const info = await mx().sendMail({
+      envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
+      from: 'Ann Example <ann@remote.test>',
+      to: `Support <support@${DOMAIN}>`,
+      cc: `cc@${DOMAIN}`,
+      replyTo: 'ann.reply@remote.test',
+      subject: 'Order 42',
+      text: 'Where is my order?',
+      html: '<p>Where is my order?</p>',
+      inReplyTo: '<earlier@acme-in.test>',
+      attachments: [{ filename: 'receipt.txt', content: 'paid 42 EUR', contentType: 'text/plain' }],
+      dkim: {
+        domainName: 'remote.test',
+        keySelector: 'sel',
+        privateKey: dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+      },
+    });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+
+    const listed = await receivedWithSubject('Order 42');
+    expect(listed).toMatchObject({
+      object: 'received_email',
+      from: { email: 'ann@remote.test', name: 'Ann Example' },
+      to: [{ email: `support@${DOMAIN}`, name: 'Support' }],
+      cc: [{ email: `cc@${DOMAIN}`, name: null }],
+      reply_to: [{ email: 'ann.reply@remote.test', name: null }],
+      subject: 'Order 42',
+      text_body: 'Where is my order?',
+      html_body: '<p>Where is my order?</p>',
+      in_reply_to: '<earlier@acme-in.test>',
+      message_id: expect.stringMatching(/^<.+>$/),
+      attachment_count: 1,
+      is_spam: false,
+      domain: DOMAIN,
+      envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
+      authentication: {
+        spf: { result: 'pass' },
+        dkim: { result: 'pass', detail: 'd=remote.test' },
+        dmarc: { result: 'pass' },
+      },
+    });
+    expect(listed.id).toMatch(/^in_[0-9a-z]+$/);
+    expect(listed.spam_score).toBe(0);
+    expect(listed.headers).toMatchObject({ subject: 'Order 42', 'dkim-signature': expect.any(String) });
+    expect(listed.headers['content-type']).toMatch(/^multipart\/mixed/);
+    expect(Date.parse(listed.created_at)).not.toBeNaN();
+
+    const one = await acme.live.get(`/v1/emails/received/${listed.id}`);
+    expect(one.body).toEqual(listed);
+
+    const attachments = await acme.live.get(`/v1/emails/received/${listed.id}/attachments`);
+    expect(attachments.body.data).toEqual([
+      expect.objectContaining({ filename: 'receipt.txt', content_type: 'text/plain', size: 11 }),
+    ]);
+    const attachment = await acme.live.get(
+      `/v1/emails/received/${listed.id}/attachments/${attachments.body.data[0].id}`,
+    );
+    const file = await fetch(local(attachment.body.download_url));
+    expect(await file.text()).toBe('paid 42 EUR');
+
+    const raw = await acme.live.get(`/v1/emails/received/${listed.id}/raw`);
+    const message = await (await fetch(local(raw.body.download_url))).text();
+    expect(message).toContain('Subject: Order 42');
+    expect(raw.body.size).toBe(Buffer.byteLength(message));
+
+    await expect
+      .poll(() => receiver.received.filter((r) => r.payload.type === 'email.received').length, POLL)
+      .toBe(1);
+    const hook = receiver.received.find((r) => r.payload.type === 'email.received')!;
+    expect(hook.verifiedWith).toHaveLength(1);
+    expect(hook.payload.data).toEqual({
+      received_email_id: listed.id,
+      domain: DOMAIN,
+      from: { email: 'ann@remote.test', name: 'Ann Example' },
+      to: [{ email: `support@${DOMAIN}`, name: 'Support' }],
+      cc: [{ email: `cc@${DOMAIN}`, name: null }],
+      envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
+      subject: 'Order 42',
+      message_id: listed.message_id,
+      attachments: [
+        { id: attachments.body.data[0].id, filename: 'receipt.txt', content_type: 'text/plain', size: 11 },
+      ],
+      spam_score: 0,
+      is_spam: false,
+      timestamp: listed.created_at,
+    });
+  });
+
+  it('filters the list by domain, sender and date, and is not shadowed by GET /v1/emails/:id', async () => {
+    await mx().sendMail({
+      envelope: { from: 'zed@other.test', to: [`sales@${DOMAIN}`] },
+      from: 'zed@other.test',
+      to: `sales@${DOMAIN}`,
+      subject: 'Filter me',
+      text: 'x',
+    });
+    const mine = await receivedWithSubject('Filter me');
+    const byFrom = await acme.live.get('/v1/emails/received?from=ZED@other.test');
+    expect(byFrom.body.data.map((e: any) => e.id)).toEqual([mine.id]);
+    const byDomain = await acme.live.get(`/v1/emails/received?domain=${DOMAIN}&limit=100`);
+    expect(byDomain.body.data.map((e: any) => e.id)).toContain(mine.id);
+    expect((await acme.live.get('/v1/emails/received?domain=nothing.test')).body.data).toEqual([]);
+    const later = new Date(Date.parse(mine.created_at) + 1000).toISOString();
+    expect((await acme.live.get(`/v1/emails/received?from_date=${later}`)).body.data).toEqual([]);
+    expect(
+      (await acme.live.get(`/v1/emails/received?to_date=${later}&limit=100`)).body.data.map((e: any) => e.id),
+    ).toContain(mine.id);
+    const bad = await acme.live.get('/v1/emails/received?from_date=yesterday');
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe('validation_error');
+    // Another organization sees none of it.
+    const other = await svc.createOrg('pro');
+    expect((await other.live.get(`/v1/emails/received/${mine.id}`)).status).toBe(404);
+    expect((await acme.live.get('/v1/emails/received/in_01unknown')).body.error.code).toBe('not_found');
+  });
+
+  it.each(MIME_CORPUS)('reads $name', async (sample) => {
+    const to = `corpus@${DOMAIN}`;
+    const info = await mx().sendMail({ envelope: { from: 'x@remote.test', to: [to] }, raw: sample.raw(to) });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+    const got = await receivedWithSubject(sample.expect.subject);
+    expect(got.from).toEqual(sample.expect.from);
+    if (sample.expect.text !== undefined) expect(got.text_body?.trim()).toBe(sample.expect.text);
+    if (sample.expect.html !== undefined) expect(got.html_body?.trim()).toBe(sample.expect.html);
+    expect(
+      got.attachments.map((a: any) => ({ filename: a.filename, content_type: a.content_type, size: a.size })),
+    ).toEqual(sample.expect.attachments.map((a) => ({ size: expect.any(Number), ...a })));
+    expect(got.parse_error).toBeNull();
+  });
+});
+
+describe('the MX refuses', () => {
+  it('a foreign domain, an own domain without inbound, and a test-mode domain with it', async () => {
+    const testDomain = await acme.test.post('/v1/domains', {
+      name: 'acme-sandbox.test',
+      inbound_enabled: true,
+    });
+    expect(testDomain.status).toBe(201);
+    const c = await rawSmtp(mxPort);
+    await c.command('EHLO remote.test');
+    expect((await c.command('MAIL FROM:<ann@remote.test>')).code).toBe(250);
+    for (const to of ['someone@gmail.com', 'news@acme-out.test', 'dev@acme-sandbox.test']) {
+      const r = await c.command(`RCPT TO:<${to}>`);
+      expect([to, r.code, r.text.slice(0, 5)]).toEqual([to, 550, '5.7.1']);
+    }
+    expect((await c.command(`RCPT TO:<ok@${DOMAIN}>`)).code).toBe(250);
+    c.close();
+  });
+
+  /** Sends `raw` to the inbound domain over a raw socket; the reply to its end of DATA. */
+  async function dataReply(raw: Buffer) {
+    const c = await rawSmtp(mxPort);
+    await c.command('EHLO remote.test');
+    await c.command('MAIL FROM:<ann@remote.test>');
+    await c.command(`RCPT TO:<hostile@${DOMAIN}>`);
+    expect((await c.command('DATA')).code).toBe(354);
+    c.write(raw);
+    const reply = await c.command('.');
+    c.close();
+    return [reply.code, reply.text.slice(0, 5)];
+  }
+
+  it('hostile MIME: 10,000 parts, 100 levels, a 100 KB header; and serves the next message', async () => {
+    const parts = Array.from({ length: 10_000 }, () => '--b\r\nContent-Type: text/plain\r\n\r\nx\r\n').join(
+      '',
+    );
+    const many = `From: a@remote.test\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${parts}--b--\r\n`;
+    expect(await dataReply(Buffer.from(many))).toEqual([554, '5.6.0']);
+
+    let deep = 'From: a@remote.test\r\nContent-Type: multipart/mixed; boundary="d0"\r\n\r\n';
+    for (let i = 1; i < 100; i++)
+      deep += `--d${i - 1}\r\nContent-Type: multipart/mixed; boundary="d${i}"\r\n\r\n`;
+    expect(await dataReply(Buffer.from(`${deep}--d99\r\n\r\nx\r\n`))).toEqual([554, '5.6.0']);
+
+    const filler = Array.from({ length: 2000 }, (_, i) => `X-Filler-${i}: ${'y'.repeat(48)}\r\n`).join('');
+    expect(await dataReply(Buffer.from(`From: a@remote.test\r\n${filler}\r\nbody\r\n`))).toEqual([
+      552,
+      '5.3.4',
+    ]);
+
+    expect(
+      await dataReply(Buffer.from('From: a@remote.test\r\nSubject: after the storm\r\n\r\nfine\r\n')),
+    ).toEqual([250, '2.0.0']);
+    expect((await receivedWithSubject('after the storm')).text_body).toBe('fine\n');
+  });
+});
+
+describe('test mode', () => {
+  it('injects a raw message with a test key, as if it had arrived; live keys may not', async () => {
+    const raw = [
+      'From: Tess <tess@remote.test>',
+      `To: hooks@${DOMAIN}`,
+      'Subject: Injected',
+      '',
+      'Hello handler',
+    ].join('\n');
+    const injected = await acme.test.post('/v1/emails/received', { raw, to: [`hooks@${DOMAIN}`] });
+    expect(injected.status).toBe(201);
+    expect(injected.body).toMatchObject({
+      object: 'received_email',
+      subject: 'Injected',
+      from: { email: 'tess@remote.test', name: 'Tess' },
+      text_body: 'Hello handler',
+      envelope: { from: '', to: [`hooks@${DOMAIN}`] },
+      authentication: { spf: { result: 'none' } },
+    });
+    expect((await acme.test.get(`/v1/emails/received/${injected.body.id}`)).body).toEqual(injected.body);
+    // Test and live data stay apart.
+    expect((await acme.live.get(`/v1/emails/received/${injected.body.id}`)).status).toBe(404);
+
+    const live = await acme.live.post('/v1/emails/received', { raw });
+    expect(live.status).toBe(403);
+    expect(live.body.error.code).toBe('test_mode_only');
+    const invalid = await acme.test.post('/v1/emails/received', { raw: '', extra: 1 });
+    expect(invalid.status).toBe(422);
+    expect(invalid.body.error.code).toBe('validation_error');
+  });
+});

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { MIME_LIMITS, mimeShapeProblem } from '../../write-side/inbound/mime-shape.ts';
+import { spamScore } from '../../write-side/inbound/spam-score.ts';
+
+const crlf = (lines: string[]) => Buffer.from(`${lines.join('\r\n')}\r\n`);
+
+/** A multipart message of `count` text parts. */
+const manyParts = (count: number) =>
+  crlf([
+    'From: a@x.test',
+    'Content-Type: multipart/mixed; boundary="b"',
+    '',
+    ...Array.from({ length: count }, (_, i) => ['--b', 'Content-Type: text/plain', '', `part ${i}`]).flat(),
+    '--b--',
+  ]);
+
+/** Multiparts nested `depth` deep, each level with its own boundary. */
+function nested(depth: number): Buffer {
+  const lines = ['From: a@x.test', `Content-Type: multipart/mixed; boundary="b0"`, ''];
+  for (let i = 1; i < depth; i++)
+    lines.push(`--b${i - 1}`, `Content-Type: multipart/mixed; boundary="b${i}"`, '');
+  lines.push(`--b${depth - 1}`, 'Content-Type: text/plain', '', 'deep');
+  for (let i = depth - 1; i >= 0; i--) lines.push(`--b${i}--`);
+  return crlf(lines);
+}
+
+/** Messages attached inside messages, `depth` deep. */
+function attachedMessages(depth: number): Buffer {
+  const lines = ['From: a@x.test'];
+  for (let i = 0; i < depth; i++) lines.push('Content-Type: message/rfc822', '', 'From: b@x.test');
+  lines.push('Content-Type: text/plain', '', 'innermost');
+  return crlf(lines);
+}
+
+describe('the MIME shape of a received message', () => {
+  it('passes ordinary messages: single part, multipart/alternative with an attachment', () => {
+    expect(mimeShapeProblem(crlf(['From: a@x.test', 'Subject: hi', '', 'Hello']))).toBeUndefined();
+    expect(mimeShapeProblem(manyParts(3))).toBeUndefined();
+    expect(mimeShapeProblem(nested(5))).toBeUndefined();
+  });
+
+  it(`counts parts: ${MIME_LIMITS.parts} pass, one more does not, and neither do 10,000`, () => {
+    expect(mimeShapeProblem(manyParts(MIME_LIMITS.parts - 1))).toBeUndefined();
+    expect(mimeShapeProblem(manyParts(MIME_LIMITS.parts))).toBe('tooManyParts');
+    expect(mimeShapeProblem(manyParts(10_000))).toBe('tooManyParts');
+  });
+
+  it(`measures nesting, of multiparts and of attached messages: ${MIME_LIMITS.depth} levels pass, 100 do not`, () => {
+    expect(mimeShapeProblem(nested(MIME_LIMITS.depth))).toBeUndefined();
+    expect(mimeShapeProblem(nested(MIME_LIMITS.depth + 1))).toBe('tooDeep');
+    expect(mimeShapeProblem(nested(100))).toBe('tooDeep');
+    expect(mimeShapeProblem(attachedMessages(MIME_LIMITS.depth))).toBeUndefined();
+    expect(mimeShapeProblem(attachedMessages(100))).toBe('tooDeep');
+  });
+
+  it('a boundary line of an outer multipart closes the parts open inside it', () => {
+    // Inner multiparts that are never closed: each new outer part ends the one before, so depth stays 2.
+    const lines = ['From: a@x.test', 'Content-Type: multipart/mixed; boundary="outer"', ''];
+    for (let i = 0; i < 50; i++)
+      lines.push(
+        '--outer',
+        `Content-Type: multipart/alternative; boundary="in${i}"`,
+        '',
+        `--in${i}`,
+        '',
+        'x',
+      );
+    lines.push('--outer--');
+    expect(mimeShapeProblem(crlf(lines))).toBeUndefined();
+  });
+
+  it('limits each header block', () => {
+    const long = Array.from({ length: 2000 }, (_, i) => `X-Filler-${i}: ${'y'.repeat(40)}`);
+    expect(mimeShapeProblem(crlf(['From: a@x.test', ...long, '', 'body']))).toBe('headerTooBig');
+  });
+});
+
+describe("Postline's spam score", () => {
+  const pass = { result: 'pass', detail: null };
+  const fail = { result: 'fail', detail: null };
+  const clean = {
+    authentication: { spf: pass, dkim: pass, dmarc: pass, arc: { result: 'none', detail: null } },
+    hasFrom: true,
+    hasDate: true,
+    hasMessageId: true,
+    subject: 'Your invoice',
+    hasText: true,
+    hasHtml: true,
+  };
+
+  it('is 0 for authenticated, well-formed mail', () => expect(spamScore(clean)).toBe(0));
+
+  it('adds the points of each rule it breaks', () => {
+    expect(spamScore({ ...clean, authentication: { ...clean.authentication, dmarc: fail } })).toBe(3);
+    expect(
+      spamScore({
+        ...clean,
+        authentication: { ...clean.authentication, spf: fail, dkim: fail, dmarc: fail },
+        hasMessageId: false,
+        subject: 'WIN A PRIZE NOW',
+        hasText: false,
+      }),
+    ).toBe(2 + 1.5 + 3 + 1 + 1 + 0.5);
+  });
+});

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { AppError } from '../../platform/errors.ts';
+import { type ApiRouter, created } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import {
+  findReceivedEmail,
+  receivedEmailJson,
+} from '../../read-side/received-emails/received-emails.queries.ts';
+import { receiveMessage } from './received-email.commands.ts';
+import type { AuthVerdict } from './received-email.events.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const RECEIVED_EMAIL_PROJECTIONS = ['received_emails'];
+
+const address = z.string().trim().max(254).pipe(z.email('must be a valid email address'));
+
+const injectBody = z
+  .object({
+    raw: z.string({ error: 'is required: the whole MIME message' }).min(1, 'must not be empty'),
+    mail_from: address.optional(),
+    to: z.array(address).min(1).max(100).optional(),
+  })
+  .strict();
+
+const injected: AuthVerdict = { result: 'none', detail: 'injected through the API in test mode' };
+
+/**
+ * Test mode's stand-in for the MX (docs/receiving.md): a raw MIME message recorded as if it had arrived, so a
+ * user's `email.received` handler can be exercised without DNS. Live keys are refused.
+ */
+export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
+  api.post('/emails/received', async (req) => {
+    if (req.auth.mode !== 'test')
+      throw new AppError(
+        'test_mode_only',
+        'Only test keys (pk_test_…) may inject received emails; live mail arrives through the MX.',
+      );
+    const body = parse(injectBody, req.body);
+    const raw = Buffer.from(body.raw.replace(/\r?\n/g, '\r\n'), 'utf8');
+    const { ids, position } = await receiveMessage(
+      services,
+      {
+        raw,
+        mailFrom: body.mail_from ?? '',
+        remoteAddress: null,
+        helo: null,
+        authentication: { spf: injected, dkim: injected, dmarc: injected, arc: injected },
+      },
+      [{ orgId: req.auth.orgId, mode: 'test', domainId: null, domain: null, recipients: body.to ?? [] }],
+      req.auth.keyId,
+    );
+    await services.readYourWrites.waitFor(RECEIVED_EMAIL_PROJECTIONS, position);
+    const row = await findReceivedEmail(services.db, req.auth, ids[0]);
+    return created(await receivedEmailJson(services, row!));
+  });
+}
