@@ -5,7 +5,12 @@ import type { Services } from '../platform/services.ts';
 import { storableText } from '../platform/storable-text.ts';
 import { findInboundDomains } from '../read-side/domains/domains.queries.ts';
 import { domainOf } from '../write-side/emails/addresses.ts';
-import { readEmail, recordBounceReport, recordComplaint } from '../write-side/emails/email.commands.ts';
+import {
+  readEmail,
+  recordBounceReport,
+  recordComplaint,
+  recordDelayReport,
+} from '../write-side/emails/email.commands.ts';
 import { parseVerp } from '../write-side/emails/verp.ts';
 import { mimeShapeProblem } from '../write-side/inbound/mime-shape.ts';
 import { type InboundTarget, receiveMessage } from '../write-side/inbound/received-email.commands.ts';
@@ -96,22 +101,26 @@ export function mxHooks(door: FrontDoor, services: Services) {
       for (const bounced of report.recipients) {
         const recipient = recipientOf(bounced.recipient || undefined, report.text);
         if (!recipient) continue;
-        const hard = bounced.status.startsWith('5');
         const code = /\b([45]\d\d)\b/.exec(bounced.diagnostic)?.[1];
-        const r = await recordBounceReport(services, meta, emailId, {
+        const outcome = {
           recipient,
-          bounceType: hard ? 'hard' : 'soft',
           smtpCode: code ? Number(code) : null,
           smtpResponse: storableText(bounced.diagnostic || `status ${bounced.status}`, 1000),
-        });
-        if (hard && r.state.exists && r.state.recipients[recipient]?.status === 'bounced') {
+        };
+        recorded = true;
+        // A transient status: the receiving side tries again; news, not a bounce.
+        if (!bounced.status.startsWith('5')) {
+          await recordDelayReport(services, meta, emailId, outcome);
+          continue;
+        }
+        const r = await recordBounceReport(services, meta, emailId, { ...outcome, bounceType: 'hard' });
+        if (r.state.exists && r.state.recipients[recipient]?.status === 'bounced') {
           await suppressForEmail(services, meta, {
             email: recipient,
             reason: 'hard_bounce',
             sourceEmailId: emailId,
           });
         }
-        recorded = true;
       }
     }
     return recorded;

@@ -4,7 +4,7 @@ import { splitMessage } from './message-headers.ts';
 /** One recipient's fate in a bounce: from a DSN's per-recipient fields, or guessed from a plain-text bounce. */
 export interface BouncedRecipient {
   recipient: string;
-  /** RFC 3463 status, `5.1.1`; permanent (5) is a hard bounce, transient (4) a soft one. */
+  /** RFC 3463 status, `5.1.1`: permanent (5) is a bounce, transient (4) a delay. */
   status: string;
   /** The remote server's words (`Diagnostic-Code`), or the bounce's text. */
   diagnostic: string;
@@ -134,9 +134,10 @@ export async function readReport(message: Buffer): Promise<Report> {
     const recipients = perRecipient.flatMap((f): BouncedRecipient[] => {
       const recipient = addressOf(f.get('final-recipient') ?? f.get('original-recipient'));
       const action = f.get('action')?.toLowerCase();
-      // `delayed`, `delivered`, `relayed` and `expanded` are news, not bounces.
-      if (!recipient || action !== 'failed') return [];
-      return [{ recipient, status: f.get('status') ?? '5.0.0', diagnostic: f.get('diagnostic-code') ?? '' }];
+      // `delivered`, `relayed` and `expanded` are news of success; `delayed` is a transient failure.
+      if (!recipient || (action !== 'failed' && action !== 'delayed')) return [];
+      const status = f.get('status') ?? (action === 'failed' ? '5.0.0' : '4.0.0');
+      return [{ recipient, status, diagnostic: f.get('diagnostic-code') ?? '' }];
     });
     return { kind: 'bounce', recipients, text, originalEmailId: originalEmailId(original) };
   }

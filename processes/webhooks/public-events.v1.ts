@@ -16,6 +16,7 @@ export const PUBLIC_TYPE_OF: Record<string, PublicEventType> = {
   EmailSent: 'email.sent',
   EmailDelivered: 'email.delivered',
   EmailDeliveryDelayed: 'email.delivery_delayed',
+  EmailDelayReported: 'email.delivery_delayed',
   EmailBounced: 'email.bounced',
   EmailComplained: 'email.complained',
   EmailOpened: 'email.opened',
@@ -77,6 +78,8 @@ function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, un
       return { ...base(e.data.deliveredAt), recipient: e.data.recipient };
     case 'EmailDeliveryDelayed':
       return { ...base(e.data.delayedAt), recipient: e.data.recipient };
+    case 'EmailDelayReported':
+      return { ...base(e.data.reportedAt), recipient: e.data.recipient };
     case 'EmailBounced':
       return {
         ...base(e.data.bouncedAt),

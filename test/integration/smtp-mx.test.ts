@@ -125,15 +125,44 @@ describe('bounces that come back', () => {
     },
   );
 
-  it('takes a transient failure as a soft bounce, without a suppression', async () => {
-    const to = `full-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
-    const original = await delivered(to);
-    await report(original.returnPath, postfixDsn(original, '4.2.2', '452 4.2.2 Mailbox full'));
-    await until(original.id, (e) => e.status === 'bounced');
-    const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
-    expect(events.at(-1).data).toMatchObject({ bounceType: 'soft', smtpCode: 452 });
-    expect(await suppression(to)).toBeUndefined();
-  });
+  it.each([
+    ['failed', '4.2.2'],
+    ['delayed', '4.4.7'],
+  ])(
+    'takes a transient status (Action: %s, %s) as a delay: email.delivery_delayed, the recipient stays delivered',
+    async (action, status) => {
+      const hook = await acme.live.post('/v1/webhooks', {
+        url: receiver.url,
+        events: ['email.delivery_delayed'],
+      });
+      receiver.secrets.push(hook.body.signing_secret);
+      const to = `slow-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+      const original = await delivered(to);
+      const dsn = postfixDsn(original, status, `452 ${status} Mailbox full`).replace(
+        'Action: failed',
+        `Action: ${action}`,
+      );
+      expect((await report(original.returnPath, dsn)).response).toBe('250 2.0.0 Ok: received');
+      await expect
+        .poll(
+          () =>
+            receiver.received
+              .filter((r) => r.payload.type === 'email.delivery_delayed')
+              .map((r) => [r.payload.data.email_id, r.payload.data.recipient]),
+          POLL,
+        )
+        .toContainEqual([original.id, to]);
+      const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
+      expect(events.at(-1)).toMatchObject({
+        type: 'EmailDelayReported',
+        actor: 'mx',
+        data: { recipient: to, smtpCode: 452 },
+      });
+      expect((await acme.live.get(`/v1/emails/${original.id}`)).body.recipients[0].status).toBe('delivered');
+      expect(await suppression(to)).toBeUndefined();
+      await acme.live.delete(`/v1/webhooks/${hook.body.id}`);
+    },
+  );
 });
 
 describe('complaints that come back', () => {

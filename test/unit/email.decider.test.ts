@@ -293,6 +293,48 @@ describe('email decider: complaints and tracking', () => {
       .then([]);
     spec(emailDecider).given([queued]).when(report).then([]);
   });
+  it('records a delay report after delivery without changing the recipient, until it bounced', () => {
+    const report: EmailCommand = {
+      type: 'RecordDelayReport',
+      emailId: 'em_1',
+      recipient: 'Ann@a.test',
+      smtpCode: 452,
+      smtpResponse: '4.2.2 mailbox full',
+      at: T(9),
+    };
+    const reported: EmailEvent = {
+      type: 'EmailDelayReported',
+      data: {
+        emailId: 'em_1',
+        recipient: 'ann@a.test',
+        smtpCode: 452,
+        smtpResponse: '4.2.2 mailbox full',
+        reportedAt: T(9),
+      },
+    };
+    const history = [queued, started, sent, delivered('ann@a.test')];
+    spec(emailDecider).given(history).when(report).then([reported]);
+    // News only: the recipient stays delivered, so delivery never tries it again.
+    const after = [...history, reported].reduce(emailDecider.evolve, emailDecider.initialState);
+    const before = history.reduce(emailDecider.evolve, emailDecider.initialState);
+    expect(after).toEqual(before);
+    const bounced: EmailEvent = {
+      type: 'EmailBounced',
+      data: {
+        emailId: 'em_1',
+        recipient: 'ann@a.test',
+        bounceType: 'hard',
+        smtpCode: 550,
+        smtpResponse: 'x',
+        bouncedAt: T(8),
+      },
+    };
+    spec(emailDecider)
+      .given([...history, bounced])
+      .when(report)
+      .then([]);
+    spec(emailDecider).given([queued]).when(report).then([]);
+  });
   it('records opens and clicks only for an email that went out', () => {
     const open: EmailCommand = {
       type: 'RecordOpen',

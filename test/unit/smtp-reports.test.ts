@@ -55,9 +55,14 @@ describe('readReport', () => {
     });
   });
 
-  it('takes a DSN that only says "delayed" as no bounce, and anything else as other', async () => {
+  it('reads a "delayed" DSN with its transient status, a "delivered" one as no failure, and anything else as other', async () => {
     const delayed = postfixDsn(original, '4.4.1').replace('Action: failed', 'Action: delayed');
-    expect(await read(delayed)).toMatchObject({ kind: 'bounce', recipients: [] });
+    expect(await read(delayed)).toMatchObject({
+      kind: 'bounce',
+      recipients: [{ recipient: 'ann@rcpt.test', status: '4.4.1' }],
+    });
+    const relayed = postfixDsn(original, '2.0.0').replace('Action: failed', 'Action: relayed');
+    expect(await read(relayed)).toMatchObject({ kind: 'bounce', recipients: [] });
     expect(await read('Subject: hello\r\n\r\nJust a note.\r\n')).toEqual({ kind: 'other' });
     expect(await read('Content-Type: multipart/report; boundary="x"\r\n\r\ngarbage')).toEqual({
       kind: 'other',

@@ -63,6 +63,7 @@ const OUTCOMES: Partial<Record<EmailEvent['type'], string>> = {
   EmailScheduled: 'accepted',
   EmailDelivered: 'delivered',
   EmailDeliveryDelayed: 'delivery_delayed',
+  EmailDelayReported: 'delivery_delayed',
   EmailBounced: 'bounced',
   EmailComplained: 'complained',
 };
@@ -305,6 +306,13 @@ export const recordBounceReport = (
   emailId: string,
   report: { recipient: string; bounceType: 'hard' | 'soft'; smtpCode: number | null; smtpResponse: string },
 ) => onEmail(services, meta, { type: 'RecordBounceReport', emailId, ...report });
+
+export const recordDelayReport = (
+  services: Deps,
+  meta: EventMetadata,
+  emailId: string,
+  report: { recipient: string; smtpCode: number | null; smtpResponse: string },
+) => onEmail(services, meta, { type: 'RecordDelayReport', emailId, ...report });
 
 /** For the tracking endpoints: an open (pixel) or a click (`link`). */
 export const recordEngagement = (

@@ -46,6 +46,15 @@ export type EmailCommand =
       smtpResponse: string;
       at: string;
     }
+  /** A delay report (DSN, transient status) that came back after the receiving server had accepted the message. */
+  | {
+      type: 'RecordDelayReport';
+      emailId: string;
+      recipient: string;
+      smtpCode: number | null;
+      smtpResponse: string;
+      at: string;
+    }
   | { type: 'RecordOpen'; emailId: string; userAgent: string; ip: string; at: string }
   | { type: 'RecordClick'; emailId: string; link: string; userAgent: string; ip: string; at: string };
 
@@ -275,6 +284,15 @@ export const emailDecider: Decider<EmailCommand, EmailEvent, EmailState> = {
         if (!r || r.status === 'bounced' || r.status === 'complained') return [];
         const { type: _, at, ...data } = command;
         return [{ type: 'EmailBounced', data: { ...data, recipient, bouncedAt: at } }];
+      }
+      case 'RecordDelayReport': {
+        if (!state.exists || !wentOut(state.lifecycle)) return [];
+        const recipient = command.recipient.toLowerCase();
+        const r = state.recipients[recipient];
+        // A delay is news only while the recipient may still be reached.
+        if (!r || r.status === 'bounced' || r.status === 'complained') return [];
+        const { type: _, at, ...data } = command;
+        return [{ type: 'EmailDelayReported', data: { ...data, recipient, reportedAt: at } }];
       }
       case 'RecordOpen': {
         if (!state.exists || !wentOut(state.lifecycle)) return [];

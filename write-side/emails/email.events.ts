@@ -106,6 +106,20 @@ export type EmailBounced = {
     bouncedAt: string;
   };
 };
+/**
+ * A report that came back (a DSN with a transient status): the receiving side still tries to deliver. Postline's
+ * own part is done, so the recipient's status stays as it was; the report is news for `email.delivery_delayed`.
+ */
+export type EmailDelayReported = {
+  type: 'EmailDelayReported';
+  data: {
+    emailId: string;
+    recipient: string;
+    smtpCode: number | null;
+    smtpResponse: string;
+    reportedAt: string;
+  };
+};
 export type EmailComplained = {
   type: 'EmailComplained';
   data: { emailId: string; recipient: string; complainedAt: string };
@@ -130,6 +144,7 @@ export type EmailEvent =
   | EmailDelivered
   | EmailDeliveryDelayed
   | EmailBounced
+  | EmailDelayReported
   | EmailComplained
   | EmailOpened
   | EmailClicked;
