@@ -1,4 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
@@ -289,5 +291,40 @@ describe('test mode', () => {
     const invalid = await acme.test.post('/v1/emails/received', { raw: '', extra: 1 });
     expect(invalid.status).toBe(422);
     expect(invalid.body.error.code).toBe('validation_error');
+  });
+});
+
+describe('the MX when the blob store fails', () => {
+  it('answers 451 4.3.0, records nothing, and takes the same message once storage is back', async () => {
+    const blobs = join(svc.postline.services.config.POSTLINE_DATA_DIR, 'blobs');
+    const aside = `${blobs}.aside`;
+    const send = () =>
+      mx().sendMail({
+        envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
+        from: 'ann@remote.test',
+        to: `support@${DOMAIN}`,
+        subject: 'Stored once',
+        text: 'x',
+      });
+    // A file where the folder should be: every write fails, as on a full or broken disk.
+    await rename(blobs, aside);
+    await writeFile(blobs, 'not a folder');
+    try {
+      const refused = await send().then(
+        () => null,
+        (error: { responseCode?: number; response?: string }) => [error.responseCode, error.response],
+      );
+      expect(refused).toEqual([
+        451,
+        '451 4.3.0 Temporary failure: the message was not stored; send it again',
+      ]);
+    } finally {
+      await rm(blobs);
+      await rename(aside, blobs);
+    }
+    expect((await send()).response).toBe('250 2.0.0 Ok: received');
+    await receivedWithSubject('Stored once');
+    const all = (await acme.live.get('/v1/emails/received?limit=100')).body.data;
+    expect(all.filter((e: any) => e.subject === 'Stored once')).toHaveLength(1);
   });
 });
