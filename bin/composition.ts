@@ -131,9 +131,14 @@ const queueDepths: QueueDepths = {
  * and click redirects.
  */
 export function mountHandlers(app: express.Express, services: Services): void {
-  mountMetrics(app, services, queueDepths);
+  mountOperations(app, services);
   blobStoreFor(services.config).mount(app, () => services.clock.now());
   mountTracking(app, services);
+}
+
+/** What a process without the `api` role serves beside /healthz and /readyz: its metrics. */
+export function mountOperations(app: express.Express, services: Services): void {
+  mountMetrics(app, services, queueDepths);
 }
 
 export function backgroundProcesses(services: Services): BackgroundProcess[] {

@@ -16,7 +16,9 @@ async function serve(config: ReturnType<typeof loadConfig>) {
   const roles = config.POSTLINE_ROLES;
   postline = await startPostline(config, {
     log,
-    http: roles.has('api'),
+    // Every process serves HTTP on PORT: the API with the `api` role, else only health checks and metrics.
+    http: true,
+    api: roles.has('api'),
     smtp: roles.has('smtp'),
     projections: roles.has('projections'),
     processes: roles.has('workers'),

@@ -28,6 +28,7 @@ import {
   createRateLimiter,
   migrations,
   mountHandlers,
+  mountOperations,
   projections,
   registerRoutes,
 } from './composition.ts';
@@ -42,6 +43,11 @@ export interface StartOptions {
   processes?: boolean;
   /** Serve HTTP (default true). The CLI opens the stores without it. */
   http?: boolean;
+  /**
+   * Serve the API on it (default true); without, HTTP serves only /healthz, /readyz and /metrics, as a process of
+   * other roles needs for probes and scraping.
+   */
+  api?: boolean;
   /** Run the SMTP listeners (default: as `http`). */
   smtp?: boolean;
   /** Extra non-/v1 handlers (the embedded admin endpoint). */
@@ -157,8 +163,9 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   let server: Server | undefined;
   const drain = new HttpDrain();
   if (options.http !== false) {
-    const router = new ApiRouter();
-    registerRoutes(router, services);
+    const api = options.api !== false;
+    const router = api ? new ApiRouter() : undefined;
+    if (router) registerRoutes(router, services);
     app = createHttpApp({
       services,
       router,
@@ -174,14 +181,18 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         };
       },
       mount: (a) => {
-        mountHandlers(a, services);
+        if (api) mountHandlers(a, services);
+        else mountOperations(a, services);
         options.mount?.(a, services);
       },
       drain,
     });
     server = await listenHttp(app, config);
   }
-  const smtp = (options.smtp ?? options.http !== false) ? await startSmtp(services, authenticate) : undefined;
+  const smtp =
+    (options.smtp ?? (options.http !== false && options.api !== false))
+      ? await startSmtp(services, authenticate)
+      : undefined;
 
   return {
     services,

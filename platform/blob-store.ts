@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { type FileHandle, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type express from 'express';
 import type { Config } from './config.ts';
@@ -40,20 +40,40 @@ export class BlobStore {
 
   /**
    * Writes the bytes and returns their key, durably: what an accepted request or message refers to must survive
-   * a crash of the machine as its event does. A temp file, synced, renamed, and the rename synced (its folder).
+   * a crash of the machine as its event does. The file is synced, then its folder (the file's name). A crash
+   * before both are synced leaves at most a file that no event names: the caller appends its event only after.
+   * Puts in flight together share their folder's sync.
    */
   async put(bytes: Buffer, at: number = Date.now()): Promise<string> {
     const key = newId('blob', at);
     const path = this.#path(key);
     const dir = join(path, '..');
     await mkdir(dir, { recursive: true });
-    await withFile(`${path}.tmp`, 'w', async (file) => {
+    await withFile(path, 'wx', async (file) => {
       await file.writeFile(bytes);
       await file.sync();
     });
-    await rename(`${path}.tmp`, path);
-    await withFile(dir, 'r', (folder) => folder.sync());
+    await this.#syncFolder(dir);
     return key;
+  }
+
+  /** Folders with a sync running, and the one queued after it for the names it may have come too late for. */
+  readonly #folderSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
+
+  /** Resolves once a sync of `dir` that started after this call has finished. */
+  #syncFolder(dir: string): Promise<void> {
+    const sync = () => {
+      const running = withFile(dir, 'r', (folder) => folder.sync()).finally(() => {
+        if (this.#folderSyncs.get(dir)?.running === running) this.#folderSyncs.delete(dir);
+      });
+      this.#folderSyncs.set(dir, { running });
+      return running;
+    };
+    const current = this.#folderSyncs.get(dir);
+    if (!current) return sync();
+    // The running sync may have begun before this name was written: the next one, shared, covers it.
+    current.next ??= current.running.catch(() => {}).then(sync);
+    return current.next;
   }
 
   get(key: string): Promise<Buffer> {

@@ -47,9 +47,15 @@ export function mxHooks(door: FrontDoor, services: Services) {
     return state.exists && state.mode === 'live' ? verp.emailId : null;
   }
 
-  /** The live inbound domains, one per organization, that take mail for `address`. */
+  /**
+   * The live inbound domains, one per organization, that take mail for `address`: from memory until the
+   * `domains` projection changes (projections/read-model-cache.ts).
+   */
   async function inboundDomainsFor(address: string) {
-    const found = await findInboundDomains(services.db, domainOf(address));
+    const name = domainOf(address).toLowerCase();
+    const found = await services.caches.domains.get(`inbound ${name}`, () =>
+      findInboundDomains(services.db, name),
+    );
     return found.filter((d) => d.mode === 'live' && d.inboundVerified);
   }
 

@@ -20,7 +20,8 @@ const BODY_LIMIT = '2mb'; // a template's html and text parts may be 512 KB each
 export interface HttpAppOptions {
   services: Services;
   authenticate: Authenticate;
-  router: ApiRouter;
+  /** The API under /v1; a process without the `api` role has none and serves only what `mount` adds. */
+  router?: ApiRouter;
   /** Readiness: the stores answer, projections run, no consumer of the log is stuck; `detail` says what is not. */
   ready: () => Promise<{ ready: boolean; detail?: Record<string, unknown> }>;
   /** Extra, non-/v1 handlers mounted first (tracking pixel, downloads, admin). */
@@ -33,10 +34,10 @@ export interface HttpAppOptions {
  * The route a request went to, as its pattern (`/v1/emails/:email_id`), for metrics: the handler's, or for a /v1
  * request answered before routing (401, 429) the API route it names; `unmatched` otherwise.
  */
-function routeOf(req: Request, router: ApiRouter): string {
+function routeOf(req: Request, router: ApiRouter | undefined): string {
   if (req.route) return `${req.baseUrl}${req.route.path}`;
   const path = req.originalUrl.split('?')[0];
-  if (!path.startsWith('/v1/')) return 'unmatched';
+  if (!path.startsWith('/v1/') || !router) return 'unmatched';
   try {
     const api = router.routes.find((r) => r.method === req.method && r.matches(path.slice(3)));
     return api ? `/v1${api.path}` : 'unmatched';
@@ -45,7 +46,7 @@ function routeOf(req: Request, router: ApiRouter): string {
   }
 }
 
-function requestLog(services: Services, router: ApiRouter) {
+function requestLog(services: Services, router: ApiRouter | undefined) {
   return (req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     const id = randomUUID();
@@ -198,6 +199,16 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   });
   options.mount?.(app);
 
+  if (!router) {
+    app.use((req) => {
+      throw new AppError(
+        'route_not_found',
+        `No route ${req.method} ${req.path}; this process serves no API.`,
+      );
+    });
+    app.use(errorHandler(services));
+    return app;
+  }
   const v1 = express.Router();
   v1.use(bearer(services, options.authenticate));
   v1.use(parseBody);

@@ -26,8 +26,13 @@ describe('processes split by role', () => {
       OUTBOUND_SMTP_PORT: String(mx.port),
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     };
-    const [portA, portB] = [await freePort(), await freePort()];
-    const workers = await startServer({ ...env, POSTLINE_ROLES: 'workers,projections', LOG_LEVEL: 'info' });
+    const [portA, portB, portW] = [await freePort(), await freePort(), await freePort()];
+    const workers = await startServer({
+      ...env,
+      PORT: String(portW),
+      POSTLINE_ROLES: 'workers,projections',
+      LOG_LEVEL: 'info',
+    });
     const a = await startServer({ ...env, PORT: String(portA), POSTLINE_ROLES: 'api,smtp' });
     const b = await startServer({ ...env, PORT: String(portB), POSTLINE_ROLES: 'api' });
     try {
@@ -61,6 +66,22 @@ describe('processes split by role', () => {
       const delivered = hooks.find((h) => h.payload.type === 'email.delivered');
       expect(delivered?.payload.data.email_id).toBe(sent.body.id);
       expect(delivered?.verifiedWith).toEqual([hook.body.signing_secret]);
+
+      // Each process counts what it did, and every one serves /metrics: the API accepted, the workers delivered.
+      const counter = async (port: number, outcome: string) => {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const line = text
+          .split('\n')
+          .find((l) => l.startsWith(`postline_emails_total{outcome="${outcome}",mode="live"}`));
+        return Number(line?.split(' ')[1] ?? 0);
+      };
+      expect(await counter(portA, 'accepted')).toBe(1);
+      expect(await counter(portW, 'delivered')).toBe(1);
+      expect(await counter(portW, 'accepted')).toBe(0);
+      // The workers process serves health and metrics, no API.
+      expect((await fetch(`http://127.0.0.1:${portW}/healthz`)).status).toBe(200);
+      const noApi = await fetch(`http://127.0.0.1:${portW}/v1/emails`);
+      expect([noApi.status, (await noApi.json()).error.code]).toEqual([404, 'route_not_found']);
     } finally {
       await Promise.all([a.stop(), b.stop(), workers.stop()]);
       await Promise.all([mx.close(), receiver.close(), dns.close()]);

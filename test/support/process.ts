@@ -77,6 +77,7 @@ export async function startServer(
     env: {
       ...process.env,
       LOG_LEVEL: 'warn',
+      PORT: '0',
       SMTP_SUBMISSION_PORT: '0',
       SMTP_SUBMISSIONS_PORT: '0',
       SMTP_MX_PORT: '0',

@@ -119,19 +119,24 @@ export async function receiveMessage(
   let position: Position | undefined;
   for (const target of targets) {
     const now = services.clock.now();
-    const rawKey = await blobs.put(message.raw, now.getTime());
-    const contentKey = mail ? await blobs.put(Buffer.from(JSON.stringify(content)), now.getTime()) : null;
-    const attachments: ReceivedAttachment[] = [];
-    for (const a of mail?.attachments ?? []) {
-      attachments.push({
-        attachmentId: newId('att', now.getTime()),
-        filename: storableText((a.filename ?? 'attachment').replace(/[\r\n/\\]/g, '_'), 255) || 'attachment',
-        contentType: field(a.contentType) ?? 'application/octet-stream',
-        contentId: field(a.contentId?.replace(/^<|>$/g, '')),
-        size: a.size,
-        blobKey: await blobs.put(a.content, now.getTime()),
-      });
-    }
+    // Written side by side: each put waits for its own sync, and they share their folder's.
+    const [rawKey, contentKey, attachments] = await Promise.all([
+      blobs.put(message.raw, now.getTime()),
+      mail ? blobs.put(Buffer.from(JSON.stringify(content)), now.getTime()) : null,
+      Promise.all(
+        (mail?.attachments ?? []).map(
+          async (a): Promise<ReceivedAttachment> => ({
+            attachmentId: newId('att', now.getTime()),
+            filename:
+              storableText((a.filename ?? 'attachment').replace(/[\r\n/\\]/g, '_'), 255) || 'attachment',
+            contentType: field(a.contentType) ?? 'application/octet-stream',
+            contentId: field(a.contentId?.replace(/^<|>$/g, '')),
+            size: a.size,
+            blobKey: await blobs.put(a.content, now.getTime()),
+          }),
+        ),
+      ),
+    ]);
     const data: InboundEmailReceived['data'] = {
       receivedEmailId: newId('in', now.getTime()),
       orgId: target.orgId,
