@@ -48,7 +48,10 @@ export class BlobStore {
     const key = newId('blob', at);
     const path = this.#path(key);
     const dir = join(path, '..');
-    await mkdir(dir, { recursive: true });
+    if (!this.#folders.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.#folders.add(dir);
+    }
     await withFile(path, 'wx', async (file) => {
       await file.writeFile(bytes);
       await file.sync();
@@ -56,6 +59,9 @@ export class BlobStore {
     await this.#syncFolder(dir);
     return key;
   }
+
+  /** Folders made already (a new one every few days: the folder is named after the key's time). */
+  readonly #folders = new Set<string>();
 
   /** Folders with a sync running, and the one queued after it for the names it may have come too late for. */
   readonly #folderSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();

@@ -1,5 +1,5 @@
 import { authenticate } from 'mailauth';
-import { createResolver, mailauthResolver } from '../platform/dns.ts';
+import { createResolver, type MailauthResolver, mailauthResolver } from '../platform/dns.ts';
 import type { Logger } from '../platform/logger.ts';
 import { storableText } from '../platform/storable-text.ts';
 import type { Authentication, AuthVerdict } from '../write-side/inbound/received-email.events.ts';
@@ -12,12 +12,19 @@ const none = verdict('none');
 
 /**
  * SPF, DKIM, DMARC and ARC for a message that arrived at the MX, with mailauth: SPF from the client's address,
- * HELO and MAIL FROM; DKIM from the signatures; DMARC from both and the From domain. Lookups go to DNS_SERVERS.
- * A check that cannot be done (DNS away, a bug) is `temperror`: the message is taken all the same.
+ * HELO and MAIL FROM; DKIM from the signatures; DMARC from both and the From domain. Lookups go to DNS_SERVERS,
+ * through one resolver for every message. A check that cannot be done (DNS away, a bug) is `temperror`: the
+ * message is taken all the same.
  */
-export async function authenticateArrival(
+export function inboundAuthenticator(dnsServers: string[], hostname: string, log: Logger) {
+  const resolver = mailauthResolver(createResolver(dnsServers, { timeout: 2000, tries: 1 }));
+  return (raw: Buffer, arrival: { ip: string; helo: string; mailFrom: string }) =>
+    authenticateArrival(raw, { ...arrival, hostname, resolver }, log);
+}
+
+async function authenticateArrival(
   raw: Buffer,
-  arrival: { ip: string; helo: string; mailFrom: string; hostname: string; dnsServers: string[] },
+  arrival: { ip: string; helo: string; mailFrom: string; hostname: string; resolver: MailauthResolver },
   log: Logger,
 ): Promise<Authentication> {
   try {
@@ -26,7 +33,7 @@ export async function authenticateArrival(
       helo: arrival.helo,
       sender: arrival.mailFrom,
       mta: arrival.hostname,
-      resolver: mailauthResolver(createResolver(arrival.dnsServers, { timeout: 2000, tries: 1 })),
+      resolver: arrival.resolver,
       disableBimi: true,
     });
     const signatures = r.dkim.results ?? [];

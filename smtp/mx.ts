@@ -15,7 +15,7 @@ import { parseVerp } from '../write-side/emails/verp.ts';
 import { mimeShapeProblem } from '../write-side/inbound/mime-shape.ts';
 import { type InboundTarget, receiveMessage } from '../write-side/inbound/received-email.commands.ts';
 import { suppressForEmail } from '../write-side/suppressions/suppression.commands.ts';
-import { authenticateArrival } from './authentication.ts';
+import { inboundAuthenticator } from './authentication.ts';
 import type { FrontDoor } from './front-door.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, SmtpReply } from './replies.ts';
@@ -38,6 +38,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
   const { config } = services;
   const returnPathPrefix = `${config.POSTLINE_RETURN_PATH_SUBDOMAIN.toLowerCase()}.`;
   const feedback = feedbackAddress(config.POSTLINE_MX_HOST);
+  const authenticate = inboundAuthenticator(config.DNS_SERVERS, door.hostname, door.log);
 
   /** The live email a return path names, or null. */
   async function returnPathEmail(address: string) {
@@ -165,11 +166,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
     if (targets.size === 0) return;
     const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
     const helo = session.hostNameAppearsAs || session.remoteAddress;
-    const authentication = await authenticateArrival(
-      raw,
-      { ip: session.remoteAddress, helo, mailFrom, hostname: door.hostname, dnsServers: config.DNS_SERVERS },
-      door.log,
-    );
+    const authentication = await authenticate(raw, { ip: session.remoteAddress, helo, mailFrom });
     const { ids } = await receiveMessage(
       services,
       { raw, mailFrom, remoteAddress: session.remoteAddress, helo, authentication },
