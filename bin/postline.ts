@@ -8,7 +8,7 @@ import { claimDataDir, currentOwner, type Owner, releaseDataDir } from './cli/da
 import { type Postline, startPostline } from './service.ts';
 
 async function serve(config: ReturnType<typeof loadConfig>) {
-  const log = createLogger(config.LOG_LEVEL);
+  const log = createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   const owner = config.embedded
     ? claimDataDir(config.POSTLINE_DATA_DIR, { port: config.PORT, host: config.HOST })
     : null;

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Position } from '../platform/eventstore/types.ts';
-import type { Logger } from '../platform/logger.ts';
+import type { LogFormat, Logger } from '../platform/logger.ts';
 import type { Projection } from '../projections/projection.ts';
 
 /** Messages to the runner's thread: calls, each answered with `done`, and wake-ups. */
@@ -42,6 +42,7 @@ interface ThreadOptions {
   /** The thread's pool is no larger than the process's own (DATABASE_POOL_SIZE). */
   poolSize: number;
   log: Logger;
+  logFormat: LogFormat;
 }
 
 export class ThreadedProjectionRunner {
@@ -71,9 +72,9 @@ export class ThreadedProjectionRunner {
   }
 
   #spawn(): Promise<void> {
-    const { databaseUrl, pollMs, poolSize, log } = this.#options;
+    const { databaseUrl, pollMs, poolSize, log, logFormat } = this.#options;
     const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
-      workerData: { databaseUrl, pollMs, poolSize, logLevel: log.level },
+      workerData: { databaseUrl, pollMs, poolSize, logLevel: log.level, logFormat },
       name: RUNNER_THREAD_NAME,
     });
     this.#worker = worker;

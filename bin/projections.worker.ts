@@ -10,16 +10,17 @@ import { connectPostgres } from '../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { Position } from '../platform/eventstore/types.ts';
-import { createLogger } from '../platform/logger.ts';
+import { createLogger, type LogFormat } from '../platform/logger.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { projections } from './composition.ts';
 import type { ToRunner } from './projections-thread.ts';
 
-const { databaseUrl, pollMs, poolSize, logLevel } = workerData as {
+const { databaseUrl, pollMs, poolSize, logLevel, logFormat } = workerData as {
   databaseUrl: string;
   pollMs: number;
   poolSize: number;
   logLevel: string;
+  logFormat: LogFormat;
 };
 const port = parentPort!;
 // Projections apply a batch side by side, each on a connection of its own besides the log's reader, as far as
@@ -27,7 +28,7 @@ const port = parentPort!;
 const db = connectPostgres(databaseUrl, Math.min(projections.length + 2, poolSize));
 // The main thread created the log's schema before starting this thread.
 const store = new PostgresEventStore(db, { pollMs });
-const log = createLogger(logLevel);
+const log = createLogger(logLevel, undefined, logFormat);
 const runner = new ProjectionRunner(db, store, projections, log);
 runner.events.on('changed', (name: string) => port.postMessage({ type: 'changed', name }));
 runner.events.on('checkpoint', (name: string, position: Position) =>

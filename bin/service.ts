@@ -111,7 +111,7 @@ async function openEventStore(
 
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
-  const log = options.log ?? createLogger(config.LOG_LEVEL);
+  const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   const db = options.db ?? (await openDatabase(config));
   const runnerStore =
     db.kind === 'pglite' && !config.KURRENTDB_URL
@@ -128,6 +128,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
           pollMs: config.LOG_POLL_MS,
           poolSize: config.DATABASE_POOL_SIZE,
           log,
+          logFormat: config.LOG_FORMAT,
         })
       : new ProjectionRunner(db, runnerStore ?? store, projections, log);
   const waiter = new ProjectionWaiter(

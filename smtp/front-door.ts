@@ -12,18 +12,24 @@ const MAX_ERRORS_PER_SESSION = 10;
 export interface SessionState {
   address: string;
   errors: number;
+  /** Messages answered 250 in the session. */
+  messages: number;
+  openedAt: number;
   timer: NodeJS.Timeout;
   /** The relay: the API key the session authenticated with, looked up again before each message. */
   key?: string;
 }
 
 export interface ListenerOptions {
+  /** Named in the log line each session ends with: `submission`, `submissions`, `mx`. */
+  name: string;
   port: number;
   implicitTls: boolean;
   banner: string;
   /** The relay offers AUTH (PLAIN, LOGIN); the MX does not. */
   auth: boolean;
-  hooks: Pick<SMTPServerOptions, 'onAuth' | 'onMailFrom' | 'onRcptTo' | 'onData'>;
+  hooks: Pick<SMTPServerOptions, 'onAuth' | 'onMailFrom' | 'onRcptTo'> &
+    Required<Pick<SMTPServerOptions, 'onData'>>;
 }
 
 /**
@@ -105,7 +111,7 @@ export class FrontDoor {
           config.SMTP_SESSION_TIMEOUT_MS,
         );
         timer.unref();
-        this.#sessions.set(session.id, { address, errors: 0, timer });
+        this.#sessions.set(session.id, { address, errors: 0, messages: 0, openedAt: Date.now(), timer });
         callback();
       },
       onClose: (session) => {
@@ -113,11 +119,28 @@ export class FrontDoor {
         if (!state) return;
         clearTimeout(state.timer);
         this.#sessions.delete(session.id);
+        // One line per session, with its outcome; never what was said in it (keys, addresses).
+        this.log.info(
+          {
+            listener: options.name,
+            client: state.address,
+            messages: state.messages,
+            refused: state.errors,
+            ms: Date.now() - state.openedAt,
+          },
+          'SMTP session',
+        );
         const open = (this.#perAddress.get(state.address) ?? 1) - 1;
         if (open > 0) this.#perAddress.set(state.address, open);
         else this.#perAddress.delete(state.address);
       },
       ...options.hooks,
+      onData: (stream, session, callback) =>
+        options.hooks.onData(stream, session, (error, message) => {
+          const state = this.#sessions.get(session.id);
+          if (!error && state) state.messages++;
+          callback(error, message);
+        }),
     });
     server.on('error', (err) => this.log.warn({ err }, 'SMTP connection error'));
     await new Promise<void>((resolve, reject) => {

@@ -29,11 +29,22 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
       hooks: relayHooks(door, services, authenticate),
     };
     if (submission !== null)
-      listeners.submissionPort = await door.listen({ ...relay, port: submission, implicitTls: false });
+      listeners.submissionPort = await door.listen({
+        ...relay,
+        name: 'submission',
+        port: submission,
+        implicitTls: false,
+      });
     if (submissions !== null)
-      listeners.submissionsPort = await door.listen({ ...relay, port: submissions, implicitTls: true });
+      listeners.submissionsPort = await door.listen({
+        ...relay,
+        name: 'submissions',
+        port: submissions,
+        implicitTls: true,
+      });
     if (mx !== null) {
       listeners.mxPort = await door.listen({
+        name: 'mx',
         port: mx,
         implicitTls: false,
         banner: 'Postline ESMTP',
