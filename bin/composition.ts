@@ -14,6 +14,7 @@ import {
   RedisRateLimiter,
   rateLimitMigrations,
 } from '../platform/http/rate-limit.ts';
+import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import type { ApiRouter } from '../platform/http/router.ts';
 import { mountMetrics, type QueueDepths } from '../platform/metrics.ts';
 import type { Services } from '../platform/services.ts';
@@ -132,6 +133,7 @@ const queueDepths: QueueDepths = {
  */
 export function mountHandlers(app: express.Express, services: Services): void {
   mountOperations(app, services);
+  app.use(['/blobs', '/t'], publicRateLimit(services));
   blobStoreFor(services.config).mount(app, () => services.clock.now());
   mountTracking(app, services);
 }

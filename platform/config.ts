@@ -93,6 +93,8 @@ const schema = z.object({
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   RATE_LIMIT_RPS: z.coerce.number().int().positive().default(10),
   RATE_LIMIT_BATCH_RPS: z.coerce.number().int().positive().default(2),
+  /** Requests per second and client address to the handlers without a key (tracking links, downloads). */
+  PUBLIC_RATE_LIMIT_RPS: z.coerce.number().int().positive().default(50),
   /** Failed authentications per client address and minute; past it every keyed request from there is a 429. */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(20),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),

@@ -8,7 +8,7 @@ import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts'
 import type { Authenticate } from './auth-context.ts';
 import { AuthFailureLimit } from './auth-failure-limit.ts';
 import type { HttpDrain } from './drain.ts';
-import { applyRateLimit } from './rate-limit-middleware.ts';
+import { applyRateLimit, limitRequest, publicRateKey } from './rate-limit-middleware.ts';
 import { ApiRouter } from './router.ts';
 
 /** Bodies with attachments (40 MB of files, base64) may be large; everything else stays small. */
@@ -121,8 +121,11 @@ function bearer(services: Services, authenticate: Authenticate) {
   const failures = new AuthFailureLimit(services.rateLimiter, services.config.AUTH_FAILURES_PER_MINUTE);
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get('authorization');
-    if (!header)
+    if (!header) {
+      // It guesses no key: counted as a request without a key (per address, as tracking links), not as a failure.
+      await limitRequest(services, res, publicRateKey(req), services.config.PUBLIC_RATE_LIMIT_RPS);
       throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
+    }
     const address = req.ip ?? 'unknown';
     failures.check(address, Date.now());
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);

@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors.ts';
 import type { Services } from '../services.ts';
 import type { AuthContext } from './auth-context.ts';
@@ -15,8 +15,29 @@ export async function applyRateLimit(
   limit: number,
   bucket: string,
 ) {
+  return limitRequest(services, res, `${auth.orgId}:${bucket}`, limit);
+}
+
+/**
+ * The handlers that take requests without a key (tracking links, downloads) are limited per client address
+ * (PUBLIC_RATE_LIMIT_RPS), with the same headers.
+ */
+export function publicRateLimit(services: Services) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    limitRequest(services, res, publicRateKey(req), services.config.PUBLIC_RATE_LIMIT_RPS).then(
+      () => next(),
+      next,
+    );
+  };
+}
+
+/** The bucket of requests without a key: the client's address. */
+export const publicRateKey = (req: Request) => `public:${req.ip ?? 'unknown'}`;
+
+/** Counts a request in `key`'s bucket, sets the headers, and throws the 429 when over `limit`. */
+export async function limitRequest(services: Services, res: Response, key: string, limit: number) {
   const now = Date.now();
-  const d = await services.rateLimiter.hit(`${auth.orgId}:${bucket}`, limit, now);
+  const d = await services.rateLimiter.hit(key, limit, now);
   const reset = Math.max(1, Math.ceil(d.resetMs / 1000));
   res.set({
     'X-RateLimit-Limit': String(d.limit),

@@ -122,6 +122,35 @@ async function awayFromMinuteEnd() {
   if (left < 15_000) await new Promise((r) => setTimeout(r, left + 10));
 }
 
+describe('handlers without a key', () => {
+  it('limits tracking links and downloads per client address, with the headers; health checks are free', async () => {
+    const svc: TestService = await startTestService({ env: { PUBLIC_RATE_LIMIT_RPS: '5' } });
+    cleanup.push(() => svc.close());
+    const get = async (path: string) => {
+      const res = await fetch(`${svc.baseUrl}${path}`);
+      await res.arrayBuffer();
+      return res;
+    };
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
+    // 15 at once over both handlers: even spread over two windows, at most 10 pass.
+    const responses = await Promise.all(
+      Array.from({ length: 15 }, (_, i) => get(i % 2 ? '/t/c/nope' : '/blobs/blob_nope?expires=1&sig=x')),
+    );
+    const passed = responses.filter((r) => r.status === 404);
+    const limited = responses.filter((r) => r.status === 429);
+    expect(passed.length).toBeLessThanOrEqual(10);
+    expect(limited.length).toBeGreaterThanOrEqual(5);
+    for (const r of responses) {
+      expect(r.headers.get('x-ratelimit-limit')).toBe('5');
+      expect(Number(r.headers.get('x-ratelimit-reset'))).toBeGreaterThanOrEqual(1);
+    }
+    expect(Number(limited[0].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const health = await get('/healthz');
+    expect(health.status).toBe(200);
+    expect(health.headers.get('x-ratelimit-limit')).toBeNull();
+  });
+});
+
 describe('failed authentications per client address', () => {
   it('answers 401 with X-RateLimit-* up to the limit, then 429 to every key from that address, valid ones too', async () => {
     // TRUST_PROXY: the loopback peer is a proxy, so X-Forwarded-For names the client and a test can be several.
@@ -166,10 +195,13 @@ describe('failed authentications per client address', () => {
     const other = await svc.client('pk_live_guess').get('/v1/api-keys', from('203.0.113.8'));
     expect(other.status).toBe(401);
     expect(other.headers['x-ratelimit-remaining']).toBe('4');
-    // A request without a key guesses nothing: it is not counted, and told what is missing.
-    expect((await svc.client().get('/v1/api-keys', from('203.0.113.9'))).body.error.code).toBe(
-      'missing_api_key',
-    );
+    // A request without a key guesses nothing: it is not counted as a failure, and told what is missing; it
+    // counts against the address's limit of requests without a key, whose headers it carries.
+    const keyless = await svc.client().get('/v1/api-keys', from('203.0.113.9'));
+    expect(keyless.body.error.code).toBe('missing_api_key');
+    expect(keyless.headers['x-ratelimit-limit']).toBe('50');
+    expect(keyless.headers['x-ratelimit-remaining']).toBe('49');
+    expect(Number(keyless.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(1);
   });
 
   it('without TRUST_PROXY the peer is the client: X-Forwarded-For cannot pick a fresh address', async () => {
