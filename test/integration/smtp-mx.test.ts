@@ -1,6 +1,13 @@
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { arfComplaint, eximTextBounce, gmailDsn, type Original, postfixDsn } from '../fixtures/reports.ts';
+import {
+  arfComplaint,
+  eximTextBounce,
+  gmailDsn,
+  microsoftNdr,
+  type Original,
+  postfixDsn,
+} from '../fixtures/reports.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
@@ -98,6 +105,7 @@ describe('bounces that come back', () => {
     ['Postfix', postfixDsn],
     ['Gmail', gmailDsn],
     ['Exim (plain text)', eximTextBounce],
+    ['Microsoft Exchange Online', microsoftNdr],
   ])(
     'a %s DSN to the return path bounces a delivered recipient, suppresses it, and fires email.bounced',
     async (_, dsn) => {
