@@ -121,6 +121,8 @@ const schema = z.object({
   SMTP_SUBMISSIONS_PORT: listenerPort(2465),
   /** The MX: mail for inbound domains (docs/receiving.md), bounces and complaints (docs/bounces.md). */
   SMTP_MX_PORT: listenerPort(2525),
+  /** rspamd's HTTP address (`http://127.0.0.1:11333`): it scores received messages; unset, Postline does. */
+  RSPAMD_URL: z.url().optional(),
   /** A received message whose spam score reaches this is `is_spam`. */
   INBOUND_SPAM_THRESHOLD: z.coerce.number().min(0).default(5),
   /** Received messages and their attachments are deleted this many days after they arrived (metadata stays). */

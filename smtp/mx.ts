@@ -20,6 +20,7 @@ import type { FrontDoor } from './front-door.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, SmtpReply } from './replies.ts';
 import { type Report, readReport } from './reports.ts';
+import { rspamdScorer } from './rspamd.ts';
 
 /** Recipients one message may have at the MX. */
 const MAX_RECIPIENTS = 100;
@@ -39,6 +40,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
   const returnPathPrefix = `${config.POSTLINE_RETURN_PATH_SUBDOMAIN.toLowerCase()}.`;
   const feedback = feedbackAddress(config.POSTLINE_MX_HOST);
   const authenticate = inboundAuthenticator(config.DNS_SERVERS, door.hostname, door.log);
+  const rspamd = rspamdScorer(config.RSPAMD_URL, door.log);
 
   /** The live email a return path names, or null. */
   async function returnPathEmail(address: string) {
@@ -166,10 +168,14 @@ export function mxHooks(door: FrontDoor, services: Services) {
     if (targets.size === 0) return;
     const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
     const helo = session.hostNameAppearsAs || session.remoteAddress;
-    const authentication = await authenticate(raw, { ip: session.remoteAddress, helo, mailFrom });
+    const arrival = { ip: session.remoteAddress, helo, mailFrom };
+    const [authentication, spamScore] = await Promise.all([
+      authenticate(raw, arrival),
+      rspamd(raw, { ...arrival, rcptTo: addresses, hostname: door.hostname }),
+    ]);
     const { ids } = await receiveMessage(
       services,
-      { raw, mailFrom, remoteAddress: session.remoteAddress, helo, authentication },
+      { raw, mailFrom, remoteAddress: session.remoteAddress, helo, authentication, spamScore },
       [...targets.values()],
       'mx',
     );

@@ -31,6 +31,8 @@ export interface ArrivedMessage {
   remoteAddress: string | null;
   helo: string | null;
   authentication: Authentication;
+  /** A spam filter's score (rspamd's), when one scored it; else Postline's own (spam-score.ts). */
+  spamScore?: number | null;
 }
 
 /** What a received email's content blob holds: the bodies and headers, deleted with the raw message. */
@@ -106,15 +108,17 @@ export async function receiveMessage(
   };
   const subject = field(mail?.subject);
   const from = mail ? (addresses(mail.from)[0] ?? null) : null;
-  const score = spamScore({
-    authentication: message.authentication,
-    hasFrom: from !== null,
-    hasDate: 'date' in headers,
-    hasMessageId: 'message-id' in headers,
-    subject,
-    hasText: content.text !== null,
-    hasHtml: content.html !== null,
-  });
+  const score =
+    message.spamScore ??
+    spamScore({
+      authentication: message.authentication,
+      hasFrom: from !== null,
+      hasDate: 'date' in headers,
+      hasMessageId: 'message-id' in headers,
+      subject,
+      hasText: content.text !== null,
+      hasHtml: content.html !== null,
+    });
   const ids: string[] = [];
   let position: Position | undefined;
   for (const target of targets) {
