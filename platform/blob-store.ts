@@ -1,6 +1,8 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type express from 'express';
 import type { Config } from './config.ts';
 import { AppError } from './errors.ts';
@@ -19,6 +21,15 @@ async function withFile(path: string, flags: string, use: (file: FileHandle) => 
   } finally {
     await file.close();
   }
+}
+
+export interface BlobWriter {
+  readonly key: string;
+  /** Bytes written so far. */
+  readonly size: number;
+  write(chunk: Buffer): Promise<void>;
+  finish(): Promise<string>;
+  abort(): Promise<void>;
 }
 
 export class BlobStore {
@@ -45,6 +56,31 @@ export class BlobStore {
    * Puts in flight together share their folder's sync.
    */
   async put(bytes: Buffer, at: number = Date.now()): Promise<string> {
+    const blob = await this.writer(at);
+    await blob.write(bytes);
+    return blob.finish();
+  }
+
+  /** Writes what `source` yields as a blob, without holding it whole; its key and size once synced. */
+  async putStream(
+    source: AsyncIterable<Buffer>,
+    at: number = Date.now(),
+  ): Promise<{ key: string; size: number }> {
+    const blob = await this.writer(at);
+    try {
+      for await (const chunk of source) await blob.write(chunk);
+    } catch (error) {
+      await blob.abort();
+      throw error;
+    }
+    return { key: await blob.finish(), size: blob.size };
+  }
+
+  /**
+   * A blob written piece by piece as its bytes arrive. `finish` syncs it as `put` does and resolves with its
+   * key; `abort` removes what was written. One of the two must be called.
+   */
+  async writer(at: number = Date.now()): Promise<BlobWriter> {
     const key = newId('blob', at);
     const path = this.#path(key);
     const dir = join(path, '..');
@@ -52,12 +88,38 @@ export class BlobStore {
       await mkdir(dir, { recursive: true });
       this.#folders.add(dir);
     }
-    await withFile(path, 'wx', async (file) => {
-      await file.writeFile(bytes);
-      await file.sync();
-    });
-    await this.#syncFolder(dir);
-    return key;
+    const file = await open(path, 'wx');
+    let size = 0;
+    return {
+      key,
+      get size() {
+        return size;
+      },
+      write: async (chunk) => {
+        for (let offset = 0; offset < chunk.length; ) {
+          offset += (await file.write(chunk, offset)).bytesWritten;
+        }
+        size += chunk.length;
+      },
+      finish: async () => {
+        try {
+          await file.sync();
+        } finally {
+          await file.close();
+        }
+        await this.#syncFolder(dir);
+        return key;
+      },
+      abort: async () => {
+        await file.close().catch(() => {});
+        await rm(path, { force: true });
+      },
+    };
+  }
+
+  /** A blob's bytes as a stream, for readers that need not hold it whole (parsers, uploads). */
+  stream(key: string): Readable {
+    return createReadStream(this.#path(key));
   }
 
   /** Folders made already (a new one every few days: the folder is named after the key's time). */

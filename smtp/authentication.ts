@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { authenticate } from 'mailauth';
 import { createResolver, type MailauthResolver, mailauthResolver } from '../platform/dns.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -18,12 +19,12 @@ const none = verdict('none');
  */
 export function inboundAuthenticator(dnsServers: string[], hostname: string, log: Logger) {
   const resolver = mailauthResolver(createResolver(dnsServers, { timeout: 2000, tries: 1 }));
-  return (raw: Buffer, arrival: { ip: string; helo: string; mailFrom: string }) =>
+  return (raw: Readable, arrival: { ip: string; helo: string; mailFrom: string }) =>
     authenticateArrival(raw, { ...arrival, hostname, resolver }, log);
 }
 
 async function authenticateArrival(
-  raw: Buffer,
+  raw: Readable,
   arrival: { ip: string; helo: string; mailFrom: string; hostname: string; resolver: MailauthResolver },
   log: Logger,
 ): Promise<Authentication> {

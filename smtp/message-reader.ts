@@ -16,9 +16,15 @@ export interface ReadMessage {
  * Reads a message's DATA to the end, checking each byte on the way: every line ends with CRLF (a bare CR or LF
  * is what SMTP smuggling splits messages on downstream, so none is ever passed on), no NUL, no line over 998
  * characters, and 8-bit bytes only when MAIL FROM declared BODY=8BITMIME. A refused message is still read to
- * its end (the session goes on), but not kept.
+ * its end (the session goes on), but not kept. `keep` takes the pieces as they pass (the MX writes them to disk
+ * as they arrive); without it they are gathered into `bytes`. What `keep` took of a refused message is the
+ * caller's to discard.
  */
-export async function readMessage(stream: Readable, eightBitAllowed: boolean): Promise<ReadMessage> {
+export async function readMessage(
+  stream: Readable,
+  eightBitAllowed: boolean,
+  keep?: (chunk: Buffer) => Promise<void>,
+): Promise<ReadMessage> {
   const chunks: Buffer[] = [];
   let problem: ReplyName | undefined;
   let previous = LF; // the byte before the chunk: the message starts at the start of a line
@@ -41,7 +47,9 @@ export async function readMessage(stream: Readable, eightBitAllowed: boolean): P
       }
       previous = byte;
     }
-    if (!problem) chunks.push(chunk);
+    if (problem) continue;
+    if (keep) await keep(chunk);
+    else chunks.push(chunk);
   }
   // smtp-server ends DATA at CRLF.CRLF and passes the last line's CRLF on, so a message ends with CRLF.
   if (!problem && previous === CR) problem = 'bareLineEnding';

@@ -12,13 +12,13 @@ import {
   recordDelayReport,
 } from '../write-side/emails/email.commands.ts';
 import { parseVerp } from '../write-side/emails/verp.ts';
-import { mimeShapeProblem } from '../write-side/inbound/mime-shape.ts';
+import { MimeShape } from '../write-side/inbound/mime-shape.ts';
 import { type InboundTarget, receiveMessage } from '../write-side/inbound/received-email.commands.ts';
 import { suppressForEmail } from '../write-side/suppressions/suppression.commands.ts';
 import { inboundAuthenticator } from './authentication.ts';
 import type { FrontDoor } from './front-door.ts';
 import { readMessage } from './message-reader.ts';
-import { answer, SmtpReply } from './replies.ts';
+import { answer, type ReplyName, SmtpReply } from './replies.ts';
 import { type Report, readReport } from './reports.ts';
 import { rspamdScorer } from './rspamd.ts';
 
@@ -41,6 +41,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
   const feedback = feedbackAddress(config.POSTLINE_MX_HOST);
   const authenticate = inboundAuthenticator(config.DNS_SERVERS, door.hostname, door.log);
   const rspamd = rspamdScorer(config.RSPAMD_URL, door.log);
+  const blobs = blobStoreFor(config);
 
   /** The live email a return path names, or null. */
   async function returnPathEmail(address: string) {
@@ -135,22 +136,41 @@ export function mxHooks(door: FrontDoor, services: Services) {
     return recorded;
   }
 
+  /**
+   * The message is written to the blob store as it arrives, its MIME shape measured on the way, so that no
+   * message is held whole in memory; one that breaks a rule is removed and refused. Then it is received for the
+   * inbound domains, and read as a report for the return paths.
+   */
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
     const args = (session.envelope.mailFrom || undefined)?.args || undefined;
-    const read = await readMessage(stream, String(args?.BODY ?? '').toUpperCase() === '8BITMIME');
-    if (stream.sizeExceeded) throw door.refuse(session, 'messageTooBig');
-    if (read.problem) throw door.refuse(session, read.problem);
-    const shape = mimeShapeProblem(read.bytes);
-    if (shape) throw door.refuse(session, shape);
+    const blob = await blobs.writer(services.clock.now().getTime());
+    const shape = new MimeShape();
+    let refusal: ReplyName | undefined;
+    try {
+      const read = await readMessage(
+        stream,
+        String(args?.BODY ?? '').toUpperCase() === '8BITMIME',
+        (chunk) => (shape.push(chunk).problem ? Promise.resolve() : blob.write(chunk)),
+      );
+      refusal = stream.sizeExceeded ? 'messageTooBig' : (read.problem ?? shape.problem);
+    } catch (error) {
+      await blob.abort();
+      throw error;
+    }
+    if (refusal) {
+      await blob.abort();
+      throw door.refuse(session, refusal);
+    }
+    const rawKey = await blob.finish();
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     const inbound = recipients.filter((a) => !isReportAddress(a));
-    if (inbound.length > 0) await receive(read.bytes, inbound, session);
-    if (inbound.length < recipients.length) await readReports(read.bytes, session);
+    if (inbound.length > 0) await receive(rawKey, blob.size, inbound, session);
+    if (inbound.length < recipients.length) await readReports(rawKey, inbound.length > 0, session);
     return '2.0.0 Ok: received';
   }
 
   /** Records the message for each organization whose inbound domains it was sent to. */
-  async function receive(raw: Buffer, addresses: string[], session: SMTPServerSession) {
+  async function receive(rawKey: string, size: number, addresses: string[], session: SMTPServerSession) {
     const targets = new Map<string, InboundTarget>();
     for (const address of addresses) {
       for (const d of await inboundDomainsFor(address)) {
@@ -170,21 +190,24 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const helo = session.hostNameAppearsAs || session.remoteAddress;
     const arrival = { ip: session.remoteAddress, helo, mailFrom };
     const [authentication, spamScore] = await Promise.all([
-      authenticate(raw, arrival),
-      rspamd(raw, { ...arrival, rcptTo: addresses, hostname: door.hostname }),
+      authenticate(blobs.stream(rawKey), arrival),
+      rspamd?.(blobs.stream(rawKey), { ...arrival, rcptTo: addresses, hostname: door.hostname }) ?? null,
     ]);
     const { ids } = await receiveMessage(
       services,
-      { raw, mailFrom, remoteAddress: session.remoteAddress, helo, authentication, spamScore },
+      { rawKey, size, mailFrom, remoteAddress: session.remoteAddress, helo, authentication, spamScore },
       [...targets.values()],
       'mx',
     );
     door.log.info({ receivedEmailIds: ids, client: session.remoteAddress }, 'MX message received');
   }
 
-  /** Reads the message as a bounce or complaint for the emails its return paths name. */
-  async function readReports(bytes: Buffer, session: SMTPServerSession) {
-    const report = await readReport(bytes).catch((): Report => ({ kind: 'other' }));
+  /**
+   * Reads the message as a bounce or complaint for the emails its return paths name. Its stored copy is kept
+   * when it matched nothing (for an operator to look at) or was received too; else it is removed.
+   */
+  async function readReports(rawKey: string, received: boolean, session: SMTPServerSession) {
+    const report = await readReport(await blobs.get(rawKey)).catch((): Report => ({ kind: 'other' }));
     const emailIds = new Set<string>();
     for (const { address } of session.envelope.rcptTo) {
       const emailId =
@@ -195,9 +218,11 @@ export function mxHooks(door: FrontDoor, services: Services) {
     for (const emailId of emailIds) recorded = (await apply(emailId, report)) || recorded;
     if (!recorded) {
       // Never an error for the sender: what matches nothing is kept for an operator to look at.
-      const blobKey = await blobStoreFor(config).put(bytes);
-      door.log.warn({ blobKey, kind: report.kind, emails: [...emailIds] }, 'MX message matched no email');
-    }
+      door.log.warn(
+        { blobKey: rawKey, kind: report.kind, emails: [...emailIds] },
+        'MX message matched no email',
+      );
+    } else if (!received) await blobs.delete(rawKey);
   }
 
   return {

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import type { Logger } from '../platform/logger.ts';
 
@@ -6,15 +7,15 @@ const RSPAMD_TIMEOUT_MS = 5000;
 
 /**
  * rspamd's score for a message (`POST /checkv2` of its normal worker, with the envelope and the client in the
- * headers rspamd reads), when RSPAMD_URL is set; null when it is not, or when rspamd does not answer in time:
- * then Postline's own score stands (docs/receiving.md).
+ * headers rspamd reads), or null when rspamd does not answer in time: then Postline's own score stands
+ * (docs/receiving.md). No scorer without RSPAMD_URL.
  */
 export function rspamdScorer(url: string | undefined, log: Logger) {
+  if (!url) return null;
   return async (
-    raw: Buffer,
+    raw: Readable,
     arrival: { ip: string; helo: string; mailFrom: string; rcptTo: string[]; hostname: string },
   ): Promise<number | null> => {
-    if (!url) return null;
     try {
       const res = await request(`${url.replace(/\/$/, '')}/checkv2`, {
         method: 'POST',

@@ -206,6 +206,28 @@ describe('mail for an inbound domain', () => {
   });
 });
 
+describe('a large message', () => {
+  it('is written to disk as it arrives and its 20 MB attachment decoded into a file of its own, byte for byte', async () => {
+    const file = Buffer.alloc(20 * 1024 * 1024);
+    for (let i = 0; i < file.length; i += 4) file.writeUInt32LE((i * 2654435761) >>> 0, i);
+    const info = await mx().sendMail({
+      envelope: { from: 'ann@remote.test', to: [`big@${DOMAIN}`] },
+      from: 'ann@remote.test',
+      to: `big@${DOMAIN}`,
+      subject: 'Large attachment',
+      text: 'see attached',
+      attachments: [{ filename: 'data.bin', content: file, contentType: 'application/octet-stream' }],
+    });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+    const got = await receivedWithSubject('Large attachment');
+    expect(got.attachments).toEqual([expect.objectContaining({ filename: 'data.bin', size: file.length })]);
+    const link = (await acme.live.get(`/v1/emails/received/${got.id}/attachments/${got.attachments[0].id}`))
+      .body;
+    const downloaded = Buffer.from(await (await fetch(local(link.download_url))).arrayBuffer());
+    expect(downloaded.equals(file)).toBe(true);
+  });
+});
+
 describe('the MX refuses', () => {
   it('a foreign domain, an own domain without inbound, and a test-mode domain with it', async () => {
     const testDomain = await acme.test.post('/v1/domains', {

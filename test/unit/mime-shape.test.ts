@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MIME_LIMITS, mimeShapeProblem } from '../../write-side/inbound/mime-shape.ts';
+import { MIME_LIMITS, MimeShape, mimeShapeProblem } from '../../write-side/inbound/mime-shape.ts';
 import { spamScore } from '../../write-side/inbound/spam-score.ts';
 
 const crlf = (lines: string[]) => Buffer.from(`${lines.join('\r\n')}\r\n`);
@@ -67,6 +67,23 @@ describe('the MIME shape of a received message', () => {
       );
     lines.push('--outer--');
     expect(mimeShapeProblem(crlf(lines))).toBeUndefined();
+  });
+
+  it('measures the same in pieces of any size as whole, lines cut anywhere', () => {
+    const inPieces = (raw: Buffer, size: number) => {
+      const shape = new MimeShape();
+      for (let i = 0; i < raw.length; i += size) shape.push(raw.subarray(i, i + size));
+      return shape.problem;
+    };
+    for (const [raw, problem] of [
+      [manyParts(MIME_LIMITS.parts - 1), undefined],
+      [manyParts(MIME_LIMITS.parts), 'tooManyParts'],
+      [nested(MIME_LIMITS.depth), undefined],
+      [nested(MIME_LIMITS.depth + 1), 'tooDeep'],
+      [attachedMessages(100), 'tooDeep'],
+    ] as const) {
+      for (const size of [1, 7, 64, 4096]) expect([size, inPieces(raw, size)]).toEqual([size, problem]);
+    }
   });
 
   it('limits each header block', () => {

@@ -1,8 +1,8 @@
 /**
  * How much MIME structure a received message may have. mailparser builds a node per part and recurses into
  * nested multiparts and attached messages with no limit of its own, so a message of 10,000 parts or 100 levels
- * would cost memory and time out of proportion to its size: it is measured here first, in one pass over its
- * lines that allocates nothing per part.
+ * would cost memory and time out of proportion to its size: it is measured here first, line by line as it
+ * arrives, keeping nothing but the header block being read and the boundaries that are open.
  */
 export const MIME_LIMITS = {
   parts: 500,
@@ -13,8 +13,8 @@ export const MIME_LIMITS = {
 
 export type MimeShapeProblem = 'tooManyParts' | 'tooDeep' | 'headerTooBig';
 
-const CR = 0x0d;
 const LF = 0x0a;
+const CR = 0x0d;
 const DASH = 0x2d;
 
 /** The Content-Type of a header block: `multipart` with its boundary, an attached message, or anything else. */
@@ -31,48 +31,70 @@ function contentTypeOf(headers: string): { multipartBoundary?: string; message?:
   return { message: type === 'message/rfc822' || type === 'message/global' };
 }
 
-/** The first limit of MIME_LIMITS that the message breaks, if any. */
-export function mimeShapeProblem(raw: Buffer): MimeShapeProblem | undefined {
-  // Open containers, outermost first: a multipart's boundary, or null for an attached message.
-  const open: (string | null)[] = [];
-  let parts = 1;
-  let inHeaders = true;
-  let headerStart = 0;
-  for (let start = 0; start < raw.length; ) {
-    let end = raw.indexOf(LF, start);
-    if (end < 0) end = raw.length;
-    const lineEnd = end > start && raw[end - 1] === CR ? end - 1 : end;
-    if (inHeaders) {
-      if (start - headerStart > MIME_LIMITS.headerBytes) return 'headerTooBig';
-      if (lineEnd === start) {
-        // The header block ends: what it declares opens a container.
-        const type = contentTypeOf(raw.toString('latin1', headerStart, start));
-        if (type.multipartBoundary !== undefined) open.push(type.multipartBoundary);
-        else if (type.message) open.push(null);
-        if (open.length > MIME_LIMITS.depth) return 'tooDeep';
-        // An attached message's own header block follows at once.
-        inHeaders = type.message === true;
-        headerStart = end + 1;
+/** Measures a message's MIME shape as its bytes arrive (`push`, in any pieces); `problem` is the first limit broken. */
+export class MimeShape {
+  problem: MimeShapeProblem | undefined;
+  /** Open containers, outermost first: a multipart's boundary, or null for an attached message. */
+  readonly #open: (string | null)[] = [];
+  #parts = 1;
+  #inHeaders = true;
+  /** The header block read so far (latin1), while in one. */
+  #headers = '';
+  /** The start of a line that the last piece cut. */
+  #partial: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): this {
+    if (this.problem) return this;
+    let data = this.#partial.length > 0 ? Buffer.concat([this.#partial, chunk]) : chunk;
+    let start = 0;
+    for (let end = data.indexOf(LF); end >= 0 && !this.problem; end = data.indexOf(LF, start)) {
+      this.#line(data, start, end);
+      start = end + 1;
+    }
+    data = data.subarray(start);
+    // A line is at most 998 characters (the reader refuses more); past a header block's limit it is refused anyway.
+    if (data.length > MIME_LIMITS.headerBytes) this.problem ??= 'headerTooBig';
+    this.#partial = Buffer.from(data);
+    return this;
+  }
+
+  #line(data: Buffer, start: number, end: number) {
+    const lineEnd = end > start && data[end - 1] === CR ? end - 1 : end;
+    if (this.#inHeaders) {
+      if (lineEnd > start) {
+        this.#headers += data.toString('latin1', start, end + 1);
+        if (this.#headers.length > MIME_LIMITS.headerBytes) this.problem = 'headerTooBig';
+        return;
       }
-    } else if (raw[start] === DASH && raw[start + 1] === DASH) {
-      const line = raw.toString('latin1', start + 2, lineEnd).trimEnd();
-      for (let i = open.length - 1; i >= 0; i--) {
-        const boundary = open[i];
-        if (boundary === null) continue;
-        if (line === boundary) {
-          open.length = i + 1; // a new part of this multipart closes whatever was open inside the last one
-          if (++parts > MIME_LIMITS.parts) return 'tooManyParts';
-          inHeaders = true;
-          headerStart = end + 1;
-          break;
-        }
-        if (line === `${boundary}--`) {
-          open.length = i;
-          break;
-        }
+      // The header block ends: what it declares opens a container.
+      const type = contentTypeOf(this.#headers);
+      this.#headers = '';
+      if (type.multipartBoundary !== undefined) this.#open.push(type.multipartBoundary);
+      else if (type.message) this.#open.push(null);
+      if (this.#open.length > MIME_LIMITS.depth) this.problem = 'tooDeep';
+      // An attached message's own header block follows at once.
+      this.#inHeaders = type.message === true;
+      return;
+    }
+    if (data[start] !== DASH || data[start + 1] !== DASH) return;
+    const line = data.toString('latin1', start + 2, lineEnd).trimEnd();
+    for (let i = this.#open.length - 1; i >= 0; i--) {
+      const boundary = this.#open[i];
+      if (boundary === null) continue;
+      if (line === boundary) {
+        this.#open.length = i + 1; // a new part of this multipart closes whatever was open inside the last one
+        if (++this.#parts > MIME_LIMITS.parts) this.problem = 'tooManyParts';
+        this.#inHeaders = true;
+        return;
+      }
+      if (line === `${boundary}--`) {
+        this.#open.length = i;
+        return;
       }
     }
-    start = end + 1;
   }
-  return undefined;
 }
+
+/** The first limit of MIME_LIMITS that a whole message breaks, if any. */
+export const mimeShapeProblem = (raw: Buffer): MimeShapeProblem | undefined =>
+  new MimeShape().push(raw).problem;

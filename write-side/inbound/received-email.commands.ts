@@ -1,5 +1,5 @@
-import { type AddressObject, type ParsedMail, simpleParser } from 'mailparser';
-import { blobStoreFor } from '../../platform/blob-store.ts';
+import type { AddressObject } from 'mailparser';
+import { type BlobStore, blobStoreFor } from '../../platform/blob-store.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, Mode, Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
@@ -14,6 +14,7 @@ import {
   receivedEmailStream,
 } from './received-email.events.ts';
 import { spamScore } from './spam-score.ts';
+import { type ParsedMessage, parseStoredMessage } from './stored-message.ts';
 
 /** Who a received message is for: an organization's inbound domain (or, injected in test mode, none). */
 export interface InboundTarget {
@@ -26,7 +27,9 @@ export interface InboundTarget {
 }
 
 export interface ArrivedMessage {
-  raw: Buffer;
+  /** The message as it arrived, already in the blob store (synced). */
+  rawKey: string;
+  size: number;
   mailFrom: string;
   remoteAddress: string | null;
   helo: string | null;
@@ -45,15 +48,18 @@ export interface ReceivedContent {
 const TEXT_CHARS = 10 * 1024 * 1024;
 const FIELD_CHARS = 998;
 
-const field = (value: string | undefined | null) => (value ? storableText(value, FIELD_CHARS) : null);
+const field = (value: unknown) =>
+  typeof value === 'string' && value ? storableText(value, FIELD_CHARS) : null;
 
-const addresses = (value: AddressObject | AddressObject[] | undefined): MailAddress[] =>
-  (Array.isArray(value) ? value : value ? [value] : [])
-    .flatMap((o) => o.value)
+const addresses = (value: unknown): MailAddress[] => {
+  const objects = (Array.isArray(value) ? value : value ? [value] : []) as AddressObject[];
+  return objects
+    .flatMap((o) => o.value ?? [])
     .flatMap((m) => (m.address ? [{ email: field(m.address)!, name: field(m.name) }] : []));
+};
 
 /** Header names in lower case with their values, unfolded; a header that repeats (Received) keeps a list. */
-function headersOf(mail: ParsedMail): Record<string, string | string[]> {
+function headersOf(mail: ParsedMessage): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const { key, line } of mail.headerLines) {
     const decoded = mail.headers.get(key);
@@ -69,27 +75,25 @@ function headersOf(mail: ParsedMail): Record<string, string | string[]> {
   return headers;
 }
 
-/** The message read, or why it could not be: it is kept raw either way. */
-async function parse(raw: Buffer): Promise<{ mail: ParsedMail } | { error: string }> {
+/** The message read from the blob store, or why it could not be: it is kept raw either way. */
+async function parse(
+  blobs: BlobStore,
+  rawKey: string,
+  at: number,
+): Promise<{ mail: ParsedMessage } | { error: string }> {
   try {
-    return {
-      mail: await simpleParser(raw, {
-        skipHtmlToText: true,
-        skipTextToHtml: true,
-        skipTextLinks: true,
-        skipImageLinks: true,
-      }),
-    };
+    return { mail: await parseStoredMessage(blobs, rawKey, at) };
   } catch (error) {
     return { error: storableText(String((error as Error)?.message ?? error), 300) };
   }
 }
 
 /**
- * Records a message that arrived for one or more organizations (docs/receiving.md): for each, the raw message,
- * its content and each attachment are written to the blob store, then `InboundEmailReceived` is appended. A
- * message that cannot be parsed is recorded all the same, raw, with its `parseError`. Resolves once every
- * event is committed: only then may the MX answer 250.
+ * Records a message that arrived for one or more organizations (docs/receiving.md). The raw message is in the
+ * blob store already; it is parsed from there, each attachment decoded into a blob of its own and the bodies and
+ * headers into one more, and then `InboundEmailReceived` is appended for each organization (which share the
+ * blobs: their retention ends together). A message that cannot be parsed is recorded all the same, raw, with its
+ * `parseError`. Resolves once every event is committed: only then may the MX answer 250.
  */
 export async function receiveMessage(
   services: Pick<Services, 'store' | 'clock' | 'config'>,
@@ -98,7 +102,8 @@ export async function receiveMessage(
   actor: string,
 ): Promise<{ ids: string[]; position?: Position }> {
   const blobs = blobStoreFor(services.config);
-  const parsed = await parse(message.raw);
+  const at = services.clock.now().getTime();
+  const parsed = await parse(blobs, message.rawKey, at);
   const mail = 'mail' in parsed ? parsed.mail : null;
   const headers = mail ? headersOf(mail) : {};
   const content: ReceivedContent = {
@@ -106,8 +111,8 @@ export async function receiveMessage(
     html: typeof mail?.html === 'string' ? storableText(mail.html, TEXT_CHARS) : null,
     headers,
   };
-  const subject = field(mail?.subject);
-  const from = mail ? (addresses(mail.from)[0] ?? null) : null;
+  const subject = field(mail?.headers.get('subject'));
+  const from = addresses(mail?.headers.get('from'))[0] ?? null;
   const score =
     message.spamScore ??
     spamScore({
@@ -119,28 +124,11 @@ export async function receiveMessage(
       hasText: content.text !== null,
       hasHtml: content.html !== null,
     });
+  const contentKey = mail ? await blobs.put(Buffer.from(JSON.stringify(content)), at) : null;
   const ids: string[] = [];
   let position: Position | undefined;
   for (const target of targets) {
     const now = services.clock.now();
-    // Written side by side: each put waits for its own sync, and they share their folder's.
-    const [rawKey, contentKey, attachments] = await Promise.all([
-      blobs.put(message.raw, now.getTime()),
-      mail ? blobs.put(Buffer.from(JSON.stringify(content)), now.getTime()) : null,
-      Promise.all(
-        (mail?.attachments ?? []).map(
-          async (a): Promise<ReceivedAttachment> => ({
-            attachmentId: newId('att', now.getTime()),
-            filename:
-              storableText((a.filename ?? 'attachment').replace(/[\r\n/\\]/g, '_'), 255) || 'attachment',
-            contentType: field(a.contentType) ?? 'application/octet-stream',
-            contentId: field(a.contentId?.replace(/^<|>$/g, '')),
-            size: a.size,
-            blobKey: await blobs.put(a.content, now.getTime()),
-          }),
-        ),
-      ),
-    ]);
     const data: InboundEmailReceived['data'] = {
       receivedEmailId: newId('in', now.getTime()),
       orgId: target.orgId,
@@ -154,16 +142,26 @@ export async function receiveMessage(
         helo: field(message.helo),
       },
       from,
-      to: mail ? addresses(mail.to) : [],
-      cc: mail ? addresses(mail.cc) : [],
-      replyTo: mail ? addresses(mail.replyTo) : [],
+      to: addresses(mail?.headers.get('to')),
+      cc: addresses(mail?.headers.get('cc')),
+      replyTo: addresses(mail?.headers.get('reply-to')),
       subject,
-      messageId: field(mail?.messageId),
-      inReplyTo: field(mail?.inReplyTo),
-      rawKey,
-      size: message.raw.length,
+      messageId: field(mail?.headers.get('message-id')),
+      inReplyTo: field(mail?.headers.get('in-reply-to')),
+      rawKey: message.rawKey,
+      size: message.size,
       contentKey,
-      attachments,
+      attachments: (mail?.attachments ?? []).map(
+        (a): ReceivedAttachment => ({
+          attachmentId: newId('att', now.getTime()),
+          filename:
+            storableText((a.filename ?? 'attachment').replace(/[\r\n/\\]/g, '_'), 255) || 'attachment',
+          contentType: field(a.contentType) ?? 'application/octet-stream',
+          contentId: field(a.contentId?.replace(/^<|>$/g, '')),
+          size: a.size,
+          blobKey: a.blobKey,
+        }),
+      ),
       authentication: message.authentication,
       spamScore: score,
       isSpam: score >= services.config.INBOUND_SPAM_THRESHOLD,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
@@ -38,10 +39,12 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
       );
     const body = parse(injectBody, req.body);
     const raw = Buffer.from(body.raw.replace(/\r?\n/g, '\r\n'), 'utf8');
+    const rawKey = await blobStoreFor(services.config).put(raw, services.clock.now().getTime());
     const { ids, position } = await receiveMessage(
       services,
       {
-        raw,
+        rawKey,
+        size: raw.length,
         mailFrom: body.mail_from ?? '',
         remoteAddress: null,
         helo: null,

@@ -1,0 +1,78 @@
+import { type AttachmentStream, type HeaderLines, type Headers, MailParser } from 'mailparser';
+import type { BlobStore } from '../../platform/blob-store.ts';
+
+export interface StoredAttachment {
+  filename: string | undefined;
+  contentType: string;
+  contentId: string | undefined;
+  size: number;
+  blobKey: string;
+}
+
+export interface ParsedMessage {
+  headers: Headers;
+  headerLines: HeaderLines;
+  text?: string;
+  html?: string;
+  attachments: StoredAttachment[];
+}
+
+/**
+ * Parses a message kept in the blob store as it streams from disk: each attachment is decoded straight into a
+ * blob of its own, so no attachment and no whole message is held in memory (the text and html bodies are).
+ * Rejects when the message cannot be parsed, with the attachments written so far removed.
+ */
+export function parseStoredMessage(blobs: BlobStore, rawKey: string, at: number): Promise<ParsedMessage> {
+  return new Promise((resolve, reject) => {
+    const parser = new MailParser({
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipImageLinks: true,
+    });
+    const parsed: ParsedMessage = { headers: new Map(), headerLines: [], attachments: [] };
+    const written: Promise<unknown>[] = [];
+    let failed = false;
+    const fail = (error: unknown) => {
+      if (failed) return;
+      failed = true;
+      parser.destroy();
+      void Promise.allSettled(written).then(() =>
+        Promise.all(parsed.attachments.map((a) => blobs.delete(a.blobKey))),
+      );
+      reject(error);
+    };
+    const store = async (a: AttachmentStream) => {
+      try {
+        const { key, size } = await blobs.putStream(a.content, at);
+        parsed.attachments.push({
+          filename: a.filename,
+          contentType: a.contentType,
+          contentId: a.contentId,
+          size,
+          blobKey: key,
+        });
+      } finally {
+        a.release?.();
+      }
+    };
+    parser.on('headers', (headers) => {
+      parsed.headers = headers;
+      parsed.headerLines = parser.headerLines || [];
+    });
+    parser.on('data', (data) => {
+      if (data.type === 'attachment') written.push(store(data).catch(fail));
+      else {
+        parsed.text = data.text;
+        parsed.html = typeof data.html === 'string' ? data.html : undefined;
+      }
+    });
+    parser.on('error', fail);
+    parser.on('end', () => {
+      Promise.all(written).then(() => {
+        if (!failed) resolve(parsed);
+      }, fail);
+    });
+    blobs.stream(rawKey).on('error', fail).pipe(parser);
+  });
+}
