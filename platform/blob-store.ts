@@ -2,7 +2,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type express from 'express';
 import type { Config } from './config.ts';
 import { AppError } from './errors.ts';
@@ -30,6 +30,72 @@ export interface BlobWriter {
   write(chunk: Buffer): Promise<void>;
   finish(): Promise<string>;
   abort(): Promise<void>;
+  /** The bytes written, to read again once finished: from memory while the blob is small, else from its file. */
+  reader(): Readable;
+}
+
+/** Pieces are gathered up to this many bytes before they go to the file; a smaller blob is written once. */
+const FLUSH_BYTES = 1024 * 1024;
+
+class FileBlobWriter implements BlobWriter {
+  readonly key: string;
+  size = 0;
+  readonly #path: string;
+  readonly #syncFolder: () => Promise<void>;
+  #file?: FileHandle;
+  #pending: Buffer[] = [];
+  #pendingSize = 0;
+  /** The whole blob, when it never outgrew the gathered pieces. */
+  #held?: Buffer;
+
+  constructor(key: string, path: string, syncFolder: () => Promise<void>) {
+    this.key = key;
+    this.#path = path;
+    this.#syncFolder = syncFolder;
+  }
+
+  async write(chunk: Buffer): Promise<void> {
+    this.#pending.push(chunk);
+    this.#pendingSize += chunk.length;
+    this.size += chunk.length;
+    if (this.#pendingSize >= FLUSH_BYTES) await this.#flush();
+  }
+
+  async #flush(): Promise<void> {
+    this.#file ??= await open(this.#path, 'wx');
+    let buffers = this.#pending;
+    this.#pending = [];
+    this.#pendingSize = 0;
+    while (buffers.length > 0) {
+      let written = (await this.#file.writev(buffers)).bytesWritten;
+      // A short write leaves the rest of the buffers, the first of them cut, for another round.
+      while (buffers.length > 0 && written >= buffers[0].length) written -= buffers.shift()!.length;
+      if (buffers.length > 0) buffers = [buffers[0].subarray(written), ...buffers.slice(1)];
+    }
+  }
+
+  async finish(): Promise<string> {
+    if (!this.#file) this.#held = Buffer.concat(this.#pending);
+    await this.#flush();
+    try {
+      await this.#file!.sync();
+    } finally {
+      await this.#file!.close();
+    }
+    await this.#syncFolder();
+    return this.key;
+  }
+
+  async abort(): Promise<void> {
+    this.#pending = [];
+    if (!this.#file) return;
+    await this.#file.close().catch(() => {});
+    await rm(this.#path, { force: true });
+  }
+
+  reader(): Readable {
+    return this.#held ? Readable.from([this.#held]) : createReadStream(this.#path);
+  }
 }
 
 export class BlobStore {
@@ -88,33 +154,7 @@ export class BlobStore {
       await mkdir(dir, { recursive: true });
       this.#folders.add(dir);
     }
-    const file = await open(path, 'wx');
-    let size = 0;
-    return {
-      key,
-      get size() {
-        return size;
-      },
-      write: async (chunk) => {
-        for (let offset = 0; offset < chunk.length; ) {
-          offset += (await file.write(chunk, offset)).bytesWritten;
-        }
-        size += chunk.length;
-      },
-      finish: async () => {
-        try {
-          await file.sync();
-        } finally {
-          await file.close();
-        }
-        await this.#syncFolder(dir);
-        return key;
-      },
-      abort: async () => {
-        await file.close().catch(() => {});
-        await rm(path, { force: true });
-      },
-    };
+    return new FileBlobWriter(key, path, () => this.#syncFolder(dir));
   }
 
   /** A blob's bytes as a stream, for readers that need not hold it whole (parsers, uploads). */

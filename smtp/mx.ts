@@ -1,5 +1,5 @@
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
-import { blobStoreFor } from '../platform/blob-store.ts';
+import { type BlobWriter, blobStoreFor } from '../platform/blob-store.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
 import { storableText } from '../platform/storable-text.ts';
@@ -164,13 +164,13 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const rawKey = await blob.finish();
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     const inbound = recipients.filter((a) => !isReportAddress(a));
-    if (inbound.length > 0) await receive(rawKey, blob.size, inbound, session);
+    if (inbound.length > 0) await receive(blob, inbound, session);
     if (inbound.length < recipients.length) await readReports(rawKey, inbound.length > 0, session);
     return '2.0.0 Ok: received';
   }
 
   /** Records the message for each organization whose inbound domains it was sent to. */
-  async function receive(rawKey: string, size: number, addresses: string[], session: SMTPServerSession) {
+  async function receive(blob: BlobWriter, addresses: string[], session: SMTPServerSession) {
     const targets = new Map<string, InboundTarget>();
     for (const address of addresses) {
       for (const d of await inboundDomainsFor(address)) {
@@ -190,12 +190,21 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const helo = session.hostNameAppearsAs || session.remoteAddress;
     const arrival = { ip: session.remoteAddress, helo, mailFrom };
     const [authentication, spamScore] = await Promise.all([
-      authenticate(blobs.stream(rawKey), arrival),
-      rspamd?.(blobs.stream(rawKey), { ...arrival, rcptTo: addresses, hostname: door.hostname }) ?? null,
+      authenticate(blob.reader(), arrival),
+      rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: door.hostname }) ?? null,
     ]);
     const { ids } = await receiveMessage(
       services,
-      { rawKey, size, mailFrom, remoteAddress: session.remoteAddress, helo, authentication, spamScore },
+      {
+        rawKey: blob.key,
+        size: blob.size,
+        read: () => blob.reader(),
+        mailFrom,
+        remoteAddress: session.remoteAddress,
+        helo,
+        authentication,
+        spamScore,
+      },
       [...targets.values()],
       'mx',
     );

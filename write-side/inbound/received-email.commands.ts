@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { AddressObject } from 'mailparser';
 import { type BlobStore, blobStoreFor } from '../../platform/blob-store.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
@@ -27,9 +28,10 @@ export interface InboundTarget {
 }
 
 export interface ArrivedMessage {
-  /** The message as it arrived, already in the blob store (synced). */
+  /** The message as it arrived, already in the blob store (synced), and how to read it back. */
   rawKey: string;
   size: number;
+  read: () => Readable;
   mailFrom: string;
   remoteAddress: string | null;
   helo: string | null;
@@ -78,11 +80,11 @@ function headersOf(mail: ParsedMessage): Record<string, string | string[]> {
 /** The message read from the blob store, or why it could not be: it is kept raw either way. */
 async function parse(
   blobs: BlobStore,
-  rawKey: string,
+  raw: Readable,
   at: number,
 ): Promise<{ mail: ParsedMessage } | { error: string }> {
   try {
-    return { mail: await parseStoredMessage(blobs, rawKey, at) };
+    return { mail: await parseStoredMessage(blobs, raw, at) };
   } catch (error) {
     return { error: storableText(String((error as Error)?.message ?? error), 300) };
   }
@@ -103,7 +105,7 @@ export async function receiveMessage(
 ): Promise<{ ids: string[]; position?: Position }> {
   const blobs = blobStoreFor(services.config);
   const at = services.clock.now().getTime();
-  const parsed = await parse(blobs, message.rawKey, at);
+  const parsed = await parse(blobs, message.read(), at);
   const mail = 'mail' in parsed ? parsed.mail : null;
   const headers = mail ? headersOf(mail) : {};
   const content: ReceivedContent = {

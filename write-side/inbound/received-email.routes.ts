@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -45,6 +46,7 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
       {
         rawKey,
         size: raw.length,
+        read: () => Readable.from([raw]),
         mailFrom: body.mail_from ?? '',
         remoteAddress: null,
         helo: null,

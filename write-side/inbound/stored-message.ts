@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { type AttachmentStream, type HeaderLines, type Headers, MailParser } from 'mailparser';
 import type { BlobStore } from '../../platform/blob-store.ts';
 
@@ -18,11 +19,11 @@ export interface ParsedMessage {
 }
 
 /**
- * Parses a message kept in the blob store as it streams from disk: each attachment is decoded straight into a
+ * Parses a message kept in the blob store as it streams back (`raw`): each attachment is decoded straight into a
  * blob of its own, so no attachment and no whole message is held in memory (the text and html bodies are).
  * Rejects when the message cannot be parsed, with the attachments written so far removed.
  */
-export function parseStoredMessage(blobs: BlobStore, rawKey: string, at: number): Promise<ParsedMessage> {
+export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number): Promise<ParsedMessage> {
   return new Promise((resolve, reject) => {
     const parser = new MailParser({
       skipHtmlToText: true,
@@ -73,6 +74,6 @@ export function parseStoredMessage(blobs: BlobStore, rawKey: string, at: number)
         if (!failed) resolve(parsed);
       }, fail);
     });
-    blobs.stream(rawKey).on('error', fail).pipe(parser);
+    raw.on('error', fail).pipe(parser);
   });
 }
