@@ -17,10 +17,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
-import { publishDomainRecords } from '../test/support/domains.ts';
-import { freePort, runCli, startServer } from '../test/support/process.ts';
+import { freePort, startServer } from '../test/support/process.ts';
 import { type RawSmtp, rawSmtp } from '../test/support/raw-smtp.ts';
 import { postgresCpu, postgresCpuSince } from './cpu.ts';
+import { organizationWithDomain } from './verified-domain.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 8);
@@ -110,20 +110,7 @@ async function main() {
   };
   const server = await startServer(env);
   try {
-    const created = await runCli(['orgs', 'create', '--name', 'Bench', '--plan', 'business', '--json'], env);
-    const key = JSON.parse(created.stdout).live_key as string;
-    const api = async (path: string, body: unknown) =>
-      (
-        await fetch(`http://127.0.0.1:${httpPort}/v1${path}`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        })
-      ).json() as Promise<any>;
-    const domain = await api('/domains', { name: DOMAIN, inbound_enabled: true });
-    publishDomainRecords(dns, domain);
-    if ((await api(`/domains/${domain.id}/verify`, {})).status !== 'verified')
-      throw new Error('domain not verified');
+    await organizationWithDomain(env, httpPort, dns, DOMAIN, { inbound_enabled: true });
 
     // Warm-up: connections, caches, the JIT.
     let sent = 0;

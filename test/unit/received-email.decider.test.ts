@@ -1,50 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { receivedEmailDecider } from '../../write-side/inbound/received-email.decider.ts';
-import type {
-  InboundEmailReceived,
-  ReceivedEmailEvent,
-} from '../../write-side/inbound/received-email.events.ts';
+import type { ReceivedEmailEvent } from '../../write-side/inbound/received-email.events.ts';
+import { receivedEmail as email } from '../fixtures/received-email.ts';
 import { spec } from '../support/given-when-then.ts';
 
-const none = { result: 'none', detail: null };
-const email: InboundEmailReceived['data'] = {
-  receivedEmailId: 'in_1',
-  orgId: 'org_1',
-  mode: 'live',
-  domainId: 'dom_1',
-  domain: 'acme.test',
-  envelope: {
-    mailFrom: 'ann@remote.test',
-    rcptTo: ['support@acme.test'],
-    remoteAddress: '192.0.2.7',
-    helo: 'mx.remote.test',
-  },
-  from: { email: 'ann@remote.test', name: 'Ann' },
-  to: [{ email: 'support@acme.test', name: null }],
-  cc: [],
-  replyTo: [],
-  subject: 'Help',
-  messageId: '<1@remote.test>',
-  inReplyTo: null,
-  rawKey: 'blob_raw',
-  size: 1234,
-  contentKey: 'blob_content',
-  attachments: [
-    {
-      attachmentId: 'att_1',
-      filename: 'a.pdf',
-      contentType: 'application/pdf',
-      contentId: null,
-      size: 10,
-      blobKey: 'blob_att',
-    },
-  ],
-  authentication: { spf: none, dkim: none, dmarc: none, arc: none },
-  spamScore: 1,
-  isSpam: false,
-  parseError: null,
-  receivedAt: '2026-05-01T10:00:00.000Z',
-};
 const received: ReceivedEmailEvent = { type: 'InboundEmailReceived', data: email };
 const purged: ReceivedEmailEvent = {
   type: 'ReceivedEmailPurged',

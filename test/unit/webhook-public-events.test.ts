@@ -7,6 +7,7 @@ import {
   summaryOf,
 } from '../../processes/webhooks/public-events.v1.ts';
 import { isSubscribable, subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
+import { receivedEmail } from '../fixtures/received-email.ts';
 
 const stored = (type: string, data: any): StoredEvent => ({
   type,
@@ -108,60 +109,20 @@ describe('public webhook events (v1)', () => {
   });
 
   it('maps a received email to email.received: metadata and the spam verdict, never the bodies', () => {
-    const none = { result: 'none', detail: null };
-    const data = publicData(
-      stored('InboundEmailReceived', {
-        receivedEmailId: 'in_1',
-        orgId: 'org_1',
-        mode: 'live',
-        domainId: 'dom_1',
-        domain: 'acme.test',
-        envelope: {
-          mailFrom: 'ann@x.test',
-          rcptTo: ['help@acme.test'],
-          remoteAddress: '192.0.2.1',
-          helo: 'x',
-        },
-        from: { email: 'ann@x.test', name: 'Ann' },
-        to: [{ email: 'help@acme.test', name: null }],
-        cc: [],
-        replyTo: [],
-        subject: 'Help',
-        messageId: '<1@x.test>',
-        inReplyTo: null,
-        rawKey: 'blob_1',
-        size: 100,
-        contentKey: 'blob_2',
-        attachments: [
-          {
-            attachmentId: 'att_1',
-            filename: 'a.txt',
-            contentType: 'text/plain',
-            contentId: null,
-            size: 3,
-            blobKey: 'blob_3',
-          },
-        ],
-        authentication: { spf: none, dkim: none, dmarc: none, arc: none },
-        spamScore: 1.5,
-        isSpam: false,
-        parseError: null,
-        receivedAt: 'T9',
-      }),
-    );
+    const data = publicData(stored('InboundEmailReceived', receivedEmail));
     expect(data).toEqual({
       received_email_id: 'in_1',
       domain: 'acme.test',
-      from: { email: 'ann@x.test', name: 'Ann' },
-      to: [{ email: 'help@acme.test', name: null }],
+      from: { email: 'ann@remote.test', name: 'Ann' },
+      to: [{ email: 'support@acme.test', name: null }],
       cc: [],
-      envelope: { from: 'ann@x.test', to: ['help@acme.test'] },
+      envelope: { from: 'ann@remote.test', to: ['support@acme.test'] },
       subject: 'Help',
-      message_id: '<1@x.test>',
-      attachments: [{ id: 'att_1', filename: 'a.txt', content_type: 'text/plain', size: 3 }],
-      spam_score: 1.5,
+      message_id: '<1@remote.test>',
+      attachments: [{ id: 'att_1', filename: 'a.pdf', content_type: 'application/pdf', size: 10 }],
+      spam_score: 1,
       is_spam: false,
-      timestamp: 'T9',
+      timestamp: '2026-05-01T10:00:00.000Z',
     });
     expect(LIVE_EVENT_TYPES).toContain('email.received');
   });
