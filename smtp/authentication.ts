@@ -51,6 +51,7 @@ async function authenticateArrival(
       arc: r.arc ? verdict(r.arc.status.result, r.arc.status.comment) : none,
     };
   } catch (err) {
+    raw.destroy(); // what the checks left unread
     log.warn({ err }, 'inbound authentication failed');
     const failed = verdict('temperror', 'the checks could not be made');
     return { spf: failed, dkim: failed, dmarc: failed, arc: failed };

@@ -185,7 +185,14 @@ export function mxHooks(door: FrontDoor, services: Services) {
         targets.set(d.orgId, target);
       }
     }
-    if (targets.size === 0) return;
+    if (targets.size === 0) {
+      // Inbound was turned off between RCPT and the end of DATA: the message is kept for an operator.
+      door.log.warn(
+        { blobKey: blob.key, recipients: addresses },
+        'MX message for a domain no longer inbound',
+      );
+      return;
+    }
     const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
     const helo = session.hostNameAppearsAs || session.remoteAddress;
     const arrival = { ip: session.remoteAddress, helo, mailFrom };

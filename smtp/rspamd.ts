@@ -35,6 +35,7 @@ export function rspamdScorer(url: string | undefined, log: Logger) {
         throw new Error(`rspamd answered ${res.statusCode}`);
       return answer.score;
     } catch (err) {
+      raw.destroy(); // what rspamd left unread
       log.warn({ err }, 'rspamd did not score the message; Postline scored it');
       return null;
     }

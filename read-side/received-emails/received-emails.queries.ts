@@ -4,7 +4,11 @@ import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import type { MailAddress, ReceivedAttachment } from '../../write-side/inbound/received-email.events.ts';
+import type {
+  MailAddress,
+  ReceivedAttachment,
+  ReceivedContent,
+} from '../../write-side/inbound/received-email.events.ts';
 import { iso, paginate } from '../pagination.ts';
 import { readModels } from '../read-models.ts';
 import type { ReceivedEmailsTable } from './received-emails.schema.ts';
@@ -54,13 +58,6 @@ export function receivedEmailsDueForPurge(db: Database, before: Date, limit: num
 /** How long a received email's download links work. */
 const DOWNLOAD_URL_TTL_MS = 3600_000;
 
-/** What a received email's content blob holds: the bodies and headers, deleted after the retention. */
-interface Content {
-  text: string | null;
-  html: string | null;
-  headers: Record<string, string | string[]>;
-}
-
 export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachment) => ({
   object: 'received_attachment',
   id: a.attachmentId,
@@ -89,7 +86,7 @@ export function downloadLink(
 
 /** The ReceivedEmail of the API; its bodies and headers are read from the blob store until the retention ends. */
 export async function receivedEmailJson(services: Pick<Services, 'config'>, row: ReceivedEmailRow) {
-  const content: Content | null =
+  const content: ReceivedContent | null =
     row.content_key && !row.purged_at
       ? JSON.parse((await blobStoreFor(services.config).get(row.content_key)).toString('utf8'))
       : null;

@@ -12,6 +12,7 @@ import {
   type InboundEmailReceived,
   type MailAddress,
   type ReceivedAttachment,
+  type ReceivedContent,
   receivedEmailStream,
 } from './received-email.events.ts';
 import { spamScore } from './spam-score.ts';
@@ -40,13 +41,6 @@ export interface ArrivedMessage {
   spamScore?: number | null;
 }
 
-/** What a received email's content blob holds: the bodies and headers, deleted with the raw message. */
-export interface ReceivedContent {
-  text: string | null;
-  html: string | null;
-  headers: Record<string, string | string[]>;
-}
-
 const TEXT_CHARS = 10 * 1024 * 1024;
 const FIELD_CHARS = 998;
 
@@ -72,7 +66,9 @@ function headersOf(mail: ParsedMessage): Record<string, string | string[]> {
     const value = storableText(typeof decoded === 'string' ? decoded : raw, FIELD_CHARS * 8);
     const name = storableText(key, 200);
     const seen = headers[name];
-    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+    if (seen === undefined) headers[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else headers[name] = [seen, value];
   }
   return headers;
 }

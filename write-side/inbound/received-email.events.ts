@@ -19,6 +19,13 @@ export interface Authentication {
   arc: AuthVerdict;
 }
 
+/** What a received email's content blob holds: the bodies and headers, deleted with the raw message. */
+export interface ReceivedContent {
+  text: string | null;
+  html: string | null;
+  headers: Record<string, string | string[]>;
+}
+
 export interface ReceivedAttachment {
   attachmentId: string;
   filename: string;
