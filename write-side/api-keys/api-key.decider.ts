@@ -1,22 +1,13 @@
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { Permission } from '../../platform/tenancy.ts';
 import type { ApiKeyEvent } from './api-key.events.ts';
 
 export type ApiKeyCommand =
-  | {
-      type: 'CreateApiKey';
-      keyId: string;
-      orgId: string;
-      mode: Mode;
-      name: string;
-      permission: Permission;
-      domainId: string | null;
-      keyHash: string;
-      keyPrefix: string;
-      at: string;
-    }
+  | ({ type: 'CreateApiKey'; at: string } & Omit<
+      Extract<ApiKeyEvent, { type: 'ApiKeyCreated' }>['data'],
+      'createdAt'
+    >)
   /** `orgId` and `mode` of the caller: another organization's key, or the other mode's, is not found. */
   | { type: 'DeleteApiKey'; keyId: string; orgId: string; mode: Mode; at: string };
 

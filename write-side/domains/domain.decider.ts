@@ -2,31 +2,13 @@ import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import { inboundRecord } from './dns-records.ts';
-import type {
-  DkimKey,
-  DnsRecord,
-  DomainEvent,
-  DomainStatus,
-  Impressum,
-  RecordCheck,
-} from './domain.events.ts';
+import type { DnsRecord, DomainEvent, DomainStatus, Impressum, RecordCheck } from './domain.events.ts';
 
 export type DomainCommand =
-  | {
-      type: 'AddDomain';
-      domainId: string;
-      orgId: string;
-      mode: Mode;
-      name: string;
-      openTracking: boolean;
-      clickTracking: boolean;
-      inboundEnabled: boolean;
-      dkim: DkimKey;
-      returnPathDomain: string;
-      trackingDomain: string;
-      records: DnsRecord[];
-      at: string;
-    }
+  | ({ type: 'AddDomain'; at: string } & Omit<
+      Extract<DomainEvent, { type: 'DomainAdded' }>['data'],
+      'addedAt' | 'region'
+    >)
   /** The result of DNS look-ups done outside (commands.ts); the decider only judges them. */
   | {
       type: 'RecordDnsCheck';

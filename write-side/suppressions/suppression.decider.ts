@@ -1,19 +1,12 @@
 import { notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
-import type { Mode } from '../../platform/eventstore/types.ts';
 import type { SuppressionEvent, SuppressionReason } from './suppression.events.ts';
 
 export type SuppressionCommand =
-  | {
-      type: 'AddSuppression';
-      suppressionId: string;
-      orgId: string;
-      mode: Mode;
-      email: string;
-      reason: SuppressionReason;
-      sourceEmailId: string | null;
-      at: string;
-    }
+  | ({ type: 'AddSuppression'; at: string } & Omit<
+      Extract<SuppressionEvent, { type: 'SuppressionAdded' }>['data'],
+      'createdAt'
+    >)
   | { type: 'RemoveSuppression'; suppressionId: string; at: string };
 
 export interface SuppressionRecord {

@@ -1,3 +1,5 @@
+import type { EmailContent } from '../../../write-side/emails/email.events.ts';
+
 /** The message the MTA sends, as the delivery process hands it over (compose.ts makes its bytes). */
 
 export interface OutboundAttachment {
@@ -15,20 +17,14 @@ export interface DkimKey {
   privateKey: string;
 }
 
-export interface OutboundMessage {
+/** The email's addresses, subject and headers as accepted; `bcc` is envelope only, never written to a header. */
+export interface OutboundMessage
+  extends Pick<EmailContent, 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'headers'> {
   /** `<...@domain>`, stable for the email: the same input gives the same header on every attempt. */
   messageId: string;
   date: Date;
-  from: string;
-  to: string[];
-  cc: string[];
-  /** Envelope only: never written to a header. */
-  bcc: string[];
-  replyTo: string[];
-  subject: string;
   html?: string;
   text?: string;
-  headers: Record<string, string>;
   attachments: OutboundAttachment[];
   /**
    * A message submitted over SMTP: sent as these bytes (only DKIM-signed); the fields above it are not used to
