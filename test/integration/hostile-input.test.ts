@@ -239,6 +239,17 @@ const poisonTable: { method: string; path: string; body: unknown; values: Path[]
     values: [['email'], ['reason']],
     keys: [],
   },
+  {
+    method: 'POST',
+    path: '/v1/emails/received',
+    body: {
+      raw: 'From: a@example.org\nSubject: hi\n\nhello',
+      mail_from: 'a@example.org',
+      to: ['b@acme.test'],
+    },
+    values: [['raw'], ['mail_from'], ['to', 0]],
+    keys: [],
+  },
 ];
 
 /** `body` with the string at `path` holding `bad`; `asKey`: with a key of the object at `path` holding it. */
