@@ -30,7 +30,7 @@ export interface BlobWriter {
   write(chunk: Buffer): Promise<void>;
   finish(): Promise<string>;
   abort(): Promise<void>;
-  /** The bytes written, to read again once finished: from memory while the blob is small, else from its file. */
+  /** The bytes written, to read again once `finish` began: from memory while the blob is small, else its file. */
   reader(): Readable;
 }
 
@@ -47,6 +47,8 @@ class FileBlobWriter implements BlobWriter {
   #pendingSize = 0;
   /** The whole blob, when it never outgrew the gathered pieces. */
   #held?: Buffer;
+  /** The last pieces written to the file, once `finish` began. */
+  #written?: Promise<void>;
 
   constructor(key: string, path: string, syncFolder: () => Promise<void>) {
     this.key = key;
@@ -76,7 +78,8 @@ class FileBlobWriter implements BlobWriter {
 
   async finish(): Promise<string> {
     if (!this.#file) this.#held = Buffer.concat(this.#pending);
-    await this.#flush();
+    this.#written = this.#flush();
+    await this.#written;
     try {
       await this.#file!.sync();
     } finally {
@@ -93,8 +96,17 @@ class FileBlobWriter implements BlobWriter {
     await rm(this.#path, { force: true });
   }
 
+  /** Call it once `finish` began: a reader of the file waits for the last pieces to be written. */
   reader(): Readable {
-    return this.#held ? Readable.from([this.#held]) : createReadStream(this.#path);
+    if (this.#held) return Readable.from([this.#held]);
+    const written = this.#written ?? Promise.resolve();
+    const path = this.#path;
+    return Readable.from(
+      (async function* () {
+        await written;
+        yield* createReadStream(path);
+      })(),
+    );
   }
 }
 

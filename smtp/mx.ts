@@ -161,16 +161,23 @@ export function mxHooks(door: FrontDoor, services: Services) {
       await blob.abort();
       throw door.refuse(session, refusal);
     }
-    const rawKey = await blob.finish();
+    // Synced while the message is authenticated; nothing is recorded before it is on disk.
+    const synced = blob.finish();
+    synced.catch(() => {}); // awaited below
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     const inbound = recipients.filter((a) => !isReportAddress(a));
-    if (inbound.length > 0) await receive(blob, inbound, session);
-    if (inbound.length < recipients.length) await readReports(rawKey, inbound.length > 0, session);
+    if (inbound.length > 0) await receive(blob, synced, inbound, session);
+    if (inbound.length < recipients.length) await readReports(await synced, inbound.length > 0, session);
     return '2.0.0 Ok: received';
   }
 
   /** Records the message for each organization whose inbound domains it was sent to. */
-  async function receive(blob: BlobWriter, addresses: string[], session: SMTPServerSession) {
+  async function receive(
+    blob: BlobWriter,
+    synced: Promise<string>,
+    addresses: string[],
+    session: SMTPServerSession,
+  ) {
     const targets = new Map<string, InboundTarget>();
     for (const address of addresses) {
       for (const d of await inboundDomainsFor(address)) {
@@ -186,6 +193,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
       }
     }
     if (targets.size === 0) {
+      await synced;
       // Inbound was turned off between RCPT and the end of DATA: the message is kept for an operator.
       door.log.warn(
         { blobKey: blob.key, recipients: addresses },
@@ -196,7 +204,8 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
     const helo = session.hostNameAppearsAs || session.remoteAddress;
     const arrival = { ip: session.remoteAddress, helo, mailFrom };
-    const [authentication, spamScore] = await Promise.all([
+    const [, authentication, spamScore] = await Promise.all([
+      synced,
       authenticate(blob.reader(), arrival),
       rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: door.hostname }) ?? null,
     ]);

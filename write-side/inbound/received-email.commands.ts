@@ -173,6 +173,8 @@ export async function receiveMessage(
       receivedEmailDecider,
       { type: 'RecordReceivedEmail', email: data },
       meta,
+      // The id is new: its stream is empty, no need to read it.
+      { history: [] },
     );
     ids.push(data.receivedEmailId);
     position = result.position ?? position;

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { type AttachmentStream, type HeaderLines, type Headers, MailParser } from 'mailparser';
-import type { BlobStore } from '../../platform/blob-store.ts';
+import type { BlobStore, BlobWriter } from '../../platform/blob-store.ts';
 
 export interface StoredAttachment {
   filename: string | undefined;
@@ -33,26 +33,32 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
     });
     const parsed: ParsedMessage = { headers: new Map(), headerLines: [], attachments: [] };
     const written: Promise<unknown>[] = [];
+    const writers: BlobWriter[] = [];
+    /** Each attachment is synced while the parser goes on to the next: their syncs overlap. */
+    const syncs: Promise<string>[] = [];
     let failed = false;
     const fail = (error: unknown) => {
       if (failed) return;
       failed = true;
       parser.destroy();
-      void Promise.allSettled(written).then(() =>
-        Promise.all(parsed.attachments.map((a) => blobs.delete(a.blobKey))),
-      );
+      void Promise.allSettled(written).then(() => Promise.all(writers.map((w) => w.abort())));
       reject(error);
     };
     const store = async (a: AttachmentStream) => {
       try {
-        const { key, size } = await blobs.putStream(a.content, at);
+        const blob = await blobs.writer(at);
+        writers.push(blob);
+        for await (const chunk of a.content) await blob.write(chunk);
         parsed.attachments.push({
           filename: a.filename,
           contentType: a.contentType,
           contentId: a.contentId,
-          size,
-          blobKey: key,
+          size: blob.size,
+          blobKey: blob.key,
         });
+        const synced = blob.finish();
+        synced.catch(() => {}); // awaited with the others at the end
+        syncs.push(synced);
       } finally {
         a.release?.();
       }
@@ -70,9 +76,11 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
     });
     parser.on('error', fail);
     parser.on('end', () => {
-      Promise.all(written).then(() => {
-        if (!failed) resolve(parsed);
-      }, fail);
+      Promise.all(written)
+        .then(() => Promise.all(syncs))
+        .then(() => {
+          if (!failed) resolve(parsed);
+        }, fail);
     });
     raw.on('error', fail).pipe(parser);
   });
