@@ -1,41 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../platform/clock.ts';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../platform/ids.ts';
 import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
-import { FAN_OUT_NAME, WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
-import {
-  appendSourceEvent,
-  emailQueuedData,
-  startWebhookReceiver,
-  type WebhookReceiver,
-} from '../support/webhook-receiver.ts';
+import { FAN_OUT_NAME } from '../../processes/webhooks/fan-out.process.ts';
+import type { TestOrg } from '../support/service.ts';
+import { useWebhookProcesses } from '../support/webhook-processes.ts';
+import { appendSourceEvent, emailQueuedData, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
-let fanOut: WebhookFanOut;
-let dispatcher: WebhookDispatcher;
-const clock = new ManualClock(new Date());
-const receivers: WebhookReceiver[] = [];
+const { clock, svc, processes, receiver, pump } = useWebhookProcesses();
 
-const svc = useTestService(() => ({ clock }));
-beforeAll(async () => {
-  fanOut = new WebhookFanOut(svc.postline.services);
-  dispatcher = new WebhookDispatcher(svc.postline.services);
-});
-afterAll(async () => {
-  await dispatcher?.stop();
-  await Promise.all(receivers.map((r) => r.close()));
-});
-
-const receiver = async () => {
-  const r = await startWebhookReceiver({ clock });
-  receivers.push(r);
-  return r;
-};
-/** Fan out what the log holds, then send what is due, and wait for the outcomes. */
-const pump = async () => {
-  await fanOut.runOnce();
-  return dispatcher.runOnce();
-};
 const store = () => svc.postline.services.store;
 
 async function webhookFor(
@@ -320,14 +292,14 @@ describe('webhook fan-out and dispatch', () => {
       return { status: 500 };
     };
     await (await sendEmail(org)).sent();
-    await fanOut.runOnce();
-    const inFlight = dispatcher.runOnce();
+    await processes.fanOut.runOnce();
+    const inFlight = processes.dispatcher.runOnce();
     let deliveryId = '';
     try {
       deliveryId = (await r.waitFor(2))[1].id;
       const retry = await org.live.post(`/v1/webhooks/${wh.id}/deliveries/${deliveryId}/retry`);
       expect(retry.status).toBe(202);
-      await fanOut.runOnce(); // the reset lands while the request is held
+      await processes.fanOut.runOnce(); // the reset lands while the request is held
     } finally {
       release();
     }
@@ -396,7 +368,7 @@ describe('webhook fan-out and dispatch', () => {
     await webhookFor(org, slow, ['email.sent']);
     await webhookFor(org, fast, ['email.sent']);
     for (let i = 0; i < 4; i++) await (await sendEmail(org)).sent();
-    await fanOut.runOnce();
+    await processes.fanOut.runOnce();
     const busy = new WebhookDispatcher(svc.postline.services, { concurrency: 4, perEndpoint: 2, pollMs: 50 });
     busy.start();
     try {
@@ -423,7 +395,7 @@ describe('webhook fan-out and dispatch', () => {
       return { status: 200 };
     };
     const wh = await webhookFor(org, r, ['email.sent']);
-    await fanOut.runOnce();
+    await processes.fanOut.runOnce();
     const impatient = new WebhookDispatcher(svc.postline.services, { timeoutMs: 200 });
     try {
       await impatient.runOnce();
@@ -453,7 +425,7 @@ describe('webhook fan-out and dispatch', () => {
     ];
     const ids: string[] = [];
     for (const url of urls) ids.push((await org.live.post('/v1/webhooks', { url, events: ['*'] })).body.id);
-    await fanOut.runOnce();
+    await processes.fanOut.runOnce();
     const guarded = new WebhookDispatcher(svc.postline.services, { allowPrivateNetworks: false });
     try {
       expect(await guarded.runOnce()).toBe(urls.length);

@@ -5,6 +5,7 @@ import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.t
 import { FAN_OUT_NAME, WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
 import { useTestService } from '../support/service.ts';
 import {
+  appendSentEmail,
   appendSourceEvent,
   emailQueuedData,
   startWebhookReceiver,
@@ -33,25 +34,7 @@ describe('webhooks, live', () => {
     const org = await svc.createOrg('pro');
     const created = await org.live.post('/v1/webhooks', { url: receiver.url, events: ['email.sent'] });
     receiver.secrets.push(created.body.signing_secret);
-    const send = async () => {
-      const emailId = newId('em');
-      const meta = { orgId: org.orgId, mode: 'live' as const };
-      await appendSourceEvent(
-        svc.postline.services.store,
-        `email-${emailId}`,
-        'EmailQueued',
-        emailQueuedData(emailId, org.orgId, 'live'),
-        meta,
-      );
-      await appendSourceEvent(
-        svc.postline.services.store,
-        `email-${emailId}`,
-        'EmailSent',
-        { emailId, messageId: `<${emailId}@x>`, sentAt: new Date().toISOString() },
-        meta,
-      );
-      return emailId;
-    };
+    const send = () => appendSentEmail(svc.postline.services.store, org.orgId, new Date());
     const backlog = [];
     for (let i = 0; i < 10; i++) backlog.push(await send());
     fanOut.start();

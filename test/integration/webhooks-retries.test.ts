@@ -1,47 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../platform/clock.ts';
-import { newId } from '../../platform/ids.ts';
+import { describe, expect, it } from 'vitest';
 import { maxAttempts, WEBHOOK_RETRIES } from '../../processes/retry-schedule.ts';
-import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
 import { AUTO_DISABLE_AFTER_EXHAUSTED } from '../../processes/webhooks/failures.ts';
-import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
-import {
-  appendSourceEvent,
-  emailQueuedData,
-  logMarker,
-  startWebhookReceiver,
-  type WebhookReceiver,
-} from '../support/webhook-receiver.ts';
+import type { TestOrg } from '../support/service.ts';
+import { useWebhookProcesses } from '../support/webhook-processes.ts';
+import { appendSentEmail, logMarker } from '../support/webhook-receiver.ts';
 
-let fanOut: WebhookFanOut;
-let dispatcher: WebhookDispatcher;
-const clock = new ManualClock(new Date());
-const receivers: WebhookReceiver[] = [];
-
-const svc = useTestService(() => ({ clock }));
-beforeAll(async () => {
-  fanOut = new WebhookFanOut(svc.postline.services);
-  dispatcher = new WebhookDispatcher(svc.postline.services);
-});
-afterAll(async () => {
-  await dispatcher?.stop();
-  await Promise.all(receivers.map((r) => r.close()));
-});
+const { clock, svc, processes, receiver, pump } = useWebhookProcesses();
 
 const db = () => svc.postline.services.db;
 /** Waits for the webhooks read model to catch up with the dispatcher's own events (disable, exhaustion). */
 const projected = async () =>
   svc.postline.services.readYourWrites.waitFor(['webhooks'], await logMarker(svc.postline.services.store));
-const pump = async () => {
-  await fanOut.runOnce();
-  return dispatcher.runOnce();
-};
 
 /** An endpoint on a real receiver that takes the test event, subscribed to email.sent. */
 async function endpoint(org: TestOrg) {
-  const r = await startWebhookReceiver({ clock });
-  receivers.push(r);
+  const r = await receiver();
   const created = await org.live.post('/v1/webhooks', { url: r.url, events: ['email.sent'] });
   r.secrets.push(created.body.signing_secret);
   await pump();
@@ -49,25 +22,7 @@ async function endpoint(org: TestOrg) {
   return { r, id: created.body.id as string };
 }
 
-async function emailSent(org: TestOrg) {
-  const emailId = newId('em');
-  const meta = { orgId: org.orgId, mode: 'live' as const };
-  await appendSourceEvent(
-    svc.postline.services.store,
-    `email-${emailId}`,
-    'EmailQueued',
-    emailQueuedData(emailId, org.orgId, 'live'),
-    meta,
-  );
-  await appendSourceEvent(
-    svc.postline.services.store,
-    `email-${emailId}`,
-    'EmailSent',
-    { emailId, messageId: 'm', sentAt: clock.now().toISOString() },
-    meta,
-  );
-  return emailId;
-}
+const emailSent = (org: TestOrg) => appendSentEmail(svc.postline.services.store, org.orgId, clock.now());
 
 const pendingOf = async (webhookId: string) =>
   (
@@ -107,9 +62,9 @@ describe('webhook retries', () => {
       expect(delay, `delay after attempt ${attempt}`).toBeGreaterThanOrEqual(base * 0.8);
       expect(delay, `delay after attempt ${attempt}`).toBeLessThanOrEqual(base * 1.2);
       clock.advance(delay - 1); // a moment early: nothing is sent
-      expect(await dispatcher.runOnce()).toBe(0);
+      expect(await processes.dispatcher.runOnce()).toBe(0);
       clock.advance(1);
-      expect(await dispatcher.runOnce()).toBe(1);
+      expect(await processes.dispatcher.runOnce()).toBe(1);
     }
     expect(await pendingOf(id)).toEqual([]);
 

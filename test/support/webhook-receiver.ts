@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../platform/clock.ts';
+import { newId } from '../../platform/ids.ts';
 
 export interface ReceivedWebhook {
   id: string;
@@ -123,6 +124,26 @@ export async function appendSourceEvent(
   return store.append(stream, [{ type, data, metadata: { ...meta, actor: 'system' } }], {
     expectedRevision: 'any',
   });
+}
+
+/** A live email queued and sent at `sentAt`, as the log holds it: an `email.sent` for the fan-out. Its id. */
+export async function appendSentEmail(
+  store: import('../../platform/eventstore/types.ts').EventStore,
+  orgId: string,
+  sentAt: Date,
+): Promise<string> {
+  const emailId = newId('em');
+  const meta = { orgId, mode: 'live' as const };
+  await appendSourceEvent(
+    store,
+    `email-${emailId}`,
+    'EmailQueued',
+    emailQueuedData(emailId, orgId, 'live'),
+    meta,
+  );
+  const sent = { emailId, messageId: `<${emailId}@x>`, sentAt: sentAt.toISOString() };
+  await appendSourceEvent(store, `email-${emailId}`, 'EmailSent', sent, meta);
+  return emailId;
 }
 
 /** An EmailQueued as the emails aggregate records it: what email events' public data is built from. */
