@@ -5,7 +5,7 @@ import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 import { PLANS } from '../plans.ts';
-import { requireTemplate, templateDecider } from './template.decider.ts';
+import { requireTemplate, type TemplateCommand, templateDecider } from './template.decider.ts';
 import { type TemplateContent, templateStream } from './template.events.ts';
 
 /**
@@ -34,13 +34,21 @@ const templateSlot = (plan: Plan, id: string) => {
 
 const newVersionId = (services: Pick<Services, 'clock'>) => newId('tmplv', services.clock.now().getTime());
 
-export async function createTemplate(
+/** A creating command without what `newTemplate` fills in (each member of the union on its own). */
+type Creation<C> = C extends unknown
+  ? Omit<C, 'templateId' | 'versionId' | 'orgId' | 'mode' | 'plan' | 'activeTemplates' | 'at'>
+  : never;
+
+/**
+ * A new template under a plan slot: `command` is the creation's own part (fields, or the source to copy); the
+ * ids, owner, plan and time are filled in here.
+ */
+async function newTemplate(
   services: Deps,
   meta: EventMetadata,
   plan: Plan,
-  input: { name: string; engine: string; content: TemplateContent },
-  /** Chosen in advance under an Idempotency-Key; a new id by default. */
-  chosenId?: string,
+  chosenId: string | undefined,
+  command: Creation<Extract<TemplateCommand, { type: 'CreateTemplate' | 'DuplicateTemplate' }>>,
 ) {
   const templateId = chosenId ?? newId('tmpl', services.clock.now().getTime());
   return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {
@@ -49,7 +57,7 @@ export async function createTemplate(
       templateStream(templateId),
       templateDecider,
       {
-        type: 'CreateTemplate',
+        ...command,
         templateId,
         versionId: newVersionId(services),
         orgId: meta.orgId,
@@ -57,13 +65,21 @@ export async function createTemplate(
         plan,
         activeTemplates: held,
         at: services.clock.now().toISOString(),
-        ...input,
-      },
+      } as TemplateCommand,
       meta,
     );
     return { templateId, position: result.position };
   });
 }
+
+export const createTemplate = (
+  services: Deps,
+  meta: EventMetadata,
+  plan: Plan,
+  input: { name: string; engine: string; content: TemplateContent },
+  /** Chosen in advance under an Idempotency-Key; a new id by default. */
+  chosenId?: string,
+) => newTemplate(services, meta, plan, chosenId, { type: 'CreateTemplate', ...input });
 
 export async function duplicateTemplate(
   services: Deps,
@@ -76,33 +92,12 @@ export async function duplicateTemplate(
 ) {
   const source = requireTemplate(
     rebuildState(templateDecider, await services.store.readStream(templateStream(sourceId))),
-    {
-      templateId: sourceId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-    },
+    { templateId: sourceId, orgId: meta.orgId, mode: meta.mode },
   );
-  const templateId = chosenId ?? newId('tmpl', services.clock.now().getTime());
-  return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {
-    const result = await handleCommand(
-      services.store,
-      templateStream(templateId),
-      templateDecider,
-      {
-        type: 'DuplicateTemplate',
-        templateId,
-        versionId: newVersionId(services),
-        orgId: meta.orgId,
-        mode: meta.mode,
-        plan,
-        activeTemplates: held,
-        at: services.clock.now().toISOString(),
-        name,
-        source: { templateId: sourceId, name: source.name, version: source.latest },
-      },
-      meta,
-    );
-    return { templateId, position: result.position };
+  return newTemplate(services, meta, plan, chosenId, {
+    type: 'DuplicateTemplate',
+    name,
+    source: { templateId: sourceId, name: source.name, version: source.latest },
   });
 }
 
