@@ -86,9 +86,15 @@ export function downloadLink(
 
 /** The ReceivedEmail of the API; its bodies and headers are read from the blob store until the retention ends. */
 export async function receivedEmailJson(services: Pick<Services, 'config'>, row: ReceivedEmailRow) {
+  // A content file that is gone (the retention ran between the read and now) reads as none.
   const content: ReceivedContent | null =
     row.content_key && !row.purged_at
-      ? JSON.parse((await blobStoreFor(services.config).get(row.content_key)).toString('utf8'))
+      ? await blobStoreFor(services.config)
+          .get(row.content_key)
+          .then(
+            (bytes) => JSON.parse(bytes.toString('utf8')),
+            () => null,
+          )
       : null;
   const mailboxes = (list: MailAddress[]) => list.map(({ email, name }) => ({ email, name }));
   return {
