@@ -82,17 +82,22 @@ function countOutcomes<R extends { events: { type: string }[] }>(meta: EventMeta
  */
 async function accept(services: Services, meta: EventMetadata, prepared: PreparedEmail): Promise<Accepted> {
   const blobs = blobStoreFor(services.config);
-  const attachments = [];
-  for (const a of prepared.attachments) {
-    const blobKey = await blobs.put(a.bytes);
-    const { bytes, ...rest } = a;
-    attachments.push({ ...rest, size: bytes.length, blobKey });
-  }
-  const raw = prepared.raw && {
-    blobKey: await blobs.put(prepared.raw.bytes),
-    size: prepared.raw.bytes.length,
-    messageId: prepared.raw.messageId,
-  };
+  // Written side by side: each put waits for its own sync, and they share their folder's.
+  const [attachments, raw] = await Promise.all([
+    Promise.all(
+      prepared.attachments.map(async ({ bytes, ...rest }) => ({
+        ...rest,
+        size: bytes.length,
+        blobKey: await blobs.put(bytes),
+      })),
+    ),
+    prepared.raw &&
+      blobs.put(prepared.raw.bytes).then((blobKey) => ({
+        blobKey,
+        size: prepared.raw!.bytes.length,
+        messageId: prepared.raw!.messageId,
+      })),
+  ]);
   const content = { ...prepared.content, attachments, ...(raw && { raw }) };
   const result = await handleCommand(
     services.store,
