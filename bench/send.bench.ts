@@ -29,7 +29,7 @@ import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
-import { publishDomainRecords } from '../test/support/domains.ts';
+import { publishDomainRecords, recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
@@ -161,8 +161,7 @@ async function inProcess(results: string[]) {
   const dataDir = mkdtempSync(join(tmpdir(), 'postline-bench-send-'));
   const dns = await startDnsServer();
   const sink = await startSmtpSink();
-  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+  recipientDomainOnLoopback(dns);
   const config = loadConfig({
     PORT: '0',
     DATABASE_URL: url,

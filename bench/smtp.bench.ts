@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
+import { recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { freePort, startServer } from '../test/support/process.ts';
 import { authPlain, type RawSmtp, rawSmtp } from '../test/support/raw-smtp.ts';
 import { organizationWithDomain } from './verified-domain.ts';
@@ -95,8 +96,7 @@ async function main() {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'postline-bench-smtp-'));
   const dns = await startDnsServer();
   const receiver = await startReceiver();
-  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+  recipientDomainOnLoopback(dns);
   const [httpPort, smtpPort] = [await freePort(), await freePort()];
   const env = {
     DATABASE_URL: url,

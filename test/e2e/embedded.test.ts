@@ -1,13 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import nodemailer from 'nodemailer';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'postline-e2e-'));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+const dataDir = useTempDir('e2e');
 
 describe('embedded mode (no database configured), as a user runs it', () => {
   it('serves /v1, tells how to get a first key, and the CLI works with and without the server', async () => {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { startDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
 import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
@@ -22,8 +22,7 @@ describe('graceful shutdown', () => {
     // A slow receiving server keeps deliveries queued behind it, so the stopping process holds claimed work to
     // give back: left to its 10-minute lease, the replacement could not deliver it within this test.
     const mx = await startSmtpSink({ dataDelayMs: 300 });
-    dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-    dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+    recipientDomainOnLoopback(dns);
     const env = {
       ...setup.env,
       ...domainEnv(dns),

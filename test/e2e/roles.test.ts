@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
 import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
@@ -18,8 +18,7 @@ describe('processes split by role', () => {
     const dns = await startDnsServer();
     const mx = await startSmtpSink();
     const receiver = await startWebhookReceiver();
-    dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-    dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+    recipientDomainOnLoopback(dns);
     const env = {
       ...setup.env,
       ...domainEnv(dns),

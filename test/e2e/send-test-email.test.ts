@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'postline-e2e-send-'));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+const dataDir = useTempDir('e2e-send');
 
 describe('sending a test-mode email with the service running as a process', () => {
   it('accepts the email, and the simulator delivers and bounces it through the same events as live', async () => {

@@ -9,7 +9,7 @@ import {
   postfixDsn,
 } from '../fixtures/reports.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
@@ -30,8 +30,7 @@ beforeAll(async () => {
   dns = await startDnsServer();
   sink = await startSmtpSink();
   receiver = await startWebhookReceiver();
-  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+  recipientDomainOnLoopback(dns);
 });
 const svc = useTestService(() => ({
   processes: true,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../platform/logger.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
 import { parseMime } from '../support/mime.ts';
 import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
@@ -34,8 +34,7 @@ beforeAll(async () => {
   dns = await startDnsServer();
   mx = await startSmtpSink({ starttls: true });
   receiver = await startWebhookReceiver();
-  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+  recipientDomainOnLoopback(dns);
   svc = await startTestService({
     processes: true,
     env: {

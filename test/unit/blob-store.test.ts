@@ -1,12 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BlobStore } from '../../platform/blob-store.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'postline-blobs-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = useTempDir('blobs');
 const store = new BlobStore(dir, Buffer.alloc(32, 7).toString('base64'));
 
 const readAll = async (stream: Readable) => {
