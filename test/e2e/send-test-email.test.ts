@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServer } from '../support/process.ts';
+import { expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
@@ -55,12 +55,6 @@ describe('sending a test-mode email with the service running as a process', () =
     } finally {
       await server.stop();
     }
-    expect(
-      server.child.exitCode,
-      server
-        .output()
-        .match(/\w*Error.{0,400}/g)
-        ?.join('\n'),
-    ).toBe(0);
+    expectCleanExit(server);
   }, 180_000);
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from './databases.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
@@ -116,4 +116,15 @@ export async function startServer(
       await exited;
     },
   };
+}
+
+/** The server exited 0; if not, the assertion shows the errors it printed. */
+export function expectCleanExit(server: { child: ChildProcess; output: () => string }) {
+  expect(
+    server.child.exitCode,
+    server
+      .output()
+      .match(/\w*Error.{0,400}/g)
+      ?.join('\n'),
+  ).toBe(0);
 }
