@@ -24,7 +24,7 @@ const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 da
 const listFilters = {
   status: z.enum(EMAIL_STATUSES).optional(),
   domain: z.string().min(1).max(253).optional(),
-  tag: z.string().min(1).max(64).optional(),
+  tag: z.string().min(1).max(129).optional(), // `name:value` from Resend's tag objects
   from_date: dateTime.optional(),
   to_date: dateTime.optional(),
 };

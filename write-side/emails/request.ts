@@ -27,50 +27,101 @@ export const attachmentInput = z
   })
   .strict();
 
-export const sendEmailInput = z
+const TAG = `[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}`;
+/** Resend's tag shape: `{name, value}`, kept as the tag `name:value` (`name` alone without a value). */
+const tagObject = z
   .object({
-    from: mailbox.min(1, 'is required'),
-    to: addressList,
-    cc: addressList.optional(),
-    bcc: addressList.optional(),
-    reply_to: addressList.optional(),
-    subject: z
+    name: z
       .string()
-      .max(EMAIL_LIMITS.subjectChars, `must be at most ${EMAIL_LIMITS.subjectChars} characters`)
-      .optional(),
-    html: bodyText.optional(),
-    text: bodyText.optional(),
-    template_id: z
+      .regex(new RegExp(`^${TAG}$`), `must be 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`),
+    value: z
       .string()
-      .regex(/^tmpl_[0-9a-z]+$/, 'must be a template id (tmpl_…)')
-      .optional(),
-    template_data: z.record(z.string(), z.unknown()).optional(),
-    headers: z.record(z.string(), z.string()).optional(),
-    tags: z
-      .array(
-        z
-          .string()
-          .regex(
-            new RegExp(`^[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}$`),
-            `must be 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`,
-          ),
+      .regex(
+        new RegExp(`^(${TAG})?$`),
+        `must be at most ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`,
       )
-      .max(EMAIL_LIMITS.tags, `must have at most ${EMAIL_LIMITS.tags} tags`)
-      .optional(),
-    attachments: z
-      .array(attachmentInput)
-      .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)
-      .optional(),
-    send_at: z.iso
-      .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
       .optional(),
   })
-  .strict();
+  .strict()
+  .transform((t) => (t.value ? `${t.name}:${t.value}` : t.name));
+
+/**
+ * Resend's names for fields Postline has under its own (docs/emails.md lists them): `scheduled_at` for `send_at`,
+ * `template: {id, variables}` for `template_id` and `template_data`. Given both ways, the alias is left in place,
+ * where the strict schema names it.
+ */
+function resendAliases(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const out: Record<string, unknown> = { ...body };
+  if ('scheduled_at' in out && !('send_at' in out)) {
+    out.send_at = out.scheduled_at;
+    delete out.scheduled_at;
+  }
+  const template = out.template as { id?: unknown; variables?: unknown } | undefined;
+  if (template && typeof template === 'object' && !('template_id' in out) && !('template_data' in out)) {
+    const { id, variables, ...rest } = template;
+    if (Object.keys(rest).length === 0) {
+      out.template_id = id;
+      if (variables !== undefined) out.template_data = variables;
+      delete out.template;
+    }
+  }
+  return out;
+}
+
+export const sendEmailInput = z.preprocess(
+  resendAliases,
+  z
+    .object({
+      from: mailbox.min(1, 'is required'),
+      to: addressList,
+      cc: addressList.optional(),
+      bcc: addressList.optional(),
+      reply_to: addressList.optional(),
+      subject: z
+        .string()
+        .max(EMAIL_LIMITS.subjectChars, `must be at most ${EMAIL_LIMITS.subjectChars} characters`)
+        .optional(),
+      html: bodyText.optional(),
+      text: bodyText.optional(),
+      template_id: z
+        .string()
+        .regex(/^tmpl_[0-9a-z]+$/, 'must be a template id (tmpl_…)')
+        .optional(),
+      template_data: z.record(z.string(), z.unknown()).optional(),
+      headers: z.record(z.string(), z.string()).optional(),
+      tags: z
+        .array(
+          z.union([
+            z
+              .string()
+              .regex(
+                new RegExp(`^${TAG}$`),
+                `must be 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`,
+              ),
+            tagObject,
+          ]),
+        )
+        .max(EMAIL_LIMITS.tags, `must have at most ${EMAIL_LIMITS.tags} tags`)
+        .optional(),
+      attachments: z
+        .array(attachmentInput)
+        .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)
+        .optional(),
+      send_at: z.iso
+        .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
+        .optional(),
+    })
+    .strict(),
+);
 
 export type SendEmailInput = z.infer<typeof sendEmailInput>;
 
-export const updateEmailInput = z
-  .object({
-    send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
-  })
-  .strict();
+export const updateEmailInput = z.preprocess(
+  resendAliases,
+  z
+    .object({
+      send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+    })
+    .strict(),
+);

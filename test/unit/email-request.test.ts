@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { sendEmailInput, updateEmailInput } from '../../write-side/emails/request.ts';
+
+const base = { from: 'hi@acme.test', to: 'ann@example.org', subject: 's', text: 't' };
+
+describe("the send request: Resend's names beside Postline's", () => {
+  it('takes scheduled_at for send_at, in a send and in an update', () => {
+    const at = '2026-12-01T10:00:00Z';
+    expect(sendEmailInput.parse({ ...base, scheduled_at: at })).toEqual({ ...base, send_at: at });
+    expect(updateEmailInput.parse({ scheduled_at: at })).toEqual({ send_at: at });
+  });
+
+  it('refuses both names at once, naming the alias', () => {
+    const r = sendEmailInput.safeParse({
+      ...base,
+      send_at: '2026-12-01T10:00:00Z',
+      scheduled_at: '2026-12-02T10:00:00Z',
+    });
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toContain('scheduled_at');
+  });
+
+  it('takes tags as strings and as {name, value}, kept as name:value', () => {
+    expect(
+      sendEmailInput.parse({
+        ...base,
+        tags: ['plain', { name: 'category', value: 'welcome' }, { name: 'solo' }],
+      }).tags,
+    ).toEqual(['plain', 'category:welcome', 'solo']);
+    expect(sendEmailInput.safeParse({ ...base, tags: [{ name: 'bad name', value: 'x' }] }).success).toBe(
+      false,
+    );
+    expect(sendEmailInput.safeParse({ ...base, tags: [{ name: 'a', value: 'b', extra: 1 }] }).success).toBe(
+      false,
+    );
+  });
+
+  it('takes template: {id, variables} for template_id and template_data', () => {
+    const parsed = sendEmailInput.parse({
+      from: 'hi@acme.test',
+      to: 'ann@example.org',
+      template: { id: 'tmpl_01abc', variables: { name: 'Ann' } },
+    });
+    expect(parsed).toMatchObject({ template_id: 'tmpl_01abc', template_data: { name: 'Ann' } });
+    expect(parsed).not.toHaveProperty('template');
+    // Anything else in `template` leaves it as it is, and the strict schema refuses it.
+    expect(sendEmailInput.safeParse({ ...base, template: { id: 'tmpl_01abc', other: 1 } }).success).toBe(
+      false,
+    );
+  });
+});
