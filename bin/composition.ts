@@ -35,15 +35,19 @@ import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
+import { audiencesProjection } from '../projections/audiences.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
 import type { Projection } from '../projections/projection.ts';
 import { receivedEmailsProjection } from '../projections/received-emails.projection.ts';
 import { suppressionsProjection } from '../projections/suppressions.projection.ts';
 import { templatesProjection } from '../projections/templates.projection.ts';
+import { topicsProjection } from '../projections/topics.projection.ts';
 import { webhooksProjection } from '../projections/webhooks.projection.ts';
 import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
 import { apiKeysMigrations } from '../read-side/api-keys/api-keys.schema.ts';
+import { audienceQueryRoutes } from '../read-side/audiences/audiences.routes.ts';
+import { audiencesMigrations } from '../read-side/audiences/audiences.schema.ts';
 import { findDomainById } from '../read-side/domains/domains.queries.ts';
 import { domainQueryRoutes } from '../read-side/domains/domains.routes.ts';
 import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
@@ -55,15 +59,19 @@ import { suppressionQueryRoutes } from '../read-side/suppressions/suppressions.r
 import { suppressionsMigrations } from '../read-side/suppressions/suppressions.schema.ts';
 import { templateQueryRoutes } from '../read-side/templates/templates.routes.ts';
 import { templatesMigrations } from '../read-side/templates/templates.schema.ts';
+import { topicQueryRoutes } from '../read-side/topics/topics.routes.ts';
+import { topicsMigrations } from '../read-side/topics/topics.schema.ts';
 import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
+import { audienceCommandRoutes } from '../write-side/audiences/audience.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
 import { mountTracking } from '../write-side/emails/tracking.routes.ts';
 import { receivedEmailCommandRoutes } from '../write-side/inbound/received-email.routes.ts';
 import { suppressionCommandRoutes } from '../write-side/suppressions/suppression.routes.ts';
 import { templateCommandRoutes } from '../write-side/templates/template.routes.ts';
+import { topicCommandRoutes } from '../write-side/topics/topic.routes.ts';
 import { webhookCommandRoutes } from '../write-side/webhooks/webhook.routes.ts';
 
 /**
@@ -78,6 +86,8 @@ export const migrations: Migration[] = [
   ...domainsMigrations,
   ...templatesMigrations,
   ...suppressionsMigrations,
+  ...topicsMigrations,
+  ...audiencesMigrations,
   ...emailsMigrations,
   ...receivedEmailsMigrations,
   ...schedulerMigrations,
@@ -92,6 +102,8 @@ export const projections: Projection[] = [
   domainsProjection,
   templatesProjection,
   suppressionsProjection,
+  topicsProjection,
+  audiencesProjection,
   emailsProjection,
   receivedEmailsProjection,
   webhooksProjection,
@@ -111,6 +123,10 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   templateQueryRoutes(api, services);
   suppressionCommandRoutes(api, services);
   suppressionQueryRoutes(api, services);
+  topicCommandRoutes(api, services);
+  topicQueryRoutes(api, services);
+  audienceCommandRoutes(api, services);
+  audienceQueryRoutes(api, services);
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.

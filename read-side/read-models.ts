@@ -1,17 +1,20 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
+import type { AudiencesTable } from './audiences/audiences.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
 import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
 import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
 import type { SuppressionsTable } from './suppressions/suppressions.schema.ts';
 import type { TemplatesTable, TemplateVersionsTable } from './templates/templates.schema.ts';
+import type { TopicsTable } from './topics/topics.schema.ts';
 import type { WebhooksTable } from './webhooks/webhooks.schema.ts';
 
 /** Every read-model table by name, each typed beside its migration (`read-side/<resource>/schema.ts`). */
 export interface ReadModels {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
+  audiences: AudiencesTable;
   domains: DomainsTable;
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;
@@ -20,6 +23,7 @@ export interface ReadModels {
   suppressions: SuppressionsTable;
   templates: TemplatesTable;
   template_versions: TemplateVersionsTable;
+  topics: TopicsTable;
   webhooks: WebhooksTable;
 }
 

@@ -241,6 +241,14 @@ const poisonTable: { method: string; path: string; body: unknown; values: Path[]
   },
   {
     method: 'POST',
+    path: '/v1/topics',
+    body: { name: 'News', description: 'Monthly', default_subscription: 'opt_in' },
+    values: [['name'], ['description'], ['default_subscription']],
+    keys: [],
+  },
+  { method: 'POST', path: '/v1/audiences', body: { name: 'Customers' }, values: [['name']], keys: [] },
+  {
+    method: 'POST',
     path: '/v1/emails/received',
     body: {
       raw: 'From: a@example.org\nSubject: hi\n\nhello',

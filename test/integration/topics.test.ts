@@ -1,0 +1,78 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type TestOrg, useTestService } from '../support/service.ts';
+
+let acme: TestOrg;
+let other: TestOrg;
+
+const svc = useTestService();
+beforeAll(async () => {
+  acme = await svc.createOrg('pro');
+  other = await svc.createOrg('free');
+});
+
+describe('topics', () => {
+  it('create, get, list, update, delete', async () => {
+    const created = await acme.live.post('/v1/topics', {
+      name: 'Product news',
+      default_subscription: 'opt_in',
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      object: 'topic',
+      id: expect.stringMatching(/^top_[0-9a-z]+$/),
+      name: 'Product news',
+      description: null,
+      default_subscription: 'opt_in',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const id = created.body.id;
+    expect((await acme.live.get(`/v1/topics/${id}`)).body).toEqual(created.body);
+
+    const updated = await acme.live.patch(`/v1/topics/${id}`, { description: 'Once a month' });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ id, name: 'Product news', description: 'Once a month' });
+
+    const second = await acme.live.post('/v1/topics', { name: 'Offers', default_subscription: 'opt_out' });
+    const list = await acme.live.get('/v1/topics?limit=1');
+    expect(list.body).toMatchObject({ object: 'list', has_more: true });
+    expect(list.body.data.map((t: any) => t.id)).toEqual([second.body.id]);
+
+    expect((await acme.live.delete(`/v1/topics/${id}`)).body).toEqual({ id, deleted: true });
+    expect((await acme.live.get(`/v1/topics/${id}`)).status).toBe(404);
+    expect((await acme.live.get('/v1/topics')).body.data.map((t: any) => t.id)).toEqual([second.body.id]);
+    expect((await acme.live.delete(`/v1/topics/${id}`)).status).toBe(404);
+  });
+
+  it('keeps organizations and modes apart', async () => {
+    const t = await acme.live.post('/v1/topics', { name: 'Mine', default_subscription: 'opt_in' });
+    for (const client of [other.live, acme.test]) {
+      expect((await client.get(`/v1/topics/${t.body.id}`)).status).toBe(404);
+      expect((await client.patch(`/v1/topics/${t.body.id}`, { name: 'Theirs' })).status).toBe(404);
+      expect((await client.delete(`/v1/topics/${t.body.id}`)).status).toBe(404);
+      expect((await client.get('/v1/topics')).body.data.map((x: any) => x.id)).not.toContain(t.body.id);
+    }
+  });
+
+  it.each([
+    [{ default_subscription: 'opt_in' }, 'name'],
+    [{ name: ' ', default_subscription: 'opt_in' }, 'name'],
+    [{ name: 'x'.repeat(101), default_subscription: 'opt_in' }, 'name'],
+    [{ name: 'News' }, 'default_subscription'],
+    [{ name: 'News', default_subscription: 'sometimes' }, 'default_subscription'],
+    [{ name: 'News', default_subscription: 'opt_in', colour: 'red' }, 'colour'],
+  ])('refuses %j with 422 naming %s', async (body, field) => {
+    const r = await acme.live.post('/v1/topics', body);
+    expect(r.status).toBe(422);
+    expect(r.body.error.code).toBe('validation_error');
+    expect(r.body.error.message).toContain(field);
+  });
+
+  it('refuses a change of the default subscription and an unknown id', async () => {
+    const t = await acme.live.post('/v1/topics', { name: 'Fixed', default_subscription: 'opt_in' });
+    const r = await acme.live.patch(`/v1/topics/${t.body.id}`, { default_subscription: 'opt_out' });
+    expect([r.status, r.body.error.code]).toEqual([422, 'validation_error']);
+    expect((await acme.live.get('/v1/topics/top_01unknown')).body.error.code).toBe('not_found');
+    expect((await acme.live.patch('/v1/topics/not-an-id', { name: 'x' })).status).toBe(404);
+  });
+});

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { notFound } from '../../platform/errors.ts';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
+import { createAudience, deleteAudience, renameAudience } from './audience.commands.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const AUDIENCE_PROJECTIONS = ['audiences'];
+
+const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
+
+const body = z
+  .object({ name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters') })
+  .strict();
+
+export function audienceCommandRoutes(api: ApiRouter, services: Services) {
+  const answer = async (tenant: Tenant, audienceId: string, position?: string) => {
+    await services.readYourWrites.waitFor(AUDIENCE_PROJECTIONS, position);
+    const audience = await findAudience(services.db, tenant, audienceId);
+    if (!audience) throw notFound('Audience', audienceId);
+    return audience;
+  };
+  const known = (id: string) => {
+    if (!AUDIENCE_ID.test(id)) throw notFound('Audience', id);
+    return id;
+  };
+
+  api.post('/audiences', async (req) => {
+    const { name } = parse(body, req.body);
+    const { audienceId, position } = await createAudience(services, metaOf(req.auth), name);
+    return created(await answer(req.auth, audienceId, position));
+  });
+
+  api.patch('/audiences/:audience_id', async (req) => {
+    const id = known(req.params.audience_id);
+    const { name } = parse(body, req.body);
+    const { position } = await renameAudience(services, metaOf(req.auth), id, name);
+    return ok(await answer(req.auth, id, position));
+  });
+
+  api.delete('/audiences/:audience_id', async (req) => {
+    const id = known(req.params.audience_id);
+    const { position } = await deleteAudience(services, metaOf(req.auth), id);
+    await services.readYourWrites.waitFor(AUDIENCE_PROJECTIONS, position);
+    return ok({ id, deleted: true });
+  });
+}

@@ -1,0 +1,44 @@
+import { handleCommand } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import { type TopicCommand, topicDecider } from './topic.decider.ts';
+import { type DefaultSubscription, topicStream } from './topic.events.ts';
+
+type Deps = Pick<Services, 'store' | 'clock'>;
+/** A command without what `onTopic` fills in (each member of the union on its own). */
+type Given<C> = C extends unknown ? Omit<C, 'topicId' | 'orgId' | 'mode' | 'at'> : never;
+
+/** Runs a command on a topic of the caller's organization and mode. */
+async function onTopic(services: Deps, meta: EventMetadata, topicId: string, command: Given<TopicCommand>) {
+  const result = await handleCommand(
+    services.store,
+    topicStream(topicId),
+    topicDecider,
+    {
+      ...command,
+      topicId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      at: services.clock.now().toISOString(),
+    } as TopicCommand,
+    meta,
+  );
+  return { topicId, position: result.position };
+}
+
+export const createTopic = (
+  services: Deps,
+  meta: EventMetadata,
+  input: { name: string; description: string | null; defaultSubscription: DefaultSubscription },
+) => onTopic(services, meta, newId('top', services.clock.now().getTime()), { type: 'CreateTopic', ...input });
+
+export const updateTopic = (
+  services: Deps,
+  meta: EventMetadata,
+  topicId: string,
+  input: { name?: string; description?: string | null },
+) => onTopic(services, meta, topicId, { type: 'UpdateTopic', ...input });
+
+export const deleteTopic = (services: Deps, meta: EventMetadata, topicId: string) =>
+  onTopic(services, meta, topicId, { type: 'DeleteTopic' });
