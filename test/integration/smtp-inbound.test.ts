@@ -228,6 +228,49 @@ describe('a large message', () => {
   });
 });
 
+describe('one message for several organizations', () => {
+  it('is recorded once for each, with only its own recipients, and once for two addresses of one', async () => {
+    const globex = await svc.createOrg('pro');
+    await addVerifiedDomain(globex.live, dns, 'globex-in.test', { inbound_enabled: true });
+    const info = await mx().sendMail({
+      envelope: { from: 'ann@remote.test', to: [`a@${DOMAIN}`, `b@${DOMAIN}`, 'c@globex-in.test'] },
+      from: 'ann@remote.test',
+      to: `a@${DOMAIN}, b@${DOMAIN}, c@globex-in.test`,
+      subject: 'Shared',
+      text: 'for all of you',
+      attachments: [{ filename: 'notes.txt', content: 'shared notes' }],
+    });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+    const mine = await receivedWithSubject('Shared');
+    expect(mine.envelope.to).toEqual([`a@${DOMAIN}`, `b@${DOMAIN}`]);
+    expect(
+      (await acme.live.get('/v1/emails/received?limit=100')).body.data.filter(
+        (e: any) => e.subject === 'Shared',
+      ),
+    ).toHaveLength(1);
+    let theirs: any;
+    await expect
+      .poll(async () => {
+        theirs = (await globex.live.get('/v1/emails/received')).body.data[0];
+        return theirs?.subject;
+      }, POLL)
+      .toBe('Shared');
+    expect(theirs.envelope.to).toEqual(['c@globex-in.test']);
+    expect(theirs.domain).toBe('globex-in.test');
+    expect(theirs.id).not.toBe(mine.id);
+    // Each reads the same attachment through its own received email.
+    for (const [org, email] of [
+      [acme, mine],
+      [globex, theirs],
+    ] as const) {
+      const link = (
+        await org.live.get(`/v1/emails/received/${email.id}/attachments/${email.attachments[0].id}`)
+      ).body;
+      expect(await (await fetch(local(link.download_url))).text()).toBe('shared notes');
+    }
+  });
+});
+
 describe('the MX refuses', () => {
   it('a foreign domain, an own domain without inbound, and a test-mode domain with it', async () => {
     const testDomain = await acme.test.post('/v1/domains', {
