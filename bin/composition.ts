@@ -17,6 +17,7 @@ import {
 import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import type { ApiRouter } from '../platform/http/router.ts';
 import { mountMetrics, type QueueDepths } from '../platform/metrics.ts';
+import { personalDataMigrations } from '../platform/personal-data.ts';
 import type { Services } from '../platform/services.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
@@ -36,6 +37,7 @@ import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
 import { audiencesProjection } from '../projections/audiences.projection.ts';
+import { contactsProjection } from '../projections/contacts.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
 import type { Projection } from '../projections/projection.ts';
@@ -48,6 +50,8 @@ import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
 import { apiKeysMigrations } from '../read-side/api-keys/api-keys.schema.ts';
 import { audienceQueryRoutes } from '../read-side/audiences/audiences.routes.ts';
 import { audiencesMigrations } from '../read-side/audiences/audiences.schema.ts';
+import { contactQueryRoutes } from '../read-side/contacts/contacts.routes.ts';
+import { contactsMigrations } from '../read-side/contacts/contacts.schema.ts';
 import { findDomainById } from '../read-side/domains/domains.queries.ts';
 import { domainQueryRoutes } from '../read-side/domains/domains.routes.ts';
 import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
@@ -65,6 +69,7 @@ import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
 import { audienceCommandRoutes } from '../write-side/audiences/audience.routes.ts';
+import { contactCommandRoutes } from '../write-side/contacts/contact.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
 import { mountTracking } from '../write-side/emails/tracking.routes.ts';
@@ -88,6 +93,8 @@ export const migrations: Migration[] = [
   ...suppressionsMigrations,
   ...topicsMigrations,
   ...audiencesMigrations,
+  ...personalDataMigrations,
+  ...contactsMigrations,
   ...emailsMigrations,
   ...receivedEmailsMigrations,
   ...schedulerMigrations,
@@ -104,6 +111,7 @@ export const projections: Projection[] = [
   suppressionsProjection,
   topicsProjection,
   audiencesProjection,
+  contactsProjection,
   emailsProjection,
   receivedEmailsProjection,
   webhooksProjection,
@@ -127,6 +135,8 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   topicQueryRoutes(api, services);
   audienceCommandRoutes(api, services);
   audienceQueryRoutes(api, services);
+  contactCommandRoutes(api, services);
+  contactQueryRoutes(api, services);
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { AudiencesTable } from './audiences/audiences.schema.ts';
+import type { ContactAudiencesTable, ContactsTable } from './contacts/contacts.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
 import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
 import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
@@ -15,6 +16,8 @@ export interface ReadModels {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
   audiences: AudiencesTable;
+  contacts: ContactsTable;
+  contact_audiences: ContactAudiencesTable;
   domains: DomainsTable;
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;

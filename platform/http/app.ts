@@ -216,7 +216,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   v1.use(bearer(services, options.authenticate));
   v1.use(parseBody);
   for (const route of router.routes) {
-    const method = route.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
+    const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
     v1[method](route.path, ApiRouter.toExpress(route, services));
   }
   v1.use((req, res) => {

@@ -7,7 +7,7 @@ import type { AuthContext } from './auth-context.ts';
 import { type IdempotentRun, requestHash, withIdempotency } from './idempotency.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
 
-export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface ApiRequest {
   auth: AuthContext;
@@ -105,6 +105,10 @@ export class ApiRouter {
   }
   post(path: string, handler: Route['handler'], options?: RouteOptions) {
     this.#add('POST', path, handler, options);
+  }
+  /** Idempotent by its nature: putting what is there already changes nothing. */
+  put(path: string, handler: Route['handler'], options?: RouteOptions) {
+    this.#add('PUT', path, handler, options);
   }
   patch(path: string, handler: Route['handler'], options?: RouteOptions) {
     this.#add('PATCH', path, handler, options);

@@ -1,4 +1,5 @@
 import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
+import type { ContactEvent } from '../../write-side/contacts/contact.events.ts';
 import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
 import type { EmailEvent } from '../../write-side/emails/email.events.ts';
 import type { InboundEmailReceived } from '../../write-side/inbound/received-email.events.ts';
@@ -23,6 +24,10 @@ export const PUBLIC_TYPE_OF: Record<string, PublicEventType> = {
   EmailClicked: 'email.clicked',
   EmailCanceled: 'email.canceled',
   InboundEmailReceived: 'email.received',
+  ContactCreated: 'contact.created',
+  ContactUpdated: 'contact.updated',
+  ContactDeleted: 'contact.deleted',
+  ContactUnsubscribed: 'contact.unsubscribed',
   DomainVerified: 'domain.verified',
   DomainDnsChanged: 'domain.dns_changed',
 };
@@ -151,6 +156,25 @@ function receivedData(e: InboundEmailReceived): Record<string, unknown> {
   };
 }
 
+/**
+ * `contact.*`: which contact and when, never its personal data (the outbox would keep it after the contact is
+ * deleted): fetch the contact with `GET /v1/contacts/{contact_id}`.
+ */
+function contactData(e: ContactEvent): Record<string, unknown> | null {
+  switch (e.type) {
+    case 'ContactCreated':
+      return { contact_id: e.data.contactId, unsubscribed: e.data.unsubscribed, timestamp: e.data.createdAt };
+    case 'ContactUpdated':
+      return { contact_id: e.data.contactId, unsubscribed: e.data.unsubscribed, timestamp: e.data.updatedAt };
+    case 'ContactDeleted':
+      return { contact_id: e.data.contactId, timestamp: e.data.deletedAt };
+    case 'ContactUnsubscribed':
+      return { contact_id: e.data.contactId, topic_id: null, timestamp: e.data.unsubscribedAt };
+    default:
+      return null;
+  }
+}
+
 /** The public `data` of a source event, or null when it has none. Email events need their email's summary. */
 export function publicData(
   event: StoredEvent,
@@ -159,6 +183,15 @@ export function publicData(
   if (isEmailSourced(event)) return emailData(event, email);
   if (isOneOf<DomainEvent>(event, DOMAIN_SOURCES)) return domainData(event);
   if (isOneOf<InboundEmailReceived>(event, ['InboundEmailReceived'])) return receivedData(event);
+  if (
+    isOneOf<ContactEvent>(event, [
+      'ContactCreated',
+      'ContactUpdated',
+      'ContactDeleted',
+      'ContactUnsubscribed',
+    ])
+  )
+    return contactData(event);
   return null;
 }
 

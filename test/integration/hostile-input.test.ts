@@ -249,6 +249,13 @@ const poisonTable: { method: string; path: string; body: unknown; values: Path[]
   { method: 'POST', path: '/v1/audiences', body: { name: 'Customers' }, values: [['name']], keys: [] },
   {
     method: 'POST',
+    path: '/v1/contacts',
+    body: { email: 'ann@example.org', first_name: 'Ann', last_name: 'Lee', properties: { plan: 'pro' } },
+    values: [['email'], ['first_name'], ['last_name'], ['properties', 'plan']],
+    keys: [],
+  },
+  {
+    method: 'POST',
     path: '/v1/emails/received',
     body: {
       raw: 'From: a@example.org\nSubject: hi\n\nhello',

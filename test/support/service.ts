@@ -28,6 +28,7 @@ export interface ApiClient {
   get<T = any>(path: string, headers?: Record<string, string>): Promise<ApiResponse<T>>;
   post<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
   patch<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  put<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
   delete<T = any>(path: string, headers?: Record<string, string>): Promise<ApiResponse<T>>;
 }
 
@@ -54,6 +55,7 @@ export function apiClient(baseUrl: string, key?: string): ApiClient {
     get: (p, h) => call('GET', p, undefined, h),
     post: (p, b, h) => call('POST', p, b, h),
     patch: (p, b, h) => call('PATCH', p, b, h),
+    put: (p, b, h) => call('PUT', p, b, h),
     delete: (p, h) => call('DELETE', p, undefined, h),
   };
 }

@@ -1,0 +1,69 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Queryable } from './db/database.ts';
+import type { Migration } from './db/migrations.ts';
+
+/**
+ * Personal data in the log, sealed with a key of its own per data subject (a contact): events carry it encrypted,
+ * the key lives in `personal_data_keys`, and forgetting the subject deletes the key. The events stay, and what
+ * they held of the person can no longer be read, by anyone or any rebuild (crypto-shredding). AES-256-GCM.
+ */
+export const personalDataMigrations: Migration[] = [
+  {
+    id: 'personal-data-001',
+    sql: `
+CREATE TABLE IF NOT EXISTS personal_data_keys (
+  subject text PRIMARY KEY,
+  key bytea NOT NULL
+)`,
+  },
+];
+
+const VERSION = 'pd1';
+
+async function keyOf(db: Queryable, subject: string, create: boolean): Promise<Buffer | null> {
+  if (create) {
+    await db.query(
+      'INSERT INTO personal_data_keys (subject, key) VALUES ($1, $2) ON CONFLICT (subject) DO NOTHING',
+      [subject, randomBytes(32)],
+    );
+  }
+  const { rows } = await db.query<{ key: Buffer }>('SELECT key FROM personal_data_keys WHERE subject = $1', [
+    subject,
+  ]);
+  return rows[0]?.key ?? null;
+}
+
+/** `value` sealed for `subject` (its key made on first use): the text an event carries. */
+export async function sealPersonalData(db: Queryable, subject: string, value: unknown): Promise<string> {
+  const key = (await keyOf(db, subject, true))!;
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(subject));
+  const sealed = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
+  return [
+    VERSION,
+    iv.toString('base64url'),
+    cipher.getAuthTag().toString('base64url'),
+    sealed.toString('base64url'),
+  ].join('.');
+}
+
+/** What `sealed` holds, or null once `subject` was forgotten. */
+export async function openPersonalData<T>(db: Queryable, subject: string, sealed: string): Promise<T | null> {
+  const key = await keyOf(db, subject, false);
+  if (!key) return null;
+  const [version, iv, tag, data] = sealed.split('.');
+  if (version !== VERSION) throw new Error(`unknown sealing ${version}`);
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAAD(Buffer.from(subject));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  const text = Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString(
+    'utf8',
+  );
+  return JSON.parse(text) as T;
+}
+
+/** Deletes `subject`'s key: everything sealed for it is unreadable from now on. */
+export async function forgetPersonalData(db: Queryable, subject: string): Promise<void> {
+  await db.query('DELETE FROM personal_data_keys WHERE subject = $1', [subject]);
+}

@@ -1,0 +1,89 @@
+import { openPersonalData } from '../platform/personal-data.ts';
+import type { ContactEvent, ContactPersonalData } from '../write-side/contacts/contact.events.ts';
+import type { Projection } from './projection.ts';
+
+/**
+ * Contacts and their audiences. Personal data is opened as it is applied: a contact whose data was forgotten
+ * (deleted since) is left out, as its deletion will remove it anyway.
+ */
+export const contactsProjection: Projection<ContactEvent> = {
+  name: 'contacts',
+  tables: ['contacts', 'contact_audiences'],
+  types: [
+    'ContactCreated',
+    'ContactUpdated',
+    'ContactAddedToAudience',
+    'ContactRemovedFromAudience',
+    'ContactDeleted',
+  ],
+  async apply(tx, e) {
+    switch (e.type) {
+      case 'ContactCreated': {
+        const d = e.data;
+        const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
+        if (!p) return;
+        await tx.query(
+          `INSERT INTO contacts (id, org_id, mode, email, email_lower, first_name, last_name, unsubscribed, properties,
+             consent_given_at, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) ON CONFLICT (id) DO NOTHING`,
+          [
+            d.contactId,
+            d.orgId,
+            d.mode,
+            p.email,
+            p.email.toLowerCase(),
+            p.firstName,
+            p.lastName,
+            d.unsubscribed,
+            JSON.stringify(p.properties),
+            d.consentGivenAt,
+            d.createdAt,
+          ],
+        );
+        for (const audienceId of d.audienceIds)
+          await tx.query('INSERT INTO contact_audiences VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+            d.contactId,
+            audienceId,
+          ]);
+        return;
+      }
+      case 'ContactUpdated': {
+        const d = e.data;
+        const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
+        if (!p) return;
+        await tx.query(
+          `UPDATE contacts SET email = $2, email_lower = $3, first_name = $4, last_name = $5, unsubscribed = $6,
+             properties = $7, consent_given_at = $8, updated_at = $9 WHERE id = $1`,
+          [
+            d.contactId,
+            p.email,
+            p.email.toLowerCase(),
+            p.firstName,
+            p.lastName,
+            d.unsubscribed,
+            JSON.stringify(p.properties),
+            d.consentGivenAt,
+            d.updatedAt,
+          ],
+        );
+        return;
+      }
+      case 'ContactAddedToAudience':
+        await tx.query('INSERT INTO contact_audiences VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+          e.data.contactId,
+          e.data.audienceId,
+        ]);
+        return;
+      case 'ContactRemovedFromAudience':
+        await tx.query('DELETE FROM contact_audiences WHERE contact_id = $1 AND audience_id = $2', [
+          e.data.contactId,
+          e.data.audienceId,
+        ]);
+        return;
+      case 'ContactDeleted':
+        await tx.query('DELETE FROM contact_audiences WHERE contact_id = $1', [e.data.contactId]);
+        await tx.query('DELETE FROM contacts WHERE id = $1', [e.data.contactId]);
+        return;
+    }
+  },
+};

@@ -1,0 +1,54 @@
+import type { Migration } from '../../platform/db/migrations.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import type { Json, Timestamp } from '../column-types.ts';
+
+/** Contacts as the API shows them; a deleted contact's row is removed (its personal data is forgotten). */
+export interface ContactsTable {
+  id: string;
+  org_id: string;
+  mode: Mode;
+  email: string;
+  /** `email` in lower case: what the `email` filter matches. */
+  email_lower: string;
+  first_name: string | null;
+  last_name: string | null;
+  unsubscribed: boolean;
+  properties: Json<Record<string, string | number | boolean>>;
+  consent_given_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ContactAudiencesTable {
+  contact_id: string;
+  audience_id: string;
+}
+
+export const contactsMigrations: Migration[] = [
+  {
+    id: 'contacts-001',
+    sql: `
+CREATE TABLE IF NOT EXISTS contacts (
+  id text PRIMARY KEY,
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  email text NOT NULL,
+  email_lower text NOT NULL,
+  first_name text,
+  last_name text,
+  unsubscribed boolean NOT NULL,
+  properties jsonb NOT NULL,
+  consent_given_at timestamptz,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS contacts_org ON contacts (org_id, mode, id);
+CREATE INDEX IF NOT EXISTS contacts_email ON contacts (org_id, mode, email_lower);
+CREATE TABLE IF NOT EXISTS contact_audiences (
+  contact_id text NOT NULL,
+  audience_id text NOT NULL,
+  PRIMARY KEY (contact_id, audience_id)
+);
+CREATE INDEX IF NOT EXISTS contact_audiences_audience ON contact_audiences (audience_id, contact_id);`,
+  },
+];

@@ -1,0 +1,153 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { openPersonalData } from '../../platform/personal-data.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+let acme: TestOrg;
+let other: TestOrg;
+let receiver: WebhookReceiver;
+
+const svc = useTestService(() => ({ processes: true, env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } }));
+beforeAll(async () => {
+  acme = await svc.createOrg('pro');
+  other = await svc.createOrg('free');
+  receiver = await startWebhookReceiver();
+  const hook = await acme.live.post('/v1/webhooks', {
+    url: receiver.url,
+    events: ['contact.created', 'contact.updated', 'contact.deleted', 'contact.unsubscribed'],
+  });
+  receiver.secrets.push(hook.body.signing_secret);
+  return () => receiver.close();
+});
+
+const contact = (email: string, extra: Record<string, unknown> = {}) =>
+  acme.live.post('/v1/contacts', { email, ...extra });
+
+describe('contacts', () => {
+  it('create, get, update, list, delete, with every field', async () => {
+    const created = await contact('Ann.Lee@Example.org', {
+      first_name: 'Ann',
+      last_name: 'Lee',
+      properties: { plan: 'pro', seats: 3, beta: true },
+      consent_given_at: '2026-11-01T10:00:00Z',
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      object: 'contact',
+      id: expect.stringMatching(/^con_[0-9a-z]+$/),
+      email: 'Ann.Lee@Example.org',
+      first_name: 'Ann',
+      last_name: 'Lee',
+      unsubscribed: false,
+      properties: { plan: 'pro', seats: 3, beta: true },
+      consent_given_at: '2026-11-01T10:00:00.000Z',
+      audience_ids: [],
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const id = created.body.id;
+    expect((await acme.live.get(`/v1/contacts/${id}`)).body).toEqual(created.body);
+
+    const updated = await acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', last_name: null });
+    expect(updated.body).toMatchObject({ first_name: 'Anna', last_name: null, email: 'Ann.Lee@Example.org' });
+    const byEmail = await acme.live.get('/v1/contacts?email=ann.lee@example.ORG');
+    expect(byEmail.body.data.map((c: any) => c.id)).toEqual([id]);
+
+    expect((await acme.live.delete(`/v1/contacts/${id}`)).body).toEqual({ id, deleted: true });
+    expect((await acme.live.get(`/v1/contacts/${id}`)).status).toBe(404);
+    expect((await acme.live.delete(`/v1/contacts/${id}`)).status).toBe(404);
+  });
+
+  it('keeps an address to one contact, in any letter case, also across a change of address', async () => {
+    const first = await contact('dup@example.org');
+    const again = await contact('DUP@example.org');
+    expect([again.status, again.body.error.code]).toEqual([409, 'contact_exists']);
+    const second = await contact('moving@example.org');
+    const taken = await acme.live.patch(`/v1/contacts/${second.body.id}`, { email: 'Dup@Example.org' });
+    expect([taken.status, taken.body.error.code]).toEqual([409, 'contact_exists']);
+    // A change of address frees the old one.
+    expect(
+      (await acme.live.patch(`/v1/contacts/${first.body.id}`, { email: 'dup2@example.org' })).status,
+    ).toBe(200);
+    expect((await contact('dup@example.org')).status).toBe(201);
+    // So does a deletion; another organization or mode may have the address all along.
+    await acme.live.delete(`/v1/contacts/${first.body.id}`);
+    expect((await contact('dup2@example.org')).status).toBe(201);
+    expect((await other.live.post('/v1/contacts', { email: 'dup@example.org' })).status).toBe(201);
+    expect((await acme.test.post('/v1/contacts', { email: 'dup@example.org' })).status).toBe(201);
+  });
+
+  it('forgets a deleted contact: its row is gone and its events can no longer be read', async () => {
+    const created = await contact('forget.me@example.org', { first_name: 'Forget' });
+    const id = created.body.id;
+    const { store, db } = svc.postline.services;
+    const [event] = await store.readStream(`contact-${id}`);
+    const sealed = (event.data as { personal: string }).personal;
+    expect(JSON.stringify(event.data)).not.toContain('forget.me');
+    expect(await openPersonalData(db, id, sealed)).toMatchObject({ email: 'forget.me@example.org' });
+    await acme.live.delete(`/v1/contacts/${id}`);
+    expect(await openPersonalData(db, id, sealed)).toBeNull();
+    const { rows } = await db.query('SELECT count(*)::int AS n FROM contacts WHERE id = $1', [id]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('joins and leaves audiences; lists by audience and by unsubscribed', async () => {
+    const audience = (await acme.live.post('/v1/audiences', { name: 'Customers' })).body.id;
+    const a = await contact('member@example.org', { audience_ids: [audience] });
+    expect(a.body.audience_ids).toEqual([audience]);
+    const b = await contact('joins-later@example.org', { unsubscribed: true });
+    const joined = await acme.live.put(`/v1/audiences/${audience}/contacts/${b.body.id}`);
+    expect(joined.body.audience_ids).toEqual([audience]);
+    expect((await acme.live.put(`/v1/audiences/${audience}/contacts/${b.body.id}`)).status).toBe(200);
+    const members = await acme.live.get(`/v1/contacts?audience_id=${audience}`);
+    expect(members.body.data.map((c: any) => c.id).sort()).toEqual([a.body.id, b.body.id].sort());
+    const unsubscribed = await acme.live.get(`/v1/contacts?audience_id=${audience}&unsubscribed=true`);
+    expect(unsubscribed.body.data.map((c: any) => c.id)).toEqual([b.body.id]);
+    const left = await acme.live.delete(`/v1/audiences/${audience}/contacts/${a.body.id}`);
+    expect(left.body.audience_ids).toEqual([]);
+    expect((await acme.live.put(`/v1/audiences/aud_01unknown/contacts/${a.body.id}`)).status).toBe(404);
+    const unknownAudience = await contact('x@example.org', { audience_ids: ['aud_01unknown'] });
+    expect([unknownAudience.status, unknownAudience.body.error.code]).toEqual([422, 'validation_error']);
+  });
+
+  it('tells webhooks of each change, without personal data', async () => {
+    const created = await contact('hooked@example.org');
+    const id = created.body.id;
+    await acme.live.patch(`/v1/contacts/${id}`, { unsubscribed: true });
+    await acme.live.delete(`/v1/contacts/${id}`);
+    await expect
+      .poll(
+        () => receiver.received.filter((r) => r.payload.data?.contact_id === id).map((r) => r.payload.type),
+        { timeout: 10_000 },
+      )
+      .toEqual(['contact.created', 'contact.updated', 'contact.unsubscribed', 'contact.deleted']);
+    const mine = receiver.received.filter((r) => r.payload.data?.contact_id === id);
+    expect(mine.every((r) => r.verifiedWith.length === 1)).toBe(true);
+    expect(JSON.stringify(mine.map((r) => r.payload))).not.toContain('hooked@');
+  });
+
+  it('keeps organizations and modes apart', async () => {
+    const c = await contact('private@example.org');
+    for (const client of [other.live, acme.test]) {
+      expect((await client.get(`/v1/contacts/${c.body.id}`)).status).toBe(404);
+      expect((await client.patch(`/v1/contacts/${c.body.id}`, { first_name: 'x' })).status).toBe(404);
+      expect((await client.delete(`/v1/contacts/${c.body.id}`)).status).toBe(404);
+      expect((await client.get('/v1/contacts?email=private@example.org')).body.data).toEqual([]);
+    }
+  });
+
+  it.each([
+    [{}, 'email'],
+    [{ email: 'not an address' }, 'email'],
+    [{ email: 'a@example.org', first_name: 'x'.repeat(257) }, 'first_name'],
+    [{ email: 'a@example.org', properties: { 'bad key': 1 } }, 'properties'],
+    [{ email: 'a@example.org', properties: { nested: { a: 1 } } }, 'properties'],
+    [{ email: 'a@example.org', consent_given_at: 'yesterday' }, 'consent_given_at'],
+    [{ email: 'a@example.org', unsubscribed: 'yes' }, 'unsubscribed'],
+    [{ email: 'a@example.org', colour: 'red' }, 'colour'],
+  ])('refuses %j with 422 naming %s', async (body, field) => {
+    const r = await acme.live.post('/v1/contacts', body);
+    expect([r.status, r.body.error.code]).toEqual([422, 'validation_error']);
+    expect(r.body.error.message).toContain(field);
+  });
+});

@@ -1,0 +1,142 @@
+import { describe, it } from 'vitest';
+import { contactDecider, contactEmailDecider } from '../../write-side/contacts/contact.decider.ts';
+import type { ContactEvent } from '../../write-side/contacts/contact.events.ts';
+import { spec } from '../support/given-when-then.ts';
+
+const caller = { contactId: 'con_1', orgId: 'org_1', mode: 'live' as const };
+const created: ContactEvent = {
+  type: 'ContactCreated',
+  data: {
+    contactId: 'con_1',
+    orgId: 'org_1',
+    mode: 'live',
+    emailKey: 'k1',
+    personal: 'sealed-1',
+    unsubscribed: false,
+    consentGivenAt: null,
+    audienceIds: ['aud_1'],
+    createdAt: 'T1',
+  },
+};
+const update = {
+  ...caller,
+  type: 'UpdateContact' as const,
+  emailKey: 'k1',
+  personal: 'sealed-2',
+  unsubscribed: true,
+  consentGivenAt: null,
+  at: 'T2',
+};
+const updated: ContactEvent = {
+  type: 'ContactUpdated',
+  data: {
+    contactId: 'con_1',
+    emailKey: 'k1',
+    personal: 'sealed-2',
+    unsubscribed: true,
+    consentGivenAt: null,
+    updatedAt: 'T2',
+  },
+};
+
+describe('contact decider', () => {
+  it('creates a contact, once', () => {
+    const { type: _, data } = created;
+    const { createdAt: __, ...rest } = data as Extract<ContactEvent, { type: 'ContactCreated' }>['data'];
+    const create = { ...rest, type: 'CreateContact' as const, at: 'T1' };
+    spec(contactDecider).given([]).when(create).then([created]);
+    spec(contactDecider).given([created]).when(create).then([]);
+  });
+
+  it('updates it, and tells of an unsubscription once', () => {
+    spec(contactDecider)
+      .given([created])
+      .when(update)
+      .then([updated, { type: 'ContactUnsubscribed', data: { contactId: 'con_1', unsubscribedAt: 'T2' } }]);
+    spec(contactDecider)
+      .given([created, updated])
+      .when({ ...update, at: 'T3' })
+      .then([{ ...updated, data: { ...updated.data, updatedAt: 'T3' } } as ContactEvent]);
+  });
+
+  it('joins and leaves audiences, each once', () => {
+    spec(contactDecider)
+      .given([created])
+      .when({ ...caller, type: 'AddContactToAudience', audienceId: 'aud_1', at: 'T2' })
+      .then([]);
+    spec(contactDecider)
+      .given([created])
+      .when({ ...caller, type: 'AddContactToAudience', audienceId: 'aud_2', at: 'T2' })
+      .then([
+        { type: 'ContactAddedToAudience', data: { contactId: 'con_1', audienceId: 'aud_2', addedAt: 'T2' } },
+      ]);
+    spec(contactDecider)
+      .given([created])
+      .when({ ...caller, type: 'RemoveContactFromAudience', audienceId: 'aud_1', at: 'T2' })
+      .then([
+        {
+          type: 'ContactRemovedFromAudience',
+          data: { contactId: 'con_1', audienceId: 'aud_1', removedAt: 'T2' },
+        },
+      ]);
+    spec(contactDecider)
+      .given([created])
+      .when({ ...caller, type: 'RemoveContactFromAudience', audienceId: 'aud_9', at: 'T2' })
+      .then([]);
+  });
+
+  it("deletes it; a deleted contact, another organization's or the other mode's is not found", () => {
+    const deleted: ContactEvent = { type: 'ContactDeleted', data: { contactId: 'con_1', deletedAt: 'T3' } };
+    spec(contactDecider)
+      .given([created])
+      .when({ ...caller, type: 'DeleteContact', at: 'T3' })
+      .then([deleted]);
+    spec(contactDecider).given([created, deleted]).when(update).thenFails('not_found');
+    spec(contactDecider)
+      .given([created])
+      .when({ ...update, orgId: 'org_2' })
+      .thenFails('not_found');
+    spec(contactDecider)
+      .given([created])
+      .when({ ...update, mode: 'test' })
+      .thenFails('not_found');
+  });
+});
+
+describe('contact email decider', () => {
+  const claimed = { type: 'ContactEmailClaimed' as const, data: { contactId: 'con_1', claimedAt: 'T1' } };
+  const claim = (contactId: string, abandoned: string | null = null) => ({
+    type: 'ClaimContactEmail' as const,
+    contactId,
+    abandoned,
+    at: 'T2',
+  });
+
+  it('gives an address to one contact; a second is refused with contact_exists', () => {
+    spec(contactEmailDecider)
+      .given([])
+      .when(claim('con_1'))
+      .then([{ ...claimed, data: { ...claimed.data, claimedAt: 'T2' } }]);
+    spec(contactEmailDecider).given([claimed]).when(claim('con_1')).then([]);
+    spec(contactEmailDecider).given([claimed]).when(claim('con_2')).thenFails('contact_exists');
+  });
+
+  it('frees it on release, and from a holder that was never written', () => {
+    const released = {
+      type: 'ContactEmailReleased' as const,
+      data: { contactId: 'con_1', releasedAt: 'T2' },
+    };
+    spec(contactEmailDecider)
+      .given([claimed])
+      .when({ type: 'ReleaseContactEmail', contactId: 'con_1', at: 'T2' })
+      .then([released]);
+    spec(contactEmailDecider)
+      .given([claimed, released])
+      .when(claim('con_2'))
+      .then([{ type: 'ContactEmailClaimed', data: { contactId: 'con_2', claimedAt: 'T2' } }]);
+    spec(contactEmailDecider)
+      .given([claimed])
+      .when(claim('con_2', 'con_1'))
+      .then([{ type: 'ContactEmailClaimed', data: { contactId: 'con_2', claimedAt: 'T2' } }]);
+  });
+});

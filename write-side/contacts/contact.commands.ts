@@ -1,0 +1,178 @@
+import { createHmac } from 'node:crypto';
+import { AppError, notFound } from '../../platform/errors.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import { forgetPersonalData, openPersonalData, sealPersonalData } from '../../platform/personal-data.ts';
+import { resolveSecretKey } from '../../platform/secret-key.ts';
+import type { Services } from '../../platform/services.ts';
+import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
+import { type ContactState, contactDecider, contactEmailDecider } from './contact.decider.ts';
+import { type ContactPersonalData, contactEmailStream, contactStream } from './contact.events.ts';
+
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
+
+/** The address's claim key: a hash keyed by POSTLINE_SECRET_KEY, so no stream name or event holds the address. */
+const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, email: string) =>
+  createHmac('sha256', Buffer.from(resolveSecretKey(services.config), 'base64'))
+    .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)
+    .digest('hex');
+
+const at = (services: Pick<Services, 'clock'>) => services.clock.now().toISOString();
+
+async function readContact(services: Deps, contactId: string): Promise<ContactState> {
+  return rebuildState(contactDecider, await services.store.readStream(contactStream(contactId)));
+}
+
+/**
+ * Claims the address for the contact. A holder whose contact stream was never written (a crash between the claim
+ * and the contact) or was deleted does not keep it.
+ */
+async function claimEmail(services: Deps, meta: EventMetadata, emailKey: string, contactId: string) {
+  await handleCommand(
+    services.store,
+    contactEmailStream(emailKey),
+    contactEmailDecider,
+    async (state) => {
+      const holder =
+        state.holder && state.holder !== contactId ? await readContact(services, state.holder) : null;
+      const abandoned = holder && (!holder.exists || holder.deleted) ? state.holder : null;
+      return { type: 'ClaimContactEmail' as const, contactId, abandoned, at: at(services) };
+    },
+    meta,
+  );
+}
+
+const releaseEmail = (services: Deps, meta: EventMetadata, emailKey: string, contactId: string) =>
+  handleCommand(
+    services.store,
+    contactEmailStream(emailKey),
+    contactEmailDecider,
+    { type: 'ReleaseContactEmail', contactId, at: at(services) },
+    meta,
+  );
+
+async function requireAudiences(services: Deps, meta: EventMetadata, audienceIds: string[]) {
+  for (const id of audienceIds) {
+    if (!(await findAudience(services.db, meta, id)))
+      throw new AppError('validation_error', `\`audience_ids\`: audience ${id} not found`);
+  }
+}
+
+export interface ContactInput extends ContactPersonalData {
+  unsubscribed: boolean;
+  consentGivenAt: string | null;
+}
+
+export async function createContact(
+  services: Deps,
+  meta: EventMetadata,
+  input: ContactInput & { audienceIds: string[] },
+) {
+  await requireAudiences(services, meta, input.audienceIds);
+  const contactId = newId('con', services.clock.now().getTime());
+  const emailKey = emailKeyOf(services, meta, input.email);
+  await claimEmail(services, meta, emailKey, contactId);
+  const { email, firstName, lastName, properties } = input;
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    {
+      type: 'CreateContact',
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      emailKey,
+      personal: await sealPersonalData(services.db, contactId, { email, firstName, lastName, properties }),
+      unsubscribed: input.unsubscribed,
+      consentGivenAt: input.consentGivenAt,
+      audienceIds: [...new Set(input.audienceIds)],
+      at: at(services),
+    },
+    meta,
+    { history: [] },
+  );
+  return { contactId, position: result.position };
+}
+
+/** Changes what `patch` names; a new address is claimed first, and the old one released after. */
+export async function updateContact(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  patch: Partial<ContactInput>,
+) {
+  const state = await readContact(services, contactId);
+  if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
+    throw notFound('Contact', contactId);
+  const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
+  if (!current) throw notFound('Contact', contactId);
+  const next: ContactPersonalData = {
+    email: patch.email ?? current.email,
+    firstName: patch.firstName === undefined ? current.firstName : patch.firstName,
+    lastName: patch.lastName === undefined ? current.lastName : patch.lastName,
+    properties: patch.properties ?? current.properties,
+  };
+  const emailKey = emailKeyOf(services, meta, next.email);
+  if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    {
+      type: 'UpdateContact',
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      emailKey,
+      personal: await sealPersonalData(services.db, contactId, next),
+      unsubscribed: patch.unsubscribed ?? state.unsubscribed,
+      consentGivenAt: patch.consentGivenAt === undefined ? state.consentGivenAt : patch.consentGivenAt,
+      at: at(services),
+    },
+    meta,
+  );
+  if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);
+  return { position: result.position };
+}
+
+/** Deletes the contact, frees its address and forgets its personal data (the events keep it sealed, unreadable). */
+export async function deleteContact(services: Deps, meta: EventMetadata, contactId: string) {
+  const caller = { contactId, orgId: meta.orgId, mode: meta.mode, at: at(services) };
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    { ...caller, type: 'DeleteContact' },
+    meta,
+  );
+  if (result.state.exists) await releaseEmail(services, meta, result.state.emailKey, contactId);
+  await forgetPersonalData(services.db, contactId);
+  return { position: result.position };
+}
+
+export async function changeMembership(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  audienceId: string,
+  member: boolean,
+) {
+  if (!(await findAudience(services.db, meta, audienceId))) throw notFound('Audience', audienceId);
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    {
+      type: member ? 'AddContactToAudience' : 'RemoveContactFromAudience',
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      audienceId,
+      at: at(services),
+    },
+    meta,
+  );
+  return { position: result.position };
+}

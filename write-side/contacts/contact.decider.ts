@@ -1,0 +1,161 @@
+import { AppError, notFound } from '../../platform/errors.ts';
+import type { Decider } from '../../platform/eventstore/command.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import type { ContactEmailEvent, ContactEvent } from './contact.events.ts';
+
+/** `orgId` and `mode` of the caller: another organization's contact, or the other mode's, is not found. */
+interface Caller {
+  contactId: string;
+  orgId: string;
+  mode: Mode;
+  at: string;
+}
+
+type Created = Extract<ContactEvent, { type: 'ContactCreated' }>['data'];
+type Updated = Extract<ContactEvent, { type: 'ContactUpdated' }>['data'];
+
+export type ContactCommand =
+  | (Caller & { type: 'CreateContact' } & Omit<Created, 'contactId' | 'orgId' | 'mode' | 'createdAt'>)
+  | (Caller & { type: 'UpdateContact' } & Omit<Updated, 'contactId' | 'updatedAt'>)
+  | (Caller & { type: 'AddContactToAudience'; audienceId: string })
+  | (Caller & { type: 'RemoveContactFromAudience'; audienceId: string })
+  | (Caller & { type: 'DeleteContact' });
+
+export type ContactState =
+  | { exists: false }
+  | {
+      exists: true;
+      orgId: string;
+      mode: Mode;
+      emailKey: string;
+      personal: string;
+      unsubscribed: boolean;
+      consentGivenAt: string | null;
+      audienceIds: string[];
+      deleted: boolean;
+    };
+
+function owned(state: ContactState, c: Caller) {
+  if (!state.exists || state.deleted || state.orgId !== c.orgId || state.mode !== c.mode)
+    throw notFound('Contact', c.contactId);
+  return state;
+}
+
+export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState> = {
+  initialState: { exists: false },
+  evolve(state, event) {
+    if (event.type === 'ContactCreated') {
+      const { orgId, mode, emailKey, personal, unsubscribed, consentGivenAt, audienceIds } = event.data;
+      return {
+        exists: true,
+        orgId,
+        mode,
+        emailKey,
+        personal,
+        unsubscribed,
+        consentGivenAt,
+        audienceIds,
+        deleted: false,
+      };
+    }
+    if (!state.exists) return state;
+    switch (event.type) {
+      case 'ContactUpdated': {
+        const { emailKey, personal, unsubscribed, consentGivenAt } = event.data;
+        return { ...state, emailKey, personal, unsubscribed, consentGivenAt };
+      }
+      case 'ContactUnsubscribed':
+        return { ...state, unsubscribed: true };
+      case 'ContactAddedToAudience':
+        return { ...state, audienceIds: [...state.audienceIds, event.data.audienceId] };
+      case 'ContactRemovedFromAudience':
+        return { ...state, audienceIds: state.audienceIds.filter((a) => a !== event.data.audienceId) };
+      case 'ContactDeleted':
+        return { ...state, deleted: true };
+    }
+  },
+  decide(command, state) {
+    const { contactId, at } = command;
+    switch (command.type) {
+      case 'CreateContact': {
+        if (state.exists) return [];
+        const { type: _, at: __, ...data } = command;
+        return [{ type: 'ContactCreated', data: { ...data, createdAt: at } }];
+      }
+      case 'UpdateContact': {
+        const contact = owned(state, command);
+        const { emailKey, personal, unsubscribed, consentGivenAt } = command;
+        const events: ContactEvent[] = [
+          {
+            type: 'ContactUpdated',
+            data: { contactId, emailKey, personal, unsubscribed, consentGivenAt, updatedAt: at },
+          },
+        ];
+        if (unsubscribed && !contact.unsubscribed)
+          events.push({ type: 'ContactUnsubscribed', data: { contactId, unsubscribedAt: at } });
+        return events;
+      }
+      case 'AddContactToAudience':
+        if (owned(state, command).audienceIds.includes(command.audienceId)) return [];
+        return [
+          {
+            type: 'ContactAddedToAudience',
+            data: { contactId, audienceId: command.audienceId, addedAt: at },
+          },
+        ];
+      case 'RemoveContactFromAudience':
+        if (!owned(state, command).audienceIds.includes(command.audienceId)) return [];
+        return [
+          {
+            type: 'ContactRemovedFromAudience',
+            data: { contactId, audienceId: command.audienceId, removedAt: at },
+          },
+        ];
+      case 'DeleteContact':
+        owned(state, command);
+        return [{ type: 'ContactDeleted', data: { contactId, deletedAt: at } }];
+    }
+  },
+};
+
+export type ContactEmailCommand =
+  | {
+      type: 'ClaimContactEmail';
+      contactId: string;
+      /** A contact that holds the claim but was never written (a crash between the two appends): it is freed. */
+      abandoned: string | null;
+      at: string;
+    }
+  | { type: 'ReleaseContactEmail'; contactId: string; at: string };
+
+export type ContactEmailState = { holder: string | null };
+
+/** The address rule: one contact per address in an organization and mode, compared in lower case. */
+export const contactEmailDecider: Decider<ContactEmailCommand, ContactEmailEvent, ContactEmailState> = {
+  initialState: { holder: null },
+  evolve(state, event) {
+    switch (event.type) {
+      case 'ContactEmailClaimed':
+        return { holder: event.data.contactId };
+      case 'ContactEmailReleased':
+        return state.holder === event.data.contactId ? { holder: null } : state;
+    }
+  },
+  decide(command, state) {
+    switch (command.type) {
+      case 'ClaimContactEmail': {
+        if (state.holder === command.contactId) return [];
+        if (state.holder && state.holder !== command.abandoned)
+          throw new AppError('contact_exists', 'A contact with this email address exists already.');
+        return [
+          { type: 'ContactEmailClaimed', data: { contactId: command.contactId, claimedAt: command.at } },
+        ];
+      }
+      case 'ReleaseContactEmail':
+        if (state.holder !== command.contactId) return [];
+        return [
+          { type: 'ContactEmailReleased', data: { contactId: command.contactId, releasedAt: command.at } },
+        ];
+    }
+  },
+};

@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { notFound } from '../../platform/errors.ts';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { findContact } from '../../read-side/contacts/contacts.queries.ts';
+import { changeMembership, createContact, deleteContact, updateContact } from './contact.commands.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const CONTACT_PROJECTIONS = ['contacts'];
+
+const CONTACT_ID = /^con_[0-9a-z]{1,60}$/;
+const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
+export const CONTACT_LIMITS = {
+  nameChars: 256,
+  properties: 50,
+  propertyKeyChars: 64,
+  propertyValueChars: 1000,
+};
+
+const email = z
+  .string()
+  .trim()
+  .max(254, 'must be at most 254 characters')
+  .pipe(z.email('must be a valid email address'));
+const personName = z
+  .string()
+  .trim()
+  .max(CONTACT_LIMITS.nameChars, `must be at most ${CONTACT_LIMITS.nameChars} characters`)
+  .nullable();
+const properties = z
+  .record(
+    z
+      .string()
+      .regex(
+        new RegExp(`^[A-Za-z0-9_]{1,${CONTACT_LIMITS.propertyKeyChars}}$`),
+        `names are 1 to ${CONTACT_LIMITS.propertyKeyChars} characters of A-Z a-z 0-9 _`,
+      ),
+    z.union([
+      z
+        .string()
+        .max(
+          CONTACT_LIMITS.propertyValueChars,
+          `must be at most ${CONTACT_LIMITS.propertyValueChars} characters`,
+        ),
+      z.number(),
+      z.boolean(),
+    ]),
+  )
+  .refine((p) => Object.keys(p).length <= CONTACT_LIMITS.properties, {
+    message: `must have at most ${CONTACT_LIMITS.properties} properties`,
+  });
+const consent = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
+  .nullable();
+
+const fields = {
+  email,
+  first_name: personName.optional(),
+  last_name: personName.optional(),
+  unsubscribed: z.boolean().optional(),
+  properties: properties.optional(),
+  consent_given_at: consent.optional(),
+};
+const createBody = z
+  .object({
+    ...fields,
+    audience_ids: z.array(z.string().regex(AUDIENCE_ID, 'must be audience ids (aud_…)')).max(20).optional(),
+  })
+  .strict();
+const updateBody = z.object({ ...fields, email: email.optional() }).strict();
+
+export function contactCommandRoutes(api: ApiRouter, services: Services) {
+  const answer = async (tenant: Tenant, contactId: string, position?: string) => {
+    await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
+    const contact = await findContact(services.db, tenant, contactId);
+    if (!contact) throw notFound('Contact', contactId);
+    return contact;
+  };
+  const known = (id: string, pattern: RegExp, what: string) => {
+    if (!pattern.test(id)) throw notFound(what, id);
+    return id;
+  };
+
+  api.post('/contacts', async (req) => {
+    const body = parse(createBody, req.body);
+    const { contactId, position } = await createContact(services, metaOf(req.auth), {
+      email: body.email,
+      firstName: body.first_name ?? null,
+      lastName: body.last_name ?? null,
+      unsubscribed: body.unsubscribed ?? false,
+      properties: body.properties ?? {},
+      consentGivenAt: body.consent_given_at ?? null,
+      audienceIds: body.audience_ids ?? [],
+    });
+    return created(await answer(req.auth, contactId, position));
+  });
+
+  api.patch('/contacts/:contact_id', async (req) => {
+    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+    const body = parse(updateBody, req.body ?? {});
+    const { position } = await updateContact(services, metaOf(req.auth), id, {
+      email: body.email,
+      firstName: body.first_name,
+      lastName: body.last_name,
+      unsubscribed: body.unsubscribed,
+      properties: body.properties,
+      consentGivenAt: body.consent_given_at,
+    });
+    return ok(await answer(req.auth, id, position));
+  });
+
+  api.delete('/contacts/:contact_id', async (req) => {
+    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+    const { position } = await deleteContact(services, metaOf(req.auth), id);
+    await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
+    return ok({ id, deleted: true });
+  });
+
+  // Membership: adding twice or removing a contact that is not a member changes nothing and answers the same.
+  for (const [method, member] of [
+    ['put', true],
+    ['delete', false],
+  ] as const) {
+    api[method]('/audiences/:audience_id/contacts/:contact_id', async (req) => {
+      const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
+      const contactId = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const { position } = await changeMembership(services, metaOf(req.auth), contactId, audienceId, member);
+      return ok(await answer(req.auth, contactId, position));
+    });
+  }
+}
