@@ -50,6 +50,13 @@ describe('contacts', () => {
 
     const updated = await acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', last_name: null });
     expect(updated.body).toMatchObject({ first_name: 'Anna', last_name: null, email: 'Ann.Lee@Example.org' });
+    // A change to what is there already appends nothing.
+    const history = () => svc.postline.services.store.readStream(`contact-${id}`);
+    const before = (await history()).length;
+    expect(
+      (await acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', unsubscribed: false })).status,
+    ).toBe(200);
+    expect((await history()).length).toBe(before);
     const byEmail = await acme.live.get('/v1/contacts?email=ann.lee@example.ORG');
     expect(byEmail.body.data.map((c: any) => c.id)).toEqual([id]);
 

@@ -31,7 +31,7 @@ export const DATABASE_KINDS: DatabaseKind[] = ['postgres', 'pglite'];
  * Connections per test pool and per service a test starts: test files run in parallel against one server whose
  * `max_connections` (100 by default) they share.
  */
-export const TEST_POOL_SIZE = 5;
+export const TEST_POOL_SIZE = 4;
 
 /** Opens a throwaway database of the given kind: its own PostgreSQL database, or an in-memory PGlite. */
 export async function openTestDatabase(

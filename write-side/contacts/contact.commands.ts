@@ -114,6 +114,15 @@ export async function updateContact(
     lastName: patch.lastName === undefined ? current.lastName : patch.lastName,
     properties: patch.properties ?? current.properties,
   };
+  const unsubscribed = patch.unsubscribed ?? state.unsubscribed;
+  const consentGivenAt = patch.consentGivenAt === undefined ? state.consentGivenAt : patch.consentGivenAt;
+  // Nothing changes: nothing is appended (and no webhook fires).
+  if (
+    JSON.stringify(next) === JSON.stringify(current) &&
+    unsubscribed === state.unsubscribed &&
+    consentGivenAt === state.consentGivenAt
+  )
+    return { position: undefined };
   const emailKey = emailKeyOf(services, meta, next.email);
   if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
   const result = await handleCommand(
@@ -127,8 +136,8 @@ export async function updateContact(
       mode: meta.mode,
       emailKey,
       personal: await sealPersonalData(services.db, contactId, next),
-      unsubscribed: patch.unsubscribed ?? state.unsubscribed,
-      consentGivenAt: patch.consentGivenAt === undefined ? state.consentGivenAt : patch.consentGivenAt,
+      unsubscribed,
+      consentGivenAt,
       at: at(services),
     },
     meta,
