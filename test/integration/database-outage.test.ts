@@ -8,7 +8,7 @@ import { type Postline, startPostline } from '../../bin/service.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
-import { ADMIN_URL, createTestDatabaseUrl } from '../support/databases.ts';
+import { ADMIN_URL, createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { freePort, startServer } from '../support/process.ts';
 import { type ApiResponse, apiClient } from '../support/service.ts';
 
@@ -42,6 +42,7 @@ beforeAll(async () => {
   databaseName = new URL(db.url).pathname.slice(1);
   env = {
     DATABASE_URL: db.url,
+    DATABASE_POOL_SIZE: String(TEST_POOL_SIZE),
     POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
     POSTLINE_DATA_DIR: dataDir,
     REDIS_URL: '', // rate limits counted in PostgreSQL: they meet the outage too

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { migrations } from '../../bin/composition.ts';
 import { type Migration, migrate } from '../../platform/db/migrations.ts';
 import { eventStoreMigrations } from '../../platform/eventstore/postgres/schema.ts';
-import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+import { DATABASE_KINDS, openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';
 
 const applied = async (db: Awaited<ReturnType<typeof openTestDatabase>>['db']) =>
   (await db.query<{ id: string }>('SELECT id FROM schema_migrations ORDER BY applied_at, id')).rows.map(
@@ -42,7 +42,7 @@ describe.each(DATABASE_KINDS)('migrations on %s', (kind) => {
 it('are applied once when several processes start at once (PostgreSQL)', async () => {
   const { db, url, dispose } = await openTestDatabase('postgres');
   const { connectPostgres } = await import('../../platform/db/database.ts');
-  const others = [connectPostgres(url!), connectPostgres(url!)];
+  const others = [connectPostgres(url!, TEST_POOL_SIZE), connectPostgres(url!, TEST_POOL_SIZE)];
   try {
     const counted: Migration[] = [
       { id: 'c-001', sql: 'CREATE TABLE c (x int)' },

@@ -9,7 +9,7 @@ import { createLogger } from '../../platform/logger.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import { ProjectionRunner, readCheckpoint } from '../../projections/runner.ts';
-import { createTestDatabaseUrl } from '../support/databases.ts';
+import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { startTestService } from '../support/service.ts';
 
 const log = createLogger('silent');
@@ -32,7 +32,7 @@ let url: string;
 let drop: () => Promise<void>;
 const opened: Database[] = [];
 async function open() {
-  const db = connectPostgres(url);
+  const db = connectPostgres(url, TEST_POOL_SIZE);
   opened.push(db);
   const store = await PostgresEventStore.create(db, { pollMs: 100 });
   await db.exec('CREATE TABLE IF NOT EXISTS tally (stream_id text, revision int)');

@@ -10,7 +10,7 @@ import { loadConfig } from '../../platform/config.ts';
 import { createLogger } from '../../platform/logger.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
-import { type DatabaseKind, openTestDatabase } from './databases.ts';
+import { type DatabaseKind, openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -98,6 +98,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const config = loadConfig({
     PORT: '0',
     DATABASE_URL: url,
+    // The projection thread's pool too: test files run side by side on one server's 100 connections.
+    DATABASE_POOL_SIZE: String(TEST_POOL_SIZE),
     POSTLINE_DATA_DIR: dataDir,
     POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'silent',
