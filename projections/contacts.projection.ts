@@ -8,12 +8,13 @@ import type { Projection } from './projection.ts';
  */
 export const contactsProjection: Projection<ContactEvent> = {
   name: 'contacts',
-  tables: ['contacts', 'contact_audiences'],
+  tables: ['contacts', 'contact_audiences', 'contact_topics'],
   types: [
     'ContactCreated',
     'ContactUpdated',
     'ContactAddedToAudience',
     'ContactRemovedFromAudience',
+    'ContactTopicSubscriptionChanged',
     'ContactDeleted',
   ],
   async apply(tx, e) {
@@ -80,7 +81,15 @@ export const contactsProjection: Projection<ContactEvent> = {
           e.data.audienceId,
         ]);
         return;
+      case 'ContactTopicSubscriptionChanged':
+        await tx.query(
+          `INSERT INTO contact_topics VALUES ($1, $2, $3)
+           ON CONFLICT (contact_id, topic_id) DO UPDATE SET subscription = excluded.subscription`,
+          [e.data.contactId, e.data.topicId, e.data.subscription],
+        );
+        return;
       case 'ContactDeleted':
+        await tx.query('DELETE FROM contact_topics WHERE contact_id = $1', [e.data.contactId]);
         await tx.query('DELETE FROM contact_audiences WHERE contact_id = $1', [e.data.contactId]);
         await tx.query('DELETE FROM contacts WHERE id = $1', [e.data.contactId]);
         return;

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { AudiencesTable } from './audiences/audiences.schema.ts';
-import type { ContactAudiencesTable, ContactsTable } from './contacts/contacts.schema.ts';
+import type { ContactAudiencesTable, ContactsTable, ContactTopicsTable } from './contacts/contacts.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
 import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
 import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
@@ -18,6 +18,7 @@ export interface ReadModels {
   audiences: AudiencesTable;
   contacts: ContactsTable;
   contact_audiences: ContactAudiencesTable;
+  contact_topics: ContactTopicsTable;
   domains: DomainsTable;
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;

@@ -169,7 +169,11 @@ function contactData(e: ContactEvent): Record<string, unknown> | null {
     case 'ContactDeleted':
       return { contact_id: e.data.contactId, timestamp: e.data.deletedAt };
     case 'ContactUnsubscribed':
-      return { contact_id: e.data.contactId, topic_id: null, timestamp: e.data.unsubscribedAt };
+      return {
+        contact_id: e.data.contactId,
+        topic_id: e.data.topicId ?? null,
+        timestamp: e.data.unsubscribedAt,
+      };
     default:
       return null;
   }

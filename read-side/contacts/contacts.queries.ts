@@ -70,3 +70,29 @@ export async function listContacts(db: Database, tenant: Tenant, page: PageParam
     has_more: result.has_more,
   };
 }
+
+/** Every topic of the organization and mode with the contact's subscription: its own choice, or the default. */
+export async function contactTopics(db: Database, { orgId, mode }: Tenant, contactId: string) {
+  const rows = await readModels(db)
+    .selectFrom('topics as t')
+    .leftJoin('contact_topics as c', (join) =>
+      join.onRef('c.topic_id', '=', 't.id').on('c.contact_id', '=', contactId),
+    )
+    .select(['t.id', 't.name', 't.description', 't.default_subscription', 'c.subscription'])
+    .where('t.org_id', '=', orgId)
+    .where('t.mode', '=', mode)
+    .where('t.deleted_at', 'is', null)
+    .orderBy('t.id', 'desc')
+    .execute();
+  return {
+    object: 'list',
+    data: rows.map((r) => ({
+      object: 'contact_topic',
+      id: r.id,
+      name: r.name,
+      description: r.description,
+      subscription: r.subscription ?? r.default_subscription,
+    })),
+    has_more: false,
+  };
+}

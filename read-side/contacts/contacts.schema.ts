@@ -19,6 +19,13 @@ export interface ContactsTable {
   updated_at: Timestamp;
 }
 
+/** A contact's own choice for a topic; topics without one follow their default. */
+export interface ContactTopicsTable {
+  contact_id: string;
+  topic_id: string;
+  subscription: 'opt_in' | 'opt_out';
+}
+
 export interface ContactAudiencesTable {
   contact_id: string;
   audience_id: string;
@@ -49,6 +56,12 @@ CREATE TABLE IF NOT EXISTS contact_audiences (
   audience_id text NOT NULL,
   PRIMARY KEY (contact_id, audience_id)
 );
-CREATE INDEX IF NOT EXISTS contact_audiences_audience ON contact_audiences (audience_id, contact_id);`,
+CREATE INDEX IF NOT EXISTS contact_audiences_audience ON contact_audiences (audience_id, contact_id);
+CREATE TABLE IF NOT EXISTS contact_topics (
+  contact_id text NOT NULL,
+  topic_id text NOT NULL,
+  subscription text NOT NULL,
+  PRIMARY KEY (contact_id, topic_id)
+);`,
   },
 ];

@@ -133,6 +133,50 @@ describe('contacts', () => {
     expect(JSON.stringify(mine.map((r) => r.payload))).not.toContain('hooked@');
   });
 
+  it("a contact's topics: the defaults until it chooses, its choices after, contact.unsubscribed for an opt-out", async () => {
+    const news = (await acme.live.post('/v1/topics', { name: 'News', default_subscription: 'opt_in' })).body
+      .id;
+    const offers = (await acme.live.post('/v1/topics', { name: 'Offers', default_subscription: 'opt_out' }))
+      .body.id;
+    const c = (await contact('reader@example.org')).body.id;
+    const subscriptions = async () =>
+      Object.fromEntries(
+        (await acme.live.get(`/v1/contacts/${c}/topics`)).body.data
+          .filter((t: any) => [news, offers].includes(t.id))
+          .map((t: any) => [t.name, t.subscription]),
+      );
+    expect(await subscriptions()).toEqual({ News: 'opt_in', Offers: 'opt_out' });
+    const changed = await acme.live.patch(`/v1/contacts/${c}/topics`, [
+      { topic_id: news, subscription: 'opt_out' },
+      { topic_id: offers, subscription: 'opt_in' },
+    ]);
+    expect(changed.status).toBe(200);
+    expect(await subscriptions()).toEqual({ News: 'opt_out', Offers: 'opt_in' });
+    // Unsubscribed from one topic, not from everything.
+    expect((await acme.live.get(`/v1/contacts/${c}`)).body.unsubscribed).toBe(false);
+    await expect
+      .poll(
+        () =>
+          receiver.received
+            .filter((r) => r.payload.type === 'contact.unsubscribed' && r.payload.data.contact_id === c)
+            .map((r) => r.payload.data.topic_id),
+        { timeout: 10_000 },
+      )
+      .toEqual([news]);
+    const unknown = await acme.live.patch(`/v1/contacts/${c}/topics`, [
+      { topic_id: 'top_01unknown', subscription: 'opt_in' },
+    ]);
+    expect([unknown.status, unknown.body.error.code]).toEqual([422, 'validation_error']);
+    const theirs = (await other.live.post('/v1/topics', { name: 'Theirs', default_subscription: 'opt_in' }))
+      .body.id;
+    expect(
+      (await acme.live.patch(`/v1/contacts/${c}/topics`, [{ topic_id: theirs, subscription: 'opt_in' }]))
+        .status,
+    ).toBe(422);
+    expect((await acme.live.patch(`/v1/contacts/${c}/topics`, { topic_id: news })).status).toBe(422);
+    expect((await other.live.get(`/v1/contacts/${c}/topics`)).status).toBe(404);
+  });
+
   it('keeps organizations and modes apart', async () => {
     const c = await contact('private@example.org');
     for (const client of [other.live, acme.test]) {

@@ -85,6 +85,38 @@ describe('contact decider', () => {
       .then([]);
   });
 
+  it('records topic choices, with an unsubscription only when leaving a topic the contact was getting', () => {
+    const set = (topicId: string, subscription: 'opt_in' | 'opt_out') => ({
+      ...caller,
+      type: 'SetContactTopics' as const,
+      subscriptions: [{ topicId, subscription }],
+      defaults: { top_in: 'opt_in' as const, top_out: 'opt_out' as const },
+      at: 'T2',
+    });
+    const changed = (topicId: string, subscription: 'opt_in' | 'opt_out'): ContactEvent => ({
+      type: 'ContactTopicSubscriptionChanged',
+      data: { contactId: 'con_1', topicId, subscription, changedAt: 'T2' },
+    });
+    spec(contactDecider)
+      .given([created])
+      .when(set('top_in', 'opt_out'))
+      .then([
+        changed('top_in', 'opt_out'),
+        {
+          type: 'ContactUnsubscribed',
+          data: { contactId: 'con_1', topicId: 'top_in', unsubscribedAt: 'T2' },
+        },
+      ]);
+    spec(contactDecider)
+      .given([created])
+      .when(set('top_out', 'opt_out'))
+      .then([changed('top_out', 'opt_out')]);
+    spec(contactDecider)
+      .given([created, changed('top_out', 'opt_out')])
+      .when(set('top_out', 'opt_out'))
+      .then([]);
+  });
+
   it("deletes it; a deleted contact, another organization's or the other mode's is not found", () => {
     const deleted: ContactEvent = { type: 'ContactDeleted', data: { contactId: 'con_1', deletedAt: 'T3' } };
     spec(contactDecider)

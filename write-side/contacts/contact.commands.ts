@@ -7,6 +7,7 @@ import { forgetPersonalData, openPersonalData, sealPersonalData } from '../../pl
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
+import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { type ContactState, contactDecider, contactEmailDecider } from './contact.decider.ts';
 import { type ContactPersonalData, contactEmailStream, contactStream } from './contact.events.ts';
 
@@ -179,6 +180,37 @@ export async function changeMembership(
       orgId: meta.orgId,
       mode: meta.mode,
       audienceId,
+      at: at(services),
+    },
+    meta,
+  );
+  return { position: result.position };
+}
+
+/** Sets the contact's choices for topics of its organization and mode; an unknown topic is refused. */
+export async function setContactTopics(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[],
+) {
+  const defaults: Record<string, 'opt_in' | 'opt_out'> = {};
+  for (const { topicId } of subscriptions) {
+    const topic = await findTopic(services.db, meta, topicId);
+    if (!topic) throw new AppError('validation_error', `\`topic_id\`: topic ${topicId} not found`);
+    defaults[topicId] = topic.default_subscription;
+  }
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    {
+      type: 'SetContactTopics',
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      subscriptions,
+      defaults,
       at: at(services),
     },
     meta,

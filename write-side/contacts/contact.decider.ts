@@ -19,7 +19,13 @@ export type ContactCommand =
   | (Caller & { type: 'UpdateContact' } & Omit<Updated, 'contactId' | 'updatedAt'>)
   | (Caller & { type: 'AddContactToAudience'; audienceId: string })
   | (Caller & { type: 'RemoveContactFromAudience'; audienceId: string })
-  | (Caller & { type: 'DeleteContact' });
+  | (Caller & { type: 'DeleteContact' })
+  | (Caller & {
+      type: 'SetContactTopics';
+      subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[];
+      /** Each topic's default (topics the contact has no choice for follow it). */
+      defaults: Record<string, 'opt_in' | 'opt_out'>;
+    });
 
 export type ContactState =
   | { exists: false }
@@ -32,6 +38,8 @@ export type ContactState =
       unsubscribed: boolean;
       consentGivenAt: string | null;
       audienceIds: string[];
+      /** The contact's own choices, by topic. */
+      topics: Record<string, 'opt_in' | 'opt_out'>;
       deleted: boolean;
     };
 
@@ -55,6 +63,7 @@ export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState>
         unsubscribed,
         consentGivenAt,
         audienceIds,
+        topics: {},
         deleted: false,
       };
     }
@@ -65,11 +74,13 @@ export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState>
         return { ...state, emailKey, personal, unsubscribed, consentGivenAt };
       }
       case 'ContactUnsubscribed':
-        return { ...state, unsubscribed: true };
+        return event.data.topicId ? state : { ...state, unsubscribed: true };
       case 'ContactAddedToAudience':
         return { ...state, audienceIds: [...state.audienceIds, event.data.audienceId] };
       case 'ContactRemovedFromAudience':
         return { ...state, audienceIds: state.audienceIds.filter((a) => a !== event.data.audienceId) };
+      case 'ContactTopicSubscriptionChanged':
+        return { ...state, topics: { ...state.topics, [event.data.topicId]: event.data.subscription } };
       case 'ContactDeleted':
         return { ...state, deleted: true };
     }
@@ -114,6 +125,21 @@ export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState>
       case 'DeleteContact':
         owned(state, command);
         return [{ type: 'ContactDeleted', data: { contactId, deletedAt: at } }];
+      case 'SetContactTopics': {
+        const contact = owned(state, command);
+        const events: ContactEvent[] = [];
+        for (const { topicId, subscription } of command.subscriptions) {
+          const now = contact.topics[topicId] ?? command.defaults[topicId];
+          if (contact.topics[topicId] === subscription) continue;
+          events.push({
+            type: 'ContactTopicSubscriptionChanged',
+            data: { contactId, topicId, subscription, changedAt: at },
+          });
+          if (subscription === 'opt_out' && now === 'opt_in')
+            events.push({ type: 'ContactUnsubscribed', data: { contactId, topicId, unsubscribedAt: at } });
+        }
+        return events;
+      }
     }
   },
 };

@@ -37,7 +37,15 @@ export type ContactEvent =
         updatedAt: string;
       };
     }
-  | { type: 'ContactUnsubscribed'; data: { contactId: string; unsubscribedAt: string } }
+  /** From everything (`topicId` null or absent), or from one topic. */
+  | {
+      type: 'ContactUnsubscribed';
+      data: { contactId: string; topicId?: string | null; unsubscribedAt: string };
+    }
+  | {
+      type: 'ContactTopicSubscriptionChanged';
+      data: { contactId: string; topicId: string; subscription: 'opt_in' | 'opt_out'; changedAt: string };
+    }
   | { type: 'ContactAddedToAudience'; data: { contactId: string; audienceId: string; addedAt: string } }
   | { type: 'ContactRemovedFromAudience'; data: { contactId: string; audienceId: string; removedAt: string } }
   | { type: 'ContactDeleted'; data: { contactId: string; deletedAt: string } };

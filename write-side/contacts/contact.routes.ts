@@ -5,8 +5,14 @@ import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { findContact } from '../../read-side/contacts/contacts.queries.ts';
-import { changeMembership, createContact, deleteContact, updateContact } from './contact.commands.ts';
+import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
+import {
+  changeMembership,
+  createContact,
+  deleteContact,
+  setContactTopics,
+  updateContact,
+} from './contact.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const CONTACT_PROJECTIONS = ['contacts'];
@@ -71,6 +77,17 @@ const createBody = z
   })
   .strict();
 const updateBody = z.object({ ...fields, email: email.optional() }).strict();
+const topicsBody = z
+  .array(
+    z
+      .object({
+        topic_id: z.string().regex(/^top_[0-9a-z]{1,60}$/, 'must be a topic id (top_…)'),
+        subscription: z.enum(['opt_in', 'opt_out'], { error: 'must be `opt_in` or `opt_out`' }),
+      })
+      .strict(),
+  )
+  .min(1, 'must name at least one topic')
+  .max(100, 'must name at most 100 topics');
 
 export function contactCommandRoutes(api: ApiRouter, services: Services) {
   const answer = async (tenant: Tenant, contactId: string, position?: string) => {
@@ -117,6 +134,19 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     const { position } = await deleteContact(services, metaOf(req.auth), id);
     await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
     return ok({ id, deleted: true });
+  });
+
+  api.patch('/contacts/:contact_id/topics', async (req) => {
+    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+    const body = parse(topicsBody, req.body);
+    const { position } = await setContactTopics(
+      services,
+      metaOf(req.auth),
+      id,
+      body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
+    );
+    await answer(req.auth, id, position);
+    return ok(await contactTopics(services.db, req.auth, id));
   });
 
   // Membership: adding twice or removing a contact that is not a member changes nothing and answers the same.
