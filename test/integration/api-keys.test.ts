@@ -1,22 +1,15 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { describe, expect, it } from 'vitest';
+import { useTwoOrgs } from '../support/service.ts';
 
-let acme: TestOrg;
-let other: TestOrg;
-
-const svc = useTestService();
-beforeAll(async () => {
-  acme = await svc.createOrg('pro');
-  other = await svc.createOrg('free');
-});
+const { svc, orgs } = useTwoOrgs();
 
 describe('API keys', () => {
   it('creates a key, shows it once, lists only its prefix', async () => {
-    const created = await acme.live.post('/v1/api-keys', { name: 'CI' });
+    const created = await orgs.acme.live.post('/v1/api-keys', { name: 'CI' });
     expect(created.status).toBe(201);
     expect(created.body.key).toMatch(/^pk_live_[A-Za-z0-9]{40}$/);
     expect(created.body).toMatchObject({ name: 'CI', permission: 'full_access', domain_id: null });
-    const list = await acme.live.get('/v1/api-keys');
+    const list = await orgs.acme.live.get('/v1/api-keys');
     expect(list.status).toBe(200);
     expect(list.body.object).toBe('list');
     const listed = list.body.data.find((k: any) => k.id === created.body.id);
@@ -30,7 +23,7 @@ describe('API keys', () => {
   });
 
   it('stores only the SHA-256 hash of a key', async () => {
-    const created = await acme.live.post('/v1/api-keys', { name: 'hash check' });
+    const created = await orgs.acme.live.post('/v1/api-keys', { name: 'hash check' });
     const { rows } = await svc.postline.services.db.query('SELECT key_hash FROM api_keys WHERE id = $1', [
       created.body.id,
     ]);
@@ -41,16 +34,16 @@ describe('API keys', () => {
   });
 
   it('refuses a deleted key at once', async () => {
-    const created = await acme.live.post('/v1/api-keys', { name: 'temp' });
+    const created = await orgs.acme.live.post('/v1/api-keys', { name: 'temp' });
     const temp = svc.client(created.body.key);
     expect((await temp.get('/v1/api-keys')).status).toBe(200);
-    const del = await acme.live.delete(`/v1/api-keys/${created.body.id}`);
+    const del = await orgs.acme.live.delete(`/v1/api-keys/${created.body.id}`);
     expect(del.status).toBe(200);
     expect(del.body).toEqual({ id: created.body.id, deleted: true });
     const after = await temp.get('/v1/api-keys');
     expect(after.status).toBe(401);
     expect(after.body.error.code).toBe('invalid_api_key');
-    expect((await acme.live.delete(`/v1/api-keys/${created.body.id}`)).status).toBe(404);
+    expect((await orgs.acme.live.delete(`/v1/api-keys/${created.body.id}`)).status).toBe(404);
   });
 
   it('validates the body', async () => {
@@ -64,7 +57,7 @@ describe('API keys', () => {
       [[1, 2], 'body'],
     ];
     for (const [body, field] of cases) {
-      const r = await acme.live.post('/v1/api-keys', body);
+      const r = await orgs.acme.live.post('/v1/api-keys', body);
       expect(r.status, JSON.stringify(body)).toBe(422);
       expect(r.body.error.code).toBe('validation_error');
       expect(r.body.error.message).toContain(field);
@@ -72,25 +65,28 @@ describe('API keys', () => {
   });
 
   it("keeps organizations apart: another organization's key id is not found", async () => {
-    const mine = await acme.live.post('/v1/api-keys', { name: 'mine' });
-    expect((await other.live.delete(`/v1/api-keys/${mine.body.id}`)).status).toBe(404);
-    const list = await other.live.get('/v1/api-keys');
+    const mine = await orgs.acme.live.post('/v1/api-keys', { name: 'mine' });
+    expect((await orgs.other.live.delete(`/v1/api-keys/${mine.body.id}`)).status).toBe(404);
+    const list = await orgs.other.live.get('/v1/api-keys');
     expect(list.body.data.map((k: any) => k.id)).not.toContain(mine.body.id);
   });
 
   it('keeps test and live apart', async () => {
-    const live = await acme.live.post('/v1/api-keys', { name: 'live one' });
-    const test = await acme.test.post('/v1/api-keys', { name: 'test one' });
+    const live = await orgs.acme.live.post('/v1/api-keys', { name: 'live one' });
+    const test = await orgs.acme.test.post('/v1/api-keys', { name: 'test one' });
     expect(test.body.key).toMatch(/^pk_test_/);
-    const testList = await acme.test.get('/v1/api-keys');
+    const testList = await orgs.acme.test.get('/v1/api-keys');
     expect(testList.body.data.map((k: any) => k.id)).toContain(test.body.id);
     expect(testList.body.data.map((k: any) => k.id)).not.toContain(live.body.id);
     expect(testList.body.data.every((k: any) => k.mode === 'test')).toBe(true);
-    expect((await acme.test.delete(`/v1/api-keys/${live.body.id}`)).status).toBe(404);
+    expect((await orgs.acme.test.delete(`/v1/api-keys/${live.body.id}`)).status).toBe(404);
   });
 
   it('lets a sending_access key send only: managing keys is 403', async () => {
-    const sending = await acme.live.post('/v1/api-keys', { name: 'sender', permission: 'sending_access' });
+    const sending = await orgs.acme.live.post('/v1/api-keys', {
+      name: 'sender',
+      permission: 'sending_access',
+    });
     expect(sending.status).toBe(201);
     const r = await svc.client(sending.body.key).get('/v1/api-keys');
     expect(r.status).toBe(403);

@@ -1,18 +1,11 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { describe, expect, it } from 'vitest';
+import { useTwoOrgs } from '../support/service.ts';
 
-let acme: TestOrg;
-let other: TestOrg;
-
-const svc = useTestService();
-beforeAll(async () => {
-  acme = await svc.createOrg('pro');
-  other = await svc.createOrg('free');
-});
+const { orgs } = useTwoOrgs();
 
 describe('audiences', () => {
   it('create, get, list, rename, delete', async () => {
-    const created = await acme.live.post('/v1/audiences', { name: 'Customers' });
+    const created = await orgs.acme.live.post('/v1/audiences', { name: 'Customers' });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
       object: 'audience',
@@ -22,23 +15,25 @@ describe('audiences', () => {
       updated_at: expect.any(String),
     });
     const id = created.body.id;
-    expect((await acme.live.get(`/v1/audiences/${id}`)).body).toEqual(created.body);
-    const renamed = await acme.live.patch(`/v1/audiences/${id}`, { name: 'Clients' });
+    expect((await orgs.acme.live.get(`/v1/audiences/${id}`)).body).toEqual(created.body);
+    const renamed = await orgs.acme.live.patch(`/v1/audiences/${id}`, { name: 'Clients' });
     expect(renamed.body).toMatchObject({ id, name: 'Clients' });
 
-    const second = await acme.live.post('/v1/audiences', { name: 'Prospects' });
-    const page = await acme.live.get('/v1/audiences?limit=1');
+    const second = await orgs.acme.live.post('/v1/audiences', { name: 'Prospects' });
+    const page = await orgs.acme.live.get('/v1/audiences?limit=1');
     expect(page.body).toMatchObject({ object: 'list', has_more: true });
     expect(page.body.data.map((a: any) => a.id)).toEqual([second.body.id]);
 
-    expect((await acme.live.delete(`/v1/audiences/${id}`)).body).toEqual({ id, deleted: true });
-    expect((await acme.live.get(`/v1/audiences/${id}`)).status).toBe(404);
-    expect((await acme.live.get('/v1/audiences')).body.data.map((a: any) => a.id)).toEqual([second.body.id]);
+    expect((await orgs.acme.live.delete(`/v1/audiences/${id}`)).body).toEqual({ id, deleted: true });
+    expect((await orgs.acme.live.get(`/v1/audiences/${id}`)).status).toBe(404);
+    expect((await orgs.acme.live.get('/v1/audiences')).body.data.map((a: any) => a.id)).toEqual([
+      second.body.id,
+    ]);
   });
 
   it('keeps organizations and modes apart', async () => {
-    const a = await acme.live.post('/v1/audiences', { name: 'Mine' });
-    for (const client of [other.live, acme.test]) {
+    const a = await orgs.acme.live.post('/v1/audiences', { name: 'Mine' });
+    for (const client of [orgs.other.live, orgs.acme.test]) {
       expect((await client.get(`/v1/audiences/${a.body.id}`)).status).toBe(404);
       expect((await client.patch(`/v1/audiences/${a.body.id}`, { name: 'Theirs' })).status).toBe(404);
       expect((await client.delete(`/v1/audiences/${a.body.id}`)).status).toBe(404);
@@ -48,13 +43,13 @@ describe('audiences', () => {
   it.each([[{}], [{ name: '' }], [{ name: 'x'.repeat(101) }], [{ name: 'ok', extra: true }]])(
     'refuses %j with 422',
     async (body) => {
-      const r = await acme.live.post('/v1/audiences', body);
+      const r = await orgs.acme.live.post('/v1/audiences', body);
       expect([r.status, r.body.error.code]).toEqual([422, 'validation_error']);
     },
   );
 
   it('answers 404 for unknown and malformed ids', async () => {
-    expect((await acme.live.get('/v1/audiences/aud_01unknown')).body.error.code).toBe('not_found');
-    expect((await acme.live.delete('/v1/audiences/nope')).status).toBe(404);
+    expect((await orgs.acme.live.get('/v1/audiences/aud_01unknown')).body.error.code).toBe('not_found');
+    expect((await orgs.acme.live.delete('/v1/audiences/nope')).status).toBe(404);
   });
 });

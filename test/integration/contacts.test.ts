@@ -1,18 +1,17 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openPersonalData } from '../../platform/personal-data.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { useTwoOrgs } from '../support/service.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
-let acme: TestOrg;
-let other: TestOrg;
 let receiver: WebhookReceiver;
 
-const svc = useTestService(() => ({ processes: true, env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } }));
+const { svc, orgs } = useTwoOrgs(() => ({
+  processes: true,
+  env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+}));
 beforeAll(async () => {
-  acme = await svc.createOrg('pro');
-  other = await svc.createOrg('free');
   receiver = await startWebhookReceiver();
-  const hook = await acme.live.post('/v1/webhooks', {
+  const hook = await orgs.acme.live.post('/v1/webhooks', {
     url: receiver.url,
     events: ['contact.created', 'contact.updated', 'contact.deleted', 'contact.unsubscribed'],
   });
@@ -21,7 +20,7 @@ beforeAll(async () => {
 });
 
 const contact = (email: string, extra: Record<string, unknown> = {}) =>
-  acme.live.post('/v1/contacts', { email, ...extra });
+  orgs.acme.live.post('/v1/contacts', { email, ...extra });
 
 describe('contacts', () => {
   it('create, get, update, list, delete, with every field', async () => {
@@ -46,23 +45,23 @@ describe('contacts', () => {
       updated_at: expect.any(String),
     });
     const id = created.body.id;
-    expect((await acme.live.get(`/v1/contacts/${id}`)).body).toEqual(created.body);
+    expect((await orgs.acme.live.get(`/v1/contacts/${id}`)).body).toEqual(created.body);
 
-    const updated = await acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', last_name: null });
+    const updated = await orgs.acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', last_name: null });
     expect(updated.body).toMatchObject({ first_name: 'Anna', last_name: null, email: 'Ann.Lee@Example.org' });
     // A change to what is there already appends nothing.
     const history = () => svc.postline.services.store.readStream(`contact-${id}`);
     const before = (await history()).length;
     expect(
-      (await acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', unsubscribed: false })).status,
+      (await orgs.acme.live.patch(`/v1/contacts/${id}`, { first_name: 'Anna', unsubscribed: false })).status,
     ).toBe(200);
     expect((await history()).length).toBe(before);
-    const byEmail = await acme.live.get('/v1/contacts?email=ann.lee@example.ORG');
+    const byEmail = await orgs.acme.live.get('/v1/contacts?email=ann.lee@example.ORG');
     expect(byEmail.body.data.map((c: any) => c.id)).toEqual([id]);
 
-    expect((await acme.live.delete(`/v1/contacts/${id}`)).body).toEqual({ id, deleted: true });
-    expect((await acme.live.get(`/v1/contacts/${id}`)).status).toBe(404);
-    expect((await acme.live.delete(`/v1/contacts/${id}`)).status).toBe(404);
+    expect((await orgs.acme.live.delete(`/v1/contacts/${id}`)).body).toEqual({ id, deleted: true });
+    expect((await orgs.acme.live.get(`/v1/contacts/${id}`)).status).toBe(404);
+    expect((await orgs.acme.live.delete(`/v1/contacts/${id}`)).status).toBe(404);
   });
 
   it('keeps an address to one contact, in any letter case, also across a change of address', async () => {
@@ -70,18 +69,18 @@ describe('contacts', () => {
     const again = await contact('DUP@example.org');
     expect([again.status, again.body.error.code]).toEqual([409, 'contact_exists']);
     const second = await contact('moving@example.org');
-    const taken = await acme.live.patch(`/v1/contacts/${second.body.id}`, { email: 'Dup@Example.org' });
+    const taken = await orgs.acme.live.patch(`/v1/contacts/${second.body.id}`, { email: 'Dup@Example.org' });
     expect([taken.status, taken.body.error.code]).toEqual([409, 'contact_exists']);
     // A change of address frees the old one.
     expect(
-      (await acme.live.patch(`/v1/contacts/${first.body.id}`, { email: 'dup2@example.org' })).status,
+      (await orgs.acme.live.patch(`/v1/contacts/${first.body.id}`, { email: 'dup2@example.org' })).status,
     ).toBe(200);
     expect((await contact('dup@example.org')).status).toBe(201);
     // So does a deletion; another organization or mode may have the address all along.
-    await acme.live.delete(`/v1/contacts/${first.body.id}`);
+    await orgs.acme.live.delete(`/v1/contacts/${first.body.id}`);
     expect((await contact('dup2@example.org')).status).toBe(201);
-    expect((await other.live.post('/v1/contacts', { email: 'dup@example.org' })).status).toBe(201);
-    expect((await acme.test.post('/v1/contacts', { email: 'dup@example.org' })).status).toBe(201);
+    expect((await orgs.other.live.post('/v1/contacts', { email: 'dup@example.org' })).status).toBe(201);
+    expect((await orgs.acme.test.post('/v1/contacts', { email: 'dup@example.org' })).status).toBe(201);
   });
 
   it('forgets a deleted contact: its row is gone and its events can no longer be read', async () => {
@@ -92,27 +91,27 @@ describe('contacts', () => {
     const sealed = (event.data as { personal: string }).personal;
     expect(JSON.stringify(event.data)).not.toContain('forget.me');
     expect(await openPersonalData(db, id, sealed)).toMatchObject({ email: 'forget.me@example.org' });
-    await acme.live.delete(`/v1/contacts/${id}`);
+    await orgs.acme.live.delete(`/v1/contacts/${id}`);
     expect(await openPersonalData(db, id, sealed)).toBeNull();
     const { rows } = await db.query('SELECT count(*)::int AS n FROM contacts WHERE id = $1', [id]);
     expect(rows[0].n).toBe(0);
   });
 
   it('joins and leaves audiences; lists by audience and by unsubscribed', async () => {
-    const audience = (await acme.live.post('/v1/audiences', { name: 'Customers' })).body.id;
+    const audience = (await orgs.acme.live.post('/v1/audiences', { name: 'Customers' })).body.id;
     const a = await contact('member@example.org', { audience_ids: [audience] });
     expect(a.body.audience_ids).toEqual([audience]);
     const b = await contact('joins-later@example.org', { unsubscribed: true });
-    const joined = await acme.live.put(`/v1/audiences/${audience}/contacts/${b.body.id}`);
+    const joined = await orgs.acme.live.put(`/v1/audiences/${audience}/contacts/${b.body.id}`);
     expect(joined.body.audience_ids).toEqual([audience]);
-    expect((await acme.live.put(`/v1/audiences/${audience}/contacts/${b.body.id}`)).status).toBe(200);
-    const members = await acme.live.get(`/v1/contacts?audience_id=${audience}`);
+    expect((await orgs.acme.live.put(`/v1/audiences/${audience}/contacts/${b.body.id}`)).status).toBe(200);
+    const members = await orgs.acme.live.get(`/v1/contacts?audience_id=${audience}`);
     expect(members.body.data.map((c: any) => c.id).sort()).toEqual([a.body.id, b.body.id].sort());
-    const unsubscribed = await acme.live.get(`/v1/contacts?audience_id=${audience}&unsubscribed=true`);
+    const unsubscribed = await orgs.acme.live.get(`/v1/contacts?audience_id=${audience}&unsubscribed=true`);
     expect(unsubscribed.body.data.map((c: any) => c.id)).toEqual([b.body.id]);
-    const left = await acme.live.delete(`/v1/audiences/${audience}/contacts/${a.body.id}`);
+    const left = await orgs.acme.live.delete(`/v1/audiences/${audience}/contacts/${a.body.id}`);
     expect(left.body.audience_ids).toEqual([]);
-    expect((await acme.live.put(`/v1/audiences/aud_01unknown/contacts/${a.body.id}`)).status).toBe(404);
+    expect((await orgs.acme.live.put(`/v1/audiences/aud_01unknown/contacts/${a.body.id}`)).status).toBe(404);
     const unknownAudience = await contact('x@example.org', { audience_ids: ['aud_01unknown'] });
     expect([unknownAudience.status, unknownAudience.body.error.code]).toEqual([422, 'validation_error']);
   });
@@ -120,8 +119,8 @@ describe('contacts', () => {
   it('tells webhooks of each change, without personal data', async () => {
     const created = await contact('hooked@example.org');
     const id = created.body.id;
-    await acme.live.patch(`/v1/contacts/${id}`, { unsubscribed: true });
-    await acme.live.delete(`/v1/contacts/${id}`);
+    await orgs.acme.live.patch(`/v1/contacts/${id}`, { unsubscribed: true });
+    await orgs.acme.live.delete(`/v1/contacts/${id}`);
     await expect
       .poll(
         () => receiver.received.filter((r) => r.payload.data?.contact_id === id).map((r) => r.payload.type),
@@ -134,26 +133,27 @@ describe('contacts', () => {
   });
 
   it("a contact's topics: the defaults until it chooses, its choices after, contact.unsubscribed for an opt-out", async () => {
-    const news = (await acme.live.post('/v1/topics', { name: 'News', default_subscription: 'opt_in' })).body
-      .id;
-    const offers = (await acme.live.post('/v1/topics', { name: 'Offers', default_subscription: 'opt_out' }))
+    const news = (await orgs.acme.live.post('/v1/topics', { name: 'News', default_subscription: 'opt_in' }))
       .body.id;
+    const offers = (
+      await orgs.acme.live.post('/v1/topics', { name: 'Offers', default_subscription: 'opt_out' })
+    ).body.id;
     const c = (await contact('reader@example.org')).body.id;
     const subscriptions = async () =>
       Object.fromEntries(
-        (await acme.live.get(`/v1/contacts/${c}/topics`)).body.data
+        (await orgs.acme.live.get(`/v1/contacts/${c}/topics`)).body.data
           .filter((t: any) => [news, offers].includes(t.id))
           .map((t: any) => [t.name, t.subscription]),
       );
     expect(await subscriptions()).toEqual({ News: 'opt_in', Offers: 'opt_out' });
-    const changed = await acme.live.patch(`/v1/contacts/${c}/topics`, [
+    const changed = await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [
       { topic_id: news, subscription: 'opt_out' },
       { topic_id: offers, subscription: 'opt_in' },
     ]);
     expect(changed.status).toBe(200);
     expect(await subscriptions()).toEqual({ News: 'opt_out', Offers: 'opt_in' });
     // Unsubscribed from one topic, not from everything.
-    expect((await acme.live.get(`/v1/contacts/${c}`)).body.unsubscribed).toBe(false);
+    expect((await orgs.acme.live.get(`/v1/contacts/${c}`)).body.unsubscribed).toBe(false);
     await expect
       .poll(
         () =>
@@ -163,23 +163,24 @@ describe('contacts', () => {
         { timeout: 10_000 },
       )
       .toEqual([news]);
-    const unknown = await acme.live.patch(`/v1/contacts/${c}/topics`, [
+    const unknown = await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [
       { topic_id: 'top_01unknown', subscription: 'opt_in' },
     ]);
     expect([unknown.status, unknown.body.error.code]).toEqual([422, 'validation_error']);
-    const theirs = (await other.live.post('/v1/topics', { name: 'Theirs', default_subscription: 'opt_in' }))
-      .body.id;
+    const theirs = (
+      await orgs.other.live.post('/v1/topics', { name: 'Theirs', default_subscription: 'opt_in' })
+    ).body.id;
     expect(
-      (await acme.live.patch(`/v1/contacts/${c}/topics`, [{ topic_id: theirs, subscription: 'opt_in' }]))
+      (await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [{ topic_id: theirs, subscription: 'opt_in' }]))
         .status,
     ).toBe(422);
-    expect((await acme.live.patch(`/v1/contacts/${c}/topics`, { topic_id: news })).status).toBe(422);
-    expect((await other.live.get(`/v1/contacts/${c}/topics`)).status).toBe(404);
+    expect((await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, { topic_id: news })).status).toBe(422);
+    expect((await orgs.other.live.get(`/v1/contacts/${c}/topics`)).status).toBe(404);
   });
 
   it('keeps organizations and modes apart', async () => {
     const c = await contact('private@example.org');
-    for (const client of [other.live, acme.test]) {
+    for (const client of [orgs.other.live, orgs.acme.test]) {
       expect((await client.get(`/v1/contacts/${c.body.id}`)).status).toBe(404);
       expect((await client.patch(`/v1/contacts/${c.body.id}`, { first_name: 'x' })).status).toBe(404);
       expect((await client.delete(`/v1/contacts/${c.body.id}`)).status).toBe(404);
@@ -197,7 +198,7 @@ describe('contacts', () => {
     [{ email: 'a@example.org', unsubscribed: 'yes' }, 'unsubscribed'],
     [{ email: 'a@example.org', colour: 'red' }, 'colour'],
   ])('refuses %j with 422 naming %s', async (body, field) => {
-    const r = await acme.live.post('/v1/contacts', body);
+    const r = await orgs.acme.live.post('/v1/contacts', body);
     expect([r.status, r.body.error.code]).toEqual([422, 'validation_error']);
     expect(r.body.error.message).toContain(field);
   });

@@ -1,23 +1,16 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isSuppressed } from '../../read-side/suppressions/suppressions.queries.ts';
 import { addSuppression } from '../../write-side/suppressions/suppression.commands.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { type TestOrg, useTwoOrgs } from '../support/service.ts';
 
-let acme: TestOrg;
-let other: TestOrg;
-
-const svc = useTestService();
-beforeAll(async () => {
-  acme = await svc.createOrg('pro');
-  other = await svc.createOrg('free');
-});
+const { svc, orgs } = useTwoOrgs();
 
 const suppressed = (org: TestOrg, mode: 'live' | 'test', address: string) =>
   isSuppressed(svc.postline.services.db, { orgId: org.orgId, mode: mode }, address);
 
 describe('suppressions API', () => {
   it('adds an address (reason manual by default) and lists it', async () => {
-    const r = await acme.live.post('/v1/suppressions', { email: 'ann@example.com' });
+    const r = await orgs.acme.live.post('/v1/suppressions', { email: 'ann@example.com' });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({
       object: 'suppression',
@@ -27,35 +20,38 @@ describe('suppressions API', () => {
     });
     expect(r.body.id).toMatch(/^sup_/);
     expect(Date.parse(r.body.created_at)).not.toBeNaN();
-    const list = await acme.live.get('/v1/suppressions');
+    const list = await orgs.acme.live.get('/v1/suppressions');
     expect(list.status).toBe(200);
     expect(list.body.data).toContainEqual(r.body);
     expect(list.body.has_more).toBe(false);
-    expect(await suppressed(acme, 'live', 'ANN@Example.COM')).toBe(true);
+    expect(await suppressed(orgs.acme, 'live', 'ANN@Example.COM')).toBe(true);
   });
 
   it('returns the existing record for an address already suppressed, in any letter case', async () => {
-    const first = await acme.live.post('/v1/suppressions', { email: 'Bob@Example.com', reason: 'manual' });
-    const again = await acme.live.post('/v1/suppressions', { email: '  bob@EXAMPLE.com ' });
+    const first = await orgs.acme.live.post('/v1/suppressions', {
+      email: 'Bob@Example.com',
+      reason: 'manual',
+    });
+    const again = await orgs.acme.live.post('/v1/suppressions', { email: '  bob@EXAMPLE.com ' });
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    const list = await acme.live.get('/v1/suppressions?limit=100');
+    const list = await orgs.acme.live.get('/v1/suppressions?limit=100');
     expect(list.body.data.filter((s: any) => s.email.toLowerCase() === 'bob@example.com')).toHaveLength(1);
   });
 
   it('deletes by id, after which sends to the address are allowed again', async () => {
-    const s = (await acme.live.post('/v1/suppressions', { email: 'carl@example.com' })).body;
-    const del = await acme.live.delete(`/v1/suppressions/${s.id}`);
+    const s = (await orgs.acme.live.post('/v1/suppressions', { email: 'carl@example.com' })).body;
+    const del = await orgs.acme.live.delete(`/v1/suppressions/${s.id}`);
     expect(del.status).toBe(200);
     expect(del.body).toEqual({ id: s.id, deleted: true });
-    expect(await suppressed(acme, 'live', 'carl@example.com')).toBe(false);
-    expect((await acme.live.get('/v1/suppressions?limit=100')).body.data.map((x: any) => x.id)).not.toContain(
-      s.id,
-    );
-    const again = await acme.live.delete(`/v1/suppressions/${s.id}`);
+    expect(await suppressed(orgs.acme, 'live', 'carl@example.com')).toBe(false);
+    expect(
+      (await orgs.acme.live.get('/v1/suppressions?limit=100')).body.data.map((x: any) => x.id),
+    ).not.toContain(s.id);
+    const again = await orgs.acme.live.delete(`/v1/suppressions/${s.id}`);
     expect(again.status).toBe(404);
     expect(again.body.error.code).toBe('not_found');
-    const readded = await acme.live.post('/v1/suppressions', { email: 'carl@example.com' });
+    const readded = await orgs.acme.live.post('/v1/suppressions', { email: 'carl@example.com' });
     expect(readded.status).toBe(201);
     expect(readded.body.id).not.toBe(s.id);
   });
@@ -73,12 +69,12 @@ describe('suppressions API', () => {
       [['x@example.com'], 'body'],
     ];
     for (const [body, field] of cases) {
-      const r = await acme.live.post('/v1/suppressions', body);
+      const r = await orgs.acme.live.post('/v1/suppressions', body);
       expect(r.status, JSON.stringify(body)).toBe(422);
       expect(r.body.error.code).toBe('validation_error');
       expect(r.body.error.message).toContain(field);
     }
-    const malformed = await acme.live.post('/v1/suppressions', '{"email":');
+    const malformed = await orgs.acme.live.post('/v1/suppressions', '{"email":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('malformed_json');
   });
@@ -118,21 +114,25 @@ describe('suppressions API', () => {
   });
 
   it("answers 404 for unknown ids and another organization's", async () => {
-    const s = (await acme.live.post('/v1/suppressions', { email: 'dora@example.com' })).body;
-    expect((await other.live.delete(`/v1/suppressions/${s.id}`)).status).toBe(404);
-    expect((await other.live.get('/v1/suppressions')).body.data.map((x: any) => x.id)).not.toContain(s.id);
-    expect(await suppressed(other, 'live', 'dora@example.com')).toBe(false);
-    expect((await acme.live.delete('/v1/suppressions/sup_00000000000000000000000000')).status).toBe(404);
-    expect((await acme.live.delete('/v1/suppressions/whatever')).status).toBe(404);
-    expect(await suppressed(acme, 'live', 'dora@example.com')).toBe(true);
+    const s = (await orgs.acme.live.post('/v1/suppressions', { email: 'dora@example.com' })).body;
+    expect((await orgs.other.live.delete(`/v1/suppressions/${s.id}`)).status).toBe(404);
+    expect((await orgs.other.live.get('/v1/suppressions')).body.data.map((x: any) => x.id)).not.toContain(
+      s.id,
+    );
+    expect(await suppressed(orgs.other, 'live', 'dora@example.com')).toBe(false);
+    expect((await orgs.acme.live.delete('/v1/suppressions/sup_00000000000000000000000000')).status).toBe(404);
+    expect((await orgs.acme.live.delete('/v1/suppressions/whatever')).status).toBe(404);
+    expect(await suppressed(orgs.acme, 'live', 'dora@example.com')).toBe(true);
   });
 
   it('keeps test and live lists apart', async () => {
-    const live = (await acme.live.post('/v1/suppressions', { email: 'eve@example.com' })).body;
-    expect(await suppressed(acme, 'test', 'eve@example.com')).toBe(false);
-    expect((await acme.test.get('/v1/suppressions')).body.data.map((x: any) => x.id)).not.toContain(live.id);
-    expect((await acme.test.delete(`/v1/suppressions/${live.id}`)).status).toBe(404);
-    const test = await acme.test.post('/v1/suppressions', { email: 'eve@example.com' });
+    const live = (await orgs.acme.live.post('/v1/suppressions', { email: 'eve@example.com' })).body;
+    expect(await suppressed(orgs.acme, 'test', 'eve@example.com')).toBe(false);
+    expect((await orgs.acme.test.get('/v1/suppressions')).body.data.map((x: any) => x.id)).not.toContain(
+      live.id,
+    );
+    expect((await orgs.acme.test.delete(`/v1/suppressions/${live.id}`)).status).toBe(404);
+    const test = await orgs.acme.test.post('/v1/suppressions', { email: 'eve@example.com' });
     expect(test.status).toBe(201);
     expect(test.body.id).not.toBe(live.id);
   });
@@ -141,7 +141,7 @@ describe('suppressions API', () => {
 describe('suppressions from the delivery path', () => {
   it('adds hard_bounce and complaint suppressions idempotently', async () => {
     const services = svc.postline.services;
-    const meta = { orgId: acme.orgId, mode: 'live' as const, actor: 'system' };
+    const meta = { orgId: orgs.acme.orgId, mode: 'live' as const, actor: 'system' };
     const first = await addSuppression(services, meta, {
       email: 'Fred@Example.com',
       reason: 'hard_bounce',
@@ -157,7 +157,7 @@ describe('suppressions from the delivery path', () => {
     expect(again.created).toBe(false);
     expect(again.suppression).toEqual(first.suppression);
     await services.readYourWrites.waitFor(['suppressions'], first.position);
-    expect(await suppressed(acme, 'live', 'FRED@example.com')).toBe(true);
+    expect(await suppressed(orgs.acme, 'live', 'FRED@example.com')).toBe(true);
     // Concurrent adds of one address: one record, whichever process wins.
     const racing = await Promise.all(
       ['gina@example.com', 'GINA@example.com', 'Gina@Example.com'].map((email) =>

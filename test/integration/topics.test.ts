@@ -1,18 +1,11 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { describe, expect, it } from 'vitest';
+import { useTwoOrgs } from '../support/service.ts';
 
-let acme: TestOrg;
-let other: TestOrg;
-
-const svc = useTestService();
-beforeAll(async () => {
-  acme = await svc.createOrg('pro');
-  other = await svc.createOrg('free');
-});
+const { orgs } = useTwoOrgs();
 
 describe('topics', () => {
   it('create, get, list, update, delete', async () => {
-    const created = await acme.live.post('/v1/topics', {
+    const created = await orgs.acme.live.post('/v1/topics', {
       name: 'Product news',
       default_subscription: 'opt_in',
     });
@@ -27,26 +20,31 @@ describe('topics', () => {
       updated_at: expect.any(String),
     });
     const id = created.body.id;
-    expect((await acme.live.get(`/v1/topics/${id}`)).body).toEqual(created.body);
+    expect((await orgs.acme.live.get(`/v1/topics/${id}`)).body).toEqual(created.body);
 
-    const updated = await acme.live.patch(`/v1/topics/${id}`, { description: 'Once a month' });
+    const updated = await orgs.acme.live.patch(`/v1/topics/${id}`, { description: 'Once a month' });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ id, name: 'Product news', description: 'Once a month' });
 
-    const second = await acme.live.post('/v1/topics', { name: 'Offers', default_subscription: 'opt_out' });
-    const list = await acme.live.get('/v1/topics?limit=1');
+    const second = await orgs.acme.live.post('/v1/topics', {
+      name: 'Offers',
+      default_subscription: 'opt_out',
+    });
+    const list = await orgs.acme.live.get('/v1/topics?limit=1');
     expect(list.body).toMatchObject({ object: 'list', has_more: true });
     expect(list.body.data.map((t: any) => t.id)).toEqual([second.body.id]);
 
-    expect((await acme.live.delete(`/v1/topics/${id}`)).body).toEqual({ id, deleted: true });
-    expect((await acme.live.get(`/v1/topics/${id}`)).status).toBe(404);
-    expect((await acme.live.get('/v1/topics')).body.data.map((t: any) => t.id)).toEqual([second.body.id]);
-    expect((await acme.live.delete(`/v1/topics/${id}`)).status).toBe(404);
+    expect((await orgs.acme.live.delete(`/v1/topics/${id}`)).body).toEqual({ id, deleted: true });
+    expect((await orgs.acme.live.get(`/v1/topics/${id}`)).status).toBe(404);
+    expect((await orgs.acme.live.get('/v1/topics')).body.data.map((t: any) => t.id)).toEqual([
+      second.body.id,
+    ]);
+    expect((await orgs.acme.live.delete(`/v1/topics/${id}`)).status).toBe(404);
   });
 
   it('keeps organizations and modes apart', async () => {
-    const t = await acme.live.post('/v1/topics', { name: 'Mine', default_subscription: 'opt_in' });
-    for (const client of [other.live, acme.test]) {
+    const t = await orgs.acme.live.post('/v1/topics', { name: 'Mine', default_subscription: 'opt_in' });
+    for (const client of [orgs.other.live, orgs.acme.test]) {
       expect((await client.get(`/v1/topics/${t.body.id}`)).status).toBe(404);
       expect((await client.patch(`/v1/topics/${t.body.id}`, { name: 'Theirs' })).status).toBe(404);
       expect((await client.delete(`/v1/topics/${t.body.id}`)).status).toBe(404);
@@ -62,17 +60,17 @@ describe('topics', () => {
     [{ name: 'News', default_subscription: 'sometimes' }, 'default_subscription'],
     [{ name: 'News', default_subscription: 'opt_in', colour: 'red' }, 'colour'],
   ])('refuses %j with 422 naming %s', async (body, field) => {
-    const r = await acme.live.post('/v1/topics', body);
+    const r = await orgs.acme.live.post('/v1/topics', body);
     expect(r.status).toBe(422);
     expect(r.body.error.code).toBe('validation_error');
     expect(r.body.error.message).toContain(field);
   });
 
   it('refuses a change of the default subscription and an unknown id', async () => {
-    const t = await acme.live.post('/v1/topics', { name: 'Fixed', default_subscription: 'opt_in' });
-    const r = await acme.live.patch(`/v1/topics/${t.body.id}`, { default_subscription: 'opt_out' });
+    const t = await orgs.acme.live.post('/v1/topics', { name: 'Fixed', default_subscription: 'opt_in' });
+    const r = await orgs.acme.live.patch(`/v1/topics/${t.body.id}`, { default_subscription: 'opt_out' });
     expect([r.status, r.body.error.code]).toEqual([422, 'validation_error']);
-    expect((await acme.live.get('/v1/topics/top_01unknown')).body.error.code).toBe('not_found');
-    expect((await acme.live.patch('/v1/topics/not-an-id', { name: 'x' })).status).toBe(404);
+    expect((await orgs.acme.live.get('/v1/topics/top_01unknown')).body.error.code).toBe('not_found');
+    expect((await orgs.acme.live.patch('/v1/topics/not-an-id', { name: 'x' })).status).toBe(404);
   });
 });

@@ -177,3 +177,17 @@ export function useTestService(options: TestServiceOptions | (() => TestServiceO
     close: async () => {},
   };
 }
+
+/**
+ * A test service with two organizations, made before the tests: `acme` on Pro, whose requests the tests make, and
+ * `other` on Free, whose requests must never see acme's data.
+ */
+export function useTwoOrgs(options: TestServiceOptions | (() => TestServiceOptions) = {}) {
+  const svc = useTestService(options);
+  const orgs = {} as { acme: TestOrg; other: TestOrg };
+  beforeAll(async () => {
+    orgs.acme = await svc.createOrg('pro');
+    orgs.other = await svc.createOrg('free');
+  });
+  return { svc, orgs };
+}
