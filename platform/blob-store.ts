@@ -23,6 +23,9 @@ async function withFile(path: string, flags: string, use: (file: FileHandle) => 
   }
 }
 
+/** How long a download link works. */
+const DOWNLOAD_URL_TTL_MS = 3600_000;
+
 export interface BlobWriter {
   readonly key: string;
   /** Bytes written so far. */
@@ -218,20 +221,23 @@ export class BlobStore {
       .digest('base64url');
   }
 
-  /** A URL under `baseUrl` that serves the blob until `expiresAt`, as `filename` with `contentType`. */
-  signedUrl(
-    baseUrl: string,
-    key: string,
-    o: { filename: string; contentType: string; expiresAt: Date },
-  ): string {
-    const expires = Math.floor(o.expiresAt.getTime() / 1000);
+  /**
+   * A link under `baseUrl` that serves the blob as `filename` with `contentType` for DOWNLOAD_URL_TTL_MS from
+   * `now`, and when it expires: the API's `download_url` and `expires_at`.
+   */
+  downloadLink(baseUrl: string, key: string, o: { filename: string; contentType: string; now: Date }) {
+    const expiresAt = new Date(o.now.getTime() + DOWNLOAD_URL_TTL_MS);
+    const expires = Math.floor(expiresAt.getTime() / 1000);
     const q = new URLSearchParams({
       expires: String(expires),
       filename: o.filename,
       type: o.contentType,
       sig: this.#sign(key, expires, o.filename, o.contentType),
     });
-    return `${baseUrl.replace(/\/$/, '')}/blobs/${key}?${q}`;
+    return {
+      download_url: `${baseUrl.replace(/\/$/, '')}/blobs/${key}?${q}`,
+      expires_at: expiresAt.toISOString(),
+    };
   }
 
   /** GET /blobs/:key: checks signature and expiry (against `now`), then streams the file. 404 hides which check failed. */

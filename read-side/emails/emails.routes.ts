@@ -17,9 +17,6 @@ import {
   monthlyUsage,
 } from './emails.queries.ts';
 
-/** How long an attachment's download_url works. */
-export const DOWNLOAD_URL_TTL_MS = 3600_000;
-
 const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 const listFilters = {
   status: z.enum(EMAIL_STATUSES).optional(),
@@ -79,13 +76,12 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
     const rows = await listAttachments(services.db, req.auth, req.params.email_id);
     const a = rows.find((r) => r.id === req.params.attachment_id);
     if (!a) throw notFound('Attachment', req.params.attachment_id);
-    const expiresAt = new Date(services.clock.now().getTime() + DOWNLOAD_URL_TTL_MS);
-    const url = blobStoreFor(services.config).signedUrl(services.config.PUBLIC_URL, a.blob_key, {
+    const link = blobStoreFor(services.config).downloadLink(services.config.PUBLIC_URL, a.blob_key, {
       filename: a.filename,
       contentType: a.content_type,
-      expiresAt,
+      now: services.clock.now(),
     });
-    return ok({ ...attachment(a), download_url: url, expires_at: expiresAt.toISOString() });
+    return ok({ ...attachment(a), ...link });
   });
 
   // Monthly usage per mode: the Free plan's hard stop and the overage Pro and Business pay for.

@@ -55,9 +55,6 @@ export function receivedEmailsDueForPurge(db: Database, before: Date, limit: num
     .execute();
 }
 
-/** How long a received email's download links work. */
-const DOWNLOAD_URL_TTL_MS = 3600_000;
-
 export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachment) => ({
   object: 'received_attachment',
   id: a.attachmentId,
@@ -68,21 +65,18 @@ export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachm
   size: a.size,
 });
 
-/** A signed link to a blob, valid for an hour. */
-export function downloadLink(
+/** A signed link to one of its blobs (platform/blob-store.ts). */
+export const downloadLink = (
   services: Pick<Services, 'config' | 'clock'>,
   key: string,
   filename: string,
   contentType: string,
-) {
-  const expiresAt = new Date(services.clock.now().getTime() + DOWNLOAD_URL_TTL_MS);
-  const url = blobStoreFor(services.config).signedUrl(services.config.PUBLIC_URL, key, {
+) =>
+  blobStoreFor(services.config).downloadLink(services.config.PUBLIC_URL, key, {
     filename,
     contentType,
-    expiresAt,
+    now: services.clock.now(),
   });
-  return { download_url: url, expires_at: expiresAt.toISOString() };
-}
 
 /** The ReceivedEmail of the API; its bodies and headers are read from the blob store until the retention ends. */
 export async function receivedEmailJson(services: Pick<Services, 'config'>, row: ReceivedEmailRow) {
