@@ -7,6 +7,12 @@ export interface DomainEvent<T extends string = string, D = unknown> {
   data: D;
 }
 
+/**
+ * A command union without the fields a command handler fills in itself (ids, caller, time), each member on its
+ * own: what a handler's callers give.
+ */
+export type Without<C, K extends PropertyKey> = C extends unknown ? Omit<C, K> : never;
+
 /** A pure aggregate: state from events, events from a command. No I/O, no clock, no randomness. */
 export interface Decider<C, E extends DomainEvent, S> {
   initialState: S;

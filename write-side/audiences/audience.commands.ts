@@ -1,4 +1,4 @@
-import { handleCommand } from '../../platform/eventstore/command.ts';
+import { handleCommand, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
@@ -6,15 +6,13 @@ import { type AudienceCommand, audienceDecider } from './audience.decider.ts';
 import { audienceStream } from './audience.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock'>;
-/** A command without what `onAudience` fills in (each member of the union on its own). */
-type Given<C> = C extends unknown ? Omit<C, 'audienceId' | 'orgId' | 'mode' | 'at'> : never;
 
 /** Runs a command on an audience of the caller's organization and mode. */
 async function onAudience(
   services: Deps,
   meta: EventMetadata,
   audienceId: string,
-  command: Given<AudienceCommand>,
+  command: Without<AudienceCommand, 'audienceId' | 'orgId' | 'mode' | 'at'>,
 ) {
   const result = await handleCommand(
     services.store,

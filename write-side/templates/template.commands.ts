@@ -1,4 +1,4 @@
-import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import { handleCommand, rebuildState, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
@@ -34,11 +34,6 @@ const templateSlot = (plan: Plan, id: string) => {
 
 const newVersionId = (services: Pick<Services, 'clock'>) => newId('tmplv', services.clock.now().getTime());
 
-/** A creating command without what `newTemplate` fills in (each member of the union on its own). */
-type Creation<C> = C extends unknown
-  ? Omit<C, 'templateId' | 'versionId' | 'orgId' | 'mode' | 'plan' | 'activeTemplates' | 'at'>
-  : never;
-
 /**
  * A new template under a plan slot: `command` is the creation's own part (fields, or the source to copy); the
  * ids, owner, plan and time are filled in here.
@@ -48,7 +43,10 @@ async function newTemplate(
   meta: EventMetadata,
   plan: Plan,
   chosenId: string | undefined,
-  command: Creation<Extract<TemplateCommand, { type: 'CreateTemplate' | 'DuplicateTemplate' }>>,
+  command: Without<
+    Extract<TemplateCommand, { type: 'CreateTemplate' | 'DuplicateTemplate' }>,
+    'templateId' | 'versionId' | 'orgId' | 'mode' | 'plan' | 'activeTemplates' | 'at'
+  >,
 ) {
   const templateId = chosenId ?? newId('tmpl', services.clock.now().getTime());
   return withPlanSlot(services, meta, TEMPLATE_SLOTS, templateSlot(plan, templateId), async (held) => {

@@ -1,4 +1,4 @@
-import { handleCommand } from '../../platform/eventstore/command.ts';
+import { handleCommand, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
@@ -6,11 +6,14 @@ import { type TopicCommand, topicDecider } from './topic.decider.ts';
 import { type DefaultSubscription, topicStream } from './topic.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock'>;
-/** A command without what `onTopic` fills in (each member of the union on its own). */
-type Given<C> = C extends unknown ? Omit<C, 'topicId' | 'orgId' | 'mode' | 'at'> : never;
 
 /** Runs a command on a topic of the caller's organization and mode. */
-async function onTopic(services: Deps, meta: EventMetadata, topicId: string, command: Given<TopicCommand>) {
+async function onTopic(
+  services: Deps,
+  meta: EventMetadata,
+  topicId: string,
+  command: Without<TopicCommand, 'topicId' | 'orgId' | 'mode' | 'at'>,
+) {
   const result = await handleCommand(
     services.store,
     topicStream(topicId),
