@@ -1,3 +1,4 @@
+import { buffer } from 'node:stream/consumers';
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { type BlobWriter, blobStoreFor } from '../platform/blob-store.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
@@ -167,7 +168,10 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     const inbound = recipients.filter((a) => !isReportAddress(a));
     if (inbound.length > 0) await receive(blob, synced, inbound, session);
-    if (inbound.length < recipients.length) await readReports(await synced, inbound.length > 0, session);
+    if (inbound.length < recipients.length) {
+      await synced;
+      await readReports(blob, inbound.length > 0, session);
+    }
     return '2.0.0 Ok: received';
   }
 
@@ -231,8 +235,9 @@ export function mxHooks(door: FrontDoor, services: Services) {
    * Reads the message as a bounce or complaint for the emails its return paths name. Its stored copy is kept
    * when it matched nothing (for an operator to look at) or was received too; else it is removed.
    */
-  async function readReports(rawKey: string, received: boolean, session: SMTPServerSession) {
-    const report = await readReport(await blobs.get(rawKey)).catch((): Report => ({ kind: 'other' }));
+  async function readReports(blob: BlobWriter, received: boolean, session: SMTPServerSession) {
+    const rawKey = blob.key;
+    const report = await readReport(await buffer(blob.reader())).catch((): Report => ({ kind: 'other' }));
     const emailIds = new Set<string>();
     for (const { address } of session.envelope.rcptTo) {
       const emailId =
