@@ -2,6 +2,16 @@ import { openPersonalData } from '../platform/personal-data.ts';
 import type { ContactEvent, ContactPersonalData } from '../write-side/contacts/contact.events.ts';
 import type { Projection } from './projection.ts';
 
+/** The id and personal columns of a contact's row, in the order both statements below name them. */
+const personalColumns = (contactId: string, p: ContactPersonalData) => [
+  contactId,
+  p.email,
+  p.email.toLowerCase(),
+  p.firstName,
+  p.lastName,
+  JSON.stringify(p.properties),
+];
+
 /**
  * Contacts and their audiences. Personal data is opened as it is applied: a contact whose data was forgotten
  * (deleted since) is left out, as its deletion will remove it anyway.
@@ -24,20 +34,15 @@ export const contactsProjection: Projection<ContactEvent> = {
         const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
         if (!p) return;
         await tx.query(
-          `INSERT INTO contacts (id, org_id, mode, email, email_lower, first_name, last_name, unsubscribed, properties,
-             consent_given_at, created_at, updated_at)
+          `INSERT INTO contacts (id, email, email_lower, first_name, last_name, properties, unsubscribed,
+             consent_given_at, org_id, mode, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) ON CONFLICT (id) DO NOTHING`,
           [
-            d.contactId,
+            ...personalColumns(d.contactId, p),
+            d.unsubscribed,
+            d.consentGivenAt,
             d.orgId,
             d.mode,
-            p.email,
-            p.email.toLowerCase(),
-            p.firstName,
-            p.lastName,
-            d.unsubscribed,
-            JSON.stringify(p.properties),
-            d.consentGivenAt,
             d.createdAt,
           ],
         );
@@ -53,19 +58,9 @@ export const contactsProjection: Projection<ContactEvent> = {
         const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
         if (!p) return;
         await tx.query(
-          `UPDATE contacts SET email = $2, email_lower = $3, first_name = $4, last_name = $5, unsubscribed = $6,
-             properties = $7, consent_given_at = $8, updated_at = $9 WHERE id = $1`,
-          [
-            d.contactId,
-            p.email,
-            p.email.toLowerCase(),
-            p.firstName,
-            p.lastName,
-            d.unsubscribed,
-            JSON.stringify(p.properties),
-            d.consentGivenAt,
-            d.updatedAt,
-          ],
+          `UPDATE contacts SET email = $2, email_lower = $3, first_name = $4, last_name = $5, properties = $6,
+             unsubscribed = $7, consent_given_at = $8, updated_at = $9 WHERE id = $1`,
+          [...personalColumns(d.contactId, p), d.unsubscribed, d.consentGivenAt, d.updatedAt],
         );
         return;
       }
