@@ -111,6 +111,8 @@ const schema = z.object({
   POSTLINE_MX_HOST: z.string().default('mx.postline.localhost'),
   POSTLINE_TRACKING_HOST: z.string().optional(),
   POSTLINE_RETURN_PATH_SUBDOMAIN: z.string().default('bounces'),
+  /** Contacts a broadcast turns into emails per step (one append round and one progress event each). */
+  BROADCAST_EXPANSION_BATCH: z.coerce.number().int().min(1).max(5000).default(500),
   OUTBOUND_SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(25),
   SMARTHOST_URL: url(['smtp:', 'smtps:']).optional(),
   /** false accepts self-signed receivers and smarthosts (tests, private relays). */

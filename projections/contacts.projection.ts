@@ -25,6 +25,7 @@ export const contactsProjection: Projection<ContactEvent> = {
     'ContactAddedToAudience',
     'ContactRemovedFromAudience',
     'ContactTopicSubscriptionChanged',
+    'ContactUnsubscribed',
     'ContactDeleted',
   ],
   async apply(tx, e) {
@@ -82,6 +83,14 @@ export const contactsProjection: Projection<ContactEvent> = {
            ON CONFLICT (contact_id, topic_id) DO UPDATE SET subscription = excluded.subscription`,
           [e.data.contactId, e.data.topicId, e.data.subscription],
         );
+        return;
+      case 'ContactUnsubscribed':
+        // From a topic: its ContactTopicSubscriptionChanged says so. From everything: the flag.
+        if (!e.data.topicId)
+          await tx.query('UPDATE contacts SET unsubscribed = true, updated_at = $2 WHERE id = $1', [
+            e.data.contactId,
+            e.data.unsubscribedAt,
+          ]);
         return;
       case 'ContactDeleted':
         await tx.query('DELETE FROM contact_topics WHERE contact_id = $1', [e.data.contactId]);

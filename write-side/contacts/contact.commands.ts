@@ -217,3 +217,34 @@ export async function setContactTopics(
   );
   return { position: result.position };
 }
+
+/**
+ * An unsubscribe link followed (RFC 8058): from the topic, when the broadcast had one, else from everything. A
+ * contact unsubscribed already, or deleted meanwhile, changes nothing.
+ */
+export async function unsubscribeContact(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  from: { topicId: string | null; broadcastId: string | null },
+) {
+  const topic = from.topicId ? await findTopic(services.db, meta, from.topicId) : null;
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    {
+      type: 'UnsubscribeContact',
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      // A topic deleted since: the contact leaves everything rather than nothing.
+      topicId: topic ? from.topicId : null,
+      topicDefault: topic?.default_subscription ?? null,
+      broadcastId: from.broadcastId,
+      at: at(services),
+    },
+    meta,
+  );
+  return { position: result.position };
+}

@@ -1,0 +1,52 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+const EMAIL_ID = /^em_[0-9a-z]{1,60}$/;
+
+/**
+ * Unsubscribe tokens: `<email id>-<mac>`, the mac an HMAC of the id under a key derived from POSTLINE_SECRET_KEY.
+ * The email names its broadcast, contact and topic, so a token unsubscribes exactly that contact and cannot be
+ * made for another. Lower-case letters and digits only, and short enough for an address's local part (64
+ * characters): the same token serves the URL and the `mailto:` of List-Unsubscribe, whose local part a mail
+ * server may lower-case.
+ */
+export class UnsubscribeTokens {
+  readonly #key: Buffer;
+
+  constructor(secretKeyBase64: string) {
+    this.#key = createHash('sha256')
+      .update('postline unsubscribe\0')
+      .update(Buffer.from(secretKeyBase64, 'base64'))
+      .digest();
+  }
+
+  #mac(emailId: string): string {
+    const bytes = createHmac('sha256', this.#key).update(emailId).digest().subarray(0, 10);
+    let bits = 0;
+    let value = 0;
+    let out = '';
+    for (const b of bytes) {
+      value = (value << 8) | b;
+      bits += 8;
+      while (bits >= 5) {
+        out += CROCKFORD[(value >>> (bits - 5)) & 31];
+        bits -= 5;
+      }
+    }
+    return out;
+  }
+
+  sign(emailId: string): string {
+    return `${emailId}-${this.#mac(emailId)}`;
+  }
+
+  /** The email id a token was signed for, or null. */
+  verify(token: string): string | null {
+    const [emailId, mac, ...rest] = token.toLowerCase().split('-');
+    if (rest.length > 0 || !emailId || !mac || !EMAIL_ID.test(emailId)) return null;
+    const expected = this.#mac(emailId);
+    if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected)))
+      return null;
+    return emailId;
+  }
+}
