@@ -3,7 +3,6 @@ import { AppError } from '../../platform/errors.ts';
 import { handleCommand, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { encodeTime } from '../../platform/ids.ts';
-import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { type AudienceRecipient, audienceRecipients } from '../../read-side/contacts/contacts.queries.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
@@ -19,17 +18,7 @@ import { type BroadcastCommand, broadcastDecider } from './broadcast.decider.ts'
 import { type BroadcastContent, broadcastStream, type SkippedRecipients } from './broadcast.events.ts';
 import type { RecipientData } from './broadcast-content.ts';
 import { withFooter } from './broadcast-content.ts';
-import { UnsubscribeTokens } from './unsubscribe-token.ts';
-
-const tokensByConfig = new WeakMap<object, UnsubscribeTokens>();
-export function unsubscribeTokens(config: Services['config']): UnsubscribeTokens {
-  let tokens = tokensByConfig.get(config);
-  if (!tokens) {
-    tokens = new UnsubscribeTokens(resolveSecretKey(config));
-    tokensByConfig.set(config, tokens);
-  }
-  return tokens;
-}
+import { unsubscribeMailbox, unsubscribeTokens } from './unsubscribe.commands.ts';
 
 /**
  * The email id a contact gets from a broadcast: the same on every attempt, so a step done again after a crash
@@ -205,7 +194,7 @@ export async function expandNextBatch(
         subject: body.subject,
         ...withFooter(body, domain?.impressum ?? null, unsubscribeUrl),
         headers: {
-          'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:unsubscribe+${token}@${returnPath}>`,
+          'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${unsubscribeMailbox(token, returnPath)}>`,
           'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
         },
         tags: [],

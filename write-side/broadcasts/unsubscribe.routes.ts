@@ -4,8 +4,7 @@ import type { Services } from '../../platform/services.ts';
 import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { setContactTopics } from '../contacts/contact.commands.ts';
-import { unsubscribeTokens } from './broadcast-expansion.commands.ts';
-import { type UnsubscribeTarget, unsubscribeFrom, unsubscribeTarget } from './unsubscribe.ts';
+import { type UnsubscribeTarget, unsubscribeFrom, unsubscribeTarget } from './unsubscribe.commands.ts';
 
 const esc = (s: string) => Handlebars.Utils.escapeExpression(s);
 
@@ -52,11 +51,7 @@ function formOf(req: express.Request): { oneClick: boolean; preferences?: Set<st
  * page's button) unsubscribes at once. A token that does not verify gets a friendly page, never an error dump.
  */
 export function mountUnsubscribe(app: express.Express, services: Services): void {
-  const tokens = unsubscribeTokens(services.config);
-  const target = async (token: string) => {
-    const emailId = tokens.verify(token);
-    return emailId ? unsubscribeTarget(services, emailId) : null;
-  };
+  const target = (token: string) => unsubscribeTarget(services, token);
   const describe = async (t: UnsubscribeTarget) => {
     const topic = t.topicId ? await findTopic(services.db, t.meta, t.topicId) : null;
     return topic ? `emails about “${topic.name}”` : `all emails from ${t.from}`;
