@@ -139,7 +139,9 @@ describe('a live broadcast, end to end', () => {
     });
     expect(dkim.results[0].status.result).toBe('pass');
     expect(dkim.results[0].signingDomain).toBe('acme-news.test');
-    const signed = dkim.results[0].signingHeaders.keys.split(':').map((k: string) => k.trim().toLowerCase());
+    const signed = (dkim.results[0] as unknown as { signingHeaders: { keys: string } }).signingHeaders.keys
+      .split(':')
+      .map((k: string) => k.trim().toLowerCase());
     expect(signed).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post']));
 
     // A link scanner fetching the URL changes nothing.
