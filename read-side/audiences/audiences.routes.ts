@@ -2,12 +2,12 @@ import { notFound } from '../../platform/errors.ts';
 import { parsePage } from '../../platform/http/pagination.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
-import { findAudience, listAudiences } from './audiences.queries.ts';
+import { findAudienceWithCount, listAudiences } from './audiences.queries.ts';
 
 export function audienceQueryRoutes(api: ApiRouter, services: Services) {
   api.get('/audiences', async (req) => ok(await listAudiences(services.db, req.auth, parsePage(req.query))));
   api.get('/audiences/:audience_id', async (req) => {
-    const audience = await findAudience(services.db, req.auth, req.params.audience_id);
+    const audience = await findAudienceWithCount(services.db, req.auth, req.params.audience_id);
     if (!audience) throw notFound('Audience', req.params.audience_id);
     return ok(audience);
   });
