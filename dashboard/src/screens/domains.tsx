@@ -132,8 +132,19 @@ export function Domain({ id }: { id: string }) {
         <Status loaded={domain} what="this domain" />
       </section>
     );
-  const setFlag = (flag: 'open_tracking' | 'click_tracking' | 'inbound_enabled', value: boolean) =>
-    toggle.run(async () => setCurrent(await patch<DomainJson>(`/domains/${d.id}`, { [flag]: value })));
+  // Shown switched at once; the answer (or, on an error, the domain as it was) replaces it.
+  const setFlag = (flag: 'open_tracking' | 'click_tracking' | 'inbound_enabled', value: boolean) => {
+    const before = d;
+    setCurrent({ ...d, [flag]: value });
+    toggle.run(async () => {
+      try {
+        setCurrent(await patch<DomainJson>(`/domains/${d.id}`, { [flag]: value }));
+      } catch (e) {
+        setCurrent(before);
+        throw e;
+      }
+    });
+  };
   return (
     <section>
       <p>
