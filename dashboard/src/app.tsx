@@ -99,7 +99,7 @@ export function App() {
   const mode = modeOf(key);
   const section = `/${path.split('/')[1] ?? ''}`;
   return (
-    <div class={`shell mode-${mode ?? 'unknown'}`}>
+    <div class={`shell shell-${mode ?? 'unknown'}`}>
       <a class="skip" href="#main">
         Skip to content
       </a>

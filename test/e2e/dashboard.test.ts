@@ -151,6 +151,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
   const shot = async (name: string) => {
     if (!SCREENSHOTS) return;
     mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.evaluate(() => scrollTo(0, 0));
     await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false });
   };
   const signIn = async (key: string) => {
