@@ -209,6 +209,11 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     expect(await page.getByText('Remote images are blocked').count()).toBe(1);
     expect(await page.getByText('Hello', { exact: true }).count()).toBe(1); // the text part
     await shot('email');
+    // No request for the remote image so far (it would be in `foreign`); asked for, the frame loads it.
+    expect(foreign).toEqual([]);
+    await page.getByRole('button', { name: 'Load remote images' }).click();
+    await expect.poll(() => foreign).toEqual(['https://images.example/logo.png']);
+    foreign.length = 0; // the one request to another host the test asked for
 
     // The list filters by the API's filters.
     await go('/emails?status=delivered');
@@ -304,6 +309,26 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     // The bounce put the address on the suppression list.
     await go('/suppressions');
     await page.getByText('bounced@simulator.postline.dev').waitFor({ timeout: 20_000 });
+    // A received email (injected, as test mode allows) is listed and opens with its parts.
+    const inbound = await org.test.post('/v1/emails/received', {
+      raw: 'From: Ann <ann@customer.example>\nTo: support@acme.example\nSubject: Where is my order?\nMessage-ID: <q1@customer.example>\nContent-Type: text/plain\n\nHello, order 42 has not arrived.\n',
+    });
+    expect(inbound.status, JSON.stringify(inbound.body)).toBe(201);
+    await go('/received');
+    await page.getByRole('link', { name: 'Where is my order?' }).click();
+    await page.getByText('Hello, order 42 has not arrived.').waitFor();
+    // Contacts, audiences and topics with their counts.
+    const audience = await org.test.post('/v1/audiences', { name: 'Customers' });
+    expect(audience.status, JSON.stringify(audience.body)).toBe(201);
+    const contact = await org.test.post('/v1/contacts', { email: 'ann@customer.example', first_name: 'Ann' });
+    expect(contact.status, JSON.stringify(contact.body)).toBe(201);
+    expect(
+      (await org.test.put(`/v1/audiences/${audience.body.id}/contacts/${contact.body.id}`)).status,
+    ).toBeLessThan(300);
+    await go('/contacts');
+    const row = page.locator('tr', { hasText: 'Customers' });
+    await row.waitFor();
+    expect(await row.locator('td').nth(1).textContent()).toBe('1');
   }, 60_000);
 
   it('is usable at 375 px: nothing wider than the screen, the menu opens', async () => {
