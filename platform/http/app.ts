@@ -7,6 +7,7 @@ import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import type { Authenticate } from './auth-context.ts';
 import { AuthFailureLimit } from './auth-failure-limit.ts';
+import { mountDashboard } from './dashboard.ts';
 import type { HttpDrain } from './drain.ts';
 import { applyRateLimit, limitRequest, publicRateKey } from './rate-limit-middleware.ts';
 import { ApiRouter } from './router.ts';
@@ -28,6 +29,8 @@ export interface HttpAppOptions {
   mount?: (app: express.Express) => void;
   /** Graceful shutdown: requests in flight are tracked, new ones turned away once it drains. */
   drain?: HttpDrain;
+  /** The built dashboard (`dashboard/dist`), served at `/` beside the API; only with a router. */
+  dashboardDir?: string;
 }
 
 /**
@@ -231,6 +234,9 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
     throw new AppError('route_not_found', `No route ${req.method} ${req.baseUrl}${req.path}.`);
   });
   app.use('/v1', v1);
+  // After every other handler, so it never takes their paths; what is not a page falls through to the JSON 404.
+  if (options.dashboardDir && !mountDashboard(app, options.dashboardDir))
+    services.log.warn({ dir: options.dashboardDir }, 'dashboard bundle missing: `/` serves no dashboard');
   app.use((req) => {
     throw new AppError('route_not_found', `No route ${req.method} ${req.path}; the API lives under /v1.`);
   });
