@@ -1,0 +1,123 @@
+/**
+ * `npm run bench:broadcast`: a broadcast to a large audience, against what the API does for the same emails. See
+ * bench/README.md.
+ *
+ * - Expansion: a test-mode broadcast to an audience of BENCH_CONTACTS contacts, sent, then expanded by the broadcast
+ *   process until `BroadcastSent`: emails/s into the log. Beside it, in the same run, the batch API
+ *   (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted emails/s.
+ *
+ * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), TEST_DATABASE_ADMIN_URL (as the tests).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startPostline } from '../bin/service.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { BroadcastExpansionProcess } from '../processes/broadcasts/broadcast-expansion.process.ts';
+import { createTestDatabaseUrl } from '../test/support/databases.ts';
+import { readBroadcast } from '../write-side/broadcasts/broadcast.commands.ts';
+import { createOrganization } from '../write-side/organizations/organization.commands.ts';
+import { cpuMeter, cpuText } from './cpu.ts';
+import { seedAudience } from './seed-audience.ts';
+
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const BATCH_CONNECTIONS = 20;
+
+const autocannon = (await import('autocannon' as string)).default as (
+  o: Record<string, unknown>,
+) => Promise<any>;
+const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);
+
+const { url, drop } = await createTestDatabaseUrl();
+const dataDir = mkdtempSync(join(tmpdir(), 'postline-bench-broadcast-'));
+const config = loadConfig({
+  PORT: '0',
+  DATABASE_URL: url,
+  POSTLINE_DATA_DIR: dataDir,
+  POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_RPS: '1000000',
+  RATE_LIMIT_BATCH_RPS: '1000000',
+});
+const postline = await startPostline(config, { processes: false, smtp: false, log: createLogger('warn') });
+const meter = cpuMeter(url);
+const results: string[] = [];
+try {
+  const org = await createOrganization(postline.services, { name: 'Bench', plan: 'business' });
+  await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
+  const api = `http://127.0.0.1:${postline.port}/v1`;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await request(`${api}${path}`, {
+      method: method as 'POST',
+      headers: { authorization: `Bearer ${org.testKey}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await r.body.json()) as any;
+    if (r.statusCode >= 300) throw new Error(`${method} ${path}: ${r.statusCode} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  const audience = await call('POST', '/audiences', { name: 'Everyone' });
+  await seedAudience(postline.services, org, audience.id, CONTACTS, results);
+
+  // Expansion: send, then the broadcast process until the broadcast is sent.
+  const broadcast = await call('POST', '/broadcasts', {
+    name: 'Bench',
+    audience_id: audience.id,
+    from: 'Acme <news@acme-bench.test>',
+    subject: 'News for {{contact.first_name}}',
+    html: '<p>Hello {{contact.first_name}}, here is what is new this month.</p>',
+    text: 'Hello {{contact.first_name}}, here is what is new this month.',
+  });
+  const expansion = new BroadcastExpansionProcess(postline.services);
+  const before = meter.sample();
+  const started = performance.now();
+  await call('POST', `/broadcasts/${broadcast.id}/send`, {});
+  let queued = 0;
+  for (;;) {
+    queued += await expansion.runOnce();
+    const { state } = await readBroadcast(postline.services, broadcast.id);
+    if (state.exists && state.status === 'sent') break;
+  }
+  const expandMs = performance.now() - started;
+  const expandCpu = meter.per(before, meter.sample(), queued);
+  results.push(
+    `expansion: ${queued} emails in ${(expandMs / 1000).toFixed(1)} s, ${rate(queued, expandMs)} emails/s into the log (${cpuText(expandCpu)} per email)`,
+  );
+
+  // The batch API on the same service, same database.
+  const batch = Array.from({ length: 100 }, (_, i) => ({
+    from: 'Acme <news@acme-bench.test>',
+    to: [`reader${i}@example.org`],
+    subject: 'News for Ann',
+    html: '<p>Hello Ann, here is what is new this month.</p>',
+    text: 'Hello Ann, here is what is new this month.',
+  }));
+  const beforeBatch = meter.sample();
+  const r = await autocannon({
+    url: `${api}/emails/batch`,
+    method: 'POST',
+    connections: BATCH_CONNECTIONS,
+    duration: SECONDS,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+    body: JSON.stringify(batch),
+  });
+  const batchEmails = r['2xx'] * 100;
+  const batchCpu = meter.per(beforeBatch, meter.sample(), Math.max(1, batchEmails));
+  const batchRate = Math.round(batchEmails / SECONDS);
+  results.push(
+    `batch API: ${batchRate} emails/s (${BATCH_CONNECTIONS} connections, ${r.non2xx + r.errors} errors; ${cpuText(batchCpu)} per email)`,
+  );
+  results.push(
+    `expansion / batch API: ${Math.round((rate(queued, expandMs) / batchRate) * 100)}% (aim: at least 100%)`,
+  );
+} finally {
+  await postline.close();
+  await drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+console.log(`\nbench:broadcast (${CONTACTS} contacts)\n${results.map((l) => `  ${l}`).join('\n')}`);
