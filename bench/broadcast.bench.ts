@@ -42,6 +42,9 @@ const config = loadConfig({
   LOG_LEVEL: 'warn',
   RATE_LIMIT_RPS: '1000000',
   RATE_LIMIT_BATCH_RPS: '1000000',
+  ...(process.env.BROADCAST_EXPANSION_BATCH && {
+    BROADCAST_EXPANSION_BATCH: process.env.BROADCAST_EXPANSION_BATCH,
+  }),
 });
 const postline = await startPostline(config, { processes: false, smtp: false, log: createLogger('warn') });
 const meter = cpuMeter(url);

@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { broadcastDecider } from '../../write-side/broadcasts/broadcast.decider.ts';
 import type { BroadcastContent, BroadcastEvent } from '../../write-side/broadcasts/broadcast.events.ts';
@@ -202,6 +203,17 @@ describe('unsubscribe tokens', () => {
     expect(`unsubscribe+${token}`.length).toBeLessThanOrEqual(64);
     expect(tokens.verify(token)).toBe('em_01jq3v0000abcdefghjkmnpqrs');
     expect(tokens.verify(token.toUpperCase())).toBe('em_01jq3v0000abcdefghjkmnpqrs');
+  });
+  it('carry HMAC-SHA-256 of the id under the derived key (RFC 2104)', () => {
+    const secret = Buffer.alloc(32, 1);
+    const key = createHash('sha256').update('postline unsubscribe\0').update(secret).digest();
+    const id = 'em_01jq3v0000abcdefghjkmnpqrs';
+    const mac = tokens.sign(id).split('-')[1];
+    let bits = 0n;
+    for (const c of mac) bits = bits * 32n + BigInt('0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c));
+    expect(bits.toString(16).padStart(20, '0')).toBe(
+      createHmac('sha256', key).update(id).digest().subarray(0, 10).toString('hex'),
+    );
   });
   it('cannot be made for another email, or under another key', () => {
     const token = tokens.sign('em_01jq3v0000abcdefghjkmnpqrs');

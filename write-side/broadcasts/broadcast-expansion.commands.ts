@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
@@ -26,7 +26,7 @@ import { unsubscribeMailbox, unsubscribeTokens } from './unsubscribe.commands.ts
  * broadcast's start, like every id.
  */
 export function broadcastEmailId(broadcastId: string, contactId: string, startedAt: string): string {
-  const digest = createHash('sha256').update(`${broadcastId}\0${contactId}`).digest();
+  const digest = hash('sha256', `${broadcastId}\0${contactId}`, 'buffer');
   const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
   const random = [...digest.subarray(0, 16)].map((b) => CROCKFORD[b % 32]).join('');
   return `em_${encodeTime(Date.parse(startedAt))}${random}`;
