@@ -22,8 +22,8 @@ export class UnsubscribeTokens {
       .digest();
     const block = Buffer.alloc(64);
     key.copy(block);
-    this.#innerPad = block.map((b) => b ^ 0x36);
-    this.#outerPad = block.map((b) => b ^ 0x5c);
+    this.#innerPad = Buffer.from(block.map((b) => b ^ 0x36));
+    this.#outerPad = Buffer.from(block.map((b) => b ^ 0x5c));
   }
 
   /**
