@@ -29,7 +29,9 @@ export const BROADCAST_EXPANSIONS: DueTable = {
   key: { broadcast_id: 'text' },
   dueAt: 'due_at',
   columns: [],
-  leaseMs: 120_000,
+  // Several claims' worth of steps (STEPS_PER_CLAIM_MS and the step under way): only a crashed process's runs out,
+  // and then another resumes the broadcast within half a minute.
+  leaseMs: 30_000,
 };
 
 const TYPES: BroadcastEvent['type'][] = [
