@@ -5,6 +5,7 @@
  * - Expansion: a test-mode broadcast to an audience of BENCH_CONTACTS contacts, sent, then expanded by the broadcast
  *   process until `BroadcastSent`: emails/s into the log. Beside it, in the same run, the batch API
  *   (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted emails/s.
+ * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a second broadcast expands.
  *
  * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), TEST_DATABASE_ADMIN_URL (as the tests).
  */
@@ -27,10 +28,19 @@ const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const BATCH_CONNECTIONS = 20;
 
+/** A run of autocannon: awaited for its results, or stopped early. */
 const autocannon = (await import('autocannon' as string)).default as (
   o: Record<string, unknown>,
-) => Promise<any>;
+) => Promise<any> & { stop(): void };
 const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);
+const content = (audienceId: string) => ({
+  name: 'Bench',
+  audience_id: audienceId,
+  from: 'Acme <news@acme-bench.test>',
+  subject: 'News for {{contact.first_name}}',
+  html: '<p>Hello {{contact.first_name}}, here is what is new this month.</p>',
+  text: 'Hello {{contact.first_name}}, here is what is new this month.',
+});
 
 const { url, drop } = await createTestDatabaseUrl();
 const dataDir = mkdtempSync(join(tmpdir(), 'postline-bench-broadcast-'));
@@ -68,28 +78,43 @@ try {
   await seedAudience(postline.services, org, audience.id, CONTACTS, results);
 
   // Expansion: send, then the broadcast process until the broadcast is sent.
-  const broadcast = await call('POST', '/broadcasts', {
-    name: 'Bench',
-    audience_id: audience.id,
-    from: 'Acme <news@acme-bench.test>',
-    subject: 'News for {{contact.first_name}}',
-    html: '<p>Hello {{contact.first_name}}, here is what is new this month.</p>',
-    text: 'Hello {{contact.first_name}}, here is what is new this month.',
-  });
   const expansion = new BroadcastExpansionProcess(postline.services);
+  /** Sends a new broadcast to the audience and runs the process until it is sent; emails queued and ms taken. */
+  const expand = async () => {
+    const broadcast = await call('POST', '/broadcasts', content(audience.id));
+    const started = performance.now();
+    await call('POST', `/broadcasts/${broadcast.id}/send`, {});
+    let queued = 0;
+    for (;;) {
+      queued += await expansion.runOnce();
+      const { state } = await readBroadcast(postline.services, broadcast.id);
+      if (state.exists && state.status === 'sent') break;
+    }
+    return { queued, ms: performance.now() - started };
+  };
   const before = meter.sample();
-  const started = performance.now();
-  await call('POST', `/broadcasts/${broadcast.id}/send`, {});
-  let queued = 0;
-  for (;;) {
-    queued += await expansion.runOnce();
-    const { state } = await readBroadcast(postline.services, broadcast.id);
-    if (state.exists && state.status === 'sent') break;
-  }
-  const expandMs = performance.now() - started;
+  const { queued, ms: expandMs } = await expand();
   const expandCpu = meter.per(before, meter.sample(), queued);
   results.push(
     `expansion: ${queued} emails in ${(expandMs / 1000).toFixed(1)} s, ${rate(queued, expandMs)} emails/s into the log (${cpuText(expandCpu)} per email)`,
+  );
+
+  // Single sends (5 connections) alone, then while a second broadcast to the same audience expands.
+  const single = {
+    url: `${api}/emails`,
+    method: 'POST',
+    connections: 5,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+    body: JSON.stringify({ from: 'news@acme-bench.test', to: 'ann@example.org', subject: 'Hi', text: 'Hi' }),
+  };
+  const quiet = await autocannon({ ...single, duration: 3 });
+  const sends = autocannon({ ...single, duration: 600 });
+  const second = await expand();
+  sends.stop();
+  const busy = await sends;
+  results.push(
+    `POST /v1/emails (5 connections): p50/p99 ${quiet.latency.p50}/${quiet.latency.p99} ms alone, ` +
+      `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(second.queued, second.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
   );
 
   // The batch API on the same service, same database.
