@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
-import { encodeTime } from '../../platform/ids.ts';
+import { base32, encodeTime } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { type AudienceRecipient, audienceRecipients } from '../../read-side/contacts/contacts.queries.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
@@ -27,9 +27,7 @@ import { unsubscribeMailbox, unsubscribeTokens } from './unsubscribe.commands.ts
  */
 export function broadcastEmailId(broadcastId: string, contactId: string, startedAt: string): string {
   const digest = hash('sha256', `${broadcastId}\0${contactId}`, 'buffer');
-  const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
-  const random = [...digest.subarray(0, 16)].map((b) => CROCKFORD[b % 32]).join('');
-  return `em_${encodeTime(Date.parse(startedAt))}${random}`;
+  return `em_${encodeTime(Date.parse(startedAt))}${base32(digest.subarray(0, 10))}`;
 }
 
 /** Why a contact is not sent to, or null when it is. */

@@ -1,6 +1,6 @@
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
+import { base32 } from '../../platform/ids.ts';
 
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 const EMAIL_ID = /^em_[0-9a-z]{1,60}$/;
 
 /**
@@ -32,19 +32,7 @@ export class UnsubscribeTokens {
    */
   #mac(emailId: string): string {
     const inner = hash('sha256', Buffer.concat([this.#innerPad, Buffer.from(emailId)]), 'buffer');
-    const bytes = hash('sha256', Buffer.concat([this.#outerPad, inner]), 'buffer').subarray(0, 10);
-    let bits = 0;
-    let value = 0;
-    let out = '';
-    for (const b of bytes) {
-      value = (value << 8) | b;
-      bits += 8;
-      while (bits >= 5) {
-        out += CROCKFORD[(value >>> (bits - 5)) & 31];
-        bits -= 5;
-      }
-    }
-    return out;
+    return base32(hash('sha256', Buffer.concat([this.#outerPad, inner]), 'buffer').subarray(0, 10));
   }
 
   sign(emailId: string): string {
