@@ -1,6 +1,5 @@
 import { hash } from 'node:crypto';
 import { AppError } from '../../platform/errors.ts';
-import { handleCommand, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { base32, encodeTime } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
@@ -13,9 +12,8 @@ import { acceptPrepared, consumeQuota } from '../emails/email.commands.ts';
 import type { EmailContent } from '../emails/email.events.ts';
 import { renderVersion } from '../templates/render.ts';
 import { renderPart } from '../templates/sandbox.ts';
-import { readBroadcast } from './broadcast.commands.ts';
-import { type BroadcastCommand, broadcastDecider } from './broadcast.decider.ts';
-import { type BroadcastContent, broadcastStream, type SkippedRecipients } from './broadcast.events.ts';
+import { readBroadcast, runBroadcast } from './broadcast.commands.ts';
+import type { BroadcastContent, SkippedRecipients } from './broadcast.events.ts';
 import type { RecipientData } from './broadcast-content.ts';
 import { withFooter } from './broadcast-content.ts';
 import { unsubscribeMailbox, unsubscribeTokens } from './unsubscribe.commands.ts';
@@ -90,20 +88,8 @@ export async function expandNextBatch(
   let { state } = await readBroadcast(services, broadcastId);
   if (!state.exists || state.deleted) return { next: null, queued: 0 };
   const meta: EventMetadata = { orgId: state.orgId, mode: state.mode, actor: 'system' };
-  const decide = (command: Without<BroadcastCommand, 'broadcastId' | 'orgId' | 'mode' | 'at'>) =>
-    handleCommand(
-      services.store,
-      broadcastStream(broadcastId),
-      broadcastDecider,
-      {
-        ...command,
-        broadcastId,
-        orgId: meta.orgId,
-        mode: meta.mode,
-        at: services.clock.now().toISOString(),
-      } as BroadcastCommand,
-      meta,
-    );
+  const decide = (command: Parameters<typeof runBroadcast>[3]) =>
+    runBroadcast(services, meta, broadcastId, command);
   if (state.status === 'scheduled') state = (await decide({ type: 'StartSending' })).state;
   if (!state.exists) return { next: null, queued: 0 };
   // Not due yet (rescheduled): its time; canceled or finished meanwhile: nothing more.

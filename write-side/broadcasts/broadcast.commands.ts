@@ -1,5 +1,5 @@
 import { AppError, notFound } from '../../platform/errors.ts';
-import { handleCommand, rebuildState, type Without } from '../../platform/eventstore/command.ts';
+import { rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
@@ -12,7 +12,7 @@ import { findPublishedVersion } from '../../read-side/templates/templates.querie
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { domainOf, parseMailbox } from '../emails/addresses.ts';
 import { EMAIL_LIMITS } from '../emails/limits.ts';
-import { type BroadcastCommand, broadcastDecider } from './broadcast.decider.ts';
+import { broadcastDecider } from './broadcast.decider.ts';
 import { type BroadcastContent, broadcastStream } from './broadcast.events.ts';
 import { checkBroadcastContent } from './broadcast-content.ts';
 
@@ -27,27 +27,11 @@ export async function readBroadcast(services: Pick<Services, 'store'>, broadcast
 }
 
 /** Runs a command on a broadcast of the caller's organization and mode. */
-async function onBroadcast(
-  services: Deps,
-  meta: EventMetadata,
-  broadcastId: string,
-  command: Without<BroadcastCommand, 'broadcastId' | 'orgId' | 'mode' | 'at'>,
-) {
-  const result = await handleCommand(
-    services.store,
-    broadcastStream(broadcastId),
-    broadcastDecider,
-    {
-      ...command,
-      broadcastId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      at: services.clock.now().toISOString(),
-    } as BroadcastCommand,
-    meta,
-  );
-  return { broadcastId, position: result.position, state: result.state };
-}
+export const runBroadcast = tenantCommands(broadcastStream, broadcastDecider, 'broadcastId');
+const onBroadcast = async (...args: Parameters<typeof runBroadcast>) => ({
+  broadcastId: args[2],
+  position: (await runBroadcast(...args)).position,
+});
 
 /** The content's rules, then what it names: a From address, the audience, the topic, the template. */
 async function checkContent(services: Deps, tenant: Tenant, content: BroadcastContent) {
