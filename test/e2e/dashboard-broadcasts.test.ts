@@ -139,7 +139,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     });
     // The draft can still be edited; sending waits for unsaved changes.
     await page.getByLabel('Reply-to (optional)').fill('help@acme.example');
-    expect(await page.getByRole('button', { name: 'Send now' }).isDisabled()).toBe(true);
+    await expect.poll(() => page.getByRole('button', { name: 'Send now' }).isDisabled()).toBe(true);
     await page.getByRole('button', { name: 'Save draft' }).click();
     await expect.poll(() => page.getByRole('button', { name: 'Send now' }).isDisabled()).toBe(false);
     expect(ok(await org.test.get(`/v1/broadcasts/${id}`)).reply_to).toEqual(['help@acme.example']);
@@ -164,7 +164,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await row.waitFor();
     expect(await row.locator('.badge').textContent()).toBe('sent');
     expect(await row.locator('td.recipients').textContent()).toBe('2');
-    expect(await row.textContent()).toContain('Newsletter');
+    await expect.poll(() => row.textContent()).toContain('Newsletter'); // the audience's name, loaded beside
   }, 90_000);
 
   it('schedules a draft and cancels it; deletes another draft', async () => {

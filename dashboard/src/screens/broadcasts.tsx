@@ -490,6 +490,14 @@ export function Broadcast({ id }: { id: string }) {
     const t = setInterval(loaded.reload, 2000);
     return () => clearInterval(t);
   }, [following]);
+  // A scheduled one is read again when its time comes (setTimeout takes up to about 24 days).
+  useEffect(() => {
+    if (b?.status !== 'scheduled' || !b.send_at) return;
+    const delay = Math.max(Date.parse(b.send_at) - Date.now() + 1000, 1000);
+    if (delay > 2 ** 31 - 1) return;
+    const t = setTimeout(loaded.reload, delay);
+    return () => clearTimeout(t);
+  }, [b?.status, b?.send_at]);
   const save = useAction();
   const act = useAction();
   const [dirty, setDirty] = useState(false);
