@@ -320,6 +320,39 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await row.getByText('attempt 2:').waitFor();
   }, 60_000);
 
+  it('with a live key: says live mode, and a refused send names its field', async () => {
+    const audience = ok(await org.live.post('/v1/audiences', { name: 'Live readers' }), 201);
+    const draft = ok(
+      await org.live.post('/v1/broadcasts', {
+        name: 'Live news',
+        audience_id: audience.id,
+        from: 'news@not-ours.example',
+        subject: 'Hello',
+        text: 'Hi',
+      }),
+      201,
+    );
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').fill(org.liveKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+    await go('/broadcasts');
+    await page.getByRole('link', { name: 'Live news' }).waitFor();
+    expect(await page.getByRole('link', { name: 'September news' }).count()).toBe(0); // test data stays apart
+    await page.getByRole('link', { name: 'Live news' }).click();
+    await page.locator('.send-panel').getByText('Live mode:').waitFor();
+    acceptNextDialog();
+    await page.getByRole('button', { name: 'Send now' }).click();
+    const error = page.locator('#f-from-error');
+    await error.waitFor();
+    expect(await error.textContent()).toContain('not a domain of this organization');
+    expect(ok(await org.live.get(`/v1/broadcasts/${draft.id}`)).status).toBe('draft');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').fill(org.testKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+  });
+
   it('is usable at 375 px', async () => {
     await page.setViewportSize({ width: 375, height: 760 });
     const list = ok(await org.test.get('/v1/broadcasts'));
