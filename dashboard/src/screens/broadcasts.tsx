@@ -482,14 +482,18 @@ export function Broadcast({ id }: { id: string }) {
   const pickers = usePickers();
   const b = loaded.data;
   // While it is being sent, and while its emails are on their way (queued, or sent without an outcome yet).
+  // Every 2 s while emails are being made or queued; every 10 s while only outcomes are awaited (a delayed
+  // recipient can keep an email `sent` for hours).
   const c = b?.counts;
-  const unsettled = !!c && (c.queued > 0 || c.sent > c.delivered + c.bounced);
-  const following = !!b && (FOLLOW.has(b.status) || (b.status === 'sent' && unsettled));
+  const busy = !!b && (FOLLOW.has(b.status) || (b.status === 'sent' && !!c && c.queued > 0));
+  const unsettled = !!b && b.status === 'sent' && !!c && c.sent > c.delivered + c.bounced;
+  const following = busy || unsettled;
+  const every = busy ? 2000 : 10_000;
   useEffect(() => {
     if (!following) return;
-    const t = setInterval(loaded.reload, 2000);
+    const t = setInterval(loaded.reload, every);
     return () => clearInterval(t);
-  }, [following]);
+  }, [following, every]);
   // A scheduled one is read again when its time comes (setTimeout takes up to about 24 days).
   useEffect(() => {
     if (b?.status !== 'scheduled' || !b.send_at) return;
