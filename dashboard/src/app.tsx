@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { clearKey, type Mode, modeOf, setUnauthorizedHandler, storedKey } from './api.ts';
 import { navigate, useLocation } from './router.ts';
 import { ApiKeys } from './screens/api-keys.tsx';
+import { Broadcast, Broadcasts, NewBroadcast } from './screens/broadcasts.tsx';
 import { Contacts } from './screens/contacts.tsx';
 import { Domain, Domains } from './screens/domains.tsx';
 import { Email } from './screens/email.tsx';
@@ -17,6 +18,7 @@ import { Link } from './ui.tsx';
 const NAV: [string, string][] = [
   ['/', 'Overview'],
   ['/emails', 'Emails'],
+  ['/broadcasts', 'Broadcasts'],
   ['/domains', 'Domains'],
   ['/templates', 'Templates'],
   ['/webhooks', 'Webhooks'],
@@ -33,6 +35,9 @@ function screenFor(path: string) {
       return <Overview />;
     case 'emails':
       return id ? <Email id={decodeURIComponent(id)} /> : <Emails />;
+    case 'broadcasts':
+      if (id === 'new') return <NewBroadcast />;
+      return id ? <Broadcast id={decodeURIComponent(id)} /> : <Broadcasts />;
     case 'domains':
       return id ? <Domain id={decodeURIComponent(id)} /> : <Domains />;
     case 'templates':

@@ -1,4 +1,4 @@
-import { listAll } from '../api.ts';
+import { get, listAll } from '../api.ts';
 import { Empty, Status, Time, useLoad } from '../ui.tsx';
 
 interface Contact {
@@ -14,6 +14,8 @@ interface Audience {
   id: string;
   name: string;
   created_at: string;
+  /** Only when read alone (GET /v1/audiences/{id}). */
+  contacts?: number;
 }
 interface Topic {
   id: string;
@@ -23,19 +25,27 @@ interface Topic {
   created_at: string;
 }
 
-/** Contacts, audiences and topics, with counts computed from the lists (up to 1,000 contacts). */
+/** Audiences whose members are counted by the API, one request each; any beyond show no count. */
+const COUNTED_AUDIENCES = 50;
+
+/**
+ * Contacts, audiences and topics. An audience's member count is the API's (`GET /v1/audiences/{id}`); the
+ * contact totals are counted from the list (up to 1,000 contacts).
+ */
 export function Contacts() {
   const loaded = useLoad(async () => {
-    const [contacts, audiences, topics] = await Promise.all([
+    const [contacts, listed, topics] = await Promise.all([
       listAll<Contact>('/contacts'),
       listAll<Audience>('/audiences'),
       listAll<Topic>('/topics'),
     ]);
+    const counted = await Promise.all(
+      listed.data.slice(0, COUNTED_AUDIENCES).map((a) => get<Audience>(`/audiences/${a.id}`)),
+    );
+    const audiences = { ...listed, data: listed.data.map((a, i) => counted[i] ?? a) };
     return { contacts, audiences, topics };
   }, []);
   const d = loaded.data;
-  const members = (audienceId: string) =>
-    d?.contacts.data.filter((c) => c.audience_ids.includes(audienceId)).length ?? 0;
   const more = d && !d.contacts.complete ? '+' : '';
   return (
     <section>
@@ -82,10 +92,7 @@ export function Contacts() {
                   {d.audiences.data.map((a) => (
                     <tr key={a.id}>
                       <td>{a.name}</td>
-                      <td>
-                        {members(a.id)}
-                        {more}
-                      </td>
+                      <td>{a.contacts ?? <span class="muted">—</span>}</td>
                       <td>
                         <Time value={a.created_at} />
                       </td>

@@ -355,7 +355,7 @@ function Schedule({ email, onChange }: { email: FullEmail; onChange: () => void 
   );
 }
 
-function toLocalInput(iso: string) {
+export function toLocalInput(iso: string) {
   const d = new Date(iso);
   const pad = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
