@@ -9,18 +9,14 @@
  *
  * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), TEST_DATABASE_ADMIN_URL (as the tests).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { startPostline } from '../bin/service.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
 import { BroadcastExpansionProcess } from '../processes/broadcasts/broadcast-expansion.process.ts';
-import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { readBroadcast } from '../write-side/broadcasts/broadcast.commands.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
+import { benchDatabase } from './bench-database.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
 import { seedAudience } from './seed-audience.ts';
 
@@ -42,16 +38,9 @@ const content = (audienceId: string) => ({
   text: 'Hello {{contact.first_name}}, here is what is new this month.',
 });
 
-const { url, drop } = await createTestDatabaseUrl();
-const dataDir = mkdtempSync(join(tmpdir(), 'postline-bench-broadcast-'));
+const { url, env, dispose } = await benchDatabase('broadcast');
 const config = loadConfig({
-  PORT: '0',
-  DATABASE_URL: url,
-  POSTLINE_DATA_DIR: dataDir,
-  POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_RPS: '1000000',
-  RATE_LIMIT_BATCH_RPS: '1000000',
+  ...env,
   ...(process.env.BROADCAST_EXPANSION_BATCH && {
     BROADCAST_EXPANSION_BATCH: process.env.BROADCAST_EXPANSION_BATCH,
   }),
@@ -145,7 +134,6 @@ try {
   );
 } finally {
   await postline.close();
-  await drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await dispose();
 }
 console.log(`\nbench:broadcast (${CONTACTS} contacts)\n${results.map((l) => `  ${l}`).join('\n')}`);

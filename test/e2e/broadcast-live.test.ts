@@ -1,13 +1,11 @@
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth';
 import nodemailer from 'nodemailer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { addVerifiedDomain } from '../support/domains.ts';
+import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
-import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import type { TestOrg } from '../support/service.ts';
 
 /**
  * A broadcast as a user sends one, with every process of `npm start` running: a live key, a verified domain with
@@ -16,29 +14,12 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * sent to Postline's own MX.
  */
 
-let dns: TestDnsServer;
-let sink: SmtpSink;
-let receiver: WebhookReceiver;
 let acme: TestOrg;
-
-beforeAll(async () => {
-  dns = await startDnsServer();
-  sink = await startSmtpSink();
-  receiver = await startWebhookReceiver();
-  recipientDomainOnLoopback(dns);
-});
-const svc = useTestService(() => ({
-  processes: true,
-  env: {
-    ...domainEnv(dns),
-    OUTBOUND_SMTP_PORT: String(sink.port),
-    OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-    SMTP_MX_PORT: '0',
-  },
-}));
+const live = useLiveService({ env: { SMTP_MX_PORT: '0' } });
+const { svc } = live;
 beforeAll(async () => {
   acme = await svc.createOrg('pro');
-  const domain = await addVerifiedDomain(acme.live, dns, 'acme-news.test');
+  const domain = await addVerifiedDomain(acme.live, live.dns, 'acme-news.test');
   const impressum = {
     company_name: 'Acme News GmbH',
     address: 'Hauptstraße 1, 10115 Berlin',
@@ -46,13 +27,11 @@ beforeAll(async () => {
     email: 'legal@acme-news.test',
   };
   expect((await acme.live.patch(`/v1/domains/${domain.id}`, { impressum })).status).toBe(200);
-  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['contact.unsubscribed'] });
-  receiver.secrets.push(hook.body.signing_secret);
-});
-afterAll(async () => {
-  await sink?.close();
-  await receiver?.close();
-  await dns?.close();
+  const hook = await acme.live.post('/v1/webhooks', {
+    url: live.receiver.url,
+    events: ['contact.unsubscribed'],
+  });
+  live.receiver.secrets.push(hook.body.signing_secret);
 });
 
 const created = async (path: string, body: unknown) => {
@@ -73,7 +52,7 @@ const contact = async (id: string) => (await acme.live.get(`/v1/contacts/${id}`)
 const reachable = (url: string) => url.replace(/^http:\/\/[^/]+/, svc.baseUrl);
 /** The contact.unsubscribed deliveries for `contactId` so far. */
 const unsubscribedHooks = (contactId: string) =>
-  receiver.received.filter((r) => r.payload.data.contact_id === contactId);
+  live.receiver.received.filter((r) => r.payload.data.contact_id === contactId);
 
 /** Sends a live broadcast to `audience` and returns the one message the receiving server got for it. */
 async function sendBroadcast(audience: string, topic: string | null) {
@@ -86,10 +65,10 @@ async function sendBroadcast(audience: string, topic: string | null) {
     html: '<html><body><p>Hello {{contact.first_name}}, your plan: {{contact.properties.plan}}</p></body></html>',
     text: 'Hello {{contact.first_name}}',
   });
-  sink.reset();
+  live.sink.reset();
   const sent = await acme.live.post(`/v1/broadcasts/${id}/send`, {});
   expect(sent.body.status, JSON.stringify(sent.body)).toBe('sending');
-  const [message] = await sink.waitForMessages(1);
+  const [message] = await live.sink.waitForMessages(1);
   const broadcast = await until(
     async () => (await acme.live.get(`/v1/broadcasts/${id}`)).body,
     (b) => b.status === 'sent' && b.counts.delivered === 1,
@@ -116,7 +95,7 @@ describe('a live broadcast, end to end', () => {
     const { message, broadcast } = await sendBroadcast(audience, topic);
     expect(broadcast.counts).toMatchObject({ recipients: 1, sent: 1, delivered: 1, bounced: 0 });
     expect(broadcast.progress.skipped).toMatchObject({ unsubscribed: 1, suppressed: 1, not_subscribed: 1 });
-    expect(sink.messages.flatMap((m) => m.rcptTo)).toEqual(['ann@rcpt.test']);
+    expect(live.sink.messages.flatMap((m) => m.rcptTo)).toEqual(['ann@rcpt.test']);
 
     const parsed = parseMime(message.raw);
     const header = (name: string) => parsed.headers.get(name);
@@ -132,7 +111,7 @@ describe('a live broadcast, end to end', () => {
     expect(html).toContain(`<a href="${url}" data-postline-untracked>Unsubscribe</a>`);
 
     const resolver = new Resolver();
-    resolver.setServers([dns.serverAddress]);
+    resolver.setServers([live.dns.serverAddress]);
     const dkim = await dkimVerify(message.raw, {
       resolver: async (name: string, type: string) =>
         type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
