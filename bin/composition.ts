@@ -19,6 +19,11 @@ import type { ApiRouter } from '../platform/http/router.ts';
 import { mountMetrics, type QueueDepths } from '../platform/metrics.ts';
 import { personalDataMigrations } from '../platform/personal-data.ts';
 import type { Services } from '../platform/services.ts';
+import {
+  CONTACT_IMPORT_JOBS,
+  ContactImportProcess,
+  contactImportMigrations,
+} from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
@@ -37,6 +42,7 @@ import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
 import { audiencesProjection } from '../projections/audiences.projection.ts';
+import { contactImportsProjection } from '../projections/contact-imports.projection.ts';
 import { contactsProjection } from '../projections/contacts.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
@@ -50,6 +56,8 @@ import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
 import { apiKeysMigrations } from '../read-side/api-keys/api-keys.schema.ts';
 import { audienceQueryRoutes } from '../read-side/audiences/audiences.routes.ts';
 import { audiencesMigrations } from '../read-side/audiences/audiences.schema.ts';
+import { contactImportQueryRoutes } from '../read-side/contact-imports/contact-imports.routes.ts';
+import { contactImportsMigrations } from '../read-side/contact-imports/contact-imports.schema.ts';
 import { contactQueryRoutes } from '../read-side/contacts/contacts.routes.ts';
 import { contactsMigrations } from '../read-side/contacts/contacts.schema.ts';
 import { findDomainById } from '../read-side/domains/domains.queries.ts';
@@ -69,6 +77,7 @@ import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
 import { audienceCommandRoutes } from '../write-side/audiences/audience.routes.ts';
+import { contactImportCommandRoutes } from '../write-side/contact-imports/contact-import.routes.ts';
 import { contactCommandRoutes } from '../write-side/contacts/contact.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
@@ -95,6 +104,7 @@ export const migrations: Migration[] = [
   ...audiencesMigrations,
   ...personalDataMigrations,
   ...contactsMigrations,
+  ...contactImportsMigrations,
   ...emailsMigrations,
   ...receivedEmailsMigrations,
   ...schedulerMigrations,
@@ -102,6 +112,7 @@ export const migrations: Migration[] = [
   ...deliveryMigrations,
   ...webhooksMigrations,
   ...webhookProcessMigrations,
+  ...contactImportMigrations,
 ];
 
 export const projections: Projection[] = [
@@ -112,6 +123,7 @@ export const projections: Projection[] = [
   topicsProjection,
   audiencesProjection,
   contactsProjection,
+  contactImportsProjection,
   emailsProjection,
   receivedEmailsProjection,
   webhooksProjection,
@@ -137,6 +149,8 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   audienceQueryRoutes(api, services);
   contactCommandRoutes(api, services);
   contactQueryRoutes(api, services);
+  contactImportCommandRoutes(api, services);
+  contactImportQueryRoutes(api, services);
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.
@@ -151,6 +165,7 @@ const queueDepths: QueueDepths = {
   deliveries_due: (db, now) => queueDepth(db, DELIVERY_JOBS, now),
   webhook_attempts_due: (db, now) => dueAttempts(db, now),
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
+  contact_imports: (db) => queueDepth(db, CONTACT_IMPORT_JOBS),
 };
 
 /**
@@ -178,6 +193,7 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
     new SchedulerProcess(services),
     new SimulatorProcess(services),
     new DeliveryProcess(services),
+    new ContactImportProcess(services),
   ];
 }
 

@@ -35,7 +35,10 @@ async function keyOf(db: Queryable, subject: string, create: boolean): Promise<B
 
 /** `value` sealed for `subject` (its key made on first use): the text an event carries. */
 export async function sealPersonalData(db: Queryable, subject: string, value: unknown): Promise<string> {
-  const key = (await keyOf(db, subject, true))!;
+  return seal((await keyOf(db, subject, true))!, subject, value);
+}
+
+function seal(key: Buffer, subject: string, value: unknown): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(subject));
@@ -66,4 +69,27 @@ export async function openPersonalData<T>(db: Queryable, subject: string, sealed
 /** Deletes `subject`'s key: everything sealed for it is unreadable from now on. */
 export async function forgetPersonalData(db: Queryable, subject: string): Promise<void> {
   await db.query('DELETE FROM personal_data_keys WHERE subject = $1', [subject]);
+}
+
+/**
+ * Each value sealed for its subject, as `sealPersonalData` does, in two statements whatever their number (a
+ * contact import seals hundreds at once). Subjects must differ.
+ */
+export async function sealPersonalDataMany(
+  db: Queryable,
+  items: { subject: string; value: unknown }[],
+): Promise<string[]> {
+  if (items.length === 0) return [];
+  const subjects = items.map((i) => i.subject);
+  await db.query(
+    `INSERT INTO personal_data_keys (subject, key)
+     SELECT s, decode(k, 'hex') FROM unnest($1::text[], $2::text[]) AS x(s, k) ON CONFLICT (subject) DO NOTHING`,
+    [subjects, items.map(() => randomBytes(32).toString('hex'))],
+  );
+  const { rows } = await db.query<{ subject: string; key: Buffer }>(
+    'SELECT subject, key FROM personal_data_keys WHERE subject = ANY($1::text[])',
+    [subjects],
+  );
+  const keys = new Map(rows.map((r) => [r.subject, r.key]));
+  return items.map(({ subject, value }) => seal(keys.get(subject)!, subject, value));
 }
