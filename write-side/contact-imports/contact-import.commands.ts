@@ -20,9 +20,10 @@ import {
 import {
   type ContactImportCommand,
   type ContactImportState,
+  type ContactImportStatus,
   contactImportDecider,
 } from './contact-import.decider.ts';
-import { contactImportStream, type InvalidRow } from './contact-import.events.ts';
+import { type ContactImportEvent, contactImportStream, type InvalidRow } from './contact-import.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 
@@ -267,4 +268,36 @@ export async function workContactImport(
     if (error instanceof CsvFileError) return fail(error);
     throw error;
   }
+}
+
+/** What an import did, from its log: counts, the rows it lists as skipped, and why it failed. */
+export async function contactImportReport(services: Deps, importId: string) {
+  const report = {
+    status: 'queued' as ContactImportStatus,
+    rowsTotal: null as number | null,
+    created: 0,
+    updated: 0,
+    skipped: 0,
+    invalidRows: [] as InvalidRow[],
+    error: null as { line: number | null; message: string } | null,
+  };
+  for (const e of await services.store.readStream(contactImportStream(importId))) {
+    const event = e as unknown as ContactImportEvent;
+    switch (event.type) {
+      case 'ContactImportCounted':
+        report.status = 'running';
+        report.rowsTotal = event.data.rowsTotal;
+        break;
+      case 'ContactImportProgressed':
+        report.created += event.data.created;
+        report.updated += event.data.updated;
+        report.skipped += event.data.skipped;
+        report.invalidRows.push(...event.data.invalidRows);
+        break;
+      case 'ContactImportFinished':
+        report.status = event.data.status;
+        report.error = event.data.error;
+    }
+  }
+  return report;
 }
