@@ -54,7 +54,10 @@ function seal(key: Buffer, subject: string, value: unknown): string {
 /** What `sealed` holds, or null once `subject` was forgotten. */
 export async function openPersonalData<T>(db: Queryable, subject: string, sealed: string): Promise<T | null> {
   const key = await keyOf(db, subject, false);
-  if (!key) return null;
+  return key ? open<T>(key, subject, sealed) : null;
+}
+
+function open<T>(key: Buffer, subject: string, sealed: string): T {
   const [version, iv, tag, data] = sealed.split('.');
   if (version !== VERSION) throw new Error(`unknown sealing ${version}`);
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
@@ -92,4 +95,21 @@ export async function sealPersonalDataMany(
   );
   const keys = new Map(rows.map((r) => [r.subject, r.key]));
   return items.map(({ subject, value }) => seal(keys.get(subject)!, subject, value));
+}
+
+/** What each sealed value holds, as `openPersonalData` does (null once forgotten), with one look-up of the keys. */
+export async function openPersonalDataMany<T>(
+  db: Queryable,
+  items: { subject: string; sealed: string }[],
+): Promise<(T | null)[]> {
+  if (items.length === 0) return [];
+  const { rows } = await db.query<{ subject: string; key: Buffer }>(
+    'SELECT subject, key FROM personal_data_keys WHERE subject = ANY($1::text[])',
+    [items.map((i) => i.subject)],
+  );
+  const keys = new Map(rows.map((r) => [r.subject, r.key]));
+  return items.map(({ subject, sealed }) => {
+    const key = keys.get(subject);
+    return key ? open<T>(key, subject, sealed) : null;
+  });
 }

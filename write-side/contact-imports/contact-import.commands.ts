@@ -212,6 +212,8 @@ export async function workContactImport(
       at: at(services),
     });
   const blobs = blobStoreFor(services.config);
+  // A run that finds the job running may follow one that stopped inside a batch: that batch may be written.
+  let mayExist = state.status === 'running';
   try {
     if (state.status === 'queued') {
       const rowsTotal = await countRows(blobs.stream(state.blobKey));
@@ -219,6 +221,7 @@ export async function workContactImport(
     }
     let cursor = o.cursors?.get(importId);
     o.cursors?.delete(importId);
+    if (cursor && cursor.row === state.processed) mayExist = false; // left between batches by this process
     if (!cursor || cursor.row !== state.processed) {
       await cursor?.close();
       cursor = await ContactImportCursor.open(blobs.stream(state.blobKey), importId);
@@ -237,7 +240,9 @@ export async function workContactImport(
       const written = await importContacts(services, meta, batch.contacts, {
         audienceId: state.audienceId,
         maxProperties: CONTACT_LIMITS.properties,
+        mayExist,
       });
+      mayExist = false;
       const invalidRows = [...batch.invalid, ...written.skipped].sort((a, b) => a.line - b.line);
       state = await decide({
         type: 'RecordContactImportProgress',

@@ -252,15 +252,22 @@ export interface ImportedBatch {
  * Writes a batch of imported rows (distinct addresses) under the address rule. A row whose address is free gets
  * a new contact in `audienceId`; one whose address belongs to a contact updates it: the names the row gives, its
  * properties merged by name (at most `maxProperties`), and it joins the audience. The appends of the whole batch
- * are in flight together and share statements (the store's group commit); a row written already by an earlier
- * run of the same import is found as its own and counted as created again.
+ * are in flight together and share statements (the store's group commit); streams are not read first unless
+ * `mayExist`. A row written already by an earlier run of the same import is found as its own and counted as
+ * created again.
  */
 export async function importContacts(
   services: Deps,
   meta: EventMetadata,
   rows: ImportedContact[],
-  o: { audienceId: string | null; maxProperties: number },
+  o: {
+    audienceId: string | null;
+    maxProperties: number;
+    /** The batch may have been written before (a run resumed after a crash): each stream is read first. */
+    mayExist?: boolean;
+  },
 ): Promise<ImportedBatch> {
+  const unwritten = !o.mayExist;
   const now = at(services);
   const claims = await Promise.all(
     rows.map(async (row) => {
@@ -268,7 +275,9 @@ export async function importContacts(
       // A holder that released the address between the refusal and the read: claimed again, once.
       for (let attempt = 0; ; attempt++) {
         try {
-          await claimEmail(services, meta, emailKey, row.contactId, { likelyFree: attempt === 0 });
+          await claimEmail(services, meta, emailKey, row.contactId, {
+            likelyFree: unwritten && attempt === 0,
+          });
           return { row, emailKey, holder: null };
         } catch (error) {
           if (!(error instanceof AppError && error.code === 'contact_exists')) throw error;
@@ -311,7 +320,8 @@ export async function importContacts(
           at: now,
         },
         meta,
-        { history: [] },
+        // A new contact's stream needs no read: the append expects none (a conflict reads it then).
+        unwritten ? { history: [] } : {},
       ),
     ),
   );
