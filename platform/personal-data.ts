@@ -76,7 +76,7 @@ export async function forgetPersonalData(db: Queryable, subject: string): Promis
 
 /**
  * Each value sealed for its subject, as `sealPersonalData` does, in two statements whatever their number (a
- * contact import seals hundreds at once). Subjects must differ.
+ * contact import seals hundreds at once; one when every subject is new). Subjects must differ.
  */
 export async function sealPersonalDataMany(
   db: Queryable,
@@ -84,16 +84,22 @@ export async function sealPersonalDataMany(
 ): Promise<string[]> {
   if (items.length === 0) return [];
   const subjects = items.map((i) => i.subject);
-  await db.query(
+  const { rows } = await db.query<{ subject: string; key: Buffer }>(
     `INSERT INTO personal_data_keys (subject, key)
-     SELECT s, decode(k, 'hex') FROM unnest($1::text[], $2::text[]) AS x(s, k) ON CONFLICT (subject) DO NOTHING`,
+     SELECT s, decode(k, 'hex') FROM unnest($1::text[], $2::text[]) AS x(s, k) ON CONFLICT (subject) DO NOTHING
+     RETURNING subject, key`,
     [subjects, items.map(() => randomBytes(32).toString('hex'))],
   );
-  const { rows } = await db.query<{ subject: string; key: Buffer }>(
-    'SELECT subject, key FROM personal_data_keys WHERE subject = ANY($1::text[])',
-    [subjects],
-  );
   const keys = new Map(rows.map((r) => [r.subject, r.key]));
+  // Subjects that had a key already keep it: read only those.
+  const known = subjects.filter((s) => !keys.has(s));
+  if (known.length > 0) {
+    const existing = await db.query<{ subject: string; key: Buffer }>(
+      'SELECT subject, key FROM personal_data_keys WHERE subject = ANY($1::text[])',
+      [known],
+    );
+    for (const r of existing.rows) keys.set(r.subject, r.key);
+  }
   return items.map(({ subject, value }) => seal(keys.get(subject)!, subject, value));
 }
 

@@ -6,7 +6,7 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
-import { type ImportedContact, importContacts } from '../contacts/contact.commands.ts';
+import { type ImportedBatch, type ImportedContact, importContacts } from '../contacts/contact.commands.ts';
 import { CONTACT_LIMITS } from '../contacts/contact.routes.ts';
 import {
   type Column,
@@ -29,6 +29,8 @@ type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 
 /** Rows written per batch: their appends share statements, and each batch records its progress once. */
 export const IMPORT_BATCH_ROWS = 1000;
+/** Batches written at once (in order of their progress). */
+const PIPELINED_BATCHES = 2;
 
 const at = (services: Pick<Services, 'clock'>) => services.clock.now().toISOString();
 
@@ -213,7 +215,9 @@ export async function workContactImport(
     });
   const blobs = blobStoreFor(services.config);
   // A run that finds the job running may follow one that stopped inside a batch: that batch may be written.
-  let mayExist = state.status === 'running';
+  // The batches a run that finds the job running may have to write again: it may follow one that stopped with
+  // PIPELINED_BATCHES in flight.
+  let mayExist = state.status === 'running' ? PIPELINED_BATCHES : 0;
   try {
     if (state.status === 'queued') {
       const rowsTotal = await countRows(blobs.stream(state.blobKey));
@@ -221,7 +225,7 @@ export async function workContactImport(
     }
     let cursor = o.cursors?.get(importId);
     o.cursors?.delete(importId);
-    if (cursor && cursor.row === state.processed) mayExist = false; // left between batches by this process
+    if (cursor && cursor.row === state.processed) mayExist = 0; // left between batches by this process
     if (!cursor || cursor.row !== state.processed) {
       await cursor?.close();
       cursor = await ContactImportCursor.open(blobs.stream(state.blobKey), importId);
@@ -229,35 +233,55 @@ export async function workContactImport(
       while (cursor.row < state.processed)
         await cursor.take(Math.min(IMPORT_BATCH_ROWS, state.processed - cursor.row));
     }
-    while (state.status === 'running' && state.processed < (state.rowsTotal ?? 0)) {
-      if (o.pause?.()) {
-        o.cursors?.set(importId, cursor);
-        return state;
+    const total = state.rowsTotal ?? 0;
+    const inFlight: {
+      fromRow: number;
+      rows: number;
+      invalid: InvalidRow[];
+      writing: Promise<ImportedBatch>;
+    }[] = [];
+    let paused = false;
+    for (;;) {
+      // The next batch is written while the one before it finishes: their appends share statements.
+      while (!paused && inFlight.length < PIPELINED_BATCHES && cursor.row < total) {
+        const fromRow = cursor.row;
+        const batch = await cursor.take(IMPORT_BATCH_ROWS);
+        if (batch.rows === 0) throw new Error(`import ${importId}: the file ended before its counted rows`);
+        const writing = importContacts(services, meta, batch.contacts, {
+          audienceId: state.audienceId,
+          maxProperties: CONTACT_LIMITS.properties,
+          mayExist: mayExist-- > 0,
+        });
+        writing.catch(() => {}); // awaited in turn below
+        inFlight.push({ fromRow, rows: batch.rows, invalid: batch.invalid, writing });
       }
-      const fromRow = cursor.row;
-      const batch = await cursor.take(IMPORT_BATCH_ROWS);
-      if (batch.rows === 0) throw new Error(`import ${importId}: the file ended before its counted rows`);
-      const written = await importContacts(services, meta, batch.contacts, {
-        audienceId: state.audienceId,
-        maxProperties: CONTACT_LIMITS.properties,
-        mayExist,
-      });
-      mayExist = false;
-      const invalidRows = [...batch.invalid, ...written.skipped].sort((a, b) => a.line - b.line);
+      const next = inFlight.shift();
+      if (!next) break;
+      const written = await next.writing;
+      const invalidRows = [...next.invalid, ...written.skipped].sort((a, b) => a.line - b.line);
       state = await decide({
         type: 'RecordContactImportProgress',
         importId,
-        fromRow,
-        rows: batch.rows,
+        fromRow: next.fromRow,
+        rows: next.rows,
         created: written.created,
         updated: written.updated,
         skipped: invalidRows.length,
         invalidRows,
         at: at(services),
       });
-      // Another run recorded this batch first: this one stops, that one goes on.
-      if (state.processed !== cursor.row) break;
+      // Another run recorded this batch first: this one stops once its writes are done, that one goes on.
+      if (state.status !== 'running' || state.processed !== next.fromRow + next.rows) {
+        await Promise.allSettled(inFlight.map((b) => b.writing));
+        await cursor.close();
+        return state;
+      }
       o.onProgress?.(state);
+      paused ||= o.pause?.() ?? false;
+    }
+    if (paused && state.processed < total) {
+      o.cursors?.set(importId, cursor);
+      return state;
     }
     await cursor.close();
     if (state.status === 'running' && state.processed === state.rowsTotal)

@@ -20,9 +20,16 @@ type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 
 /** The address's claim key: a hash keyed by POSTLINE_SECRET_KEY, so no stream name or event holds the address. */
 const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, email: string) =>
-  createHmac('sha256', Buffer.from(resolveSecretKey(services.config), 'base64'))
-    .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)
-    .digest('hex');
+  emailKeysOf(services, meta)(email);
+
+/** `emailKeyOf` for many addresses: the secret is resolved once. */
+const emailKeysOf = (services: Pick<Services, 'config'>, meta: EventMetadata) => {
+  const secret = Buffer.from(resolveSecretKey(services.config), 'base64');
+  return (email: string) =>
+    createHmac('sha256', secret)
+      .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)
+      .digest('hex');
+};
 
 const at = (services: Pick<Services, 'clock'>) => services.clock.now().toISOString();
 
@@ -269,9 +276,10 @@ export async function importContacts(
 ): Promise<ImportedBatch> {
   const unwritten = !o.mayExist;
   const now = at(services);
+  const keyOf = emailKeysOf(services, meta);
   const claims = await Promise.all(
     rows.map(async (row) => {
-      const emailKey = emailKeyOf(services, meta, row.email);
+      const emailKey = keyOf(row.email);
       // A holder that released the address between the refusal and the read: claimed again, once.
       for (let attempt = 0; ; attempt++) {
         try {
