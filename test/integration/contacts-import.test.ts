@@ -108,6 +108,11 @@ describe('contact import from CSV', () => {
       finished_at: expect.any(String),
     });
 
+    // The file is gone once the import finished: the contacts hold what it brought.
+    const [startedEvent] = await svc.postline.services.store.readStream(`contactimport-${id}`);
+    const blobKey = (startedEvent.data as { blobKey: string }).blobKey;
+    expect(await blobStoreFor(svc.postline.services.config).exists(blobKey)).toBe(false);
+
     const inAudience = await members(audience);
     const byEmail = Object.fromEntries(inAudience.map((c) => [c.email.toLowerCase(), c]));
     expect(Object.keys(byEmail).sort()).toEqual([

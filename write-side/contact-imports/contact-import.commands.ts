@@ -190,8 +190,13 @@ export async function workContactImport(
   o: WorkOptions = {},
 ): Promise<ContactImportState> {
   const read = await readImport(services, importId);
-  if (!read.state.exists || read.state.status === 'completed' || read.state.status === 'failed')
+  const blobs = blobStoreFor(services.config);
+  if (!read.state.exists) return read.state;
+  if (read.state.status === 'completed' || read.state.status === 'failed') {
+    // A run that stopped between the end and the delete: the file goes now.
+    await blobs.delete(read.state.blobKey);
     return read.state;
+  }
   let state: Job = read.state;
   // Everything an import writes is caused by whoever started it.
   const meta: EventMetadata = { orgId: state.orgId, mode: state.mode, actor: read.meta!.actor };
@@ -205,16 +210,21 @@ export async function workContactImport(
     );
     return result.state as Job;
   };
+  // A finished import's file is deleted: the contacts hold what it brought, and the address of a contact deleted
+  // later stays nowhere else.
+  const finish = async (command: Extract<ContactImportCommand, { type: 'FinishContactImport' }>) => {
+    const finished = await decide(command);
+    await blobs.delete(finished.blobKey);
+    return finished;
+  };
   const fail = (error: CsvFileError) =>
-    decide({
+    finish({
       type: 'FinishContactImport',
       importId,
       status: 'failed',
       error: { line: error.line, message: error.message },
       at: at(services),
     });
-  const blobs = blobStoreFor(services.config);
-  // A run that finds the job running may follow one that stopped inside a batch: that batch may be written.
   // The batches a run that finds the job running may have to write again: it may follow one that stopped with
   // PIPELINED_BATCHES in flight.
   let mayExist = state.status === 'running' ? PIPELINED_BATCHES : 0;
@@ -285,7 +295,7 @@ export async function workContactImport(
     }
     await cursor.close();
     if (state.status === 'running' && state.processed === state.rowsTotal)
-      state = await decide({
+      state = await finish({
         type: 'FinishContactImport',
         importId,
         status: 'completed',
