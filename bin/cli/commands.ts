@@ -223,7 +223,15 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
     }
     // The import is worked here, through the code the service's process runs (a running service may share it).
     const bar = progressBar(out, 'import', 'rows');
-    await workContactImport(services, importId, { onProgress: (s) => bar(s.processed, s.rowsTotal ?? 0) });
+    const onProgress = (s: { processed: number; rowsTotal: number | null }) =>
+      bar(s.processed, s.rowsTotal ?? 0);
+    let state = await workContactImport(services, importId, { onProgress });
+    // A running service took part of the work: this run goes on from where the log stands until the job ends.
+    while (state.exists && (state.status === 'queued' || state.status === 'running')) {
+      await new Promise((r) => setTimeout(r, 200));
+      state = await workContactImport(services, importId, { onProgress });
+    }
+    if (state.exists && state.status === 'completed') onProgress(state);
     const report = await contactImportReport(services, importId);
     if (report.status === 'failed') {
       write(`${file}: ${report.error?.line ? `line ${report.error.line}: ` : ''}${report.error?.message}`);
