@@ -130,6 +130,11 @@ function csvBody(services: Services, req: Request, next: NextFunction) {
     return next(
       new AppError('unsupported_content_type', 'A contact import takes a CSV file (Content-Type: text/csv).'),
     );
+  const charset = /;\s*charset="?([^";\s]+)/i.exec(req.get('content-type') ?? '')?.[1].toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii')
+    return next(
+      new AppError('unsupported_content_type', 'A contact import file must be UTF-8 (charset=utf-8).'),
+    );
   const limit = services.config.CONTACT_IMPORT_MAX_BYTES;
   if (Number(req.get('content-length') ?? 0) > limit)
     return next(new AppError('body_too_large', `The file is larger than the limit of ${limit} bytes.`));

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { ContactImportProcess } from '../../processes/contact-import/contact-import.process.ts';
@@ -164,6 +165,20 @@ describe('contact import from CSV', () => {
       415,
       'unsupported_content_type',
     );
+    expectError(
+      await orgs.acme.live.post(`/v1/audiences/${audience}/contacts/import`, good, {
+        'content-type': 'text/csv; charset=iso-8859-1',
+      }),
+      415,
+      'unsupported_content_type',
+    );
+    expect(
+      (
+        await orgs.acme.live.post(`/v1/audiences/${audience}/contacts/import`, good, {
+          'content-type': 'text/csv; charset=UTF-8',
+        })
+      ).status,
+    ).toBe(202);
     expectError(await upload(''), 422, 'validation_error');
     expectError(await upload('\uFEFF\r\n\r\n'), 422, 'validation_error');
     const noEmail = await upload('name,plan\nAnn,pro\n');
@@ -175,6 +190,19 @@ describe('contact import from CSV', () => {
       413,
       'body_too_large',
     );
+    // Without a declared length the file is counted as it arrives.
+    const chunked = await request(`${svc.baseUrl}/v1/audiences/${audience}/contacts/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${orgs.acme.liveKey}`, 'content-type': 'text/csv' },
+      body: Readable.from(
+        (function* () {
+          yield Buffer.from('email\n');
+          for (let i = 0; i < 20; i++) yield Buffer.from(`${'b@example.org\n'.repeat(MAX_BYTES / 140)}`);
+        })(),
+      ),
+    });
+    const chunkedBody = (await chunked.body.json()) as any;
+    expect([chunked.statusCode, chunkedBody.error.code]).toEqual([413, 'body_too_large']);
     const sender = await orgs.acme.live.post('/v1/api-keys', {
       name: 'sender',
       permission: 'sending_access',

@@ -22,6 +22,11 @@ export function contactImportCommandRoutes(api: ApiRouter, services: Services) {
       audienceId,
       file: req.body,
       maxBytes: services.config.CONTACT_IMPORT_MAX_BYTES,
+    }).catch((error) => {
+      // The client went away before the file ended: nothing was kept.
+      if (error?.code === 'ECONNRESET' || error?.code === 'ERR_STREAM_PREMATURE_CLOSE')
+        throw new AppError('malformed_request', 'The upload ended before the file did.');
+      throw error;
     });
     await waitAfterCommit(services, CONTACT_IMPORT_PROJECTIONS, position, { id: importId });
     return { status: 202, body: await findContactImport(services.db, req.auth, importId) };
