@@ -6,7 +6,7 @@ import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../contacts/contact.routes.
 
 /**
  * Reading a contact import's CSV: a header row naming `email` (any letter case), `first_name`, `last_name`, and
- * property columns; UTF-8, with or without a BOM, CRLF or LF, quoted fields (RFC 4180, stray quotes in unquoted
+ * property columns; UTF-8, with or without a BOM, lines ending in CRLF, LF or CR, quoted fields (RFC 4180, stray quotes in unquoted
  * fields kept as text). Rows are read as a stream, each with the line it starts on (1 is the header).
  */
 
@@ -100,6 +100,8 @@ export async function* csvRecords(
     relax_column_count: true,
     relax_quotes: true,
     skip_empty_lines: true,
+    // Any line ending, also mixed in one file (an export edited by hand).
+    record_delimiter: ['\r\n', '\n', '\r'],
     max_record_size: MAX_RECORD_BYTES,
     // The parser stops after the first line: what follows may be broken without hiding the header.
     ...(o.headerOnly && { to_line: 1 }),
