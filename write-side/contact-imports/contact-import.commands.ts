@@ -305,6 +305,11 @@ export async function workContactImport(
     return state;
   } catch (error) {
     if (error instanceof CsvFileError) return fail(error);
+    // Another run finished the job and deleted its file meanwhile: the job is as that run left it.
+    if ((error as { code?: string })?.code === 'ENOENT') {
+      const now = await readContactImport(services, importId);
+      if (now.exists && (now.status === 'completed' || now.status === 'failed')) return now;
+    }
     throw error;
   }
 }
