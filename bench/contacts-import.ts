@@ -121,9 +121,9 @@ export async function measureContactImport(o: { contacts: number }): Promise<Con
     const rate = (s: number) => `${Math.round(n / s).toLocaleString('en')}/s`;
     const text = [
       `contact import, ${n.toLocaleString('en')} contacts (PostgreSQL):`,
-      `  job completed       ${importSeconds.toFixed(2)} s  ${rate(importSeconds)}`,
-      `  contacts readable   ${readableSeconds.toFixed(2)} s  ${rate(readableSeconds)}`,
-      `  raw multi-row INSERT ${rawSeconds.toFixed(2)} s  ${rate(rawSeconds)} (baseline)`,
+      `  job completed         ${importSeconds.toFixed(2)} s  ${rate(importSeconds)}`,
+      `  contacts readable     ${readableSeconds.toFixed(2)} s  ${rate(readableSeconds)}`,
+      `  raw multi-row INSERT  ${rawSeconds.toFixed(2)} s  ${rate(rawSeconds)} (baseline)`,
     ].join('\n');
     return { contacts: n, importSeconds, readableSeconds, rawSeconds, text };
   } finally {
