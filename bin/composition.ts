@@ -24,6 +24,11 @@ import {
   BroadcastExpansionProcess,
   broadcastExpansionMigrations,
 } from '../processes/broadcasts/broadcast-expansion.process.ts';
+import {
+  CONTACT_IMPORT_JOBS,
+  ContactImportProcess,
+  contactImportMigrations,
+} from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
@@ -43,6 +48,7 @@ import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
 import { audiencesProjection } from '../projections/audiences.projection.ts';
 import { broadcastsProjection } from '../projections/broadcasts.projection.ts';
+import { contactImportsProjection } from '../projections/contact-imports.projection.ts';
 import { contactsProjection } from '../projections/contacts.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
@@ -58,6 +64,8 @@ import { audienceQueryRoutes } from '../read-side/audiences/audiences.routes.ts'
 import { audiencesMigrations } from '../read-side/audiences/audiences.schema.ts';
 import { broadcastQueryRoutes } from '../read-side/broadcasts/broadcasts.routes.ts';
 import { broadcastsMigrations } from '../read-side/broadcasts/broadcasts.schema.ts';
+import { contactImportQueryRoutes } from '../read-side/contact-imports/contact-imports.routes.ts';
+import { contactImportsMigrations } from '../read-side/contact-imports/contact-imports.schema.ts';
 import { contactQueryRoutes } from '../read-side/contacts/contacts.routes.ts';
 import { contactsMigrations } from '../read-side/contacts/contacts.schema.ts';
 import { findDomainById } from '../read-side/domains/domains.queries.ts';
@@ -79,6 +87,7 @@ import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
 import { audienceCommandRoutes } from '../write-side/audiences/audience.routes.ts';
 import { broadcastCommandRoutes } from '../write-side/broadcasts/broadcast.routes.ts';
 import { mountUnsubscribe } from '../write-side/broadcasts/unsubscribe.routes.ts';
+import { contactImportCommandRoutes } from '../write-side/contact-imports/contact-import.routes.ts';
 import { contactCommandRoutes } from '../write-side/contacts/contact.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
@@ -106,6 +115,7 @@ export const migrations: Migration[] = [
   ...personalDataMigrations,
   ...contactsMigrations,
   ...broadcastsMigrations,
+  ...contactImportsMigrations,
   ...emailsMigrations,
   ...receivedEmailsMigrations,
   ...schedulerMigrations,
@@ -114,6 +124,7 @@ export const migrations: Migration[] = [
   ...deliveryMigrations,
   ...webhooksMigrations,
   ...webhookProcessMigrations,
+  ...contactImportMigrations,
 ];
 
 export const projections: Projection[] = [
@@ -125,6 +136,7 @@ export const projections: Projection[] = [
   audiencesProjection,
   contactsProjection,
   broadcastsProjection,
+  contactImportsProjection,
   emailsProjection,
   receivedEmailsProjection,
   webhooksProjection,
@@ -152,6 +164,8 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   contactQueryRoutes(api, services);
   broadcastCommandRoutes(api, services);
   broadcastQueryRoutes(api, services);
+  contactImportCommandRoutes(api, services);
+  contactImportQueryRoutes(api, services);
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.
@@ -167,6 +181,7 @@ const queueDepths: QueueDepths = {
   webhook_attempts_due: (db, now) => dueAttempts(db, now),
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
   broadcast_expansions: (db) => queueDepth(db, BROADCAST_EXPANSIONS),
+  contact_imports: (db) => queueDepth(db, CONTACT_IMPORT_JOBS),
 };
 
 /**
@@ -196,6 +211,7 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
     new BroadcastExpansionProcess(services),
     new SimulatorProcess(services),
     new DeliveryProcess(services),
+    new ContactImportProcess(services),
   ];
 }
 
