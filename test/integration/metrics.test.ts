@@ -271,6 +271,7 @@ describe('GET /metrics', () => {
       'webhook_attempts_due',
       'scheduled_emails',
       'broadcast_expansions',
+      'contact_imports',
     ])
       expect(find(before, 'postline_queue_depth', { queue }), queue).toHaveLength(1);
     const scheduled = await acme.test.post('/v1/emails', {
@@ -305,6 +306,6 @@ describe('GET /metrics on the embedded database, without METRICS_TOKEN', () => {
     expect(
       find(samples, 'postline_consumer_lag_events', { kind: 'projection', name: 'emails' }),
     ).toHaveLength(1);
-    expect(find(samples, 'postline_queue_depth')).toHaveLength(4);
+    expect(find(samples, 'postline_queue_depth')).toHaveLength(5);
   });
 });
