@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks';
 import { get, type List, patch, post } from '../api.ts';
-import { navigate } from '../router.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { Detail } from '../components/detail.tsx';
 import { InputField } from '../components/field.tsx';
 import { PagedList, Table } from '../components/paged-list.tsx';
+import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
 
 interface DnsRecord {

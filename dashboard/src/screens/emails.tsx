@@ -1,6 +1,6 @@
 import { get, type List, query } from '../api.ts';
-import { navigate, useLocation } from '../router.ts';
 import { PagedList, Table } from '../components/paged-list.tsx';
+import { navigate, useLocation } from '../router.ts';
 import { Badge, Link, Time, useLoad } from '../ui.tsx';
 
 const STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'canceled'];
