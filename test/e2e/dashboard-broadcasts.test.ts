@@ -1,21 +1,21 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Server } from 'node:http';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../support/process.ts';
+import {
+  CHROMIUM,
+  hasChromium,
+  openBrowser,
+  screenshot,
+  startReceiver,
+} from '../support/dashboard-browser.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 // The dashboard's broadcasts screen, and what dashboard.test.ts does not reach: a scheduled email rescheduled
 // and canceled, a domain's impressum, a webhook delivery sent again. Same rules: Chromium from Debian, every
 // request to another host fails the test.
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium)
   console.log(`dashboard broadcast tests skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
-const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'dashboard') : undefined;
 
 /** `YYYY-MM-DDTHH:mm` in this machine's time zone (the browser's), as a datetime-local input takes it. */
 function localInput(d: Date) {
@@ -33,7 +33,6 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
   const svc = useTestService({ processes: true });
   let org: TestOrg;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let receiver: Server;
   let receiverUrl: string;
@@ -43,27 +42,10 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
 
   beforeAll(async () => {
     org = await svc.createOrg('pro');
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        received.push({ id: String(req.headers['webhook-id']), body });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const origin = new URL(svc.baseUrl).origin;
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (new URL(url).origin === origin) return route.continue();
-      foreign.push(url);
-      return route.abort();
-    });
-    page = await context.newPage();
-    page.on('pageerror', (e) => foreign.push(`page error: ${e.message}`));
+    ({ server: receiver, url: receiverUrl } = await startReceiver((req, body) =>
+      received.push({ id: String(req.headers['webhook-id']), body }),
+    ));
+    ({ browser, page } = await openBrowser(svc.baseUrl, foreign));
     await page.goto(`${svc.baseUrl}/`);
     await page.getByLabel('API key').fill(org.testKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -77,12 +59,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
   });
 
   const go = (path: string) => page.goto(`${svc.baseUrl}${path}`);
-  const shot = async (name: string) => {
-    if (!SCREENSHOTS) return;
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.evaluate(() => scrollTo(0, 0));
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false });
-  };
+  const shot = (name: string) => screenshot(page, name);
   const ok = <T extends { status: number; body: any }>(r: T, status = 200) => {
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     return r.body;

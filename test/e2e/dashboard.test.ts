@@ -1,22 +1,24 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_CSP } from '../../platform/http/dashboard.ts';
+import {
+  CHROMIUM,
+  hasChromium,
+  openBrowser,
+  screenshot,
+  startReceiver,
+} from '../support/dashboard-browser.ts';
 import { ROOT } from '../support/process.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium)
   console.log(`dashboard browser tests skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
-/** `npm run screenshots:dashboard`: the browser test also saves the main screens to docs/dashboard/. */
-const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'dashboard') : undefined;
 const DIST = join(ROOT, 'dashboard', 'dist');
 
 function filesUnder(dir: string, prefix = ''): string[] {
@@ -118,27 +120,8 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
 
   beforeAll(async () => {
     org = await svc.createOrg('pro');
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        received.push(body);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    const origin = new URL(svc.baseUrl).origin;
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (new URL(url).origin === origin) return route.continue();
-      foreign.push(url);
-      return route.abort();
-    });
-    page = await context.newPage();
-    page.on('pageerror', (e) => foreign.push(`page error: ${e.message}`));
+    ({ server: receiver, url: receiverUrl } = await startReceiver((_req, body) => received.push(body)));
+    ({ browser, context, page } = await openBrowser(svc.baseUrl, foreign));
   }, 60_000);
 
   afterAll(async () => {
@@ -148,12 +131,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     expect(foreign).toEqual([]);
   });
 
-  const shot = async (name: string) => {
-    if (!SCREENSHOTS) return;
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.evaluate(() => scrollTo(0, 0));
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false });
-  };
+  const shot = (name: string) => screenshot(page, name);
   const signIn = async (key: string) => {
     await page.goto(`${svc.baseUrl}/`);
     await page.getByLabel('API key').fill(key);

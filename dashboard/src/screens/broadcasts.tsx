@@ -1,19 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, type List, listAll, modeOf, patch, post, query, storedKey } from '../api.ts';
+import { del, get, listAll, modeOf, patch, post, storedKey } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { BackLink, NotLoaded } from '../components/detail.tsx';
+import { InputField, SelectField, TextAreaField } from '../components/field.tsx';
+import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
-import {
-  Badge,
-  Empty,
-  ErrorBox,
-  Field,
-  FormError,
-  Link,
-  Pager,
-  Status,
-  Time,
-  useAction,
-  useLoad,
-} from '../ui.tsx';
+import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
 import { HtmlPreview, toLocalInput } from './email.tsx';
 
 interface Progress {
@@ -97,13 +90,12 @@ function usePickers() {
   }, []);
 }
 
+const BACK: [string, string] = ['/broadcasts', 'Broadcasts'];
 const nameOf = (list: Named[] | undefined, id: string | null) =>
   id ? (list?.find((x) => x.id === id)?.name ?? id) : null;
 
 export function Broadcasts() {
-  const [cursor, setCursor] = useState<{ starting_after?: string; ending_before?: string }>({});
-  const apiQuery = query({ limit: 20, ...cursor });
-  const list = useLoad(() => get<List<BroadcastJson>>(`/broadcasts${apiQuery}`), [apiQuery]);
+  const list = usePagedList<BroadcastJson>('/broadcasts', 20);
   const pickers = usePickers();
   return (
     <section>
@@ -113,44 +105,36 @@ export function Broadcasts() {
           New broadcast
         </Link>
       </p>
-      <Status loaded={list} what="broadcasts" />
-      {list.data && list.data.data.length === 0 && (
-        <Empty>No broadcasts yet: one message to every contact of an audience.</Empty>
-      )}
-      {list.data && list.data.data.length > 0 && (
-        <div class="table-wrap">
-          <table class="list" aria-busy={list.loading}>
-            <caption class="sr-only">Broadcasts, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Recipients</th>
-                <th scope="col">Audience</th>
-                <th scope="col">When</th>
+      <PagedList
+        loaded={list}
+        what="broadcasts"
+        empty="No broadcasts yet: one message to every contact of an audience."
+        pages={list.pages}
+      >
+        {(broadcasts) => (
+          <Table
+            columns={['Name', 'Status', 'Recipients', 'Audience', 'When']}
+            caption="Broadcasts, newest first"
+            busy={list.loading}
+          >
+            {broadcasts.map((b) => (
+              <tr key={b.id} data-broadcast={b.id}>
+                <td>
+                  <Link href={`/broadcasts/${b.id}`}>{b.name}</Link>
+                </td>
+                <td>
+                  <Badge value={b.status} />
+                </td>
+                <td class="recipients">{b.recipients ?? 0}</td>
+                <td>{nameOf(pickers.data?.audiences, b.audience_id)}</td>
+                <td>
+                  <When b={b} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((b) => (
-                <tr key={b.id} data-broadcast={b.id}>
-                  <td>
-                    <Link href={`/broadcasts/${b.id}`}>{b.name}</Link>
-                  </td>
-                  <td>
-                    <Badge value={b.status} />
-                  </td>
-                  <td class="recipients">{b.recipients ?? 0}</td>
-                  <td>{nameOf(pickers.data?.audiences, b.audience_id)}</td>
-                  <td>
-                    <When b={b} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <Pager list={list.data} cursor={cursor} onPage={setCursor} />
+            ))}
+          </Table>
+        )}
+      </PagedList>
     </section>
   );
 }
@@ -242,9 +226,7 @@ export function NewBroadcast() {
   const save = useAction();
   return (
     <section>
-      <p>
-        <Link href="/broadcasts">← Broadcasts</Link>
-      </p>
+      <BackLink back={BACK} />
       <h1>New broadcast</h1>
       <BroadcastForm
         initial={EMPTY}
@@ -285,31 +267,14 @@ function BroadcastForm(props: {
     [f.audience_id],
   );
   const p = pickers.data;
-  const input =
-    (name: keyof FormState, attrs: Record<string, unknown> = {}) =>
-    (id: string, describedBy: string | undefined, invalid: boolean) => (
-      <input
-        id={id}
-        value={f[name] as string}
-        aria-describedby={describedBy}
-        aria-invalid={invalid}
-        onInput={(e) => set({ [name]: e.currentTarget.value })}
-        {...attrs}
-      />
-    );
-  const textarea =
-    (name: 'html' | 'text', rows: number) =>
-    (id: string, describedBy: string | undefined, invalid: boolean) => (
-      <textarea
-        id={id}
-        rows={rows}
-        class="code"
-        value={f[name]}
-        aria-describedby={describedBy}
-        aria-invalid={invalid}
-        onInput={(e) => set({ [name]: e.currentTarget.value })}
-      />
-    );
+  const edit = (name: 'name' | 'from' | 'reply_to' | 'subject' | 'html' | 'text') => ({
+    name,
+    error,
+    value: f[name],
+    onValue: (value: string) => set({ [name]: value }),
+  });
+  const options = (list: { id: string; name: string }[] | undefined) =>
+    (list ?? []).map((x) => ({ value: x.id, label: x.name }));
   return (
     <form
       class="stack broadcast-form"
@@ -330,10 +295,14 @@ function BroadcastForm(props: {
           .
         </div>
       )}
-      <Field label="Name" name="name" error={error} hint="For you; recipients do not see it.">
-        {input('name', { required: true, maxLength: 200 })}
-      </Field>
-      <Field
+      <InputField
+        label="Name"
+        hint="For you; recipients do not see it."
+        required
+        maxLength={200}
+        {...edit('name')}
+      />
+      <SelectField
         label="Audience"
         name="audience_id"
         error={error}
@@ -342,54 +311,24 @@ function BroadcastForm(props: {
             ? `${audience.data.contacts} contact${audience.data.contacts === 1 ? '' : 's'} now; unsubscribed and suppressed ones are skipped.`
             : undefined
         }
-      >
-        {(id, describedBy, invalid) => (
-          <select
-            id={id}
-            required
-            value={f.audience_id}
-            aria-describedby={describedBy}
-            aria-invalid={invalid}
-            onChange={(e) => set({ audience_id: e.currentTarget.value })}
-          >
-            <option value="">Choose an audience…</option>
-            {p?.audiences.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field
+        required
+        value={f.audience_id}
+        onValue={(audience_id) => set({ audience_id })}
+        none="Choose an audience…"
+        options={options(p?.audiences)}
+      />
+      <SelectField
         label="Topic (optional)"
         name="topic_id"
         error={error}
         hint="With a topic, only contacts subscribed to it receive the broadcast."
-      >
-        {(id, describedBy, invalid) => (
-          <select
-            id={id}
-            value={f.topic_id}
-            aria-describedby={describedBy}
-            aria-invalid={invalid}
-            onChange={(e) => set({ topic_id: e.currentTarget.value })}
-          >
-            <option value="">No topic</option>
-            {p?.topics.map((t) => (
-              <option key={t.id} value={t.id}>
-                {t.name}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <Field label="From" name="from" error={error} hint="Acme <news@acme.example>">
-        {input('from', { required: true })}
-      </Field>
-      <Field label="Reply-to (optional)" name="reply_to" error={error} hint="Addresses separated by commas.">
-        {input('reply_to')}
-      </Field>
+        value={f.topic_id}
+        onValue={(topic_id) => set({ topic_id })}
+        none="No topic"
+        options={options(p?.topics)}
+      />
+      <InputField label="From" hint="Acme <news@acme.example>" required {...edit('from')} />
+      <InputField label="Reply-to (optional)" hint="Addresses separated by commas." {...edit('reply_to')} />
       <fieldset class="choice">
         <legend>Content</legend>
         <label>
@@ -417,47 +356,30 @@ function BroadcastForm(props: {
         footer with the domain's impressum and an unsubscribe link.
       </p>
       {f.useTemplate && (
-        <Field
+        <SelectField
           label="Template"
           name="template_id"
           error={error}
           hint="It must be published before the broadcast is sent."
-        >
-          {(id, describedBy, invalid) => (
-            <select
-              id={id}
-              required
-              value={f.template_id}
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onChange={(e) => set({ template_id: e.currentTarget.value })}
-            >
-              <option value="">Choose a template…</option>
-              {p?.templates.map((t) => (
-                <option key={t.id} value={t.id}>
-                  {t.name}
-                  {t.published ? '' : ' (not published)'}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+          required
+          value={f.template_id}
+          onValue={(template_id) => set({ template_id })}
+          none="Choose a template…"
+          options={(p?.templates ?? []).map((t) => ({
+            value: t.id,
+            label: `${t.name}${t.published ? '' : ' (not published)'}`,
+          }))}
+        />
       )}
-      <Field
+      <InputField
         label={f.useTemplate ? "Subject (optional: the template's otherwise)" : 'Subject'}
-        name="subject"
-        error={error}
-      >
-        {input('subject', { required: !f.useTemplate })}
-      </Field>
+        required={!f.useTemplate}
+        {...edit('subject')}
+      />
       {!f.useTemplate && (
         <>
-          <Field label="HTML" name="html" error={error}>
-            {textarea('html', 8)}
-          </Field>
-          <Field label="Text" name="text" error={error}>
-            {textarea('text', 4)}
-          </Field>
+          <TextAreaField label="HTML" rows={8} {...edit('html')} />
+          <TextAreaField label="Text" rows={4} {...edit('text')} />
         </>
       )}
       <div class="row">
@@ -510,22 +432,12 @@ export function Broadcast({ id }: { id: string }) {
     if (b?.status === 'draft') setInitial(formOf(b));
   }, [b?.id, b?.updated_at]);
 
-  if (!b)
-    return (
-      <section>
-        <p>
-          <Link href="/broadcasts">← Broadcasts</Link>
-        </p>
-        <Status loaded={loaded} what="this broadcast" />
-      </section>
-    );
+  if (!b) return <NotLoaded back={BACK} loaded={loaded} what="this broadcast" />;
   const p = pickers.data;
   const template = b.template_id ? p?.templates.find((t) => t.id === b.template_id) : undefined;
   return (
     <section>
-      <p>
-        <Link href="/broadcasts">← Broadcasts</Link>
-      </p>
+      <BackLink back={BACK} />
       <h1>
         {b.name} <Badge value={b.status} />
       </h1>
@@ -614,19 +526,16 @@ export function Broadcast({ id }: { id: string }) {
           <p>
             Goes out <Time value={b.send_at} /> (your time zone).
           </p>
-          <button
-            type="button"
+          <ActionButton
             class="danger"
-            disabled={act.busy}
-            onClick={() =>
-              act.run(async () => {
-                await post(`/broadcasts/${b.id}/cancel`);
-                loaded.reload();
-              })
-            }
+            action={act}
+            run={async () => {
+              await post(`/broadcasts/${b.id}/cancel`);
+              loaded.reload();
+            }}
           >
             Cancel broadcast
-          </button>
+          </ActionButton>
           {act.error ? <ErrorBox error={act.error} /> : null}
         </div>
       )}
@@ -719,64 +628,52 @@ function SendPanel(props: {
         {props.dirty && <strong>Save or discard your changes first.</strong>}
       </p>
       <div class="row">
-        <button
-          type="button"
+        <ActionButton
           class="primary"
+          action={act}
           disabled={blocked}
-          onClick={() =>
-            confirm(`Send ${b.name} now${live ? ' to real recipients' : ' (test mode)'}?`) &&
-            act.run(async () => {
-              await post(`/broadcasts/${b.id}/send`);
-              props.onChange();
-            })
-          }
+          confirm={`Send ${b.name} now${live ? ' to real recipients' : ' (test mode)'}?`}
+          run={async () => {
+            await post(`/broadcasts/${b.id}/send`);
+            props.onChange();
+          }}
         >
           Send now
-        </button>
-        <button
-          type="button"
+        </ActionButton>
+        <ActionButton
           class="danger"
-          disabled={act.busy}
-          onClick={() =>
-            confirm(`Delete the draft ${b.name}?`) &&
-            act.run(async () => {
-              await del(`/broadcasts/${b.id}`);
-              navigate('/broadcasts');
-            })
-          }
+          action={act}
+          confirm={`Delete the draft ${b.name}?`}
+          run={async () => {
+            await del(`/broadcasts/${b.id}`);
+            navigate('/broadcasts');
+          }}
         >
           Delete draft
-        </button>
+        </ActionButton>
       </div>
-      <form
-        class="inline-form"
-        aria-label="Schedule"
-        onSubmit={(e) => {
-          e.preventDefault();
-          act.run(async () => {
-            await post(`/broadcasts/${b.id}/send`, { send_at: new Date(when).toISOString() });
-            props.onChange();
-          });
+      <ActionForm
+        label="Schedule"
+        action={act}
+        run={async () => {
+          await post(`/broadcasts/${b.id}/send`, { send_at: new Date(when).toISOString() });
+          props.onChange();
         }}
       >
-        <Field label="Send at (your time zone)" name="send_at" error={act.error}>
-          {(id, describedBy, invalid) => (
-            <input
-              id={id}
-              type="datetime-local"
-              required
-              value={when}
-              min={toLocalInput(new Date().toISOString())}
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onInput={(e) => setWhen(e.currentTarget.value)}
-            />
-          )}
-        </Field>
+        <InputField
+          label="Send at (your time zone)"
+          name="send_at"
+          error={act.error}
+          type="datetime-local"
+          required
+          value={when}
+          min={toLocalInput(new Date().toISOString())}
+          onValue={setWhen}
+        />
         <button type="submit" disabled={blocked}>
           Schedule
         </button>
-      </form>
+      </ActionForm>
       <FormError error={act.error} fields={FIELDS} />
     </section>
   );

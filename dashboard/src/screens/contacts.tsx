@@ -1,4 +1,5 @@
 import { get, listAll } from '../api.ts';
+import { Table } from '../components/paged-list.tsx';
 import { Empty, Status, Time, useLoad } from '../ui.tsx';
 
 interface Contact {
@@ -79,86 +80,50 @@ export function Contacts() {
           {d.audiences.data.length === 0 ? (
             <Empty>No audiences.</Empty>
           ) : (
-            <div class="table-wrap">
-              <table class="list">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Contacts</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.audiences.data.map((a) => (
-                    <tr key={a.id}>
-                      <td>{a.name}</td>
-                      <td>{a.contacts ?? <span class="muted">—</span>}</td>
-                      <td>
-                        <Time value={a.created_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table columns={['Name', 'Contacts', 'Created']}>
+              {d.audiences.data.map((a) => (
+                <tr key={a.id}>
+                  <td>{a.name}</td>
+                  <td>{a.contacts ?? <span class="muted">—</span>}</td>
+                  <td>
+                    <Time value={a.created_at} />
+                  </td>
+                </tr>
+              ))}
+            </Table>
           )}
           <h2>Topics</h2>
           {d.topics.data.length === 0 ? (
             <Empty>No topics.</Empty>
           ) : (
-            <div class="table-wrap">
-              <table class="list">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Default</th>
-                    <th scope="col">Description</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.topics.data.map((t) => (
-                    <tr key={t.id}>
-                      <td>{t.name}</td>
-                      <td>{t.default_subscription}</td>
-                      <td>{t.description ?? <span class="muted">—</span>}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table columns={['Name', 'Default', 'Description']}>
+              {d.topics.data.map((t) => (
+                <tr key={t.id}>
+                  <td>{t.name}</td>
+                  <td>{t.default_subscription}</td>
+                  <td>{t.description ?? <span class="muted">—</span>}</td>
+                </tr>
+              ))}
+            </Table>
           )}
           <h2>Contacts</h2>
           {d.contacts.data.length === 0 ? (
             <Empty>No contacts.</Empty>
           ) : (
-            <div class="table-wrap">
-              <table class="list">
-                <thead>
-                  <tr>
-                    <th scope="col">Email</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Subscribed</th>
-                    <th scope="col">Added</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {d.contacts.data.slice(0, 100).map((c) => (
-                    <tr key={c.id}>
-                      <td>{c.email ?? <span class="muted">(erased)</span>}</td>
-                      <td>
-                        {[c.first_name, c.last_name].filter(Boolean).join(' ') || (
-                          <span class="muted">—</span>
-                        )}
-                      </td>
-                      <td>{c.unsubscribed ? 'unsubscribed' : 'yes'}</td>
-                      <td>
-                        <Time value={c.created_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table columns={['Email', 'Name', 'Subscribed', 'Added']}>
+              {d.contacts.data.slice(0, 100).map((c) => (
+                <tr key={c.id}>
+                  <td>{c.email ?? <span class="muted">(erased)</span>}</td>
+                  <td>
+                    {[c.first_name, c.last_name].filter(Boolean).join(' ') || <span class="muted">—</span>}
+                  </td>
+                  <td>{c.unsubscribed ? 'unsubscribed' : 'yes'}</td>
+                  <td>
+                    <Time value={c.created_at} />
+                  </td>
+                </tr>
+              ))}
+            </Table>
           )}
         </>
       )}

@@ -1,19 +1,12 @@
 import { useState } from 'preact/hooks';
 import { get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { Detail } from '../components/detail.tsx';
+import { InputField } from '../components/field.tsx';
+import { PagedList, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
-import {
-  Badge,
-  CopyButton,
-  Empty,
-  ErrorBox,
-  Field,
-  FormError,
-  Link,
-  Status,
-  Time,
-  useAction,
-  useLoad,
-} from '../ui.tsx';
+import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
 
 interface DnsRecord {
   type: string;
@@ -47,72 +40,47 @@ export function Domains() {
   return (
     <section>
       <h1>Domains</h1>
-      <form
-        class="inline-form"
-        aria-label="Add a domain"
-        onSubmit={(e) => {
-          e.preventDefault();
-          add.run(async () => {
-            const d = await post<DomainJson>('/domains', { name });
-            navigate(`/domains/${d.id}`);
-          });
+      <ActionForm
+        label="Add a domain"
+        action={add}
+        submit="Add domain"
+        submitClass="primary"
+        fields={['name']}
+        run={async () => {
+          const d = await post<DomainJson>('/domains', { name });
+          navigate(`/domains/${d.id}`);
         }}
       >
-        <Field
+        <InputField
           label="Domain name"
           name="name"
           error={add.error}
           hint="A subdomain such as mail.example.com is fine."
-        >
-          {(id, describedBy, invalid) => (
-            <input
-              id={id}
-              value={name}
-              required
-              placeholder="example.com"
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onInput={(e) => setName(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <button type="submit" class="primary" disabled={add.busy}>
-          Add domain
-        </button>
-        <FormError error={add.error} fields={['name']} />
-      </form>
-      <Status loaded={list} what="domains" />
-      {list.data && list.data.data.length === 0 && (
-        <Empty>No domains yet. Add one to send live email from it.</Empty>
-      )}
-      {list.data && list.data.data.length > 0 && (
-        <div class="table-wrap">
-          <table class="list">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Added</th>
+          required
+          placeholder="example.com"
+          value={name}
+          onValue={setName}
+        />
+      </ActionForm>
+      <PagedList loaded={list} what="domains" empty="No domains yet. Add one to send live email from it.">
+        {(domains) => (
+          <Table columns={['Name', 'Status', 'Added']}>
+            {domains.map((d) => (
+              <tr key={d.id}>
+                <td>
+                  <Link href={`/domains/${d.id}`}>{d.name}</Link>
+                </td>
+                <td>
+                  <Badge value={d.status} />
+                </td>
+                <td>
+                  <Time value={d.created_at} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((d) => (
-                <tr key={d.id}>
-                  <td>
-                    <Link href={`/domains/${d.id}`}>{d.name}</Link>
-                  </td>
-                  <td>
-                    <Badge value={d.status} />
-                  </td>
-                  <td>
-                    <Time value={d.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+            ))}
+          </Table>
+        )}
+      </PagedList>
     </section>
   );
 }
@@ -120,18 +88,16 @@ export function Domains() {
 export function Domain({ id }: { id: string }) {
   const domain = useLoad(() => get<DomainJson>(`/domains/${encodeURIComponent(id)}`), [id]);
   const [current, setCurrent] = useState<DomainJson | null>(null);
+  return (
+    <Detail back={['/domains', 'Domains']} loaded={domain} what="this domain" data={current ?? domain.data}>
+      {(d) => <DomainPage d={d} setCurrent={setCurrent} />}
+    </Detail>
+  );
+}
+
+function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJson) => void }) {
   const verify = useAction();
   const toggle = useAction();
-  const d = current ?? domain.data;
-  if (!d)
-    return (
-      <section>
-        <p>
-          <Link href="/domains">← Domains</Link>
-        </p>
-        <Status loaded={domain} what="this domain" />
-      </section>
-    );
   // Shown switched at once; the answer (or, on an error, the domain as it was) replaces it.
   const setFlag = (flag: 'open_tracking' | 'click_tracking' | 'inbound_enabled', value: boolean) => {
     const before = d;
@@ -146,10 +112,7 @@ export function Domain({ id }: { id: string }) {
     });
   };
   return (
-    <section>
-      <p>
-        <Link href="/domains">← Domains</Link>
-      </p>
+    <>
       <h1>
         {d.name} <Badge value={d.status} />
       </h1>
@@ -164,52 +127,38 @@ export function Domain({ id }: { id: string }) {
       </p>
       <h2>DNS records</h2>
       <p>Publish these at your DNS provider, then verify.</p>
-      <div class="table-wrap">
-        <table class="list records">
-          <thead>
-            <tr>
-              <th scope="col">Type</th>
-              <th scope="col">Name</th>
-              <th scope="col">Value</th>
-              <th scope="col">Purpose</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
-            {d.dns_records.map((r) => (
-              <tr key={`${r.purpose}-${r.name}`} data-purpose={r.purpose}>
-                <td>
-                  {r.type}
-                  {r.priority !== undefined && <span class="muted"> {r.priority}</span>}
-                </td>
-                <td class="wrap">
-                  <code>{r.name}</code> <CopyButton value={r.name} label={`${r.purpose} record name`} />
-                </td>
-                <td class="wrap">
-                  <code class="value">{r.value}</code>{' '}
-                  <CopyButton value={r.value} label={`${r.purpose} record value`} />
-                </td>
-                <td>
-                  {r.purpose}
-                  {!r.required && <span class="muted"> (optional)</span>}
-                </td>
-                <td>
-                  <Badge value={r.status} />
-                  {r.found && r.status !== 'verified' && <div class="muted wrap">found: {r.found}</div>}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <button
-        type="button"
+      <Table class="records" columns={['Type', 'Name', 'Value', 'Purpose', 'Status']}>
+        {d.dns_records.map((r) => (
+          <tr key={`${r.purpose}-${r.name}`} data-purpose={r.purpose}>
+            <td>
+              {r.type}
+              {r.priority !== undefined && <span class="muted"> {r.priority}</span>}
+            </td>
+            <td class="wrap">
+              <code>{r.name}</code> <CopyButton value={r.name} label={`${r.purpose} record name`} />
+            </td>
+            <td class="wrap">
+              <code class="value">{r.value}</code>{' '}
+              <CopyButton value={r.value} label={`${r.purpose} record value`} />
+            </td>
+            <td>
+              {r.purpose}
+              {!r.required && <span class="muted"> (optional)</span>}
+            </td>
+            <td>
+              <Badge value={r.status} />
+              {r.found && r.status !== 'verified' && <div class="muted wrap">found: {r.found}</div>}
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <ActionButton
         class="primary"
-        disabled={verify.busy}
-        onClick={() => verify.run(async () => setCurrent(await post<DomainJson>(`/domains/${d.id}/verify`)))}
+        action={verify}
+        run={async () => setCurrent(await post<DomainJson>(`/domains/${d.id}/verify`))}
       >
         {verify.busy ? 'Checking DNS…' : 'Verify'}
-      </button>
+      </ActionButton>
       {verify.error ? <ErrorBox error={verify.error} /> : null}
 
       <h2>Tracking and inbound</h2>
@@ -236,7 +185,7 @@ export function Domain({ id }: { id: string }) {
 
       <h2>Impressum</h2>
       <ImpressumForm domain={d} onSaved={setCurrent} />
-    </section>
+    </>
   );
 }
 
@@ -255,56 +204,45 @@ function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: D
   const [values, setValues] = useState<Impressum>(domain.impressum ?? {});
   const save = useAction();
   return (
-    <form
+    <ActionForm
       class="stack"
-      aria-label="Impressum"
-      onSubmit={(e) => {
-        e.preventDefault();
+      label="Impressum"
+      action={save}
+      fields={IMPRESSUM_FIELDS.map(([k]) => `impressum.${k}`)}
+      run={async () => {
         const body: Impressum = {};
         for (const [k] of IMPRESSUM_FIELDS) if (values[k]?.trim()) body[k] = values[k]!.trim();
-        save.run(async () => onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: body })));
+        onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: body }));
       }}
     >
       <p class="muted">The legal notice printed in broadcast footers: who sends, and how to reach them.</p>
       {IMPRESSUM_FIELDS.map(([key, label, required]) => (
-        <Field
+        <InputField
           key={key}
           label={`${label}${required ? '' : ' (optional)'}`}
           name={`impressum.${key}`}
           error={save.error}
-        >
-          {(id, describedBy, invalid) => (
-            <input
-              id={id}
-              value={values[key] ?? ''}
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onInput={(e) => setValues({ ...values, [key]: e.currentTarget.value })}
-            />
-          )}
-        </Field>
+          value={values[key] ?? ''}
+          onValue={(v) => setValues({ ...values, [key]: v })}
+        />
       ))}
       <div class="row">
         <button type="submit" disabled={save.busy}>
           Save impressum
         </button>
         {domain.impressum && (
-          <button
-            type="button"
+          <ActionButton
             class="danger"
-            disabled={save.busy}
-            onClick={() =>
-              save.run(async () => {
-                onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: null }));
-                setValues({});
-              })
-            }
+            action={save}
+            run={async () => {
+              onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: null }));
+              setValues({});
+            }}
           >
             Remove impressum
-          </button>
+          </ActionButton>
         )}
       </div>
-      <FormError error={save.error} fields={IMPRESSUM_FIELDS.map(([k]) => `impressum.${k}`)} />
-    </form>
+    </ActionForm>
   );
 }

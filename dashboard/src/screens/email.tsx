@@ -1,7 +1,12 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { get, type List, patch, post } from '../api.ts';
-import { Badge, Empty, ErrorBox, Field, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { BackLink, NotLoaded } from '../components/detail.tsx';
+import { InputField } from '../components/field.tsx';
+import { PagedList, Table } from '../components/paged-list.tsx';
+import { Badge, Empty, ErrorBox, Status, Time, useAction, useLoad } from '../ui.tsx';
 
 interface Recipient {
   email: string;
@@ -48,6 +53,7 @@ interface Attachment {
   size: number;
 }
 
+const BACK: [string, string] = ['/emails', 'Emails'];
 const SETTLED = new Set(['delivered', 'bounced', 'complained', 'canceled']);
 
 /** One email: status and recipients, its history, its parts, and what can still be done to a scheduled one. */
@@ -69,21 +75,11 @@ export function Email({ id }: { id: string }) {
     return () => clearInterval(t);
   }, [status]);
 
-  if (!email.data)
-    return (
-      <section>
-        <p>
-          <Link href="/emails">← Emails</Link>
-        </p>
-        <Status loaded={email} what="this email" />
-      </section>
-    );
+  if (!email.data) return <NotLoaded back={BACK} loaded={email} what="this email" />;
   const e = email.data;
   return (
     <section>
-      <p>
-        <Link href="/emails">← Emails</Link>
-      </p>
+      <BackLink back={BACK} />
       <h1>{e.subject || '(no subject)'}</h1>
       <dl class="facts">
         <dt>Status</dt>
@@ -139,37 +135,25 @@ export function Email({ id }: { id: string }) {
       {e.status === 'scheduled' && <Schedule email={e} onChange={email.reload} />}
 
       <h2>Recipients</h2>
-      <div class="table-wrap">
-        <table class="list">
-          <thead>
-            <tr>
-              <th scope="col">Recipient</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Answer</th>
-            </tr>
-          </thead>
-          <tbody>
-            {e.recipients.map((r) => (
-              <tr key={r.email}>
-                <td>{r.email}</td>
-                <td>
-                  <Badge value={r.status} /> {r.bounce_type && <span class="muted">{r.bounce_type}</span>}
-                </td>
-                <td>{r.attempts}</td>
-                <td class="wrap">
-                  {r.smtp_response ?? <span class="muted">—</span>}
-                  {r.next_attempt_at && (
-                    <div class="muted">
-                      next attempt <Time value={r.next_attempt_at} />
-                    </div>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table columns={['Recipient', 'Outcome', 'Attempts', 'Answer']}>
+        {e.recipients.map((r) => (
+          <tr key={r.email}>
+            <td>{r.email}</td>
+            <td>
+              <Badge value={r.status} /> {r.bounce_type && <span class="muted">{r.bounce_type}</span>}
+            </td>
+            <td>{r.attempts}</td>
+            <td class="wrap">
+              {r.smtp_response ?? <span class="muted">—</span>}
+              {r.next_attempt_at && (
+                <div class="muted">
+                  next attempt <Time value={r.next_attempt_at} />
+                </div>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
 
       <h2>Timeline</h2>
       <Status loaded={events} what="the timeline" />
@@ -216,17 +200,17 @@ export function Email({ id }: { id: string }) {
         <Empty>No custom headers{e.message_id ? ` (Message-ID ${e.message_id})` : ''}.</Empty>
       )}
       <h3>Attachments</h3>
-      <Status loaded={attachments} what="attachments" />
-      {attachments.data && attachments.data.data.length === 0 && <Empty>No attachments.</Empty>}
-      {attachments.data && attachments.data.data.length > 0 && (
-        <ul>
-          {attachments.data.data.map((a) => (
-            <li key={a.id}>
-              <AttachmentLink emailId={e.id} attachment={a} />
-            </li>
-          ))}
-        </ul>
-      )}
+      <PagedList loaded={attachments} what="attachments" empty="No attachments.">
+        {(items) => (
+          <ul>
+            {items.map((a) => (
+              <li key={a.id}>
+                <AttachmentLink emailId={e.id} attachment={a} />
+              </li>
+            ))}
+          </ul>
+        )}
+      </PagedList>
     </section>
   );
 }
@@ -245,19 +229,16 @@ function AttachmentLink({ emailId, attachment: a }: { emailId: string; attachmen
           Download
         </a>
       ) : (
-        <button
-          type="button"
+        <ActionButton
           class="small"
-          disabled={action.busy}
-          onClick={() =>
-            action.run(async () => {
-              const link = await get<{ download_url: string }>(`/emails/${emailId}/attachments/${a.id}`);
-              setUrl(link.download_url);
-            })
-          }
+          action={action}
+          run={async () => {
+            const link = await get<{ download_url: string }>(`/emails/${emailId}/attachments/${a.id}`);
+            setUrl(link.download_url);
+          }}
         >
           Get download link
-        </button>
+        </ActionButton>
       )}
       {action.error ? <ErrorBox error={action.error} /> : null}
     </span>
@@ -311,47 +292,37 @@ function Schedule({ email, onChange }: { email: FullEmail; onChange: () => void 
   const [when, setWhen] = useState(local);
   const action = useAction();
   return (
-    <form
-      class="inline-form"
-      aria-label="Scheduled send"
-      onSubmit={(ev) => {
-        ev.preventDefault();
-        action.run(async () => {
-          await patch(`/emails/${email.id}`, { send_at: when ? new Date(when).toISOString() : '' });
-          onChange();
-        });
+    <ActionForm
+      label="Scheduled send"
+      action={action}
+      fields={['send_at']}
+      run={async () => {
+        await patch(`/emails/${email.id}`, { send_at: when ? new Date(when).toISOString() : '' });
+        onChange();
       }}
     >
-      <Field label="Send at (your time zone)" name="send_at" error={action.error}>
-        {(id, describedBy, invalid) => (
-          <input
-            id={id}
-            type="datetime-local"
-            value={when}
-            aria-describedby={describedBy}
-            aria-invalid={invalid}
-            onInput={(e) => setWhen(e.currentTarget.value)}
-          />
-        )}
-      </Field>
+      <InputField
+        label="Send at (your time zone)"
+        name="send_at"
+        error={action.error}
+        type="datetime-local"
+        value={when}
+        onValue={setWhen}
+      />
       <button type="submit" disabled={action.busy}>
         Reschedule
       </button>
-      <button
-        type="button"
+      <ActionButton
         class="danger"
-        disabled={action.busy}
-        onClick={() =>
-          action.run(async () => {
-            await post(`/emails/${email.id}/cancel`);
-            onChange();
-          })
-        }
+        action={action}
+        run={async () => {
+          await post(`/emails/${email.id}/cancel`);
+          onChange();
+        }}
       >
         Cancel email
-      </button>
-      <FormError error={action.error} fields={['send_at']} />
-    </form>
+      </ActionButton>
+    </ActionForm>
   );
 }
 

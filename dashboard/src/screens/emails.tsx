@@ -1,6 +1,7 @@
 import { get, type List, query } from '../api.ts';
+import { PagedList, Table } from '../components/paged-list.tsx';
 import { navigate, useLocation } from '../router.ts';
-import { Badge, Empty, Link, Pager, Status, Time, useLoad } from '../ui.tsx';
+import { Badge, Link, Time, useLoad } from '../ui.tsx';
 
 const STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'canceled'];
 const FILTERS = ['status', 'domain', 'tag', 'from', 'to'] as const;
@@ -79,49 +80,39 @@ export function Emails() {
         </label>
         <button type="submit">Filter</button>
       </form>
-      <Status loaded={list} what="emails" />
-      {list.data && list.data.data.length === 0 && (
-        <Empty>
-          No emails{search.size ? ' match these filters' : ' yet: send one with POST /v1/emails'}.
-        </Empty>
-      )}
-      {list.data && list.data.data.length > 0 && (
-        <div class="table-wrap">
-          <table class="list" aria-busy={list.loading}>
-            <caption class="sr-only">Emails, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Status</th>
-                <th scope="col">To</th>
-                <th scope="col">Subject</th>
-                <th scope="col">Created</th>
+      <PagedList
+        loaded={list}
+        what="emails"
+        empty={`No emails${search.size ? ' match these filters' : ' yet: send one with POST /v1/emails'}.`}
+        pages={{
+          cursor: { starting_after: params.starting_after, ending_before: params.ending_before },
+          onPage: (c) => go({ starting_after: c.starting_after, ending_before: c.ending_before }),
+        }}
+      >
+        {(emails) => (
+          <Table
+            columns={['Status', 'To', 'Subject', 'Created']}
+            caption="Emails, newest first"
+            busy={list.loading}
+          >
+            {emails.map((e) => (
+              <tr key={e.id}>
+                <td>
+                  <Badge value={e.status} />
+                </td>
+                <td class="truncate">{e.to.join(', ')}</td>
+                <td>
+                  <Link href={`/emails/${e.id}`}>{e.subject || <em>(no subject)</em>}</Link>
+                  {e.tags.length > 0 && <span class="muted small-text"> {e.tags.join(' · ')}</span>}
+                </td>
+                <td>
+                  <Time value={e.created_at} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((e) => (
-                <tr key={e.id}>
-                  <td>
-                    <Badge value={e.status} />
-                  </td>
-                  <td class="truncate">{e.to.join(', ')}</td>
-                  <td>
-                    <Link href={`/emails/${e.id}`}>{e.subject || <em>(no subject)</em>}</Link>
-                    {e.tags.length > 0 && <span class="muted small-text"> {e.tags.join(' · ')}</span>}
-                  </td>
-                  <td>
-                    <Time value={e.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <Pager
-        list={list.data}
-        cursor={{ starting_after: params.starting_after, ending_before: params.ending_before }}
-        onPage={(c) => go({ starting_after: c.starting_after, ending_before: c.ending_before })}
-      />
+            ))}
+          </Table>
+        )}
+      </PagedList>
     </section>
   );
 }

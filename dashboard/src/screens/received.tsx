@@ -1,6 +1,7 @@
-import { useState } from 'preact/hooks';
-import { get, type List, query } from '../api.ts';
-import { Badge, Empty, Link, Pager, Status, Time, useLoad } from '../ui.tsx';
+import { get } from '../api.ts';
+import { Detail } from '../components/detail.tsx';
+import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
+import { Badge, Empty, Link, Time, useLoad } from '../ui.tsx';
 import { formatSize, HtmlPreview } from './email.tsx';
 
 interface Mailbox {
@@ -28,60 +29,42 @@ interface ReceivedJson {
 const who = (m: Mailbox | null) => (m ? (m.name ? `${m.name} <${m.email}>` : m.email) : '—');
 
 export function Received() {
-  const [cursor, setCursor] = useState<{ starting_after?: string; ending_before?: string }>({});
-  const list = useLoad(
-    () => get<List<ReceivedJson>>(`/emails/received${query({ limit: 20, ...cursor })}`),
-    [cursor.starting_after, cursor.ending_before],
-  );
+  const list = usePagedList<ReceivedJson>('/emails/received', 20);
   return (
     <section>
       <h1>Received emails</h1>
-      <Status loaded={list} what="received emails" />
-      {list.data && list.data.data.length === 0 && (
-        <Empty>Nothing received yet. Enable inbound on a domain and publish its MX record.</Empty>
-      )}
-      {list.data && list.data.data.length > 0 && (
-        <div class="table-wrap">
-          <table class="list">
-            <thead>
-              <tr>
-                <th scope="col">From</th>
-                <th scope="col">Subject</th>
-                <th scope="col">Received</th>
+      <PagedList
+        loaded={list}
+        what="received emails"
+        empty="Nothing received yet. Enable inbound on a domain and publish its MX record."
+        pages={list.pages}
+      >
+        {(emails) => (
+          <Table columns={['From', 'Subject', 'Received']}>
+            {emails.map((r) => (
+              <tr key={r.id}>
+                <td class="truncate">{who(r.from)}</td>
+                <td>
+                  <Link href={`/received/${r.id}`}>{r.subject || '(no subject)'}</Link>{' '}
+                  {r.is_spam && <Badge value="spam" />}
+                </td>
+                <td>
+                  <Time value={r.created_at} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((r) => (
-                <tr key={r.id}>
-                  <td class="truncate">{who(r.from)}</td>
-                  <td>
-                    <Link href={`/received/${r.id}`}>{r.subject || '(no subject)'}</Link>{' '}
-                    {r.is_spam && <Badge value="spam" />}
-                  </td>
-                  <td>
-                    <Time value={r.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <Pager list={list.data} cursor={cursor} onPage={setCursor} />
+            ))}
+          </Table>
+        )}
+      </PagedList>
     </section>
   );
 }
 
 export function ReceivedEmail({ id }: { id: string }) {
   const loaded = useLoad(() => get<ReceivedJson>(`/emails/received/${encodeURIComponent(id)}`), [id]);
-  const r = loaded.data;
   return (
-    <section>
-      <p>
-        <Link href="/received">← Received</Link>
-      </p>
-      <Status loaded={loaded} what="this email" />
-      {r && (
+    <Detail back={['/received', 'Received']} loaded={loaded} what="this email" data={loaded.data}>
+      {(r) => (
         <>
           <h1>{r.subject || '(no subject)'}</h1>
           <dl class="facts">
@@ -124,6 +107,6 @@ export function ReceivedEmail({ id }: { id: string }) {
           <pre>{JSON.stringify(r.authentication, null, 2)}</pre>
         </>
       )}
-    </section>
+    </Detail>
   );
 }

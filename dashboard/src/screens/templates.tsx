@@ -1,7 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { del, get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { BackLink, NotLoaded } from '../components/detail.tsx';
+import { InputField, TextAreaField } from '../components/field.tsx';
+import { PagedList, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
-import { Badge, Empty, ErrorBox, Field, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
+import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
 import { HtmlPreview } from './email.tsx';
 
 interface Variable {
@@ -42,74 +47,56 @@ export function Templates() {
   return (
     <section>
       <h1>Templates</h1>
-      <form
-        class="inline-form"
-        aria-label="New template"
-        onSubmit={(e) => {
-          e.preventDefault();
-          create.run(async () => {
-            const t = await post<TemplateJson>('/templates', {
-              name,
-              subject: 'Hello {{name}}',
-              html: '<p>Hello {{name}}</p>',
-              variables: [{ name: 'name', type: 'string', required: false }],
-            });
-            navigate(`/templates/${t.id}`);
+      <ActionForm
+        label="New template"
+        action={create}
+        submit="New template"
+        submitClass="primary"
+        fields={['name']}
+        run={async () => {
+          const t = await post<TemplateJson>('/templates', {
+            name,
+            subject: 'Hello {{name}}',
+            html: '<p>Hello {{name}}</p>',
+            variables: [{ name: 'name', type: 'string', required: false }],
           });
+          navigate(`/templates/${t.id}`);
         }}
       >
-        <Field label="Template name" name="name" error={create.error}>
-          {(id, describedBy, invalid) => (
-            <input
-              id={id}
-              value={name}
-              required
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              onInput={(e) => setName(e.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <button type="submit" class="primary" disabled={create.busy}>
-          New template
-        </button>
-        <FormError error={create.error} fields={['name']} />
-      </form>
-      <Status loaded={list} what="templates" />
-      {list.data && list.data.data.length === 0 && <Empty>No templates yet.</Empty>}
-      {list.data && list.data.data.length > 0 && (
-        <div class="table-wrap">
-          <table class="list">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Updated</th>
+        <InputField
+          label="Template name"
+          name="name"
+          error={create.error}
+          required
+          value={name}
+          onValue={setName}
+        />
+      </ActionForm>
+      <PagedList loaded={list} what="templates" empty="No templates yet.">
+        {(templates) => (
+          <Table columns={['Name', 'Status', 'Updated']}>
+            {templates.map((t) => (
+              <tr key={t.id}>
+                <td>
+                  <Link href={`/templates/${t.id}`}>{t.name}</Link>
+                </td>
+                <td>
+                  <Badge value={t.status} />{' '}
+                  {t.draft && t.published && <span class="muted">draft pending</span>}
+                </td>
+                <td>
+                  <Time value={t.updated_at} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((t) => (
-                <tr key={t.id}>
-                  <td>
-                    <Link href={`/templates/${t.id}`}>{t.name}</Link>
-                  </td>
-                  <td>
-                    <Badge value={t.status} />{' '}
-                    {t.draft && t.published && <span class="muted">draft pending</span>}
-                  </td>
-                  <td>
-                    <Time value={t.updated_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+            ))}
+          </Table>
+        )}
+      </PagedList>
     </section>
   );
 }
 
+const BACK: [string, string] = ['/templates', 'Templates'];
 const EDITED = ['name', 'subject', 'html', 'text', 'variables'];
 
 export function Template({ id }: { id: string }) {
@@ -160,41 +147,34 @@ export function Template({ id }: { id: string }) {
     if (newest) renderPreview(newest.id);
   }, [newest?.id]);
 
-  if (!template)
-    return (
-      <section>
-        <p>
-          <Link href="/templates">← Templates</Link>
-        </p>
-        <Status loaded={loaded} what="this template" />
-      </section>
-    );
+  if (!template) return <NotLoaded back={BACK} loaded={loaded} what="this template" />;
 
-  const onSave = (e: Event) => {
-    e.preventDefault();
-    save.run(async () => {
-      let variables: Variable[];
-      try {
-        variables = JSON.parse(form.variables || '[]');
-      } catch {
-        throw new Error('`variables`: not valid JSON (a list like [{"name": "first_name"}]).');
-      }
-      const body: Record<string, unknown> = {
-        subject: form.subject,
-        html: form.html || null,
-        text: form.text || null,
-        variables,
-      };
-      if (form.name !== template.name) body.name = form.name;
-      setT(await patch<TemplateJson>(`/templates/${template.id}`, body));
-      versions.reload();
-    });
+  const onSave = async () => {
+    let variables: Variable[];
+    try {
+      variables = JSON.parse(form.variables || '[]');
+    } catch {
+      throw new Error('`variables`: not valid JSON (a list like [{"name": "first_name"}]).');
+    }
+    const body: Record<string, unknown> = {
+      subject: form.subject,
+      html: form.html || null,
+      text: form.text || null,
+      variables,
+    };
+    if (form.name !== template.name) body.name = form.name;
+    setT(await patch<TemplateJson>(`/templates/${template.id}`, body));
+    versions.reload();
   };
+  const edit = (name: keyof typeof form) => ({
+    name,
+    error: save.error,
+    value: form[name],
+    onValue: (value: string) => setForm({ ...form, [name]: value }),
+  });
   return (
     <section>
-      <p>
-        <Link href="/templates">← Templates</Link>
-      </p>
+      <BackLink back={BACK} />
       <h1>
         {template.name} <Badge value={template.status} />
       </h1>
@@ -203,137 +183,67 @@ export function Template({ id }: { id: string }) {
         {template.draft ? `Draft: v${template.draft.version}.` : 'No draft.'}
       </p>
       <div class="row">
-        <button
-          type="button"
+        <ActionButton
           class="primary"
+          action={act}
           disabled={act.busy || !template.draft}
-          onClick={() =>
-            act.run(async () => {
-              setT(await post<TemplateJson>(`/templates/${template.id}/publish`));
-              versions.reload();
-            })
-          }
+          run={async () => {
+            setT(await post<TemplateJson>(`/templates/${template.id}/publish`));
+            versions.reload();
+          }}
         >
           Publish draft
-        </button>
-        <button
-          type="button"
-          disabled={act.busy}
-          onClick={() =>
-            act.run(async () => {
-              const copy = await post<TemplateJson>(`/templates/${template.id}/duplicate`);
-              setT(null);
-              navigate(`/templates/${copy.id}`);
-            })
-          }
+        </ActionButton>
+        <ActionButton
+          action={act}
+          run={async () => {
+            const copy = await post<TemplateJson>(`/templates/${template.id}/duplicate`);
+            setT(null);
+            navigate(`/templates/${copy.id}`);
+          }}
         >
           Duplicate
-        </button>
-        <button
-          type="button"
+        </ActionButton>
+        <ActionButton
           class="danger"
-          disabled={act.busy}
-          onClick={() =>
-            confirm(`Delete the template ${template.name}?`) &&
-            act.run(async () => {
-              await del(`/templates/${template.id}`);
-              navigate('/templates');
-            })
-          }
+          action={act}
+          confirm={`Delete the template ${template.name}?`}
+          run={async () => {
+            await del(`/templates/${template.id}`);
+            navigate('/templates');
+          }}
         >
           Delete
-        </button>
+        </ActionButton>
       </div>
       {act.error ? <ErrorBox error={act.error} /> : null}
       <div class="editor">
-        <form class="stack" aria-label="Edit template" onSubmit={onSave}>
-          <Field label="Name" name="name" error={save.error}>
-            {(fid, d, inv) => (
-              <input
-                id={fid}
-                value={form.name}
-                aria-describedby={d}
-                aria-invalid={inv}
-                onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field label="Subject" name="subject" error={save.error}>
-            {(fid, d, inv) => (
-              <input
-                id={fid}
-                value={form.subject}
-                aria-describedby={d}
-                aria-invalid={inv}
-                onInput={(e) => setForm({ ...form, subject: e.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field label="HTML" name="html" error={save.error}>
-            {(fid, d, inv) => (
-              <textarea
-                id={fid}
-                rows={10}
-                class="code"
-                value={form.html}
-                aria-describedby={d}
-                aria-invalid={inv}
-                onInput={(e) => setForm({ ...form, html: e.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field label="Text" name="text" error={save.error}>
-            {(fid, d, inv) => (
-              <textarea
-                id={fid}
-                rows={4}
-                class="code"
-                value={form.text}
-                aria-describedby={d}
-                aria-invalid={inv}
-                onInput={(e) => setForm({ ...form, text: e.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field
+        <ActionForm class="stack" label="Edit template" action={save} fields={EDITED} run={onSave}>
+          <InputField label="Name" {...edit('name')} />
+          <InputField label="Subject" {...edit('subject')} />
+          <TextAreaField label="HTML" rows={10} {...edit('html')} />
+          <TextAreaField label="Text" rows={4} {...edit('text')} />
+          <TextAreaField
             label="Variables (JSON)"
-            name="variables"
-            error={save.error}
+            rows={3}
             hint='[{"name": "first_name", "type": "string", "required": true}]'
-          >
-            {(fid, d, inv) => (
-              <textarea
-                id={fid}
-                rows={3}
-                class="code"
-                value={form.variables}
-                aria-describedby={d}
-                aria-invalid={inv}
-                onInput={(e) => setForm({ ...form, variables: e.currentTarget.value })}
-              />
-            )}
-          </Field>
+            {...edit('variables')}
+          />
           <button type="submit" disabled={save.busy}>
             {save.busy ? 'Saving…' : 'Save draft'}
           </button>
-          <FormError error={save.error} fields={EDITED} />
-        </form>
+        </ActionForm>
         <div class="stack" aria-live="polite">
           <h2>Preview {newest && <span class="muted">(v{newest.version})</span>}</h2>
-          <Field label="Sample data (JSON)" name="template_data" error={render.error}>
-            {(fid, d, inv) => (
-              <textarea
-                id={fid}
-                rows={3}
-                class="code"
-                value={data}
-                aria-describedby={d}
-                aria-invalid={inv}
-                onInput={(e) => setData(e.currentTarget.value)}
-                onBlur={() => renderPreview(newest?.id)}
-              />
-            )}
-          </Field>
+          <TextAreaField
+            label="Sample data (JSON)"
+            name="template_data"
+            error={render.error}
+            rows={3}
+            value={data}
+            onValue={setData}
+            onBlur={() => renderPreview(newest?.id)}
+          />
           <FormError error={render.error} fields={['template_data']} />
           {preview && (
             <>
