@@ -2,6 +2,8 @@
  * `npm run bench:broadcast`: a broadcast to a large audience, against what the API does for the same emails. See
  * bench/README.md.
  *
+ * - Import: BENCH_CONTACTS contacts from one CSV file through the contact-import process, beside a raw multi-row
+ *   INSERT of the same rows (bench/contacts-import.ts); they are the audience of what follows.
  * - Expansion: a test-mode broadcast to an audience of BENCH_CONTACTS contacts, sent, then expanded by the broadcast
  *   process until `BroadcastSent`: emails/s into the log. Beside it, in the same run, the batch API
  *   (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted emails/s.
@@ -17,8 +19,8 @@ import { BroadcastExpansionProcess } from '../processes/broadcasts/broadcast-exp
 import { readBroadcast } from '../write-side/broadcasts/broadcast.commands.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
 import { benchDatabase } from './bench-database.ts';
+import { measureContactImport } from './contacts-import.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
-import { seedAudience } from './seed-audience.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -41,6 +43,8 @@ const content = (audienceId: string) => ({
 const { url, env, dispose } = await benchDatabase('broadcast');
 const config = loadConfig({
   ...env,
+  // Waits for the read models after 100,000 contacts: longer than a request's.
+  PROJECTION_WAIT_MS: '600000',
   ...(process.env.BROADCAST_EXPANSION_BATCH && {
     BROADCAST_EXPANSION_BATCH: process.env.BROADCAST_EXPANSION_BATCH,
   }),
@@ -64,7 +68,13 @@ try {
   };
 
   const audience = await call('POST', '/audiences', { name: 'Everyone' });
-  await seedAudience(postline.services, org, audience.id, CONTACTS, results);
+  const imported = await measureContactImport(
+    postline.services,
+    { orgId: org.orgId, mode: 'test' },
+    audience.id,
+    CONTACTS,
+  );
+  results.push(...imported.text);
 
   // Expansion: send, then the broadcast process until the broadcast is sent.
   const expansion = new BroadcastExpansionProcess(postline.services);
