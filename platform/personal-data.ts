@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { keyObject } from './crypto.ts';
 import type { Queryable } from './db/database.ts';
 import type { Migration } from './db/migrations.ts';
 
@@ -40,7 +41,7 @@ export async function sealPersonalData(db: Queryable, subject: string, value: un
 
 function seal(key: Buffer, subject: string, value: unknown): string {
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const cipher = createCipheriv('aes-256-gcm', keyObject(key), iv);
   cipher.setAAD(Buffer.from(subject));
   const sealed = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
   return [
@@ -60,7 +61,7 @@ export async function openPersonalData<T>(db: Queryable, subject: string, sealed
 function open<T>(key: Buffer, subject: string, sealed: string): T {
   const [version, iv, tag, data] = sealed.split('.');
   if (version !== VERSION) throw new Error(`unknown sealing ${version}`);
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  const decipher = createDecipheriv('aes-256-gcm', keyObject(key), Buffer.from(iv, 'base64url'));
   decipher.setAAD(Buffer.from(subject));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   const text = Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString(

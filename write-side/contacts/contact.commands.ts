@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { keyObject } from '../../platform/crypto.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
@@ -24,7 +25,7 @@ const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, ema
 
 /** `emailKeyOf` for many addresses: the secret is resolved once. */
 const emailKeysOf = (services: Pick<Services, 'config'>, meta: EventMetadata) => {
-  const secret = Buffer.from(resolveSecretKey(services.config), 'base64');
+  const secret = keyObject(Buffer.from(resolveSecretKey(services.config), 'base64'));
   return (email: string) =>
     createHmac('sha256', secret)
       .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)

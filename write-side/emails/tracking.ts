@@ -1,5 +1,6 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../platform/config.ts';
+import { keyObject } from '../../platform/crypto.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 
 /**
@@ -16,14 +17,16 @@ export interface TrackingClaim {
 }
 
 export class TrackingTokens {
-  readonly #key: Buffer;
+  readonly #key: KeyObject;
   readonly baseUrl: string;
 
   constructor(secretKeyBase64: string, baseUrl: string) {
-    this.#key = createHash('sha256')
-      .update('postline tracking\0')
-      .update(Buffer.from(secretKeyBase64, 'base64'))
-      .digest();
+    this.#key = keyObject(
+      createHash('sha256')
+        .update('postline tracking\0')
+        .update(Buffer.from(secretKeyBase64, 'base64'))
+        .digest(),
+    );
     this.baseUrl = baseUrl.replace(/\/$/, '');
   }
 
