@@ -66,6 +66,9 @@ function renderer(
   });
 }
 
+/** Emails rendered and handed to the store between two turns of the event loop. */
+const SLICE = 50;
+
 const noneSkipped = (): SkippedRecipients => ({
   unsubscribed: 0,
   suppressed: 0,
@@ -141,62 +144,71 @@ export async function expandNextBatch(
   const returnPath =
     domain?.returnPathDomain ?? `${services.config.POSTLINE_RETURN_PATH_SUBDOMAIN}.${domainName}`;
   const now = services.clock.now().toISOString();
-  const results = await Promise.all(
-    candidates.slice(0, granted).map(async (r) => {
-      const emailId = broadcastEmailId(broadcastId, r.id, startedAt);
-      const token = tokens.sign(emailId);
-      const unsubscribeUrl = `${base}/unsubscribe/${token}`;
-      let body: ReturnType<Renderer>;
-      try {
-        body = render({
-          contact: {
-            email: r.email,
-            first_name: r.first_name,
-            last_name: r.last_name,
-            properties: r.properties,
-          },
-          unsubscribe_url: unsubscribeUrl,
-        });
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        services.log.warn(
-          { broadcastId, contactId: r.id, reason: error.message },
-          'broadcast email not rendered',
-        );
-        return false;
-      }
-      const name = [r.first_name, r.last_name].filter(Boolean).join(' ') || null;
-      const email: EmailContent = {
-        emailId,
-        orgId: tenant.orgId,
-        mode: tenant.mode,
-        from: content.from,
-        to: [formatMailbox({ name, address: r.email })],
-        cc: [],
-        bcc: [],
-        replyTo: content.replyTo,
-        subject: body.subject,
-        ...withFooter(body, domain?.impressum ?? null, unsubscribeUrl),
-        headers: {
-          'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${unsubscribeMailbox(token, returnPath)}>`,
-          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+  const queue = async (r: AudienceRecipient) => {
+    const emailId = broadcastEmailId(broadcastId, r.id, startedAt);
+    const token = tokens.sign(emailId);
+    const unsubscribeUrl = `${base}/unsubscribe/${token}`;
+    let body: ReturnType<Renderer>;
+    try {
+      body = render({
+        contact: {
+          email: r.email,
+          first_name: r.first_name,
+          last_name: r.last_name,
+          properties: r.properties,
         },
-        tags: [],
-        attachments: [],
-        domainId: domain?.id ?? null,
-        domainName: domain?.name ?? domainName,
-        ...(template?.status === 'published' && {
-          templateId: template.version.templateId,
-          templateVersionId: template.version.versionId,
-        }),
-        suppressedRecipients: [],
-        createdAt: now,
-        broadcast: { broadcastId, contactId: r.id, topicId: topic ? content.topicId : null },
-      };
-      await acceptPrepared(services, meta, { content: email, attachments: [] });
-      return true;
-    }),
-  );
+        unsubscribe_url: unsubscribeUrl,
+      });
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      services.log.warn(
+        { broadcastId, contactId: r.id, reason: error.message },
+        'broadcast email not rendered',
+      );
+      return false;
+    }
+    const name = [r.first_name, r.last_name].filter(Boolean).join(' ') || null;
+    const email: EmailContent = {
+      emailId,
+      orgId: tenant.orgId,
+      mode: tenant.mode,
+      from: content.from,
+      to: [formatMailbox({ name, address: r.email })],
+      cc: [],
+      bcc: [],
+      replyTo: content.replyTo,
+      subject: body.subject,
+      ...withFooter(body, domain?.impressum ?? null, unsubscribeUrl),
+      headers: {
+        'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${unsubscribeMailbox(token, returnPath)}>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
+      tags: [],
+      attachments: [],
+      domainId: domain?.id ?? null,
+      domainName: domain?.name ?? domainName,
+      ...(template?.status === 'published' && {
+        templateId: template.version.templateId,
+        templateVersionId: template.version.versionId,
+      }),
+      suppressedRecipients: [],
+      createdAt: now,
+      broadcast: { broadcastId, contactId: r.id, topicId: topic ? content.topicId : null },
+    };
+    await acceptPrepared(services, meta, { content: email, attachments: [] });
+    return true;
+  };
+  // Rendering is CPU work: between slices of a step the event loop serves requests. The appends of the slices
+  // are in flight together and share the store's group commits.
+  const pending: Promise<boolean>[] = [];
+  for (let i = 0; i < granted; i += SLICE) {
+    for (const p of candidates.slice(i, Math.min(i + SLICE, granted)).map(queue)) {
+      p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
+      pending.push(p);
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const results = await Promise.all(pending);
   const queued = results.filter(Boolean).length;
   skipped.failed = results.length - queued;
   const last = page.length < services.config.BROADCAST_EXPANSION_BATCH;
