@@ -9,6 +9,7 @@ import { migrate } from '../platform/db/migrations.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
+import { mountApiReference } from '../platform/http/api-reference.ts';
 import { createHttpApp } from '../platform/http/app.ts';
 import type { Authenticate } from '../platform/http/auth-context.ts';
 import { HttpDrain } from '../platform/http/drain.ts';
@@ -32,6 +33,7 @@ import {
   projections,
   registerRoutes,
 } from './composition.ts';
+import { apiDocument } from './openapi-document.ts';
 import { ThreadedProjectionRunner } from './projections-thread.ts';
 
 export interface StartOptions {
@@ -182,6 +184,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         };
       },
       mount: (a) => {
+        if (router) mountApiReference(a, apiDocument(router));
         if (api) mountHandlers(a, services);
         else mountOperations(a, services);
         options.mount?.(a, services);

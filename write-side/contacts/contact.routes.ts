@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
+import { Contact, ContactTopicList } from '../../read-side/contacts/contacts.response.ts';
 import {
   changeMembership,
   createContact,
@@ -101,64 +103,129 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     return id;
   };
 
-  api.post('/contacts', async (req) => {
-    const body = parse(createBody, req.body);
-    const { contactId, position } = await createContact(services, metaOf(req.auth), {
-      email: body.email,
-      firstName: body.first_name ?? null,
-      lastName: body.last_name ?? null,
-      unsubscribed: body.unsubscribed ?? false,
-      properties: body.properties ?? {},
-      consentGivenAt: body.consent_given_at ?? null,
-      audienceIds: body.audience_ids ?? [],
-    });
-    return created(await answer(req.auth, contactId, position));
-  });
+  api.post(
+    '/contacts',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const { contactId, position } = await createContact(services, metaOf(req.auth), {
+        email: body.email,
+        firstName: body.first_name ?? null,
+        lastName: body.last_name ?? null,
+        unsubscribed: body.unsubscribed ?? false,
+        properties: body.properties ?? {},
+        consentGivenAt: body.consent_given_at ?? null,
+        audienceIds: body.audience_ids ?? [],
+      });
+      return created(await answer(req.auth, contactId, position));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Create a contact',
+        body: createBody,
+        responses: { 201: Contact },
+        errors: ['contact_exists', 'conflict'],
+      },
+    },
+  );
 
-  api.patch('/contacts/:contact_id', async (req) => {
-    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-    const body = parse(updateBody, req.body ?? {});
-    const { position } = await updateContact(services, metaOf(req.auth), id, {
-      email: body.email,
-      firstName: body.first_name,
-      lastName: body.last_name,
-      unsubscribed: body.unsubscribed,
-      properties: body.properties,
-      consentGivenAt: body.consent_given_at,
-    });
-    return ok(await answer(req.auth, id, position));
-  });
+  api.patch(
+    '/contacts/:contact_id',
+    async (req) => {
+      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const body = parse(updateBody, req.body ?? {});
+      const { position } = await updateContact(services, metaOf(req.auth), id, {
+        email: body.email,
+        firstName: body.first_name,
+        lastName: body.last_name,
+        unsubscribed: body.unsubscribed,
+        properties: body.properties,
+        consentGivenAt: body.consent_given_at,
+      });
+      return ok(await answer(req.auth, id, position));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Change a contact',
+        body: updateBody,
+        responses: { 200: Contact },
+        errors: ['contact_exists', 'conflict'],
+      },
+    },
+  );
 
-  api.delete('/contacts/:contact_id', async (req) => {
-    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-    const { position } = await deleteContact(services, metaOf(req.auth), id);
-    await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
-    return ok({ id, deleted: true });
-  });
+  api.delete(
+    '/contacts/:contact_id',
+    async (req) => {
+      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const { position } = await deleteContact(services, metaOf(req.auth), id);
+      await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
+      return ok({ id, deleted: true });
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Delete a contact and its personal data',
+        responses: { 200: Deleted },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.patch('/contacts/:contact_id/topics', async (req) => {
-    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-    const body = parse(topicsBody, req.body);
-    const { position } = await setContactTopics(
-      services,
-      metaOf(req.auth),
-      id,
-      body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
-    );
-    await answer(req.auth, id, position);
-    return ok(await contactTopics(services.db, req.auth, id));
-  });
+  api.patch(
+    '/contacts/:contact_id/topics',
+    async (req) => {
+      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const body = parse(topicsBody, req.body);
+      const { position } = await setContactTopics(
+        services,
+        metaOf(req.auth),
+        id,
+        body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
+      );
+      await answer(req.auth, id, position);
+      return ok(await contactTopics(services.db, req.auth, id));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: "Set a contact's topic subscriptions",
+        body: topicsBody,
+        responses: { 200: ContactTopicList },
+        errors: ['conflict'],
+      },
+    },
+  );
 
   // Membership: adding twice or removing a contact that is not a member changes nothing and answers the same.
   for (const [method, member] of [
     ['put', true],
     ['delete', false],
   ] as const) {
-    api[method]('/audiences/:audience_id/contacts/:contact_id', async (req) => {
-      const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
-      const contactId = known(req.params.contact_id, CONTACT_ID, 'Contact');
-      const { position } = await changeMembership(services, metaOf(req.auth), contactId, audienceId, member);
-      return ok(await answer(req.auth, contactId, position));
-    });
+    api[method](
+      '/audiences/:audience_id/contacts/:contact_id',
+      async (req) => {
+        const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
+        const contactId = known(req.params.contact_id, CONTACT_ID, 'Contact');
+        const { position } = await changeMembership(
+          services,
+          metaOf(req.auth),
+          contactId,
+          audienceId,
+          member,
+        );
+        return ok(await answer(req.auth, contactId, position));
+      },
+      {
+        schema: {
+          tag: 'Contacts',
+          summary: member ? 'Add a contact to an audience' : 'Remove a contact from an audience',
+          description: 'Changes nothing when it is so already, and answers the same.',
+          responses: { 200: Contact },
+          errors: ['conflict'],
+        },
+      },
+    );
   }
 }
