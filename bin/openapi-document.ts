@@ -2,11 +2,12 @@ import { loadConfig } from '../platform/config.ts';
 import { openApiDocument } from '../platform/http/openapi.ts';
 import { ApiRouter } from '../platform/http/router.ts';
 import type { Services } from '../platform/services.ts';
+import { WEBHOOK_PAYLOADS } from '../processes/webhooks/public-events.v1.schema.ts';
 import { registerRoutes } from './composition.ts';
 
 /** The OpenAPI document of the API this router serves, with the public webhook payloads. */
 export function apiDocument(router: ApiRouter) {
-  return openApiDocument(router.routes);
+  return openApiDocument(router.routes, WEBHOOK_PAYLOADS);
 }
 
 /**

@@ -60,7 +60,8 @@ function commonErrors(route: Route): ErrorCode[] {
   if (route.method !== 'GET' && route.method !== 'DELETE')
     codes.push('malformed_json', 'unsupported_content_type', 'body_too_large');
   if (route.method !== 'GET') codes.push('projection_timeout', 'concurrent_modification');
-  if (paramNames(route.path).length > 0) codes.push('not_found');
+  // An id that is not the caller's; a path that decodes to text the stores cannot hold names nothing (app.ts).
+  if (paramNames(route.path).length > 0) codes.push('not_found', 'route_not_found');
   if (route.options.idempotent)
     codes.push('invalid_header', 'idempotency_key_reused', 'idempotency_request_in_flight');
   return codes;
