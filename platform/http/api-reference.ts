@@ -24,6 +24,9 @@ const page = `<!doctype html>
         withDefaultFonts: false,
         hideClientButton: true,
         telemetry: false,
+        // Nothing that talks to Scalar's cloud: no AI agent, no MCP generator.
+        agent: { disabled: true },
+        mcp: { disabled: true },
       });
     </script>
   </body>
