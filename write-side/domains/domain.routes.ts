@@ -147,7 +147,7 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
         tag: 'Domains',
         summary: 'Check the DNS records of a domain now',
         responses: { 200: Domain },
-        errors: ['conflict'],
+        errors: ['domain_exists', 'conflict'],
       },
     },
   );
