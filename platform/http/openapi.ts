@@ -38,6 +38,10 @@ const rateLimitHeaders = {
   'X-RateLimit-Reset': z.int().min(0).meta({ description: 'Seconds until the window resets.' }),
 };
 const retryAfter = z.int().min(0).meta({ description: 'Seconds to wait before sending the request again.' });
+/** An error may be answered before the request is counted (a malformed path, a server shutting down). */
+const rateLimitHeadersIfCounted = Object.fromEntries(
+  Object.entries(rateLimitHeaders).map(([name, schema]) => [name, schema.optional()]),
+);
 
 /**
  * The error codes every route of a kind may answer, beside those it declares (`RouteSchema.errors`). Each rule
@@ -109,12 +113,10 @@ function responsesOf(route: Route): ZodOpenApiResponsesObject {
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const headers =
-      status === 429 || status === 503
-        ? z.object({ ...rateLimitHeaders, 'Retry-After': retryAfter })
-        : status === 405
-          ? z.object({ Allow: z.string() })
-          : z.object(rateLimitHeaders);
+    const headers = z.object({
+      ...rateLimitHeadersIfCounted,
+      ...((status === 429 || status === 503) && { 'Retry-After': retryAfter }),
+    });
     responses[String(status) as '400'] = {
       description: `Error: ${list.map((c) => `\`${c}\``).join(', ')}`,
       headers,

@@ -66,11 +66,14 @@ describe('answers held to the document', () => {
     expect(created.status).toBe(201);
     const responses = new OpenApiResponses((await svc.client().get('/v1/openapi.json')).body);
     const url = `/v1/suppressions`;
-    expect(responses.check('POST', url, 201, created.body)).toBeNull();
-    expect(responses.check('POST', url, 201, { ...created.body, added: true })).toMatch(
+    expect(responses.check('POST', url, 201, created.body, created.headers)).toBeNull();
+    expect(responses.check('POST', url, 201, created.body, {})).toMatch(
+      /without the header X-RateLimit-Limit/,
+    );
+    expect(responses.check('POST', url, 201, { ...created.body, added: true }, created.headers)).toMatch(
       /must NOT have additional properties.*added/,
     );
-    expect(responses.check('POST', url, 201, { ...created.body, created_at: 17 })).toMatch(
+    expect(responses.check('POST', url, 201, { ...created.body, created_at: 17 }, created.headers)).toMatch(
       /created_at must be string/,
     );
     expect(

@@ -29,8 +29,14 @@ export class OpenApiResponses {
     this.#ajv.addSchema(document, 'openapi.json');
   }
 
-  /** What is wrong with this answer, or null when the document describes it (or it is no /v1 route's). */
-  check(method: string, url: string, status: number, body: unknown): string | null {
+  /** What is wrong with this answer (status, required headers, body), or null when the document describes it (or it is no /v1 route's). */
+  check(
+    method: string,
+    url: string,
+    status: number,
+    body: unknown,
+    headers: Record<string, unknown> = {},
+  ): string | null {
     const path = url.split('?')[0];
     if (!path.startsWith('/v1/')) return null;
     let route: Route | undefined;
@@ -46,6 +52,10 @@ export class OpenApiResponses {
     if (!operation) return `${where} is not in the OpenAPI document`;
     if (!operation.responses[String(status)])
       return `${where} answered ${status}, which the document does not list (${Object.keys(operation.responses).join(', ')}): ${JSON.stringify(body)}`;
+    const missing = Object.entries(operation.responses[String(status)].headers ?? {})
+      .filter(([name, h]: [string, any]) => h.required && headers[name.toLowerCase()] === undefined)
+      .map(([name]) => name);
+    if (missing.length > 0) return `${where} answered ${status} without the header ${missing.join(', ')}`;
     const validate = this.#validator(route, status);
     if (validate(body)) return null;
     const errors = validate.errors?.map(

@@ -50,7 +50,7 @@ export function apiClient(baseUrl: string, key?: string): ApiClient {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {}
     // Every answer is held to the OpenAPI document; a mismatch fails the test that received it.
-    const mismatch = openApiResponses().check(method, path, res.statusCode, parsed);
+    const mismatch = openApiResponses().check(method, path, res.statusCode, parsed, res.headers);
     if (mismatch) throw new Error(`Answer not as documented: ${mismatch}`);
     return { status: res.statusCode, body: parsed, headers: res.headers as Record<string, string> };
   };
