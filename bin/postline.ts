@@ -98,7 +98,9 @@ async function main(argv: string[]): Promise<number> {
   }
   if (argv[0] === 'openapi') {
     // The OpenAPI document on stdout, without a database: for linters and client generators.
-    process.stdout.write(`${JSON.stringify(standaloneApiDocument(), null, 2)}\n`);
+    // Written out before main() exits the process: a pipe would otherwise lose what was not yet flushed.
+    const text = `${JSON.stringify(standaloneApiDocument(), null, 2)}\n`;
+    await new Promise<void>((done) => process.stdout.write(text, () => done()));
     return 0;
   }
   const config = loadConfig();
