@@ -13,6 +13,7 @@ import { mountApiReference } from '../platform/http/api-reference.ts';
 import { createHttpApp } from '../platform/http/app.ts';
 import type { Authenticate } from '../platform/http/auth-context.ts';
 import { HttpDrain } from '../platform/http/drain.ts';
+import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import { ApiRouter } from '../platform/http/router.ts';
 import { listenHttp } from '../platform/http/server.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
@@ -184,7 +185,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         };
       },
       mount: (a) => {
-        if (router) mountApiReference(a, apiDocument(router));
+        if (router) mountApiReference(a, apiDocument(router), publicRateLimit(services));
         if (api) mountHandlers(a, services);
         else mountOperations(a, services);
         options.mount?.(a, services);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type express from 'express';
+import type { RequestHandler } from 'express';
 import { API_TITLE } from './openapi.ts';
 
 /** Scalar's standalone bundle, from the npm package: the page loads nothing from another host (no CDN, no fonts). */
@@ -35,10 +36,12 @@ const page = `<!doctype html>
 
 /**
  * `GET /v1/openapi.json` (the document, no key needed) and `GET /docs` (a reference page rendering it). Mounted
- * before the /v1 router, whose every route needs a key. The document is serialised once, at start-up.
+ * before the /v1 router, whose every route needs a key. The document is serialised once, at start-up. Being
+ * open to anyone, they count against `limit`: the per-address limit of requests without a key.
  */
-export function mountApiReference(app: express.Express, document: object): void {
+export function mountApiReference(app: express.Express, document: object, limit: RequestHandler): void {
   const json = JSON.stringify(document);
+  app.use(['/v1/openapi.json', '/docs'], limit);
   app.get('/v1/openapi.json', (_req, res) => {
     res.type('application/json').send(json);
   });

@@ -22,6 +22,7 @@ describe('GET /v1/openapi.json', () => {
     const res = await svc.client().get('/v1/openapi.json');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.headers).toHaveProperty('x-ratelimit-remaining'); // counted as a request without a key
     expect(res.body).toMatchObject({
       openapi: '3.1.0',
       info: { title: 'Postline API', version: '1.0.0' },
