@@ -32,16 +32,26 @@ const operationId = (route: Route) =>
     .map((w) => w[0].toUpperCase() + w.slice(1))
     .join('');
 
+/** Response headers, each a component (`#/components/headers/…`) shared by every answer that carries it. */
+const header = (id: string, description: string) => z.int().min(0).meta({ description, header: { id } });
+/** The same header where an answer may lack it. */
+const optionalHeader = (id: string, description: string) =>
+  z.int().min(0).optional().meta({ description, header: { id } });
+const LIMIT = 'Requests allowed in the current window.';
+const REMAINING = 'Requests left in the current window.';
+const RESET = 'Seconds until the window resets.';
 const rateLimitHeaders = {
-  'X-RateLimit-Limit': z.int().min(0).meta({ description: 'Requests allowed in the current window.' }),
-  'X-RateLimit-Remaining': z.int().min(0).meta({ description: 'Requests left in the current window.' }),
-  'X-RateLimit-Reset': z.int().min(0).meta({ description: 'Seconds until the window resets.' }),
+  'X-RateLimit-Limit': header('X-RateLimit-Limit', LIMIT),
+  'X-RateLimit-Remaining': header('X-RateLimit-Remaining', REMAINING),
+  'X-RateLimit-Reset': header('X-RateLimit-Reset', RESET),
 };
-const retryAfter = z.int().min(0).meta({ description: 'Seconds to wait before sending the request again.' });
+const retryAfter = header('Retry-After', 'Seconds to wait before sending the request again.');
 /** An error may be answered before the request is counted (a malformed path, a server shutting down). */
-const rateLimitHeadersIfCounted = Object.fromEntries(
-  Object.entries(rateLimitHeaders).map(([name, schema]) => [name, schema.optional()]),
-);
+const rateLimitHeadersIfCounted = {
+  'X-RateLimit-Limit': optionalHeader('X-RateLimit-Limit-If-Counted', LIMIT),
+  'X-RateLimit-Remaining': optionalHeader('X-RateLimit-Remaining-If-Counted', REMAINING),
+  'X-RateLimit-Reset': optionalHeader('X-RateLimit-Reset-If-Counted', RESET),
+};
 
 /**
  * The error codes every route of a kind may answer, beside those it declares (`RouteSchema.errors`). Each rule

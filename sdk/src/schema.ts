@@ -2027,7 +2027,22 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Requests allowed in the current window. */
+        "X-RateLimit-Limit": number;
+        /** @description Requests left in the current window. */
+        "X-RateLimit-Remaining": number;
+        /** @description Seconds until the window resets. */
+        "X-RateLimit-Reset": number;
+        /** @description Requests allowed in the current window. */
+        "X-RateLimit-Limit-If-Counted": number;
+        /** @description Requests left in the current window. */
+        "X-RateLimit-Remaining-If-Counted": number;
+        /** @description Seconds until the window resets. */
+        "X-RateLimit-Reset-If-Counted": number;
+        /** @description Seconds to wait before sending the request again. */
+        "Retry-After": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2048,12 +2063,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2063,9 +2075,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2085,9 +2097,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2107,9 +2119,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2129,9 +2141,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2151,11 +2163,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2175,9 +2186,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2197,11 +2208,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2244,12 +2254,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2259,9 +2266,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2281,9 +2288,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2303,9 +2310,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2325,9 +2332,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2347,9 +2354,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2369,9 +2376,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2391,9 +2398,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2413,11 +2420,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2437,9 +2443,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2459,11 +2465,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2496,12 +2501,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2511,9 +2513,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2533,9 +2535,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2555,9 +2557,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2577,9 +2579,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2599,9 +2601,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2621,9 +2623,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2643,11 +2645,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2667,9 +2668,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2689,11 +2690,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2728,12 +2728,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2743,9 +2740,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2765,9 +2762,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2787,9 +2784,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2809,9 +2806,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2831,11 +2828,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2855,9 +2851,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2877,11 +2873,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2929,12 +2924,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     /** @description Present when this is the stored answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -2946,9 +2938,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json`, `invalid_header` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2968,9 +2960,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2990,9 +2982,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3012,9 +3004,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `idempotency_key_reused`, `idempotency_request_in_flight`, `domain_exists`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3034,9 +3026,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3056,9 +3048,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3078,9 +3070,9 @@ export interface operations {
             /** @description Error: `validation_error`, `plan_limit_exceeded` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3100,11 +3092,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3124,9 +3115,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3146,11 +3137,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3183,12 +3173,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3198,9 +3185,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3220,9 +3207,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3242,9 +3229,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3264,9 +3251,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3286,9 +3273,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `domain_exists`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3308,9 +3295,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3330,9 +3317,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3352,9 +3339,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3374,11 +3361,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3398,9 +3384,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3420,11 +3406,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3457,12 +3442,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3472,9 +3454,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3494,9 +3476,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3516,9 +3498,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3538,9 +3520,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3560,9 +3542,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3582,11 +3564,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3606,9 +3587,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3628,11 +3609,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3665,12 +3645,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3680,9 +3657,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3702,9 +3679,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3724,9 +3701,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3746,9 +3723,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3768,9 +3745,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3790,9 +3767,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3812,11 +3789,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3836,9 +3812,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3858,11 +3834,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3914,12 +3889,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3929,9 +3901,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3951,9 +3923,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3973,9 +3945,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3995,9 +3967,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4017,9 +3989,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4039,9 +4011,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4061,9 +4033,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4083,9 +4055,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4105,11 +4077,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4129,9 +4100,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4151,11 +4122,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4188,12 +4158,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4203,9 +4170,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4225,9 +4192,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4247,9 +4214,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4269,9 +4236,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4291,9 +4258,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `domain_exists`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4313,9 +4280,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4335,9 +4302,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4357,9 +4324,9 @@ export interface operations {
             /** @description Error: `validation_error`, `plan_limit_exceeded` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4379,11 +4346,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4403,9 +4369,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4425,11 +4391,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4469,12 +4434,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4484,9 +4446,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4506,9 +4468,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4528,9 +4490,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4550,9 +4512,9 @@ export interface operations {
             /** @description Error: `not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4572,9 +4534,9 @@ export interface operations {
             /** @description Error: `concurrent_modification` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4594,9 +4556,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4616,9 +4578,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4638,9 +4600,9 @@ export interface operations {
             /** @description Error: `validation_error`, `template_not_published`, `template_render_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4660,11 +4622,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4684,9 +4645,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4706,11 +4667,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4745,12 +4705,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4760,9 +4717,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4782,9 +4739,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4804,9 +4761,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4826,9 +4783,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4848,11 +4805,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4872,9 +4828,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4894,11 +4850,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4957,12 +4912,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     /** @description Present when this is the stored answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -4974,9 +4926,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json`, `invalid_header` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4996,9 +4948,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5018,9 +4970,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5040,9 +4992,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `idempotency_key_reused`, `idempotency_request_in_flight`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5062,9 +5014,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5084,9 +5036,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5106,9 +5058,9 @@ export interface operations {
             /** @description Error: `validation_error`, `plan_limit_exceeded` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5128,11 +5080,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5152,9 +5103,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5174,11 +5125,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5211,12 +5161,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5226,9 +5173,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5248,9 +5195,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5270,9 +5217,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5292,9 +5239,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5314,9 +5261,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5336,11 +5283,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5360,9 +5306,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5382,11 +5328,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5419,12 +5364,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5434,9 +5376,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5456,9 +5398,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5478,9 +5420,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5500,9 +5442,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5522,9 +5464,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5544,9 +5486,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5566,11 +5508,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5590,9 +5531,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5612,11 +5553,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5668,12 +5608,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5683,9 +5620,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5705,9 +5642,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5727,9 +5664,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5749,9 +5686,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5771,9 +5708,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5793,9 +5730,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5815,9 +5752,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5837,9 +5774,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5859,11 +5796,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5883,9 +5819,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5905,11 +5841,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5942,12 +5877,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5957,9 +5889,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5979,9 +5911,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6001,9 +5933,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6023,9 +5955,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6045,9 +5977,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6067,9 +5999,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6089,9 +6021,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6111,9 +6043,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6133,11 +6065,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6157,9 +6088,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6179,11 +6110,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6225,12 +6155,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     /** @description Present when this is the stored answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -6242,9 +6169,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json`, `invalid_header` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6264,9 +6191,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6286,9 +6213,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6308,9 +6235,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6330,9 +6257,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `idempotency_key_reused`, `idempotency_request_in_flight`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6352,9 +6279,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6374,9 +6301,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6396,9 +6323,9 @@ export interface operations {
             /** @description Error: `validation_error`, `plan_limit_exceeded` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6418,11 +6345,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6442,9 +6368,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6464,11 +6390,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6505,12 +6430,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6520,9 +6442,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6542,9 +6464,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6564,9 +6486,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6586,9 +6508,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6608,9 +6530,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6630,11 +6552,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6654,9 +6575,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6676,11 +6597,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6716,12 +6636,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6731,9 +6648,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6753,9 +6670,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6775,9 +6692,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6797,9 +6714,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6819,11 +6736,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6843,9 +6759,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6865,11 +6781,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6911,12 +6826,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6926,12 +6838,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6941,9 +6850,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6963,9 +6872,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6985,9 +6894,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7007,9 +6916,9 @@ export interface operations {
             /** @description Error: `concurrent_modification` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7029,9 +6938,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7051,9 +6960,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7073,9 +6982,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7095,11 +7004,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7119,9 +7027,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7141,11 +7049,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7178,12 +7085,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7193,9 +7097,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7215,9 +7119,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7237,9 +7141,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7259,9 +7163,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7281,9 +7185,9 @@ export interface operations {
             /** @description Error: `concurrent_modification` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7303,9 +7207,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7325,11 +7229,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7349,9 +7252,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7371,11 +7274,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7410,12 +7312,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7425,9 +7324,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7447,9 +7346,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7469,9 +7368,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7491,9 +7390,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7513,11 +7412,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7537,9 +7435,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7559,11 +7457,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7604,12 +7501,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7619,9 +7513,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7641,9 +7535,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7663,9 +7557,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7685,9 +7579,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7707,9 +7601,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7729,9 +7623,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7751,9 +7645,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7773,11 +7667,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7797,9 +7690,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7819,11 +7712,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7856,12 +7748,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7871,9 +7760,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7893,9 +7782,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7915,9 +7804,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7937,9 +7826,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7959,9 +7848,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7981,11 +7870,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8005,9 +7893,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8027,11 +7915,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8064,12 +7951,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8079,9 +7963,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8101,9 +7985,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8123,9 +8007,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8145,9 +8029,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8167,9 +8051,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8189,9 +8073,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8211,11 +8095,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8235,9 +8118,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8257,11 +8140,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8301,12 +8183,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8316,9 +8195,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8338,9 +8217,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8360,9 +8239,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8382,9 +8261,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8404,9 +8283,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8426,9 +8305,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8448,9 +8327,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8470,9 +8349,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8492,11 +8371,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8516,9 +8394,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8538,11 +8416,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8577,12 +8454,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8592,9 +8466,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8614,9 +8488,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8636,9 +8510,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8658,9 +8532,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8680,11 +8554,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8704,9 +8577,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8726,11 +8599,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8767,12 +8639,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8782,9 +8651,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8804,9 +8673,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8826,9 +8695,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8848,9 +8717,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8870,9 +8739,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8892,9 +8761,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8914,9 +8783,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8936,11 +8805,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8960,9 +8828,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8982,11 +8850,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9019,12 +8886,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9034,9 +8898,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9056,9 +8920,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9078,9 +8942,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9100,9 +8964,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9122,9 +8986,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9144,11 +9008,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9168,9 +9031,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9190,11 +9053,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9227,12 +9089,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9242,9 +9101,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9264,9 +9123,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9286,9 +9145,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9308,9 +9167,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9330,9 +9189,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9352,9 +9211,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9374,11 +9233,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9398,9 +9256,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9420,11 +9278,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9463,12 +9320,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9478,9 +9332,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9500,9 +9354,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9522,9 +9376,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9544,9 +9398,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9566,9 +9420,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9588,9 +9442,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9610,9 +9464,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9632,9 +9486,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9654,11 +9508,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9678,9 +9531,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9700,11 +9553,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9742,12 +9594,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9757,9 +9606,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9779,9 +9628,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9801,9 +9650,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9823,9 +9672,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9845,11 +9694,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9869,9 +9717,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9891,11 +9739,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9940,12 +9787,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9955,9 +9799,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9977,9 +9821,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9999,9 +9843,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10021,9 +9865,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `contact_exists`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10043,9 +9887,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10065,9 +9909,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10087,9 +9931,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10109,11 +9953,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10133,9 +9976,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10155,11 +9998,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10192,12 +10034,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10207,9 +10046,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10229,9 +10068,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10251,9 +10090,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10273,9 +10112,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10295,9 +10134,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10317,11 +10156,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10341,9 +10179,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10363,11 +10201,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10400,12 +10237,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10415,9 +10249,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10437,9 +10271,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10459,9 +10293,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10481,9 +10315,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10503,9 +10337,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10525,9 +10359,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10547,11 +10381,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10571,9 +10404,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10593,11 +10426,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10643,12 +10475,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10658,9 +10487,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10680,9 +10509,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10702,9 +10531,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10724,9 +10553,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10746,9 +10575,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `contact_exists`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10768,9 +10597,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10790,9 +10619,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10812,9 +10641,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10834,11 +10663,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10858,9 +10686,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10880,11 +10708,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10917,12 +10744,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10932,9 +10756,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10954,9 +10778,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10976,9 +10800,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10998,9 +10822,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11020,9 +10844,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11042,11 +10866,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11066,9 +10889,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11088,11 +10911,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11133,12 +10955,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11148,9 +10967,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11170,9 +10989,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11192,9 +11011,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11214,9 +11033,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11236,9 +11055,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11258,9 +11077,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11280,9 +11099,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11302,9 +11121,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11324,11 +11143,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11348,9 +11166,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11370,11 +11188,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11408,12 +11225,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11423,9 +11237,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11445,9 +11259,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11467,9 +11281,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11489,9 +11303,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11511,9 +11325,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11533,9 +11347,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11555,9 +11369,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11577,9 +11391,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11599,11 +11413,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11623,9 +11436,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11645,11 +11458,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11683,12 +11495,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11698,9 +11507,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11720,9 +11529,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11742,9 +11551,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11764,9 +11573,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11786,9 +11595,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11808,9 +11617,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11830,11 +11639,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11854,9 +11662,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11876,11 +11684,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11915,12 +11722,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11930,9 +11734,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11952,9 +11756,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11974,9 +11778,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11996,9 +11800,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12018,11 +11822,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12042,9 +11845,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12064,11 +11867,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12108,12 +11910,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12123,9 +11922,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12145,9 +11944,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12167,9 +11966,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12189,9 +11988,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12211,9 +12010,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12233,9 +12032,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12255,9 +12054,9 @@ export interface operations {
             /** @description Error: `validation_error`, `plan_limit_exceeded` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12277,11 +12076,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12301,9 +12099,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12323,11 +12121,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12360,12 +12157,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12375,9 +12169,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12397,9 +12191,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12419,9 +12213,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12441,9 +12235,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12463,9 +12257,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12485,11 +12279,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12509,9 +12302,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12531,11 +12324,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12568,12 +12360,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12583,9 +12372,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12605,9 +12394,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12627,9 +12416,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12649,9 +12438,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12671,9 +12460,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12693,9 +12482,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12715,11 +12504,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12739,9 +12527,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12761,11 +12549,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12806,12 +12593,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12821,9 +12605,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12843,9 +12627,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12865,9 +12649,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12887,9 +12671,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12909,9 +12693,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12931,9 +12715,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12953,9 +12737,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12975,9 +12759,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12997,11 +12781,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13021,9 +12804,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13043,11 +12826,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13084,12 +12866,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13099,9 +12878,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13121,9 +12900,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13143,9 +12922,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13165,9 +12944,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13187,9 +12966,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13209,9 +12988,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13231,9 +13010,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13253,9 +13032,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13275,11 +13054,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13299,9 +13077,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13321,11 +13099,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13359,12 +13136,9 @@ export interface operations {
             /** @description Accepted */
             202: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13374,9 +13148,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13396,9 +13170,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13418,9 +13192,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13440,9 +13214,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13462,9 +13236,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `webhook_inactive`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13484,9 +13258,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13506,9 +13280,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13528,9 +13302,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13550,11 +13324,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13574,9 +13347,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13596,11 +13369,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13641,12 +13413,9 @@ export interface operations {
             /** @description Accepted */
             202: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13656,9 +13425,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13678,9 +13447,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13700,9 +13469,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13722,9 +13491,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13744,9 +13513,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `webhook_inactive`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13766,9 +13535,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13788,9 +13557,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13810,9 +13579,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13832,11 +13601,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13856,9 +13624,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13878,11 +13646,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13920,12 +13687,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13935,9 +13699,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13957,9 +13721,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13979,9 +13743,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14001,9 +13765,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14023,9 +13787,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14045,11 +13809,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14069,9 +13832,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14091,11 +13854,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14134,12 +13896,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14149,9 +13908,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14171,9 +13930,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14193,9 +13952,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14215,9 +13974,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14237,11 +13996,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14261,9 +14019,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14283,11 +14041,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14326,12 +14083,9 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14341,9 +14095,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14363,9 +14117,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14385,9 +14139,9 @@ export interface operations {
             /** @description Error: `insufficient_permission`, `test_mode_only` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14407,9 +14161,9 @@ export interface operations {
             /** @description Error: `concurrent_modification` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14429,9 +14183,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14451,9 +14205,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14473,9 +14227,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14495,11 +14249,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14519,9 +14272,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14541,11 +14294,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14578,12 +14330,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14593,9 +14342,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14615,9 +14364,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14637,9 +14386,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14659,9 +14408,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14681,9 +14430,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14703,11 +14452,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14727,9 +14475,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14749,11 +14497,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14786,12 +14533,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14801,9 +14545,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14823,9 +14567,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14845,9 +14589,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14867,9 +14611,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14889,9 +14633,9 @@ export interface operations {
             /** @description Error: `content_deleted` */
             410: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14911,9 +14655,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14933,11 +14677,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14957,9 +14700,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14979,11 +14722,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15016,12 +14758,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15031,9 +14770,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15053,9 +14792,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15075,9 +14814,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15097,9 +14836,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15119,9 +14858,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15141,11 +14880,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15165,9 +14903,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15187,11 +14925,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15225,12 +14962,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15240,9 +14974,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15262,9 +14996,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15284,9 +15018,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15306,9 +15040,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15328,9 +15062,9 @@ export interface operations {
             /** @description Error: `content_deleted` */
             410: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15350,9 +15084,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15372,11 +15106,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15396,9 +15129,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15418,11 +15151,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15462,12 +15194,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15477,9 +15206,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15499,9 +15228,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15521,9 +15250,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15543,9 +15272,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15565,11 +15294,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15589,9 +15317,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15611,11 +15339,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15653,12 +15380,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     /** @description Present when this is the stored answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -15670,9 +15394,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json`, `invalid_header` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15692,9 +15416,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15714,9 +15438,9 @@ export interface operations {
             /** @description Error: `domain_not_allowed` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15736,9 +15460,9 @@ export interface operations {
             /** @description Error: `not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15758,9 +15482,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `idempotency_key_reused`, `idempotency_request_in_flight`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15780,9 +15504,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15802,9 +15526,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15824,9 +15548,9 @@ export interface operations {
             /** @description Error: `validation_error`, `domain_not_verified`, `all_recipients_suppressed`, `template_not_published`, `template_render_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15846,11 +15570,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded`, `monthly_quota_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15870,9 +15593,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15892,11 +15615,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15934,12 +15656,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     /** @description Present when this is the stored answer to an earlier request with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -15951,9 +15670,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json`, `invalid_header`, `invalid_batch` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15973,9 +15692,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15995,9 +15714,9 @@ export interface operations {
             /** @description Error: `domain_not_allowed` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16017,9 +15736,9 @@ export interface operations {
             /** @description Error: `not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16039,9 +15758,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `idempotency_key_reused`, `idempotency_request_in_flight`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16061,9 +15780,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16083,9 +15802,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16105,9 +15824,9 @@ export interface operations {
             /** @description Error: `validation_error`, `domain_not_verified`, `all_recipients_suppressed`, `template_not_published`, `template_render_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16127,11 +15846,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded`, `monthly_quota_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16151,9 +15869,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16173,11 +15891,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16210,12 +15927,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16225,9 +15939,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16247,9 +15961,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16269,9 +15983,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16291,9 +16005,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16313,9 +16027,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16335,11 +16049,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16359,9 +16072,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16381,11 +16094,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16425,12 +16137,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16440,9 +16149,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16462,9 +16171,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16484,9 +16193,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16506,9 +16215,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16528,9 +16237,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `email_not_scheduled`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16550,9 +16259,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16572,9 +16281,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16594,9 +16303,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16616,11 +16325,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16640,9 +16348,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16662,11 +16370,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16699,12 +16406,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16714,9 +16418,9 @@ export interface operations {
             /** @description Error: `malformed_request`, `malformed_json` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16736,9 +16440,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16758,9 +16462,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16780,9 +16484,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16802,9 +16506,9 @@ export interface operations {
             /** @description Error: `concurrent_modification`, `email_not_scheduled`, `conflict` */
             409: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16824,9 +16528,9 @@ export interface operations {
             /** @description Error: `body_too_large` */
             413: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16846,9 +16550,9 @@ export interface operations {
             /** @description Error: `unsupported_content_type` */
             415: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16868,9 +16572,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16890,11 +16594,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16914,9 +16617,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16936,11 +16639,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16973,12 +16675,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16988,9 +16687,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17010,9 +16709,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17032,9 +16731,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17054,9 +16753,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17076,9 +16775,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17098,11 +16797,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17122,9 +16820,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17144,11 +16842,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17181,12 +16878,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17196,9 +16890,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17218,9 +16912,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17240,9 +16934,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17262,9 +16956,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17284,9 +16978,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17306,11 +17000,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17330,9 +17023,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17352,11 +17045,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17390,12 +17082,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17405,9 +17094,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17427,9 +17116,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17449,9 +17138,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17471,9 +17160,9 @@ export interface operations {
             /** @description Error: `not_found`, `route_not_found` */
             404: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17493,9 +17182,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17515,11 +17204,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17539,9 +17227,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17561,11 +17249,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17598,12 +17285,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests allowed in the current window. */
-                    "X-RateLimit-Limit": number;
-                    /** @description Requests left in the current window. */
-                    "X-RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
-                    "X-RateLimit-Reset": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17613,9 +17297,9 @@ export interface operations {
             /** @description Error: `malformed_request` */
             400: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17635,9 +17319,9 @@ export interface operations {
             /** @description Error: `missing_api_key`, `invalid_api_key` */
             401: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17657,9 +17341,9 @@ export interface operations {
             /** @description Error: `insufficient_permission` */
             403: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17679,9 +17363,9 @@ export interface operations {
             /** @description Error: `validation_error` */
             422: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17701,11 +17385,10 @@ export interface operations {
             /** @description Error: `rate_limit_exceeded` */
             429: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17725,9 +17408,9 @@ export interface operations {
             /** @description Error: `internal_error` */
             500: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17747,11 +17430,10 @@ export interface operations {
             /** @description Error: `database_unavailable`, `shutting_down` */
             503: {
                 headers: {
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    "X-RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before sending the request again. */
-                    "Retry-After": number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {

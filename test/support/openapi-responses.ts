@@ -53,7 +53,10 @@ export class OpenApiResponses {
     if (!operation.responses[String(status)])
       return `${where} answered ${status}, which the document does not list (${Object.keys(operation.responses).join(', ')}): ${JSON.stringify(body)}`;
     const missing = Object.entries(operation.responses[String(status)].headers ?? {})
-      .filter(([name, h]: [string, any]) => h.required && headers[name.toLowerCase()] === undefined)
+      .filter(([name, h]: [string, any]) => {
+        const declared = h.$ref ? this.document.components.headers[h.$ref.split('/').pop()] : h;
+        return declared.required && headers[name.toLowerCase()] === undefined;
+      })
       .map(([name]) => name);
     if (missing.length > 0) return `${where} answered ${status} without the header ${missing.join(', ')}`;
     const validate = this.#validator(route, status);
