@@ -117,8 +117,18 @@ const envelope = (type: string, data: z.ZodObject) =>
     .strictObject({ type: z.literal(type), id: z.string(), created_at: timestamp, data })
     .meta({ id: `Webhook_${type.replace('.', '_')}` });
 
-export const WEBHOOK_PAYLOADS: WebhookPayload[] = Object.entries(DATA).map(([type, [data, summary]]) => ({
-  type,
-  summary,
-  payload: envelope(type, data),
-}));
+/** `webhook.test`: sent once to a new endpoint, so its owner sees signatures verify (`testEventData`). */
+export const TestEventData = z.strictObject({ webhook_id: z.string(), message: z.string() });
+
+export const WEBHOOK_PAYLOADS: WebhookPayload[] = [
+  ...Object.entries(DATA).map(([type, [data, summary]]) => ({
+    type,
+    summary,
+    payload: envelope(type, data),
+  })),
+  {
+    type: 'webhook.test',
+    summary: 'Sent once to a new endpoint: answer 2xx once the signature verifies',
+    payload: envelope('webhook.test', TestEventData),
+  },
+];

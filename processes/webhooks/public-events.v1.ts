@@ -17,6 +17,7 @@ import type {
   OpenedData,
   ReceivedData,
   RecipientEventData,
+  TestEventData,
 } from './public-events.v1.schema.ts';
 
 // Each payload below `satisfies` its schema's type (public-events.v1.schema.ts), which the OpenAPI document shows.
@@ -239,7 +240,7 @@ export function publicData(
   return null;
 }
 
-export const testEventData = (webhookId: string) => ({
+export const testEventData = (webhookId: string): Of<typeof TestEventData> => ({
   webhook_id: webhookId,
   message: 'Postline can reach this endpoint. Verify the signature with your signing secret and answer 2xx.',
 });

@@ -1013,6 +1013,23 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sent once to a new endpoint: answer 2xx once the signature verifies */
+        post: operations["webhook_webhook_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1330,6 +1347,17 @@ export interface components {
                 }[];
                 /** Format: date-time */
                 timestamp: string;
+            };
+        };
+        Webhook_webhook_test: {
+            /** @constant */
+            type: "webhook.test";
+            id: string;
+            /** Format: date-time */
+            created_at: string;
+            data: {
+                webhook_id: string;
+                message: string;
             };
         };
         /**
@@ -17875,6 +17903,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["Webhook_domain_dns_changed"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_webhook_test: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery id (`whl_…`), the same on every retry. */
+                "webhook-id": string;
+                /** @description Unix time in seconds of this attempt. */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>` (Standard Webhooks). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Webhook_webhook_test"];
             };
         };
         responses: {

@@ -90,6 +90,32 @@ describe('answers held to the document', () => {
   });
 });
 
+describe('webhook deliveries held to the document', () => {
+  it('accepts a payload as documented, and catches an undocumented field or type', () => {
+    const responses = new OpenApiResponses();
+    const sent = {
+      type: 'email.sent',
+      id: 'whl_01',
+      created_at: '2026-01-15T09:30:00.000Z',
+      data: {
+        email_id: 'em_01',
+        from: 'Acme <hello@acme.test>',
+        to: ['ann@example.com'],
+        subject: 'Hi',
+        tags: [],
+        timestamp: '2026-01-15T09:30:00.000Z',
+      },
+    };
+    expect(responses.checkWebhook(sent)).toBeNull();
+    expect(responses.checkWebhook({ ...sent, data: { ...sent.data, html: '<p>' } })).toMatch(
+      /must NOT have additional properties.*html/,
+    );
+    expect(responses.checkWebhook({ ...sent, type: 'email.sent_twice' })).toMatch(
+      /not in the OpenAPI document/,
+    );
+  });
+});
+
 describe('GET /docs', () => {
   it('serves the reference page and its script from Postline itself', async () => {
     const page = await svc.client().get('/docs');

@@ -67,6 +67,24 @@ export class OpenApiResponses {
     return `${where} answered ${status} with a body its schema refuses: ${errors?.join('; ')}\n${JSON.stringify(body).slice(0, 2000)}`;
   }
 
+  /** What is wrong with a webhook delivery's body, or null when its type's schema (`webhooks`) accepts it. */
+  checkWebhook(payload: any): string | null {
+    const type = payload?.type;
+    if (!this.document.webhooks?.[type])
+      return `webhook type ${JSON.stringify(type)} is not in the OpenAPI document`;
+    const pointer = `webhooks/${type}/post/requestBody/content/application~1json/schema`;
+    let validate = this.#compiled.get(pointer);
+    if (!validate) {
+      validate = this.#ajv.compile({ $ref: `openapi.json#/${pointer}` });
+      this.#compiled.set(pointer, validate);
+    }
+    if (validate(payload)) return null;
+    const errors = validate.errors?.map(
+      (e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`,
+    );
+    return `webhook ${type} refused by its schema: ${errors?.join('; ')}\n${JSON.stringify(payload).slice(0, 2000)}`;
+  }
+
   #validator(route: Route, status: number): ValidateFunction {
     const pointer = [
       'paths',
