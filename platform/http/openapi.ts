@@ -163,7 +163,10 @@ function operationOf(route: Route): ZodOpenApiOperationObject {
       ...idempotencyKey,
     },
     ...(schema.body && {
-      requestBody: { required: true, content: { 'application/json': { schema: schema.body } } },
+      requestBody: {
+        required: true,
+        content: { [schema.bodyType ?? 'application/json']: { schema: schema.body } },
+      },
     }),
     responses: responsesOf(route),
   };
