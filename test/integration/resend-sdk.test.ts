@@ -1,5 +1,6 @@
 import { Resend } from 'resend';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { documentCheckingFetch } from '../support/openapi-responses.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 /**
@@ -16,6 +17,14 @@ beforeAll(async () => {
   resend = new Resend(acme.testKey, { baseUrl: `${svc.baseUrl}/v1` });
   // The SDK logs every error answer to the console; the tests read them from its results.
   vi.spyOn(console, 'error').mockImplementation(() => {});
+  // What the SDK receives is held to the OpenAPI document, as apiClient's answers are.
+  const checking = documentCheckingFetch(globalThis.fetch, (problem) => undocumented.push(problem));
+  vi.spyOn(globalThis, 'fetch').mockImplementation(checking);
+});
+const undocumented: string[] = [];
+afterAll(() => {
+  vi.restoreAllMocks();
+  expect(undocumented).toEqual([]);
 });
 
 const inAnHour = () => new Date(Date.now() + 3600_000).toISOString();

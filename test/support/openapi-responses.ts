@@ -113,3 +113,31 @@ export const openApiResponses = () => {
   shared ??= new OpenApiResponses();
   return shared;
 };
+
+/**
+ * A fetch that holds every answer to the document, for clients the tests do not build themselves (Resend's SDK):
+ * each mismatch is handed to `mismatch` (the answer itself goes on unchanged).
+ */
+export function documentCheckingFetch(
+  realFetch: typeof fetch,
+  mismatch: (problem: string) => void,
+): typeof fetch {
+  return async (input, init) => {
+    const response = await realFetch(input, init);
+    const request = new Request(input, init);
+    const text = await response.clone().text();
+    let body: unknown = text;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {}
+    const problem = openApiResponses().check(
+      request.method,
+      new URL(request.url).pathname,
+      response.status,
+      body,
+      Object.fromEntries(response.headers),
+    );
+    if (problem) mismatch(problem);
+    return response;
+  };
+}
