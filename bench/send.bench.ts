@@ -16,22 +16,19 @@
  * BENCH_REDIS_URL (rate-limit counters, default redis://127.0.0.1:6379 as the tests; empty: PostgreSQL counters,
  * whose one row per organization serialises the requests), TEST_DATABASE_ADMIN_URL (as the tests).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import { join } from 'node:path';
 import express from 'express';
 import pg from 'pg';
 import { request } from 'undici';
 import { startPostline } from '../bin/service.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
-import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
 import { publishDomainRecords, recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
+import { benchDatabase } from './bench-database.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
 import { measureEmbedded } from './embedded.ts';
@@ -157,19 +154,12 @@ async function startBaseline(url: string) {
 
 /** Single sends, batches and delivery: Postline in this process on a fresh PostgreSQL database. */
 async function inProcess(results: string[]) {
-  const { url, drop } = await createTestDatabaseUrl();
-  const dataDir = mkdtempSync(join(tmpdir(), 'postline-bench-send-'));
+  const { url, env, dispose } = await benchDatabase('send');
   const dns = await startDnsServer();
   const sink = await startSmtpSink();
   recipientDomainOnLoopback(dns);
   const config = loadConfig({
-    PORT: '0',
-    DATABASE_URL: url,
-    POSTLINE_DATA_DIR: dataDir,
-    POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_RPS: '1000000',
-    RATE_LIMIT_BATCH_RPS: '1000000',
+    ...env,
     DNS_SERVERS: dns.serverAddress,
     OUTBOUND_SMTP_PORT: String(sink.port),
     POSTLINE_MX_HOST: 'mx.postline.test',
@@ -242,8 +232,7 @@ async function inProcess(results: string[]) {
     await postline.close();
     await sink.close();
     await dns.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    await drop();
+    await dispose();
   }
 }
 
@@ -263,10 +252,6 @@ async function main() {
     `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, load average ${os.loadavg()[0].toFixed(1)}, Node ${process.version}, ` +
     `${new Date().toISOString().slice(0, 10)}; rate-limit counters in ${REDIS_URL ? 'Redis' : 'PostgreSQL'} (the npm start runs: none configured, so in memory on PGlite, in PostgreSQL on PostgreSQL)`;
   process.stdout.write(`${header}\n${results.map((r) => `- ${r}`).join('\n')}\n`);
-}
-
-function tmpdir() {
-  return os.tmpdir();
 }
 
 await main();

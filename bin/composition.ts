@@ -19,6 +19,16 @@ import type { ApiRouter } from '../platform/http/router.ts';
 import { mountMetrics, type QueueDepths } from '../platform/metrics.ts';
 import { personalDataMigrations } from '../platform/personal-data.ts';
 import type { Services } from '../platform/services.ts';
+import {
+  BROADCAST_EXPANSIONS,
+  BroadcastExpansionProcess,
+  broadcastExpansionMigrations,
+} from '../processes/broadcasts/broadcast-expansion.process.ts';
+import {
+  CONTACT_IMPORT_JOBS,
+  ContactImportProcess,
+  contactImportMigrations,
+} from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
@@ -37,6 +47,8 @@ import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
 import { audiencesProjection } from '../projections/audiences.projection.ts';
+import { broadcastsProjection } from '../projections/broadcasts.projection.ts';
+import { contactImportsProjection } from '../projections/contact-imports.projection.ts';
 import { contactsProjection } from '../projections/contacts.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
@@ -50,6 +62,10 @@ import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
 import { apiKeysMigrations } from '../read-side/api-keys/api-keys.schema.ts';
 import { audienceQueryRoutes } from '../read-side/audiences/audiences.routes.ts';
 import { audiencesMigrations } from '../read-side/audiences/audiences.schema.ts';
+import { broadcastQueryRoutes } from '../read-side/broadcasts/broadcasts.routes.ts';
+import { broadcastsMigrations } from '../read-side/broadcasts/broadcasts.schema.ts';
+import { contactImportQueryRoutes } from '../read-side/contact-imports/contact-imports.routes.ts';
+import { contactImportsMigrations } from '../read-side/contact-imports/contact-imports.schema.ts';
 import { contactQueryRoutes } from '../read-side/contacts/contacts.routes.ts';
 import { contactsMigrations } from '../read-side/contacts/contacts.schema.ts';
 import { findDomainById } from '../read-side/domains/domains.queries.ts';
@@ -69,6 +85,9 @@ import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
 import { audienceCommandRoutes } from '../write-side/audiences/audience.routes.ts';
+import { broadcastCommandRoutes } from '../write-side/broadcasts/broadcast.routes.ts';
+import { mountUnsubscribe } from '../write-side/broadcasts/unsubscribe.routes.ts';
+import { contactImportCommandRoutes } from '../write-side/contact-imports/contact-import.routes.ts';
 import { contactCommandRoutes } from '../write-side/contacts/contact.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
@@ -95,13 +114,17 @@ export const migrations: Migration[] = [
   ...audiencesMigrations,
   ...personalDataMigrations,
   ...contactsMigrations,
+  ...broadcastsMigrations,
+  ...contactImportsMigrations,
   ...emailsMigrations,
   ...receivedEmailsMigrations,
   ...schedulerMigrations,
+  ...broadcastExpansionMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
   ...webhooksMigrations,
   ...webhookProcessMigrations,
+  ...contactImportMigrations,
 ];
 
 export const projections: Projection[] = [
@@ -112,6 +135,8 @@ export const projections: Projection[] = [
   topicsProjection,
   audiencesProjection,
   contactsProjection,
+  broadcastsProjection,
+  contactImportsProjection,
   emailsProjection,
   receivedEmailsProjection,
   webhooksProjection,
@@ -137,6 +162,10 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   audienceQueryRoutes(api, services);
   contactCommandRoutes(api, services);
   contactQueryRoutes(api, services);
+  broadcastCommandRoutes(api, services);
+  broadcastQueryRoutes(api, services);
+  contactImportCommandRoutes(api, services);
+  contactImportQueryRoutes(api, services);
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.
@@ -151,17 +180,20 @@ const queueDepths: QueueDepths = {
   deliveries_due: (db, now) => queueDepth(db, DELIVERY_JOBS, now),
   webhook_attempts_due: (db, now) => dueAttempts(db, now),
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
+  broadcast_expansions: (db) => queueDepth(db, BROADCAST_EXPANSIONS),
+  contact_imports: (db) => queueDepth(db, CONTACT_IMPORT_JOBS),
 };
 
 /**
  * Handlers outside /v1 (no API key): metrics (their own token), attachment downloads by signed URL, tracking pixel
- * and click redirects.
+ * and click redirects, and the unsubscribe links of broadcasts.
  */
 export function mountHandlers(app: express.Express, services: Services): void {
   mountOperations(app, services);
-  app.use(['/blobs', '/t'], publicRateLimit(services));
+  app.use(['/blobs', '/t', '/unsubscribe'], publicRateLimit(services));
   blobStoreFor(services.config).mount(app, () => services.clock.now());
   mountTracking(app, services);
+  mountUnsubscribe(app, services);
 }
 
 /** What a process without the `api` role serves beside /healthz and /readyz: its metrics. */
@@ -176,8 +208,10 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
     new WebhookFanOut(services),
     new WebhookDispatcher(services),
     new SchedulerProcess(services),
+    new BroadcastExpansionProcess(services),
     new SimulatorProcess(services),
     new DeliveryProcess(services),
+    new ContactImportProcess(services),
   ];
 }
 

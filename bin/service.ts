@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { type Clock, systemClock } from '../platform/clock.ts';
 import type { Config } from '../platform/config.ts';
@@ -84,6 +85,9 @@ const PGLITE_RUNNER_WAKE_MS = 2;
  * statements per email. The projection runner, in its own thread and store, still hears at once.
  */
 const POSTGRES_PROCESS_WAKE_MS = 20;
+
+/** The dashboard's committed build (`npm run build:dashboard`), served at `/` by processes with the API. */
+const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/dist', import.meta.url));
 
 /** Waits for `work`, but no longer than `ms`: what is still running then is left to its claims' leases. */
 async function withinGrace(work: Promise<unknown>, ms: number): Promise<void> {
@@ -191,6 +195,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         options.mount?.(a, services);
       },
       drain,
+      dashboardDir: api ? DASHBOARD_DIR : undefined,
     });
     server = await listenHttp(app, config);
   }

@@ -98,6 +98,12 @@ const schema = z.object({
   /** Failed authentications per client address and minute; past it every keyed request from there is a 429. */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(20),
   PROJECTION_WAIT_MS: z.coerce.number().int().positive().default(5000),
+  /** The largest CSV file `POST /v1/audiences/{id}/contacts/import` takes (50 MB); past it a 413. */
+  CONTACT_IMPORT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(50 * 1024 * 1024),
   IDEMPOTENCY_LEASE_MS: z.coerce.number().int().positive().default(60_000),
   LOG_POLL_MS: z.coerce.number().int().positive().default(1000),
   DNS_SERVERS: commaList,
@@ -111,6 +117,8 @@ const schema = z.object({
   POSTLINE_MX_HOST: z.string().default('mx.postline.localhost'),
   POSTLINE_TRACKING_HOST: z.string().optional(),
   POSTLINE_RETURN_PATH_SUBDOMAIN: z.string().default('bounces'),
+  /** Contacts a broadcast turns into emails per step (one append round and one progress event each). */
+  BROADCAST_EXPANSION_BATCH: z.coerce.number().int().min(1).max(5000).default(1000),
   OUTBOUND_SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(25),
   SMARTHOST_URL: url(['smtp:', 'smtps:']).optional(),
   /** false accepts self-signed receivers and smarthosts (tests, private relays). */

@@ -46,6 +46,8 @@ const catalogue = {
   domain_exists: [409, 'conflict_error'],
   email_not_scheduled: [409, 'conflict_error'],
   contact_exists: [409, 'conflict_error'],
+  broadcast_not_draft: [409, 'conflict_error'],
+  broadcast_not_scheduled: [409, 'conflict_error'],
   webhook_inactive: [409, 'conflict_error'],
   // 422
   validation_error: [422, 'validation_error'],

@@ -4,6 +4,22 @@ const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastTime = 0;
 let lastRandom: number[] = [];
 
+/** Bytes as lower-case Crockford base32, 5 bits a character (10 bytes: 16 characters, as a ULID's random part). */
+export function base32(bytes: Uint8Array): string {
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const b of bytes) {
+    value = ((value << 8) | b) & 0xffff;
+    bits += 8;
+    while (bits >= 5) {
+      out += CROCKFORD[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  return bits > 0 ? out + CROCKFORD[(value << (5 - bits)) & 31] : out;
+}
+
 /** The first 10 characters of a ULID body: the time in milliseconds. */
 export function encodeTime(ms: number): string {
   let out = '';

@@ -35,7 +35,10 @@ async function keyOf(db: Queryable, subject: string, create: boolean): Promise<B
 
 /** `value` sealed for `subject` (its key made on first use): the text an event carries. */
 export async function sealPersonalData(db: Queryable, subject: string, value: unknown): Promise<string> {
-  const key = (await keyOf(db, subject, true))!;
+  return seal((await keyOf(db, subject, true))!, subject, value);
+}
+
+function seal(key: Buffer, subject: string, value: unknown): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(subject));
@@ -51,7 +54,10 @@ export async function sealPersonalData(db: Queryable, subject: string, value: un
 /** What `sealed` holds, or null once `subject` was forgotten. */
 export async function openPersonalData<T>(db: Queryable, subject: string, sealed: string): Promise<T | null> {
   const key = await keyOf(db, subject, false);
-  if (!key) return null;
+  return key ? open<T>(key, subject, sealed) : null;
+}
+
+function open<T>(key: Buffer, subject: string, sealed: string): T {
   const [version, iv, tag, data] = sealed.split('.');
   if (version !== VERSION) throw new Error(`unknown sealing ${version}`);
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
@@ -66,4 +72,50 @@ export async function openPersonalData<T>(db: Queryable, subject: string, sealed
 /** Deletes `subject`'s key: everything sealed for it is unreadable from now on. */
 export async function forgetPersonalData(db: Queryable, subject: string): Promise<void> {
   await db.query('DELETE FROM personal_data_keys WHERE subject = $1', [subject]);
+}
+
+/**
+ * Each value sealed for its subject, as `sealPersonalData` does, in two statements whatever their number (a
+ * contact import seals hundreds at once; one when every subject is new). Subjects must differ.
+ */
+export async function sealPersonalDataMany(
+  db: Queryable,
+  items: { subject: string; value: unknown }[],
+): Promise<string[]> {
+  if (items.length === 0) return [];
+  const subjects = items.map((i) => i.subject);
+  const { rows } = await db.query<{ subject: string; key: Buffer }>(
+    `INSERT INTO personal_data_keys (subject, key)
+     SELECT s, decode(k, 'hex') FROM unnest($1::text[], $2::text[]) AS x(s, k) ON CONFLICT (subject) DO NOTHING
+     RETURNING subject, key`,
+    [subjects, items.map(() => randomBytes(32).toString('hex'))],
+  );
+  const keys = new Map(rows.map((r) => [r.subject, r.key]));
+  // Subjects that had a key already keep it: read only those.
+  const known = subjects.filter((s) => !keys.has(s));
+  if (known.length > 0) {
+    const existing = await db.query<{ subject: string; key: Buffer }>(
+      'SELECT subject, key FROM personal_data_keys WHERE subject = ANY($1::text[])',
+      [known],
+    );
+    for (const r of existing.rows) keys.set(r.subject, r.key);
+  }
+  return items.map(({ subject, value }) => seal(keys.get(subject)!, subject, value));
+}
+
+/** What each sealed value holds, as `openPersonalData` does (null once forgotten), with one look-up of the keys. */
+export async function openPersonalDataMany<T>(
+  db: Queryable,
+  items: { subject: string; sealed: string }[],
+): Promise<(T | null)[]> {
+  if (items.length === 0) return [];
+  const { rows } = await db.query<{ subject: string; key: Buffer }>(
+    'SELECT subject, key FROM personal_data_keys WHERE subject = ANY($1::text[])',
+    [items.map((i) => i.subject)],
+  );
+  const keys = new Map(rows.map((r) => [r.subject, r.key]));
+  return items.map(({ subject, sealed }) => {
+    const key = keys.get(subject);
+    return key ? open<T>(key, subject, sealed) : null;
+  });
 }

@@ -17,14 +17,14 @@ WITH x AS (
     to_addresses json, cc_addresses json, bcc_addresses json, reply_to json, subject text, html text,
     text_body text, headers json, tags text, domain_id text, domain_name text, template_id text,
     template_version_id text, suppressed_recipients json, send_at timestamptz, created_at timestamptz,
-    last_event text, last_event_at timestamptz, recipients jsonb, attachments jsonb, month text)
+    last_event text, last_event_at timestamptz, recipients jsonb, attachments jsonb, month text, broadcast_id text)
 ), e AS (
   INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
     reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients)
+    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id)
   SELECT id, org_id, mode, status, status, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
     subject, html, text_body, headers, tags::text[], domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients
+    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id
   FROM x
   ON CONFLICT (id) DO NOTHING RETURNING id
 ), n AS (
@@ -76,6 +76,7 @@ function emailRow(e: NewEmail) {
     attachments: d.attachments,
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
     month: monthOf(d.createdAt),
+    broadcast_id: d.broadcast?.broadcastId ?? null,
   };
 }
 

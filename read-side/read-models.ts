@@ -2,6 +2,11 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { AudiencesTable } from './audiences/audiences.schema.ts';
+import type { BroadcastsTable } from './broadcasts/broadcasts.schema.ts';
+import type {
+  ContactImportInvalidRowsTable,
+  ContactImportsTable,
+} from './contact-imports/contact-imports.schema.ts';
 import type { ContactAudiencesTable, ContactsTable, ContactTopicsTable } from './contacts/contacts.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
 import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
@@ -16,7 +21,10 @@ export interface ReadModels {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
   audiences: AudiencesTable;
+  broadcasts: BroadcastsTable;
   contacts: ContactsTable;
+  contact_imports: ContactImportsTable;
+  contact_import_invalid_rows: ContactImportInvalidRowsTable;
   contact_audiences: ContactAudiencesTable;
   contact_topics: ContactTopicsTable;
   domains: DomainsTable;

@@ -5,6 +5,11 @@ import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
 import { storableText } from '../platform/storable-text.ts';
 import { findInboundDomains } from '../read-side/domains/domains.queries.ts';
+import {
+  unsubscribeFrom,
+  unsubscribeTarget,
+  unsubscribeTokenOf,
+} from '../write-side/broadcasts/unsubscribe.commands.ts';
 import { domainOf } from '../write-side/emails/addresses.ts';
 import {
   readEmail,
@@ -33,8 +38,9 @@ export const feedbackAddress = (mxHost: string) => `fbl@${mxHost.toLowerCase()}`
  * The MX's policy: it takes mail for the inbound domains of organizations (live, inbound enabled, its MX record
  * verified) and records it as received email (docs/receiving.md); and it takes the return paths of Postline's
  * own live emails and the feedback address, reads what arrives there as a bounce (DSN or plain text) or a
- * complaint (ARF), and records it on the email it names (docs/bounces.md). Everything else is refused: never an
- * open relay.
+ * complaint (ARF), and records it on the email it names (docs/bounces.md); and it takes the List-Unsubscribe
+ * `mailto:` of broadcast emails, unsubscribing the contact (docs/broadcasts.md). Everything else is refused: never
+ * an open relay.
  */
 export function mxHooks(door: FrontDoor, services: Services) {
   const { config } = services;
@@ -64,6 +70,14 @@ export function mxHooks(door: FrontDoor, services: Services) {
     return found.filter((d) => d.mode === 'live' && d.inboundVerified);
   }
 
+  /** A broadcast email's List-Unsubscribe mailto (unsubscribe+<token>@<return-path domain>): its target, or null. */
+  async function unsubscribeFor(address: string) {
+    const token = unsubscribeTokenOf(address);
+    if (!token || !domainOf(address.toLowerCase()).startsWith(returnPathPrefix)) return null;
+    return unsubscribeTarget(services, token);
+  }
+
+  const isUnsubscribeAddress = (address: string) => unsubscribeTokenOf(address) !== null;
   const isReportAddress = (address: string) =>
     address.toLowerCase() === feedback || parseVerp(address) !== null;
 
@@ -74,6 +88,10 @@ export function mxHooks(door: FrontDoor, services: Services) {
         new SmtpReply('tooManyRecipients', `Too many recipients: at most ${MAX_RECIPIENTS}`),
       );
     if (address.toLowerCase() === feedback) return;
+    if (isUnsubscribeAddress(address)) {
+      if (await unsubscribeFor(address)) return;
+      throw door.refuse(session, 'unknownReturnPath');
+    }
     if (parseVerp(address)) {
       if (await returnPathEmail(address)) return;
       throw door.refuse(session, 'unknownReturnPath');
@@ -166,11 +184,21 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const synced = blob.finish();
     synced.catch(() => {}); // awaited below
     const recipients = session.envelope.rcptTo.map((r) => r.address);
-    const inbound = recipients.filter((a) => !isReportAddress(a));
+    const unsubscribes = recipients.filter(isUnsubscribeAddress);
+    const reports = recipients.filter(isReportAddress);
+    const inbound = recipients.filter((a) => !isReportAddress(a) && !isUnsubscribeAddress(a));
+    // What the message says does not matter to an unsubscribe: that it was sent to the address is the request.
+    for (const address of unsubscribes) {
+      const target = await unsubscribeFor(address);
+      if (target) await unsubscribeFrom(services, target);
+    }
     if (inbound.length > 0) await receive(blob, synced, inbound, session);
-    if (inbound.length < recipients.length) {
+    if (reports.length > 0) {
       await synced;
       await readReports(blob, inbound.length > 0, session);
+    } else if (inbound.length === 0) {
+      await synced;
+      await blobs.delete(blob.key);
     }
     return '2.0.0 Ok: received';
   }

@@ -1,6 +1,9 @@
+import { open } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { AppError } from '../../platform/errors.ts';
 import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
 import {
@@ -9,6 +12,11 @@ import {
   listOrganizations,
 } from '../../read-side/api-keys/api-keys.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
+import {
+  contactImportReport,
+  startContactImport,
+  workContactImport,
+} from '../../write-side/contact-imports/contact-import.commands.ts';
 import { changePlan, createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import type { Postline } from '../service.ts';
 import { progressBar } from './progress.ts';
@@ -24,6 +32,9 @@ export const USAGE = `Usage: postline <command>
   keys create --org <org_id> [--mode live|test] [--permission full_access|sending_access] [--name <name>] [--json]
                                                 a new API key for an organization (one that has none left, too)
   keys revoke <key_id>                          delete an API key: refused at once in every process
+  contacts import <file.csv> --org <org_id> [--mode live|test] [--audience <audience_id>]
+                                                import contacts from a CSV file (header row with email;
+                                                first_name, last_name; other columns become properties)
   projections status                            position and lag of every projection, and parked events
                                                 (exit code 1 while there are any)
   projections rebuild [name]                    rebuild one projection (or all) from the event log
@@ -163,6 +174,76 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
     );
     await services.readYourWrites.waitFor(['api_keys'], position);
     write(`API key ${found.id} of ${found.org_id} (${found.mode}) revoked.`);
+    return 0;
+  }
+
+  if (group === 'contacts' && action === 'import') {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: {
+        org: { type: 'string' },
+        mode: { type: 'string', default: 'live' },
+        audience: { type: 'string' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+    const input = z
+      .object({
+        file: z.string().min(1),
+        org: z.string().min(1),
+        mode: z.enum(['live', 'test']),
+        audience: z.string().min(1).optional(),
+      })
+      .safeParse({ ...values, file: positionals.length === 1 ? positionals[0] : undefined });
+    if (!input.success)
+      throw new UsageError(
+        'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>',
+      );
+    const { file, org, mode, audience } = input.data;
+    if (!(await findOrganization(services.db, org))) {
+      write(`No organization ${org} (npx postline orgs list shows them).`);
+      return 1;
+    }
+    const meta = { orgId: org, mode, actor: 'cli' } as const;
+    let importId: string;
+    try {
+      // Opened first: a file that cannot be read is an answer here, not an error event on a stream.
+      const handle = await open(resolve(file));
+      ({ importId } = await startContactImport(services, meta, {
+        audienceId: audience ?? null,
+        file: handle.createReadStream(),
+        maxBytes: services.config.CONTACT_IMPORT_MAX_BYTES,
+      }).finally(() => handle.close()));
+    } catch (error: any) {
+      if (error instanceof AppError) write(`${file}: ${error.message}`);
+      else if (error?.code === 'ENOENT' || error?.code === 'EACCES' || error?.code === 'EISDIR')
+        write(`${file}: cannot be read (${error.code}).`);
+      else throw error;
+      return 1;
+    }
+    // The import is worked here, through the code the service's process runs (a running service may share it).
+    const bar = progressBar(out, 'import', 'rows');
+    const onProgress = (s: { processed: number; rowsTotal: number | null }) =>
+      bar(s.processed, s.rowsTotal ?? 0);
+    let state = await workContactImport(services, importId, { onProgress });
+    // A running service took part of the work: this run goes on from where the log stands until the job ends.
+    while (state.exists && (state.status === 'queued' || state.status === 'running')) {
+      await new Promise((r) => setTimeout(r, 200));
+      state = await workContactImport(services, importId, { onProgress });
+    }
+    if (state.exists && state.status === 'completed') onProgress(state);
+    const report = await contactImportReport(services, importId);
+    if (report.status === 'failed') {
+      write(`${file}: ${report.error?.line ? `line ${report.error.line}: ` : ''}${report.error?.message}`);
+      return 1;
+    }
+    write(
+      `Imported ${file} (${importId}): ${report.rowsTotal} rows, ${report.created} created, ${report.updated} updated, ${report.skipped} skipped.`,
+    );
+    for (const row of report.invalidRows) write(`  line ${row.line}: ${row.reason}`);
+    if (report.skipped > report.invalidRows.length)
+      write(`  … and ${report.skipped - report.invalidRows.length} more skipped rows, not listed.`);
     return 0;
   }
 

@@ -78,3 +78,41 @@ export async function handleCommand<C, E extends DomainEvent, S>(
     }
   }
 }
+
+/** The fields of a command that names the caller's organization and mode and the time it is decided at. */
+interface TenantCommand {
+  orgId: string;
+  mode: EventMetadata['mode'];
+  at: string;
+}
+
+/**
+ * A runner of an aggregate's commands whose caller is an organization and mode: it fills in the aggregate's id (the
+ * command's `idField`), the caller from the event metadata, and the clock's time, so each command handler gives only
+ * what is its own. Another organization's aggregate, or the other mode's, is the decider's to refuse (404).
+ */
+export function tenantCommands<C extends TenantCommand, E extends DomainEvent, S, K extends keyof C & string>(
+  stream: (id: string) => string,
+  decider: Decider<C, E, S>,
+  idField: K,
+) {
+  return (
+    services: { store: EventStore; clock: { now(): Date } },
+    meta: EventMetadata,
+    id: string,
+    command: Without<C, K | keyof TenantCommand>,
+  ) =>
+    handleCommand(
+      services.store,
+      stream(id),
+      decider,
+      {
+        ...command,
+        [idField]: id,
+        orgId: meta.orgId,
+        mode: meta.mode,
+        at: services.clock.now().toISOString(),
+      } as unknown as C,
+      meta,
+    );
+}

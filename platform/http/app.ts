@@ -7,6 +7,7 @@ import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import type { Authenticate } from './auth-context.ts';
 import { AuthFailureLimit } from './auth-failure-limit.ts';
+import { mountDashboard } from './dashboard.ts';
 import type { HttpDrain } from './drain.ts';
 import { applyRateLimit, limitRequest, publicRateKey } from './rate-limit-middleware.ts';
 import { ApiRouter } from './router.ts';
@@ -15,6 +16,8 @@ import { ApiRouter } from './router.ts';
 // Matched against the path inside the /v1 router (req.path there is `/emails`).
 const LARGE_BODY_ROUTES = /^(\/v1)?\/emails(\/batch)?$/;
 const LARGE_BODY_LIMIT = '60mb';
+/** A contact import's body is a CSV file, handed to its route as the request stream (it goes to the blob store). */
+const CSV_BODY_ROUTE = /^(\/v1)?\/audiences\/[^/]+\/contacts\/import$/;
 const BODY_LIMIT = '2mb'; // a template's html and text parts may be 512 KB each
 
 export interface HttpAppOptions {
@@ -28,6 +31,8 @@ export interface HttpAppOptions {
   mount?: (app: express.Express) => void;
   /** Graceful shutdown: requests in flight are tracked, new ones turned away once it drains. */
   drain?: HttpDrain;
+  /** The built dashboard (`dashboard/dist`), served at `/` beside the API; only with a router. */
+  dashboardDir?: string;
 }
 
 /**
@@ -92,12 +97,17 @@ function refuseUnstorableRequest(req: Request, _res: Response, next: NextFunctio
 const jsonSmall = express.json({ limit: BODY_LIMIT, type: () => true });
 const jsonLarge = express.json({ limit: LARGE_BODY_LIMIT, type: () => true });
 
-function parseBody(req: Request, res: Response, next: NextFunction) {
+function parseBody(services: Services) {
+  return (req: Request, res: Response, next: NextFunction) => parseBodyWith(services, req, res, next);
+}
+
+function parseBodyWith(services: Services, req: Request, res: Response, next: NextFunction) {
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
   if (!hasBody || req.method === 'GET' || req.method === 'DELETE') {
     req.body = undefined;
     return next();
   }
+  if (CSV_BODY_ROUTE.test(req.path) && req.method === 'POST') return csvBody(services, req, next);
   if (!req.is('application/json')) {
     return next(
       new AppError(
@@ -115,6 +125,24 @@ function parseBody(req: Request, res: Response, next: NextFunction) {
     }
     next();
   });
+}
+
+/** A CSV body: the right type, and a declared length within the limit (the route counts what it reads too). */
+function csvBody(services: Services, req: Request, next: NextFunction) {
+  if (!req.is('text/csv'))
+    return next(
+      new AppError('unsupported_content_type', 'A contact import takes a CSV file (Content-Type: text/csv).'),
+    );
+  const charset = /;\s*charset="?([^";\s]+)/i.exec(req.get('content-type') ?? '')?.[1].toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8' && charset !== 'us-ascii')
+    return next(
+      new AppError('unsupported_content_type', 'A contact import file must be UTF-8 (charset=utf-8).'),
+    );
+  const limit = services.config.CONTACT_IMPORT_MAX_BYTES;
+  if (Number(req.get('content-length') ?? 0) > limit)
+    return next(new AppError('body_too_large', `The file is larger than the limit of ${limit} bytes.`));
+  req.body = req;
+  next();
 }
 
 function bearer(services: Services, authenticate: Authenticate) {
@@ -214,7 +242,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   }
   const v1 = express.Router();
   v1.use(bearer(services, options.authenticate));
-  v1.use(parseBody);
+  v1.use(parseBody(services));
   for (const route of router.routes) {
     const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
     v1[method](route.path, ApiRouter.toExpress(route, services));
@@ -231,6 +259,9 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
     throw new AppError('route_not_found', `No route ${req.method} ${req.baseUrl}${req.path}.`);
   });
   app.use('/v1', v1);
+  // After every other handler, so it never takes their paths; what is not a page falls through to the JSON 404.
+  if (options.dashboardDir && !mountDashboard(app, options.dashboardDir))
+    services.log.warn({ dir: options.dashboardDir }, 'dashboard bundle missing: `/` serves no dashboard');
   app.use((req) => {
     throw new AppError('route_not_found', `No route ${req.method} ${req.path}; the API lives under /v1.`);
   });

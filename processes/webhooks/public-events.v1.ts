@@ -213,6 +213,7 @@ function contactData(e: ContactEvent): Record<string, unknown> | null {
       return {
         contact_id: e.data.contactId,
         topic_id: e.data.topicId ?? null,
+        broadcast_id: e.data.broadcastId ?? null,
         timestamp: e.data.unsubscribedAt,
       } satisfies Of<typeof ContactUnsubscribedData>;
     default:

@@ -27,6 +27,18 @@ export async function findAudience(db: Database, tenant: Tenant, audienceId: str
   return row ? audienceJson(row) : null;
 }
 
+/** The audience with how many contacts it has now. */
+export async function findAudienceWithCount(db: Database, tenant: Tenant, audienceId: string) {
+  const audience = await findAudience(db, tenant, audienceId);
+  if (!audience) return null;
+  const { count } = await readModels(db)
+    .selectFrom('contact_audiences')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('audience_id', '=', audienceId)
+    .executeTakeFirstOrThrow();
+  return { ...audience, contacts: Number(count) };
+}
+
 export async function listAudiences(db: Database, tenant: Tenant, page: PageParams) {
   const result = await paginate(live(db, tenant), page);
   return { object: 'list', data: result.data.map(audienceJson), has_more: result.has_more };

@@ -2,7 +2,7 @@ import { notFound } from '../../platform/errors.ts';
 import { listQuery, parsePage } from '../../platform/http/pagination.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
-import { findAudience, listAudiences } from './audiences.queries.ts';
+import { findAudienceWithCount, listAudiences } from './audiences.queries.ts';
 import { Audience, AudienceList } from './audiences.response.ts';
 
 const query = listQuery();
@@ -16,7 +16,7 @@ export function audienceQueryRoutes(api: ApiRouter, services: Services) {
   api.get(
     '/audiences/:audience_id',
     async (req) => {
-      const audience = await findAudience(services.db, req.auth, req.params.audience_id);
+      const audience = await findAudienceWithCount(services.db, req.auth, req.params.audience_id);
       if (!audience) throw notFound('Audience', req.params.audience_id);
       return ok(audience);
     },

@@ -96,3 +96,41 @@ export async function contactTopics(db: Database, { orgId, mode }: Tenant, conta
     has_more: false,
   };
 }
+
+/** A member of an audience as a broadcast sees it: the contact, and whether it may be sent to and why not. */
+export interface AudienceRecipient {
+  id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  properties: Record<string, string | number | boolean>;
+  unsubscribed: boolean;
+  suppressed: boolean;
+  /** The contact's own choice for the topic asked about; null when it has none (the topic's default holds). */
+  subscription: 'opt_in' | 'opt_out' | null;
+}
+
+/**
+ * The audience's members after `after` (contact ids, in order), at most `limit`, each with what decides whether a
+ * broadcast reaches it: its unsubscribed flag, the suppression list, and its choice for `topicId`.
+ */
+export async function audienceRecipients(
+  db: Database,
+  { orgId, mode }: Tenant,
+  audienceId: string,
+  o: { topicId: string | null; after: string; limit: number },
+): Promise<AudienceRecipient[]> {
+  const { rows } = await db.query<AudienceRecipient>(
+    `SELECT c.id, c.email, c.first_name, c.last_name, c.properties, c.unsubscribed,
+       EXISTS (SELECT 1 FROM suppressions s WHERE s.org_id = c.org_id AND s.mode = c.mode
+               AND s.email_lower = c.email_lower AND s.deleted_at IS NULL) AS suppressed,
+       t.subscription
+     FROM contact_audiences a
+     JOIN contacts c ON c.id = a.contact_id
+     LEFT JOIN contact_topics t ON t.contact_id = c.id AND t.topic_id = $4
+     WHERE a.audience_id = $1 AND a.contact_id > $2 AND c.org_id = $5 AND c.mode = $6
+     ORDER BY a.contact_id LIMIT $3`,
+    [audienceId, o.after, o.limit, o.topicId, orgId, mode],
+  );
+  return rows;
+}

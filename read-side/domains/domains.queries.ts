@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import type { DomainStatus } from '../../write-side/domains/domain.events.ts';
+import type { DomainStatus, Impressum } from '../../write-side/domains/domain.events.ts';
 import { iso, paginate } from '../pagination.ts';
 import { readModels } from '../read-models.ts';
 import type { DomainsTable } from './domains.schema.ts';
@@ -26,6 +26,8 @@ export interface SendingDomain {
   trackingDomain: string;
   openTracking: boolean;
   clickTracking: boolean;
+  /** The legal notice broadcast footers print. */
+  impressum: Impressum | null;
 }
 
 const active = (db: Database) =>
@@ -103,6 +105,7 @@ export async function findSendingDomain(
     trackingDomain: row.tracking_domain,
     openTracking: row.open_tracking,
     clickTracking: row.click_tracking,
+    impressum: row.impressum,
   };
 }
 

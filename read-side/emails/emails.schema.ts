@@ -45,6 +45,8 @@ export interface EmailsTable {
   last_event_at: Timestamp;
   opens: Generated<number>;
   clicks: Generated<number>;
+  /** The broadcast the email was sent for, if any. */
+  broadcast_id: string | null;
 }
 
 export interface EmailAttachmentsTable {
@@ -135,5 +137,11 @@ CREATE TABLE email_usage (
   emails integer NOT NULL,
   PRIMARY KEY (org_id, mode, month)
 )`,
+  },
+  {
+    id: 'emails-002',
+    // A broadcast's counts are read from its emails (read-side/broadcasts): only broadcast emails are indexed.
+    sql: `ALTER TABLE emails ADD COLUMN IF NOT EXISTS broadcast_id text;
+CREATE INDEX IF NOT EXISTS emails_broadcast ON emails (broadcast_id) WHERE broadcast_id IS NOT NULL`,
   },
 ];

@@ -152,24 +152,32 @@ export interface PublishedVersion {
   variables: TemplateVariable[];
 }
 
-/** The published version of a template: `not_found`, `not_published`, or the version to render. */
+/**
+ * The published version of a template: `not_found`, `not_published`, or the version to render. With `versionId`,
+ * that version of the template instead, whatever its status (a preview of a draft); `not_found` when the template
+ * has no such version.
+ */
 export async function findPublishedVersion(
   db: Database,
   { orgId, mode }: Tenant,
   templateId: string,
+  versionId?: string,
 ): Promise<
   { status: 'not_found' } | { status: 'not_published' } | { status: 'published'; version: PublishedVersion }
 > {
   const template = await findTemplateRow(db, { orgId, mode }, templateId);
   if (!template) return { status: 'not_found' };
-  if (template.published_version === null) return { status: 'not_published' };
-  const v = await readModels(db)
+  if (versionId === undefined && template.published_version === null) return { status: 'not_published' };
+  let query = readModels(db)
     .selectFrom('template_versions')
     .select(['id', 'version', 'subject', 'html', 'text', 'variables'])
-    .where('template_id', '=', templateId)
-    .where('version', '=', template.published_version)
-    .executeTakeFirst();
-  if (!v) return { status: 'not_published' };
+    .where('template_id', '=', templateId);
+  query =
+    versionId === undefined
+      ? query.where('version', '=', template.published_version)
+      : query.where('id', '=', versionId);
+  const v = await query.executeTakeFirst();
+  if (!v) return { status: versionId === undefined ? 'not_published' : 'not_found' };
   return {
     status: 'published',
     version: {

@@ -15,7 +15,12 @@ describe('audiences', () => {
       updated_at: expect.any(String),
     });
     const id = created.body.id;
-    expect((await orgs.acme.live.get(`/v1/audiences/${id}`)).body).toEqual(created.body);
+    // One audience read alone says how many contacts it has.
+    expect((await orgs.acme.live.get(`/v1/audiences/${id}`)).body).toEqual({ ...created.body, contacts: 0 });
+    for (const email of ['a@example.org', 'b@example.org'])
+      await orgs.acme.live.post('/v1/contacts', { email, audience_ids: [id] });
+    await orgs.acme.live.post('/v1/contacts', { email: 'elsewhere@example.org' });
+    expect((await orgs.acme.live.get(`/v1/audiences/${id}`)).body.contacts).toBe(2);
     const renamed = await orgs.acme.live.patch(`/v1/audiences/${id}`, { name: 'Clients' });
     expect(renamed.body).toMatchObject({ id, name: 'Clients' });
 

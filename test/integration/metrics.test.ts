@@ -266,7 +266,13 @@ describe('GET /metrics', () => {
     const scheduler = new SchedulerProcess(svc.postline.services);
     await scheduler.runOnce();
     const before = await scrape();
-    for (const queue of ['deliveries_due', 'webhook_attempts_due', 'scheduled_emails'])
+    for (const queue of [
+      'deliveries_due',
+      'webhook_attempts_due',
+      'scheduled_emails',
+      'broadcast_expansions',
+      'contact_imports',
+    ])
       expect(find(before, 'postline_queue_depth', { queue }), queue).toHaveLength(1);
     const scheduled = await acme.test.post('/v1/emails', {
       from: 'Acme <hi@acme.test>',
@@ -300,6 +306,6 @@ describe('GET /metrics on the embedded database, without METRICS_TOKEN', () => {
     expect(
       find(samples, 'postline_consumer_lag_events', { kind: 'projection', name: 'emails' }),
     ).toHaveLength(1);
-    expect(find(samples, 'postline_queue_depth')).toHaveLength(3);
+    expect(find(samples, 'postline_queue_depth')).toHaveLength(5);
   });
 });

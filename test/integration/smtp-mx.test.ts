@@ -1,5 +1,5 @@
 import nodemailer from 'nodemailer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   arfComplaint,
   eximTextBounce,
@@ -8,53 +8,29 @@ import {
   type Original,
   postfixDsn,
 } from '../fixtures/reports.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import { useLiveService } from '../support/live-service.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
-import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import type { TestOrg } from '../support/service.ts';
 
 /**
  * The MX as `npm start` runs it: live emails go out through the MTA to a real SMTP server, and what comes back
  * to their return paths (bounces in the formats real servers use, ARF complaints) is read and recorded.
  */
 
-let dns: TestDnsServer;
-let sink: SmtpSink;
-let receiver: WebhookReceiver;
 let acme: TestOrg;
 let mxPort: number;
-
-beforeAll(async () => {
-  dns = await startDnsServer();
-  sink = await startSmtpSink();
-  receiver = await startWebhookReceiver();
-  recipientDomainOnLoopback(dns);
-});
-const svc = useTestService(() => ({
-  processes: true,
-  env: {
-    ...domainEnv(dns),
-    OUTBOUND_SMTP_PORT: String(sink.port),
-    OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-    SMTP_MX_PORT: '0',
-  },
-}));
+const live = useLiveService({ env: { SMTP_MX_PORT: '0' } });
+const { svc } = live;
 beforeAll(async () => {
   mxPort = svc.postline.smtp!.mxPort!;
   acme = await svc.createOrg('pro');
-  await addVerifiedDomain(acme.live, dns, 'acme-mx.test');
+  await addVerifiedDomain(acme.live, live.dns, 'acme-mx.test');
   const hook = await acme.live.post('/v1/webhooks', {
-    url: receiver.url,
+    url: live.receiver.url,
     events: ['email.bounced', 'email.complained'],
   });
-  receiver.secrets.push(hook.body.signing_secret);
-});
-afterAll(async () => {
-  await sink?.close();
-  await receiver?.close();
-  await dns?.close();
+  live.receiver.secrets.push(hook.body.signing_secret);
 });
 
 async function until(id: string, check: (email: any) => boolean) {
@@ -123,7 +99,7 @@ describe('bounces that come back', () => {
       await expect
         .poll(
           () =>
-            receiver.received
+            live.receiver.received
               .filter((r) => r.payload.type === 'email.bounced')
               .map((r) => r.payload.data.email_id),
           POLL,
@@ -139,10 +115,10 @@ describe('bounces that come back', () => {
     'takes a transient status (Action: %s, %s) as a delay: email.delivery_delayed, the recipient stays delivered',
     async (action, status) => {
       const hook = await acme.live.post('/v1/webhooks', {
-        url: receiver.url,
+        url: live.receiver.url,
         events: ['email.delivery_delayed'],
       });
-      receiver.secrets.push(hook.body.signing_secret);
+      live.receiver.secrets.push(hook.body.signing_secret);
       const to = `slow-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
       const original = await delivered(to);
       const dsn = postfixDsn(original, status, `452 ${status} Mailbox full`).replace(
@@ -153,7 +129,7 @@ describe('bounces that come back', () => {
       await expect
         .poll(
           () =>
-            receiver.received
+            live.receiver.received
               .filter((r) => r.payload.type === 'email.delivery_delayed')
               .map((r) => [r.payload.data.email_id, r.payload.data.recipient]),
           POLL,
@@ -190,7 +166,7 @@ describe('complaints that come back', () => {
       await expect
         .poll(
           () =>
-            receiver.received
+            live.receiver.received
               .filter((r) => r.payload.type === 'email.complained')
               .map((r) => r.payload.data.email_id),
           POLL,

@@ -143,6 +143,37 @@ describe('templates: versions', () => {
     });
   });
 
+  it('renders a draft (or any version of the template) with `version_id`, for a preview', async () => {
+    const t = await newTemplate();
+    const draft = await acme.live.patch(`/v1/templates/${t.id}`, { text: 'Draft for {{first_name}}' });
+    const data = { first_name: 'Ann' };
+    // Nothing published: without version_id the render is refused, with the draft's id it renders the draft.
+    expect(
+      (await acme.live.post('/v1/templates/render', { template_id: t.id, template_data: data })).body.error,
+    ).toMatchObject({ code: 'template_not_published' });
+    const preview = await acme.live.post('/v1/templates/render', {
+      template_id: t.id,
+      version_id: draft.body.draft.id,
+      template_data: data,
+    });
+    expect(preview.status).toBe(200);
+    expect(preview.body).toMatchObject({ text: 'Draft for Ann', template_version_id: draft.body.draft.id });
+    // Another template's version, or another mode's, is not this template's: 404.
+    const other = await newTemplate();
+    const foreign = await acme.live.post('/v1/templates/render', {
+      template_id: other.id,
+      version_id: draft.body.draft.id,
+      template_data: data,
+    });
+    expect(foreign.status).toBe(404);
+    const otherMode = await acme.test.post('/v1/templates/render', {
+      template_id: t.id,
+      version_id: draft.body.draft.id,
+      template_data: data,
+    });
+    expect(otherMode.status).toBe(404);
+  });
+
   it('duplicates as a draft named "Copy of <name>", or as told', async () => {
     const t = await newTemplate();
     await acme.live.patch(`/v1/templates/${t.id}`, { text: 'Second version {{first_name}}' });

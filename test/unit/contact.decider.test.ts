@@ -39,6 +39,11 @@ const updated: ContactEvent = {
   },
 };
 
+const changed = (topicId: string, subscription: 'opt_in' | 'opt_out'): ContactEvent => ({
+  type: 'ContactTopicSubscriptionChanged',
+  data: { contactId: 'con_1', topicId, subscription, changedAt: 'T2' },
+});
+
 describe('contact decider', () => {
   it('creates a contact, once', () => {
     const { type: _, data } = created;
@@ -93,10 +98,6 @@ describe('contact decider', () => {
       defaults: { top_in: 'opt_in' as const, top_out: 'opt_out' as const },
       at: 'T2',
     });
-    const changed = (topicId: string, subscription: 'opt_in' | 'opt_out'): ContactEvent => ({
-      type: 'ContactTopicSubscriptionChanged',
-      data: { contactId: 'con_1', topicId, subscription, changedAt: 'T2' },
-    });
     spec(contactDecider)
       .given([created])
       .when(set('top_in', 'opt_out'))
@@ -114,6 +115,39 @@ describe('contact decider', () => {
     spec(contactDecider)
       .given([created, changed('top_out', 'opt_out')])
       .when(set('top_out', 'opt_out'))
+      .then([]);
+  });
+
+  it('unsubscribes by a broadcast’s link: from its topic if it had one, else from everything, once', () => {
+    const unsubscribe = (topicId: string | null, topicDefault: 'opt_in' | 'opt_out' | null) => ({
+      ...caller,
+      type: 'UnsubscribeContact' as const,
+      topicId,
+      topicDefault,
+      broadcastId: 'bc_1',
+      at: 'T2',
+    });
+    const everything: ContactEvent = {
+      type: 'ContactUnsubscribed',
+      data: { contactId: 'con_1', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+    };
+    spec(contactDecider).given([created]).when(unsubscribe(null, null)).then([everything]);
+    spec(contactDecider).given([created, everything]).when(unsubscribe(null, null)).then([]);
+    spec(contactDecider)
+      .given([created])
+      .when(unsubscribe('top_in', 'opt_in'))
+      .then([
+        changed('top_in', 'opt_out'),
+        {
+          type: 'ContactUnsubscribed',
+          data: { contactId: 'con_1', topicId: 'top_in', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+        },
+      ]);
+    // Not subscribed to it (its default, or its own choice): nothing to do.
+    spec(contactDecider).given([created]).when(unsubscribe('top_out', 'opt_out')).then([]);
+    spec(contactDecider)
+      .given([created, changed('top_in', 'opt_out')])
+      .when(unsubscribe('top_in', 'opt_in'))
       .then([]);
   });
 

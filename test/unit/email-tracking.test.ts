@@ -16,6 +16,16 @@ describe('click tracking', () => {
     expect(out).toContain('href="mailto:a@b.c"');
   });
 
+  it('leaves a link marked data-postline-untracked as it is, before or after its href', () => {
+    const html =
+      '<a href="https://p.example/unsubscribe/t" data-postline-untracked>u</a>' +
+      '<a data-postline-untracked href="https://p.example/u2">v</a><a href="https://x.example/">x</a>';
+    const out = addTracking(html, tokens, claim, clicks);
+    expect(out).toContain('<a href="https://p.example/unsubscribe/t" data-postline-untracked>u</a>');
+    expect(out).toContain('<a data-postline-untracked href="https://p.example/u2">v</a>');
+    expect(out).not.toContain('href="https://x.example/"');
+  });
+
   it('gets through a body of many unclosed <a tags and still rewrites the real link after them', () => {
     const html = `${'<a '.repeat(100_000)}<a href="https://x.example/">x</a>`;
     const out = addTracking(html, tokens, claim, clicks);

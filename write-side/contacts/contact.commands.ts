@@ -3,7 +3,12 @@ import { AppError, notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
-import { forgetPersonalData, openPersonalData, sealPersonalData } from '../../platform/personal-data.ts';
+import {
+  forgetPersonalData,
+  openPersonalData,
+  sealPersonalData,
+  sealPersonalDataMany,
+} from '../../platform/personal-data.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
@@ -15,9 +20,16 @@ type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 
 /** The address's claim key: a hash keyed by POSTLINE_SECRET_KEY, so no stream name or event holds the address. */
 const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, email: string) =>
-  createHmac('sha256', Buffer.from(resolveSecretKey(services.config), 'base64'))
-    .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)
-    .digest('hex');
+  emailKeysOf(services, meta)(email);
+
+/** `emailKeyOf` for many addresses: the secret is resolved once. */
+const emailKeysOf = (services: Pick<Services, 'config'>, meta: EventMetadata) => {
+  const secret = Buffer.from(resolveSecretKey(services.config), 'base64');
+  return (email: string) =>
+    createHmac('sha256', secret)
+      .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)
+      .digest('hex');
+};
 
 const at = (services: Pick<Services, 'clock'>) => services.clock.now().toISOString();
 
@@ -29,7 +41,13 @@ async function readContact(services: Deps, contactId: string): Promise<ContactSt
  * Claims the address for the contact. A holder whose contact stream was never written (a crash between the claim
  * and the contact) or was deleted does not keep it.
  */
-async function claimEmail(services: Deps, meta: EventMetadata, emailKey: string, contactId: string) {
+async function claimEmail(
+  services: Deps,
+  meta: EventMetadata,
+  emailKey: string,
+  contactId: string,
+  options: { likelyFree?: boolean } = {},
+) {
   await handleCommand(
     services.store,
     contactEmailStream(emailKey),
@@ -41,6 +59,8 @@ async function claimEmail(services: Deps, meta: EventMetadata, emailKey: string,
       return { type: 'ClaimContactEmail' as const, contactId, abandoned, at: at(services) };
     },
     meta,
+    // An address never claimed needs no read first: the append expects no stream, and a claim there is read then.
+    options.likelyFree ? { history: [] } : {},
   );
 }
 
@@ -216,4 +236,184 @@ export async function setContactTopics(
     meta,
   );
   return { position: result.position };
+}
+
+/**
+ * An unsubscribe link followed (RFC 8058): from the topic, when the broadcast had one, else from everything. A
+ * contact unsubscribed already, or deleted meanwhile, changes nothing.
+ */
+export async function unsubscribeContact(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  from: { topicId: string | null; broadcastId: string | null },
+) {
+  const topic = from.topicId ? await findTopic(services.db, meta, from.topicId) : null;
+  const result = await handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    {
+      type: 'UnsubscribeContact',
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      // A topic deleted since: the contact leaves everything rather than nothing.
+      topicId: topic ? from.topicId : null,
+      topicDefault: topic?.default_subscription ?? null,
+      broadcastId: from.broadcastId,
+      at: at(services),
+    },
+    meta,
+  );
+  return { position: result.position };
+}
+
+/** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
+export interface ImportedContact {
+  contactId: string;
+  line: number;
+  email: string;
+  /** Undefined: the row gave none (an existing contact keeps its own). */
+  firstName?: string;
+  lastName?: string;
+  properties: Record<string, string>;
+}
+
+export interface ImportedBatch {
+  created: number;
+  updated: number;
+  skipped: { line: number; reason: string }[];
+}
+
+/**
+ * Writes a batch of imported rows (distinct addresses) under the address rule. A row whose address is free gets
+ * a new contact in `audienceId`; one whose address belongs to a contact updates it: the names the row gives, its
+ * properties merged by name (at most `maxProperties`), and it joins the audience. The appends of the whole batch
+ * are in flight together and share statements (the store's group commit); streams are not read first unless
+ * `mayExist`. A row written already by an earlier run of the same import is found as its own and counted as
+ * created again.
+ */
+export async function importContacts(
+  services: Deps,
+  meta: EventMetadata,
+  rows: ImportedContact[],
+  o: {
+    audienceId: string | null;
+    maxProperties: number;
+    /** The batch may have been written before (a run resumed after a crash): each stream is read first. */
+    mayExist?: boolean;
+  },
+): Promise<ImportedBatch> {
+  const unwritten = !o.mayExist;
+  const now = at(services);
+  const keyOf = emailKeysOf(services, meta);
+  const claims = await Promise.all(
+    rows.map(async (row) => {
+      const emailKey = keyOf(row.email);
+      // A holder that released the address between the refusal and the read: claimed again, once.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await claimEmail(services, meta, emailKey, row.contactId, {
+            likelyFree: unwritten && attempt === 0,
+          });
+          return { row, emailKey, holder: null };
+        } catch (error) {
+          if (!(error instanceof AppError && error.code === 'contact_exists')) throw error;
+          const claim = await services.store.readStream(contactEmailStream(emailKey));
+          const { holder } = rebuildState(contactEmailDecider, claim);
+          if (holder !== null || attempt > 0) return { row, emailKey, holder: holder ?? row.contactId };
+        }
+      }
+    }),
+  );
+  const fresh = claims.filter((c) => c.holder === null);
+  const sealed = await sealPersonalDataMany(
+    services.db,
+    fresh.map(({ row }) => ({
+      subject: row.contactId,
+      value: {
+        email: row.email,
+        firstName: row.firstName ?? null,
+        lastName: row.lastName ?? null,
+        properties: row.properties,
+      } satisfies ContactPersonalData,
+    })),
+  );
+  await Promise.all(
+    fresh.map(({ row, emailKey }, i) =>
+      handleCommand(
+        services.store,
+        contactStream(row.contactId),
+        contactDecider,
+        {
+          type: 'CreateContact',
+          contactId: row.contactId,
+          orgId: meta.orgId,
+          mode: meta.mode,
+          emailKey,
+          personal: sealed[i],
+          unsubscribed: false,
+          consentGivenAt: null,
+          audienceIds: o.audienceId ? [o.audienceId] : [],
+          at: now,
+        },
+        meta,
+        // A new contact's stream needs no read: the append expects none (a conflict reads it then).
+        unwritten ? { history: [] } : {},
+      ),
+    ),
+  );
+  const skipped: ImportedBatch['skipped'] = [];
+  let updated = 0;
+  await Promise.all(
+    claims
+      .filter((c) => c.holder !== null)
+      .map(async ({ row, holder }) => {
+        const reason = await mergeImported(services, meta, holder!, row, o);
+        if (reason) skipped.push({ line: row.line, reason });
+        else updated++;
+      }),
+  );
+  return { created: fresh.length, updated, skipped: skipped.sort((a, b) => a.line - b.line) };
+}
+
+/** An imported row into the contact that has its address; why not, when it cannot be. */
+async function mergeImported(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  row: ImportedContact,
+  o: { audienceId: string | null; maxProperties: number },
+): Promise<string | null> {
+  const state = await readContact(services, contactId);
+  const current =
+    state.exists && !state.deleted
+      ? await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal)
+      : null;
+  if (!current) return 'email: its contact was being deleted; import the row again';
+  const properties = { ...current.properties, ...row.properties };
+  if (Object.keys(properties).length > o.maxProperties)
+    return `properties: the existing contact would have more than ${o.maxProperties}`;
+  await updateContact(services, meta, contactId, {
+    firstName: row.firstName,
+    lastName: row.lastName,
+    properties,
+  });
+  if (o.audienceId)
+    await handleCommand(
+      services.store,
+      contactStream(contactId),
+      contactDecider,
+      {
+        type: 'AddContactToAudience',
+        contactId,
+        orgId: meta.orgId,
+        mode: meta.mode,
+        audienceId: o.audienceId,
+        at: at(services),
+      },
+      meta,
+    );
+  return null;
 }

@@ -25,6 +25,16 @@ export type ContactCommand =
       subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[];
       /** Each topic's default (topics the contact has no choice for follow it). */
       defaults: Record<string, 'opt_in' | 'opt_out'>;
+    })
+  /**
+   * An unsubscribe link (RFC 8058): from the topic `topicId` (whose default is `topicDefault`), or from
+   * everything when it is null. `broadcastId`: the broadcast whose email carried the link.
+   */
+  | (Caller & {
+      type: 'UnsubscribeContact';
+      topicId: string | null;
+      topicDefault: 'opt_in' | 'opt_out' | null;
+      broadcastId: string | null;
     });
 
 export type ContactState =
@@ -139,6 +149,23 @@ export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState>
             events.push({ type: 'ContactUnsubscribed', data: { contactId, topicId, unsubscribedAt: at } });
         }
         return events;
+      }
+      case 'UnsubscribeContact': {
+        const contact = owned(state, command);
+        const { topicId, broadcastId } = command;
+        const from = broadcastId ? { broadcastId } : {};
+        if (!topicId) {
+          if (contact.unsubscribed) return [];
+          return [{ type: 'ContactUnsubscribed', data: { contactId, ...from, unsubscribedAt: at } }];
+        }
+        if ((contact.topics[topicId] ?? command.topicDefault) === 'opt_out') return [];
+        return [
+          {
+            type: 'ContactTopicSubscriptionChanged',
+            data: { contactId, topicId, subscription: 'opt_out', changedAt: at },
+          },
+          { type: 'ContactUnsubscribed', data: { contactId, topicId, ...from, unsubscribedAt: at } },
+        ];
       }
     }
   },

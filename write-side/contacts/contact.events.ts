@@ -37,10 +37,10 @@ export type ContactEvent =
         updatedAt: string;
       };
     }
-  /** From everything (`topicId` null or absent), or from one topic. */
+  /** From everything (`topicId` null or absent), or from one topic; `broadcastId`: by the link in its email. */
   | {
       type: 'ContactUnsubscribed';
-      data: { contactId: string; topicId?: string | null; unsubscribedAt: string };
+      data: { contactId: string; topicId?: string | null; broadcastId?: string; unsubscribedAt: string };
     }
   | {
       type: 'ContactTopicSubscriptionChanged';

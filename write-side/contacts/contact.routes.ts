@@ -38,12 +38,19 @@ const personName = z
   .trim()
   .max(CONTACT_LIMITS.nameChars, `must be at most ${CONTACT_LIMITS.nameChars} characters`)
   .nullable();
+/** The rules a contact's fields follow, for other ways in (a CSV import). */
+export const CONTACT_FIELD_RULES = {
+  email,
+  personName,
+  propertyName: new RegExp(`^[A-Za-z0-9_]{1,${CONTACT_LIMITS.propertyKeyChars}}$`),
+};
+
 const properties = z
   .record(
     z
       .string()
       .regex(
-        new RegExp(`^[A-Za-z0-9_]{1,${CONTACT_LIMITS.propertyKeyChars}}$`),
+        CONTACT_FIELD_RULES.propertyName,
         `names are 1 to ${CONTACT_LIMITS.propertyKeyChars} characters of A-Z a-z 0-9 _`,
       ),
     z.union([

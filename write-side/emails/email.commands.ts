@@ -32,7 +32,7 @@ export interface Accepted {
  */
 export async function consumeQuota(
   services: Services,
-  auth: AuthContext,
+  auth: Pick<AuthContext, 'orgId' | 'mode' | 'plan'>,
   requested: number,
   request?: string,
 ): Promise<number> {
@@ -45,7 +45,7 @@ export async function consumeQuota(
     quotaStream(auth.orgId, auth.mode, month),
     quotaDecider,
     { type: 'ConsumeQuota', month, requested, limit: plan.emailsPerMonth, at: now.toISOString(), request },
-    { ...metaOf(auth), actor: 'system' },
+    { orgId: auth.orgId, mode: auth.mode, actor: 'system' },
     { retries: 50 },
   );
   return result.events[0]?.data.granted ?? result.state.grants[request!];
@@ -78,9 +78,13 @@ function countOutcomes<R extends { events: { type: string }[] }>(meta: EventMeta
 
 /**
  * Stores the attachment bytes and a submitted message's (the log gets their keys), then appends EmailQueued or
- * EmailScheduled.
+ * EmailScheduled. An email queued already under the chosen id (an earlier attempt's) is the answer.
  */
-async function accept(services: Services, meta: EventMetadata, prepared: PreparedEmail): Promise<Accepted> {
+export async function acceptPrepared(
+  services: Services,
+  meta: EventMetadata,
+  prepared: PreparedEmail,
+): Promise<Accepted> {
   const blobs = blobStoreFor(services.config);
   // Written side by side: each put waits for its own sync, and they share their folder's.
   const [attachments, raw] = await Promise.all([
@@ -163,7 +167,7 @@ export async function sendEmail(
   if (earlier) return earlier;
   const prepared = await prepareEmail(services, auth, input, emailId);
   if ((await consumeQuota(services, auth, 1, emailId)) < 1) throw monthUsedUp(services, auth);
-  return accept(services, metaOf(auth), prepared);
+  return acceptPrepared(services, metaOf(auth), prepared);
 }
 
 /** A message submitted over SMTP (smtp/), on the path of `sendEmail`: actor `smtp`, the message's own bytes. */
@@ -178,7 +182,7 @@ export async function sendSubmitted(
   if (earlier) return earlier;
   const prepared = await prepareSubmitted(services, auth, message, emailId);
   if ((await consumeQuota(services, auth, 1, emailId)) < 1) throw monthUsedUp(services, auth);
-  return accept(services, { ...metaOf(auth), actor: 'smtp' }, prepared);
+  return acceptPrepared(services, { ...metaOf(auth), actor: 'smtp' }, prepared);
 }
 
 export type BatchItem = Accepted | { error: AppError };
@@ -225,7 +229,7 @@ export async function sendBatch(
       if (p instanceof AppError) return { error: p };
       if (taken++ >= granted) return { error: exceeded };
       // Others may already be accepted: a failure here is this item's answer, not the whole batch's 500.
-      return accept(services, metaOf(auth), p as PreparedEmail).catch((error) => {
+      return acceptPrepared(services, metaOf(auth), p as PreparedEmail).catch((error) => {
         if (error instanceof AppError) return { error };
         services.log.error({ err: error }, 'batch item failed');
         return { error: new AppError('internal_error', 'This email could not be accepted; send it again.') };

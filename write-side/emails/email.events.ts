@@ -48,6 +48,14 @@ export interface EmailContent {
    * fields above are what was parsed from it, for the API; to, cc and bcc come from the envelope.
    */
   raw?: EmailRawMessage;
+  /** An email of a broadcast: whom it was for, and the topic an unsubscribe from it leaves. */
+  broadcast?: EmailBroadcastRef;
+}
+
+export interface EmailBroadcastRef {
+  broadcastId: string;
+  contactId: string;
+  topicId: string | null;
 }
 
 export interface EmailRawMessage {

@@ -78,7 +78,8 @@ export class TrackingTokens {
 
 /**
  * Rewrites an html body for tracking: http(s) links in `href` attributes go through the click endpoint; a
- * 1x1 pixel before `</body>` (or at the end) reports opens. mailto:, anchors and other schemes stay as they are.
+ * 1x1 pixel before `</body>` (or at the end) reports opens. mailto:, anchors, other schemes and links marked
+ * `data-postline-untracked` stay as they are.
  */
 export function addTracking(
   html: string,
@@ -91,7 +92,11 @@ export function addTracking(
     out = out.replace(
       // Attributes before href are bounded: unbounded, a body of many unclosed `<a` tags takes quadratic time.
       /(<a\b[^>]{0,1000}?\bhref\s*=\s*)(["'])(https?:\/\/[^"']+)\2/gi,
-      (_m, pre: string, q: string, url: string) => {
+      (m: string, pre: string, q: string, url: string, at: number, whole: string) => {
+        // A link marked `data-postline-untracked` (a broadcast's unsubscribe link) stays as it is.
+        const rest = whole.slice(at + m.length, at + m.length + 1000);
+        const tag = pre + rest.slice(0, Math.max(0, rest.indexOf('>')));
+        if (/\bdata-postline-untracked\b/i.test(tag)) return m;
         const original = url.replace(/&amp;/g, '&');
         return `${pre}${q}${tokens.clickUrl({ ...claim, url: original }, options.host).replace(/&/g, '&amp;')}${q}`;
       },

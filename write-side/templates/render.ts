@@ -85,9 +85,14 @@ export async function renderPublished(
   templateId: string,
   /** `template_data`; absent counts as `{}` (so required variables are reported by name). */
   data: Record<string, unknown> | undefined,
+  /** Render this version of the template instead of the published one (the dashboard's preview of a draft). */
+  versionId?: string,
 ): Promise<RenderedTemplate> {
-  const found = await findPublishedVersion(services.db, { orgId, mode }, templateId);
-  if (found.status === 'not_found') throw notFound('Template', templateId);
+  const found = await findPublishedVersion(services.db, { orgId, mode }, templateId, versionId);
+  if (found.status === 'not_found')
+    throw versionId === undefined
+      ? notFound('Template', templateId)
+      : notFound('Template version', `${versionId} of template ${templateId}`);
   if (found.status === 'not_published') {
     throw new AppError(
       'template_not_published',

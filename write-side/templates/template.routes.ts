@@ -78,6 +78,8 @@ const duplicateBody = z.object({ name: name.optional() }).strict();
 const renderBody = z
   .object({
     template_id: z.string().min(1, 'is required'),
+    /** A version of the template to render instead of the published one (any status: a draft's preview). */
+    version_id: z.string().min(1, 'must not be empty').optional(),
     template_data: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
   })
   .strict();
@@ -112,6 +114,7 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
         req.auth.mode,
         body.template_id,
         body.template_data,
+        body.version_id,
       );
       return ok({
         subject: rendered.subject,

@@ -1,0 +1,149 @@
+/**
+ * `npm run bench:broadcast`: a broadcast to a large audience, against what the API does for the same emails. See
+ * bench/README.md.
+ *
+ * - Import: BENCH_CONTACTS contacts from one CSV file through the contact-import process, beside a raw multi-row
+ *   INSERT of the same rows (bench/contacts-import.ts); they are the audience of what follows.
+ * - Expansion: a test-mode broadcast to an audience of BENCH_CONTACTS contacts, sent, then expanded by the broadcast
+ *   process until `BroadcastSent`: emails/s into the log. Beside it, in the same run, the batch API
+ *   (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted emails/s.
+ * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a second broadcast expands.
+ *
+ * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), TEST_DATABASE_ADMIN_URL (as the tests).
+ */
+import { request } from 'undici';
+import { startPostline } from '../bin/service.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { BroadcastExpansionProcess } from '../processes/broadcasts/broadcast-expansion.process.ts';
+import { readBroadcast } from '../write-side/broadcasts/broadcast.commands.ts';
+import { createOrganization } from '../write-side/organizations/organization.commands.ts';
+import { benchDatabase } from './bench-database.ts';
+import { measureContactImport } from './contacts-import.ts';
+import { cpuMeter, cpuText } from './cpu.ts';
+
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const BATCH_CONNECTIONS = 20;
+
+/** A run of autocannon: awaited for its results, or stopped early. */
+const autocannon = (await import('autocannon' as string)).default as (
+  o: Record<string, unknown>,
+) => Promise<any> & { stop(): void };
+const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);
+const content = (audienceId: string) => ({
+  name: 'Bench',
+  audience_id: audienceId,
+  from: 'Acme <news@acme-bench.test>',
+  subject: 'News for {{contact.first_name}}',
+  html: '<p>Hello {{contact.first_name}}, here is what is new this month.</p>',
+  text: 'Hello {{contact.first_name}}, here is what is new this month.',
+});
+
+const { url, env, dispose } = await benchDatabase('broadcast');
+const config = loadConfig({
+  ...env,
+  // Waits for the read models after 100,000 contacts: longer than a request's.
+  PROJECTION_WAIT_MS: '600000',
+  ...(process.env.BROADCAST_EXPANSION_BATCH && {
+    BROADCAST_EXPANSION_BATCH: process.env.BROADCAST_EXPANSION_BATCH,
+  }),
+});
+const postline = await startPostline(config, { processes: false, smtp: false, log: createLogger('warn') });
+const meter = cpuMeter(url);
+const results: string[] = [];
+try {
+  const org = await createOrganization(postline.services, { name: 'Bench', plan: 'business' });
+  await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
+  const api = `http://127.0.0.1:${postline.port}/v1`;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await request(`${api}${path}`, {
+      method: method as 'POST',
+      headers: { authorization: `Bearer ${org.testKey}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await r.body.json()) as any;
+    if (r.statusCode >= 300) throw new Error(`${method} ${path}: ${r.statusCode} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  const audience = await call('POST', '/audiences', { name: 'Everyone' });
+  const imported = await measureContactImport(
+    postline.services,
+    { orgId: org.orgId, mode: 'test' },
+    audience.id,
+    CONTACTS,
+  );
+  results.push(...imported.text);
+
+  // Expansion: send, then the broadcast process until the broadcast is sent.
+  const expansion = new BroadcastExpansionProcess(postline.services);
+  /** Sends a new broadcast to the audience and runs the process until it is sent; emails queued and ms taken. */
+  const expand = async () => {
+    const broadcast = await call('POST', '/broadcasts', content(audience.id));
+    const started = performance.now();
+    await call('POST', `/broadcasts/${broadcast.id}/send`, {});
+    let queued = 0;
+    for (;;) {
+      queued += await expansion.runOnce();
+      const { state } = await readBroadcast(postline.services, broadcast.id);
+      if (state.exists && state.status === 'sent') break;
+    }
+    return { queued, ms: performance.now() - started };
+  };
+  const before = meter.sample();
+  const { queued, ms: expandMs } = await expand();
+  const expandCpu = meter.per(before, meter.sample(), queued);
+  results.push(
+    `expansion: ${queued} emails in ${(expandMs / 1000).toFixed(1)} s, ${rate(queued, expandMs)} emails/s into the log (${cpuText(expandCpu)} per email)`,
+  );
+
+  // Single sends (5 connections) alone, then while a second broadcast to the same audience expands.
+  const single = {
+    url: `${api}/emails`,
+    method: 'POST',
+    connections: 5,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+    body: JSON.stringify({ from: 'news@acme-bench.test', to: 'ann@example.org', subject: 'Hi', text: 'Hi' }),
+  };
+  const quiet = await autocannon({ ...single, duration: 3 });
+  const sends = autocannon({ ...single, duration: 600 });
+  const second = await expand();
+  sends.stop();
+  const busy = await sends;
+  results.push(
+    `POST /v1/emails (5 connections): p50/p99 ${quiet.latency.p50}/${quiet.latency.p99} ms alone, ` +
+      `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(second.queued, second.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
+  );
+
+  // The batch API on the same service, same database.
+  const batch = Array.from({ length: 100 }, (_, i) => ({
+    from: 'Acme <news@acme-bench.test>',
+    to: [`reader${i}@example.org`],
+    subject: 'News for Ann',
+    html: '<p>Hello Ann, here is what is new this month.</p>',
+    text: 'Hello Ann, here is what is new this month.',
+  }));
+  const beforeBatch = meter.sample();
+  const r = await autocannon({
+    url: `${api}/emails/batch`,
+    method: 'POST',
+    connections: BATCH_CONNECTIONS,
+    duration: SECONDS,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+    body: JSON.stringify(batch),
+  });
+  const batchEmails = r['2xx'] * 100;
+  const batchCpu = meter.per(beforeBatch, meter.sample(), Math.max(1, batchEmails));
+  const batchRate = Math.round(batchEmails / SECONDS);
+  results.push(
+    `batch API: ${batchRate} emails/s (${BATCH_CONNECTIONS} connections, ${r.non2xx + r.errors} errors; ${cpuText(batchCpu)} per email)`,
+  );
+  results.push(
+    `expansion / batch API: ${Math.round((rate(queued, expandMs) / batchRate) * 100)}% (aim: at least 100%)`,
+  );
+} finally {
+  await postline.close();
+  await dispose();
+}
+console.log(`\nbench:broadcast (${CONTACTS} contacts)\n${results.map((l) => `  ${l}`).join('\n')}`);

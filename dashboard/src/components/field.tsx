@@ -1,0 +1,92 @@
+import type { ComponentChildren } from 'preact';
+import { Field } from '../ui.tsx';
+
+/** What a labelled control takes besides its own attributes: its label, the API field it edits, the error. */
+interface Labelled {
+  label: string;
+  name: string;
+  error?: unknown;
+  hint?: string;
+  value: string;
+  onValue: (value: string) => void;
+}
+
+/** A labelled `<input>` whose API error is shown beneath it. */
+export function InputField(
+  props: Labelled & {
+    type?: 'email' | 'url' | 'datetime-local';
+    required?: boolean;
+    placeholder?: string;
+    min?: string;
+    maxLength?: number;
+  },
+) {
+  // `as object`: preact types an input's attributes by its `type`, and these fit every type used here.
+  const { label, name, error, hint, value, onValue, ...attrs } = props;
+  return (
+    <Field label={label} name={name} error={error} hint={hint}>
+      {(id, describedBy, invalid) => (
+        <input
+          id={id}
+          value={value}
+          aria-describedby={describedBy}
+          aria-invalid={invalid}
+          onInput={(e) => onValue(e.currentTarget.value)}
+          {...(attrs as object)}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** A labelled code `<textarea>` whose API error is shown beneath it. */
+export function TextAreaField(props: Labelled & { rows: number; onBlur?: () => void }) {
+  const { label, name, error, hint, value, onValue, ...attrs } = props;
+  return (
+    <Field label={label} name={name} error={error} hint={hint}>
+      {(id, describedBy, invalid) => (
+        <textarea
+          id={id}
+          class="code"
+          value={value}
+          aria-describedby={describedBy}
+          aria-invalid={invalid}
+          onInput={(e) => onValue(e.currentTarget.value)}
+          {...attrs}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** A labelled `<select>` of `options` (value, label), after a first option `none` for no choice. */
+export function SelectField(
+  props: Labelled & {
+    required?: boolean;
+    none?: string;
+    options: { value: string; label: ComponentChildren }[];
+  },
+) {
+  const { label, name, error, hint, value, onValue, none, options, ...attrs } = props;
+  return (
+    <Field label={label} name={name} error={error} hint={hint}>
+      {(id, describedBy, invalid) => (
+        <select
+          id={id}
+          value={value}
+          aria-describedby={describedBy}
+          aria-invalid={invalid}
+          onChange={(e) => onValue(e.currentTarget.value)}
+          {...attrs}
+        >
+          {none !== undefined && <option value="">{none}</option>}
+          {options.map((o) => (
+            <option key={o.value} value={o.value}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}

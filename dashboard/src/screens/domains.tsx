@@ -1,0 +1,248 @@
+import { useState } from 'preact/hooks';
+import { get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { Detail } from '../components/detail.tsx';
+import { InputField } from '../components/field.tsx';
+import { PagedList, Table } from '../components/paged-list.tsx';
+import { navigate } from '../router.ts';
+import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
+
+interface DnsRecord {
+  type: string;
+  name: string;
+  value: string;
+  priority?: number;
+  purpose: string;
+  required: boolean;
+  status: string;
+  found: string | null;
+}
+type Impressum = Record<string, string | undefined>;
+interface DomainJson {
+  id: string;
+  name: string;
+  status: string;
+  open_tracking: boolean;
+  click_tracking: boolean;
+  inbound_enabled: boolean;
+  dns_records: DnsRecord[];
+  impressum: Impressum | null;
+  created_at: string;
+  verified_at: string | null;
+  last_checked_at: string | null;
+}
+
+export function Domains() {
+  const list = useLoad(() => get<List<DomainJson>>('/domains?limit=100'), []);
+  const add = useAction();
+  const [name, setName] = useState('');
+  return (
+    <section>
+      <h1>Domains</h1>
+      <ActionForm
+        label="Add a domain"
+        action={add}
+        submit="Add domain"
+        submitClass="primary"
+        fields={['name']}
+        run={async () => {
+          const d = await post<DomainJson>('/domains', { name });
+          navigate(`/domains/${d.id}`);
+        }}
+      >
+        <InputField
+          label="Domain name"
+          name="name"
+          error={add.error}
+          hint="A subdomain such as mail.example.com is fine."
+          required
+          placeholder="example.com"
+          value={name}
+          onValue={setName}
+        />
+      </ActionForm>
+      <PagedList loaded={list} what="domains" empty="No domains yet. Add one to send live email from it.">
+        {(domains) => (
+          <Table columns={['Name', 'Status', 'Added']}>
+            {domains.map((d) => (
+              <tr key={d.id}>
+                <td>
+                  <Link href={`/domains/${d.id}`}>{d.name}</Link>
+                </td>
+                <td>
+                  <Badge value={d.status} />
+                </td>
+                <td>
+                  <Time value={d.created_at} />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </PagedList>
+    </section>
+  );
+}
+
+export function Domain({ id }: { id: string }) {
+  const domain = useLoad(() => get<DomainJson>(`/domains/${encodeURIComponent(id)}`), [id]);
+  const [current, setCurrent] = useState<DomainJson | null>(null);
+  return (
+    <Detail back={['/domains', 'Domains']} loaded={domain} what="this domain" data={current ?? domain.data}>
+      {(d) => <DomainPage d={d} setCurrent={setCurrent} />}
+    </Detail>
+  );
+}
+
+function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJson) => void }) {
+  const verify = useAction();
+  const toggle = useAction();
+  // Shown switched at once; the answer (or, on an error, the domain as it was) replaces it.
+  const setFlag = (flag: 'open_tracking' | 'click_tracking' | 'inbound_enabled', value: boolean) => {
+    const before = d;
+    setCurrent({ ...d, [flag]: value });
+    toggle.run(async () => {
+      try {
+        setCurrent(await patch<DomainJson>(`/domains/${d.id}`, { [flag]: value }));
+      } catch (e) {
+        setCurrent(before);
+        throw e;
+      }
+    });
+  };
+  return (
+    <>
+      <h1>
+        {d.name} <Badge value={d.status} />
+      </h1>
+      <p class="muted">
+        Last checked <Time value={d.last_checked_at} />
+        {d.verified_at && (
+          <>
+            {' '}
+            · verified <Time value={d.verified_at} />
+          </>
+        )}
+      </p>
+      <h2>DNS records</h2>
+      <p>Publish these at your DNS provider, then verify.</p>
+      <Table class="records" columns={['Type', 'Name', 'Value', 'Purpose', 'Status']}>
+        {d.dns_records.map((r) => (
+          <tr key={`${r.purpose}-${r.name}`} data-purpose={r.purpose}>
+            <td>
+              {r.type}
+              {r.priority !== undefined && <span class="muted"> {r.priority}</span>}
+            </td>
+            <td class="wrap">
+              <code>{r.name}</code> <CopyButton value={r.name} label={`${r.purpose} record name`} />
+            </td>
+            <td class="wrap">
+              <code class="value">{r.value}</code>{' '}
+              <CopyButton value={r.value} label={`${r.purpose} record value`} />
+            </td>
+            <td>
+              {r.purpose}
+              {!r.required && <span class="muted"> (optional)</span>}
+            </td>
+            <td>
+              <Badge value={r.status} />
+              {r.found && r.status !== 'verified' && <div class="muted wrap">found: {r.found}</div>}
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <ActionButton
+        class="primary"
+        action={verify}
+        run={async () => setCurrent(await post<DomainJson>(`/domains/${d.id}/verify`))}
+      >
+        {verify.busy ? 'Checking DNS…' : 'Verify'}
+      </ActionButton>
+      {verify.error ? <ErrorBox error={verify.error} /> : null}
+
+      <h2>Tracking and inbound</h2>
+      <fieldset class="switches" disabled={toggle.busy}>
+        <legend class="sr-only">Tracking and inbound</legend>
+        {(
+          [
+            ['open_tracking', 'Open tracking'],
+            ['click_tracking', 'Click tracking'],
+            ['inbound_enabled', 'Receive email (inbound MX)'],
+          ] as const
+        ).map(([flag, label]) => (
+          <label key={flag} class="switch">
+            <input
+              type="checkbox"
+              checked={d[flag]}
+              onChange={(e) => setFlag(flag, e.currentTarget.checked)}
+            />
+            {label}
+          </label>
+        ))}
+      </fieldset>
+      {toggle.error ? <ErrorBox error={toggle.error} /> : null}
+
+      <h2>Impressum</h2>
+      <ImpressumForm domain={d} onSaved={setCurrent} />
+    </>
+  );
+}
+
+const IMPRESSUM_FIELDS: [string, string, boolean][] = [
+  ['company_name', 'Company name', true],
+  ['address', 'Address', true],
+  ['country', 'Country (ISO code, e.g. DE)', true],
+  ['email', 'Contact email', true],
+  ['phone', 'Phone', false],
+  ['representative', 'Representative', false],
+  ['register_entry', 'Register entry', false],
+  ['vat_id', 'VAT id', false],
+];
+
+function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: DomainJson) => void }) {
+  const [values, setValues] = useState<Impressum>(domain.impressum ?? {});
+  const save = useAction();
+  return (
+    <ActionForm
+      class="stack"
+      label="Impressum"
+      action={save}
+      fields={IMPRESSUM_FIELDS.map(([k]) => `impressum.${k}`)}
+      run={async () => {
+        const body: Impressum = {};
+        for (const [k] of IMPRESSUM_FIELDS) if (values[k]?.trim()) body[k] = values[k]!.trim();
+        onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: body }));
+      }}
+    >
+      <p class="muted">The legal notice printed in broadcast footers: who sends, and how to reach them.</p>
+      {IMPRESSUM_FIELDS.map(([key, label, required]) => (
+        <InputField
+          key={key}
+          label={`${label}${required ? '' : ' (optional)'}`}
+          name={`impressum.${key}`}
+          error={save.error}
+          value={values[key] ?? ''}
+          onValue={(v) => setValues({ ...values, [key]: v })}
+        />
+      ))}
+      <div class="row">
+        <button type="submit" disabled={save.busy}>
+          Save impressum
+        </button>
+        {domain.impressum && (
+          <ActionButton
+            class="danger"
+            action={save}
+            run={async () => {
+              onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: null }));
+              setValues({});
+            }}
+          >
+            Remove impressum
+          </ActionButton>
+        )}
+      </div>
+    </ActionForm>
+  );
+}

@@ -1,0 +1,333 @@
+import { Fragment } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { BackLink, NotLoaded } from '../components/detail.tsx';
+import { InputField } from '../components/field.tsx';
+import { PagedList, Table } from '../components/paged-list.tsx';
+import { Badge, Empty, ErrorBox, Status, Time, useAction, useLoad } from '../ui.tsx';
+
+interface Recipient {
+  email: string;
+  status: string;
+  attempts: number;
+  smtp_code: number | null;
+  smtp_response: string | null;
+  bounce_type: string | null;
+  next_attempt_at: string | null;
+}
+interface FullEmail {
+  id: string;
+  status: string;
+  from: string;
+  to: string[];
+  cc: string[] | null;
+  bcc: string[] | null;
+  reply_to: string[] | null;
+  subject: string;
+  tags: string[];
+  domain: string | null;
+  send_at: string | null;
+  created_at: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string> | null;
+  message_id: string | null;
+  recipients: Recipient[];
+  suppressed_recipients: string[];
+  opens: number;
+  clicks: number;
+}
+interface EmailEvent {
+  revision: number;
+  type: string;
+  created_at: string;
+  actor: string;
+  data: Record<string, unknown>;
+}
+interface Attachment {
+  id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+}
+
+const BACK: [string, string] = ['/emails', 'Emails'];
+const SETTLED = new Set(['delivered', 'bounced', 'complained', 'canceled']);
+
+/** One email: status and recipients, its history, its parts, and what can still be done to a scheduled one. */
+export function Email({ id }: { id: string }) {
+  const email = useLoad(() => get<FullEmail>(`/emails/${encodeURIComponent(id)}`), [id]);
+  const events = useLoad(() => get<List<EmailEvent>>(`/emails/${encodeURIComponent(id)}/events`), [id]);
+  const attachments = useLoad(
+    () => get<List<Attachment>>(`/emails/${encodeURIComponent(id)}/attachments`),
+    [id],
+  );
+  const status = email.data?.status;
+  // While the email is on its way, follow it.
+  useEffect(() => {
+    if (!status || SETTLED.has(status)) return;
+    const t = setInterval(() => {
+      email.reload();
+      events.reload();
+    }, 2000);
+    return () => clearInterval(t);
+  }, [status]);
+
+  if (!email.data) return <NotLoaded back={BACK} loaded={email} what="this email" />;
+  const e = email.data;
+  return (
+    <section>
+      <BackLink back={BACK} />
+      <h1>{e.subject || '(no subject)'}</h1>
+      <dl class="facts">
+        <dt>Status</dt>
+        <dd>
+          <Badge value={e.status} /> {e.opens > 0 && <span class="muted">opened {e.opens}×</span>}{' '}
+          {e.clicks > 0 && <span class="muted">clicked {e.clicks}×</span>}
+        </dd>
+        <dt>Id</dt>
+        <dd>
+          <code>{e.id}</code>
+        </dd>
+        <dt>From</dt>
+        <dd>{e.from}</dd>
+        <dt>To</dt>
+        <dd>{e.to.join(', ')}</dd>
+        {e.cc?.length ? (
+          <>
+            <dt>Cc</dt>
+            <dd>{e.cc.join(', ')}</dd>
+          </>
+        ) : null}
+        {e.bcc?.length ? (
+          <>
+            <dt>Bcc</dt>
+            <dd>{e.bcc.join(', ')}</dd>
+          </>
+        ) : null}
+        <dt>Created</dt>
+        <dd>
+          <Time value={e.created_at} />
+        </dd>
+        {e.send_at && (
+          <>
+            <dt>Send at</dt>
+            <dd>
+              <Time value={e.send_at} />
+            </dd>
+          </>
+        )}
+        {e.tags.length > 0 && (
+          <>
+            <dt>Tags</dt>
+            <dd>{e.tags.join(', ')}</dd>
+          </>
+        )}
+        {e.suppressed_recipients.length > 0 && (
+          <>
+            <dt>Suppressed</dt>
+            <dd>{e.suppressed_recipients.join(', ')} (not sent: on the suppression list)</dd>
+          </>
+        )}
+      </dl>
+      {e.status === 'scheduled' && <Schedule email={e} onChange={email.reload} />}
+
+      <h2>Recipients</h2>
+      <Table columns={['Recipient', 'Outcome', 'Attempts', 'Answer']}>
+        {e.recipients.map((r) => (
+          <tr key={r.email}>
+            <td>{r.email}</td>
+            <td>
+              <Badge value={r.status} /> {r.bounce_type && <span class="muted">{r.bounce_type}</span>}
+            </td>
+            <td>{r.attempts}</td>
+            <td class="wrap">
+              {r.smtp_response ?? <span class="muted">—</span>}
+              {r.next_attempt_at && (
+                <div class="muted">
+                  next attempt <Time value={r.next_attempt_at} />
+                </div>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
+
+      <h2>Timeline</h2>
+      <Status loaded={events} what="the timeline" />
+      {events.data && (
+        <ol class="timeline" aria-label="Timeline">
+          {events.data.data.map((ev) => (
+            <li key={ev.revision} data-event={ev.type}>
+              <span class="event-type">{ev.type}</span> <Time value={ev.created_at} />{' '}
+              <span class="muted">by {ev.actor}</span>
+              <details>
+                <summary>Data</summary>
+                <pre>{JSON.stringify(ev.data, null, 2)}</pre>
+              </details>
+            </li>
+          ))}
+        </ol>
+      )}
+
+      <h2>Content</h2>
+      {e.html ? (
+        <HtmlPreview html={e.html} title={`HTML part of ${e.subject}`} />
+      ) : (
+        <Empty>No HTML part.</Empty>
+      )}
+      <h3>Text part</h3>
+      {e.text ? <pre class="text-part">{e.text}</pre> : <Empty>No text part.</Empty>}
+      <h3>Headers</h3>
+      {e.headers && Object.keys(e.headers).length > 0 ? (
+        <dl class="facts">
+          {Object.entries(e.headers).map(([k, v]) => (
+            <Fragment key={k}>
+              <dt>{k}</dt>
+              <dd>{v}</dd>
+            </Fragment>
+          ))}
+          {e.message_id && (
+            <>
+              <dt>Message-ID</dt>
+              <dd>{e.message_id}</dd>
+            </>
+          )}
+        </dl>
+      ) : (
+        <Empty>No custom headers{e.message_id ? ` (Message-ID ${e.message_id})` : ''}.</Empty>
+      )}
+      <h3>Attachments</h3>
+      <PagedList loaded={attachments} what="attachments" empty="No attachments.">
+        {(items) => (
+          <ul>
+            {items.map((a) => (
+              <li key={a.id}>
+                <AttachmentLink emailId={e.id} attachment={a} />
+              </li>
+            ))}
+          </ul>
+        )}
+      </PagedList>
+    </section>
+  );
+}
+
+function AttachmentLink({ emailId, attachment: a }: { emailId: string; attachment: Attachment }) {
+  const [url, setUrl] = useState<string | null>(null);
+  const action = useAction();
+  return (
+    <span>
+      {a.filename}{' '}
+      <span class="muted">
+        ({a.content_type}, {formatSize(a.size)})
+      </span>{' '}
+      {url ? (
+        <a href={url} rel="noreferrer">
+          Download
+        </a>
+      ) : (
+        <ActionButton
+          class="small"
+          action={action}
+          run={async () => {
+            const link = await get<{ download_url: string }>(`/emails/${emailId}/attachments/${a.id}`);
+            setUrl(link.download_url);
+          }}
+        >
+          Get download link
+        </ActionButton>
+      )}
+      {action.error ? <ErrorBox error={action.error} /> : null}
+    </span>
+  );
+}
+
+export function formatSize(n: number) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The policy written into the preview while remote content is blocked: inline styles and embedded images only. */
+const BLOCK_REMOTE = `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:">`;
+
+/**
+ * An email's HTML in a frame that runs no script and has no origin (`sandbox` without any allowance), with
+ * remote images (and other remote content) blocked until the user asks for them.
+ */
+export function HtmlPreview({ html, title }: { html: string; title: string }) {
+  const [remote, setRemote] = useState(false);
+  const hasRemote =
+    /\b(src|background)\s*=\s*["']?\s*(https?:)?\/\//i.test(html) ||
+    /url\(\s*["']?(https?:)?\/\//i.test(html);
+  return (
+    <div class="preview">
+      <div class="preview-bar">
+        {remote ? (
+          <span class="muted">Remote images are shown.</span>
+        ) : (
+          <span class="muted">Remote images are blocked{hasRemote ? '' : ' (this email has none)'}.</span>
+        )}
+        {!remote && hasRemote && (
+          <button type="button" class="small" onClick={() => setRemote(true)}>
+            Load remote images
+          </button>
+        )}
+      </div>
+      <iframe
+        title={title}
+        sandbox=""
+        referrerpolicy="no-referrer"
+        srcdoc={remote ? html : BLOCK_REMOTE + html}
+      />
+    </div>
+  );
+}
+
+function Schedule({ email, onChange }: { email: FullEmail; onChange: () => void }) {
+  const local = email.send_at ? toLocalInput(email.send_at) : '';
+  const [when, setWhen] = useState(local);
+  const action = useAction();
+  return (
+    <ActionForm
+      label="Scheduled send"
+      action={action}
+      fields={['send_at']}
+      run={async () => {
+        await patch(`/emails/${email.id}`, { send_at: when ? new Date(when).toISOString() : '' });
+        onChange();
+      }}
+    >
+      <InputField
+        label="Send at (your time zone)"
+        name="send_at"
+        error={action.error}
+        type="datetime-local"
+        value={when}
+        onValue={setWhen}
+      />
+      <button type="submit" disabled={action.busy}>
+        Reschedule
+      </button>
+      <ActionButton
+        class="danger"
+        action={action}
+        run={async () => {
+          await post(`/emails/${email.id}/cancel`);
+          onChange();
+        }}
+      >
+        Cancel email
+      </ActionButton>
+    </ActionForm>
+  );
+}
+
+export function toLocalInput(iso: string) {
+  const d = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}

@@ -1,0 +1,167 @@
+import { get, listAll } from '../api.ts';
+import { ErrorBox, Status, useLoad } from '../ui.tsx';
+import type { EmailSummary } from './emails.tsx';
+
+interface Usage {
+  month: string;
+  mode: string;
+  plan: string;
+  emails: number;
+  included: number;
+  overage: number;
+  overage_cost_eur: number | null;
+}
+type Row = {
+  day: string;
+  sent: number;
+  delivered: number;
+  bounced: number;
+  complained: number;
+  opened: number;
+};
+const SERIES = [
+  ['sent', 'Sent', '#6b7280'],
+  ['delivered', 'Delivered', '#15803d'],
+  ['bounced', 'Bounced', '#b91c1c'],
+  ['complained', 'Complained', '#a16207'],
+  ['opened', 'Opened', '#1d4ed8'],
+] as const;
+const DAYS = 30;
+const MAX_PAGES = 20;
+
+/** Per day (UTC) over the last 30 days, from the emails list: what was sent and how each email ended up. */
+function perDay(emails: (EmailSummary & { last_event?: string })[], today: Date): Row[] {
+  const rows: Row[] = [];
+  const index = new Map<string, Row>();
+  for (let i = DAYS - 1; i >= 0; i--) {
+    const day = new Date(today.getTime() - i * 86_400_000).toISOString().slice(0, 10);
+    const row = { day, sent: 0, delivered: 0, bounced: 0, complained: 0, opened: 0 };
+    rows.push(row);
+    index.set(day, row);
+  }
+  for (const e of emails) {
+    const row = index.get(e.created_at.slice(0, 10));
+    if (!row || ['scheduled', 'canceled', 'queued'].includes(e.status)) continue;
+    row.sent++;
+    if (e.status === 'delivered' || e.status === 'complained') row.delivered++;
+    if (e.status === 'bounced') row.bounced++;
+    if (e.status === 'complained') row.complained++;
+    if (e.last_event === 'EmailOpened' || e.last_event === 'EmailClicked') row.opened++;
+  }
+  return rows;
+}
+
+export function Overview() {
+  const usage = useLoad(() => get<Usage>('/usage'), []);
+  const stats = useLoad(async () => {
+    const today = new Date();
+    const since = new Date(today.getTime() - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
+    const list = await listAll<EmailSummary>('/emails', { from_date: `${since}T00:00:00Z` }, MAX_PAGES);
+    return { rows: perDay(list.data, today), complete: list.complete, count: list.data.length };
+  }, []);
+  return (
+    <section>
+      <h1>Overview</h1>
+      <h2>Quota this month</h2>
+      <Status loaded={usage} what="usage" />
+      {usage.data && <Quota usage={usage.data} />}
+      <h2>Last 30 days</h2>
+      {stats.error ? (
+        <ErrorBox error={stats.error} what="statistics" />
+      ) : (
+        <Status loaded={stats} what="statistics" />
+      )}
+      {stats.data && (
+        <>
+          <Chart rows={stats.data.rows} />
+          <p class="muted">
+            From the emails list{stats.data.complete ? '' : ` (the newest ${stats.data.count} only)`}, by each
+            email's current status; opened counts emails whose last event was an open or a click.
+          </p>
+          <Totals rows={stats.data.rows} />
+        </>
+      )}
+    </section>
+  );
+}
+
+function Quota({ usage }: { usage: Usage }) {
+  const pct = usage.included > 0 ? Math.min(100, Math.round((usage.emails / usage.included) * 100)) : 0;
+  return (
+    <div class="quota">
+      <p>
+        <strong>{usage.emails.toLocaleString()}</strong> of {usage.included.toLocaleString()} emails in{' '}
+        {usage.month} ({usage.plan} plan, {usage.mode} mode)
+        {usage.overage > 0 && (
+          <>
+            {' '}
+            · overage {usage.overage.toLocaleString()}
+            {usage.overage_cost_eur !== null && ` (€${usage.overage_cost_eur.toFixed(2)})`}
+          </>
+        )}
+      </p>
+      <meter class="meter" min={0} max={100} value={pct} aria-label="Share of the monthly quota used">
+        {pct}%
+      </meter>
+    </div>
+  );
+}
+
+/** A line per series over the 30 days, as inline SVG. */
+function Chart({ rows }: { rows: Row[] }) {
+  const W = 600;
+  const H = 200;
+  const PAD = 28;
+  const max = Math.max(1, ...rows.flatMap((r) => SERIES.map(([k]) => r[k])));
+  const x = (i: number) => PAD + (i * (W - PAD - 8)) / (rows.length - 1);
+  const y = (v: number) => H - PAD - (v * (H - PAD - 8)) / max;
+  return (
+    <figure class="chart">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title">
+        <title id="chart-title">Emails per day over the last 30 days</title>
+        <line x1={PAD} y1={H - PAD} x2={W - 8} y2={H - PAD} class="axis" />
+        <line x1={PAD} y1={8} x2={PAD} y2={H - PAD} class="axis" />
+        <text x={PAD - 4} y={12} class="tick" text-anchor="end">
+          {max}
+        </text>
+        <text x={PAD - 4} y={H - PAD} class="tick" text-anchor="end">
+          0
+        </text>
+        <text x={PAD} y={H - 8} class="tick">
+          {rows[0].day.slice(5)}
+        </text>
+        <text x={W - 8} y={H - 8} class="tick" text-anchor="end">
+          {rows[rows.length - 1].day.slice(5)}
+        </text>
+        {SERIES.map(([key, , color]) => (
+          <polyline
+            key={key}
+            fill="none"
+            stroke={color}
+            stroke-width="2"
+            points={rows.map((r, i) => `${x(i).toFixed(1)},${y(r[key]).toFixed(1)}`).join(' ')}
+          />
+        ))}
+      </svg>
+      <figcaption class="legend">
+        {SERIES.map(([key, label, color]) => (
+          <span key={key}>
+            <i style={{ background: color }} /> {label}
+          </span>
+        ))}
+      </figcaption>
+    </figure>
+  );
+}
+
+function Totals({ rows }: { rows: Row[] }) {
+  return (
+    <ul class="stats" aria-label="Totals over 30 days">
+      {SERIES.map(([key, label]) => (
+        <li key={key}>
+          <strong>{rows.reduce((n, r) => n + r[key], 0)}</strong> {label.toLowerCase()}
+        </li>
+      ))}
+    </ul>
+  );
+}

@@ -1,0 +1,112 @@
+import { get } from '../api.ts';
+import { Detail } from '../components/detail.tsx';
+import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
+import { Badge, Empty, Link, Time, useLoad } from '../ui.tsx';
+import { formatSize, HtmlPreview } from './email.tsx';
+
+interface Mailbox {
+  email: string;
+  name: string | null;
+}
+interface ReceivedJson {
+  id: string;
+  from: Mailbox | null;
+  to: Mailbox[];
+  subject: string | null;
+  text_body: string | null;
+  html_body: string | null;
+  headers: Record<string, unknown> | null;
+  is_spam: boolean;
+  spam_score: number | null;
+  authentication: Record<string, unknown> | null;
+  attachments: { id: string; filename: string; content_type: string; size: number; download_url?: string }[];
+  domain: string | null;
+  size: number;
+  created_at: string;
+  purged_at: string | null;
+}
+
+const who = (m: Mailbox | null) => (m ? (m.name ? `${m.name} <${m.email}>` : m.email) : '—');
+
+export function Received() {
+  const list = usePagedList<ReceivedJson>('/emails/received', 20);
+  return (
+    <section>
+      <h1>Received emails</h1>
+      <PagedList
+        loaded={list}
+        what="received emails"
+        empty="Nothing received yet. Enable inbound on a domain and publish its MX record."
+        pages={list.pages}
+      >
+        {(emails) => (
+          <Table columns={['From', 'Subject', 'Received']}>
+            {emails.map((r) => (
+              <tr key={r.id}>
+                <td class="truncate">{who(r.from)}</td>
+                <td>
+                  <Link href={`/received/${r.id}`}>{r.subject || '(no subject)'}</Link>{' '}
+                  {r.is_spam && <Badge value="spam" />}
+                </td>
+                <td>
+                  <Time value={r.created_at} />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </PagedList>
+    </section>
+  );
+}
+
+export function ReceivedEmail({ id }: { id: string }) {
+  const loaded = useLoad(() => get<ReceivedJson>(`/emails/received/${encodeURIComponent(id)}`), [id]);
+  return (
+    <Detail back={['/received', 'Received']} loaded={loaded} what="this email" data={loaded.data}>
+      {(r) => (
+        <>
+          <h1>{r.subject || '(no subject)'}</h1>
+          <dl class="facts">
+            <dt>From</dt>
+            <dd>{who(r.from)}</dd>
+            <dt>To</dt>
+            <dd>{r.to.map(who).join(', ')}</dd>
+            <dt>Received</dt>
+            <dd>
+              <Time value={r.created_at} /> ({formatSize(r.size)})
+            </dd>
+            <dt>Spam</dt>
+            <dd>
+              {r.is_spam ? 'yes' : 'no'}
+              {r.spam_score !== null && ` (score ${r.spam_score})`}
+            </dd>
+          </dl>
+          {r.purged_at && <p class="notice">The content was deleted after the retention period.</p>}
+          {r.html_body && (
+            <HtmlPreview html={r.html_body} title={`HTML of ${r.subject ?? 'received email'}`} />
+          )}
+          <h2>Text</h2>
+          {r.text_body ? <pre class="text-part">{r.text_body}</pre> : <Empty>No text part.</Empty>}
+          <h2>Attachments</h2>
+          {r.attachments.length === 0 ? (
+            <Empty>No attachments.</Empty>
+          ) : (
+            <ul>
+              {r.attachments.map((a) => (
+                <li key={a.id}>
+                  {a.download_url ? <a href={a.download_url}>{a.filename}</a> : a.filename}{' '}
+                  <span class="muted">
+                    ({a.content_type}, {formatSize(a.size)})
+                  </span>
+                </li>
+              ))}
+            </ul>
+          )}
+          <h2>Authentication</h2>
+          <pre>{JSON.stringify(r.authentication, null, 2)}</pre>
+        </>
+      )}
+    </Detail>
+  );
+}

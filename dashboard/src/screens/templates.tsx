@@ -1,0 +1,275 @@
+import { useEffect, useState } from 'preact/hooks';
+import { del, get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { ActionForm } from '../components/action-form.tsx';
+import { BackLink, NotLoaded } from '../components/detail.tsx';
+import { InputField, TextAreaField } from '../components/field.tsx';
+import { PagedList, Table } from '../components/paged-list.tsx';
+import { navigate } from '../router.ts';
+import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
+import { HtmlPreview } from './email.tsx';
+
+interface Variable {
+  name: string;
+  type: string;
+  required: boolean;
+}
+interface Version {
+  id: string;
+  version: number;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  variables: Variable[];
+  status?: string;
+  created_at: string;
+}
+interface TemplateJson {
+  id: string;
+  name: string;
+  status: string;
+  draft: Version | null;
+  published: Version | null;
+  created_at: string;
+  updated_at: string;
+}
+interface Rendered {
+  subject: string;
+  html: string | null;
+  text: string | null;
+  template_version_id: string;
+}
+
+export function Templates() {
+  const list = useLoad(() => get<List<TemplateJson>>('/templates?limit=100'), []);
+  const create = useAction();
+  const [name, setName] = useState('');
+  return (
+    <section>
+      <h1>Templates</h1>
+      <ActionForm
+        label="New template"
+        action={create}
+        submit="New template"
+        submitClass="primary"
+        fields={['name']}
+        run={async () => {
+          const t = await post<TemplateJson>('/templates', {
+            name,
+            subject: 'Hello {{name}}',
+            html: '<p>Hello {{name}}</p>',
+            variables: [{ name: 'name', type: 'string', required: false }],
+          });
+          navigate(`/templates/${t.id}`);
+        }}
+      >
+        <InputField
+          label="Template name"
+          name="name"
+          error={create.error}
+          required
+          value={name}
+          onValue={setName}
+        />
+      </ActionForm>
+      <PagedList loaded={list} what="templates" empty="No templates yet.">
+        {(templates) => (
+          <Table columns={['Name', 'Status', 'Updated']}>
+            {templates.map((t) => (
+              <tr key={t.id}>
+                <td>
+                  <Link href={`/templates/${t.id}`}>{t.name}</Link>
+                </td>
+                <td>
+                  <Badge value={t.status} />{' '}
+                  {t.draft && t.published && <span class="muted">draft pending</span>}
+                </td>
+                <td>
+                  <Time value={t.updated_at} />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </PagedList>
+    </section>
+  );
+}
+
+const BACK: [string, string] = ['/templates', 'Templates'];
+const EDITED = ['name', 'subject', 'html', 'text', 'variables'];
+
+export function Template({ id }: { id: string }) {
+  const loaded = useLoad(() => get<TemplateJson>(`/templates/${encodeURIComponent(id)}`), [id]);
+  const versions = useLoad(
+    () => get<List<Version>>(`/templates/${encodeURIComponent(id)}/versions?limit=20`),
+    [id],
+  );
+  const [t, setT] = useState<TemplateJson | null>(null);
+  const template = t ?? loaded.data;
+  const newest = template ? (template.draft ?? template.published) : null;
+  const [form, setForm] = useState({ name: '', subject: '', html: '', text: '', variables: '[]' });
+  const [data, setData] = useState('{"name": "Ada"}');
+  const [preview, setPreview] = useState<Rendered | null>(null);
+  const save = useAction();
+  const act = useAction();
+  const render = useAction();
+
+  useEffect(() => {
+    if (!template || !newest) return;
+    setForm({
+      name: template.name,
+      subject: newest.subject,
+      html: newest.html ?? '',
+      text: newest.text ?? '',
+      variables: JSON.stringify(newest.variables),
+    });
+  }, [template?.id, newest?.id]);
+
+  // The preview renders the newest version (the draft if there is one) with the sample data.
+  const renderPreview = (versionId: string | undefined, sample = data) =>
+    render.run(async () => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(sample || '{}');
+      } catch {
+        throw new Error('`template_data`: the sample data is not valid JSON.');
+      }
+      setPreview(
+        await post<Rendered>('/templates/render', {
+          template_id: id,
+          version_id: versionId,
+          template_data: parsed,
+        }),
+      );
+    });
+  useEffect(() => {
+    if (newest) renderPreview(newest.id);
+  }, [newest?.id]);
+
+  if (!template) return <NotLoaded back={BACK} loaded={loaded} what="this template" />;
+
+  const onSave = async () => {
+    let variables: Variable[];
+    try {
+      variables = JSON.parse(form.variables || '[]');
+    } catch {
+      throw new Error('`variables`: not valid JSON (a list like [{"name": "first_name"}]).');
+    }
+    const body: Record<string, unknown> = {
+      subject: form.subject,
+      html: form.html || null,
+      text: form.text || null,
+      variables,
+    };
+    if (form.name !== template.name) body.name = form.name;
+    setT(await patch<TemplateJson>(`/templates/${template.id}`, body));
+    versions.reload();
+  };
+  const edit = (name: keyof typeof form) => ({
+    name,
+    error: save.error,
+    value: form[name],
+    onValue: (value: string) => setForm({ ...form, [name]: value }),
+  });
+  return (
+    <section>
+      <BackLink back={BACK} />
+      <h1>
+        {template.name} <Badge value={template.status} />
+      </h1>
+      <p class="muted">
+        {template.published ? `Published: v${template.published.version}. ` : 'Not published yet. '}
+        {template.draft ? `Draft: v${template.draft.version}.` : 'No draft.'}
+      </p>
+      <div class="row">
+        <ActionButton
+          class="primary"
+          action={act}
+          disabled={act.busy || !template.draft}
+          run={async () => {
+            setT(await post<TemplateJson>(`/templates/${template.id}/publish`));
+            versions.reload();
+          }}
+        >
+          Publish draft
+        </ActionButton>
+        <ActionButton
+          action={act}
+          run={async () => {
+            const copy = await post<TemplateJson>(`/templates/${template.id}/duplicate`);
+            setT(null);
+            navigate(`/templates/${copy.id}`);
+          }}
+        >
+          Duplicate
+        </ActionButton>
+        <ActionButton
+          class="danger"
+          action={act}
+          confirm={`Delete the template ${template.name}?`}
+          run={async () => {
+            await del(`/templates/${template.id}`);
+            navigate('/templates');
+          }}
+        >
+          Delete
+        </ActionButton>
+      </div>
+      {act.error ? <ErrorBox error={act.error} /> : null}
+      <div class="editor">
+        <ActionForm class="stack" label="Edit template" action={save} fields={EDITED} run={onSave}>
+          <InputField label="Name" {...edit('name')} />
+          <InputField label="Subject" {...edit('subject')} />
+          <TextAreaField label="HTML" rows={10} {...edit('html')} />
+          <TextAreaField label="Text" rows={4} {...edit('text')} />
+          <TextAreaField
+            label="Variables (JSON)"
+            rows={3}
+            hint='[{"name": "first_name", "type": "string", "required": true}]'
+            {...edit('variables')}
+          />
+          <button type="submit" disabled={save.busy}>
+            {save.busy ? 'Saving…' : 'Save draft'}
+          </button>
+        </ActionForm>
+        <div class="stack" aria-live="polite">
+          <h2>Preview {newest && <span class="muted">(v{newest.version})</span>}</h2>
+          <TextAreaField
+            label="Sample data (JSON)"
+            name="template_data"
+            error={render.error}
+            rows={3}
+            value={data}
+            onValue={setData}
+            onBlur={() => renderPreview(newest?.id)}
+          />
+          <FormError error={render.error} fields={['template_data']} />
+          {preview && (
+            <>
+              <p>
+                <strong>Subject:</strong> <span class="preview-subject">{preview.subject}</span>
+              </p>
+              {preview.html !== null && <HtmlPreview html={preview.html} title="Template preview" />}
+              {preview.text !== null && <pre class="text-part">{preview.text}</pre>}
+            </>
+          )}
+        </div>
+      </div>
+      <h2>Versions</h2>
+      <Status loaded={versions} what="versions" />
+      {versions.data && (
+        <ol class="versions">
+          {versions.data.data.map((v) => (
+            <li key={v.id}>
+              v{v.version} <Badge value={v.status} /> <Time value={v.created_at} /> — {v.subject}{' '}
+              <button type="button" class="small" onClick={() => renderPreview(v.id)}>
+                Preview
+              </button>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}

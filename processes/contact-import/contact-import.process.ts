@@ -1,0 +1,90 @@
+import type { Transaction } from '../../platform/db/database.ts';
+import type { Migration } from '../../platform/db/migrations.ts';
+import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
+import type { Services } from '../../platform/services.ts';
+import {
+  type ContactImportCursor,
+  workContactImport,
+} from '../../write-side/contact-imports/contact-import.commands.ts';
+import {
+  CONTACT_IMPORT_EVENT_TYPES,
+  type ContactImportEvent,
+} from '../../write-side/contact-imports/contact-import.events.ts';
+import { DueQueue, type DueTable } from '../due-queue.ts';
+import { ProcessManager } from '../process.ts';
+
+export const contactImportMigrations: Migration[] = [
+  {
+    id: 'contact-import-jobs-001',
+    sql: `CREATE TABLE IF NOT EXISTS contact_import_jobs (
+  import_id text PRIMARY KEY,
+  due_at timestamptz NOT NULL,
+  claimed_until timestamptz
+);
+CREATE INDEX IF NOT EXISTS contact_import_jobs_due ON contact_import_jobs (due_at)`,
+  },
+];
+
+type Job = { import_id: string };
+
+/** How long a run works on one job before it lets it go (due again at once): well inside the lease. */
+const SLICE_MS = 10_000;
+
+export const CONTACT_IMPORT_JOBS: DueTable = {
+  table: 'contact_import_jobs',
+  key: { import_id: 'text' },
+  dueAt: 'due_at',
+  columns: [],
+  leaseMs: 120_000,
+};
+
+/**
+ * Works contact imports: a job is queued from its ContactImportStarted and claimed from a DueQueue, so one
+ * process at a time writes it (a crashed one's claim runs out and another resumes from the log). A run works a
+ * job for at most SLICE_MS, then gives it back due at once; the file's reader stays here for the next slice.
+ */
+export class ContactImportProcess extends ProcessManager {
+  readonly #services: Services;
+  readonly #due: DueQueue<Job>;
+  readonly #cursors = new Map<string, ContactImportCursor>();
+
+  constructor(services: Services) {
+    super(services, { name: 'contact-import', everyMs: 1000 });
+    this.#services = services;
+    this.#due = new DueQueue(services, CONTACT_IMPORT_JOBS);
+  }
+
+  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
+    const jobs = events
+      .filter((e) => isOneOf<ContactImportEvent>(e, CONTACT_IMPORT_EVENT_TYPES))
+      .filter((e) => e.type === 'ContactImportStarted')
+      .map((e) => ({
+        import_id: (e.data as { importId: string }).importId,
+        due_at: e.createdAt.toISOString(),
+      }));
+    await this.#due.add(tx, jobs);
+  }
+
+  /** Works every job due, slice after slice, until none is left or the process stops. */
+  protected async work(): Promise<number> {
+    let done = 0;
+    for (;;) {
+      const worked = await this.#due.drain({ batch: 2, concurrency: 1, signal: this.stopping }, (rows) =>
+        rows.map((row) => () => this.#slice(row)),
+      );
+      done += worked;
+      if (worked === 0 || this.stopping.aborted) return done;
+    }
+  }
+
+  async #slice(row: Job): Promise<number> {
+    const until = performance.now() + SLICE_MS;
+    const state = await workContactImport(this.#services, row.import_id, {
+      cursors: this.#cursors,
+      pause: () => performance.now() > until || this.stopping.aborted,
+    });
+    const finished = !state.exists || state.status === 'completed' || state.status === 'failed';
+    this.#due.finish(row, finished ? null : this.#services.clock.now());
+    return 1;
+  }
+}

@@ -1,0 +1,78 @@
+import type { Selectable } from 'kysely';
+import type { Database } from '../../platform/db/database.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { iso, paginate } from '../pagination.ts';
+import { readModels } from '../read-models.ts';
+import type { BroadcastsTable } from './broadcasts.schema.ts';
+
+const broadcastJson = (r: Selectable<BroadcastsTable>) => ({
+  object: 'broadcast',
+  id: r.id,
+  name: r.name,
+  audience_id: r.audience_id,
+  topic_id: r.topic_id,
+  from: r.from_address,
+  reply_to: r.reply_to,
+  subject: r.subject,
+  html: r.html,
+  text: r.text_body,
+  template_id: r.template_id,
+  status: r.status,
+  send_at: iso(r.send_at),
+  progress: {
+    contacts_processed: r.contacts_processed,
+    skipped: {
+      unsubscribed: r.skipped_unsubscribed,
+      suppressed: r.skipped_suppressed,
+      not_subscribed: r.skipped_not_subscribed,
+      quota_exceeded: r.skipped_quota,
+      render_failed: r.skipped_failed,
+    },
+  },
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+  started_at: iso(r.started_at),
+  sent_at: iso(r.sent_at),
+  canceled_at: iso(r.canceled_at),
+});
+
+const live = (db: Database, { orgId, mode }: Tenant) =>
+  readModels(db)
+    .selectFrom('broadcasts')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode)
+    .where('deleted_at', 'is', null);
+
+/** What became of a broadcast's emails, counted from the `emails` read model as it is now. */
+async function countsOf(db: Database, r: Selectable<BroadcastsTable>) {
+  const { rows } = await db.query<Record<string, number>>(
+    `SELECT count(*) FILTER (WHERE status IN ('queued', 'sending'))::int AS queued,
+       count(*) FILTER (WHERE status IN ('sent', 'delivered', 'bounced', 'complained'))::int AS sent,
+       count(*) FILTER (WHERE status IN ('delivered', 'complained'))::int AS delivered,
+       count(*) FILTER (WHERE status = 'bounced')::int AS bounced,
+       count(*) FILTER (WHERE status = 'complained')::int AS complained,
+       count(*) FILTER (WHERE opens > 0)::int AS opened,
+       count(*) FILTER (WHERE clicks > 0)::int AS clicked
+     FROM emails WHERE broadcast_id = $1`,
+    [r.id],
+  );
+  return { recipients: r.recipients, ...rows[0], unsubscribed: r.unsubscribed };
+}
+
+/** One broadcast with its live counts. */
+export async function findBroadcast(db: Database, tenant: Tenant, broadcastId: string) {
+  const row = await live(db, tenant).where('id', '=', broadcastId).executeTakeFirst();
+  return row ? { ...broadcastJson(row), counts: await countsOf(db, row) } : null;
+}
+
+/** Newest first; each with its recipients so far (the counts of its emails are on the broadcast itself). */
+export async function listBroadcasts(db: Database, tenant: Tenant, page: PageParams) {
+  const result = await paginate(live(db, tenant), page);
+  return {
+    object: 'list',
+    data: result.data.map((r) => ({ ...broadcastJson(r), recipients: r.recipients })),
+    has_more: result.has_more,
+  };
+}

@@ -1,0 +1,458 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
+import { expandNextBatch } from '../../write-side/broadcasts/broadcast-expansion.commands.ts';
+import type { ApiClient } from '../support/service.ts';
+import { useTwoOrgs } from '../support/service.ts';
+
+const clock = new ManualClock('2026-09-01T08:00:00Z');
+// Two contacts per step, so that a handful of contacts takes several steps.
+const { svc, orgs } = useTwoOrgs(() => ({ clock, env: { BROADCAST_EXPANSION_BATCH: '2' } }));
+let expansion: BroadcastExpansionProcess;
+beforeAll(() => {
+  expansion = new BroadcastExpansionProcess(svc.postline.services);
+});
+
+const ok = <T extends { status: number; body: any }>(r: T, status = 200) => {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  return r.body;
+};
+const audience = async (client: ApiClient, name = 'Readers') =>
+  ok(await client.post('/v1/audiences', { name }), 201).id as string;
+const contact = async (client: ApiClient, body: Record<string, unknown>) =>
+  ok(await client.post('/v1/contacts', body), 201).id as string;
+const draft = (client: ApiClient, body: Record<string, unknown>) =>
+  client.post('/v1/broadcasts', {
+    name: 'September news',
+    from: 'Acme <news@acme.test>',
+    subject: 'Hello {{contact.first_name}}',
+    html: '<p>Hi {{contact.first_name}} {{contact.properties.plan}}</p>',
+    text: 'Hi {{contact.first_name}}',
+    ...body,
+  });
+/** Waits until the read models have taken in everything appended so far. */
+const settled = async (...names: string[]) => {
+  const { store, readYourWrites } = svc.postline.services;
+  await readYourWrites.waitFor(names, await store.headPosition({ committed: true }));
+};
+/** The broadcast's emails, as the API shows them, oldest first. */
+const emailsOf = async (client: ApiClient, broadcastId: string) => {
+  await settled('emails', 'broadcasts');
+  const { rows } = await svc.postline.services.db.query<{ id: string }>(
+    'SELECT id FROM emails WHERE broadcast_id = $1 ORDER BY id',
+    [broadcastId],
+  );
+  return Promise.all(rows.map(async (r) => ok(await client.get(`/v1/emails/${r.id}`))));
+};
+const broadcast = async (client: ApiClient, id: string) => {
+  await settled('broadcasts', 'emails');
+  return ok(await client.get(`/v1/broadcasts/${id}`));
+};
+
+describe('broadcasts: drafts', () => {
+  it('create, get, list, update, delete', async () => {
+    const aud = await audience(orgs.acme.test);
+    const created = ok(await draft(orgs.acme.test, { audience_id: aud, reply_to: 'help@acme.test' }), 201);
+    expect(created).toEqual({
+      object: 'broadcast',
+      id: expect.stringMatching(/^bc_[0-9a-z]+$/),
+      name: 'September news',
+      audience_id: aud,
+      topic_id: null,
+      from: 'Acme <news@acme.test>',
+      reply_to: ['help@acme.test'],
+      subject: 'Hello {{contact.first_name}}',
+      html: '<p>Hi {{contact.first_name}} {{contact.properties.plan}}</p>',
+      text: 'Hi {{contact.first_name}}',
+      template_id: null,
+      status: 'draft',
+      send_at: null,
+      progress: {
+        contacts_processed: 0,
+        skipped: { unsubscribed: 0, suppressed: 0, not_subscribed: 0, quota_exceeded: 0, render_failed: 0 },
+      },
+      counts: {
+        recipients: 0,
+        queued: 0,
+        sent: 0,
+        delivered: 0,
+        bounced: 0,
+        complained: 0,
+        opened: 0,
+        clicked: 0,
+        unsubscribed: 0,
+      },
+      created_at: clock.now().toISOString(),
+      updated_at: clock.now().toISOString(),
+      started_at: null,
+      sent_at: null,
+      canceled_at: null,
+    });
+    expect(ok(await orgs.acme.test.get(`/v1/broadcasts/${created.id}`))).toEqual(created);
+
+    const patched = ok(await orgs.acme.test.patch(`/v1/broadcasts/${created.id}`, { name: 'October news' }));
+    expect(patched).toMatchObject({ name: 'October news', subject: created.subject });
+    const list = ok(await orgs.acme.test.get('/v1/broadcasts'));
+    expect(list).toMatchObject({ object: 'list', has_more: false });
+    expect(list.data.map((b: any) => [b.id, b.name, b.recipients])).toContainEqual([
+      created.id,
+      'October news',
+      0,
+    ]);
+
+    expect(ok(await orgs.acme.test.delete(`/v1/broadcasts/${created.id}`))).toEqual({
+      id: created.id,
+      deleted: true,
+    });
+    expect((await orgs.acme.test.get(`/v1/broadcasts/${created.id}`)).status).toBe(404);
+    expect((await orgs.acme.test.delete(`/v1/broadcasts/${created.id}`)).status).toBe(404);
+  });
+
+  it('keeps organizations and modes apart', async () => {
+    const aud = await audience(orgs.acme.live);
+    const mine = ok(await draft(orgs.acme.live, { audience_id: aud }), 201);
+    for (const client of [orgs.other.live, orgs.acme.test]) {
+      expect((await client.get(`/v1/broadcasts/${mine.id}`)).status).toBe(404);
+      expect((await client.patch(`/v1/broadcasts/${mine.id}`, { name: 'x' })).status).toBe(404);
+      expect((await client.post(`/v1/broadcasts/${mine.id}/send`, {})).status).toBe(404);
+      expect((await client.post(`/v1/broadcasts/${mine.id}/cancel`, {})).status).toBe(404);
+      expect((await client.delete(`/v1/broadcasts/${mine.id}`)).status).toBe(404);
+      expect(ok(await client.get('/v1/broadcasts')).data.map((b: any) => b.id)).not.toContain(mine.id);
+      // Another organization's audience is not one a broadcast can name.
+      const r = await draft(client, { audience_id: aud });
+      expect([r.status, r.body.error.message]).toEqual([422, `\`audience_id\`: audience ${aud} not found`]);
+    }
+    expect((await orgs.acme.live.get('/v1/broadcasts/bc_01unknown')).body.error.code).toBe('not_found');
+    expect((await orgs.acme.live.get('/v1/broadcasts/not-an-id')).status).toBe(404);
+  });
+
+  it.each([
+    [{ audience_id: undefined }, '`audience_id`'],
+    [{ audience_id: 'aud_01nothere' }, '`audience_id`: audience aud_01nothere not found'],
+    [{ topic_id: 'top_01nothere' }, '`topic_id`: topic top_01nothere not found'],
+    [{ name: '' }, '`name`'],
+    [{ from: 'not an address' }, '`from`'],
+    [{ reply_to: ['ok@acme.test', 'nope'] }, '`reply_to[1]`'],
+    [{ subject: undefined }, '`subject`: is required'],
+    [{ html: undefined, text: undefined }, '`html`'],
+    [
+      { template_id: 'tpl_01nothere', html: undefined, text: undefined },
+      '`template_id`: template tpl_01nothere not found',
+    ],
+    [{ template_id: 'tpl_01x' }, '`template_id`: cannot be combined'],
+    [{ subject: 'Hi {{name}}' }, '`subject`: variable `name` at line 1, column 6 is not available'],
+    [
+      { html: '<p>\n  {{#if contact}}{{coupon}}{{/if}}</p>' },
+      '`html`: variable `coupon` at line 2, column 20',
+    ],
+    [{ html: '<p>{{#if}}</p>' }, '`html`'],
+    [{ colour: 'red' }, '`colour`'],
+  ])('refuses %j with 422 naming %s', async (fields, message) => {
+    const aud = await audience(orgs.acme.test);
+    const r = await draft(orgs.acme.test, { audience_id: aud, ...fields });
+    expect(r.status, JSON.stringify(r.body)).toBe(422);
+    expect(r.body.error.code).toBe('validation_error');
+    expect(r.body.error.message).toContain(message);
+  });
+
+  it('sends only drafts, cancels only scheduled broadcasts', async () => {
+    const aud = await audience(orgs.acme.test);
+    const b = ok(await draft(orgs.acme.test, { audience_id: aud }), 201);
+    const cancel = await orgs.acme.test.post(`/v1/broadcasts/${b.id}/cancel`, {});
+    expect([cancel.status, cancel.body.error.code]).toEqual([409, 'broadcast_not_scheduled']);
+    const past = await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, {
+      send_at: '2020-01-01T00:00:00Z',
+    });
+    expect([past.status, past.body.error.message]).toEqual([422, '`send_at`: must be in the future']);
+    expect(ok(await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, {})).status).toBe('sending');
+    for (const r of [
+      await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, {}),
+      await orgs.acme.test.patch(`/v1/broadcasts/${b.id}`, { name: 'Too late' }),
+      await orgs.acme.test.delete(`/v1/broadcasts/${b.id}`),
+    ]) {
+      expect([r.status, r.body.error.code]).toEqual([409, 'broadcast_not_draft']);
+    }
+  });
+
+  it('needs a verified domain with an impressum to send live', async () => {
+    const aud = await audience(orgs.acme.live);
+    const b = ok(await draft(orgs.acme.live, { audience_id: aud }), 201);
+    const r = await orgs.acme.live.post(`/v1/broadcasts/${b.id}/send`, {});
+    expect([r.status, r.body.error.code]).toEqual([422, 'domain_not_verified']);
+  });
+});
+
+describe('broadcasts: sending', () => {
+  it('sends each member it may, personalised, with one-click unsubscribe headers and a footer', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    const topic = ok(
+      await client.post('/v1/topics', { name: 'News', default_subscription: 'opt_in' }),
+      201,
+    ).id;
+    await contact(client, {
+      email: 'ann@example.org',
+      first_name: 'Ann',
+      properties: { plan: 'gold' },
+      audience_ids: [aud],
+    });
+    await contact(client, { email: 'unsub@example.org', unsubscribed: true, audience_ids: [aud] });
+    await contact(client, { email: 'blocked@example.org', audience_ids: [aud] });
+    ok(await client.post('/v1/suppressions', { email: 'Blocked@example.org' }), 201);
+    const optedOut = await contact(client, { email: 'out@example.org', audience_ids: [aud] });
+    ok(await client.patch(`/v1/contacts/${optedOut}/topics`, [{ topic_id: topic, subscription: 'opt_out' }]));
+    await contact(client, { email: 'bob@example.org', first_name: 'Bob', audience_ids: [aud] });
+    await contact(client, { email: 'outsider@example.org' });
+
+    const b = ok(await draft(client, { audience_id: aud, topic_id: topic }), 201);
+    expect(ok(await client.post(`/v1/broadcasts/${b.id}/send`, {})).status).toBe('sending');
+    // Five members, two per step: three steps, taken in one run.
+    expect(await expansion.runOnce()).toBe(2);
+    const after = await broadcast(client, b.id);
+    expect(after).toMatchObject({
+      status: 'sent',
+      started_at: clock.now().toISOString(),
+      sent_at: clock.now().toISOString(),
+      progress: {
+        contacts_processed: 5,
+        skipped: { unsubscribed: 1, suppressed: 1, not_subscribed: 1, quota_exceeded: 0, render_failed: 0 },
+      },
+      counts: { recipients: 2, queued: 2, sent: 0 },
+    });
+    const emails = await emailsOf(client, b.id);
+    expect(emails.map((e: any) => e.to)).toEqual(
+      expect.arrayContaining([['Ann <ann@example.org>'], ['Bob <bob@example.org>']]),
+    );
+    const toAnn = emails.find((e: any) => e.to[0].includes('ann@'));
+    expect(toAnn.subject).toBe('Hello Ann');
+    expect(toAnn.html).toMatch(
+      /^<p>Hi Ann gold<\/p><div .*<a href="http:\/\/localhost:0\/unsubscribe\/em_[0-9a-z]+-[0-9a-z]{16}" data-postline-untracked>Unsubscribe<\/a><\/div>$/,
+    );
+    expect(toAnn.text).toMatch(/^Hi Ann\n\n-- \nUnsubscribe: http:\/\/localhost:0\/unsubscribe\/em_/);
+    const url = /href="([^"]+)"/.exec(toAnn.html)![1];
+    const token = url.split('/').at(-1);
+    expect(toAnn.headers).toEqual({
+      'List-Unsubscribe': `<${url}>, <mailto:unsubscribe+${token}@bounces.acme.test>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    });
+    expect(toAnn.id).toBe(token!.split('-')[0]);
+    // Each recipient's own link.
+    expect(emails.find((e: any) => e.to[0].includes('bob@')).html).not.toContain(token);
+
+    // Running again finds nothing to do and sends no one twice.
+    expect(await expansion.runOnce()).toBe(0);
+    expect(await emailsOf(client, b.id)).toHaveLength(2);
+  });
+
+  it('renders a published template with the contact and the unsubscribe URL', async () => {
+    const client = orgs.acme.test;
+    const tpl = ok(
+      await client.post('/v1/templates', {
+        name: 'Newsletter',
+        subject: 'News for {{contact.first_name}}',
+        html: '<p>Dear {{contact.first_name}}, <a href="{{unsubscribe_url}}">leave</a></p>',
+        variables: [
+          { name: 'contact', type: 'object', required: true },
+          { name: 'unsubscribe_url', type: 'string' },
+        ],
+      }),
+      201,
+    );
+    ok(await client.post(`/v1/templates/${tpl.id}/publish`, {}));
+    const aud = await audience(client);
+    await contact(client, { email: 'tess@example.org', first_name: 'Tess', audience_ids: [aud] });
+    const b = ok(
+      await draft(client, {
+        audience_id: aud,
+        template_id: tpl.id,
+        subject: undefined,
+        html: undefined,
+        text: undefined,
+      }),
+      201,
+    );
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    await expansion.runOnce();
+    const [email] = await emailsOf(client, b.id);
+    expect(email.subject).toBe('News for Tess');
+    expect(email.template_id).toBe(tpl.id);
+    expect(email.html).toMatch(
+      /^<p>Dear Tess, <a href="http:\/\/[^"]+\/unsubscribe\/em_[^"]+">leave<\/a><\/p><div/,
+    );
+  });
+
+  it('schedules, cancels, and sends a scheduled broadcast when it falls due', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    await contact(client, { email: 'sched@example.org', audience_ids: [aud] });
+    const at = new Date(clock.now().getTime() + 3600_000).toISOString();
+    const canceled = ok(await draft(client, { audience_id: aud }), 201);
+    expect(ok(await client.post(`/v1/broadcasts/${canceled.id}/send`, { send_at: at }))).toMatchObject({
+      status: 'scheduled',
+      send_at: at,
+    });
+    expect(ok(await client.post(`/v1/broadcasts/${canceled.id}/cancel`, {}))).toMatchObject({
+      status: 'canceled',
+      canceled_at: clock.now().toISOString(),
+    });
+    const later = ok(await draft(client, { audience_id: aud }), 201);
+    // Resend's name for the time.
+    ok(await client.post(`/v1/broadcasts/${later.id}/send`, { scheduled_at: at }));
+    expect(await expansion.runOnce()).toBe(0);
+    expect((await broadcast(client, later.id)).status).toBe('scheduled');
+
+    clock.advance(3600_000);
+    expect(await expansion.runOnce()).toBe(1);
+    expect(await broadcast(client, later.id)).toMatchObject({ status: 'sent', counts: { recipients: 1 } });
+    expect(await broadcast(client, canceled.id)).toMatchObject({
+      status: 'canceled',
+      counts: { recipients: 0 },
+    });
+  });
+
+  it('stops at the Free plan’s monthly quota', async () => {
+    const client = orgs.other.test;
+    // 99 of the 100 emails of the month.
+    const batch = Array.from({ length: 99 }, (_, i) => ({
+      from: 'x@other.test',
+      to: `r${i}@example.org`,
+      subject: 's',
+      text: 't',
+    }));
+    ok(await client.post('/v1/emails/batch', batch));
+    const aud = await audience(client);
+    for (const n of [1, 2, 3]) await contact(client, { email: `q${n}@example.org`, audience_ids: [aud] });
+    const b = ok(await draft(client, { audience_id: aud, from: 'x@other.test' }), 201);
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    await expansion.runOnce();
+    expect(await broadcast(client, b.id)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 3, skipped: { quota_exceeded: 2 } },
+      counts: { recipients: 1 },
+    });
+  });
+
+  it('two expansions racing send everyone once', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    for (let n = 0; n < 5; n++) await contact(client, { email: `race${n}@example.org`, audience_ids: [aud] });
+    const b = ok(await draft(client, { audience_id: aud }), 201);
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    const services = svc.postline.services;
+    // Steps taken side by side, as two processes whose claims crossed (or one resumed after a crash) would.
+    for (let step = 0; step < 3; step++)
+      await Promise.all([expandNextBatch(services, b.id), expandNextBatch(services, b.id)]);
+    expect(await broadcast(client, b.id)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 5 },
+      counts: { recipients: 5 },
+    });
+    const emails = await emailsOf(client, b.id);
+    expect(emails.map((e: any) => e.to[0]).sort()).toEqual(
+      [0, 1, 2, 3, 4].map((n) => `race${n}@example.org`),
+    );
+  });
+});
+
+describe('unsubscribing', () => {
+  /** A sent broadcast to one contact; its email's unsubscribe URL. */
+  const sentTo = async (email: string, topic?: string) => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    const id = await contact(client, { email, first_name: 'Uma', audience_ids: [aud] });
+    const b = ok(await draft(client, { audience_id: aud, ...(topic && { topic_id: topic }) }), 201);
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    await expansion.runOnce();
+    const [sent] = await emailsOf(client, b.id);
+    // PUBLIC_URL names port 0 here (the service takes a free one): the same path on the port it listens on.
+    const link = /<([^>]+)>/.exec(sent.headers['List-Unsubscribe'])![1];
+    return { contactId: id, broadcastId: b.id, url: link.replace(/^http:\/\/[^/]+/, svc.baseUrl) };
+  };
+  const contactNow = async (id: string) => {
+    await settled('contacts');
+    return ok(await orgs.acme.test.get(`/v1/contacts/${id}`));
+  };
+
+  it('GET only shows a page; POST List-Unsubscribe=One-Click unsubscribes at once', async () => {
+    const { contactId, broadcastId, url } = await sentTo('uma@example.org');
+    const page = await fetch(url);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const html = await page.text();
+    expect(html).toContain('uma@example.org');
+    expect(html).toContain('<input type="hidden" name="List-Unsubscribe" value="One-Click">');
+    expect((await contactNow(contactId)).unsubscribed).toBe(false);
+
+    const post = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    expect(post.status).toBe(200);
+    expect(await post.text()).toContain('You are unsubscribed');
+    expect((await contactNow(contactId)).unsubscribed).toBe(true);
+    expect((await broadcast(orgs.acme.test, broadcastId)).counts.unsubscribed).toBe(1);
+    // Again: still 200, nothing new.
+    expect((await fetch(url, { method: 'POST', body: 'List-Unsubscribe=One-Click' })).status).toBe(200);
+    expect((await broadcast(orgs.acme.test, broadcastId)).counts.unsubscribed).toBe(1);
+  });
+
+  it('takes the one-click POST as multipart too, and leaves only the topic when the broadcast had one', async () => {
+    const client = orgs.acme.test;
+    const topic = ok(
+      await client.post('/v1/topics', { name: 'Deals', default_subscription: 'opt_in' }),
+      201,
+    ).id;
+    const { contactId, url } = await sentTo('tom@example.org', topic);
+    const form = new FormData();
+    form.set('List-Unsubscribe', 'One-Click');
+    expect((await fetch(url, { method: 'POST', body: form })).status).toBe(200);
+    expect((await contactNow(contactId)).unsubscribed).toBe(false);
+    await settled('contacts');
+    const topics = ok(await client.get(`/v1/contacts/${contactId}/topics`)).data;
+    expect(topics.find((t: any) => t.id === topic).subscription).toBe('opt_out');
+  });
+
+  it('saves topic preferences from the page', async () => {
+    const client = orgs.acme.test;
+    const topic = ok(
+      await client.post('/v1/topics', { name: 'Tips', default_subscription: 'opt_out' }),
+      201,
+    ).id;
+    const { contactId, url } = await sentTo('pia@example.org');
+    expect(await (await fetch(url)).text()).toContain(`value="${topic}"`);
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `action=preferences&topic=${topic}`,
+    });
+    expect(r.status).toBe(200);
+    await settled('contacts');
+    const topics = ok(await client.get(`/v1/contacts/${contactId}/topics`)).data;
+    expect(topics.find((t: any) => t.id === topic).subscription).toBe('opt_in');
+  });
+
+  it('answers a forged, altered or unknown token with a friendly page', async () => {
+    const { url, contactId } = await sentTo('zed@example.org');
+    const token = url.split('/').at(-1)!;
+    const [emailId, mac] = token.split('-');
+    const otherId = `em_${'0'.repeat(26)}`;
+    for (const bad of [`${otherId}-${mac}`, `${emailId}-${'a'.repeat(16)}`, 'nonsense', `${emailId}`]) {
+      for (const method of ['GET', 'POST']) {
+        const r = await fetch(url.replace(token, bad), {
+          method,
+          body: method === 'POST' ? 'List-Unsubscribe=One-Click' : undefined,
+        });
+        expect(r.status).toBe(404);
+        expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
+        expect(await r.text()).toContain('This link does not work');
+      }
+    }
+    // A POST that is neither: 400, nothing changed.
+    expect((await fetch(url, { method: 'POST', body: 'hello' })).status).toBe(400);
+    expect((await contactNow(contactId)).unsubscribed).toBe(false);
+    // The token is case-insensitive (a mail server may lower-case it); upper case still works.
+    expect((await fetch(url.replace(token, token.toUpperCase()))).status).toBe(200);
+  });
+});

@@ -1,0 +1,226 @@
+import { createHash, createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { broadcastDecider } from '../../write-side/broadcasts/broadcast.decider.ts';
+import type { BroadcastContent, BroadcastEvent } from '../../write-side/broadcasts/broadcast.events.ts';
+import { checkBroadcastContent, withFooter } from '../../write-side/broadcasts/broadcast-content.ts';
+import { UnsubscribeTokens } from '../../write-side/broadcasts/unsubscribe-token.ts';
+import { spec } from '../support/given-when-then.ts';
+
+const caller = { broadcastId: 'bc_1', orgId: 'org_1', mode: 'live' as const };
+const content: BroadcastContent = {
+  name: 'News',
+  audienceId: 'aud_1',
+  topicId: null,
+  from: 'news@acme.test',
+  replyTo: [],
+  subject: 'Hi {{contact.first_name}}',
+  html: '<p>Hi</p>',
+  text: null,
+  templateId: null,
+};
+const created: BroadcastEvent = {
+  type: 'BroadcastCreated',
+  data: { broadcastId: 'bc_1', orgId: 'org_1', mode: 'live', ...content, createdAt: 'T1' },
+};
+const started: BroadcastEvent = {
+  type: 'BroadcastSendingStarted',
+  data: { broadcastId: 'bc_1', plan: 'pro', startedAt: 'T2' },
+};
+const scheduled: BroadcastEvent = {
+  type: 'BroadcastScheduled',
+  data: { broadcastId: 'bc_1', sendAt: '2026-09-02T00:00:00.000Z', plan: 'free', scheduledAt: 'T2' },
+};
+const none = { unsubscribed: 0, suppressed: 0, notSubscribed: 0, quota: 0, failed: 0 };
+const batch = (after: string, cursor: string, queued: number): BroadcastEvent => ({
+  type: 'BroadcastBatchExpanded',
+  data: { broadcastId: 'bc_1', after, cursor, queued, skipped: none, expandedAt: 'T3' },
+});
+
+describe('broadcast decider', () => {
+  it('creates a draft, once', () => {
+    const create = { ...caller, type: 'CreateBroadcast' as const, content, at: 'T1' };
+    spec(broadcastDecider).given([]).when(create).then([created]);
+    spec(broadcastDecider).given([created]).when(create).then([]);
+  });
+
+  it('changes, deletes and sends only a draft', () => {
+    const rename = {
+      ...caller,
+      type: 'UpdateBroadcast' as const,
+      content: { ...content, name: 'Old news' },
+      at: 'T2',
+    };
+    spec(broadcastDecider)
+      .given([created])
+      .when(rename)
+      .then([
+        {
+          type: 'BroadcastUpdated',
+          data: { broadcastId: 'bc_1', ...content, name: 'Old news', updatedAt: 'T2' },
+        },
+      ]);
+    spec(broadcastDecider)
+      .given([created])
+      .when({ ...rename, content })
+      .then([]);
+    for (const command of [
+      rename,
+      { ...caller, type: 'DeleteBroadcast' as const, at: 'T3' },
+      { ...caller, type: 'SendBroadcast' as const, plan: 'pro' as const, at: 'T3' },
+    ])
+      spec(broadcastDecider)
+        .given([created, started])
+        .when(command)
+        .thenFails('broadcast_not_draft', /is sending/);
+    spec(broadcastDecider)
+      .given([created])
+      .when({ ...caller, type: 'DeleteBroadcast', at: 'T3' })
+      .then([{ type: 'BroadcastDeleted', data: { broadcastId: 'bc_1', deletedAt: 'T3' } }]);
+  });
+
+  it('sends now or schedules; cancels only what is scheduled', () => {
+    const send = { ...caller, type: 'SendBroadcast' as const, plan: 'pro' as const, at: 'T2' };
+    spec(broadcastDecider).given([created]).when(send).then([started]);
+    spec(broadcastDecider)
+      .given([created])
+      .when({ ...send, plan: 'free', sendAt: '2026-09-02T00:00:00.000Z' })
+      .then([scheduled]);
+    const cancel = { ...caller, type: 'CancelBroadcast' as const, at: 'T3' };
+    spec(broadcastDecider)
+      .given([created, scheduled])
+      .when(cancel)
+      .then([{ type: 'BroadcastCanceled', data: { broadcastId: 'bc_1', canceledAt: 'T3' } }]);
+    spec(broadcastDecider).given([created]).when(cancel).thenFails('broadcast_not_scheduled');
+    spec(broadcastDecider).given([created, started]).when(cancel).thenFails('broadcast_not_scheduled');
+  });
+
+  it('starts a scheduled broadcast once it is due, with the plan it was sent under', () => {
+    const start = (at: string) => ({ ...caller, type: 'StartSending' as const, at });
+    spec(broadcastDecider).given([created, scheduled]).when(start('2026-09-01T23:59:59.999Z')).then([]);
+    spec(broadcastDecider)
+      .given([created, scheduled])
+      .when(start('2026-09-02T00:00:00.000Z'))
+      .then([
+        {
+          type: 'BroadcastSendingStarted',
+          data: { broadcastId: 'bc_1', plan: 'free', startedAt: '2026-09-02T00:00:00.000Z' },
+        },
+      ]);
+    const canceled: BroadcastEvent = {
+      type: 'BroadcastCanceled',
+      data: { broadcastId: 'bc_1', canceledAt: 'T3' },
+    };
+    spec(broadcastDecider)
+      .given([created, scheduled, canceled])
+      .when(start('2026-09-03T00:00:00.000Z'))
+      .then([]);
+  });
+
+  it('records each step once, and the last one as sent', () => {
+    const record = (after: string, cursor: string, last: boolean) => ({
+      ...caller,
+      type: 'RecordBatch' as const,
+      after,
+      cursor,
+      queued: 2,
+      skipped: none,
+      last,
+      at: 'T3',
+    });
+    spec(broadcastDecider)
+      .given([created, started])
+      .when(record('', 'con_2', false))
+      .then([batch('', 'con_2', 2)]);
+    // The same step again (a run resumed after a crash, or a second process): nothing.
+    spec(broadcastDecider)
+      .given([created, started, batch('', 'con_2', 2)])
+      .when(record('', 'con_2', false))
+      .then([]);
+    spec(broadcastDecider)
+      .given([created, started, batch('', 'con_2', 2)])
+      .when(record('con_2', 'con_3', true))
+      .then([
+        batch('con_2', 'con_3', 2),
+        { type: 'BroadcastSent', data: { broadcastId: 'bc_1', sentAt: 'T3' } },
+      ]);
+    // An audience with nothing after the cursor: only the end.
+    spec(broadcastDecider)
+      .given([created, started])
+      .when(record('', '', true))
+      .then([{ type: 'BroadcastSent', data: { broadcastId: 'bc_1', sentAt: 'T3' } }]);
+  });
+
+  it('hides another organization’s broadcast, and the other mode’s', () => {
+    for (const other of [{ orgId: 'org_2' }, { mode: 'test' as const }])
+      spec(broadcastDecider)
+        .given([created])
+        .when({ ...caller, ...other, type: 'DeleteBroadcast', at: 'T2' })
+        .thenFails('not_found');
+  });
+});
+
+describe('broadcast content', () => {
+  it('allows only `contact` and `unsubscribe_url`, and says where anything else is', () => {
+    expect(() => checkBroadcastContent(content)).not.toThrow();
+    expect(() =>
+      checkBroadcastContent({
+        ...content,
+        html: '<a href="{{unsubscribe_url}}">{{contact.properties.x}}</a>',
+      }),
+    ).not.toThrow();
+    expect(() => checkBroadcastContent({ ...content, text: 'line\n{{coupon}}' })).toThrow(
+      '`text`: variable `coupon` at line 2, column 3 is not available',
+    );
+  });
+
+  it('adds the impressum and the unsubscribe link, escaped, before </body>', () => {
+    const footer = withFooter(
+      { html: '<html><body><p>x</p></body></html>', text: 'x' },
+      {
+        company_name: 'A & B GmbH',
+        address: 'Hauptstr. 1, Berlin',
+        country: 'DE',
+        email: 'info@ab.test',
+        vat_id: 'DE123456789',
+      },
+      'https://p.test/unsubscribe/t"1',
+    );
+    expect(footer.html).toBe(
+      '<html><body><p>x</p><div style="margin-top:32px;font-size:12px;color:#666">A &amp; B GmbH<br>Hauptstr. 1, Berlin, DE<br>info@ab.test<br>VAT ID DE123456789<br><a href="https://p.test/unsubscribe/t&quot;1" data-postline-untracked>Unsubscribe</a></div></body></html>',
+    );
+    expect(footer.text).toBe(
+      'x\n\n-- \nA & B GmbH\nHauptstr. 1, Berlin, DE\ninfo@ab.test\nVAT ID DE123456789\nUnsubscribe: https://p.test/unsubscribe/t"1\n',
+    );
+    expect(withFooter({ html: null, text: null }, null, 'u')).toEqual({ html: null, text: null });
+  });
+});
+
+describe('unsubscribe tokens', () => {
+  const tokens = new UnsubscribeTokens(Buffer.alloc(32, 1).toString('base64'));
+  it('name the email they were signed for, in any letter case, and fit a local part', () => {
+    const token = tokens.sign('em_01jq3v0000abcdefghjkmnpqrs');
+    expect(token).toMatch(/^em_01jq3v0000abcdefghjkmnpqrs-[0-9a-z]{16}$/);
+    expect(`unsubscribe+${token}`.length).toBeLessThanOrEqual(64);
+    expect(tokens.verify(token)).toBe('em_01jq3v0000abcdefghjkmnpqrs');
+    expect(tokens.verify(token.toUpperCase())).toBe('em_01jq3v0000abcdefghjkmnpqrs');
+  });
+  it('carry HMAC-SHA-256 of the id under the derived key (RFC 2104)', () => {
+    const secret = Buffer.alloc(32, 1);
+    const key = createHash('sha256').update('postline unsubscribe\0').update(secret).digest();
+    const id = 'em_01jq3v0000abcdefghjkmnpqrs';
+    const mac = tokens.sign(id).split('-')[1];
+    let bits = 0n;
+    for (const c of mac) bits = bits * 32n + BigInt('0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c));
+    expect(bits.toString(16).padStart(20, '0')).toBe(
+      createHmac('sha256', key).update(id).digest().subarray(0, 10).toString('hex'),
+    );
+  });
+  it('cannot be made for another email, or under another key', () => {
+    const token = tokens.sign('em_01jq3v0000abcdefghjkmnpqrs');
+    const mac = token.split('-')[1];
+    expect(tokens.verify(`em_01jq3v0000abcdefghjkmnpqrt-${mac}`)).toBeNull();
+    expect(new UnsubscribeTokens(Buffer.alloc(32, 2).toString('base64')).verify(token)).toBeNull();
+    for (const bad of ['', '-', 'em_1', `${token}-x`, 'tpl_1-abcdefghjkmnpqrs'])
+      expect(tokens.verify(bad)).toBeNull();
+  });
+});

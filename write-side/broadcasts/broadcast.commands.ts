@@ -1,0 +1,137 @@
+import { AppError, notFound } from '../../platform/errors.ts';
+import { rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { AuthContext } from '../../platform/http/auth-context.ts';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
+import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
+import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
+import { findTopic } from '../../read-side/topics/topics.queries.ts';
+import { domainOf, parseMailbox } from '../emails/addresses.ts';
+import { EMAIL_LIMITS } from '../emails/limits.ts';
+import { broadcastDecider } from './broadcast.decider.ts';
+import { type BroadcastContent, broadcastStream } from './broadcast.events.ts';
+import { checkBroadcastContent } from './broadcast-content.ts';
+
+type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
+
+const invalid = (field: string, message: string) =>
+  new AppError('validation_error', `\`${field}\`: ${message}`);
+
+export async function readBroadcast(services: Pick<Services, 'store'>, broadcastId: string) {
+  const history = await services.store.readStream(broadcastStream(broadcastId));
+  return { history, state: rebuildState(broadcastDecider, history) };
+}
+
+/** Runs a command on a broadcast of the caller's organization and mode. */
+export const runBroadcast = tenantCommands(broadcastStream, broadcastDecider, 'broadcastId');
+const onBroadcast = async (...args: Parameters<typeof runBroadcast>) => ({
+  broadcastId: args[2],
+  position: (await runBroadcast(...args)).position,
+});
+
+/** The content's rules, then what it names: a From address, the audience, the topic, the template. */
+async function checkContent(services: Deps, tenant: Tenant, content: BroadcastContent) {
+  const from = parseMailbox(content.from);
+  if ('error' in from) throw invalid('from', from.error);
+  content.replyTo.forEach((r, i) => {
+    const m = parseMailbox(r);
+    if ('error' in m) throw invalid(`reply_to[${i}]`, m.error);
+  });
+  checkBroadcastContent(content);
+  if (!(await findAudience(services.db, tenant, content.audienceId)))
+    throw invalid('audience_id', `audience ${content.audienceId} not found`);
+  if (content.topicId && !(await findTopic(services.db, tenant, content.topicId)))
+    throw invalid('topic_id', `topic ${content.topicId} not found`);
+  if (content.templateId) {
+    const found = await findPublishedVersion(services.db, tenant, content.templateId);
+    if (found.status === 'not_found')
+      throw invalid('template_id', `template ${content.templateId} not found`);
+  }
+}
+
+export async function createBroadcast(services: Deps, meta: EventMetadata, content: BroadcastContent) {
+  await checkContent(services, meta, content);
+  const broadcastId = newId('bc', services.clock.now().getTime());
+  return onBroadcast(services, meta, broadcastId, { type: 'CreateBroadcast', content });
+}
+
+/** Changes what `patch` names, while the broadcast is a draft. */
+export async function updateBroadcast(
+  services: Deps,
+  meta: EventMetadata,
+  broadcastId: string,
+  patch: Partial<BroadcastContent>,
+) {
+  const { state } = await readBroadcast(services, broadcastId);
+  if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
+    throw notFound('Broadcast', broadcastId);
+  const content = { ...state.content, ...patch };
+  // Switching between a template and sources of its own: the other kind goes.
+  if (patch.templateId) Object.assign(content, { html: patch.html ?? null, text: patch.text ?? null });
+  if (patch.html !== undefined || patch.text !== undefined) content.templateId = patch.templateId ?? null;
+  await checkContent(services, meta, content);
+  return onBroadcast(services, meta, broadcastId, { type: 'UpdateBroadcast', content });
+}
+
+export const deleteBroadcast = (services: Deps, meta: EventMetadata, broadcastId: string) =>
+  onBroadcast(services, meta, broadcastId, { type: 'DeleteBroadcast' });
+
+export const cancelBroadcast = (services: Deps, meta: EventMetadata, broadcastId: string) =>
+  onBroadcast(services, meta, broadcastId, { type: 'CancelBroadcast' });
+
+/**
+ * Sends a draft now or at `sendAt`. What must hold for its emails to go is checked here, so the sender hears it
+ * now rather than finding every email refused: a live broadcast needs a verified domain with an impressum (the
+ * footer prints it), a template a published version, the audience and topic must still exist.
+ */
+export async function sendBroadcast(
+  services: Deps,
+  auth: AuthContext,
+  broadcastId: string,
+  sendAt: string | undefined,
+) {
+  const { state } = await readBroadcast(services, broadcastId);
+  if (!state.exists || state.deleted || state.orgId !== auth.orgId || state.mode !== auth.mode)
+    throw notFound('Broadcast', broadcastId);
+  if (state.status === 'draft') {
+    const now = services.clock.now().getTime();
+    if (sendAt !== undefined) {
+      const t = Date.parse(sendAt);
+      if (t <= now) throw invalid('send_at', 'must be in the future');
+      if (t > now + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000)
+        throw invalid('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
+      sendAt = new Date(t).toISOString();
+    }
+    const { content } = state;
+    await checkContent(services, auth, content);
+    const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
+    const domain = await findSendingDomain(services.db, auth, domainName);
+    if (auth.mode === 'live') {
+      if (!domain?.canSendLive)
+        throw new AppError(
+          'domain_not_verified',
+          domain
+            ? `\`from\`: domain ${domainName} is not verified yet; verify its DNS records before sending with a live key.`
+            : `\`from\`: ${domainName} is not a domain of this organization; add and verify it first.`,
+        );
+      if (!domain.impressum)
+        throw invalid(
+          'from',
+          `domain ${domainName} has no impressum; broadcasts print it in their footer (PATCH /v1/domains/${domain.id})`,
+        );
+    }
+    if (content.templateId) {
+      const found = await findPublishedVersion(services.db, auth, content.templateId);
+      if (found.status !== 'published')
+        throw new AppError(
+          'template_not_published',
+          `Template ${content.templateId} has no published version; publish it first.`,
+        );
+    }
+  }
+  return onBroadcast(services, metaOf(auth), broadcastId, { type: 'SendBroadcast', plan: auth.plan, sendAt });
+}

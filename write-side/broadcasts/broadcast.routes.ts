@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { notFound } from '../../platform/errors.ts';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { parse } from '../../platform/http/validate.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { findBroadcast } from '../../read-side/broadcasts/broadcasts.queries.ts';
+import {
+  cancelBroadcast,
+  createBroadcast,
+  deleteBroadcast,
+  sendBroadcast,
+  updateBroadcast,
+} from './broadcast.commands.ts';
+import type { BroadcastContent } from './broadcast.events.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const BROADCAST_PROJECTIONS = ['broadcasts'];
+
+const BROADCAST_ID = /^bc_[0-9a-z]{1,60}$/;
+
+const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+const source = z
+  .string()
+  .max(512 * 1024, 'must be at most 512 KB')
+  .nullable();
+const fields = {
+  name: z.string().trim().min(1, 'is required').max(200, 'must be at most 200 characters'),
+  audience_id: z.string().regex(/^aud_[0-9a-z]{1,60}$/, 'must be an audience id (aud_…)'),
+  topic_id: z
+    .string()
+    .regex(/^top_[0-9a-z]{1,60}$/, 'must be a topic id (top_…)')
+    .nullable(),
+  from: text(998),
+  reply_to: z.union([text(998), z.array(text(998)).max(10, 'at most 10 addresses')]),
+  subject: text(1000).nullable(),
+  html: source,
+  text: source,
+  template_id: z.string().max(100).nullable(),
+};
+const createBody = z
+  .object({
+    ...fields,
+    topic_id: fields.topic_id.optional(),
+    reply_to: fields.reply_to.optional(),
+    subject: fields.subject.optional(),
+    html: fields.html.optional(),
+    text: fields.text.optional(),
+    template_id: fields.template_id.optional(),
+  })
+  .strict();
+const updateBody = z.object(fields).partial().strict();
+const sendBody = z
+  .object({
+    send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+    // Resend's name for it.
+    scheduled_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+  })
+  .partial()
+  .strict();
+
+const replyToList = (r: string | string[] | undefined) =>
+  r === undefined ? undefined : Array.isArray(r) ? r : [r];
+
+/** The request's fields as the aggregate names them; absent ones stay absent (a PATCH changes only what it names). */
+function contentOf(body: z.infer<typeof updateBody>): Partial<BroadcastContent> {
+  const out: Partial<BroadcastContent> = {
+    name: body.name,
+    audienceId: body.audience_id,
+    topicId: body.topic_id,
+    from: body.from,
+    replyTo: replyToList(body.reply_to),
+    subject: body.subject,
+    html: body.html,
+    text: body.text,
+    templateId: body.template_id,
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}
+
+export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
+  const answer = async (tenant: Tenant, broadcastId: string, position?: string) => {
+    await services.readYourWrites.waitFor(BROADCAST_PROJECTIONS, position);
+    const broadcast = await findBroadcast(services.db, tenant, broadcastId);
+    if (!broadcast) throw notFound('Broadcast', broadcastId);
+    return broadcast;
+  };
+  const known = (id: string) => {
+    if (!BROADCAST_ID.test(id)) throw notFound('Broadcast', id);
+    return id;
+  };
+
+  api.post('/broadcasts', async (req) => {
+    const body = parse(createBody, req.body);
+    const absent = { topicId: null, replyTo: [], subject: null, html: null, text: null, templateId: null };
+    const { broadcastId, position } = await createBroadcast(services, metaOf(req.auth), {
+      ...absent,
+      ...contentOf(body),
+    } as BroadcastContent);
+    return created(await answer(req.auth, broadcastId, position));
+  });
+
+  api.patch('/broadcasts/:broadcast_id', async (req) => {
+    const id = known(req.params.broadcast_id);
+    const body = parse(updateBody, req.body ?? {});
+    const { position } = await updateBroadcast(services, metaOf(req.auth), id, contentOf(body));
+    return ok(await answer(req.auth, id, position));
+  });
+
+  api.delete('/broadcasts/:broadcast_id', async (req) => {
+    const id = known(req.params.broadcast_id);
+    const { position } = await deleteBroadcast(services, metaOf(req.auth), id);
+    await services.readYourWrites.waitFor(BROADCAST_PROJECTIONS, position);
+    return ok({ id, deleted: true });
+  });
+
+  api.post('/broadcasts/:broadcast_id/send', async (req) => {
+    const id = known(req.params.broadcast_id);
+    const body = parse(sendBody, req.body ?? {});
+    const { position } = await sendBroadcast(services, req.auth, id, body.send_at ?? body.scheduled_at);
+    return ok(await answer(req.auth, id, position));
+  });
+
+  api.post('/broadcasts/:broadcast_id/cancel', async (req) => {
+    const id = known(req.params.broadcast_id);
+    const { position } = await cancelBroadcast(services, metaOf(req.auth), id);
+    return ok(await answer(req.auth, id, position));
+  });
+}

@@ -1,0 +1,119 @@
+import express from 'express';
+import Handlebars from 'handlebars';
+import type { Services } from '../../platform/services.ts';
+import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
+import { findTopic } from '../../read-side/topics/topics.queries.ts';
+import { setContactTopics } from '../contacts/contact.commands.ts';
+import { type UnsubscribeTarget, unsubscribeFrom, unsubscribeTarget } from './unsubscribe.commands.ts';
+
+const esc = (s: string) => Handlebars.Utils.escapeExpression(s);
+
+/** No script, nothing from elsewhere; forms post only back here. */
+const PAGE_HEADERS = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  'Cache-Control': 'no-store',
+  'Referrer-Policy': 'no-referrer',
+  'X-Robots-Tag': 'noindex',
+};
+
+const page = (title: string, body: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#222}
+button{font:inherit;padding:.5rem 1rem;cursor:pointer}fieldset{border:1px solid #ccc;margin:1.5rem 0}
+label{display:block;margin:.25rem 0}</style></head>
+<body><h1>${esc(title)}</h1>${body}</body></html>`;
+
+const unknownLink = () =>
+  page(
+    'This link does not work',
+    '<p>The unsubscribe link is incomplete or no longer valid. Use the link in the most recent email you received, or reply to that email.</p>',
+  );
+
+/** The form's fields: `List-Unsubscribe=One-Click` (RFC 8058) as urlencoded or multipart, or topic preferences. */
+function formOf(req: express.Request): { oneClick: boolean; preferences?: Set<string> } {
+  const body = typeof req.body === 'string' ? req.body : '';
+  if (req.is('multipart/form-data'))
+    return { oneClick: /name="List-Unsubscribe"\r?\n\r?\nOne-Click/i.test(body) };
+  const form = new URLSearchParams(body);
+  if (form.get('List-Unsubscribe') === 'One-Click') return { oneClick: true };
+  if (form.get('action') === 'preferences')
+    return { oneClick: false, preferences: new Set(form.getAll('topic')) };
+  return { oneClick: false };
+}
+
+/**
+ * The unsubscribe link of broadcast emails, outside /v1 and without an API key: `GET /unsubscribe/<token>` only shows
+ * a page (a confirm button and the contact's topic preferences), since link scanners fetch every URL of a message;
+ * `POST` with `List-Unsubscribe=One-Click` (RFC 8058: what a mailbox provider's unsubscribe button sends, and the
+ * page's button) unsubscribes at once. A token that does not verify gets a friendly page, never an error dump.
+ */
+export function mountUnsubscribe(app: express.Express, services: Services): void {
+  const target = (token: string) => unsubscribeTarget(services, token);
+  const describe = async (t: UnsubscribeTarget) => {
+    const topic = t.topicId ? await findTopic(services.db, t.meta, t.topicId) : null;
+    return topic ? `emails about “${topic.name}”` : `all emails from ${t.from}`;
+  };
+
+  app.get('/unsubscribe/:token', async (req, res) => {
+    res.set(PAGE_HEADERS);
+    const t = await target(req.params.token);
+    const contact = t && (await findContact(services.db, t.meta, t.contactId));
+    if (!t || !contact) return void res.status(404).send(unknownLink());
+    const topics = (await contactTopics(services.db, t.meta, t.contactId)).data;
+    const preferences = topics.length
+      ? `<form method="post"><fieldset><legend>Or choose what you receive</legend>
+${topics
+  .map(
+    (topic) =>
+      `<label><input type="checkbox" name="topic" value="${esc(topic.id)}"${topic.subscription === 'opt_in' ? ' checked' : ''}> ${esc(topic.name)}${topic.description ? ` — ${esc(topic.description)}` : ''}</label>`,
+  )
+  .join('\n')}
+<input type="hidden" name="action" value="preferences"><button type="submit">Save preferences</button></fieldset></form>`
+      : '';
+    res.send(
+      page(
+        contact.unsubscribed ? 'You are unsubscribed' : 'Unsubscribe',
+        `<p>${esc(contact.email)}</p>
+<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">
+<p>Stop receiving ${esc(await describe(t))}?</p><button type="submit">Unsubscribe</button></form>${preferences}`,
+      ),
+    );
+  });
+
+  app.post('/unsubscribe/:token', express.text({ type: () => true, limit: '16kb' }), async (req, res) => {
+    res.set(PAGE_HEADERS);
+    const t = await target(req.params.token);
+    if (!t) return void res.status(404).send(unknownLink());
+    const form = formOf(req);
+    if (form.oneClick) {
+      await unsubscribeFrom(services, t);
+      return void res.send(
+        page('You are unsubscribed', `<p>You will no longer receive ${esc(await describe(t))}.</p>`),
+      );
+    }
+    if (form.preferences && (await findContact(services.db, t.meta, t.contactId))) {
+      const topics = (await contactTopics(services.db, t.meta, t.contactId)).data;
+      await setContactTopics(
+        services,
+        t.meta,
+        t.contactId,
+        topics.map((topic) => ({
+          topicId: topic.id,
+          subscription: form.preferences!.has(topic.id) ? 'opt_in' : 'opt_out',
+        })),
+      );
+      return void res.send(page('Preferences saved', '<p>Your choices are saved.</p>'));
+    }
+    res
+      .status(400)
+      .send(
+        page(
+          'Nothing was changed',
+          '<p>This form was not understood. Open the link from your email again.</p>',
+        ),
+      );
+  });
+}

@@ -1,0 +1,34 @@
+import { Readable } from 'node:stream';
+import { AppError, notFound } from '../../platform/errors.ts';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { type ApiRouter, waitAfterCommit } from '../../platform/http/router.ts';
+import type { Services } from '../../platform/services.ts';
+import { findContactImport } from '../../read-side/contact-imports/contact-imports.queries.ts';
+import { startContactImport } from './contact-import.commands.ts';
+
+/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
+export const CONTACT_IMPORT_PROJECTIONS = ['contact_imports'];
+
+const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
+
+export function contactImportCommandRoutes(api: ApiRouter, services: Services) {
+  // The body is the CSV file itself (platform/http/app.ts hands it over as the request stream).
+  api.post('/audiences/:audience_id/contacts/import', async (req) => {
+    const audienceId = req.params.audience_id;
+    if (!AUDIENCE_ID.test(audienceId)) throw notFound('Audience', audienceId);
+    if (!(req.body instanceof Readable))
+      throw new AppError('validation_error', 'The file is empty: send a CSV file with a header row.');
+    const { importId, position } = await startContactImport(services, metaOf(req.auth), {
+      audienceId,
+      file: req.body,
+      maxBytes: services.config.CONTACT_IMPORT_MAX_BYTES,
+    }).catch((error) => {
+      // The client went away before the file ended: nothing was kept.
+      if (error?.code === 'ECONNRESET' || error?.code === 'ERR_STREAM_PREMATURE_CLOSE')
+        throw new AppError('malformed_request', 'The upload ended before the file did.');
+      throw error;
+    });
+    await waitAfterCommit(services, CONTACT_IMPORT_PROJECTIONS, position, { id: importId });
+    return { status: 202, body: await findContactImport(services.db, req.auth, importId) };
+  });
+}
