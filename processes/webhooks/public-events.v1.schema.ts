@@ -84,6 +84,10 @@ export const ContactDeletedData = z.strictObject({ contact_id: z.string(), times
 export const ContactUnsubscribedData = z.strictObject({
   contact_id: z.string(),
   topic_id: z.string().nullable(),
+  broadcast_id: z
+    .string()
+    .nullable()
+    .meta({ description: 'The broadcast whose unsubscribe link was followed; null for any other way.' }),
   timestamp,
 });
 

@@ -1,14 +1,23 @@
 import { z } from 'zod';
 import { listOf, timestamp } from '../../platform/http/route-schema.ts';
 
-export const Audience = z
+const audienceFields = {
+  object: z.literal('audience'),
+  id: z.string(),
+  name: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+};
+
+/** An audience as a list, a creation or a change shows it. */
+export const Audience = z.strictObject(audienceFields).meta({ id: 'Audience' });
+
+/** One audience read by its id: with the number of its contacts. */
+export const AudienceWithCount = z
   .strictObject({
-    object: z.literal('audience'),
-    id: z.string(),
-    name: z.string(),
-    created_at: timestamp,
-    updated_at: timestamp,
+    ...audienceFields,
+    contacts: z.int().min(0).meta({ description: 'Contacts in the audience.' }),
   })
-  .meta({ id: 'Audience' });
+  .meta({ id: 'AudienceWithCount' });
 
 export const AudienceList = listOf(Audience, 'AudienceList');

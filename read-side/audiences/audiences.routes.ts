@@ -3,7 +3,7 @@ import { listQuery, parsePage } from '../../platform/http/pagination.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudienceWithCount, listAudiences } from './audiences.queries.ts';
-import { Audience, AudienceList } from './audiences.response.ts';
+import { AudienceList, AudienceWithCount } from './audiences.response.ts';
 
 const query = listQuery();
 
@@ -20,6 +20,6 @@ export function audienceQueryRoutes(api: ApiRouter, services: Services) {
       if (!audience) throw notFound('Audience', req.params.audience_id);
       return ok(audience);
     },
-    { schema: { tag: 'Audiences', summary: 'Get an audience', responses: { 200: Audience } } },
+    { schema: { tag: 'Audiences', summary: 'Get an audience', responses: { 200: AudienceWithCount } } },
   );
 }

@@ -126,7 +126,7 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     {
       schema: {
         tag: 'Templates',
-        summary: 'Render the published version of a template',
+        summary: 'Render a template: its published version, or the version `version_id` names',
         body: renderBody,
         responses: { 200: RenderedTemplate },
         errors: ['not_found', 'template_not_published', 'template_render_error'],
