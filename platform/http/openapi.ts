@@ -164,7 +164,7 @@ function operationOf(route: Route): ZodOpenApiOperationObject {
     },
     ...(schema.body && {
       requestBody: {
-        required: true,
+        required: !schema.bodyOptional,
         content: { [schema.bodyType ?? 'application/json']: { schema: schema.body } },
       },
     }),

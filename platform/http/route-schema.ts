@@ -16,6 +16,8 @@ export interface RouteSchema {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /** The body may be left out (a send without options); default: required. */
+  bodyOptional?: boolean;
   /** The body's media type when it is not JSON (a CSV upload: `text/csv` with `body: z.string()`). */
   bodyType?: string;
   /** Every success status the route answers, with its body's schema (`<resource>.response.ts`). */

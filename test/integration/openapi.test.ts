@@ -127,4 +127,19 @@ describe('GET /docs', () => {
     expect(script.status).toBe(200);
     expect(script.headers['content-type']).toMatch(/javascript/);
   });
+
+  it('is not taken by the dashboard served at `/`, nor is anything under /docs', async () => {
+    const html = { accept: 'text/html' };
+    const dashboard = await svc.client().get('/', html);
+    expect(dashboard.status).toBe(200);
+    expect(dashboard.headers['content-security-policy']).toBeDefined();
+    const page = await svc.client().get('/docs', html);
+    expect(page.body).toContain('/v1/openapi.json');
+    expect(page.headers['content-security-policy']).toBeUndefined();
+    const document = await svc.client().get('/v1/openapi.json', html);
+    expect(document.body.openapi).toBe('3.1.0');
+    const other = await svc.client().get('/docs/nothing-here', html);
+    expect(other.status).toBe(404);
+    expect(other.body.error.code).toBe('route_not_found');
+  });
 });

@@ -166,6 +166,7 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
         description:
           'Without a body, or without `send_at` (`scheduled_at` is taken too, as Resend names it), the broadcast starts sending now.',
         body: sendBody,
+        bodyOptional: true,
         responses: { 200: Broadcast },
         errors: ['broadcast_not_draft', 'domain_not_verified', 'template_not_published'],
       },
