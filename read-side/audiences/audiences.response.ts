@@ -21,3 +21,9 @@ export const AudienceWithCount = z
   .meta({ id: 'AudienceWithCount' });
 
 export const AudienceList = listOf(Audience, 'AudienceList');
+
+/** `/segments` is Resend's name for audiences (its SDK's `audiences` calls it): an alias of every audience route, docs/resend.md. */
+export const AUDIENCE_PATHS = ['/audiences', '/segments'] as const;
+/** The summary of a route under `base`: the alias says what it is. */
+export const aliased = (base: string, summary: string) =>
+  base === '/segments' ? `${summary} (Resend's path for audiences)` : summary;
