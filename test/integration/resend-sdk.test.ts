@@ -186,6 +186,20 @@ describe("Resend's SDK against Postline", () => {
     ).toBeNull();
     expect((await resend.contacts.get(adaId)).data).toMatchObject({ audience_ids: [] });
 
+    // With `audienceId`, remove is Postline's DELETE /audiences/{id}/contacts/{contact_id}: out of the audience,
+    // not deleted (docs/resend.md); get and update with `audienceId` have no route there (405).
+    expect((await resend.contacts.remove({ id: graceId, audienceId })).error).toBeNull();
+    expect((await resend.contacts.get(graceId)).data).toMatchObject({
+      email: 'grace@example.com',
+      audience_ids: [],
+    });
+    expect((await resend.contacts.get({ id: graceId, audienceId })).error).toMatchObject({
+      error: { code: 'method_not_allowed' },
+    });
+    expect((await resend.contacts.update({ id: graceId, audienceId, firstName: 'G' })).error).toMatchObject({
+      error: { code: 'method_not_allowed' },
+    });
+
     expect((await resend.contacts.remove(adaId)).error).toBeNull();
     expect((await resend.contacts.get(adaId)).error).toMatchObject({ error: { code: 'not_found' } });
     // Postline has no look-up by email in the path: an email where an id goes is not found.
