@@ -97,6 +97,27 @@ export function createPostline(options: PostlineOptions) {
       remove: (id: string) =>
         unwrap(client.DELETE('/v1/domains/{domain_id}', { params: { path: { domain_id: id } } })),
     },
+    contacts: {
+      /**
+       * Imports a CSV file (its text) into an audience: 202 with the import, whose rows are written in the
+       * background; `getImport` shows its progress. The body goes as `text/csv`, not as JSON.
+       */
+      import: (audienceId: string, csv: string) =>
+        unwrap(
+          client.POST('/v1/audiences/{audience_id}/contacts/import', {
+            params: { path: { audience_id: audienceId } },
+            body: csv,
+            headers: { 'Content-Type': 'text/csv' },
+            bodySerializer: (body) => body,
+          }),
+        ),
+      getImport: (audienceId: string, importId: string) =>
+        unwrap(
+          client.GET('/v1/audiences/{audience_id}/contacts/import/{import_id}', {
+            params: { path: { audience_id: audienceId, import_id: importId } },
+          }),
+        ),
+    },
     webhooks: {
       create: (body: paths['/v1/webhooks']['post']['requestBody']['content']['application/json']) =>
         unwrap(client.POST('/v1/webhooks', { body })),

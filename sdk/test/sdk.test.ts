@@ -47,6 +47,16 @@ describe('@postline/sdk', () => {
     expect(email).toMatchObject({ id: accepted.id, subject: 'Hello', to: [`delivered@${SIM}`] });
   });
 
+  it('imports contacts from CSV text, sent as text/csv, and reads the import back', async () => {
+    const audience = await postline.client.POST('/v1/audiences', { body: { name: 'Imported' } });
+    const audienceId = audience.data!.id;
+    const started = await postline.contacts.import(audienceId, 'email,first_name\nada@example.com,Ada\n');
+    expect(started).toMatchObject({ object: 'contact_import', audience_id: audienceId });
+    expect(['queued', 'running', 'completed']).toContain(started.status);
+    const job = await postline.contacts.getImport(audienceId, started.id);
+    expect(job.id).toBe(started.id);
+  });
+
   it('sends a 429 again after Retry-After, with the same Idempotency-Key', async () => {
     const item = { from: 'Acme <hello@acme.test>', to: [`delivered@${SIM}`], subject: 'B', text: 'b' };
     sent.length = 0;
