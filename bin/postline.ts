@@ -5,6 +5,7 @@ import { createLogger } from '../platform/logger.ts';
 import { mountAdmin } from './cli/admin.ts';
 import { runCommand, USAGE, UsageError } from './cli/commands.ts';
 import { claimDataDir, currentOwner, type Owner, releaseDataDir } from './cli/data-dir-owner.ts';
+import { standaloneApiDocument } from './openapi-document.ts';
 import { type Postline, startPostline } from './service.ts';
 
 async function serve(config: ReturnType<typeof loadConfig>) {
@@ -34,7 +35,7 @@ async function serve(config: ReturnType<typeof loadConfig>) {
       database: config.embedded ? `PGlite in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL',
     },
     roles.has('api')
-      ? `Postline serving ${config.PUBLIC_URL}/v1`
+      ? `Postline serving ${config.PUBLIC_URL}/v1 (API reference: ${config.PUBLIC_URL}/docs)`
       : `Postline running ${[...roles].join(', ')}`,
   );
   if (rows[0].n === 0) {
@@ -94,6 +95,13 @@ async function main(argv: string[]): Promise<number> {
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
     process.stdout.write(USAGE);
     return argv.length === 0 ? 2 : 0;
+  }
+  if (argv[0] === 'openapi') {
+    // The OpenAPI document on stdout, without a database: for linters and client generators.
+    // Written out before main() exits the process: a pipe would otherwise lose what was not yet flushed.
+    const text = `${JSON.stringify(standaloneApiDocument(), null, 2)}\n`;
+    await new Promise<void>((done) => process.stdout.write(text, () => done()));
+    return 0;
   }
   const config = loadConfig();
   if (argv[0] === 'serve') {

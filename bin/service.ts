@@ -10,9 +10,11 @@ import { migrate } from '../platform/db/migrations.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
+import { mountApiReference } from '../platform/http/api-reference.ts';
 import { createHttpApp } from '../platform/http/app.ts';
 import type { Authenticate } from '../platform/http/auth-context.ts';
 import { HttpDrain } from '../platform/http/drain.ts';
+import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import { ApiRouter } from '../platform/http/router.ts';
 import { listenHttp } from '../platform/http/server.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
@@ -33,6 +35,7 @@ import {
   projections,
   registerRoutes,
 } from './composition.ts';
+import { apiDocument } from './openapi-document.ts';
 import { ThreadedProjectionRunner } from './projections-thread.ts';
 
 export interface StartOptions {
@@ -186,6 +189,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         };
       },
       mount: (a) => {
+        if (router) mountApiReference(a, apiDocument(router), publicRateLimit(services));
         if (api) mountHandlers(a, services);
         else mountOperations(a, services);
         options.mount?.(a, services);

@@ -69,6 +69,9 @@ const catalogue = {
 
 export type ErrorCode = keyof typeof catalogue;
 
+/** The catalogue as data, for the OpenAPI document: each code with its HTTP status and type. */
+export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, readonly [number, ErrorType]>> = catalogue;
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;

@@ -24,6 +24,7 @@ import { progressBar } from './progress.ts';
 export const USAGE = `Usage: postline <command>
 
   serve                                         run the service (API, projections, processes)
+  openapi                                       print the OpenAPI document of the API (JSON)
   orgs create --name <name> [--plan free|pro|business] [--json]
                                                 create an organization; prints its live and test API keys once
   orgs list [--json]                            every organization, its plan and its keys in use per mode

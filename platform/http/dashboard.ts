@@ -33,6 +33,7 @@ const RESERVED = new Set([
   'unsubscribe',
   'admin',
   'assets',
+  'docs',
 ]);
 
 function securityHeaders(res: Response) {

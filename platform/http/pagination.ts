@@ -25,12 +25,18 @@ export const pageQuery = z.object({
   ending_before: cursor.optional(),
 });
 
-/** `limit` (1-100, default 20), `starting_after`, `ending_before` (not both). Extra filters come with `extra`. */
+/** The query of a list route: `limit`, the cursors and the route's own filters, nothing else. */
+export const listQuery = <E extends z.ZodRawShape>(extra: E = {} as E) => pageQuery.extend(extra).strict();
+
+/**
+ * `limit` (1-100, default 20), `starting_after`, `ending_before` (not both). Extra filters come with `extra`:
+ * their shape, or the route's declared `listQuery(filters)` itself.
+ */
 export function parsePage<E extends z.ZodRawShape>(
   query: unknown,
-  extra?: E,
+  extra?: E | z.ZodObject<E>,
 ): PageParams & z.infer<z.ZodObject<E>> {
-  const schema = pageQuery.extend(extra ?? ({} as E)).strict();
+  const schema = extra instanceof z.ZodObject ? extra : listQuery(extra ?? ({} as E));
   const q = parse(schema, query, 'query') as any;
   if (q.starting_after && q.ending_before) {
     throw new AppError(

@@ -6,6 +6,7 @@ import type { Services } from '../services.ts';
 import type { AuthContext } from './auth-context.ts';
 import { type IdempotentRun, requestHash, withIdempotency } from './idempotency.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
+import type { RouteSchema } from './route-schema.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -38,6 +39,11 @@ export interface RouteOptions {
    * request's time), recorded with the key before the handler runs.
    */
   idempotent?: { newIds: (body: unknown, at: number) => string[] };
+  /**
+   * The route's parameters, body, responses and extra error codes: the OpenAPI document is generated from it
+   * (`openapi.ts`), and `test/integration/openapi.test.ts` fails for a route without one.
+   */
+  schema?: RouteSchema;
 }
 
 export interface Route {

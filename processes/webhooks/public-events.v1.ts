@@ -1,9 +1,27 @@
+import type { z } from 'zod';
 import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { ContactEvent } from '../../write-side/contacts/contact.events.ts';
 import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
 import type { EmailEvent } from '../../write-side/emails/email.events.ts';
 import type { InboundEmailReceived } from '../../write-side/inbound/received-email.events.ts';
 import { type PublicEventType, TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
+import type {
+  BouncedData,
+  ClickedData,
+  ContactChangedData,
+  ContactDeletedData,
+  ContactUnsubscribedData,
+  DomainDnsChangedData,
+  DomainVerifiedData,
+  EmailEventData,
+  OpenedData,
+  ReceivedData,
+  RecipientEventData,
+  TestEventData,
+} from './public-events.v1.schema.ts';
+
+// Each payload below `satisfies` its schema's type (public-events.v1.schema.ts), which the OpenAPI document shows.
+type Of<S extends z.ZodType> = z.output<S>;
 
 /**
  * The public webhook payloads, version 1: the contract receivers code against. Internal events may gain fields
@@ -68,7 +86,7 @@ export function summaryOf(stream: StoredEvent[]): EmailSummary | null {
 }
 
 function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, unknown> | null {
-  const base = (timestamp: string) => ({
+  const base = (timestamp: string): Of<typeof EmailEventData> => ({
     email_id: e.data.emailId,
     from: email?.from ?? null,
     to: email?.to ?? [],
@@ -80,23 +98,36 @@ function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, un
     case 'EmailSent':
       return base(e.data.sentAt);
     case 'EmailDelivered':
-      return { ...base(e.data.deliveredAt), recipient: e.data.recipient };
+      return { ...base(e.data.deliveredAt), recipient: e.data.recipient } satisfies Of<
+        typeof RecipientEventData
+      >;
     case 'EmailDeliveryDelayed':
-      return { ...base(e.data.delayedAt), recipient: e.data.recipient };
+      return { ...base(e.data.delayedAt), recipient: e.data.recipient } satisfies Of<
+        typeof RecipientEventData
+      >;
     case 'EmailDelayReported':
-      return { ...base(e.data.reportedAt), recipient: e.data.recipient };
+      return { ...base(e.data.reportedAt), recipient: e.data.recipient } satisfies Of<
+        typeof RecipientEventData
+      >;
     case 'EmailBounced':
       return {
         ...base(e.data.bouncedAt),
         recipient: e.data.recipient,
         bounce: { type: e.data.bounceType, smtp_code: e.data.smtpCode, message: e.data.smtpResponse },
-      };
+      } satisfies Of<typeof BouncedData>;
     case 'EmailComplained':
-      return { ...base(e.data.complainedAt), recipient: e.data.recipient };
+      return { ...base(e.data.complainedAt), recipient: e.data.recipient } satisfies Of<
+        typeof RecipientEventData
+      >;
     case 'EmailOpened':
-      return { ...base(e.data.openedAt), open: { user_agent: e.data.userAgent } };
+      return { ...base(e.data.openedAt), open: { user_agent: e.data.userAgent } } satisfies Of<
+        typeof OpenedData
+      >;
     case 'EmailClicked':
-      return { ...base(e.data.clickedAt), click: { link: e.data.link, user_agent: e.data.userAgent } };
+      return {
+        ...base(e.data.clickedAt),
+        click: { link: e.data.link, user_agent: e.data.userAgent },
+      } satisfies Of<typeof ClickedData>;
     case 'EmailCanceled':
       return base(e.data.canceledAt);
     default:
@@ -112,7 +143,7 @@ function domainData(e: DomainEvent): Record<string, unknown> | null {
         name: e.data.name,
         status: 'verified',
         timestamp: e.data.verifiedAt,
-      };
+      } satisfies Of<typeof DomainVerifiedData>;
     case 'DomainDnsChanged':
       return {
         domain_id: e.data.domainId,
@@ -126,7 +157,7 @@ function domainData(e: DomainEvent): Record<string, unknown> | null {
           found: r.found,
         })),
         timestamp: e.data.detectedAt,
-      };
+      } satisfies Of<typeof DomainDnsChangedData>;
     default:
       return null;
   }
@@ -153,7 +184,7 @@ function receivedData(e: InboundEmailReceived): Record<string, unknown> {
     spam_score: d.spamScore,
     is_spam: d.isSpam,
     timestamp: d.receivedAt,
-  };
+  } satisfies Of<typeof ReceivedData>;
 }
 
 /**
@@ -163,18 +194,28 @@ function receivedData(e: InboundEmailReceived): Record<string, unknown> {
 function contactData(e: ContactEvent): Record<string, unknown> | null {
   switch (e.type) {
     case 'ContactCreated':
-      return { contact_id: e.data.contactId, unsubscribed: e.data.unsubscribed, timestamp: e.data.createdAt };
+      return {
+        contact_id: e.data.contactId,
+        unsubscribed: e.data.unsubscribed,
+        timestamp: e.data.createdAt,
+      } satisfies Of<typeof ContactChangedData>;
     case 'ContactUpdated':
-      return { contact_id: e.data.contactId, unsubscribed: e.data.unsubscribed, timestamp: e.data.updatedAt };
+      return {
+        contact_id: e.data.contactId,
+        unsubscribed: e.data.unsubscribed,
+        timestamp: e.data.updatedAt,
+      } satisfies Of<typeof ContactChangedData>;
     case 'ContactDeleted':
-      return { contact_id: e.data.contactId, timestamp: e.data.deletedAt };
+      return { contact_id: e.data.contactId, timestamp: e.data.deletedAt } satisfies Of<
+        typeof ContactDeletedData
+      >;
     case 'ContactUnsubscribed':
       return {
         contact_id: e.data.contactId,
         topic_id: e.data.topicId ?? null,
         broadcast_id: e.data.broadcastId ?? null,
         timestamp: e.data.unsubscribedAt,
-      };
+      } satisfies Of<typeof ContactUnsubscribedData>;
     default:
       return null;
   }
@@ -200,7 +241,7 @@ export function publicData(
   return null;
 }
 
-export const testEventData = (webhookId: string) => ({
+export const testEventData = (webhookId: string): Of<typeof TestEventData> => ({
   webhook_id: webhookId,
   message: 'Postline can reach this endpoint. Verify the signature with your signing secret and answer 2xx.',
 });

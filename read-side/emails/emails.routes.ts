@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { notFound } from '../../platform/errors.ts';
-import { parsePage } from '../../platform/http/pagination.ts';
+import { listQuery, parsePage } from '../../platform/http/pagination.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -16,6 +16,7 @@ import {
   listEmails,
   monthlyUsage,
 } from './emails.queries.ts';
+import { Attachment, AttachmentList, Email, EmailEventList, EmailList, Usage } from './emails.response.ts';
 
 const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 const listFilters = {
@@ -25,35 +26,73 @@ const listFilters = {
   from_date: dateTime.optional(),
   to_date: dateTime.optional(),
 };
+const listEmailsQuery = listQuery(listFilters);
+const usageQuery = z
+  .object({
+    month: z
+      .string()
+      .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
+      .optional(),
+  })
+  .strict();
 
 export function emailQueryRoutes(api: ApiRouter, services: Services) {
-  api.get('/emails', async (req) =>
-    ok(await listEmails(services.db, req.auth, parsePage(req.query, listFilters))),
+  api.get(
+    '/emails',
+    async (req) => ok(await listEmails(services.db, req.auth, parsePage(req.query, listEmailsQuery))),
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'List emails',
+        query: listEmailsQuery,
+        responses: { 200: EmailList },
+      },
+    },
   );
 
-  api.get('/emails/:email_id', async (req) => {
-    const email = await getEmail(services.db, req.auth, req.params.email_id);
-    if (!email) throw notFound('Email', req.params.email_id);
-    return ok(email);
-  });
+  api.get(
+    '/emails/:email_id',
+    async (req) => {
+      const email = await getEmail(services.db, req.auth, req.params.email_id);
+      if (!email) throw notFound('Email', req.params.email_id);
+      return ok(email);
+    },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'Get an email with its content and recipients',
+        responses: { 200: Email },
+      },
+    },
+  );
 
   // The email's history as recorded in its stream, for auditors: every event with its time and actor.
-  api.get('/emails/:email_id/events', async (req) => {
-    if (!(await emailExists(services.db, req.auth, req.params.email_id)))
-      throw notFound('Email', req.params.email_id);
-    const events = await services.store.readStream(emailStream(req.params.email_id));
-    return ok({
-      object: 'list',
-      data: events.map((e) => ({
-        revision: e.revision,
-        type: e.type,
-        created_at: e.createdAt.toISOString(),
-        actor: e.metadata.actor,
-        data: e.data,
-      })),
-      has_more: false,
-    });
-  });
+  api.get(
+    '/emails/:email_id/events',
+    async (req) => {
+      if (!(await emailExists(services.db, req.auth, req.params.email_id)))
+        throw notFound('Email', req.params.email_id);
+      const events = await services.store.readStream(emailStream(req.params.email_id));
+      return ok({
+        object: 'list',
+        data: events.map((e) => ({
+          revision: e.revision,
+          type: e.type,
+          created_at: e.createdAt.toISOString(),
+          actor: e.metadata.actor,
+          data: e.data,
+        })),
+        has_more: false,
+      });
+    },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: "An email's history: every event with its time and actor",
+        responses: { 200: EmailEventList },
+      },
+    },
+  );
 
   const attachment = (a: AttachmentRow) => ({
     object: 'attachment',
@@ -65,53 +104,67 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
     size: a.size,
   });
 
-  api.get('/emails/:email_id/attachments', async (req) => {
-    if (!(await emailExists(services.db, req.auth, req.params.email_id)))
-      throw notFound('Email', req.params.email_id);
-    const rows = await listAttachments(services.db, req.auth, req.params.email_id);
-    return ok({ object: 'list', data: rows.map(attachment), has_more: false });
-  });
+  api.get(
+    '/emails/:email_id/attachments',
+    async (req) => {
+      if (!(await emailExists(services.db, req.auth, req.params.email_id)))
+        throw notFound('Email', req.params.email_id);
+      const rows = await listAttachments(services.db, req.auth, req.params.email_id);
+      return ok({ object: 'list', data: rows.map(attachment), has_more: false });
+    },
+    { schema: { tag: 'Emails', summary: "List an email's attachments", responses: { 200: AttachmentList } } },
+  );
 
-  api.get('/emails/:email_id/attachments/:attachment_id', async (req) => {
-    const rows = await listAttachments(services.db, req.auth, req.params.email_id);
-    const a = rows.find((r) => r.id === req.params.attachment_id);
-    if (!a) throw notFound('Attachment', req.params.attachment_id);
-    const link = blobStoreFor(services.config).downloadLink(services.config.PUBLIC_URL, a.blob_key, {
-      filename: a.filename,
-      contentType: a.content_type,
-      now: services.clock.now(),
-    });
-    return ok({ ...attachment(a), ...link });
-  });
+  api.get(
+    '/emails/:email_id/attachments/:attachment_id',
+    async (req) => {
+      const rows = await listAttachments(services.db, req.auth, req.params.email_id);
+      const a = rows.find((r) => r.id === req.params.attachment_id);
+      if (!a) throw notFound('Attachment', req.params.attachment_id);
+      const link = blobStoreFor(services.config).downloadLink(services.config.PUBLIC_URL, a.blob_key, {
+        filename: a.filename,
+        contentType: a.content_type,
+        now: services.clock.now(),
+      });
+      return ok({ ...attachment(a), ...link });
+    },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'Get an attachment with a download link',
+        responses: { 200: Attachment },
+      },
+    },
+  );
 
   // Monthly usage per mode: the Free plan's hard stop and the overage Pro and Business pay for.
-  api.get('/usage', async (req) => {
-    const q = parse(
-      z
-        .object({
-          month: z
-            .string()
-            .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
-            .optional(),
-        })
-        .strict(),
-      req.query,
-      'query',
-    );
-    const month = q.month ?? monthOf(services.clock.now());
-    const plan = PLANS[req.auth.plan];
-    const emails = await monthlyUsage(services.db, req.auth, month);
-    const overage = plan.monthlyHardStop ? 0 : Math.max(0, emails - plan.emailsPerMonth);
-    return ok({
-      object: 'usage',
-      month,
-      mode: req.auth.mode,
-      plan: req.auth.plan,
-      emails,
-      included: plan.emailsPerMonth,
-      overage,
-      overage_cost_eur:
-        plan.overagePer1000Eur === null ? null : Math.round((overage * plan.overagePer1000Eur) / 10) / 100,
-    });
-  });
+  api.get(
+    '/usage',
+    async (req) => {
+      const q = parse(usageQuery, req.query, 'query');
+      const month = q.month ?? monthOf(services.clock.now());
+      const plan = PLANS[req.auth.plan];
+      const emails = await monthlyUsage(services.db, req.auth, month);
+      const overage = plan.monthlyHardStop ? 0 : Math.max(0, emails - plan.emailsPerMonth);
+      return ok({
+        object: 'usage',
+        month,
+        mode: req.auth.mode,
+        plan: req.auth.plan,
+        emails,
+        included: plan.emailsPerMonth,
+        overage,
+        overage_cost_eur:
+          plan.overagePer1000Eur === null ? null : Math.round((overage * plan.overagePer1000Eur) / 10) / 100,
+      });
+    },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'Emails sent this month, the plan and the overage',
+        query: usageQuery,
+        responses: { 200: Usage },
+      },
+    },
+  );
 }

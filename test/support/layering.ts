@@ -117,6 +117,9 @@ const isPureRule = (file: string) => PURE_RULES.has(file);
 const isCommands = (file: string) => file.startsWith('write-side/') && base(file).endsWith('.commands.ts');
 const isRoutes = (file: string) => /(^|[-.])routes\.ts$/.test(base(file));
 const isReadQueries = (file: string) => file.startsWith('read-side/') && base(file).endsWith('.queries.ts');
+/** A resource's response schemas (zod): what the API answers, declared once for its command and query routes. */
+const isResponseSchema = (file: string) =>
+  file.startsWith('read-side/') && base(file).endsWith('.response.ts');
 /** `processes/<name>/…` belongs to the process `<name>`; a top-level module of processes/ to none. */
 const processOf = (file: string) => /^processes\/([^/]+)\//.exec(file)?.[1] ?? null;
 
@@ -157,8 +160,8 @@ function judge(from: string, source: string, edge: Edge): string | null {
       return 'read-side/ imports platform/ and, from write-side/, only event types and pure rules';
     case 'write-side':
       if (toLayer === 'platform' || toLayer === 'write-side') return null;
-      if (toLayer === 'read-side' && isReadQueries(to)) return null;
-      return 'write-side/ imports platform/ and read-side/ queries';
+      if (toLayer === 'read-side' && (isReadQueries(to) || isResponseSchema(to))) return null;
+      return 'write-side/ imports platform/ and read-side/ queries and response schemas';
     case 'projections':
       if (toLayer === 'platform' || toLayer === 'projections') return null;
       if (toLayer === 'read-side' && !isRoutes(to)) return null;

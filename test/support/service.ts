@@ -11,6 +11,7 @@ import { createLogger } from '../../platform/logger.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import { type DatabaseKind, openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
+import { openApiResponses } from './openapi-responses.ts';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -48,6 +49,9 @@ export function apiClient(baseUrl: string, key?: string): ApiClient {
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {}
+    // Every answer is held to the OpenAPI document; a mismatch fails the test that received it.
+    const mismatch = openApiResponses().check(method, path, res.statusCode, parsed, res.headers);
+    if (mismatch) throw new Error(`Answer not as documented: ${mismatch}`);
     return { status: res.statusCode, body: parsed, headers: res.headers as Record<string, string> };
   };
   return {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
+import { openApiResponses } from './openapi-responses.ts';
 
 export interface ReceivedWebhook {
   id: string;
@@ -50,6 +51,7 @@ export async function startWebhookReceiver(
   options: { clock?: Clock; host?: string } = {},
 ): Promise<WebhookReceiver> {
   const waiters: { count: number; resolve: () => void }[] = [];
+  const undocumented: string[] = [];
   const receiver: WebhookReceiver = {
     url: '',
     port: 0,
@@ -95,6 +97,11 @@ export async function startWebhookReceiver(
       url: req.url ?? '/',
     };
     receiver.received.push(received);
+    // Every delivery of Postline's (an envelope `{type, id, …}`; tests of the bare sender post other bodies) is
+    // held to the OpenAPI document's `webhooks`: a payload it does not describe fails the file.
+    const envelope = typeof payload?.type === 'string' && typeof payload?.id === 'string';
+    const mismatch = envelope ? openApiResponses().checkWebhook(payload) : null;
+    if (mismatch) undocumented.push(mismatch);
     for (let i = waiters.length - 1; i >= 0; i--) {
       if (receiver.received.length >= waiters[i].count) waiters.splice(i, 1)[0].resolve();
     }
@@ -109,6 +116,7 @@ export async function startWebhookReceiver(
   receiver.close = async () => {
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
+    if (undocumented.length > 0) throw new Error(`Deliveries not as documented:\n${undocumented.join('\n')}`);
   };
   return receiver;
 }

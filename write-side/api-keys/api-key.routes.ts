@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
+import { CreatedApiKey } from '../../read-side/api-keys/api-keys.response.ts';
 import { createApiKey, deleteApiKey } from './api-key.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -42,14 +44,37 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
       });
     },
     // Not idempotent on purpose: a replayed reply would have to keep the key, and only its hash may be stored.
+    {
+      schema: {
+        tag: 'API keys',
+        summary: 'Create an API key',
+        description:
+          'The answer holds the whole key, shown only this once. Not idempotent on purpose: a stored reply would keep the key.',
+        body: createBody,
+        responses: { 201: CreatedApiKey },
+        errors: ['conflict'],
+      },
+    },
   );
 
-  api.delete('/api-keys/:key_id', async (req) => {
-    const meta = metaOf(req.auth);
-    const { position } = await deleteApiKey(services, meta, req.params.key_id);
-    await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, position);
-    return ok({ id: req.params.key_id, deleted: true });
-  });
+  api.delete(
+    '/api-keys/:key_id',
+    async (req) => {
+      const meta = metaOf(req.auth);
+      const { position } = await deleteApiKey(services, meta, req.params.key_id);
+      await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, position);
+      return ok({ id: req.params.key_id, deleted: true });
+    },
+    {
+      schema: {
+        tag: 'API keys',
+        summary: 'Delete an API key',
+        description: 'Refused at once in every process; a key may delete itself.',
+        responses: { 200: Deleted },
+        errors: ['conflict'],
+      },
+    },
+  );
 }
 
 /** Throws a 422 unless the domain exists in the caller's organization and mode (wired to the domains read model). */

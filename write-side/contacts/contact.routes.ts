@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
+import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
+import { Contact, ContactTopicList } from '../../read-side/contacts/contacts.response.ts';
 import {
   changeMembership,
   createContact,
@@ -83,6 +86,8 @@ const createBody = z
     audience_ids: z.array(z.string().regex(AUDIENCE_ID, 'must be audience ids (aud_…)')).max(20).optional(),
   })
   .strict();
+/** Resend's way to create a contact in an audience (`POST /audiences/{id}/contacts`): the audience is the path's. */
+const createInAudienceBody = z.object(fields).strict();
 const updateBody = z.object({ ...fields, email: email.optional() }).strict();
 const topicsBody = z
   .array(
@@ -108,64 +113,166 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     return id;
   };
 
-  api.post('/contacts', async (req) => {
-    const body = parse(createBody, req.body);
-    const { contactId, position } = await createContact(services, metaOf(req.auth), {
-      email: body.email,
-      firstName: body.first_name ?? null,
-      lastName: body.last_name ?? null,
-      unsubscribed: body.unsubscribed ?? false,
-      properties: body.properties ?? {},
-      consentGivenAt: body.consent_given_at ?? null,
-      audienceIds: body.audience_ids ?? [],
-    });
-    return created(await answer(req.auth, contactId, position));
-  });
+  api.post(
+    '/contacts',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const { contactId, position } = await createContact(services, metaOf(req.auth), {
+        email: body.email,
+        firstName: body.first_name ?? null,
+        lastName: body.last_name ?? null,
+        unsubscribed: body.unsubscribed ?? false,
+        properties: body.properties ?? {},
+        consentGivenAt: body.consent_given_at ?? null,
+        audienceIds: body.audience_ids ?? [],
+      });
+      return created(await answer(req.auth, contactId, position));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Create a contact',
+        body: createBody,
+        responses: { 201: Contact },
+        errors: ['contact_exists', 'conflict'],
+      },
+    },
+  );
 
-  api.patch('/contacts/:contact_id', async (req) => {
-    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-    const body = parse(updateBody, req.body ?? {});
-    const { position } = await updateContact(services, metaOf(req.auth), id, {
-      email: body.email,
-      firstName: body.first_name,
-      lastName: body.last_name,
-      unsubscribed: body.unsubscribed,
-      properties: body.properties,
-      consentGivenAt: body.consent_given_at,
-    });
-    return ok(await answer(req.auth, id, position));
-  });
+  // An alias for Resend's SDK (`contacts.create({ audienceId, … })`), docs/resend.md.
+  api.post(
+    '/audiences/:audience_id/contacts',
+    async (req) => {
+      const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
+      const body = parse(createInAudienceBody, req.body);
+      if (!(await findAudience(services.db, req.auth, audienceId))) throw notFound('Audience', audienceId);
+      const { contactId, position } = await createContact(services, metaOf(req.auth), {
+        email: body.email,
+        firstName: body.first_name ?? null,
+        lastName: body.last_name ?? null,
+        unsubscribed: body.unsubscribed ?? false,
+        properties: body.properties ?? {},
+        consentGivenAt: body.consent_given_at ?? null,
+        audienceIds: [audienceId],
+      });
+      return created(await answer(req.auth, contactId, position));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Create a contact in an audience',
+        description:
+          'The same as `POST /v1/contacts` with `audience_ids: [audience_id]`; the path Resend’s SDK uses.',
+        body: createInAudienceBody,
+        responses: { 201: Contact },
+        errors: ['contact_exists', 'conflict'],
+      },
+    },
+  );
 
-  api.delete('/contacts/:contact_id', async (req) => {
-    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-    const { position } = await deleteContact(services, metaOf(req.auth), id);
-    await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
-    return ok({ id, deleted: true });
-  });
+  api.patch(
+    '/contacts/:contact_id',
+    async (req) => {
+      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const body = parse(updateBody, req.body ?? {});
+      const { position } = await updateContact(services, metaOf(req.auth), id, {
+        email: body.email,
+        firstName: body.first_name,
+        lastName: body.last_name,
+        unsubscribed: body.unsubscribed,
+        properties: body.properties,
+        consentGivenAt: body.consent_given_at,
+      });
+      return ok(await answer(req.auth, id, position));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Change a contact',
+        body: updateBody,
+        responses: { 200: Contact },
+        errors: ['contact_exists', 'conflict'],
+      },
+    },
+  );
 
-  api.patch('/contacts/:contact_id/topics', async (req) => {
-    const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-    const body = parse(topicsBody, req.body);
-    const { position } = await setContactTopics(
-      services,
-      metaOf(req.auth),
-      id,
-      body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
-    );
-    await answer(req.auth, id, position);
-    return ok(await contactTopics(services.db, req.auth, id));
-  });
+  api.delete(
+    '/contacts/:contact_id',
+    async (req) => {
+      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const { position } = await deleteContact(services, metaOf(req.auth), id);
+      await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
+      return ok({ id, deleted: true });
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: 'Delete a contact and its personal data',
+        responses: { 200: Deleted },
+        errors: ['conflict'],
+      },
+    },
+  );
+
+  api.patch(
+    '/contacts/:contact_id/topics',
+    async (req) => {
+      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const body = parse(topicsBody, req.body);
+      const { position } = await setContactTopics(
+        services,
+        metaOf(req.auth),
+        id,
+        body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
+      );
+      await answer(req.auth, id, position);
+      return ok(await contactTopics(services.db, req.auth, id));
+    },
+    {
+      schema: {
+        tag: 'Contacts',
+        summary: "Set a contact's topic subscriptions",
+        body: topicsBody,
+        responses: { 200: ContactTopicList },
+        errors: ['conflict'],
+      },
+    },
+  );
 
   // Membership: adding twice or removing a contact that is not a member changes nothing and answers the same.
-  for (const [method, member] of [
-    ['put', true],
-    ['delete', false],
+  // `/contacts/{id}/segments/{segment_id}` is how Resend's SDK says it (`contacts.segments.add`/`remove`): an alias.
+  for (const [method, member, path] of [
+    ['put', true, '/audiences/:audience_id/contacts/:contact_id'],
+    ['delete', false, '/audiences/:audience_id/contacts/:contact_id'],
+    ['post', true, '/contacts/:contact_id/segments/:audience_id'],
+    ['delete', false, '/contacts/:contact_id/segments/:audience_id'],
   ] as const) {
-    api[method]('/audiences/:audience_id/contacts/:contact_id', async (req) => {
-      const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
-      const contactId = known(req.params.contact_id, CONTACT_ID, 'Contact');
-      const { position } = await changeMembership(services, metaOf(req.auth), contactId, audienceId, member);
-      return ok(await answer(req.auth, contactId, position));
-    });
+    const resendPath = path.includes('/segments/');
+    api[method](
+      path,
+      async (req) => {
+        const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
+        const contactId = known(req.params.contact_id, CONTACT_ID, 'Contact');
+        const { position } = await changeMembership(
+          services,
+          metaOf(req.auth),
+          contactId,
+          audienceId,
+          member,
+        );
+        return ok(await answer(req.auth, contactId, position));
+      },
+      {
+        schema: {
+          tag: 'Contacts',
+          summary:
+            (member ? 'Add a contact to an audience' : 'Remove a contact from an audience') +
+            (resendPath ? " (Resend's path)" : ''),
+          description: 'Changes nothing when it is so already, and answers the same.',
+          responses: { 200: Contact },
+          errors: ['conflict'],
+        },
+      },
+    );
   }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import {
   type ApiRequest,
   type ApiRouter,
@@ -13,6 +14,7 @@ import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, toApiDomain } from '../../read-side/domains/domains.queries.ts';
+import { Domain } from '../../read-side/domains/domains.response.ts';
 import { addDomain, deleteDomain, restoreDomain, updateDomain, verifyDomain } from './domain.commands.ts';
 import { domainStream } from './domain.events.ts';
 import { normalizeDomainName } from './domain-name.ts';
@@ -119,37 +121,93 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
       );
       return created(await current(req, domainId, position));
     },
-    { idempotent: { newIds: (_, at) => [newId('dom', at)] } },
+    {
+      idempotent: { newIds: (_, at) => [newId('dom', at)] },
+      schema: {
+        tag: 'Domains',
+        summary: 'Add a sending domain',
+        description:
+          'Answers with the DNS records to publish; the domain verifies by itself once they appear.',
+        body: createBody,
+        responses: { 201: Domain },
+        errors: ['domain_exists', 'plan_limit_exceeded', 'conflict'],
+      },
+    },
   );
 
-  api.post('/domains/:domain_id/verify', async (req) => {
-    const domainId = domainIdOf(req);
-    const { position } = await verifyDomain(services, metaOf(req.auth), domainId, 'manual');
-    return ok(await current(req, domainId, position));
-  });
+  api.post(
+    '/domains/:domain_id/verify',
+    async (req) => {
+      const domainId = domainIdOf(req);
+      const { position } = await verifyDomain(services, metaOf(req.auth), domainId, 'manual');
+      return ok(await current(req, domainId, position));
+    },
+    {
+      schema: {
+        tag: 'Domains',
+        summary: 'Check the DNS records of a domain now',
+        responses: { 200: Domain },
+        errors: ['domain_exists', 'conflict'],
+      },
+    },
+  );
 
-  api.patch('/domains/:domain_id', async (req) => {
-    const domainId = domainIdOf(req);
-    const body = parse(patchBody, req.body);
-    const { position } = await updateDomain(services, metaOf(req.auth), domainId, {
-      openTracking: body.open_tracking,
-      clickTracking: body.click_tracking,
-      inboundEnabled: body.inbound_enabled,
-      impressum: body.impressum,
-    });
-    return ok(await current(req, domainId, position));
-  });
+  api.patch(
+    '/domains/:domain_id',
+    async (req) => {
+      const domainId = domainIdOf(req);
+      const body = parse(patchBody, req.body);
+      const { position } = await updateDomain(services, metaOf(req.auth), domainId, {
+        openTracking: body.open_tracking,
+        clickTracking: body.click_tracking,
+        inboundEnabled: body.inbound_enabled,
+        impressum: body.impressum,
+      });
+      return ok(await current(req, domainId, position));
+    },
+    {
+      schema: {
+        tag: 'Domains',
+        summary: 'Change tracking, inbound mail or the impressum of a domain',
+        body: patchBody,
+        responses: { 200: Domain },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.post('/domains/:domain_id/restore', async (req) => {
-    const domainId = domainIdOf(req);
-    const { position } = await restoreDomain(services, metaOf(req.auth), req.auth.plan, domainId);
-    return ok(await current(req, domainId, position));
-  });
+  api.post(
+    '/domains/:domain_id/restore',
+    async (req) => {
+      const domainId = domainIdOf(req);
+      const { position } = await restoreDomain(services, metaOf(req.auth), req.auth.plan, domainId);
+      return ok(await current(req, domainId, position));
+    },
+    {
+      schema: {
+        tag: 'Domains',
+        summary: 'Restore a deleted domain',
+        responses: { 200: Domain },
+        errors: ['domain_exists', 'plan_limit_exceeded', 'conflict'],
+      },
+    },
+  );
 
-  api.delete('/domains/:domain_id', async (req) => {
-    const domainId = domainIdOf(req);
-    const { position } = await deleteDomain(services, metaOf(req.auth), domainId);
-    await services.readYourWrites.waitFor(DOMAIN_PROJECTIONS, position);
-    return ok({ id: domainId, deleted: true });
-  });
+  api.delete(
+    '/domains/:domain_id',
+    async (req) => {
+      const domainId = domainIdOf(req);
+      const { position } = await deleteDomain(services, metaOf(req.auth), domainId);
+      await services.readYourWrites.waitFor(DOMAIN_PROJECTIONS, position);
+      return ok({ id: domainId, deleted: true });
+    },
+    {
+      schema: {
+        tag: 'Domains',
+        summary: 'Delete a domain',
+        responses: { 200: Deleted },
+        errors: ['conflict'],
+      },
+    },
+  );
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError, type ErrorCode, notFound } from '../../platform/errors.ts';
 import type { Position } from '../../platform/eventstore/types.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.ts';
@@ -7,9 +7,22 @@ import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { getEmail } from '../../read-side/emails/emails.queries.ts';
+import { AcceptedEmail, BatchResult, Email } from '../../read-side/emails/emails.response.ts';
 import { type Accepted, cancelEmail, rescheduleEmail, sendBatch, sendEmail } from './email.commands.ts';
 import { EMAIL_LIMITS } from './limits.ts';
 import { sendEmailInput, updateEmailInput } from './request.ts';
+
+/** The errors a send may answer beyond every route's (prepare.ts, quota.decider.ts, templates' render.ts). */
+const SEND_ERRORS: ErrorCode[] = [
+  'domain_not_verified',
+  'domain_not_allowed',
+  'all_recipients_suppressed',
+  'monthly_quota_exceeded',
+  'template_not_published',
+  'template_render_error',
+  'not_found',
+  'conflict',
+];
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const EMAIL_PROJECTIONS = ['emails'];
@@ -26,6 +39,9 @@ const batchBody = z
   .min(1, 'must have at least one email')
   .max(EMAIL_LIMITS.batch, `must have at most ${EMAIL_LIMITS.batch} emails`);
 
+/** The batch as the document shows it: what `batchBody` checks, each item what `sendEmailInput` parses. */
+const batchRequest = z.array(sendEmailInput).min(1).max(EMAIL_LIMITS.batch);
+
 /** The items of a batch body, as far as it is one: each gets an id in advance under an Idempotency-Key. */
 const batchItems = (body: unknown): unknown[] =>
   Array.isArray(body) ? body.slice(0, EMAIL_LIMITS.batch) : [];
@@ -38,7 +54,19 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
       await waitAfterCommit(services, EMAIL_PROJECTIONS, accepted.position, { id: accepted.id });
       return ok(acceptedBody(accepted));
     },
-    { access: 'send', idempotent: { newIds: (_, at) => [newId('em', at)] } },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'Send an email',
+        description:
+          'Accepted once durable; the answer says whether it is queued or scheduled and which recipients were suppressed.',
+        body: sendEmailInput,
+        responses: { 200: AcceptedEmail },
+        errors: SEND_ERRORS,
+      },
+      access: 'send',
+      idempotent: { newIds: (_, at) => [newId('em', at)] },
+    },
   );
 
   api.post(
@@ -64,6 +92,14 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
       return ok({ data });
     },
     {
+      schema: {
+        tag: 'Emails',
+        summary: 'Send up to 100 emails',
+        description: 'Each item is accepted or refused on its own; the answer lists them in order.',
+        body: batchRequest,
+        responses: { 200: BatchResult },
+        errors: ['invalid_batch', ...SEND_ERRORS],
+      },
       access: 'send',
       idempotent: { newIds: (body, at) => batchItems(body).map(() => newId('em', at)) },
       rateLimit: services.config.RATE_LIMIT_BATCH_RPS,
@@ -77,23 +113,51 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
     return ok(email);
   };
 
-  api.patch('/emails/:email_id', async (req) => {
-    const body = parse(updateEmailInput, req.body);
-    const now = services.clock.now().getTime();
-    const t = Date.parse(body.send_at);
-    if (t <= now) throw new AppError('validation_error', '`send_at`: must be in the future');
-    if (t > now + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
-      throw new AppError(
-        'validation_error',
-        `\`send_at\`: must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`,
+  api.patch(
+    '/emails/:email_id',
+    async (req) => {
+      const body = parse(updateEmailInput, req.body);
+      const now = services.clock.now().getTime();
+      const t = Date.parse(body.send_at);
+      if (t <= now) throw new AppError('validation_error', '`send_at`: must be in the future');
+      if (t > now + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
+        throw new AppError(
+          'validation_error',
+          `\`send_at\`: must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`,
+        );
+      }
+      const result = await rescheduleEmail(
+        services,
+        req.auth,
+        req.params.email_id,
+        new Date(t).toISOString(),
       );
-    }
-    const result = await rescheduleEmail(services, req.auth, req.params.email_id, new Date(t).toISOString());
-    return reply(req.auth, req.params.email_id, result.position);
-  });
+      return reply(req.auth, req.params.email_id, result.position);
+    },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'Reschedule a scheduled email',
+        body: updateEmailInput,
+        responses: { 200: Email },
+        errors: ['email_not_scheduled', 'conflict'],
+      },
+    },
+  );
 
-  api.post('/emails/:email_id/cancel', async (req) => {
-    const result = await cancelEmail(services, req.auth, req.params.email_id);
-    return reply(req.auth, req.params.email_id, result.position);
-  });
+  api.post(
+    '/emails/:email_id/cancel',
+    async (req) => {
+      const result = await cancelEmail(services, req.auth, req.params.email_id);
+      return reply(req.auth, req.params.email_id, result.position);
+    },
+    {
+      schema: {
+        tag: 'Emails',
+        summary: 'Cancel a scheduled email',
+        responses: { 200: Email },
+        errors: ['email_not_scheduled', 'conflict'],
+      },
+    },
+  );
 }

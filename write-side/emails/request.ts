@@ -112,7 +112,19 @@ export const sendEmailInput = z.preprocess(
         .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
         .optional(),
     })
-    .strict(),
+    .strict()
+    .meta({
+      id: 'SendEmailRequest',
+      description:
+        'Resend’s names are taken too (`scheduled_at`, tag objects, `template: {id, variables}`): docs/resend.md.',
+      example: {
+        from: 'Acme <hello@acme.example>',
+        to: ['delivered@simulator.postline.dev'],
+        subject: 'Welcome',
+        html: '<p>Welcome to Acme</p>',
+        tags: ['welcome'],
+      },
+    }),
 );
 
 export type SendEmailInput = z.infer<typeof sendEmailInput>;

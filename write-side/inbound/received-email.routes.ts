@@ -9,6 +9,7 @@ import {
   findReceivedEmail,
   receivedEmailJson,
 } from '../../read-side/received-emails/received-emails.queries.ts';
+import { ReceivedEmail } from '../../read-side/received-emails/received-emails.response.ts';
 import { receiveMessage } from './received-email.commands.ts';
 import type { AuthVerdict } from './received-email.events.ts';
 
@@ -32,31 +33,43 @@ const injected: AuthVerdict = { result: 'none', detail: 'injected through the AP
  * user's `email.received` handler can be exercised without DNS. Live keys are refused.
  */
 export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
-  api.post('/emails/received', async (req) => {
-    if (req.auth.mode !== 'test')
-      throw new AppError(
-        'test_mode_only',
-        'Only test keys (pk_test_…) may inject received emails; live mail arrives through the MX.',
+  api.post(
+    '/emails/received',
+    async (req) => {
+      if (req.auth.mode !== 'test')
+        throw new AppError(
+          'test_mode_only',
+          'Only test keys (pk_test_…) may inject received emails; live mail arrives through the MX.',
+        );
+      const body = parse(injectBody, req.body);
+      const raw = Buffer.from(body.raw.replace(/\r?\n/g, '\r\n'), 'utf8');
+      const rawKey = await blobStoreFor(services.config).put(raw, services.clock.now().getTime());
+      const { ids, position } = await receiveMessage(
+        services,
+        {
+          rawKey,
+          size: raw.length,
+          read: () => Readable.from([raw]),
+          mailFrom: body.mail_from ?? '',
+          remoteAddress: null,
+          helo: null,
+          authentication: { spf: injected, dkim: injected, dmarc: injected, arc: injected },
+        },
+        [{ orgId: req.auth.orgId, mode: 'test', domainId: null, domain: null, recipients: body.to ?? [] }],
+        req.auth.keyId,
       );
-    const body = parse(injectBody, req.body);
-    const raw = Buffer.from(body.raw.replace(/\r?\n/g, '\r\n'), 'utf8');
-    const rawKey = await blobStoreFor(services.config).put(raw, services.clock.now().getTime());
-    const { ids, position } = await receiveMessage(
-      services,
-      {
-        rawKey,
-        size: raw.length,
-        read: () => Readable.from([raw]),
-        mailFrom: body.mail_from ?? '',
-        remoteAddress: null,
-        helo: null,
-        authentication: { spf: injected, dkim: injected, dmarc: injected, arc: injected },
+      await services.readYourWrites.waitFor(RECEIVED_EMAIL_PROJECTIONS, position);
+      const row = await findReceivedEmail(services.db, req.auth, ids[0]);
+      return created(await receivedEmailJson(services, row!));
+    },
+    {
+      schema: {
+        tag: 'Received emails',
+        summary: 'Inject a received email (test keys only)',
+        body: injectBody,
+        responses: { 201: ReceivedEmail },
+        errors: ['test_mode_only'],
       },
-      [{ orgId: req.auth.orgId, mode: 'test', domainId: null, domain: null, recipients: body.to ?? [] }],
-      req.auth.keyId,
-    );
-    await services.readYourWrites.waitFor(RECEIVED_EMAIL_PROJECTIONS, position);
-    const row = await findReceivedEmail(services.db, req.auth, ids[0]);
-    return created(await receivedEmailJson(services, row!));
-  });
+    },
+  );
 }

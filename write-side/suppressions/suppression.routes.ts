@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { suppressionJson } from '../../read-side/suppressions/suppressions.queries.ts';
+import { Suppression } from '../../read-side/suppressions/suppressions.response.ts';
 import { addSuppression, removeSuppression } from './suppression.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -23,29 +25,46 @@ const createBody = z
   .strict();
 
 export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
-  api.post('/suppressions', async (req) => {
-    const body = parse(createBody, req.body);
-    const meta = metaOf(req.auth);
-    const result = await addSuppression(services, meta, { email: body.email, reason: body.reason });
-    await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, result.position);
-    const s = result.suppression;
-    const json = suppressionJson({
-      id: s.suppressionId,
-      email: s.email,
-      reason: s.reason,
-      source_email_id: s.sourceEmailId,
-      created_at: s.createdAt,
-    });
-    // 201 for a new record; 200 with the existing one when the address was already suppressed.
-    return result.created ? created(json) : ok(json);
-  });
+  api.post(
+    '/suppressions',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const meta = metaOf(req.auth);
+      const result = await addSuppression(services, meta, { email: body.email, reason: body.reason });
+      await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, result.position);
+      const s = result.suppression;
+      const json = suppressionJson({
+        id: s.suppressionId,
+        email: s.email,
+        reason: s.reason,
+        source_email_id: s.sourceEmailId,
+        created_at: s.createdAt,
+      });
+      // 201 for a new record; 200 with the existing one when the address was already suppressed.
+      return result.created ? created(json) : ok(json);
+    },
+    {
+      schema: {
+        tag: 'Suppressions',
+        summary: 'Suppress an address',
+        description:
+          '201 for a new suppression; 200 with the existing one when the address was suppressed already.',
+        body: createBody,
+        responses: { 200: Suppression, 201: Suppression },
+      },
+    },
+  );
 
-  api.delete('/suppressions/:suppression_id', async (req) => {
-    const id = req.params.suppression_id;
-    if (!/^sup_[0-9a-z]{1,60}$/.test(id)) throw notFound('Suppression', id);
-    const meta = metaOf(req.auth);
-    const { position } = await removeSuppression(services, meta, id);
-    await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, position);
-    return ok({ id, deleted: true });
-  });
+  api.delete(
+    '/suppressions/:suppression_id',
+    async (req) => {
+      const id = req.params.suppression_id;
+      if (!/^sup_[0-9a-z]{1,60}$/.test(id)) throw notFound('Suppression', id);
+      const meta = metaOf(req.auth);
+      const { position } = await removeSuppression(services, meta, id);
+      await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, position);
+      return ok({ id, deleted: true });
+    },
+    { schema: { tag: 'Suppressions', summary: 'Remove a suppression', responses: { 200: Deleted } } },
+  );
 }

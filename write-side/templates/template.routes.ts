@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import {
   type ApiRequest,
   type ApiRouter,
@@ -13,6 +14,7 @@ import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { getTemplate } from '../../read-side/templates/templates.queries.ts';
+import { RenderedTemplate, Template } from '../../read-side/templates/templates.response.ts';
 import { renderPublished } from './render.ts';
 import {
   createTemplate,
@@ -102,23 +104,35 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
   };
 
   // Registered first: `/templates/render` is a fixed path and must never be taken for a template id.
-  api.post('/templates/render', async (req) => {
-    const body = parse(renderBody, req.body);
-    const rendered = await renderPublished(
-      services,
-      req.auth.orgId,
-      req.auth.mode,
-      body.template_id,
-      body.template_data,
-      body.version_id,
-    );
-    return ok({
-      subject: rendered.subject,
-      html: rendered.html,
-      text: rendered.text,
-      template_version_id: rendered.templateVersionId,
-    });
-  });
+  api.post(
+    '/templates/render',
+    async (req) => {
+      const body = parse(renderBody, req.body);
+      const rendered = await renderPublished(
+        services,
+        req.auth.orgId,
+        req.auth.mode,
+        body.template_id,
+        body.template_data,
+        body.version_id,
+      );
+      return ok({
+        subject: rendered.subject,
+        html: rendered.html,
+        text: rendered.text,
+        template_version_id: rendered.templateVersionId,
+      });
+    },
+    {
+      schema: {
+        tag: 'Templates',
+        summary: 'Render a template: its published version, or the version `version_id` names',
+        body: renderBody,
+        responses: { 200: RenderedTemplate },
+        errors: ['not_found', 'template_not_published', 'template_render_error'],
+      },
+    },
+  );
 
   api.post(
     '/templates',
@@ -144,24 +158,56 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
       );
       return created(await current(req, templateId, position));
     },
-    { idempotent: newTemplateId },
+    {
+      schema: {
+        tag: 'Templates',
+        summary: 'Create a template',
+        body: createBody,
+        responses: { 201: Template },
+        errors: ['plan_limit_exceeded', 'conflict'],
+      },
+      idempotent: newTemplateId,
+    },
   );
 
-  api.patch('/templates/:template_id', async (req) => {
-    const templateId = templateIdOf(req);
-    const { name, ...changes } = parse(updateBody, req.body);
-    const { position } = await updateTemplate(services, metaOf(req.auth), templateId, {
-      name,
-      changes: dropUndefined(changes),
-    });
-    return ok(await current(req, templateId, position));
-  });
+  api.patch(
+    '/templates/:template_id',
+    async (req) => {
+      const templateId = templateIdOf(req);
+      const { name, ...changes } = parse(updateBody, req.body);
+      const { position } = await updateTemplate(services, metaOf(req.auth), templateId, {
+        name,
+        changes: dropUndefined(changes),
+      });
+      return ok(await current(req, templateId, position));
+    },
+    {
+      schema: {
+        tag: 'Templates',
+        summary: 'Change the draft of a template',
+        body: updateBody,
+        responses: { 200: Template },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.post('/templates/:template_id/publish', async (req) => {
-    const templateId = templateIdOf(req);
-    const { position } = await publishTemplate(services, metaOf(req.auth), templateId);
-    return ok(await current(req, templateId, position));
-  });
+  api.post(
+    '/templates/:template_id/publish',
+    async (req) => {
+      const templateId = templateIdOf(req);
+      const { position } = await publishTemplate(services, metaOf(req.auth), templateId);
+      return ok(await current(req, templateId, position));
+    },
+    {
+      schema: {
+        tag: 'Templates',
+        summary: 'Publish the draft',
+        responses: { 200: Template },
+        errors: ['conflict'],
+      },
+    },
+  );
 
   api.post(
     '/templates/:template_id/duplicate',
@@ -180,15 +226,35 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
       );
       return created(await current(req, templateId, position));
     },
-    { idempotent: newTemplateId },
+    {
+      schema: {
+        tag: 'Templates',
+        summary: 'Duplicate a template',
+        body: duplicateBody,
+        responses: { 201: Template },
+        errors: ['plan_limit_exceeded', 'conflict'],
+      },
+      idempotent: newTemplateId,
+    },
   );
 
-  api.delete('/templates/:template_id', async (req) => {
-    const templateId = templateIdOf(req);
-    const { position } = await deleteTemplate(services, metaOf(req.auth), templateId);
-    await services.readYourWrites.waitFor(TEMPLATE_PROJECTIONS, position);
-    return ok({ id: templateId, deleted: true });
-  });
+  api.delete(
+    '/templates/:template_id',
+    async (req) => {
+      const templateId = templateIdOf(req);
+      const { position } = await deleteTemplate(services, metaOf(req.auth), templateId);
+      await services.readYourWrites.waitFor(TEMPLATE_PROJECTIONS, position);
+      return ok({ id: templateId, deleted: true });
+    },
+    {
+      schema: {
+        tag: 'Templates',
+        summary: 'Delete a template',
+        responses: { 200: Deleted },
+        errors: ['conflict'],
+      },
+    },
+  );
 }
 
 /** PATCH semantics: an absent field keeps its value, `null` (html, text) removes the part. */

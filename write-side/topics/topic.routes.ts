@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
+import { Topic } from '../../read-side/topics/topics.response.ts';
 import { createTopic, deleteTopic, updateTopic } from './topic.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -37,27 +39,57 @@ export function topicCommandRoutes(api: ApiRouter, services: Services) {
     return id;
   };
 
-  api.post('/topics', async (req) => {
-    const body = parse(createBody, req.body);
-    const { topicId, position } = await createTopic(services, metaOf(req.auth), {
-      name: body.name,
-      description: body.description,
-      defaultSubscription: body.default_subscription,
-    });
-    return created(await answer(req.auth, topicId, position));
-  });
+  api.post(
+    '/topics',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const { topicId, position } = await createTopic(services, metaOf(req.auth), {
+        name: body.name,
+        description: body.description,
+        defaultSubscription: body.default_subscription,
+      });
+      return created(await answer(req.auth, topicId, position));
+    },
+    {
+      schema: {
+        tag: 'Topics',
+        summary: 'Create a topic',
+        body: createBody,
+        responses: { 201: Topic },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.patch('/topics/:topic_id', async (req) => {
-    const id = known(req.params.topic_id);
-    const body = parse(updateBody, req.body ?? {});
-    const { position } = await updateTopic(services, metaOf(req.auth), id, body);
-    return ok(await answer(req.auth, id, position));
-  });
+  api.patch(
+    '/topics/:topic_id',
+    async (req) => {
+      const id = known(req.params.topic_id);
+      const body = parse(updateBody, req.body ?? {});
+      const { position } = await updateTopic(services, metaOf(req.auth), id, body);
+      return ok(await answer(req.auth, id, position));
+    },
+    {
+      schema: {
+        tag: 'Topics',
+        summary: 'Change a topic',
+        body: updateBody,
+        responses: { 200: Topic },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.delete('/topics/:topic_id', async (req) => {
-    const id = known(req.params.topic_id);
-    const { position } = await deleteTopic(services, metaOf(req.auth), id);
-    await services.readYourWrites.waitFor(TOPIC_PROJECTIONS, position);
-    return ok({ id, deleted: true });
-  });
+  api.delete(
+    '/topics/:topic_id',
+    async (req) => {
+      const id = known(req.params.topic_id);
+      const { position } = await deleteTopic(services, metaOf(req.auth), id);
+      await services.readYourWrites.waitFor(TOPIC_PROJECTIONS, position);
+      return ok({ id, deleted: true });
+    },
+    {
+      schema: { tag: 'Topics', summary: 'Delete a topic', responses: { 200: Deleted }, errors: ['conflict'] },
+    },
+  );
 }

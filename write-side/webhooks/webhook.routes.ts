@@ -1,10 +1,18 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { type AuthContext, metaOf } from '../../platform/http/auth-context.ts';
+import { Deleted } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/webhooks.queries.ts';
+import {
+  CreatedWebhook,
+  DeliveryRetry,
+  RotatedSecret,
+  Webhook,
+  WebhookReplay,
+} from '../../read-side/webhooks/webhooks.response.ts';
 import { isSubscribable, PUBLIC_EVENT_TYPES } from './event-types.ts';
 import {
   addWebhook,
@@ -47,6 +55,7 @@ const createBody = z.object({ url, events, active: z.boolean().default(true) }).
 const updateBody = z
   .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional() })
   .strict();
+const rotateBody = z.object({}).strict();
 const replayBody = z
   .object({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }).nullish() })
   .strict();
@@ -64,72 +73,148 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     return w;
   };
 
-  api.post('/webhooks', async (req) => {
-    const body = parse(createBody, req.body);
-    const {
-      webhookId: id,
-      secret,
-      position,
-    } = await addWebhook(services, metaOf(req.auth), req.auth.plan, body);
-    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
-    return created({ ...(await view(req.auth, id)), signing_secret: secret });
-  });
+  api.post(
+    '/webhooks',
+    async (req) => {
+      const body = parse(createBody, req.body);
+      const {
+        webhookId: id,
+        secret,
+        position,
+      } = await addWebhook(services, metaOf(req.auth), req.auth.plan, body);
+      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
+      return created({ ...(await view(req.auth, id)), signing_secret: secret });
+    },
+    {
+      schema: {
+        tag: 'Webhooks',
+        summary: 'Create a webhook',
+        description: 'The answer holds the signing secret, shown only here and on rotation.',
+        body: createBody,
+        responses: { 201: CreatedWebhook },
+        errors: ['plan_limit_exceeded', 'conflict'],
+      },
+    },
+  );
 
-  api.patch('/webhooks/:webhook_id', async (req) => {
-    const id = webhookId(req.params.webhook_id);
-    const body = parse(updateBody, req.body);
-    const { position } = await updateWebhook(services, metaOf(req.auth), id, body);
-    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
-    return ok(await view(req.auth, id));
-  });
+  api.patch(
+    '/webhooks/:webhook_id',
+    async (req) => {
+      const id = webhookId(req.params.webhook_id);
+      const body = parse(updateBody, req.body);
+      const { position } = await updateWebhook(services, metaOf(req.auth), id, body);
+      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
+      return ok(await view(req.auth, id));
+    },
+    {
+      schema: {
+        tag: 'Webhooks',
+        summary: 'Change a webhook',
+        body: updateBody,
+        responses: { 200: Webhook },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.delete('/webhooks/:webhook_id', async (req) => {
-    const id = webhookId(req.params.webhook_id);
-    const { position } = await deleteWebhook(services, metaOf(req.auth), id);
-    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
-    return ok({ id, deleted: true });
-  });
+  api.delete(
+    '/webhooks/:webhook_id',
+    async (req) => {
+      const id = webhookId(req.params.webhook_id);
+      const { position } = await deleteWebhook(services, metaOf(req.auth), id);
+      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
+      return ok({ id, deleted: true });
+    },
+    {
+      schema: {
+        tag: 'Webhooks',
+        summary: 'Delete a webhook',
+        responses: { 200: Deleted },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.post('/webhooks/:webhook_id/rotate-secret', async (req) => {
-    const id = webhookId(req.params.webhook_id);
-    parse(z.object({}).strict(), req.body);
-    const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id);
-    await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
-    return ok({ id, signing_secret: rotated.secret, previous_secret_expires_at: rotated.previousValidUntil });
-  });
+  api.post(
+    '/webhooks/:webhook_id/rotate-secret',
+    async (req) => {
+      const id = webhookId(req.params.webhook_id);
+      parse(rotateBody, req.body);
+      const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id);
+      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
+      return ok({
+        id,
+        signing_secret: rotated.secret,
+        previous_secret_expires_at: rotated.previousValidUntil,
+      });
+    },
+    {
+      schema: {
+        tag: 'Webhooks',
+        summary: 'Rotate the signing secret',
+        description: 'The previous secret keeps signing alongside until `previous_secret_expires_at`.',
+        body: rotateBody,
+        responses: { 200: RotatedSecret },
+        errors: ['conflict'],
+      },
+    },
+  );
 
-  api.post('/webhooks/:webhook_id/deliveries/:delivery_id/retry', async (req) => {
-    const id = webhookId(req.params.webhook_id);
-    const deliveryId = req.params.delivery_id;
-    if (!(await getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
-    if (!(await findDelivery(services.db, req.auth, id, deliveryId)))
-      throw notFound('Webhook delivery', deliveryId);
-    const { requestedAt } = await requestDeliveryRetry(services, metaOf(req.auth), id, deliveryId);
-    return {
-      status: 202,
-      body: { id: deliveryId, object: 'webhook_delivery', webhook_id: id, retry_requested_at: requestedAt },
-    };
-  });
+  api.post(
+    '/webhooks/:webhook_id/deliveries/:delivery_id/retry',
+    async (req) => {
+      const id = webhookId(req.params.webhook_id);
+      const deliveryId = req.params.delivery_id;
+      if (!(await getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
+      if (!(await findDelivery(services.db, req.auth, id, deliveryId)))
+        throw notFound('Webhook delivery', deliveryId);
+      const { requestedAt } = await requestDeliveryRetry(services, metaOf(req.auth), id, deliveryId);
+      return {
+        status: 202,
+        body: { id: deliveryId, object: 'webhook_delivery', webhook_id: id, retry_requested_at: requestedAt },
+      };
+    },
+    {
+      schema: {
+        tag: 'Webhooks',
+        summary: 'Send a delivery again',
+        responses: { 202: DeliveryRetry },
+        errors: ['webhook_inactive', 'conflict'],
+      },
+    },
+  );
 
-  api.post('/webhooks/:webhook_id/replay', async (req) => {
-    const id = webhookId(req.params.webhook_id);
-    const body = parse(replayBody, req.body);
-    const since = new Date(body.since).toISOString();
-    const until = body.until ? new Date(body.until).toISOString() : null;
-    const { replayId, requestedAt } = await requestWebhookReplay(services, metaOf(req.auth), id, {
-      since,
-      until,
-    });
-    return {
-      status: 202,
-      body: {
-        id: replayId,
-        object: 'webhook_replay',
-        webhook_id: id,
+  api.post(
+    '/webhooks/:webhook_id/replay',
+    async (req) => {
+      const id = webhookId(req.params.webhook_id);
+      const body = parse(replayBody, req.body);
+      const since = new Date(body.since).toISOString();
+      const until = body.until ? new Date(body.until).toISOString() : null;
+      const { replayId, requestedAt } = await requestWebhookReplay(services, metaOf(req.auth), id, {
         since,
         until,
-        requested_at: requestedAt,
+      });
+      return {
+        status: 202,
+        body: {
+          id: replayId,
+          object: 'webhook_replay',
+          webhook_id: id,
+          since,
+          until,
+          requested_at: requestedAt,
+        },
+      };
+    },
+    {
+      schema: {
+        tag: 'Webhooks',
+        summary: 'Deliver again the events of a time range',
+        body: replayBody,
+        responses: { 202: WebhookReplay },
+        errors: ['webhook_inactive', 'conflict'],
       },
-    };
-  });
+    },
+  );
 }

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import type { ErrorCode } from '../errors.ts';
+
+/**
+ * What a route declares about itself: the OpenAPI document (`openapi.ts`) is generated from these declarations,
+ * never written by hand. The route's handler parses with the same schema objects (`parse(schema.body, req.body)`),
+ * so the document cannot describe a request the route would not take.
+ */
+export interface RouteSchema {
+  /** One line, shown as the operation's title. */
+  summary: string;
+  description?: string;
+  /** The resource the route belongs to (`Emails`, `Domains`, …): groups operations in the reference. */
+  tag: string;
+  /** Path parameters; default: each `:name` of the path as a string. */
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** The body may be left out (a send without options); default: required. */
+  bodyOptional?: boolean;
+  /** The body's media type when it is not JSON (a CSV upload: `text/csv` with `body: z.string()`). */
+  bodyType?: string;
+  /** Every success status the route answers, with its body's schema (`<resource>.response.ts`). */
+  responses: { 200?: z.ZodType; 201?: z.ZodType; 202?: z.ZodType };
+  /**
+   * Error codes of the catalogue (platform/errors.ts) this route may answer beyond those every route of its kind
+   * gives (authentication, rate limit, validation, not found for a path id, …: see `commonErrors` in openapi.ts).
+   */
+  errors?: ErrorCode[];
+}
+
+/** A timestamp as the API writes it (`Date#toISOString()`). */
+export const timestamp = z.iso.datetime();
+
+/** `{id, deleted: true}`: what a DELETE answers. */
+export const Deleted = z
+  .strictObject({ id: z.string(), deleted: z.literal(true) })
+  .meta({ id: 'Deleted', example: { id: 'dom_01jx0m4qk3f5b8c9d2e6g7h8j9', deleted: true } });
+
+/** A page of a list: `{object: "list", data, has_more}`, newest first (docs/api.md). */
+export const listOf = (item: z.ZodType, id: string) =>
+  z.strictObject({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() }).meta({
+    id,
+    description: 'A page of the list, newest first; page on with `starting_after` or `ending_before`.',
+  });
+
+/** A signed, expiring link to a stored file (platform/blob-store.ts). */
+export const downloadLinkFields = {
+  download_url: z
+    .url()
+    .meta({ description: 'Signed link; it needs no API key and expires at `expires_at`.' }),
+  expires_at: timestamp,
+};

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { listOf, timestamp } from '../../platform/http/route-schema.ts';
+
+const count = z.int().min(0);
+
+const broadcastFields = {
+  object: z.literal('broadcast'),
+  id: z.string(),
+  name: z.string(),
+  audience_id: z.string(),
+  topic_id: z.string().nullable(),
+  from: z.string(),
+  reply_to: z.array(z.string()),
+  subject: z.string().nullable(),
+  html: z.string().nullable(),
+  text: z.string().nullable(),
+  template_id: z.string().nullable(),
+  status: z.enum(['draft', 'scheduled', 'sending', 'sent', 'canceled']),
+  send_at: timestamp.nullable().meta({ description: 'When a scheduled broadcast starts sending.' }),
+  progress: z
+    .strictObject({
+      contacts_processed: count.meta({ description: 'Contacts of the audience looked at so far.' }),
+      skipped: z.strictObject({
+        unsubscribed: count,
+        suppressed: count,
+        not_subscribed: count,
+        quota_exceeded: count,
+        render_failed: count,
+      }),
+    })
+    .meta({ id: 'BroadcastProgress' }),
+  created_at: timestamp,
+  updated_at: timestamp,
+  started_at: timestamp.nullable(),
+  sent_at: timestamp.nullable(),
+  canceled_at: timestamp.nullable(),
+};
+
+/** What became of a broadcast's emails, counted when it is read. */
+const BroadcastCounts = z
+  .strictObject({
+    recipients: count.meta({ description: 'Contacts that were sent an email.' }),
+    queued: count,
+    sent: count,
+    delivered: count,
+    bounced: count,
+    complained: count,
+    opened: count,
+    clicked: count,
+    unsubscribed: count.meta({ description: 'Contacts that unsubscribed by the link in one of its emails.' }),
+  })
+  .meta({ id: 'BroadcastCounts' });
+
+export const Broadcast = z
+  .strictObject({ ...broadcastFields, counts: BroadcastCounts })
+  .meta({ id: 'Broadcast' });
+
+/** In a list: the recipients so far instead of the counts of its emails (read one for those). */
+const BroadcastSummary = z
+  .strictObject({ ...broadcastFields, recipients: count })
+  .meta({ id: 'BroadcastSummary' });
+
+export const BroadcastList = listOf(BroadcastSummary, 'BroadcastList');

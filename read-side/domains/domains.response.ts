@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import { listOf, timestamp } from '../../platform/http/route-schema.ts';
+
+/** One DNS record to publish, with what the last check found (`toApiDomain` in domains.queries.ts). */
+const DnsRecord = z.strictObject({
+  type: z.enum(['TXT', 'MX', 'CNAME']),
+  name: z.string(),
+  value: z.string(),
+  priority: z.int().optional().meta({ description: 'MX records only.' }),
+  purpose: z.enum(['dkim', 'spf', 'return_path', 'dmarc', 'tracking', 'inbound']),
+  required: z.boolean(),
+  status: z.enum(['pending', 'verified', 'failed']),
+  found: z.array(z.string()).nullable(),
+});
+
+/** The legal notice printed in broadcast footers, as stored (see `impressumSchema` for what a request may give). */
+const Impressum = z.strictObject({
+  company_name: z.string(),
+  address: z.string(),
+  country: z.string(),
+  email: z.string(),
+  phone: z.string().optional(),
+  representative: z.string().optional(),
+  register_entry: z.string().optional(),
+  vat_id: z.string().optional(),
+});
+
+export const Domain = z
+  .strictObject({
+    object: z.literal('domain'),
+    id: z.string(),
+    name: z.string(),
+    status: z.enum(['pending', 'verified', 'partially_verified', 'failed']),
+    region: z.string(),
+    open_tracking: z.boolean(),
+    click_tracking: z.boolean(),
+    inbound_enabled: z.boolean(),
+    dns_records: z.array(DnsRecord),
+    impressum: Impressum.nullable(),
+    created_at: timestamp,
+    verified_at: timestamp.nullable(),
+    last_checked_at: timestamp.nullable(),
+  })
+  .meta({
+    id: 'Domain',
+    example: {
+      object: 'domain',
+      id: 'dom_01jx0m4qk3f5b8c9d2e6g7h8j9',
+      name: 'acme.example',
+      status: 'pending',
+      region: 'eu',
+      open_tracking: false,
+      click_tracking: false,
+      inbound_enabled: false,
+      dns_records: [
+        {
+          type: 'TXT',
+          name: 'postline._domainkey.acme.example',
+          value: 'v=DKIM1; k=rsa; p=MIIBIjANBg…',
+          purpose: 'dkim',
+          required: true,
+          status: 'pending',
+          found: null,
+        },
+      ],
+      impressum: null,
+      created_at: '2026-01-15T09:30:00.000Z',
+      verified_at: null,
+      last_checked_at: null,
+    },
+  });
+
+export const DomainList = listOf(Domain, 'DomainList');
