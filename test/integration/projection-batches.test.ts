@@ -3,6 +3,7 @@ import { migrations, projections } from '../../bin/composition.ts';
 import type { Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { sealPersonalData } from '../../platform/personal-data.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
 /** A fresh, migrated PostgreSQL database (PGlite would do, but its migrations take seconds on a busy machine). */
@@ -47,7 +48,7 @@ const content = (emailId: string, extra: Record<string, unknown> = {}) => ({
 });
 
 /** A history with runs of new emails between other events, a replayed email, attachments and two months. */
-const history: StoredEvent[] = [
+const emailHistory: StoredEvent[] = [
   event('EmailQueued', content('em_1')),
   event('EmailQueued', content('em_2', { createdAt: '2026-10-31T23:59:59.000Z' })),
   event(
@@ -131,6 +132,53 @@ const history: StoredEvent[] = [
   event('EmailCanceled', { emailId: 'em_missing', canceledAt: '2026-11-22T10:11:00.000Z' }),
 ];
 
+const contactEvent = (type: string, data: Record<string, unknown>): StoredEvent => ({
+  ...event(type, data),
+  streamId: `contact-${data.contactId}`,
+});
+
+/**
+ * Contact events with runs of new contacts between others, their personal data sealed with keys made in `db`
+ * (the keys are copied to the other databases before they apply them).
+ */
+async function contactHistory(db: Database): Promise<StoredEvent[]> {
+  const created = async (contactId: string, audienceIds: string[]) =>
+    contactEvent('ContactCreated', {
+      contactId,
+      orgId: meta.orgId,
+      mode: meta.mode,
+      emailKey: `key-${contactId}`,
+      personal: await sealPersonalData(db, contactId, {
+        email: `${contactId}@Example.org`,
+        firstName: 'Ann',
+        lastName: null,
+        properties: { plan: 'gold', seats: 3 },
+      }),
+      unsubscribed: false,
+      consentGivenAt: null,
+      audienceIds,
+      createdAt: '2026-11-22T10:00:00.000Z',
+    });
+  return [
+    await created('con_1', ['aud_1']),
+    await created('con_2', []),
+    contactEvent('ContactAddedToAudience', { contactId: 'con_2', audienceId: 'aud_1', addedAt: 'T' }),
+    await created('con_3', ['aud_1', 'aud_2']),
+    await created('con_4', []),
+    await created('con_5', ['aud_2']),
+    contactEvent('ContactTopicSubscriptionChanged', {
+      contactId: 'con_3',
+      topicId: 'top_1',
+      subscription: 'opt_out',
+      changedAt: '2026-11-22T10:01:00.000Z',
+    }),
+    contactEvent('ContactUnsubscribed', { contactId: 'con_4', unsubscribedAt: '2026-11-22T10:02:00.000Z' }),
+    contactEvent('ContactRemovedFromAudience', { contactId: 'con_3', audienceId: 'aud_2', removedAt: 'T' }),
+    contactEvent('ContactDeleted', { contactId: 'con_5', deletedAt: '2026-11-22T10:03:00.000Z' }),
+    await created('con_6', ['aud_2']),
+  ];
+}
+
 async function dump(db: Database, tables: string[]) {
   const out: Record<string, unknown[]> = {};
   for (const table of tables) {
@@ -146,6 +194,17 @@ describe('projections with applyBatch', () => {
         [migrated(), migrated(), migrated()],
       );
       try {
+        let history = emailHistory;
+        if (projection.name === 'contacts') {
+          history = await contactHistory(one);
+          const { rows } = await one.query('SELECT subject, key FROM personal_data_keys');
+          for (const db of [many, split.db])
+            for (const r of rows)
+              await db.query('INSERT INTO personal_data_keys (subject, key) VALUES ($1, $2)', [
+                r.subject,
+                r.key,
+              ]);
+        }
         await one.transaction(async (tx) => {
           for (const e of history) await projection.apply(tx, e);
         });
@@ -169,7 +228,7 @@ describe('projections with applyBatch', () => {
     const { db, dispose } = await migrated();
     try {
       const emails = projections.find((p) => p.name === 'emails')!;
-      await db.transaction((tx) => emails.applyBatch!(tx, history));
+      await db.transaction((tx) => emails.applyBatch!(tx, emailHistory));
       const usage = await db.query('SELECT month, emails FROM email_usage ORDER BY month');
       expect(usage.rows).toEqual([
         { month: '2026-10', emails: 1 },
