@@ -12,7 +12,7 @@ import {
   rateLimitMigrations,
 } from '../../platform/http/rate-limit.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { createTestDatabaseUrl, openTestDatabase } from '../support/databases.ts';
+import { createTestDatabaseUrl, openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';
 import { apiClient, startTestService, type TestService } from '../support/service.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -81,6 +81,8 @@ describe('rate limits', () => {
       const env = {
         PORT: '0',
         DATABASE_URL: url,
+        // Test files share the server's connections (test/support/databases.ts).
+        DATABASE_POOL_SIZE: String(TEST_POOL_SIZE),
         POSTLINE_SECRET_KEY: randomBytes(32).toString('base64'),
         POSTLINE_DATA_DIR: `/tmp/postline-rl-${randomBytes(4).toString('hex')}`,
         LOG_LEVEL: 'silent',
