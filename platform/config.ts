@@ -118,7 +118,7 @@ const schema = z.object({
   POSTLINE_TRACKING_HOST: z.string().optional(),
   POSTLINE_RETURN_PATH_SUBDOMAIN: z.string().default('bounces'),
   /** Contacts a broadcast turns into emails per step (one append round and one progress event each). */
-  BROADCAST_EXPANSION_BATCH: z.coerce.number().int().min(1).max(5000).default(1000),
+  BROADCAST_EXPANSION_BATCH: z.coerce.number().int().min(1).max(5000).default(2000),
   OUTBOUND_SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(25),
   SMARTHOST_URL: url(['smtp:', 'smtps:']).optional(),
   /** false accepts self-signed receivers and smarthosts (tests, private relays). */
