@@ -244,7 +244,9 @@ const hasSwaks = (() => {
     return false;
   }
   if (/TLS supported/.test(support)) return true;
-  console.log('swaks has no TLS: its relay test skipped (apt-get install libnet-ssleay-perl; .ci/run installs it)');
+  console.log(
+    'swaks has no TLS: its relay test skipped (apt-get install libnet-ssleay-perl; .ci/run installs it)',
+  );
   return false;
 })();
 

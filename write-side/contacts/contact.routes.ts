@@ -101,6 +101,17 @@ const topicsBody = z
   .min(1, 'must name at least one topic')
   .max(100, 'must name at most 100 topics');
 
+/** A create request's fields as the command takes them, absent ones at their defaults. */
+const newContact = (body: z.infer<typeof createInAudienceBody>, audienceIds: string[]) => ({
+  email: body.email,
+  firstName: body.first_name ?? null,
+  lastName: body.last_name ?? null,
+  unsubscribed: body.unsubscribed ?? false,
+  properties: body.properties ?? {},
+  consentGivenAt: body.consent_given_at ?? null,
+  audienceIds,
+});
+
 export function contactCommandRoutes(api: ApiRouter, services: Services) {
   const answer = async (tenant: Tenant, contactId: string, position?: string) => {
     await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
@@ -117,15 +128,11 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     '/contacts',
     async (req) => {
       const body = parse(createBody, req.body);
-      const { contactId, position } = await createContact(services, metaOf(req.auth), {
-        email: body.email,
-        firstName: body.first_name ?? null,
-        lastName: body.last_name ?? null,
-        unsubscribed: body.unsubscribed ?? false,
-        properties: body.properties ?? {},
-        consentGivenAt: body.consent_given_at ?? null,
-        audienceIds: body.audience_ids ?? [],
-      });
+      const { contactId, position } = await createContact(
+        services,
+        metaOf(req.auth),
+        newContact(body, body.audience_ids ?? []),
+      );
       return created(await answer(req.auth, contactId, position));
     },
     {
@@ -146,15 +153,11 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
       const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
       const body = parse(createInAudienceBody, req.body);
       if (!(await findAudience(services.db, req.auth, audienceId))) throw notFound('Audience', audienceId);
-      const { contactId, position } = await createContact(services, metaOf(req.auth), {
-        email: body.email,
-        firstName: body.first_name ?? null,
-        lastName: body.last_name ?? null,
-        unsubscribed: body.unsubscribed ?? false,
-        properties: body.properties ?? {},
-        consentGivenAt: body.consent_given_at ?? null,
-        audienceIds: [audienceId],
-      });
+      const { contactId, position } = await createContact(
+        services,
+        metaOf(req.auth),
+        newContact(body, [audienceId]),
+      );
       return created(await answer(req.auth, contactId, position));
     },
     {
