@@ -455,4 +455,37 @@ describe('unsubscribing', () => {
     // The token is case-insensitive (a mail server may lower-case it); upper case still works.
     expect((await fetch(url.replace(token, token.toUpperCase()))).status).toBe(200);
   });
+
+  it('answers hostile tokens and bodies without a server error, and changes nothing', async () => {
+    const { url, contactId } = await sentTo('hal@example.org');
+    const token = url.split('/').at(-1)!;
+    // A lone surrogate, NUL, CR/LF and a huge token in the path: 404 page or the error shape, never a 5xx.
+    for (const bad of ['%ED%A0%80', `${token}%00`, `${token}%0D%0ASet-Cookie:%20x=1`, 'a'.repeat(10_000)]) {
+      for (const method of ['GET', 'POST']) {
+        const r = await fetch(url.replace(token, bad), {
+          method,
+          body: method === 'POST' ? 'List-Unsubscribe=One-Click' : undefined,
+        });
+        expect([400, 404, 414, 431], `${method} ${bad.slice(0, 30)}`).toContain(r.status);
+        expect(r.headers.get('set-cookie')).toBeNull();
+      }
+    }
+    // Hostile bodies on the real link: NUL and CR/LF in the form, a lone surrogate, a body past 16 KB.
+    for (const body of [
+      'List-Unsubscribe=One-Click%00',
+      'List-Unsubscribe=One%0D%0AClick',
+      'action=preferences&topic=%ED%A0%80',
+      `List-Unsubscribe=${'x'.repeat(20_000)}`,
+    ]) {
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+      expect(r.status, body.slice(0, 40)).toBeLessThan(500);
+    }
+    const tooBig = await fetch(url, { method: 'POST', body: 'x'.repeat(20_000) });
+    expect([tooBig.status, (await tooBig.json()).error.code]).toEqual([413, 'body_too_large']);
+    expect((await contactNow(contactId)).unsubscribed).toBe(false);
+  });
 });
