@@ -11,7 +11,7 @@ import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { domainOf, parseMailbox } from '../emails/addresses.ts';
-import { EMAIL_LIMITS } from '../emails/limits.ts';
+import { checkSendAt, domainNotVerified } from '../emails/prepare.ts';
 import { broadcastDecider } from './broadcast.decider.ts';
 import { type BroadcastContent, broadcastStream } from './broadcast.events.ts';
 import { checkBroadcastContent } from './broadcast-content.ts';
@@ -33,7 +33,10 @@ const onBroadcast = async (...args: Parameters<typeof runBroadcast>) => ({
   position: (await runBroadcast(...args)).position,
 });
 
-/** The content's rules, then what it names: a From address, the audience, the topic, the template. */
+/**
+ * The content's rules, then what it names: a From address, the audience, the topic, the template (its look-up is
+ * returned, for a send to check it is published).
+ */
 async function checkContent(services: Deps, tenant: Tenant, content: BroadcastContent) {
   const from = parseMailbox(content.from);
   if ('error' in from) throw invalid('from', from.error);
@@ -46,11 +49,11 @@ async function checkContent(services: Deps, tenant: Tenant, content: BroadcastCo
     throw invalid('audience_id', `audience ${content.audienceId} not found`);
   if (content.topicId && !(await findTopic(services.db, tenant, content.topicId)))
     throw invalid('topic_id', `topic ${content.topicId} not found`);
-  if (content.templateId) {
-    const found = await findPublishedVersion(services.db, tenant, content.templateId);
-    if (found.status === 'not_found')
-      throw invalid('template_id', `template ${content.templateId} not found`);
-  }
+  if (!content.templateId) return { template: null };
+  const template = await findPublishedVersion(services.db, tenant, content.templateId);
+  if (template.status === 'not_found')
+    throw invalid('template_id', `template ${content.templateId} not found`);
+  return { template };
 }
 
 export async function createBroadcast(services: Deps, meta: EventMetadata, content: BroadcastContent) {
@@ -98,40 +101,24 @@ export async function sendBroadcast(
   if (!state.exists || state.deleted || state.orgId !== auth.orgId || state.mode !== auth.mode)
     throw notFound('Broadcast', broadcastId);
   if (state.status === 'draft') {
-    const now = services.clock.now().getTime();
-    if (sendAt !== undefined) {
-      const t = Date.parse(sendAt);
-      if (t <= now) throw invalid('send_at', 'must be in the future');
-      if (t > now + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000)
-        throw invalid('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
-      sendAt = new Date(t).toISOString();
-    }
+    sendAt = checkSendAt(sendAt, services.clock.now());
     const { content } = state;
-    await checkContent(services, auth, content);
+    const { template } = await checkContent(services, auth, content);
     const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
     const domain = await findSendingDomain(services.db, auth, domainName);
     if (auth.mode === 'live') {
-      if (!domain?.canSendLive)
-        throw new AppError(
-          'domain_not_verified',
-          domain
-            ? `\`from\`: domain ${domainName} is not verified yet; verify its DNS records before sending with a live key.`
-            : `\`from\`: ${domainName} is not a domain of this organization; add and verify it first.`,
-        );
+      if (!domain?.canSendLive) throw domainNotVerified(domainName, Boolean(domain));
       if (!domain.impressum)
         throw invalid(
           'from',
           `domain ${domainName} has no impressum; broadcasts print it in their footer (PATCH /v1/domains/${domain.id})`,
         );
     }
-    if (content.templateId) {
-      const found = await findPublishedVersion(services.db, auth, content.templateId);
-      if (found.status !== 'published')
-        throw new AppError(
-          'template_not_published',
-          `Template ${content.templateId} has no published version; publish it first.`,
-        );
-    }
+    if (template && template.status !== 'published')
+      throw new AppError(
+        'template_not_published',
+        `Template ${content.templateId} has no published version; publish it first.`,
+      );
   }
   return onBroadcast(services, metaOf(auth), broadcastId, { type: 'SendBroadcast', plan: auth.plan, sendAt });
 }

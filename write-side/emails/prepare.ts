@@ -99,7 +99,8 @@ function decodeAttachments(input: NonNullable<SendEmailInput['attachments']>, at
   });
 }
 
-function checkSendAt(sendAt: string | undefined, now: Date): string | undefined {
+/** `send_at` as an ISO string, once it is in the future and within the horizon; for emails and broadcasts. */
+export function checkSendAt(sendAt: string | undefined, now: Date): string | undefined {
   if (sendAt === undefined) return undefined;
   const t = Date.parse(sendAt);
   if (t <= now.getTime()) throw invalid('send_at', 'must be in the future');
@@ -108,6 +109,15 @@ function checkSendAt(sendAt: string | undefined, now: Date): string | undefined 
   }
   return new Date(t).toISOString();
 }
+
+/** The refusal of a live send from `name`, a domain of the organization (`known`) or not. */
+export const domainNotVerified = (name: string, known: boolean) =>
+  new AppError(
+    'domain_not_verified',
+    known
+      ? `\`from\`: domain ${name} is not verified yet; verify its DNS records before sending with a live key.`
+      : `\`from\`: ${name} is not a domain of this organization; add and verify it first.`,
+  );
 
 /**
  * The sending domain. Live: a domain of the organization that can send (verified). Test: any domain; a
@@ -129,14 +139,7 @@ async function sendingDomain(services: Services, auth: AuthContext, from: Mailbo
       );
     }
   }
-  if (auth.mode === 'live' && !domain?.canSendLive) {
-    throw new AppError(
-      'domain_not_verified',
-      domain
-        ? `\`from\`: domain ${name} is not verified yet; verify its DNS records before sending with a live key.`
-        : `\`from\`: ${name} is not a domain of this organization; add and verify it first.`,
-    );
-  }
+  if (auth.mode === 'live' && !domain?.canSendLive) throw domainNotVerified(name, Boolean(domain));
   return { domainId: domain?.id ?? null, domainName: domain?.name ?? name };
 }
 
