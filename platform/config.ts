@@ -151,6 +151,9 @@ const schema = z.object({
   SMTP_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),
 });
 
+/** Every environment variable Postline reads (docs/configuration.md must describe each). */
+export const CONFIG_VARIABLES = Object.keys(schema.shape);
+
 export type Config = z.infer<typeof schema> & { PUBLIC_URL: string; embedded: boolean };
 
 export class ConfigError extends Error {}

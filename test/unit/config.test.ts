@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../platform/config.ts';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../platform/config.ts';
 
 describe('configuration', () => {
   it('has defaults that run embedded on port 3000', () => {
@@ -62,5 +63,11 @@ describe('configuration', () => {
 
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', REDIS_URL: '' }).embedded).toBe(true);
+  });
+
+  it('documents every variable in docs/configuration.md', () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const missing = CONFIG_VARIABLES.filter((name) => !doc.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
   });
 });
