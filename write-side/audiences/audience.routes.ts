@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -11,8 +11,6 @@ import { createAudience, deleteAudience, renameAudience } from './audience.comma
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const AUDIENCE_PROJECTIONS = ['audiences'];
 
-const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
-
 const body = z
   .object({ name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters') })
   .strict();
@@ -22,7 +20,7 @@ export function audienceCommandRoutes(api: ApiRouter, services: Services) {
     tag: 'Audiences',
     name: 'Audience',
     param: 'audience_id',
-    idPattern: AUDIENCE_ID,
+    idPattern: idShape('aud'),
     projections: AUDIENCE_PROJECTIONS,
     read: (tenant, id) => findAudience(services.db, tenant, id),
     response: Audience,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -18,8 +19,6 @@ import type { BroadcastContent } from './broadcast.events.ts';
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const BROADCAST_PROJECTIONS = ['broadcasts'];
 
-const BROADCAST_ID = /^bc_[0-9a-z]{1,60}$/;
-
 const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
 const source = z
   .string()
@@ -27,11 +26,8 @@ const source = z
   .nullable();
 const fields = {
   name: z.string().trim().min(1, 'is required').max(200, 'must be at most 200 characters'),
-  audience_id: z.string().regex(/^aud_[0-9a-z]{1,60}$/, 'must be an audience id (aud_…)'),
-  topic_id: z
-    .string()
-    .regex(/^top_[0-9a-z]{1,60}$/, 'must be a topic id (top_…)')
-    .nullable(),
+  audience_id: z.string().regex(idShape('aud'), 'must be an audience id (aud_…)'),
+  topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)').nullable(),
   from: text(998),
   reply_to: z.union([text(998), z.array(text(998)).max(10, 'at most 10 addresses')]),
   subject: text(1000).nullable(),
@@ -53,9 +49,9 @@ const createBody = z
 const updateBody = z.object(fields).partial().strict();
 const sendBody = z
   .object({
-    send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+    send_at: zonedDateTime,
     // Resend's name for it.
-    scheduled_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+    scheduled_at: zonedDateTime,
   })
   .partial()
   .strict();
@@ -84,7 +80,7 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
     tag: 'Broadcasts',
     name: 'Broadcast',
     param: 'broadcast_id',
-    idPattern: BROADCAST_ID,
+    idPattern: idShape('bc'),
     projections: BROADCAST_PROJECTIONS,
     read: (tenant, id) => findBroadcast(services.db, tenant, id),
     response: Broadcast,

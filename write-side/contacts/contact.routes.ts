@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes, knownId } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape, knownId } from '../../platform/http/command-routes.ts';
+import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -19,8 +20,7 @@ import {
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const CONTACT_PROJECTIONS = ['contacts'];
 
-const CONTACT_ID = /^con_[0-9a-z]{1,60}$/;
-const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
+const AUDIENCE_ID = idShape('aud');
 export const CONTACT_LIMITS = {
   nameChars: 256,
   properties: 50,
@@ -67,9 +67,7 @@ const properties = z
   .refine((p) => Object.keys(p).length <= CONTACT_LIMITS.properties, {
     message: `must have at most ${CONTACT_LIMITS.properties} properties`,
   });
-const consent = z.iso
-  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
-  .nullable();
+const consent = zonedDateTime.nullable();
 
 const fields = {
   email,
@@ -92,7 +90,7 @@ const topicsBody = z
   .array(
     z
       .object({
-        topic_id: z.string().regex(/^top_[0-9a-z]{1,60}$/, 'must be a topic id (top_…)'),
+        topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)'),
         subscription: z.enum(['opt_in', 'opt_out'], { error: 'must be `opt_in` or `opt_out`' }),
       })
       .strict(),
@@ -116,7 +114,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     tag: 'Contacts',
     name: 'Contact',
     param: 'contact_id',
-    idPattern: CONTACT_ID,
+    idPattern: idShape('con'),
     projections: CONTACT_PROJECTIONS,
     read: (tenant, id) => findContact(services.db, tenant, id),
     response: Contact,

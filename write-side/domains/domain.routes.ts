@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -74,14 +74,12 @@ const patchBody = z
   })
   .strict();
 
-const DOMAIN_ID = /^dom_[0-9a-z]{1,60}$/;
-
 export function domainCommandRoutes(api: ApiRouter, services: Services) {
   const domains = commandRoutes(api, services, {
     tag: 'Domains',
     name: 'Domain',
     param: 'domain_id',
-    idPattern: DOMAIN_ID,
+    idPattern: idShape('dom'),
     projections: DOMAIN_PROJECTIONS,
     read: async (tenant, id) => {
       const row = await findDomainById(services.db, tenant, id);

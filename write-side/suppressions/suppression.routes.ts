@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -28,7 +28,7 @@ export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
     tag: 'Suppressions',
     name: 'Suppression',
     param: 'suppression_id',
-    idPattern: /^sup_[0-9a-z]{1,60}$/,
+    idPattern: idShape('sup'),
     projections: SUPPRESSION_PROJECTIONS,
   });
 

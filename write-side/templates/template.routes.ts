@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -19,8 +19,6 @@ import { templateStream } from './template.events.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const TEMPLATE_PROJECTIONS = ['templates'];
-
-const TEMPLATE_ID = /^tmpl_[0-9a-z]{1,60}$/;
 
 const name = z
   .string()
@@ -80,7 +78,7 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     tag: 'Templates',
     name: 'Template',
     param: 'template_id',
-    idPattern: TEMPLATE_ID,
+    idPattern: idShape('tmpl'),
     projections: TEMPLATE_PROJECTIONS,
     read: (tenant, id) => getTemplate(services.db, tenant, id),
     response: Template,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -10,8 +10,6 @@ import { createTopic, deleteTopic, updateTopic } from './topic.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const TOPIC_PROJECTIONS = ['topics'];
-
-const TOPIC_ID = /^top_[0-9a-z]{1,60}$/;
 
 const name = z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters');
 const description = z.string().trim().max(1000, 'must be at most 1000 characters').nullable();
@@ -30,7 +28,7 @@ export function topicCommandRoutes(api: ApiRouter, services: Services) {
     tag: 'Topics',
     name: 'Topic',
     param: 'topic_id',
-    idPattern: TOPIC_ID,
+    idPattern: idShape('top'),
     projections: TOPIC_PROJECTIONS,
     read: (tenant, id) => findTopic(services.db, tenant, id),
     response: Topic,
