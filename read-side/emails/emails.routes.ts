@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { notFound } from '../../platform/errors.ts';
-import { listQuery } from '../../platform/http/pagination.ts';
+import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
@@ -19,13 +19,11 @@ import {
 } from './emails.queries.ts';
 import { Attachment, AttachmentList, Email, EmailEventList, EmailList, Usage } from './emails.response.ts';
 
-const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 const listFilters = {
   status: z.enum(EMAIL_STATUSES).optional(),
   domain: z.string().min(1).max(253).optional(),
   tag: z.string().min(1).max(129).optional(), // `name:value` from Resend's tag objects
-  from_date: dateTime.optional(),
-  to_date: dateTime.optional(),
+  ...createdBetween,
 };
 const listEmailsQuery = listQuery(listFilters);
 const usageQuery = z

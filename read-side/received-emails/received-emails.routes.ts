@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../platform/errors.ts';
-import { listQuery } from '../../platform/http/pagination.ts';
+import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
@@ -21,12 +21,10 @@ import {
   ReceivedEmailList,
 } from './received-emails.response.ts';
 
-const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 const listFilters = {
   domain: z.string().min(1).max(253).optional(),
   from: z.string().min(1).max(254).optional(),
-  from_date: dateTime.optional(),
-  to_date: dateTime.optional(),
+  ...createdBetween,
 };
 const query = listQuery(listFilters);
 
