@@ -1,9 +1,10 @@
 import type { z } from 'zod';
 import { notFound } from '../errors.ts';
-import type { Position } from '../eventstore/types.ts';
+import type { EventMetadata, Position } from '../eventstore/types.ts';
 import { newId } from '../ids.ts';
 import type { Services } from '../services.ts';
 import type { Tenant } from '../tenancy.ts';
+import { metaOf } from './auth-context.ts';
 import { Deleted, type RouteSchema } from './route-schema.ts';
 import {
   type ApiRequest,
@@ -125,13 +126,17 @@ export function commandRoutes(api: ApiRouter, services: Services, resource: Comm
         { schema: schemaOf(schema, { 200: readable().response }) },
       );
     },
-    /** `DELETE`: 200 `{id, deleted: true}`. */
-    delete(path: string, schema: CommandSchema, run: (req: ApiRequest, id: string) => Promise<Written>) {
+    /** `DELETE`: `remove` the path's resource as the caller; 200 `{id, deleted: true}`. */
+    delete(
+      path: string,
+      schema: CommandSchema,
+      remove: (services: Services, meta: EventMetadata, id: string) => Promise<Written>,
+    ) {
       api.delete(
         path,
         async (req) => {
           const resourceId = id(req);
-          const { position } = await run(req, resourceId);
+          const { position } = await remove(services, metaOf(req.auth), resourceId);
           await services.readYourWrites.waitFor(projections, position);
           return ok({ id: resourceId, deleted: true });
         },

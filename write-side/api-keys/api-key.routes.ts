@@ -33,9 +33,8 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
     '/api-keys',
     async (req) => {
       const body = parse(createBody, req.body);
-      const meta = metaOf(req.auth);
       if (body.domain_id) await domainBelongsTo(req.auth, body.domain_id);
-      const key = await createApiKey(services, meta, {
+      const key = await createApiKey(services, metaOf(req.auth), {
         name: body.name,
         permission: body.permission,
         domainId: body.domain_id ?? null,
@@ -71,7 +70,7 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
       description: 'Refused at once in every process; a key may delete itself.',
       errors: ['conflict'],
     },
-    (req, id) => deleteApiKey(services, metaOf(req.auth), id),
+    deleteApiKey,
   );
 }
 

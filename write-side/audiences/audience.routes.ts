@@ -48,7 +48,7 @@ export function audienceCommandRoutes(api: ApiRouter, services: Services) {
     audiences.delete(
       `${base}/:audience_id`,
       { summary: aliased(base, 'Delete an audience'), errors: ['conflict'] },
-      (req, id) => deleteAudience(services, metaOf(req.auth), id),
+      deleteAudience,
     );
   }
 }

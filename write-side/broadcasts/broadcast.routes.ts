@@ -110,7 +110,7 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
   broadcasts.delete(
     '/broadcasts/:broadcast_id',
     { summary: 'Delete a draft broadcast', errors: ['broadcast_not_draft'] },
-    (req, id) => deleteBroadcast(services, metaOf(req.auth), id),
+    deleteBroadcast,
   );
 
   broadcasts.change(

@@ -178,7 +178,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
   contacts.delete(
     '/contacts/:contact_id',
     { summary: 'Delete a contact and its personal data', errors: ['conflict'] },
-    (req, id) => deleteContact(services, metaOf(req.auth), id),
+    deleteContact,
   );
 
   api.patch(

@@ -150,7 +150,5 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
     (req, id) => restoreDomain(services, metaOf(req.auth), req.auth.plan, id),
   );
 
-  domains.delete('/domains/:domain_id', { summary: 'Delete a domain', errors: ['conflict'] }, (req, id) =>
-    deleteDomain(services, metaOf(req.auth), id),
-  );
+  domains.delete('/domains/:domain_id', { summary: 'Delete a domain', errors: ['conflict'] }, deleteDomain);
 }

@@ -36,8 +36,10 @@ export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
     '/suppressions',
     async (req) => {
       const body = parse(createBody, req.body);
-      const meta = metaOf(req.auth);
-      const result = await addSuppression(services, meta, { email: body.email, reason: body.reason });
+      const result = await addSuppression(services, metaOf(req.auth), {
+        email: body.email,
+        reason: body.reason,
+      });
       await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, result.position);
       const s = result.suppression;
       const json = suppressionJson({
@@ -62,7 +64,9 @@ export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
     },
   );
 
-  suppressions.delete('/suppressions/:suppression_id', { summary: 'Remove a suppression' }, (req, id) =>
-    removeSuppression(services, metaOf(req.auth), id),
+  suppressions.delete(
+    '/suppressions/:suppression_id',
+    { summary: 'Remove a suppression' },
+    removeSuppression,
   );
 }

@@ -179,7 +179,7 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
   templates.delete(
     '/templates/:template_id',
     { summary: 'Delete a template', errors: ['conflict'] },
-    (req, id) => deleteTemplate(services, metaOf(req.auth), id),
+    deleteTemplate,
   );
 }
 

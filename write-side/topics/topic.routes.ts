@@ -55,7 +55,5 @@ export function topicCommandRoutes(api: ApiRouter, services: Services) {
     (req, id) => updateTopic(services, metaOf(req.auth), id, parse(updateBody, req.body)),
   );
 
-  topics.delete('/topics/:topic_id', { summary: 'Delete a topic', errors: ['conflict'] }, (req, id) =>
-    deleteTopic(services, metaOf(req.auth), id),
-  );
+  topics.delete('/topics/:topic_id', { summary: 'Delete a topic', errors: ['conflict'] }, deleteTopic);
 }

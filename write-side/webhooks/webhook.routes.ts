@@ -110,8 +110,10 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     (req, id) => updateWebhook(services, metaOf(req.auth), id, parse(updateBody, req.body)),
   );
 
-  webhooks.delete('/webhooks/:webhook_id', { summary: 'Delete a webhook', errors: ['conflict'] }, (req, id) =>
-    deleteWebhook(services, metaOf(req.auth), id),
+  webhooks.delete(
+    '/webhooks/:webhook_id',
+    { summary: 'Delete a webhook', errors: ['conflict'] },
+    deleteWebhook,
   );
 
   api.post(
