@@ -33,5 +33,16 @@ export async function paginate<DB, TB extends keyof DB, O extends { id: string }
   return { data: rows.slice(0, page.limit), has_more: rows.length > page.limit };
 }
 
+/** A page of `query` as the API lists it, `{object: "list", data, has_more}`, its rows made into `data` by `json`. */
+export async function listPage<DB, TB extends keyof DB, O extends { id: string }, T>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: PageParams,
+  json: (rows: O[]) => T[] | Promise<T[]>,
+  idColumn?: string,
+) {
+  const result = await paginate(query, page, idColumn);
+  return { object: 'list' as const, data: await json(result.data), has_more: result.has_more };
+}
+
 export const iso = (v: Date | string | null | undefined): string | null =>
   v ? new Date(v).toISOString() : null;

@@ -1,5 +1,7 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
+import type { Mode } from '../platform/eventstore/types.ts';
+import type { Tenant } from '../platform/tenancy.ts';
 import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { AudiencesTable } from './audiences/audiences.schema.ts';
 import type { BroadcastsTable } from './broadcasts/broadcasts.schema.ts';
@@ -44,3 +46,39 @@ export interface ReadModels {
  * `platform/db` cannot know these tables (it imports nothing above it); read-side code reaches them here.
  */
 export const readModels = (db: Pick<Database, 'kysely'>): Kysely<ReadModels> => db.kysely;
+
+/** Tables whose rows belong to an organization in one mode; `Deletable`: deleted by marking them (`deleted_at`). */
+type TenantTable = {
+  [T in keyof ReadModels]: ReadModels[T] extends { org_id: string; mode: Mode } ? T : never;
+}[keyof ReadModels];
+type DeletableTenantTable = {
+  [T in TenantTable]: ReadModels[T] extends { deleted_at: unknown } ? T : never;
+}[TenantTable];
+
+type From<T extends keyof ReadModels> = SelectQueryBuilder<ReadModels, T, Record<never, never>>;
+
+/**
+ * The rows of `table` that are the tenant's (its organization and mode). Built untyped, as the builder cannot check
+ * the columns of a table it does not know yet; `TenantTable` holds that it has them. The answer is typed again.
+ */
+export const tenantRows = <T extends TenantTable>(
+  db: Pick<Database, 'kysely'>,
+  table: T,
+  { orgId, mode }: Tenant,
+): From<T> =>
+  (db.kysely as Kysely<any>)
+    .selectFrom(table as string)
+    .where('org_id', '=', orgId)
+    .where('mode', '=', mode) as From<T>;
+
+/** The tenant's rows of `table` that are not deleted. */
+export const liveRows = <T extends DeletableTenantTable>(
+  db: Pick<Database, 'kysely'>,
+  table: T,
+  tenant: Tenant,
+) =>
+  (tenantRows(db, table, tenant) as SelectQueryBuilder<any, any, any>).where(
+    'deleted_at',
+    'is',
+    null,
+  ) as From<T>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
+import { zonedDateTime } from './route-schema.ts';
 import { parse } from './validate.ts';
 
 export interface PageParams {
@@ -24,6 +25,9 @@ export const pageQuery = z.object({
   starting_after: cursor.optional(),
   ending_before: cursor.optional(),
 });
+
+/** A list's filters by creation time, both bounds included. */
+export const createdBetween = { from_date: zonedDateTime.optional(), to_date: zonedDateTime.optional() };
 
 /** The query of a list route: `limit`, the cursors and the route's own filters, nothing else. */
 export const listQuery = <E extends z.ZodRawShape>(extra: E = {} as E) => pageQuery.extend(extra).strict();

@@ -32,6 +32,12 @@ export interface RouteSchema {
 /** A timestamp as the API writes it (`Date#toISOString()`). */
 export const timestamp = z.iso.datetime();
 
+/** A date-time a request gives: ISO 8601 with a time zone. */
+export const zonedDateTime = z.iso.datetime({
+  offset: true,
+  message: 'must be an ISO 8601 date-time with a time zone',
+});
+
 /** `{id, deleted: true}`: what a DELETE answers. */
 export const Deleted = z
   .strictObject({ id: z.string(), deleted: z.literal(true) })

@@ -102,25 +102,25 @@ export async function waitAfterCommit(
 export class ApiRouter {
   readonly routes: Route[] = [];
 
-  #add(method: Method, path: string, handler: Route['handler'], options: RouteOptions = {}) {
+  add(method: Method, path: string, handler: Route['handler'], options: RouteOptions = {}) {
     const m = match(path);
     this.routes.push({ method, path, options, handler, matches: (p) => m(p) !== false });
   }
   get(path: string, handler: Route['handler'], options?: RouteOptions) {
-    this.#add('GET', path, handler, options);
+    this.add('GET', path, handler, options);
   }
   post(path: string, handler: Route['handler'], options?: RouteOptions) {
-    this.#add('POST', path, handler, options);
+    this.add('POST', path, handler, options);
   }
   /** Idempotent by its nature: putting what is there already changes nothing. */
   put(path: string, handler: Route['handler'], options?: RouteOptions) {
-    this.#add('PUT', path, handler, options);
+    this.add('PUT', path, handler, options);
   }
   patch(path: string, handler: Route['handler'], options?: RouteOptions) {
-    this.#add('PATCH', path, handler, options);
+    this.add('PATCH', path, handler, options);
   }
   delete(path: string, handler: Route['handler'], options?: RouteOptions) {
-    this.#add('DELETE', path, handler, options);
+    this.add('DELETE', path, handler, options);
   }
 
   /** Wraps a route for express: permission, route rate limit, idempotency, then the handler. */

@@ -3,8 +3,8 @@ import type { Database } from '../../platform/db/database.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { liveRows, readModels } from '../read-models.ts';
 
 /**
  * Resolves a presented API key by its SHA-256 hash; a deleted key resolves to nothing. The HTTP layer keeps the
@@ -31,20 +31,18 @@ export async function authenticateKey(db: Database, key: string): Promise<AuthCo
 }
 
 export async function listApiKeys(db: Database, tenant: Tenant, page: PageParams) {
-  const result = await paginate(
-    readModels(db)
-      .selectFrom('api_keys')
-      .select(['id', 'name', 'key_prefix', 'permission', 'domain_id', 'mode', 'created_at'])
-      .where('org_id', '=', tenant.orgId)
-      .where('mode', '=', tenant.mode)
-      .where('deleted_at', 'is', null),
-    page,
+  const keys = liveRows(db, 'api_keys', tenant).select([
+    'id',
+    'name',
+    'key_prefix',
+    'permission',
+    'domain_id',
+    'mode',
+    'created_at',
+  ]);
+  return listPage(keys, page, (rows) =>
+    rows.map((k) => ({ object: 'api_key', ...k, created_at: iso(k.created_at) })),
   );
-  return {
-    object: 'list',
-    data: result.data.map((k) => ({ object: 'api_key', ...k, created_at: iso(k.created_at) })),
-    has_more: result.has_more,
-  };
 }
 
 /** Every organization, oldest first, with its count of keys in use per mode: for operators (the CLI). */

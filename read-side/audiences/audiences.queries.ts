@@ -2,8 +2,8 @@ import type { Selectable } from 'kysely';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { liveRows, readModels } from '../read-models.ts';
 import type { AudiencesTable } from './audiences.schema.ts';
 
 export const audienceJson = (r: Selectable<AudiencesTable>) => ({
@@ -14,13 +14,7 @@ export const audienceJson = (r: Selectable<AudiencesTable>) => ({
   updated_at: iso(r.updated_at),
 });
 
-const live = (db: Database, { orgId, mode }: Tenant) =>
-  readModels(db)
-    .selectFrom('audiences')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
-    .where('deleted_at', 'is', null);
+const live = (db: Database, tenant: Tenant) => liveRows(db, 'audiences', tenant).selectAll();
 
 export async function findAudience(db: Database, tenant: Tenant, audienceId: string) {
   const row = await live(db, tenant).where('id', '=', audienceId).executeTakeFirst();
@@ -40,6 +34,5 @@ export async function findAudienceWithCount(db: Database, tenant: Tenant, audien
 }
 
 export async function listAudiences(db: Database, tenant: Tenant, page: PageParams) {
-  const result = await paginate(live(db, tenant), page);
-  return { object: 'list', data: result.data.map(audienceJson), has_more: result.has_more };
+  return listPage(live(db, tenant), page, (rows) => rows.map(audienceJson));
 }

@@ -2,8 +2,8 @@ import type { Selectable } from 'kysely';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { liveRows } from '../read-models.ts';
 import type { BroadcastsTable } from './broadcasts.schema.ts';
 
 const broadcastJson = (r: Selectable<BroadcastsTable>) => ({
@@ -37,13 +37,7 @@ const broadcastJson = (r: Selectable<BroadcastsTable>) => ({
   canceled_at: iso(r.canceled_at),
 });
 
-const live = (db: Database, { orgId, mode }: Tenant) =>
-  readModels(db)
-    .selectFrom('broadcasts')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
-    .where('deleted_at', 'is', null);
+const live = (db: Database, tenant: Tenant) => liveRows(db, 'broadcasts', tenant).selectAll();
 
 /** What became of a broadcast's emails, counted from the `emails` read model as it is now. */
 async function countsOf(db: Database, r: Selectable<BroadcastsTable>) {
@@ -69,10 +63,7 @@ export async function findBroadcast(db: Database, tenant: Tenant, broadcastId: s
 
 /** Newest first; each with its recipients so far (the counts of its emails are on the broadcast itself). */
 export async function listBroadcasts(db: Database, tenant: Tenant, page: PageParams) {
-  const result = await paginate(live(db, tenant), page);
-  return {
-    object: 'list',
-    data: result.data.map((r) => ({ ...broadcastJson(r), recipients: r.recipients })),
-    has_more: result.has_more,
-  };
+  return listPage(live(db, tenant), page, (rows) =>
+    rows.map((r) => ({ ...broadcastJson(r), recipients: r.recipients })),
+  );
 }

@@ -1,15 +1,12 @@
 import type { Database } from '../../platform/db/database.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { iso } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { readModels, tenantRows } from '../read-models.ts';
 
 /** An import job of the tenant's, with its listed invalid rows in line order; null when it is not theirs. */
-export async function findContactImport(db: Database, { orgId, mode }: Tenant, importId: string) {
-  const r = await readModels(db)
-    .selectFrom('contact_imports')
+export async function findContactImport(db: Database, tenant: Tenant, importId: string) {
+  const r = await tenantRows(db, 'contact_imports', tenant)
     .selectAll()
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
     .where('id', '=', importId)
     .executeTakeFirst();
   if (!r) return null;

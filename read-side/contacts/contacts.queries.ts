@@ -2,8 +2,8 @@ import type { Selectable } from 'kysely';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { readModels, tenantRows } from '../read-models.ts';
 import type { ContactsTable } from './contacts.schema.ts';
 
 export interface ContactFilters {
@@ -26,8 +26,7 @@ const contactJson = (r: Selectable<ContactsTable>, audienceIds: string[]) => ({
   updated_at: iso(r.updated_at),
 });
 
-const ofTenant = (db: Database, { orgId, mode }: Tenant) =>
-  readModels(db).selectFrom('contacts').selectAll().where('org_id', '=', orgId).where('mode', '=', mode);
+const ofTenant = (db: Database, tenant: Tenant) => tenantRows(db, 'contacts', tenant).selectAll();
 
 /** The audiences of each contact, in one query. */
 async function audiencesOf(db: Database, contactIds: string[]): Promise<Map<string, string[]>> {
@@ -59,16 +58,13 @@ export async function listContacts(db: Database, tenant: Tenant, page: PageParam
       eb.selectFrom('contact_audiences').select('contact_id').where('audience_id', '=', audienceId),
     );
   }
-  const result = await paginate(q, page);
-  const audiences = await audiencesOf(
-    db,
-    result.data.map((r) => r.id),
-  );
-  return {
-    object: 'list',
-    data: result.data.map((r) => contactJson(r, audiences.get(r.id)!)),
-    has_more: result.has_more,
-  };
+  return listPage(q, page, async (rows) => {
+    const audiences = await audiencesOf(
+      db,
+      rows.map((r) => r.id),
+    );
+    return rows.map((r) => contactJson(r, audiences.get(r.id)!));
+  });
 }
 
 /** Every topic of the organization and mode with the contact's subscription: its own choice, or the default. */

@@ -4,8 +4,8 @@ import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import type { DomainStatus, Impressum } from '../../write-side/domains/domain.events.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { liveRows, readModels } from '../read-models.ts';
 import type { DomainsTable } from './domains.schema.ts';
 
 /** A row of `domains` as read. */
@@ -32,6 +32,7 @@ export interface SendingDomain {
 
 const active = (db: Database) =>
   readModels(db).selectFrom('domains').selectAll().where('deleted_at', 'is', null);
+const live = (db: Database, tenant: Tenant) => liveRows(db, 'domains', tenant).selectAll();
 
 /** The public Domain resource. */
 export function toApiDomain(row: DomainRow) {
@@ -64,35 +65,25 @@ export function toApiDomain(row: DomainRow) {
 /** A domain of this organization and mode that is not deleted, or null. */
 export async function findDomainById(
   db: Database,
-  { orgId, mode }: Tenant,
+  tenant: Tenant,
   domainId: string,
 ): Promise<DomainRow | null> {
-  const row = await active(db)
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
-    .where('id', '=', domainId)
-    .executeTakeFirst();
-  return row ?? null;
+  return (await live(db, tenant).where('id', '=', domainId).executeTakeFirst()) ?? null;
 }
 
-export async function listDomains(db: Database, { orgId, mode }: Tenant, page: PageParams) {
-  const result = await paginate(active(db).where('org_id', '=', orgId).where('mode', '=', mode), page);
-  return { object: 'list', data: result.data.map(toApiDomain), has_more: result.has_more };
+export async function listDomains(db: Database, tenant: Tenant, page: PageParams) {
+  return listPage(live(db, tenant), page, (rows) => rows.map(toApiDomain));
 }
 
 /** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
 export async function findSendingDomain(
   db: Database,
-  { orgId, mode }: Tenant,
+  tenant: Tenant,
   name: string,
 ): Promise<SendingDomain | null> {
   const ascii = domainToASCII(name.trim().toLowerCase().replace(/\.$/, ''));
   if (!ascii) return null;
-  const row = await active(db)
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
-    .where('name', '=', ascii)
-    .executeTakeFirst();
+  const row = await live(db, tenant).where('name', '=', ascii).executeTakeFirst();
   if (!row) return null;
   return {
     id: row.id,

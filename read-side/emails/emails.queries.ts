@@ -3,8 +3,8 @@ import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import type { EmailStatus } from '../../write-side/emails/status.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { tenantRows } from '../read-models.ts';
 import type { EmailAttachmentsTable, EmailsTable, RecipientEntry } from './emails.schema.ts';
 
 export interface EmailFilters {
@@ -66,23 +66,13 @@ const byEmail = (a: { email: string }, b: { email: string }) =>
 
 /** The full Email: addresses, bodies, tags, status, send_at, last_event and each recipient's outcome. */
 export async function getEmail(db: Database, t: Tenant, emailId: string) {
-  const row = await readModels(db)
-    .selectFrom('emails')
-    .selectAll()
-    .where('id', '=', emailId)
-    .where('org_id', '=', t.orgId)
-    .where('mode', '=', t.mode)
-    .executeTakeFirst();
+  const row = await tenantRows(db, 'emails', t).selectAll().where('id', '=', emailId).executeTakeFirst();
   if (!row) return null;
   return { ...toApiEmail(row, true), recipients: row.recipients.map(toApiRecipient).sort(byEmail) };
 }
 
 export async function listEmails(db: Database, t: Tenant, page: PageParams & EmailFilters) {
-  let q = readModels(db)
-    .selectFrom('emails')
-    .selectAll()
-    .where('org_id', '=', t.orgId)
-    .where('mode', '=', t.mode);
+  let q = tenantRows(db, 'emails', t).selectAll();
   if (page.status) q = q.where('status', '=', page.status);
   if (page.domain)
     q = q.where((eb) =>
@@ -91,42 +81,29 @@ export async function listEmails(db: Database, t: Tenant, page: PageParams & Ema
   if (page.tag) q = q.where(sql<boolean>`tags @> ARRAY[${page.tag}]::text[]`);
   if (page.from_date) q = q.where('created_at', '>=', new Date(page.from_date));
   if (page.to_date) q = q.where('created_at', '<=', new Date(page.to_date));
-  const result = await paginate(q, page);
-  return { object: 'list', data: result.data.map((r) => toApiEmail(r, false)), has_more: result.has_more };
+  return listPage(q, page, (rows) => rows.map((r) => toApiEmail(r, false)));
 }
 
 /** Tenancy of an email, for routes that read its stream: null when it is not the caller's. */
 export async function emailExists(db: Database, t: Tenant, emailId: string): Promise<boolean> {
-  const row = await readModels(db)
-    .selectFrom('emails')
-    .select('id')
-    .where('id', '=', emailId)
-    .where('org_id', '=', t.orgId)
-    .where('mode', '=', t.mode)
-    .executeTakeFirst();
+  const row = await tenantRows(db, 'emails', t).select('id').where('id', '=', emailId).executeTakeFirst();
   return !!row;
 }
 
 export type AttachmentRow = Omit<Selectable<EmailAttachmentsTable>, 'org_id' | 'mode'>;
 
 export async function listAttachments(db: Database, t: Tenant, emailId: string): Promise<AttachmentRow[]> {
-  return readModels(db)
-    .selectFrom('email_attachments')
+  return tenantRows(db, 'email_attachments', t)
     .select(['id', 'email_id', 'filename', 'content_type', 'content_id', 'size', 'blob_key'])
     .where('email_id', '=', emailId)
-    .where('org_id', '=', t.orgId)
-    .where('mode', '=', t.mode)
     .orderBy('id')
     .execute();
 }
 
 /** Emails accepted this month (UTC) per mode, for the plan quota and overage. */
 export async function monthlyUsage(db: Database, t: Tenant, month: string): Promise<number> {
-  const row = await readModels(db)
-    .selectFrom('email_usage')
+  const row = await tenantRows(db, 'email_usage', t)
     .select('emails')
-    .where('org_id', '=', t.orgId)
-    .where('mode', '=', t.mode)
     .where('month', '=', month)
     .executeTakeFirst();
   return row ? Number(row.emails) : 0;

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { notFound } from '../../platform/errors.ts';
-import { listQuery, parsePage } from '../../platform/http/pagination.ts';
-import { type ApiRouter, ok } from '../../platform/http/router.ts';
+import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
+import { queryRoutes } from '../../platform/http/query-routes.ts';
+import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { emailStream } from '../../write-side/emails/email.events.ts';
@@ -18,13 +19,11 @@ import {
 } from './emails.queries.ts';
 import { Attachment, AttachmentList, Email, EmailEventList, EmailList, Usage } from './emails.response.ts';
 
-const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 const listFilters = {
   status: z.enum(EMAIL_STATUSES).optional(),
   domain: z.string().min(1).max(253).optional(),
   tag: z.string().min(1).max(129).optional(), // `name:value` from Resend's tag objects
-  from_date: dateTime.optional(),
-  to_date: dateTime.optional(),
+  ...createdBetween,
 };
 const listEmailsQuery = listQuery(listFilters);
 const usageQuery = z
@@ -37,43 +36,33 @@ const usageQuery = z
   .strict();
 
 export function emailQueryRoutes(api: ApiRouter, services: Services) {
-  api.get(
+  const emails = queryRoutes(api, { tag: 'Emails', name: 'Email' });
+  emails.list(
     '/emails',
-    async (req) => ok(await listEmails(services.db, req.auth, parsePage(req.query, listEmailsQuery))),
-    {
-      schema: {
-        tag: 'Emails',
-        summary: 'List emails',
-        query: listEmailsQuery,
-        responses: { 200: EmailList },
-      },
-    },
+    { summary: 'List emails', query: listEmailsQuery, responses: { 200: EmailList } },
+    (req, page) => listEmails(services.db, req.auth, page),
   );
 
-  api.get(
+  emails.get(
     '/emails/:email_id',
-    async (req) => {
-      const email = await getEmail(services.db, req.auth, req.params.email_id);
-      if (!email) throw notFound('Email', req.params.email_id);
-      return ok(email);
-    },
-    {
-      schema: {
-        tag: 'Emails',
-        summary: 'Get an email with its content and recipients',
-        responses: { 200: Email },
-      },
-    },
+    { summary: 'Get an email with its content and recipients', responses: { 200: Email } },
+    (req) => getEmail(services.db, req.auth, req.params.email_id),
   );
+
+  /** A read under an email: nothing (the email's 404) unless the email is the caller's. */
+  const underEmail = (read: (req: ApiRequest) => Promise<unknown>) => async (req: ApiRequest) =>
+    (await emailExists(services.db, req.auth, req.params.email_id)) ? read(req) : null;
 
   // The email's history as recorded in its stream, for auditors: every event with its time and actor.
-  api.get(
+  emails.get(
     '/emails/:email_id/events',
-    async (req) => {
-      if (!(await emailExists(services.db, req.auth, req.params.email_id)))
-        throw notFound('Email', req.params.email_id);
+    {
+      summary: "An email's history: every event with its time and actor",
+      responses: { 200: EmailEventList },
+    },
+    underEmail(async (req) => {
       const events = await services.store.readStream(emailStream(req.params.email_id));
-      return ok({
+      return {
         object: 'list',
         data: events.map((e) => ({
           revision: e.revision,
@@ -83,15 +72,8 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
           data: e.data,
         })),
         has_more: false,
-      });
-    },
-    {
-      schema: {
-        tag: 'Emails',
-        summary: "An email's history: every event with its time and actor",
-        responses: { 200: EmailEventList },
-      },
-    },
+      };
+    }),
   );
 
   const attachment = (a: AttachmentRow) => ({
@@ -104,19 +86,18 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
     size: a.size,
   });
 
-  api.get(
+  emails.get(
     '/emails/:email_id/attachments',
-    async (req) => {
-      if (!(await emailExists(services.db, req.auth, req.params.email_id)))
-        throw notFound('Email', req.params.email_id);
+    { summary: "List an email's attachments", responses: { 200: AttachmentList } },
+    underEmail(async (req) => {
       const rows = await listAttachments(services.db, req.auth, req.params.email_id);
-      return ok({ object: 'list', data: rows.map(attachment), has_more: false });
-    },
-    { schema: { tag: 'Emails', summary: "List an email's attachments", responses: { 200: AttachmentList } } },
+      return { object: 'list', data: rows.map(attachment), has_more: false };
+    }),
   );
 
-  api.get(
+  emails.get(
     '/emails/:email_id/attachments/:attachment_id',
+    { summary: 'Get an attachment with a download link', responses: { 200: Attachment } },
     async (req) => {
       const rows = await listAttachments(services.db, req.auth, req.params.email_id);
       const a = rows.find((r) => r.id === req.params.attachment_id);
@@ -126,45 +107,35 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
         contentType: a.content_type,
         now: services.clock.now(),
       });
-      return ok({ ...attachment(a), ...link });
-    },
-    {
-      schema: {
-        tag: 'Emails',
-        summary: 'Get an attachment with a download link',
-        responses: { 200: Attachment },
-      },
+      return { ...attachment(a), ...link };
     },
   );
 
   // Monthly usage per mode: the Free plan's hard stop and the overage Pro and Business pay for.
-  api.get(
+  emails.get(
     '/usage',
+    {
+      summary: 'Emails sent this month, the plan and the overage',
+      query: usageQuery,
+      responses: { 200: Usage },
+    },
     async (req) => {
       const q = parse(usageQuery, req.query, 'query');
       const month = q.month ?? monthOf(services.clock.now());
       const plan = PLANS[req.auth.plan];
-      const emails = await monthlyUsage(services.db, req.auth, month);
-      const overage = plan.monthlyHardStop ? 0 : Math.max(0, emails - plan.emailsPerMonth);
-      return ok({
+      const sent = await monthlyUsage(services.db, req.auth, month);
+      const overage = plan.monthlyHardStop ? 0 : Math.max(0, sent - plan.emailsPerMonth);
+      return {
         object: 'usage',
         month,
         mode: req.auth.mode,
         plan: req.auth.plan,
-        emails,
+        emails: sent,
         included: plan.emailsPerMonth,
         overage,
         overage_cost_eur:
           plan.overagePer1000Eur === null ? null : Math.round((overage * plan.overagePer1000Eur) / 10) / 100,
-      });
-    },
-    {
-      schema: {
-        tag: 'Emails',
-        summary: 'Emails sent this month, the plan and the overage',
-        query: usageQuery,
-        responses: { 200: Usage },
-      },
+      };
     },
   );
 }

@@ -10,7 +10,7 @@ import type {
   ReceivedContent,
 } from '../../write-side/inbound/received-email.events.ts';
 import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { readModels, tenantRows } from '../read-models.ts';
 import type { ReceivedEmailsTable } from './received-emails.schema.ts';
 
 export type ReceivedEmailRow = Selectable<ReceivedEmailsTable>;
@@ -22,12 +22,7 @@ export interface ReceivedEmailFilters {
   to_date?: string;
 }
 
-const ofTenant = (db: Database, { orgId, mode }: Tenant) =>
-  readModels(db)
-    .selectFrom('received_emails')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode);
+const ofTenant = (db: Database, tenant: Tenant) => tenantRows(db, 'received_emails', tenant).selectAll();
 
 export function findReceivedEmail(db: Database, tenant: Tenant, id: string) {
   return ofTenant(db, tenant).where('id', '=', id).executeTakeFirst();

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../platform/errors.ts';
-import { listQuery, parsePage } from '../../platform/http/pagination.ts';
-import { type ApiRouter, ok } from '../../platform/http/router.ts';
+import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
+import { queryRoutes } from '../../platform/http/query-routes.ts';
+import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import {
@@ -20,12 +21,10 @@ import {
   ReceivedEmailList,
 } from './received-emails.response.ts';
 
-const dateTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' });
 const listFilters = {
   domain: z.string().min(1).max(253).optional(),
   from: z.string().min(1).max(254).optional(),
-  from_date: dateTime.optional(),
-  to_date: dateTime.optional(),
+  ...createdBetween,
 };
 const query = listQuery(listFilters);
 
@@ -47,91 +46,67 @@ export function receivedEmailQueryRoutes(api: ApiRouter, services: Services) {
     return row;
   };
 
-  api.get(
+  const received = queryRoutes(api, { tag: 'Received emails', name: 'Received email' });
+  received.list(
     '/emails/received',
-    async (req) => {
-      const page = await listReceivedEmails(services.db, req.auth, parsePage(req.query, query));
-      const data = await Promise.all(page.data.map((row) => receivedEmailJson(services, row)));
-      return ok({ object: 'list', data, has_more: page.has_more });
-    },
-    {
-      schema: {
-        tag: 'Received emails',
-        summary: 'List received emails',
-        query,
-        responses: { 200: ReceivedEmailList },
-      },
+    { summary: 'List received emails', query, responses: { 200: ReceivedEmailList } },
+    async (req, page) => {
+      const rows = await listReceivedEmails(services.db, req.auth, page);
+      const data = await Promise.all(rows.data.map((row) => receivedEmailJson(services, row)));
+      return { object: 'list', data, has_more: rows.has_more };
     },
   );
 
-  api.get(
+  received.get(
     '/emails/received/:received_email_id',
-    async (req) => ok(await receivedEmailJson(services, await found(req.auth, req.params.received_email_id))),
-    {
-      schema: {
-        tag: 'Received emails',
-        summary: 'Get a received email with its bodies and headers',
-        responses: { 200: ReceivedEmail },
-      },
-    },
+    { summary: 'Get a received email with its bodies and headers', responses: { 200: ReceivedEmail } },
+    async (req) => receivedEmailJson(services, await found(req.auth, req.params.received_email_id)),
   );
 
-  api.get(
+  received.get(
     '/emails/received/:received_email_id/raw',
+    {
+      summary: 'A download link for the raw message',
+      responses: { 200: RawMessage },
+      errors: ['content_deleted'],
+    },
     async (req) => {
       const row = kept(await found(req.auth, req.params.received_email_id));
-      return ok({
+      return {
         object: 'raw_message',
         received_email_id: row.id,
         size: row.size,
         ...downloadLink(services, row.raw_key, `${row.id}.eml`, 'message/rfc822'),
-      });
-    },
-    {
-      schema: {
-        tag: 'Received emails',
-        summary: 'A download link for the raw message',
-        responses: { 200: RawMessage },
-        errors: ['content_deleted'],
-      },
+      };
     },
   );
 
-  api.get(
+  received.get(
     '/emails/received/:received_email_id/attachments',
+    { summary: "List a received email's attachments", responses: { 200: ReceivedAttachmentList } },
     async (req) => {
       const row = await found(req.auth, req.params.received_email_id);
       const data = row.attachments.map((a) => receivedAttachmentJson(row, a));
-      return ok({ object: 'list', data, has_more: false });
-    },
-    {
-      schema: {
-        tag: 'Received emails',
-        summary: "List a received email's attachments",
-        responses: { 200: ReceivedAttachmentList },
-      },
+      return { object: 'list', data, has_more: false };
     },
   );
 
-  api.get(
+  received.get(
     '/emails/received/:received_email_id/attachments/:attachment_id',
+    {
+      summary: 'Get an attachment with a download link',
+      responses: { 200: ReceivedAttachment },
+      errors: ['content_deleted'],
+    },
     async (req) => {
       const row = await found(req.auth, req.params.received_email_id);
       const a = row.attachments.find((x) => x.attachmentId === req.params.attachment_id);
       if (!a) throw notFound('Attachment', req.params.attachment_id);
       kept(row);
-      return ok({
+      return {
         ...receivedAttachmentJson(row, a),
         ...downloadLink(services, a.blobKey, a.filename, a.contentType),
-      });
-    },
-    {
-      schema: {
-        tag: 'Received emails',
-        summary: 'Get an attachment with a download link',
-        responses: { 200: ReceivedAttachment },
-        errors: ['content_deleted'],
-      },
+      };
     },
   );
 }

@@ -5,8 +5,8 @@ import type { Mode } from '../../platform/eventstore/types.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import type { SuppressionReason } from '../../write-side/suppressions/suppression.events.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { liveRows } from '../read-models.ts';
 import type { SuppressionsTable } from './suppressions.schema.ts';
 
 const COLUMNS = ['id', 'email', 'reason', 'source_email_id', 'created_at'] as const;
@@ -25,13 +25,7 @@ export const suppressionJson = (r: SuppressionFields) => ({
   created_at: iso(r.created_at),
 });
 
-const active = (db: Database, { orgId, mode }: Tenant) =>
-  readModels(db)
-    .selectFrom('suppressions')
-    .select([...COLUMNS])
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
-    .where('deleted_at', 'is', null);
+const active = (db: Database, tenant: Tenant) => liveRows(db, 'suppressions', tenant).select([...COLUMNS]);
 
 type Recipient = { orgId: string; mode: Mode; address: string };
 const recipientKey = (r: Recipient) => `${r.orgId} ${r.mode} ${r.address}`;
@@ -78,19 +72,16 @@ export async function smallSuppressionList(
   return rows.length > SMALL_SUPPRESSION_LIST ? null : new Set(rows.map((r) => r.email_lower));
 }
 
-export async function findSuppression(db: Database, { orgId, mode }: Tenant, suppressionId: string) {
-  const row = await active(db, { orgId, mode }).where('id', '=', suppressionId).executeTakeFirst();
+export async function findSuppression(db: Database, tenant: Tenant, suppressionId: string) {
+  const row = await active(db, tenant).where('id', '=', suppressionId).executeTakeFirst();
   return row ? suppressionJson(row) : null;
 }
 
 export async function listSuppressions(
   db: Database,
-  { orgId, mode }: Tenant,
+  tenant: Tenant,
   page: PageParams & { reason?: SuppressionReason },
 ) {
-  const q = page.reason
-    ? active(db, { orgId, mode }).where('reason', '=', page.reason)
-    : active(db, { orgId, mode });
-  const result = await paginate(q, page);
-  return { object: 'list', data: result.data.map((r) => suppressionJson(r)), has_more: result.has_more };
+  const q = page.reason ? active(db, tenant).where('reason', '=', page.reason) : active(db, tenant);
+  return listPage(q, page, (rows) => rows.map(suppressionJson));
 }

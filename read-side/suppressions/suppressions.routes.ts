@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { listQuery, parsePage } from '../../platform/http/pagination.ts';
-import { type ApiRouter, ok } from '../../platform/http/router.ts';
+import { listQuery } from '../../platform/http/pagination.ts';
+import { queryRoutes } from '../../platform/http/query-routes.ts';
+import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { listSuppressions } from './suppressions.queries.ts';
 import { SuppressionList } from './suppressions.response.ts';
@@ -8,16 +9,10 @@ import { SuppressionList } from './suppressions.response.ts';
 const query = listQuery({ reason: z.enum(['hard_bounce', 'complaint', 'manual']).optional() });
 
 export function suppressionQueryRoutes(api: ApiRouter, services: Services) {
-  api.get(
+  const suppressions = queryRoutes(api, { tag: 'Suppressions', name: 'Suppression' });
+  suppressions.list(
     '/suppressions',
-    async (req) => ok(await listSuppressions(services.db, req.auth, parsePage(req.query, query))),
-    {
-      schema: {
-        tag: 'Suppressions',
-        summary: 'List suppressions',
-        query,
-        responses: { 200: SuppressionList },
-      },
-    },
+    { summary: 'List suppressions', query, responses: { 200: SuppressionList } },
+    (req, page) => listSuppressions(services.db, req.auth, page),
   );
 }

@@ -3,8 +3,8 @@ import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import type { TemplateVariable } from '../../write-side/templates/template.events.ts';
-import { iso, paginate } from '../pagination.ts';
-import { readModels } from '../read-models.ts';
+import { iso, listPage } from '../pagination.ts';
+import { liveRows, readModels } from '../read-models.ts';
 import type { TemplatesTable, TemplateVersionsTable } from './templates.schema.ts';
 
 const TEMPLATE_COLUMNS = [
@@ -82,13 +82,8 @@ async function currentVersions(db: Database, templateIds: string[]): Promise<Ver
   return rows;
 }
 
-const liveTemplates = (db: Database, { orgId, mode }: Tenant) =>
-  readModels(db)
-    .selectFrom('templates')
-    .select([...TEMPLATE_COLUMNS])
-    .where('org_id', '=', orgId)
-    .where('mode', '=', mode)
-    .where('deleted_at', 'is', null);
+const liveTemplates = (db: Database, tenant: Tenant) =>
+  liveRows(db, 'templates', tenant).select([...TEMPLATE_COLUMNS]);
 
 async function findTemplateRow(
   db: Database,
@@ -108,13 +103,13 @@ export async function getTemplate(
 }
 
 export async function listTemplates(db: Database, { orgId, mode }: Tenant, page: PageParams) {
-  const result = await paginate(liveTemplates(db, { orgId, mode }), page);
-  const rows = result.data;
-  const versions = await currentVersions(
-    db,
-    rows.map((r) => r.id),
-  );
-  return { object: 'list', data: rows.map((r) => templateJson(r, versions)), has_more: result.has_more };
+  return listPage(liveTemplates(db, { orgId, mode }), page, async (rows) => {
+    const versions = await currentVersions(
+      db,
+      rows.map((r) => r.id),
+    );
+    return rows.map((r) => templateJson(r, versions));
+  });
 }
 
 /** Every version of a template, newest first; null when the template is not the caller's. */
@@ -126,20 +121,18 @@ export async function listTemplateVersions(
 ) {
   const template = await findTemplateRow(db, { orgId, mode }, templateId);
   if (!template) return null;
-  const result = await paginate(
-    readModels(db)
-      .selectFrom('template_versions')
-      .select([...VERSION_COLUMNS])
-      .where('template_id', '=', templateId),
-    page,
+  const versions = readModels(db)
+    .selectFrom('template_versions')
+    .select([...VERSION_COLUMNS])
+    .where('template_id', '=', templateId);
+  return listPage(versions, page, (rows) =>
+    rows.map((v) => ({
+      object: 'template_version',
+      template_id: v.template_id,
+      status: versionStatus(template, v.version),
+      ...versionJson(v),
+    })),
   );
-  const data = result.data.map((v) => ({
-    object: 'template_version',
-    template_id: v.template_id,
-    status: versionStatus(template, v.version),
-    ...versionJson(v),
-  }));
-  return { object: 'list', data, has_more: result.has_more };
 }
 
 export interface PublishedVersion {

@@ -1,7 +1,7 @@
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { iso, paginate } from '../pagination.ts';
+import { iso, listPage } from '../pagination.ts';
 import { readModels } from '../read-models.ts';
 
 /**
@@ -85,8 +85,7 @@ export async function getWebhook(db: Database, tenant: Tenant, id: string): Prom
 }
 
 export async function listWebhooks(db: Database, tenant: Tenant, page: PageParams) {
-  const result = await paginate(webhooks(db, tenant), page, 'w.id');
-  return { object: 'list' as const, data: result.data.map(toView), has_more: result.has_more };
+  return listPage(webhooks(db, tenant), page, (rows) => rows.map(toView), 'w.id');
 }
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted', 'canceled'] as const;
@@ -160,49 +159,47 @@ export async function listDeliveries(
     .where('org_id', '=', tenant.orgId)
     .where('mode', '=', tenant.mode);
   if (page.status) q = q.where('status', '=', page.status);
-  const result = await paginate(q, page);
-  const ids = result.data.map((d: any) => d.id);
-  const attempts = ids.length
-    ? await db.kysely
-        .selectFrom('webhook_attempts')
-        .select([
-          'delivery_id',
-          'attempt',
-          'attempted_at',
-          'response_status',
-          'latency_ms',
-          'response_excerpt',
-          'error',
-        ])
-        .where('delivery_id', 'in', ids)
-        .orderBy('id')
-        .execute()
-    : [];
-  const byDelivery = new Map<string, AttemptView[]>();
-  for (const a of attempts) {
-    const list = byDelivery.get(a.delivery_id) ?? [];
-    list.push({
-      attempt: a.attempt,
-      attempted_at: iso(a.attempted_at),
-      response_status: a.response_status,
-      latency_ms: a.latency_ms,
-      response_excerpt: a.response_excerpt,
-      error: a.error,
-    });
-    byDelivery.set(a.delivery_id, list);
-  }
-  for (const d of result.data as any[]) {
-    const first = firstAttemptOf(d);
-    if (!first) continue;
-    const list = byDelivery.get(d.id) ?? [];
-    list.push(first);
-    // By time: attempts of an earlier round recorded after the delivery was reset come before it.
-    list.sort((a, b) => Date.parse(a.attempted_at!) - Date.parse(b.attempted_at!));
-    byDelivery.set(d.id, list);
-  }
-  return {
-    object: 'list' as const,
-    data: result.data.map((d: any) => ({
+  return listPage(q, page, async (rows: any[]) => {
+    const ids = rows.map((d) => d.id);
+    const attempts = ids.length
+      ? await db.kysely
+          .selectFrom('webhook_attempts')
+          .select([
+            'delivery_id',
+            'attempt',
+            'attempted_at',
+            'response_status',
+            'latency_ms',
+            'response_excerpt',
+            'error',
+          ])
+          .where('delivery_id', 'in', ids)
+          .orderBy('id')
+          .execute()
+      : [];
+    const byDelivery = new Map<string, AttemptView[]>();
+    for (const a of attempts) {
+      const list = byDelivery.get(a.delivery_id) ?? [];
+      list.push({
+        attempt: a.attempt,
+        attempted_at: iso(a.attempted_at),
+        response_status: a.response_status,
+        latency_ms: a.latency_ms,
+        response_excerpt: a.response_excerpt,
+        error: a.error,
+      });
+      byDelivery.set(a.delivery_id, list);
+    }
+    for (const d of rows) {
+      const first = firstAttemptOf(d);
+      if (!first) continue;
+      const list = byDelivery.get(d.id) ?? [];
+      list.push(first);
+      // By time: attempts of an earlier round recorded after the delivery was reset come before it.
+      list.sort((a, b) => Date.parse(a.attempted_at!) - Date.parse(b.attempted_at!));
+      byDelivery.set(d.id, list);
+    }
+    return rows.map((d) => ({
       id: d.id,
       object: 'webhook_delivery',
       webhook_id: d.webhook_id,
@@ -216,7 +213,6 @@ export async function listDeliveries(
       created_at: iso(d.created_at),
       updated_at: iso(d.updated_at),
       completed_at: iso(d.completed_at),
-    })),
-    has_more: result.has_more,
-  };
+    }));
+  });
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
-import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { CreatedApiKey } from '../../read-side/api-keys/api-keys.response.ts';
@@ -22,13 +22,19 @@ const createBody = z
   .strict();
 
 export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBelongsTo: DomainCheck) {
+  const apiKeys = commandRoutes(api, services, {
+    tag: 'API keys',
+    name: 'API key',
+    param: 'key_id',
+    projections: API_KEY_PROJECTIONS,
+  });
+
   api.post(
     '/api-keys',
     async (req) => {
       const body = parse(createBody, req.body);
-      const meta = metaOf(req.auth);
       if (body.domain_id) await domainBelongsTo(req.auth, body.domain_id);
-      const key = await createApiKey(services, meta, {
+      const key = await createApiKey(services, metaOf(req.auth), {
         name: body.name,
         permission: body.permission,
         domainId: body.domain_id ?? null,
@@ -57,23 +63,14 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
     },
   );
 
-  api.delete(
+  apiKeys.delete(
     '/api-keys/:key_id',
-    async (req) => {
-      const meta = metaOf(req.auth);
-      const { position } = await deleteApiKey(services, meta, req.params.key_id);
-      await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, position);
-      return ok({ id: req.params.key_id, deleted: true });
-    },
     {
-      schema: {
-        tag: 'API keys',
-        summary: 'Delete an API key',
-        description: 'Refused at once in every process; a key may delete itself.',
-        responses: { 200: Deleted },
-        errors: ['conflict'],
-      },
+      summary: 'Delete an API key',
+      description: 'Refused at once in every process; a key may delete itself.',
+      errors: ['conflict'],
     },
+    deleteApiKey,
   );
 }
 

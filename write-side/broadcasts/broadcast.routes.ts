@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
-import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { zonedDateTime } from '../../platform/http/route-schema.ts';
+import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import type { Tenant } from '../../platform/tenancy.ts';
 import { findBroadcast } from '../../read-side/broadcasts/broadcasts.queries.ts';
 import { Broadcast } from '../../read-side/broadcasts/broadcasts.response.ts';
 import {
@@ -20,8 +19,6 @@ import type { BroadcastContent } from './broadcast.events.ts';
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const BROADCAST_PROJECTIONS = ['broadcasts'];
 
-const BROADCAST_ID = /^bc_[0-9a-z]{1,60}$/;
-
 const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
 const source = z
   .string()
@@ -29,11 +26,8 @@ const source = z
   .nullable();
 const fields = {
   name: z.string().trim().min(1, 'is required').max(200, 'must be at most 200 characters'),
-  audience_id: z.string().regex(/^aud_[0-9a-z]{1,60}$/, 'must be an audience id (aud_…)'),
-  topic_id: z
-    .string()
-    .regex(/^top_[0-9a-z]{1,60}$/, 'must be a topic id (top_…)')
-    .nullable(),
+  audience_id: z.string().regex(idShape('aud'), 'must be an audience id (aud_…)'),
+  topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)').nullable(),
   from: text(998),
   reply_to: z.union([text(998), z.array(text(998)).max(10, 'at most 10 addresses')]),
   subject: text(1000).nullable(),
@@ -55,9 +49,9 @@ const createBody = z
 const updateBody = z.object(fields).partial().strict();
 const sendBody = z
   .object({
-    send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+    send_at: zonedDateTime,
     // Resend's name for it.
-    scheduled_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+    scheduled_at: zonedDateTime,
   })
   .partial()
   .strict();
@@ -82,111 +76,64 @@ function contentOf(body: z.infer<typeof updateBody>): Partial<BroadcastContent> 
 }
 
 export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
-  const answer = async (tenant: Tenant, broadcastId: string, position?: string) => {
-    await services.readYourWrites.waitFor(BROADCAST_PROJECTIONS, position);
-    const broadcast = await findBroadcast(services.db, tenant, broadcastId);
-    if (!broadcast) throw notFound('Broadcast', broadcastId);
-    return broadcast;
-  };
-  const known = (id: string) => {
-    if (!BROADCAST_ID.test(id)) throw notFound('Broadcast', id);
-    return id;
-  };
+  const broadcasts = commandRoutes(api, services, {
+    tag: 'Broadcasts',
+    name: 'Broadcast',
+    param: 'broadcast_id',
+    idPattern: idShape('bc'),
+    projections: BROADCAST_PROJECTIONS,
+    read: (tenant, id) => findBroadcast(services.db, tenant, id),
+    response: Broadcast,
+  });
 
-  api.post(
+  broadcasts.create(
     '/broadcasts',
+    { summary: 'Create a broadcast (a draft)', body: createBody },
     async (req) => {
       const body = parse(createBody, req.body);
       const absent = { topicId: null, replyTo: [], subject: null, html: null, text: null, templateId: null };
-      const { broadcastId, position } = await createBroadcast(services, metaOf(req.auth), {
+      const { broadcastId: id, position } = await createBroadcast(services, metaOf(req.auth), {
         ...absent,
         ...contentOf(body),
       } as BroadcastContent);
-      return created(await answer(req.auth, broadcastId, position));
-    },
-    {
-      schema: {
-        tag: 'Broadcasts',
-        summary: 'Create a broadcast (a draft)',
-        body: createBody,
-        responses: { 201: Broadcast },
-      },
+      return { id, position };
     },
   );
 
-  api.patch(
+  broadcasts.change(
+    'PATCH',
     '/broadcasts/:broadcast_id',
-    async (req) => {
-      const id = known(req.params.broadcast_id);
-      const body = parse(updateBody, req.body ?? {});
-      const { position } = await updateBroadcast(services, metaOf(req.auth), id, contentOf(body));
-      return ok(await answer(req.auth, id, position));
-    },
-    {
-      schema: {
-        tag: 'Broadcasts',
-        summary: 'Change a draft broadcast',
-        body: updateBody,
-        responses: { 200: Broadcast },
-        errors: ['broadcast_not_draft'],
-      },
-    },
+    { summary: 'Change a draft broadcast', body: updateBody, errors: ['broadcast_not_draft'] },
+    (req, id) => updateBroadcast(services, metaOf(req.auth), id, contentOf(parse(updateBody, req.body))),
   );
 
-  api.delete(
+  broadcasts.delete(
     '/broadcasts/:broadcast_id',
-    async (req) => {
-      const id = known(req.params.broadcast_id);
-      const { position } = await deleteBroadcast(services, metaOf(req.auth), id);
-      await services.readYourWrites.waitFor(BROADCAST_PROJECTIONS, position);
-      return ok({ id, deleted: true });
-    },
-    {
-      schema: {
-        tag: 'Broadcasts',
-        summary: 'Delete a draft broadcast',
-        responses: { 200: Deleted },
-        errors: ['broadcast_not_draft'],
-      },
-    },
+    { summary: 'Delete a draft broadcast', errors: ['broadcast_not_draft'] },
+    deleteBroadcast,
   );
 
-  api.post(
+  broadcasts.change(
+    'POST',
     '/broadcasts/:broadcast_id/send',
-    async (req) => {
-      const id = known(req.params.broadcast_id);
-      const body = parse(sendBody, req.body ?? {});
-      const { position } = await sendBroadcast(services, req.auth, id, body.send_at ?? body.scheduled_at);
-      return ok(await answer(req.auth, id, position));
-    },
     {
-      schema: {
-        tag: 'Broadcasts',
-        summary: 'Send a draft broadcast, now or at `send_at`',
-        description:
-          'Without a body, or without `send_at` (`scheduled_at` is taken too, as Resend names it), the broadcast starts sending now.',
-        body: sendBody,
-        bodyOptional: true,
-        responses: { 200: Broadcast },
-        errors: ['broadcast_not_draft', 'domain_not_verified', 'template_not_published'],
-      },
+      summary: 'Send a draft broadcast, now or at `send_at`',
+      description:
+        'Without a body, or without `send_at` (`scheduled_at` is taken too, as Resend names it), the broadcast starts sending now.',
+      body: sendBody,
+      bodyOptional: true,
+      errors: ['broadcast_not_draft', 'domain_not_verified', 'template_not_published'],
+    },
+    (req, id) => {
+      const body = parse(sendBody, req.body);
+      return sendBroadcast(services, req.auth, id, body.send_at ?? body.scheduled_at);
     },
   );
 
-  api.post(
+  broadcasts.change(
+    'POST',
     '/broadcasts/:broadcast_id/cancel',
-    async (req) => {
-      const id = known(req.params.broadcast_id);
-      const { position } = await cancelBroadcast(services, metaOf(req.auth), id);
-      return ok(await answer(req.auth, id, position));
-    },
-    {
-      schema: {
-        tag: 'Broadcasts',
-        summary: 'Cancel a scheduled broadcast',
-        responses: { 200: Broadcast },
-        errors: ['broadcast_not_scheduled'],
-      },
-    },
+    { summary: 'Cancel a scheduled broadcast', errors: ['broadcast_not_scheduled'] },
+    (req, id) => cancelBroadcast(services, metaOf(req.auth), id),
   );
 }

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
+import { idShape, knownId } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, waitAfterCommit } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findContactImport } from '../../read-side/contact-imports/contact-imports.queries.ts';
@@ -10,8 +11,6 @@ import { startContactImport } from './contact-import.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const CONTACT_IMPORT_PROJECTIONS = ['contact_imports'];
-
-const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
 
 /** For the document only: the route reads the body as a stream (docs/contacts.md describes the columns). */
 const csvFile = z.string().meta({
@@ -25,8 +24,7 @@ export function contactImportCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/audiences/:audience_id/contacts/import',
     async (req) => {
-      const audienceId = req.params.audience_id;
-      if (!AUDIENCE_ID.test(audienceId)) throw notFound('Audience', audienceId);
+      const audienceId = knownId(req.params.audience_id, idShape('aud'), 'Audience');
       if (!(req.body instanceof Readable))
         throw new AppError('validation_error', 'The file is empty: send a CSV file with a header row.');
       const { importId, position } = await startContactImport(services, metaOf(req.auth), {

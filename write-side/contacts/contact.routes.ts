@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
-import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { commandRoutes, idShape, knownId } from '../../platform/http/command-routes.ts';
+import { zonedDateTime } from '../../platform/http/route-schema.ts';
+import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import type { Tenant } from '../../platform/tenancy.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
 import { Contact, ContactTopicList } from '../../read-side/contacts/contacts.response.ts';
@@ -20,8 +20,7 @@ import {
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const CONTACT_PROJECTIONS = ['contacts'];
 
-const CONTACT_ID = /^con_[0-9a-z]{1,60}$/;
-const AUDIENCE_ID = /^aud_[0-9a-z]{1,60}$/;
+const AUDIENCE_ID = idShape('aud');
 export const CONTACT_LIMITS = {
   nameChars: 256,
   properties: 50,
@@ -68,9 +67,7 @@ const properties = z
   .refine((p) => Object.keys(p).length <= CONTACT_LIMITS.properties, {
     message: `must have at most ${CONTACT_LIMITS.properties} properties`,
   });
-const consent = z.iso
-  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
-  .nullable();
+const consent = zonedDateTime.nullable();
 
 const fields = {
   email,
@@ -93,7 +90,7 @@ const topicsBody = z
   .array(
     z
       .object({
-        topic_id: z.string().regex(/^top_[0-9a-z]{1,60}$/, 'must be a topic id (top_…)'),
+        topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)'),
         subscription: z.enum(['opt_in', 'opt_out'], { error: 'must be `opt_in` or `opt_out`' }),
       })
       .strict(),
@@ -113,72 +110,61 @@ const newContact = (body: z.infer<typeof createInAudienceBody>, audienceIds: str
 });
 
 export function contactCommandRoutes(api: ApiRouter, services: Services) {
-  const answer = async (tenant: Tenant, contactId: string, position?: string) => {
-    await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
-    const contact = await findContact(services.db, tenant, contactId);
-    if (!contact) throw notFound('Contact', contactId);
-    return contact;
-  };
-  const known = (id: string, pattern: RegExp, what: string) => {
-    if (!pattern.test(id)) throw notFound(what, id);
-    return id;
-  };
+  const contacts = commandRoutes(api, services, {
+    tag: 'Contacts',
+    name: 'Contact',
+    param: 'contact_id',
+    idPattern: idShape('con'),
+    projections: CONTACT_PROJECTIONS,
+    read: (tenant, id) => findContact(services.db, tenant, id),
+    response: Contact,
+  });
+  const audienceIdOf = (req: ApiRequest) => knownId(req.params.audience_id, AUDIENCE_ID, 'Audience');
 
-  api.post(
+  contacts.create(
     '/contacts',
+    { summary: 'Create a contact', body: createBody, errors: ['contact_exists', 'conflict'] },
     async (req) => {
       const body = parse(createBody, req.body);
-      const { contactId, position } = await createContact(
+      const { contactId: id, position } = await createContact(
         services,
         metaOf(req.auth),
         newContact(body, body.audience_ids ?? []),
       );
-      return created(await answer(req.auth, contactId, position));
-    },
-    {
-      schema: {
-        tag: 'Contacts',
-        summary: 'Create a contact',
-        body: createBody,
-        responses: { 201: Contact },
-        errors: ['contact_exists', 'conflict'],
-      },
+      return { id, position };
     },
   );
 
   // An alias for Resend's SDK (`contacts.create({ audienceId, … })`), docs/resend.md.
-  api.post(
+  contacts.create(
     '/audiences/:audience_id/contacts',
+    {
+      summary: 'Create a contact in an audience',
+      description:
+        'The same as `POST /v1/contacts` with `audience_ids: [audience_id]`; the path Resend’s SDK uses.',
+      body: createInAudienceBody,
+      errors: ['contact_exists', 'conflict'],
+    },
     async (req) => {
-      const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
+      const audienceId = audienceIdOf(req);
       const body = parse(createInAudienceBody, req.body);
       if (!(await findAudience(services.db, req.auth, audienceId))) throw notFound('Audience', audienceId);
-      const { contactId, position } = await createContact(
+      const { contactId: id, position } = await createContact(
         services,
         metaOf(req.auth),
         newContact(body, [audienceId]),
       );
-      return created(await answer(req.auth, contactId, position));
-    },
-    {
-      schema: {
-        tag: 'Contacts',
-        summary: 'Create a contact in an audience',
-        description:
-          'The same as `POST /v1/contacts` with `audience_ids: [audience_id]`; the path Resend’s SDK uses.',
-        body: createInAudienceBody,
-        responses: { 201: Contact },
-        errors: ['contact_exists', 'conflict'],
-      },
+      return { id, position };
     },
   );
 
-  api.patch(
+  contacts.change(
+    'PATCH',
     '/contacts/:contact_id',
-    async (req) => {
-      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-      const body = parse(updateBody, req.body ?? {});
-      const { position } = await updateContact(services, metaOf(req.auth), id, {
+    { summary: 'Change a contact', body: updateBody, errors: ['contact_exists', 'conflict'] },
+    (req, id) => {
+      const body = parse(updateBody, req.body);
+      return updateContact(services, metaOf(req.auth), id, {
         email: body.email,
         firstName: body.first_name,
         lastName: body.last_name,
@@ -186,41 +172,19 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
         properties: body.properties,
         consentGivenAt: body.consent_given_at,
       });
-      return ok(await answer(req.auth, id, position));
-    },
-    {
-      schema: {
-        tag: 'Contacts',
-        summary: 'Change a contact',
-        body: updateBody,
-        responses: { 200: Contact },
-        errors: ['contact_exists', 'conflict'],
-      },
     },
   );
 
-  api.delete(
+  contacts.delete(
     '/contacts/:contact_id',
-    async (req) => {
-      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
-      const { position } = await deleteContact(services, metaOf(req.auth), id);
-      await services.readYourWrites.waitFor(CONTACT_PROJECTIONS, position);
-      return ok({ id, deleted: true });
-    },
-    {
-      schema: {
-        tag: 'Contacts',
-        summary: 'Delete a contact and its personal data',
-        responses: { 200: Deleted },
-        errors: ['conflict'],
-      },
-    },
+    { summary: 'Delete a contact and its personal data', errors: ['conflict'] },
+    deleteContact,
   );
 
   api.patch(
     '/contacts/:contact_id/topics',
     async (req) => {
-      const id = known(req.params.contact_id, CONTACT_ID, 'Contact');
+      const id = contacts.id(req);
       const body = parse(topicsBody, req.body);
       const { position } = await setContactTopics(
         services,
@@ -228,7 +192,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
         id,
         body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
       );
-      await answer(req.auth, id, position);
+      await contacts.answer(req.auth, id, position);
       return ok(await contactTopics(services.db, req.auth, id));
     },
     {
@@ -245,25 +209,21 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
   // Membership: adding twice or removing a contact that is not a member changes nothing and answers the same.
   // `/contacts/{id}/segments/{segment_id}` is how Resend's SDK says it (`contacts.segments.add`/`remove`): an alias.
   for (const [method, member, path] of [
-    ['put', true, '/audiences/:audience_id/contacts/:contact_id'],
-    ['delete', false, '/audiences/:audience_id/contacts/:contact_id'],
-    ['post', true, '/contacts/:contact_id/segments/:audience_id'],
-    ['delete', false, '/contacts/:contact_id/segments/:audience_id'],
+    ['PUT', true, '/audiences/:audience_id/contacts/:contact_id'],
+    ['DELETE', false, '/audiences/:audience_id/contacts/:contact_id'],
+    ['POST', true, '/contacts/:contact_id/segments/:audience_id'],
+    ['DELETE', false, '/contacts/:contact_id/segments/:audience_id'],
   ] as const) {
     const resendPath = path.includes('/segments/');
-    api[method](
+    api.add(
+      method,
       path,
       async (req) => {
-        const audienceId = known(req.params.audience_id, AUDIENCE_ID, 'Audience');
-        const contactId = known(req.params.contact_id, CONTACT_ID, 'Contact');
-        const { position } = await changeMembership(
-          services,
-          metaOf(req.auth),
-          contactId,
-          audienceId,
-          member,
-        );
-        return ok(await answer(req.auth, contactId, position));
+        const audienceId = audienceIdOf(req);
+        const contactId = contacts.id(req);
+        const meta = metaOf(req.auth);
+        const { position } = await changeMembership(services, meta, contactId, audienceId, member);
+        return ok(await contacts.answer(req.auth, contactId, position));
       },
       {
         schema: {

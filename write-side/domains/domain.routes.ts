@@ -1,17 +1,9 @@
 import { z } from 'zod';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
-import {
-  type ApiRequest,
-  type ApiRouter,
-  created,
-  createdEarlier,
-  ok,
-  waitAfterCommit,
-} from '../../platform/http/router.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
-import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, toApiDomain } from '../../read-side/domains/domains.queries.ts';
 import { Domain } from '../../read-side/domains/domains.response.ts';
@@ -82,32 +74,34 @@ const patchBody = z
   })
   .strict();
 
-const DOMAIN_ID = /^dom_[0-9a-z]{1,60}$/;
-
-function domainIdOf(req: ApiRequest): string {
-  const id = req.params.domain_id;
-  if (!DOMAIN_ID.test(id)) throw notFound('Domain', id);
-  return id;
-}
-
 export function domainCommandRoutes(api: ApiRouter, services: Services) {
-  /** Answers with the domain as a GET would see it, once the read model has the change. */
-  const current = async (req: ApiRequest, domainId: string, position: string | undefined) => {
-    await waitAfterCommit(services, DOMAIN_PROJECTIONS, position, { id: domainId });
-    const row = await findDomainById(services.db, req.auth, domainId);
-    if (!row) throw notFound('Domain', domainId);
-    return toApiDomain(row);
-  };
+  const domains = commandRoutes(api, services, {
+    tag: 'Domains',
+    name: 'Domain',
+    param: 'domain_id',
+    idPattern: idShape('dom'),
+    projections: DOMAIN_PROJECTIONS,
+    read: async (tenant, id) => {
+      const row = await findDomainById(services.db, tenant, id);
+      return row && toApiDomain(row);
+    },
+    response: Domain,
+    idempotent: { idPrefix: 'dom', stream: domainStream },
+  });
 
-  api.post(
+  domains.create(
     '/domains',
+    {
+      summary: 'Add a sending domain',
+      description: 'Answers with the DNS records to publish; the domain verifies by itself once they appear.',
+      body: createBody,
+      errors: ['domain_exists', 'plan_limit_exceeded', 'conflict'],
+    },
     async (req) => {
       const body = parse(createBody, req.body);
       const normalized = normalizeDomainName(body.name);
       if ('error' in normalized) throw new AppError('validation_error', `\`name\`: ${normalized.error}`);
-      const earlier = await createdEarlier(services, req, domainStream);
-      if (earlier) return created(await current(req, earlier.id, earlier.position));
-      const { domainId, position } = await addDomain(
+      const { domainId: id, position } = await addDomain(
         services,
         metaOf(req.auth),
         req.auth.plan,
@@ -119,95 +113,42 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
         },
         req.idempotency?.ids[0],
       );
-      return created(await current(req, domainId, position));
-    },
-    {
-      idempotent: { newIds: (_, at) => [newId('dom', at)] },
-      schema: {
-        tag: 'Domains',
-        summary: 'Add a sending domain',
-        description:
-          'Answers with the DNS records to publish; the domain verifies by itself once they appear.',
-        body: createBody,
-        responses: { 201: Domain },
-        errors: ['domain_exists', 'plan_limit_exceeded', 'conflict'],
-      },
+      return { id, position };
     },
   );
 
-  api.post(
+  domains.change(
+    'POST',
     '/domains/:domain_id/verify',
-    async (req) => {
-      const domainId = domainIdOf(req);
-      const { position } = await verifyDomain(services, metaOf(req.auth), domainId, 'manual');
-      return ok(await current(req, domainId, position));
-    },
-    {
-      schema: {
-        tag: 'Domains',
-        summary: 'Check the DNS records of a domain now',
-        responses: { 200: Domain },
-        errors: ['domain_exists', 'conflict'],
-      },
-    },
+    { summary: 'Check the DNS records of a domain now', errors: ['domain_exists', 'conflict'] },
+    (req, id) => verifyDomain(services, metaOf(req.auth), id, 'manual'),
   );
 
-  api.patch(
+  domains.change(
+    'PATCH',
     '/domains/:domain_id',
-    async (req) => {
-      const domainId = domainIdOf(req);
+    {
+      summary: 'Change tracking, inbound mail or the impressum of a domain',
+      body: patchBody,
+      errors: ['conflict'],
+    },
+    (req, id) => {
       const body = parse(patchBody, req.body);
-      const { position } = await updateDomain(services, metaOf(req.auth), domainId, {
+      return updateDomain(services, metaOf(req.auth), id, {
         openTracking: body.open_tracking,
         clickTracking: body.click_tracking,
         inboundEnabled: body.inbound_enabled,
         impressum: body.impressum,
       });
-      return ok(await current(req, domainId, position));
-    },
-    {
-      schema: {
-        tag: 'Domains',
-        summary: 'Change tracking, inbound mail or the impressum of a domain',
-        body: patchBody,
-        responses: { 200: Domain },
-        errors: ['conflict'],
-      },
     },
   );
 
-  api.post(
+  domains.change(
+    'POST',
     '/domains/:domain_id/restore',
-    async (req) => {
-      const domainId = domainIdOf(req);
-      const { position } = await restoreDomain(services, metaOf(req.auth), req.auth.plan, domainId);
-      return ok(await current(req, domainId, position));
-    },
-    {
-      schema: {
-        tag: 'Domains',
-        summary: 'Restore a deleted domain',
-        responses: { 200: Domain },
-        errors: ['domain_exists', 'plan_limit_exceeded', 'conflict'],
-      },
-    },
+    { summary: 'Restore a deleted domain', errors: ['domain_exists', 'plan_limit_exceeded', 'conflict'] },
+    (req, id) => restoreDomain(services, metaOf(req.auth), req.auth.plan, id),
   );
 
-  api.delete(
-    '/domains/:domain_id',
-    async (req) => {
-      const domainId = domainIdOf(req);
-      const { position } = await deleteDomain(services, metaOf(req.auth), domainId);
-      await services.readYourWrites.waitFor(DOMAIN_PROJECTIONS, position);
-      return ok({ id: domainId, deleted: true });
-    },
-    {
-      schema: {
-        tag: 'Domains',
-        summary: 'Delete a domain',
-        responses: { 200: Deleted },
-        errors: ['conflict'],
-      },
-    },
-  );
+  domains.delete('/domains/:domain_id', { summary: 'Delete a domain', errors: ['conflict'] }, deleteDomain);
 }

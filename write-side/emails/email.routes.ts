@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { AppError, type ErrorCode, notFound } from '../../platform/errors.ts';
-import type { Position } from '../../platform/eventstore/types.ts';
-import type { AuthContext } from '../../platform/http/auth-context.ts';
+import { AppError, type ErrorCode } from '../../platform/errors.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
@@ -10,6 +9,7 @@ import { getEmail } from '../../read-side/emails/emails.queries.ts';
 import { AcceptedEmail, BatchResult, Email } from '../../read-side/emails/emails.response.ts';
 import { type Accepted, cancelEmail, rescheduleEmail, sendBatch, sendEmail } from './email.commands.ts';
 import { EMAIL_LIMITS } from './limits.ts';
+import { checkSendAt } from './prepare.ts';
 import { sendEmailInput, updateEmailInput } from './request.ts';
 
 /** The errors a send may answer beyond every route's (prepare.ts, quota.decider.ts, templates' render.ts). */
@@ -106,58 +106,33 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
     },
   );
 
-  const reply = async (auth: AuthContext, emailId: string, position: Position | undefined) => {
-    await services.readYourWrites.waitFor(EMAIL_PROJECTIONS, position);
-    const email = await getEmail(services.db, auth, emailId);
-    if (!email) throw notFound('Email', emailId);
-    return ok(email);
-  };
+  const emails = commandRoutes(api, services, {
+    tag: 'Emails',
+    name: 'Email',
+    param: 'email_id',
+    projections: EMAIL_PROJECTIONS,
+    read: (tenant, id) => getEmail(services.db, tenant, id),
+    response: Email,
+  });
 
-  api.patch(
+  emails.change(
+    'PATCH',
     '/emails/:email_id',
-    async (req) => {
-      const body = parse(updateEmailInput, req.body);
-      const now = services.clock.now().getTime();
-      const t = Date.parse(body.send_at);
-      if (t <= now) throw new AppError('validation_error', '`send_at`: must be in the future');
-      if (t > now + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
-        throw new AppError(
-          'validation_error',
-          `\`send_at\`: must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`,
-        );
-      }
-      const result = await rescheduleEmail(
-        services,
-        req.auth,
-        req.params.email_id,
-        new Date(t).toISOString(),
-      );
-      return reply(req.auth, req.params.email_id, result.position);
-    },
     {
-      schema: {
-        tag: 'Emails',
-        summary: 'Reschedule a scheduled email',
-        body: updateEmailInput,
-        responses: { 200: Email },
-        errors: ['email_not_scheduled', 'conflict'],
-      },
+      summary: 'Reschedule a scheduled email',
+      body: updateEmailInput,
+      errors: ['email_not_scheduled', 'conflict'],
+    },
+    (req, id) => {
+      const sendAt = checkSendAt(parse(updateEmailInput, req.body).send_at, services.clock.now());
+      return rescheduleEmail(services, req.auth, id, sendAt!);
     },
   );
 
-  api.post(
+  emails.change(
+    'POST',
     '/emails/:email_id/cancel',
-    async (req) => {
-      const result = await cancelEmail(services, req.auth, req.params.email_id);
-      return reply(req.auth, req.params.email_id, result.position);
-    },
-    {
-      schema: {
-        tag: 'Emails',
-        summary: 'Cancel a scheduled email',
-        responses: { 200: Email },
-        errors: ['email_not_scheduled', 'conflict'],
-      },
-    },
+    { summary: 'Cancel a scheduled email', errors: ['email_not_scheduled', 'conflict'] },
+    (req, id) => cancelEmail(services, req.auth, id),
   );
 }

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -25,12 +24,22 @@ const createBody = z
   .strict();
 
 export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
+  const suppressions = commandRoutes(api, services, {
+    tag: 'Suppressions',
+    name: 'Suppression',
+    param: 'suppression_id',
+    idPattern: idShape('sup'),
+    projections: SUPPRESSION_PROJECTIONS,
+  });
+
   api.post(
     '/suppressions',
     async (req) => {
       const body = parse(createBody, req.body);
-      const meta = metaOf(req.auth);
-      const result = await addSuppression(services, meta, { email: body.email, reason: body.reason });
+      const result = await addSuppression(services, metaOf(req.auth), {
+        email: body.email,
+        reason: body.reason,
+      });
       await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, result.position);
       const s = result.suppression;
       const json = suppressionJson({
@@ -55,16 +64,9 @@ export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
     },
   );
 
-  api.delete(
+  suppressions.delete(
     '/suppressions/:suppression_id',
-    async (req) => {
-      const id = req.params.suppression_id;
-      if (!/^sup_[0-9a-z]{1,60}$/.test(id)) throw notFound('Suppression', id);
-      const meta = metaOf(req.auth);
-      const { position } = await removeSuppression(services, meta, id);
-      await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, position);
-      return ok({ id, deleted: true });
-    },
-    { schema: { tag: 'Suppressions', summary: 'Remove a suppression', responses: { 200: Deleted } } },
+    { summary: 'Remove a suppression' },
+    removeSuppression,
   );
 }

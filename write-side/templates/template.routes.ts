@@ -1,17 +1,8 @@
 import { z } from 'zod';
-import { notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
-import {
-  type ApiRequest,
-  type ApiRouter,
-  created,
-  createdEarlier,
-  ok,
-  waitAfterCommit,
-} from '../../platform/http/router.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
-import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { getTemplate } from '../../read-side/templates/templates.queries.ts';
 import { RenderedTemplate, Template } from '../../read-side/templates/templates.response.ts';
@@ -28,8 +19,6 @@ import { templateStream } from './template.events.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const TEMPLATE_PROJECTIONS = ['templates'];
-
-const TEMPLATE_ID = /^tmpl_[0-9a-z]{1,60}$/;
 
 const name = z
   .string()
@@ -84,24 +73,17 @@ const renderBody = z
   })
   .strict();
 
-/** The path's template id; a malformed one cannot exist, so it is simply not found. */
-function templateIdOf(req: ApiRequest): string {
-  const id = req.params.template_id;
-  if (!TEMPLATE_ID.test(id)) throw notFound('Template', id);
-  return id;
-}
-
-/** Under an Idempotency-Key the new template's id is chosen before the request runs. */
-const newTemplateId = { newIds: (_: unknown, at: number) => [newId('tmpl', at)] };
-
 export function templateCommandRoutes(api: ApiRouter, services: Services) {
-  /** Answers with the template as the read model now shows it, after waiting for the projection. */
-  const current = async (req: ApiRequest, templateId: string, position: string | undefined) => {
-    await waitAfterCommit(services, TEMPLATE_PROJECTIONS, position, { id: templateId });
-    const template = await getTemplate(services.db, req.auth, templateId);
-    if (!template) throw notFound('Template', templateId);
-    return template;
-  };
+  const templates = commandRoutes(api, services, {
+    tag: 'Templates',
+    name: 'Template',
+    param: 'template_id',
+    idPattern: idShape('tmpl'),
+    projections: TEMPLATE_PROJECTIONS,
+    read: (tenant, id) => getTemplate(services.db, tenant, id),
+    response: Template,
+    idempotent: { idPrefix: 'tmpl', stream: templateStream },
+  });
 
   // Registered first: `/templates/render` is a fixed path and must never be taken for a template id.
   api.post(
@@ -134,13 +116,12 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     },
   );
 
-  api.post(
+  templates.create(
     '/templates',
+    { summary: 'Create a template', body: createBody, errors: ['plan_limit_exceeded', 'conflict'] },
     async (req) => {
       const body = parse(createBody, req.body);
-      const earlier = await createdEarlier(services, req, templateStream);
-      if (earlier) return created(await current(req, earlier.id, earlier.position));
-      const { templateId, position } = await createTemplate(
+      const { templateId: id, position } = await createTemplate(
         services,
         metaOf(req.auth),
         req.auth.plan,
@@ -156,67 +137,34 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
         },
         req.idempotency?.ids[0],
       );
-      return created(await current(req, templateId, position));
-    },
-    {
-      schema: {
-        tag: 'Templates',
-        summary: 'Create a template',
-        body: createBody,
-        responses: { 201: Template },
-        errors: ['plan_limit_exceeded', 'conflict'],
-      },
-      idempotent: newTemplateId,
+      return { id, position };
     },
   );
 
-  api.patch(
+  templates.change(
+    'PATCH',
     '/templates/:template_id',
-    async (req) => {
-      const templateId = templateIdOf(req);
+    { summary: 'Change the draft of a template', body: updateBody, errors: ['conflict'] },
+    (req, id) => {
       const { name, ...changes } = parse(updateBody, req.body);
-      const { position } = await updateTemplate(services, metaOf(req.auth), templateId, {
-        name,
-        changes: dropUndefined(changes),
-      });
-      return ok(await current(req, templateId, position));
-    },
-    {
-      schema: {
-        tag: 'Templates',
-        summary: 'Change the draft of a template',
-        body: updateBody,
-        responses: { 200: Template },
-        errors: ['conflict'],
-      },
+      return updateTemplate(services, metaOf(req.auth), id, { name, changes: dropUndefined(changes) });
     },
   );
 
-  api.post(
+  templates.change(
+    'POST',
     '/templates/:template_id/publish',
-    async (req) => {
-      const templateId = templateIdOf(req);
-      const { position } = await publishTemplate(services, metaOf(req.auth), templateId);
-      return ok(await current(req, templateId, position));
-    },
-    {
-      schema: {
-        tag: 'Templates',
-        summary: 'Publish the draft',
-        responses: { 200: Template },
-        errors: ['conflict'],
-      },
-    },
+    { summary: 'Publish the draft', errors: ['conflict'] },
+    (req, id) => publishTemplate(services, metaOf(req.auth), id),
   );
 
-  api.post(
+  templates.create(
     '/templates/:template_id/duplicate',
+    { summary: 'Duplicate a template', body: duplicateBody, errors: ['plan_limit_exceeded', 'conflict'] },
     async (req) => {
-      const sourceId = templateIdOf(req);
+      const sourceId = templates.id(req);
       const body = parse(duplicateBody, req.body);
-      const earlier = await createdEarlier(services, req, templateStream);
-      if (earlier) return created(await current(req, earlier.id, earlier.position));
-      const { templateId, position } = await duplicateTemplate(
+      const { templateId: id, position } = await duplicateTemplate(
         services,
         metaOf(req.auth),
         req.auth.plan,
@@ -224,36 +172,14 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
         body.name,
         req.idempotency?.ids[0],
       );
-      return created(await current(req, templateId, position));
-    },
-    {
-      schema: {
-        tag: 'Templates',
-        summary: 'Duplicate a template',
-        body: duplicateBody,
-        responses: { 201: Template },
-        errors: ['plan_limit_exceeded', 'conflict'],
-      },
-      idempotent: newTemplateId,
+      return { id, position };
     },
   );
 
-  api.delete(
+  templates.delete(
     '/templates/:template_id',
-    async (req) => {
-      const templateId = templateIdOf(req);
-      const { position } = await deleteTemplate(services, metaOf(req.auth), templateId);
-      await services.readYourWrites.waitFor(TEMPLATE_PROJECTIONS, position);
-      return ok({ id: templateId, deleted: true });
-    },
-    {
-      schema: {
-        tag: 'Templates',
-        summary: 'Delete a template',
-        responses: { 200: Deleted },
-        errors: ['conflict'],
-      },
-    },
+    { summary: 'Delete a template', errors: ['conflict'] },
+    deleteTemplate,
   );
 }
 

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../platform/errors.ts';
-import { type AuthContext, metaOf } from '../../platform/http/auth-context.ts';
-import { Deleted } from '../../platform/http/route-schema.ts';
+import { metaOf } from '../../platform/http/auth-context.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
 import { findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/webhooks.queries.ts';
 import {
   CreatedWebhook,
@@ -60,18 +61,23 @@ const replayBody = z
   .object({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }).nullish() })
   .strict();
 
-/** Unknown ids, malformed ids and other organizations' ids all answer the same 404. */
-function webhookId(raw: string): string {
-  if (!WEBHOOK_ID.test(raw)) throw notFound('Webhook', raw);
-  return raw;
-}
-
 export function webhookCommandRoutes(api: ApiRouter, services: Services) {
-  const view = async (auth: AuthContext, id: string) => {
-    const w = await getWebhook(services.db, auth, id);
+  /** After a write the webhook is in the read model: its absence is a bug, not a 404. */
+  const view = async (tenant: Tenant, id: string) => {
+    const w = await getWebhook(services.db, tenant, id);
     if (!w) throw new AppError('internal_error', `Webhook ${id} is missing from the read model`);
     return w;
   };
+  // Unknown ids, malformed ids and other organizations' ids all answer the same 404.
+  const webhooks = commandRoutes(api, services, {
+    tag: 'Webhooks',
+    name: 'Webhook',
+    param: 'webhook_id',
+    idPattern: WEBHOOK_ID,
+    projections: WEBHOOK_PROJECTIONS,
+    read: view,
+    response: Webhook,
+  });
 
   api.post(
     '/webhooks',
@@ -97,48 +103,23 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     },
   );
 
-  api.patch(
+  webhooks.change(
+    'PATCH',
     '/webhooks/:webhook_id',
-    async (req) => {
-      const id = webhookId(req.params.webhook_id);
-      const body = parse(updateBody, req.body);
-      const { position } = await updateWebhook(services, metaOf(req.auth), id, body);
-      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
-      return ok(await view(req.auth, id));
-    },
-    {
-      schema: {
-        tag: 'Webhooks',
-        summary: 'Change a webhook',
-        body: updateBody,
-        responses: { 200: Webhook },
-        errors: ['conflict'],
-      },
-    },
+    { summary: 'Change a webhook', body: updateBody, errors: ['conflict'] },
+    (req, id) => updateWebhook(services, metaOf(req.auth), id, parse(updateBody, req.body)),
   );
 
-  api.delete(
+  webhooks.delete(
     '/webhooks/:webhook_id',
-    async (req) => {
-      const id = webhookId(req.params.webhook_id);
-      const { position } = await deleteWebhook(services, metaOf(req.auth), id);
-      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
-      return ok({ id, deleted: true });
-    },
-    {
-      schema: {
-        tag: 'Webhooks',
-        summary: 'Delete a webhook',
-        responses: { 200: Deleted },
-        errors: ['conflict'],
-      },
-    },
+    { summary: 'Delete a webhook', errors: ['conflict'] },
+    deleteWebhook,
   );
 
   api.post(
     '/webhooks/:webhook_id/rotate-secret',
     async (req) => {
-      const id = webhookId(req.params.webhook_id);
+      const id = webhooks.id(req);
       parse(rotateBody, req.body);
       const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id);
       await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
@@ -163,7 +144,7 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/webhooks/:webhook_id/deliveries/:delivery_id/retry',
     async (req) => {
-      const id = webhookId(req.params.webhook_id);
+      const id = webhooks.id(req);
       const deliveryId = req.params.delivery_id;
       if (!(await getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
       if (!(await findDelivery(services.db, req.auth, id, deliveryId)))
@@ -187,7 +168,7 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/webhooks/:webhook_id/replay',
     async (req) => {
-      const id = webhookId(req.params.webhook_id);
+      const id = webhooks.id(req);
       const body = parse(replayBody, req.body);
       const since = new Date(body.since).toISOString();
       const until = body.until ? new Date(body.until).toISOString() : null;
