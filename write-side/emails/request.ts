@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
 import { EMAIL_LIMITS } from './limits.ts';
 
@@ -108,9 +109,7 @@ export const sendEmailInput = z.preprocess(
         .array(attachmentInput)
         .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)
         .optional(),
-      send_at: z.iso
-        .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
-        .optional(),
+      send_at: zonedDateTime.optional(),
     })
     .strict()
     .meta({
@@ -133,7 +132,7 @@ export const updateEmailInput = z.preprocess(
   resendAliases,
   z
     .object({
-      send_at: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' }),
+      send_at: zonedDateTime,
     })
     .strict(),
 );

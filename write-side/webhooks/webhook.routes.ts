@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { metaOf } from '../../platform/http/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -57,9 +58,7 @@ const updateBody = z
   .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional() })
   .strict();
 const rotateBody = z.object({}).strict();
-const replayBody = z
-  .object({ since: z.iso.datetime({ offset: true }), until: z.iso.datetime({ offset: true }).nullish() })
-  .strict();
+const replayBody = z.object({ since: zonedDateTime, until: zonedDateTime.nullish() }).strict();
 
 export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   /** After a write the webhook is in the read model: its absence is a bug, not a 404. */
