@@ -1,11 +1,11 @@
-import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
 import type { Config } from './config.ts';
-import { keyObject } from './crypto.ts';
+import { purposeKey } from './crypto.ts';
 import { AppError } from './errors.ts';
 import { newId } from './ids.ts';
 import { resolveSecretKey } from './secret-key.ts';
@@ -120,12 +120,7 @@ export class BlobStore {
 
   constructor(dir: string, secretKeyBase64: string) {
     this.#dir = dir;
-    this.#signingKey = keyObject(
-      createHash('sha256')
-        .update('postline blob urls\0')
-        .update(Buffer.from(secretKeyBase64, 'base64'))
-        .digest(),
-    );
+    this.#signingKey = purposeKey(secretKeyBase64, 'postline blob urls');
   }
 
   #path(key: string): string {

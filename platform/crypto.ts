@@ -15,6 +15,15 @@ export const sha256Hex = (text: string): string => createHash('sha256').update(t
  */
 export const keyObject = (key: Buffer): KeyObject => createSecretKey(key);
 
+/**
+ * A key of its own for one purpose (`postline tracking`, …), derived from POSTLINE_SECRET_KEY: what one purpose
+ * signs, another's key never verifies.
+ */
+export const purposeKey = (secretKeyBase64: string, purpose: string): KeyObject =>
+  keyObject(
+    createHash('sha256').update(`${purpose}\0`).update(Buffer.from(secretKeyBase64, 'base64')).digest(),
+  );
+
 /** Encrypts secrets at rest (DKIM keys, webhook secrets) with AES-256-GCM under POSTLINE_SECRET_KEY. */
 export class SecretBox {
   readonly #key: KeyObject;

@@ -97,3 +97,25 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string, id: string) => new AppError('not_found', `${what} ${id} not found`);
+
+/**
+ * The tenancy rule of every command: another organization's resource, the other mode's, or a deleted one is not
+ * found for the caller (404, never 403). Returns the state, known to exist.
+ */
+export function visibleTo<S extends { exists: false } | Visible>(
+  state: S,
+  caller: { orgId: string; mode: string },
+  what: string,
+  id: string,
+): Extract<S, { exists: true }> {
+  if (!state.exists || state.deleted || state.orgId !== caller.orgId || state.mode !== caller.mode)
+    throw notFound(what, id);
+  return state as Extract<S, { exists: true }>;
+}
+
+interface Visible {
+  exists: true;
+  orgId: string;
+  mode: string;
+  deleted: boolean;
+}

@@ -17,19 +17,24 @@ collectDefaultMetrics({ register: registry });
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export const httpRequests = new Counter({
-  name: 'postline_http_requests_total',
-  help: 'HTTP requests answered, by method, route pattern and status.',
-  labelNames: ['method', 'route', 'status'] as const,
-  registers: [registry],
-});
-export const httpDuration = new Histogram({
-  name: 'postline_http_request_duration_seconds',
-  help: 'Time from a request arriving to its answer being sent, by method, route pattern and status.',
-  labelNames: ['method', 'route', 'status'] as const,
-  buckets: DURATION_BUCKETS,
-  registers: [registry],
-});
+/** A counter of this process's registry. */
+const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+  new Counter<L>({ name, help, labelNames, registers: [registry] });
+
+/** A histogram of durations in seconds, in this process's registry. */
+const durations = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+  new Histogram<L>({ name, help, labelNames, buckets: DURATION_BUCKETS, registers: [registry] });
+
+export const httpRequests = counter(
+  'postline_http_requests_total',
+  'HTTP requests answered, by method, route pattern and status.',
+  ['method', 'route', 'status'],
+);
+export const httpDuration = durations(
+  'postline_http_request_duration_seconds',
+  'Time from a request arriving to its answer being sent, by method, route pattern and status.',
+  ['method', 'route', 'status'],
+);
 /** One answered request; `route` is its pattern (`/v1/emails/:email_id`), never the raw path. */
 export function observeHttp(method: string, route: string, status: number, seconds: number): void {
   const labels = { method, route, status: String(status) };
@@ -38,41 +43,35 @@ export function observeHttp(method: string, route: string, status: number, secon
 }
 
 /** Per recipient for delivered, delivery_delayed, bounced and complained; per email for accepted. */
-export const emailOutcomes = new Counter({
-  name: 'postline_emails_total',
-  help: 'Emails accepted, and recipients delivered, delayed (retried later), bounced or complained, by mode, as recorded by this process.',
-  labelNames: ['outcome', 'mode'] as const,
-  registers: [registry],
-});
+export const emailOutcomes = counter(
+  'postline_emails_total',
+  'Emails accepted, and recipients delivered, delayed (retried later), bounced or complained, by mode, as recorded by this process.',
+  ['outcome', 'mode'],
+);
 
-export const smtpSessions = new Counter({
-  name: 'postline_smtp_outbound_sessions_total',
-  help: 'Outbound SMTP connections to MX hosts or the smarthost: opened (greeted, TLS and AUTH done) or failed.',
-  labelNames: ['result'] as const,
-  registers: [registry],
-});
-export const smtpReplies = new Counter({
-  name: 'postline_smtp_outbound_replies_total',
-  help: 'Replies of receiving servers per recipient, by class (2xx, 4xx, 5xx).',
-  labelNames: ['class'] as const,
-  registers: [registry],
-});
+export const smtpSessions = counter(
+  'postline_smtp_outbound_sessions_total',
+  'Outbound SMTP connections to MX hosts or the smarthost: opened (greeted, TLS and AUTH done) or failed.',
+  ['result'],
+);
+export const smtpReplies = counter(
+  'postline_smtp_outbound_replies_total',
+  'Replies of receiving servers per recipient, by class (2xx, 4xx, 5xx).',
+  ['class'],
+);
 /** The class of an SMTP reply code: `2xx`, `4xx`, `5xx`. */
 export const replyClass = (code: number) => `${Math.floor(code / 100)}xx`;
 
-export const webhookDeliveries = new Counter({
-  name: 'postline_webhook_deliveries_total',
-  help: 'Webhook requests sent, by outcome: success (2xx), http_error (another status), no_response.',
-  labelNames: ['outcome'] as const,
-  registers: [registry],
-});
-export const webhookDuration = new Histogram({
-  name: 'postline_webhook_delivery_duration_seconds',
-  help: 'Time from sending a webhook request to its answer (or giving up), by outcome.',
-  labelNames: ['outcome'] as const,
-  buckets: DURATION_BUCKETS,
-  registers: [registry],
-});
+export const webhookDeliveries = counter(
+  'postline_webhook_deliveries_total',
+  'Webhook requests sent, by outcome: success (2xx), http_error (another status), no_response.',
+  ['outcome'],
+);
+export const webhookDuration = durations(
+  'postline_webhook_delivery_duration_seconds',
+  'Time from sending a webhook request to its answer (or giving up), by outcome.',
+  ['outcome'],
+);
 
 /** One webhook request's outcome (`status` null: no answer) and how long it took. */
 export function observeWebhook(status: number | null, ms: number): void {

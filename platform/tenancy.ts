@@ -14,3 +14,6 @@ export interface Tenant {
   orgId: string;
   mode: Mode;
 }
+
+/** Who gives a command on an aggregate of theirs, named by its id field `K`, and when. */
+export type CommandCaller<K extends string> = Tenant & Record<K, string> & { at: string };

@@ -18,6 +18,16 @@ export interface DueTable {
 /** Work on claimed rows: resolves with how many items it did. */
 export type Task = () => Promise<number>;
 
+/**
+ * What one event does to a due table. `add`: a row (column → value, its due time included), left alone when its
+ * key is there already. `set`: the same, or a row that is there due at the new time instead (`unclaim`: and free
+ * to be claimed again at once). `remove`: the row with this key, if any.
+ */
+export type DueChange =
+  | { add: Record<string, unknown> }
+  | { set: Record<string, unknown>; unclaim?: boolean }
+  | { remove: Record<string, unknown> };
+
 /** Finished rows written per statement. */
 const FINISH_BATCH = 50;
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -88,13 +98,46 @@ export class DueQueue<Row extends object> {
 
   /** Adds rows (column → value; JSON for `jsonb` columns), unclaimed; a row whose key is there already is left alone. */
   async add(q: Queryable, rows: Record<string, unknown>[]): Promise<void> {
+    await this.#insert(q, rows, 'DO NOTHING');
+  }
+
+  /**
+   * Applies changes (a log consumer's, in its transaction) in their order; a run of changes of one kind goes in
+   * one statement.
+   */
+  async apply(q: Queryable, changes: DueChange[]): Promise<void> {
+    for (let i = 0; i < changes.length; ) {
+      const kind = kindOf(changes[i]);
+      const run: Record<string, unknown>[] = [];
+      for (; i < changes.length && kindOf(changes[i]) === kind; i++) {
+        const c = changes[i];
+        run.push('add' in c ? c.add : 'set' in c ? c.set : this.#keyOf(c.remove));
+      }
+      if (kind === 'add') await this.add(q, run);
+      else if (kind === 'remove') await q.query(this.#sql.done, [JSON.stringify(run)]);
+      else {
+        const { dueAt } = this.#spec;
+        // One statement may not update a row twice: the last change of a key is the one that counts.
+        const last = new Map(run.map((row) => [this.#keyText(row), row]));
+        await this.#insert(
+          q,
+          [...last.values()],
+          `(${Object.keys(this.#spec.key).join(', ')}) DO UPDATE SET ${dueAt} = excluded.${dueAt}${
+            kind === 'unclaim' ? ', claimed_until = NULL' : ''
+          }`,
+        );
+      }
+    }
+  }
+
+  async #insert(q: Queryable, rows: Record<string, unknown>[], onConflict: string): Promise<void> {
     if (rows.length === 0) return;
     // The columns the rows name, so that the others keep their defaults.
     const columns = plainNames(Object.keys(rows[0])).join(', ');
     const { table } = this.#spec;
     await q.query(
       `INSERT INTO ${table} (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::${table}, $1::json)
-       ON CONFLICT DO NOTHING`,
+       ON CONFLICT ${onConflict}`,
       [JSON.stringify(rows)],
     );
   }
@@ -199,13 +242,13 @@ export class DueQueue<Row extends object> {
       await this.#db.query(this.#sql.release, [JSON.stringify(rows.map((r) => this.#keyOf(r)))]);
   }
 
-  #keyOf(row: Row): Record<string, unknown> {
+  #keyOf(row: object): Record<string, unknown> {
     return Object.fromEntries(
       Object.keys(this.#spec.key).map((k) => [k, (row as Record<string, unknown>)[k]]),
     );
   }
 
-  #keyText(row: Row): string {
+  #keyText(row: object): string {
     return JSON.stringify(Object.keys(this.#spec.key).map((k) => (row as Record<string, unknown>)[k]));
   }
 
@@ -229,3 +272,6 @@ export class DueQueue<Row extends object> {
     this.#writing.add(writing);
   }
 }
+
+const kindOf = (c: DueChange) =>
+  'add' in c ? 'add' : 'remove' in c ? 'remove' : c.unclaim ? 'unclaim' : 'set';

@@ -1,6 +1,7 @@
 import type { ApiKeyEvent } from '../write-side/api-keys/api-key.events.ts';
 import type { OrganizationEvent } from '../write-side/organizations/organization.events.ts';
 import type { Projection } from './projection.ts';
+import { insertRow, updateRow } from './rows.ts';
 
 /** Organizations and their API keys: what authentication reads on every request. */
 export const apiKeysProjection: Projection<ApiKeyEvent | OrganizationEvent> = {
@@ -9,27 +10,33 @@ export const apiKeysProjection: Projection<ApiKeyEvent | OrganizationEvent> = {
   types: ['OrganizationCreated', 'OrganizationPlanChanged', 'ApiKeyCreated', 'ApiKeyDeleted'],
   async apply(tx, e) {
     switch (e.type) {
-      case 'OrganizationCreated':
-        await tx.query(
-          `INSERT INTO organizations (id, name, plan, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
-          [e.data.orgId, e.data.name, e.data.plan, e.data.createdAt],
-        );
-        return;
+      case 'OrganizationCreated': {
+        const d = e.data;
+        return insertRow(tx, 'organizations', {
+          id: d.orgId,
+          name: d.name,
+          plan: d.plan,
+          created_at: d.createdAt,
+        });
+      }
       case 'OrganizationPlanChanged':
-        await tx.query('UPDATE organizations SET plan = $2 WHERE id = $1', [e.data.orgId, e.data.plan]);
-        return;
+        return updateRow(tx, 'organizations', e.data.orgId, { plan: e.data.plan });
       case 'ApiKeyCreated': {
         const d = e.data;
-        await tx.query(
-          `INSERT INTO api_keys (id, org_id, mode, name, permission, domain_id, key_prefix, key_hash, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
-          [d.keyId, d.orgId, d.mode, d.name, d.permission, d.domainId, d.keyPrefix, d.keyHash, d.createdAt],
-        );
-        return;
+        return insertRow(tx, 'api_keys', {
+          id: d.keyId,
+          org_id: d.orgId,
+          mode: d.mode,
+          name: d.name,
+          permission: d.permission,
+          domain_id: d.domainId,
+          key_prefix: d.keyPrefix,
+          key_hash: d.keyHash,
+          created_at: d.createdAt,
+        });
       }
       case 'ApiKeyDeleted':
-        await tx.query('UPDATE api_keys SET deleted_at = $2 WHERE id = $1', [e.data.keyId, e.data.deletedAt]);
-        return;
+        return updateRow(tx, 'api_keys', e.data.keyId, { deleted_at: e.data.deletedAt });
     }
   },
 };

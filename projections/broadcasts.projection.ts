@@ -2,21 +2,23 @@ import type { Transaction } from '../platform/db/database.ts';
 import type { BroadcastContent, BroadcastEvent } from '../write-side/broadcasts/broadcast.events.ts';
 import type { ContactEvent } from '../write-side/contacts/contact.events.ts';
 import type { Projection } from './projection.ts';
+import { insertRow, updateRow } from './rows.ts';
 
-const contentColumns = (c: BroadcastContent) => [
-  c.name,
-  c.audienceId,
-  c.topicId,
-  c.from,
-  JSON.stringify(c.replyTo),
-  c.subject,
-  c.html,
-  c.text,
-  c.templateId,
-];
+const contentRow = (c: BroadcastContent) => ({
+  name: c.name,
+  audience_id: c.audienceId,
+  topic_id: c.topicId,
+  from_address: c.from,
+  reply_to: JSON.stringify(c.replyTo),
+  subject: c.subject,
+  html: c.html,
+  text_body: c.text,
+  template_id: c.templateId,
+});
 
-const set = (tx: Transaction, id: string, assignments: string, values: unknown[]) =>
-  tx.query(`UPDATE broadcasts SET ${assignments} WHERE id = $1`, [id, ...values]);
+/** A broadcast in a new status since `at`, which its own column keeps too. */
+const moveTo = (tx: Transaction, id: string, status: string, since: string, at: string) =>
+  updateRow(tx, 'broadcasts', id, { status, [since]: at, updated_at: at });
 
 /** Broadcasts with their sending's progress, and the unsubscribes their links caused. */
 export const broadcastsProjection: Projection<BroadcastEvent | ContactEvent> = {
@@ -37,66 +39,55 @@ export const broadcastsProjection: Projection<BroadcastEvent | ContactEvent> = {
     switch (e.type) {
       case 'BroadcastCreated': {
         const d = e.data;
-        await tx.query(
-          `INSERT INTO broadcasts (id, org_id, mode, name, audience_id, topic_id, from_address, reply_to, subject, html,
-             text_body, template_id, status, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'draft', $13, $13) ON CONFLICT (id) DO NOTHING`,
-          [d.broadcastId, d.orgId, d.mode, ...contentColumns(d), d.createdAt],
-        );
-        return;
+        return insertRow(tx, 'broadcasts', {
+          id: d.broadcastId,
+          org_id: d.orgId,
+          mode: d.mode,
+          ...contentRow(d),
+          status: 'draft',
+          created_at: d.createdAt,
+          updated_at: d.createdAt,
+        });
       }
-      case 'BroadcastUpdated': {
-        const d = e.data;
-        return void (await set(
-          tx,
-          d.broadcastId,
-          `name = $2, audience_id = $3, topic_id = $4, from_address = $5, reply_to = $6, subject = $7, html = $8,
-           text_body = $9, template_id = $10, updated_at = $11`,
-          [...contentColumns(d), d.updatedAt],
-        ));
-      }
+      case 'BroadcastUpdated':
+        return updateRow(tx, 'broadcasts', e.data.broadcastId, {
+          ...contentRow(e.data),
+          updated_at: e.data.updatedAt,
+        });
       case 'BroadcastDeleted':
-        return void (await set(tx, e.data.broadcastId, 'deleted_at = $2', [e.data.deletedAt]));
-      case 'BroadcastScheduled':
-        return void (await set(
-          tx,
-          e.data.broadcastId,
-          "status = 'scheduled', send_at = $2, updated_at = $3",
-          [e.data.sendAt, e.data.scheduledAt],
-        ));
+        return updateRow(tx, 'broadcasts', e.data.broadcastId, { deleted_at: e.data.deletedAt });
+      case 'BroadcastScheduled': {
+        const d = e.data;
+        return updateRow(tx, 'broadcasts', d.broadcastId, {
+          status: 'scheduled',
+          send_at: d.sendAt,
+          updated_at: d.scheduledAt,
+        });
+      }
       case 'BroadcastCanceled':
-        return void (await set(
-          tx,
-          e.data.broadcastId,
-          "status = 'canceled', canceled_at = $2, updated_at = $2",
-          [e.data.canceledAt],
-        ));
+        return moveTo(tx, e.data.broadcastId, 'canceled', 'canceled_at', e.data.canceledAt);
       case 'BroadcastSendingStarted':
-        return void (await set(
-          tx,
-          e.data.broadcastId,
-          "status = 'sending', started_at = $2, updated_at = $2",
-          [e.data.startedAt],
-        ));
+        return moveTo(tx, e.data.broadcastId, 'sending', 'started_at', e.data.startedAt);
       case 'BroadcastBatchExpanded': {
         const { skipped: s, ...d } = e.data;
         const looked = d.queued + s.unsubscribed + s.suppressed + s.notSubscribed + s.quota + s.failed;
-        return void (await set(
-          tx,
-          d.broadcastId,
-          `contacts_processed = contacts_processed + $2, recipients = recipients + $3,
-           skipped_unsubscribed = skipped_unsubscribed + $4, skipped_suppressed = skipped_suppressed + $5,
-           skipped_not_subscribed = skipped_not_subscribed + $6, skipped_quota = skipped_quota + $7,
-           skipped_failed = skipped_failed + $8`,
-          [looked, d.queued, s.unsubscribed, s.suppressed, s.notSubscribed, s.quota, s.failed],
-        ));
+        await tx.query(
+          `UPDATE broadcasts SET contacts_processed = contacts_processed + $2, recipients = recipients + $3,
+             skipped_unsubscribed = skipped_unsubscribed + $4, skipped_suppressed = skipped_suppressed + $5,
+             skipped_not_subscribed = skipped_not_subscribed + $6, skipped_quota = skipped_quota + $7,
+             skipped_failed = skipped_failed + $8
+           WHERE id = $1`,
+          [d.broadcastId, looked, d.queued, s.unsubscribed, s.suppressed, s.notSubscribed, s.quota, s.failed],
+        );
+        return;
       }
       case 'BroadcastSent':
-        return void (await set(tx, e.data.broadcastId, "status = 'sent', sent_at = $2, updated_at = $2", [
-          e.data.sentAt,
-        ]));
+        return moveTo(tx, e.data.broadcastId, 'sent', 'sent_at', e.data.sentAt);
       case 'ContactUnsubscribed':
-        if (e.data.broadcastId) await set(tx, e.data.broadcastId, 'unsubscribed = unsubscribed + 1', []);
+        if (e.data.broadcastId)
+          await tx.query('UPDATE broadcasts SET unsubscribed = unsubscribed + 1 WHERE id = $1', [
+            e.data.broadcastId,
+          ]);
         return;
     }
   },

@@ -1,5 +1,6 @@
 import type { ContactImportEvent } from '../write-side/contact-imports/contact-import.events.ts';
 import type { Projection } from './projection.ts';
+import { insertRow, updateRow } from './rows.ts';
 
 /** Contact import jobs: status, counts and the invalid rows they list. */
 export const contactImportsProjection: Projection<ContactImportEvent> = {
@@ -10,12 +11,16 @@ export const contactImportsProjection: Projection<ContactImportEvent> = {
     switch (e.type) {
       case 'ContactImportStarted': {
         const d = e.data;
-        await tx.query(
-          `INSERT INTO contact_imports (id, org_id, mode, audience_id, status, bytes, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, 'queued', $5, $6, $6) ON CONFLICT (id) DO NOTHING`,
-          [d.importId, d.orgId, d.mode, d.audienceId, d.bytes, d.startedAt],
-        );
-        return;
+        return insertRow(tx, 'contact_imports', {
+          id: d.importId,
+          org_id: d.orgId,
+          mode: d.mode,
+          audience_id: d.audienceId,
+          status: 'queued',
+          bytes: d.bytes,
+          created_at: d.startedAt,
+          updated_at: d.startedAt,
+        });
       }
       case 'ContactImportCounted':
         await tx.query(
@@ -42,12 +47,15 @@ export const contactImportsProjection: Projection<ContactImportEvent> = {
           );
         return;
       }
-      case 'ContactImportFinished':
-        await tx.query(
-          `UPDATE contact_imports SET status = $2, error = $3, updated_at = $4, finished_at = $4 WHERE id = $1`,
-          [e.data.importId, e.data.status, e.data.error && JSON.stringify(e.data.error), e.data.finishedAt],
-        );
-        return;
+      case 'ContactImportFinished': {
+        const d = e.data;
+        return updateRow(tx, 'contact_imports', d.importId, {
+          status: d.status,
+          error: d.error && JSON.stringify(d.error),
+          updated_at: d.finishedAt,
+          finished_at: d.finishedAt,
+        });
+      }
     }
   },
 };

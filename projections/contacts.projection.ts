@@ -3,22 +3,21 @@ import type { Stored } from '../platform/eventstore/types.ts';
 import { openPersonalData, openPersonalDataMany } from '../platform/personal-data.ts';
 import type { ContactEvent, ContactPersonalData } from '../write-side/contacts/contact.events.ts';
 import type { Projection } from './projection.ts';
+import { updateRow } from './rows.ts';
 
-/** The id and personal columns of a contact's row, in the order both statements below name them. */
-const personalColumns = (contactId: string, p: ContactPersonalData) => [
-  contactId,
-  p.email,
-  p.email.toLowerCase(),
-  p.firstName,
-  p.lastName,
-  JSON.stringify(p.properties),
-];
+/** The personal columns of a contact's row, but its properties. */
+const personalRow = (p: ContactPersonalData) => ({
+  email: p.email,
+  email_lower: p.email.toLowerCase(),
+  first_name: p.firstName,
+  last_name: p.lastName,
+});
 
 type Created = Stored<Extract<ContactEvent, { type: 'ContactCreated' }>>;
 
 /**
- * A run of new contacts (an import writes thousands in a row) in three statements: their keys, their rows, their
- * audiences. The same rows as `apply` makes one by one.
+ * New contacts (an import writes thousands in a row) in three statements: their keys, their rows, their
+ * audiences; `apply` hands one at a time here too.
  */
 async function insertCreated(tx: Transaction, events: Created[]) {
   const opened = await openPersonalDataMany<ContactPersonalData>(
@@ -29,14 +28,10 @@ async function insertCreated(tx: Transaction, events: Created[]) {
     const p = opened[i];
     if (!p) return [];
     const d = e.data;
-    const [id, email, emailLower, firstName, lastName] = personalColumns(d.contactId, p);
     return [
       {
-        id,
-        email,
-        email_lower: emailLower,
-        first_name: firstName,
-        last_name: lastName,
+        id: d.contactId,
+        ...personalRow(p),
         properties: p.properties,
         unsubscribed: d.unsubscribed,
         consent_given_at: d.consentGivenAt,
@@ -59,7 +54,14 @@ async function insertCreated(tx: Transaction, events: Created[]) {
      ON CONFLICT (id) DO NOTHING`,
     [JSON.stringify(rows)],
   );
-  const members = rows.flatMap((r) => r.audiences.map((audience_id) => ({ contact_id: r.id, audience_id })));
+  await insertMembers(
+    tx,
+    rows.flatMap((r) => r.audiences.map((audience_id) => ({ contact_id: r.id, audience_id }))),
+  );
+}
+
+/** Audience memberships, each once. */
+async function insertMembers(tx: Transaction, members: { contact_id: string; audience_id: string }[]) {
   if (members.length > 0)
     await tx.query(
       `INSERT INTO contact_audiences SELECT contact_id, audience_id
@@ -99,47 +101,22 @@ export const contactsProjection: Projection<ContactEvent> = {
   },
   async apply(tx, e) {
     switch (e.type) {
-      case 'ContactCreated': {
-        const d = e.data;
-        const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
-        if (!p) return;
-        await tx.query(
-          `INSERT INTO contacts (id, email, email_lower, first_name, last_name, properties, unsubscribed,
-             consent_given_at, org_id, mode, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) ON CONFLICT (id) DO NOTHING`,
-          [
-            ...personalColumns(d.contactId, p),
-            d.unsubscribed,
-            d.consentGivenAt,
-            d.orgId,
-            d.mode,
-            d.createdAt,
-          ],
-        );
-        for (const audienceId of d.audienceIds)
-          await tx.query('INSERT INTO contact_audiences VALUES ($1, $2) ON CONFLICT DO NOTHING', [
-            d.contactId,
-            audienceId,
-          ]);
-        return;
-      }
+      case 'ContactCreated':
+        return insertCreated(tx, [e]);
       case 'ContactUpdated': {
         const d = e.data;
         const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
         if (!p) return;
-        await tx.query(
-          `UPDATE contacts SET email = $2, email_lower = $3, first_name = $4, last_name = $5, properties = $6,
-             unsubscribed = $7, consent_given_at = $8, updated_at = $9 WHERE id = $1`,
-          [...personalColumns(d.contactId, p), d.unsubscribed, d.consentGivenAt, d.updatedAt],
-        );
-        return;
+        return updateRow(tx, 'contacts', d.contactId, {
+          ...personalRow(p),
+          properties: JSON.stringify(p.properties),
+          unsubscribed: d.unsubscribed,
+          consent_given_at: d.consentGivenAt,
+          updated_at: d.updatedAt,
+        });
       }
       case 'ContactAddedToAudience':
-        await tx.query('INSERT INTO contact_audiences VALUES ($1, $2) ON CONFLICT DO NOTHING', [
-          e.data.contactId,
-          e.data.audienceId,
-        ]);
-        return;
+        return insertMembers(tx, [{ contact_id: e.data.contactId, audience_id: e.data.audienceId }]);
       case 'ContactRemovedFromAudience':
         await tx.query('DELETE FROM contact_audiences WHERE contact_id = $1 AND audience_id = $2', [
           e.data.contactId,
@@ -156,10 +133,10 @@ export const contactsProjection: Projection<ContactEvent> = {
       case 'ContactUnsubscribed':
         // From a topic: its ContactTopicSubscriptionChanged says so. From everything: the flag.
         if (!e.data.topicId)
-          await tx.query('UPDATE contacts SET unsubscribed = true, updated_at = $2 WHERE id = $1', [
-            e.data.contactId,
-            e.data.unsubscribedAt,
-          ]);
+          await updateRow(tx, 'contacts', e.data.contactId, {
+            unsubscribed: true,
+            updated_at: e.data.unsubscribedAt,
+          });
         return;
       case 'ContactDeleted':
         await tx.query('DELETE FROM contact_topics WHERE contact_id = $1', [e.data.contactId]);

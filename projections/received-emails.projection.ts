@@ -1,5 +1,6 @@
 import type { ReceivedEmailEvent } from '../write-side/inbound/received-email.events.ts';
 import type { Projection } from './projection.ts';
+import { insertRow, updateRow } from './rows.ts';
 
 /** Received emails as `GET /v1/emails/received` lists them; their content stays in the blob store. */
 export const receivedEmailsProjection: Projection<ReceivedEmailEvent> = {
@@ -10,49 +11,36 @@ export const receivedEmailsProjection: Projection<ReceivedEmailEvent> = {
     switch (e.type) {
       case 'InboundEmailReceived': {
         const d = e.data;
-        await tx.query(
-          `INSERT INTO received_emails (id, org_id, mode, domain_id, domain, envelope_from, envelope_to, from_email,
-             from_lower, from_name, "to", cc, reply_to, subject, message_id, in_reply_to, size, raw_key, content_key,
-             attachments, authentication, spam_score, is_spam, parse_error, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-             $22, $23, $24, $25)
-           ON CONFLICT (id) DO NOTHING`,
-          [
-            d.receivedEmailId,
-            d.orgId,
-            d.mode,
-            d.domainId,
-            d.domain,
-            d.envelope.mailFrom,
-            JSON.stringify(d.envelope.rcptTo),
-            d.from?.email ?? null,
-            d.from?.email.toLowerCase() ?? null,
-            d.from?.name ?? null,
-            JSON.stringify(d.to),
-            JSON.stringify(d.cc),
-            JSON.stringify(d.replyTo),
-            d.subject,
-            d.messageId,
-            d.inReplyTo,
-            d.size,
-            d.rawKey,
-            d.contentKey,
-            JSON.stringify(d.attachments),
-            JSON.stringify(d.authentication),
-            d.spamScore,
-            d.isSpam,
-            d.parseError,
-            d.receivedAt,
-          ],
-        );
-        return;
+        return insertRow(tx, 'received_emails', {
+          id: d.receivedEmailId,
+          org_id: d.orgId,
+          mode: d.mode,
+          domain_id: d.domainId,
+          domain: d.domain,
+          envelope_from: d.envelope.mailFrom,
+          envelope_to: JSON.stringify(d.envelope.rcptTo),
+          from_email: d.from?.email ?? null,
+          from_lower: d.from?.email.toLowerCase() ?? null,
+          from_name: d.from?.name ?? null,
+          to: JSON.stringify(d.to),
+          cc: JSON.stringify(d.cc),
+          reply_to: JSON.stringify(d.replyTo),
+          subject: d.subject,
+          message_id: d.messageId,
+          in_reply_to: d.inReplyTo,
+          size: d.size,
+          raw_key: d.rawKey,
+          content_key: d.contentKey,
+          attachments: JSON.stringify(d.attachments),
+          authentication: JSON.stringify(d.authentication),
+          spam_score: d.spamScore,
+          is_spam: d.isSpam,
+          parse_error: d.parseError,
+          created_at: d.receivedAt,
+        });
       }
       case 'ReceivedEmailPurged':
-        await tx.query('UPDATE received_emails SET purged_at = $2 WHERE id = $1', [
-          e.data.receivedEmailId,
-          e.data.purgedAt,
-        ]);
-        return;
+        return updateRow(tx, 'received_emails', e.data.receivedEmailId, { purged_at: e.data.purgedAt });
     }
   },
 };

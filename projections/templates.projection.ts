@@ -1,31 +1,27 @@
 import type { Transaction } from '../platform/db/database.ts';
 import type { TemplateEvent, TemplateVersion } from '../write-side/templates/template.events.ts';
 import type { Projection } from './projection.ts';
+import { insertRow, updateRow } from './rows.ts';
 
-async function insertVersion(
+const insertVersion = (
   tx: Transaction,
   templateId: string,
   orgId: string,
   mode: string,
   v: TemplateVersion,
-) {
-  await tx.query(
-    `INSERT INTO template_versions (id, template_id, org_id, mode, version, subject, html, text, variables, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
-    [
-      v.versionId,
-      templateId,
-      orgId,
-      mode,
-      v.number,
-      v.subject,
-      v.html,
-      v.text,
-      JSON.stringify(v.variables),
-      v.createdAt,
-    ],
-  );
-}
+) =>
+  insertRow(tx, 'template_versions', {
+    id: v.versionId,
+    template_id: templateId,
+    org_id: orgId,
+    mode,
+    version: v.number,
+    subject: v.subject,
+    html: v.html,
+    text: v.text,
+    variables: JSON.stringify(v.variables),
+    created_at: v.createdAt,
+  });
 
 /** Templates and their versions: what GET /templates, the render endpoint and the sending path read. */
 export const templatesProjection: Projection<TemplateEvent> = {
@@ -44,22 +40,24 @@ export const templatesProjection: Projection<TemplateEvent> = {
       case 'TemplateCreated':
       case 'TemplateDuplicated': {
         const d = e.data;
-        const source = e.type === 'TemplateDuplicated' ? e.data.sourceTemplateId : null;
-        await tx.query(
-          `INSERT INTO templates (id, org_id, mode, name, engine, latest_version, duplicated_from, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING`,
-          [d.templateId, d.orgId, d.mode, d.name, d.engine, d.version.number, source, d.createdAt],
-        );
-        await insertVersion(tx, d.templateId, d.orgId, d.mode, d.version);
-        return;
+        await insertRow(tx, 'templates', {
+          id: d.templateId,
+          org_id: d.orgId,
+          mode: d.mode,
+          name: d.name,
+          engine: d.engine,
+          latest_version: d.version.number,
+          duplicated_from: e.type === 'TemplateDuplicated' ? e.data.sourceTemplateId : null,
+          created_at: d.createdAt,
+          updated_at: d.createdAt,
+        });
+        return insertVersion(tx, d.templateId, d.orgId, d.mode, d.version);
       }
       case 'TemplateRenamed':
-        await tx.query('UPDATE templates SET name = $2, updated_at = $3 WHERE id = $1', [
-          e.data.templateId,
-          e.data.name,
-          e.data.renamedAt,
-        ]);
-        return;
+        return updateRow(tx, 'templates', e.data.templateId, {
+          name: e.data.name,
+          updated_at: e.data.renamedAt,
+        });
       case 'TemplateDraftUpdated': {
         const { rows } = await tx.query<{ org_id: string; mode: string }>(
           'SELECT org_id, mode FROM templates WHERE id = $1',
@@ -74,22 +72,17 @@ export const templatesProjection: Projection<TemplateEvent> = {
         );
         return;
       }
-      case 'TemplatePublished':
-        await tx.query(
-          `UPDATE templates SET published_version = $2, published_at = $3, updated_at = $3 WHERE id = $1`,
-          [e.data.templateId, e.data.number, e.data.publishedAt],
-        );
-        await tx.query('UPDATE template_versions SET published_at = $2 WHERE id = $1', [
-          e.data.versionId,
-          e.data.publishedAt,
-        ]);
-        return;
+      case 'TemplatePublished': {
+        const d = e.data;
+        await updateRow(tx, 'templates', d.templateId, {
+          published_version: d.number,
+          published_at: d.publishedAt,
+          updated_at: d.publishedAt,
+        });
+        return updateRow(tx, 'template_versions', d.versionId, { published_at: d.publishedAt });
+      }
       case 'TemplateDeleted':
-        await tx.query('UPDATE templates SET deleted_at = $2 WHERE id = $1', [
-          e.data.templateId,
-          e.data.deletedAt,
-        ]);
-        return;
+        return updateRow(tx, 'templates', e.data.templateId, { deleted_at: e.data.deletedAt });
     }
   },
 };

@@ -1,5 +1,6 @@
 import type { WebhookEvent } from '../write-side/webhooks/webhook.events.ts';
 import type { Projection } from './projection.ts';
+import { insertRow, updateRow } from './rows.ts';
 
 /** Webhook endpoints as the API shows them. Secrets stay in the event log (sealed); they are never read from here. */
 export const webhooksProjection: Projection<WebhookEvent> = {
@@ -10,47 +11,45 @@ export const webhooksProjection: Projection<WebhookEvent> = {
     switch (e.type) {
       case 'WebhookCreated': {
         const d = e.data;
-        await tx.query(
-          `INSERT INTO webhooks (id, org_id, mode, url, events, active, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (id) DO NOTHING`,
-          [d.webhookId, d.orgId, d.mode, d.url, JSON.stringify(d.events), d.active, d.createdAt],
-        );
-        return;
+        return insertRow(tx, 'webhooks', {
+          id: d.webhookId,
+          org_id: d.orgId,
+          mode: d.mode,
+          url: d.url,
+          events: JSON.stringify(d.events),
+          active: d.active,
+          created_at: d.createdAt,
+          updated_at: d.createdAt,
+        });
       }
       case 'WebhookUpdated': {
         const d = e.data;
-        // Turning an endpoint back on clears why it was turned off.
-        await tx.query(
-          `UPDATE webhooks SET url = $2, events = $3, active = $4, updated_at = $5,
-             disabled_reason = CASE WHEN $4 THEN NULL ELSE disabled_reason END,
-             disabled_detail = CASE WHEN $4 THEN NULL ELSE disabled_detail END,
-             disabled_at = CASE WHEN $4 THEN NULL ELSE disabled_at END
-           WHERE id = $1`,
-          [d.webhookId, d.url, JSON.stringify(d.events), d.active, d.updatedAt],
-        );
-        return;
+        return updateRow(tx, 'webhooks', d.webhookId, {
+          url: d.url,
+          events: JSON.stringify(d.events),
+          active: d.active,
+          updated_at: d.updatedAt,
+          // Turning an endpoint back on clears why it was turned off.
+          ...(d.active && { disabled_reason: null, disabled_detail: null, disabled_at: null }),
+        });
       }
       case 'WebhookSecretRotated':
-        await tx.query('UPDATE webhooks SET secret_rotated_at = $2, updated_at = $2 WHERE id = $1', [
-          e.data.webhookId,
-          e.data.rotatedAt,
-        ]);
-        return;
+        return updateRow(tx, 'webhooks', e.data.webhookId, {
+          secret_rotated_at: e.data.rotatedAt,
+          updated_at: e.data.rotatedAt,
+        });
       case 'WebhookDisabled': {
         const d = e.data;
-        await tx.query(
-          `UPDATE webhooks SET active = false, disabled_reason = $2, disabled_detail = $3, disabled_at = $4, updated_at = $4
-           WHERE id = $1`,
-          [d.webhookId, d.reason, d.detail, d.disabledAt],
-        );
-        return;
+        return updateRow(tx, 'webhooks', d.webhookId, {
+          active: false,
+          disabled_reason: d.reason,
+          disabled_detail: d.detail,
+          disabled_at: d.disabledAt,
+          updated_at: d.disabledAt,
+        });
       }
       case 'WebhookDeleted':
-        await tx.query('UPDATE webhooks SET deleted_at = $2, active = false WHERE id = $1', [
-          e.data.webhookId,
-          e.data.deletedAt,
-        ]);
-        return;
+        return updateRow(tx, 'webhooks', e.data.webhookId, { deleted_at: e.data.deletedAt, active: false });
     }
   },
 };

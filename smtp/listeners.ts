@@ -28,20 +28,13 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
       auth: true,
       hooks: relayHooks(door, services, authenticate),
     };
-    if (submission !== null)
-      listeners.submissionPort = await door.listen({
-        ...relay,
-        name: 'submission',
-        port: submission,
-        implicitTls: false,
-      });
-    if (submissions !== null)
-      listeners.submissionsPort = await door.listen({
-        ...relay,
-        name: 'submissions',
-        port: submissions,
-        implicitTls: true,
-      });
+    // Submission with STARTTLS, submissions with TLS from the first byte (RFC 8314).
+    const relayPorts = [
+      ['submission', submission, false],
+      ['submissions', submissions, true],
+    ] as const;
+    for (const [name, port, implicitTls] of relayPorts)
+      if (port !== null) listeners[`${name}Port`] = await door.listen({ ...relay, name, port, implicitTls });
     if (mx !== null) {
       listeners.mxPort = await door.listen({
         name: 'mx',

@@ -48,6 +48,18 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   const { services, runner } = postline;
   const [group, action, ...rest] = argv;
   const write = (s: string) => out.write(s.endsWith('\n') ? s : `${s}\n`);
+  /** The command's input, checked; `usage` says what it needs when it is not right. */
+  const parse = <T extends z.ZodType>(schema: T, input: unknown, usage: string): z.output<T> => {
+    const parsed = schema.safeParse(input);
+    if (!parsed.success) throw new UsageError(usage);
+    return parsed.data;
+  };
+  /** Whether the organization exists; says so when it does not. */
+  const knownOrganization = async (orgId: string) => {
+    if (await findOrganization(services.db, orgId)) return true;
+    write(`No organization ${orgId} (npx postline orgs list shows them).`);
+    return false;
+  };
 
   if (group === 'orgs' && action === 'create') {
     const { values } = parseArgs({
@@ -59,17 +71,17 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
       },
       strict: true,
     });
-    const input = z
-      .object({ name: z.string().trim().min(1).max(200), plan: z.enum(['free', 'pro', 'business']) })
-      .safeParse(values);
-    if (!input.success)
-      throw new UsageError('orgs create needs --name <name> and an optional --plan free|pro|business');
-    const org = await createOrganization(services, input.data);
+    const input = parse(
+      z.object({ name: z.string().trim().min(1).max(200), plan: z.enum(['free', 'pro', 'business']) }),
+      values,
+      'orgs create needs --name <name> and an optional --plan free|pro|business',
+    );
+    const org = await createOrganization(services, input);
     await services.readYourWrites.waitFor(['api_keys'], org.position);
     if (values.json)
       write(JSON.stringify({ org_id: org.orgId, live_key: org.liveKey, test_key: org.testKey }));
     else {
-      write(`Organization ${input.data.name} created: ${org.orgId} (plan ${input.data.plan})`);
+      write(`Organization ${input.name} created: ${org.orgId} (plan ${input.plan})`);
       write(`  live key: ${org.liveKey}`);
       write(`  test key: ${org.testKey}`);
       write('Store the keys now: they are not shown again.');
@@ -101,20 +113,15 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   }
 
   if (group === 'orgs' && action === 'set-plan') {
-    const [orgId, plan] = rest;
-    const parsed = z.enum(['free', 'pro', 'business']).safeParse(plan);
-    if (!orgId || !parsed.success) throw new UsageError('orgs set-plan needs <org_id> <free|pro|business>');
-    if (!(await findOrganization(services.db, orgId))) {
-      write(`No organization ${orgId} (npx postline orgs list shows them).`);
-      return 1;
-    }
-    const { changed, position } = await changePlan(services, orgId, parsed.data);
-    await services.readYourWrites.waitFor(['api_keys'], position);
-    write(
-      changed
-        ? `${orgId} is on the ${parsed.data} plan now.`
-        : `${orgId} is on the ${parsed.data} plan already.`,
+    const [orgId, plan] = parse(
+      z.tuple([z.string().min(1), z.enum(['free', 'pro', 'business'])]),
+      rest.slice(0, 2),
+      'orgs set-plan needs <org_id> <free|pro|business>',
     );
+    if (!(await knownOrganization(orgId))) return 1;
+    const { changed, position } = await changePlan(services, orgId, plan);
+    await services.readYourWrites.waitFor(['api_keys'], position);
+    write(changed ? `${orgId} is on the ${plan} plan now.` : `${orgId} is on the ${plan} plan already.`);
     return 0;
   }
 
@@ -130,23 +137,17 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
       },
       strict: true,
     });
-    const input = z
-      .object({
+    const { org, mode, permission, name } = parse(
+      z.object({
         org: z.string().min(1),
         mode: z.enum(['live', 'test']),
         permission: z.enum(['full_access', 'sending_access']),
         name: z.string().trim().min(1).max(200),
-      })
-      .safeParse(values);
-    if (!input.success)
-      throw new UsageError(
-        'keys create needs --org <org_id>, and takes --mode live|test, --permission full_access|sending_access, --name',
-      );
-    const { org, mode, permission, name } = input.data;
-    if (!(await findOrganization(services.db, org))) {
-      write(`No organization ${org} (npx postline orgs list shows them).`);
-      return 1;
-    }
+      }),
+      values,
+      'keys create needs --org <org_id>, and takes --mode live|test, --permission full_access|sending_access, --name',
+    );
+    if (!(await knownOrganization(org))) return 1;
     const key = await createApiKey(
       services,
       { orgId: org, mode, actor: 'cli' },
@@ -188,23 +189,17 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
       allowPositionals: true,
       strict: true,
     });
-    const input = z
-      .object({
+    const { file, org, mode, audience } = parse(
+      z.object({
         file: z.string().min(1),
         org: z.string().min(1),
         mode: z.enum(['live', 'test']),
         audience: z.string().min(1).optional(),
-      })
-      .safeParse({ ...values, file: positionals.length === 1 ? positionals[0] : undefined });
-    if (!input.success)
-      throw new UsageError(
-        'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>',
-      );
-    const { file, org, mode, audience } = input.data;
-    if (!(await findOrganization(services.db, org))) {
-      write(`No organization ${org} (npx postline orgs list shows them).`);
-      return 1;
-    }
+      }),
+      { ...values, file: positionals.length === 1 ? positionals[0] : undefined },
+      'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>',
+    );
+    if (!(await knownOrganization(org))) return 1;
     const meta = { orgId: org, mode, actor: 'cli' } as const;
     let importId: string;
     try {

@@ -18,7 +18,7 @@ import {
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '@kurrent/kurrentdb-client';
-import { Restart, runSubscription } from './subscription.ts';
+import { Restart, Subscriptions } from './subscription.ts';
 import {
   type AppendResult,
   applyUpcasters,
@@ -67,7 +67,7 @@ export interface KurrentEventStoreOptions {
 export class KurrentEventStore implements EventStore {
   readonly #client: KurrentDBClient;
   readonly #upcasters: Record<string, Upcaster>;
-  readonly #subscriptions = new Set<Subscription>();
+  readonly #subscriptions = new Subscriptions();
 
   constructor(client: KurrentDBClient, options: KurrentEventStoreOptions = {}) {
     this.#client = client;
@@ -269,33 +269,26 @@ export class KurrentEventStore implements EventStore {
       }
     };
 
-    const subscription = runSubscription(
-      options,
-      handle,
-      {
-        follow,
-        interrupt: signal,
-        sleep: (ms) =>
-          new Promise<void>((resolve) => {
-            const timer = setTimeout(() => {
-              wake = undefined;
-              resolve();
-            }, ms);
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          }),
-        head: () => this.headPosition(),
-      },
-      () => this.#subscriptions.delete(subscription),
-    );
-    this.#subscriptions.add(subscription);
-    return subscription;
+    return this.#subscriptions.start(options, handle, {
+      follow,
+      interrupt: signal,
+      sleep: (ms) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            wake = undefined;
+            resolve();
+          }, ms);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        }),
+      head: () => this.headPosition(),
+    });
   }
 
   async close() {
-    await Promise.all([...this.#subscriptions].map((s) => s.stop()));
+    await this.#subscriptions.stopAll();
     await this.#client.dispose();
   }
 }

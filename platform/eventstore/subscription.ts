@@ -88,3 +88,22 @@ export function runSubscription(
     },
   };
 }
+
+/** The subscriptions of one store, each run by the loop above; closing the store stops them all. */
+export class Subscriptions {
+  readonly #running = new Set<Subscription>();
+
+  start(
+    options: SubscribeOptions,
+    handle: (events: StoredEvent[]) => Promise<void>,
+    follower: LogFollower,
+  ): Subscription {
+    const subscription = runSubscription(options, handle, follower, () => this.#running.delete(subscription));
+    this.#running.add(subscription);
+    return subscription;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#running].map((s) => s.stop()));
+  }
+}

@@ -43,6 +43,9 @@ export interface TypedEvent {
   data: unknown;
 }
 
+/** The data of the member of the union `E` whose type is `T` (a command or state that carries the same fields). */
+export type DataOf<E extends TypedEvent, T extends E['type']> = Extract<E, { type: T }>['data'];
+
 /** A stored event of the union `E`, its data narrowed by its type (switch on `type`). */
 export type Stored<E extends TypedEvent> = E extends unknown ? StoredEvent<E['type'], E['data']> : never;
 

@@ -1,4 +1,3 @@
-import type { Transaction } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -10,8 +9,8 @@ import {
   CONTACT_IMPORT_EVENT_TYPES,
   type ContactImportEvent,
 } from '../../write-side/contact-imports/contact-import.events.ts';
-import { DueQueue, type DueTable } from '../due-queue.ts';
-import { ProcessManager } from '../process.ts';
+import { DueProcess } from '../due-process.ts';
+import type { DueChange, DueTable, Task } from '../due-queue.ts';
 
 export const contactImportMigrations: Migration[] = [
   {
@@ -43,48 +42,47 @@ export const CONTACT_IMPORT_JOBS: DueTable = {
  * process at a time writes it (a crashed one's claim runs out and another resumes from the log). A run works a
  * job for at most SLICE_MS, then gives it back due at once; the file's reader stays here for the next slice.
  */
-export class ContactImportProcess extends ProcessManager {
-  readonly #services: Services;
-  readonly #due: DueQueue<Job>;
+export class ContactImportProcess extends DueProcess<Job> {
   readonly #cursors = new Map<string, ContactImportCursor>();
 
   constructor(services: Services) {
-    super(services, { name: 'contact-import', everyMs: 1000 });
-    this.#services = services;
-    this.#due = new DueQueue(services, CONTACT_IMPORT_JOBS);
+    super(services, {
+      name: 'contact-import',
+      everyMs: 1000,
+      table: CONTACT_IMPORT_JOBS,
+      batch: 2,
+      concurrency: 1,
+    });
   }
 
-  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
-    const jobs = events
-      .filter((e) => isOneOf<ContactImportEvent>(e, CONTACT_IMPORT_EVENT_TYPES))
-      .filter((e) => e.type === 'ContactImportStarted')
-      .map((e) => ({
-        import_id: (e.data as { importId: string }).importId,
-        due_at: e.createdAt.toISOString(),
-      }));
-    await this.#due.add(tx, jobs);
+  protected dueChange(e: StoredEvent): DueChange | undefined {
+    if (!isOneOf<ContactImportEvent>(e, CONTACT_IMPORT_EVENT_TYPES) || e.type !== 'ContactImportStarted')
+      return undefined;
+    return { add: { import_id: e.data.importId, due_at: e.createdAt.toISOString() } };
   }
 
   /** Works every job due, slice after slice, until none is left or the process stops. */
-  protected async work(): Promise<number> {
+  protected override async work(): Promise<number> {
     let done = 0;
     for (;;) {
-      const worked = await this.#due.drain({ batch: 2, concurrency: 1, signal: this.stopping }, (rows) =>
-        rows.map((row) => () => this.#slice(row)),
-      );
+      const worked = await super.work();
       done += worked;
       if (worked === 0 || this.stopping.aborted) return done;
     }
   }
 
+  protected plan(rows: Job[]): Task[] {
+    return rows.map((row) => () => this.#slice(row));
+  }
+
   async #slice(row: Job): Promise<number> {
     const until = performance.now() + SLICE_MS;
-    const state = await workContactImport(this.#services, row.import_id, {
+    const state = await workContactImport(this.services, row.import_id, {
       cursors: this.#cursors,
       pause: () => performance.now() > until || this.stopping.aborted,
     });
     const finished = !state.exists || state.status === 'completed' || state.status === 'failed';
-    this.#due.finish(row, finished ? null : this.#services.clock.now());
+    this.due.finish(row, finished ? null : this.services.clock.now());
     return 1;
   }
 }

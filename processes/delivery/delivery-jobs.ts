@@ -1,6 +1,4 @@
 import type { Migration } from '../../platform/db/migrations.ts';
-import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
-import type { EmailEvent } from '../../write-side/emails/email.events.ts';
 import type { DueTable } from '../due-queue.ts';
 
 export const deliveryMigrations: Migration[] = [
@@ -28,14 +26,3 @@ export const DELIVERY_JOBS: DueTable = {
   // Longer than the slowest send (several 30 s time-outs): only a crashed worker's claim runs out.
   leaseMs: 10 * 60_000,
 };
-
-type Accepted = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailReleased' }>;
-
-/** Live emails accepted (queued, or released by the scheduler) become jobs due at once. */
-export const jobsOf = (events: StoredEvent[]) =>
-  events.flatMap((event) => {
-    if (event.metadata.mode !== 'live' || !isOneOf<Accepted>(event, ['EmailQueued', 'EmailReleased']))
-      return [];
-    const dueAt = event.type === 'EmailQueued' ? event.data.createdAt : event.data.releasedAt;
-    return [{ email_id: event.data.emailId, org_id: event.metadata.orgId, mode: 'live', due_at: dueAt }];
-  });

@@ -1,4 +1,3 @@
-import type { Transaction } from '../../platform/db/database.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -12,16 +11,18 @@ import {
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import {
+  acceptedContent,
   type EmailContent,
   type EmailEvent,
   emailStream,
   messageIdOf,
+  readyToSend,
 } from '../../write-side/emails/email.events.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
-import { DueQueue } from '../due-queue.ts';
-import { ProcessManager } from '../process.ts';
+import { DueProcess } from '../due-process.ts';
+import type { DueChange, Task } from '../due-queue.ts';
 import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
-import { DELIVERY_JOBS, type Job, jobsOf } from './delivery-jobs.ts';
+import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
 
@@ -43,15 +44,17 @@ type DomainCache = Map<string, Promise<SendingDomain | null>>;
  * crash replays at most the attempt in flight (at-least-once): recipients whose outcome is recorded are never
  * sent to again.
  */
-export class DeliveryProcess extends ProcessManager {
-  readonly #services: Services;
+export class DeliveryProcess extends DueProcess<Job> {
   readonly #mta: OutboundMta;
-  readonly #concurrency: number;
-  readonly #jobs: DueQueue<Job>;
 
   constructor(services: Services, options: { mta?: OutboundMta; concurrency?: number } = {}) {
-    super(services, { name: 'delivery', everyMs: 1000 });
-    this.#services = services;
+    super(services, {
+      name: 'delivery',
+      everyMs: 1000,
+      table: DELIVERY_JOBS,
+      batch: 100,
+      concurrency: options.concurrency ?? 50,
+    });
     const c = services.config;
     this.#mta =
       options.mta ??
@@ -62,28 +65,28 @@ export class DeliveryProcess extends ProcessManager {
         log: services.log,
         ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
       });
-    this.#concurrency = options.concurrency ?? 50;
-    this.#jobs = new DueQueue(services, DELIVERY_JOBS);
   }
 
-  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
-    await this.#jobs.add(tx, jobsOf(events));
+  /** Live emails accepted (queued, or released by the scheduler) become jobs due at once. */
+  protected dueChange(event: StoredEvent): DueChange | undefined {
+    const ready = event.metadata.mode === 'live' ? readyToSend(event) : undefined;
+    if (!ready) return undefined;
+    const { orgId, mode } = event.metadata;
+    return { add: { email_id: ready.emailId, org_id: orgId, mode, due_at: ready.since } };
   }
 
-  /** Looks at every email due now, `concurrency` at a time; resolves with how many looks succeeded. */
-  protected work(): Promise<number> {
-    return this.#jobs.drain({ batch: 100, concurrency: this.#concurrency, signal: this.stopping }, (jobs) => {
-      const domains: DomainCache = new Map();
-      return jobs.map((job) => async () => {
-        try {
-          this.#jobs.finish(job, await this.#look(job, domains));
-          return 1;
-        } catch (err) {
-          // The claim runs out and another run tries again; the stream keeps what was already recorded.
-          this.#services.log.error({ err, emailId: job.email_id }, 'delivery run failed');
-          return 0;
-        }
-      });
+  /** Looks at the emails claimed, sharing their domains' look-ups; a task resolves with 1 when its look succeeded. */
+  protected plan(jobs: Job[]): Task[] {
+    const domains: DomainCache = new Map();
+    return jobs.map((job) => async () => {
+      try {
+        this.due.finish(job, await this.#look(job, domains));
+        return 1;
+      } catch (err) {
+        // The claim runs out and another run tries again; the stream keeps what was already recorded.
+        this.services.log.error({ err, emailId: job.email_id }, 'delivery run failed');
+        return 0;
+      }
     });
   }
 
@@ -104,23 +107,23 @@ export class DeliveryProcess extends ProcessManager {
 
   /** The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled). */
   async #readEmail(job: Job): Promise<Email | null> {
-    const { history, state } = await readEmail(this.#services, job.email_id);
-    const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
-    if (!accepted || !state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
+    const { history, state } = await readEmail(this.services, job.email_id);
+    const content = acceptedContent(history);
+    if (!content || !state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
       return null;
     const meta = systemMeta({ orgId: job.org_id, mode: job.mode });
-    return { id: job.email_id, meta, content: accepted.data as EmailContent, history, state };
+    return { id: job.email_id, meta, content, history, state };
   }
 
   /** A queued email becomes `sending` (EmailSendingStarted) before its first attempt. */
   async #startSending(email: Email): Promise<void> {
     if (email.state.lifecycle !== 'queued') return;
-    await this.#took(email, await startSending(this.#services, email.meta, email.id, email.history));
+    await this.#took(email, await startSending(this.services, email.meta, email.id, email.history));
   }
 
   /** Recipients without an outcome yet, and delayed ones whose retry time has come. */
   #dueRecipients(state: Known): string[] {
-    const now = this.#services.clock.now().getTime();
+    const now = this.services.clock.now().getTime();
     return Object.entries(state.recipients)
       .filter(
         ([, r]) =>
@@ -136,7 +139,7 @@ export class DeliveryProcess extends ProcessManager {
     if (!id) return Promise.resolve(null);
     let domain = domains.get(id);
     if (!domain) {
-      const { db, secrets } = this.#services;
+      const { db, secrets } = this.services;
       const { orgId, mode } = email.meta;
       domain = findDomainById(db, { orgId, mode }, id).then((row) => row && sendingDomain(row, secrets));
       domains.set(id, domain);
@@ -152,16 +155,16 @@ export class DeliveryProcess extends ProcessManager {
 
   /** Composes the message (tracking, attachments, VERP) and sends it: one SMTP transaction per destination, DKIM-signed. */
   async #send(email: Email, domain: SendingDomain, recipients: string[]): Promise<RecipientOutcome[]> {
-    const message = await buildOutboundMessage(this.#services, email.content, domain);
+    const message = await buildOutboundMessage(this.services, email.content, domain);
     return this.#mta.send(message, recipients);
   }
 
   /** Records each recipient's outcome; a temporary failure gets its retry time, or bounces (soft) after the last. */
   async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
-    const now = this.#services.clock.now();
+    const now = this.services.clock.now();
     const decided = outcomes.map((o) => this.#outcome(email.state, o, now));
     const result = await recordOutcomes(
-      this.#services,
+      this.services,
       email.meta,
       email.id,
       messageIdOf(email.content),
@@ -180,12 +183,12 @@ export class DeliveryProcess extends ProcessManager {
     email.state = result.state as Known;
     const first = result.revision - result.events.length + 1;
     if (first !== (email.history.at(-1)?.revision ?? -1) + 1) {
-      email.history = await this.#services.store.readStream(emailStream(email.id));
+      email.history = await this.services.store.readStream(emailStream(email.id));
       return;
     }
     if (result.position === undefined) return;
     const stored = { metadata: email.meta, streamId: emailStream(email.id), position: result.position };
-    const createdAt = this.#services.clock.now();
+    const createdAt = this.services.clock.now();
     email.history.push(...result.events.map((e, i) => ({ ...e, ...stored, revision: first + i, createdAt })));
   }
 
@@ -225,7 +228,7 @@ export class DeliveryProcess extends ProcessManager {
   async #suppressHardBounces(email: Email): Promise<void> {
     for (const e of email.history as EmailEvent[]) {
       if (e.type !== 'EmailBounced' || e.data.bounceType !== 'hard') continue;
-      await suppressForEmail(this.#services, email.meta, {
+      await suppressForEmail(this.services, email.meta, {
         email: e.data.recipient,
         reason: 'hard_bounce',
         sourceEmailId: email.id,

@@ -1,11 +1,10 @@
-import type { Transaction } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { releaseEmail, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../write-side/emails/email.events.ts';
-import { DueQueue, type DueTable } from '../due-queue.ts';
-import { ProcessManager } from '../process.ts';
+import { DueProcess } from '../due-process.ts';
+import type { DueChange, DueTable, Task } from '../due-queue.ts';
 
 export const schedulerMigrations: Migration[] = [
   {
@@ -36,52 +35,48 @@ export const SCHEDULED_EMAILS: DueTable = {
  * (EmailReleased, after which delivery or the simulator takes it like a queued email). Rows are claimed from a
  * DueQueue, so several processes share the list; a release that races a cancel or a reschedule is settled by the
  * email stream's expected revision and the decider (release only if still scheduled and due), so nothing is sent
- * twice or after a cancel. A released row stays claimed until the log consumer removes it on EmailReleased.
+ * twice or after a cancel. A released row stays claimed until the log consumer removes it on EmailReleased; a
+ * rescheduled one is free to be claimed at its new time.
  */
-export class SchedulerProcess extends ProcessManager {
-  readonly #services: Services;
-  readonly #due: DueQueue<Due>;
-
+export class SchedulerProcess extends DueProcess<Due> {
   constructor(services: Services) {
-    super(services, { name: 'scheduler', everyMs: 1000 });
-    this.#services = services;
-    this.#due = new DueQueue(services, SCHEDULED_EMAILS);
+    super(services, {
+      name: 'scheduler',
+      everyMs: 1000,
+      table: SCHEDULED_EMAILS,
+      batch: 100,
+      concurrency: 10,
+    });
   }
 
-  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
-    for (const e of events) {
-      if (!isOneOf<EmailEvent>(e, EMAIL_EVENT_TYPES)) continue;
-      switch (e.type) {
-        case 'EmailScheduled':
-        case 'EmailRescheduled':
-          await tx.query(
-            `INSERT INTO scheduled_emails (email_id, org_id, mode, send_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (email_id) DO UPDATE SET send_at = excluded.send_at, claimed_until = NULL`,
-            [e.data.emailId, e.metadata.orgId, e.metadata.mode, e.data.sendAt],
-          );
-          break;
-        case 'EmailCanceled':
-        case 'EmailReleased':
-          await tx.query('DELETE FROM scheduled_emails WHERE email_id = $1', [e.data.emailId]);
-          break;
+  protected dueChange(e: StoredEvent): DueChange | undefined {
+    if (!isOneOf<EmailEvent>(e, EMAIL_EVENT_TYPES)) return undefined;
+    switch (e.type) {
+      case 'EmailScheduled':
+      case 'EmailRescheduled': {
+        const { orgId, mode } = e.metadata;
+        const row = { email_id: e.data.emailId, org_id: orgId, mode, send_at: e.data.sendAt };
+        return { set: row, unclaim: true };
       }
+      case 'EmailCanceled':
+      case 'EmailReleased':
+        return { remove: { email_id: e.data.emailId } };
     }
+    return undefined;
   }
 
-  /** Releases what is due now; resolves with how many emails it released. */
-  protected work(): Promise<number> {
-    return this.#due.drain({ batch: 100, concurrency: 10, signal: this.stopping }, (rows) =>
-      rows.map((row) => () => this.#release(row)),
-    );
+  /** Releases what is due now; each task resolves with how many emails it released. */
+  protected plan(rows: Due[]): Task[] {
+    return rows.map((row) => () => this.#release(row));
   }
 
   async #release(row: Due): Promise<number> {
     const meta = systemMeta({ orgId: row.org_id, mode: row.mode });
     try {
-      return (await releaseEmail(this.#services, meta, row.email_id)).events.length;
+      return (await releaseEmail(this.services, meta, row.email_id)).events.length;
     } catch (err) {
       // Its claim runs out and a later run tries again.
-      this.#services.log.error({ err, emailId: row.email_id }, 'releasing a scheduled email failed');
+      this.services.log.error({ err, emailId: row.email_id }, 'releasing a scheduled email failed');
       return 0;
     }
   }

@@ -1,8 +1,8 @@
-import type { Transaction } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
-import { type EventMetadata, isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
+import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import {
+  type DeliveryOutcome,
   type EmailState,
   recordComplaint,
   recordEngagement,
@@ -11,15 +11,16 @@ import {
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import {
+  acceptedContent,
   type EmailContent,
-  type EmailEvent,
   emailStream,
   messageIdOf,
+  readyToSend,
   recipientsOf,
 } from '../../write-side/emails/email.events.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
-import { DueQueue } from '../due-queue.ts';
-import { ProcessManager } from '../process.ts';
+import { DueProcess } from '../due-process.ts';
+import type { DueChange, DueTable, Task } from '../due-queue.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
 
 export const simulatorMigrations: Migration[] = [
@@ -40,8 +41,6 @@ CREATE INDEX IF NOT EXISTS simulator_steps_due ON simulator_steps (due_at)`,
   },
 ];
 
-type Accepted = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailReleased' }>;
-
 /** The step that "sends" the email; recipients' steps are planned from it. */
 const SEND = { recipient: '', seq: 0 };
 
@@ -54,71 +53,62 @@ interface StepRow {
   step: SimulatedStep;
 }
 
+const SIMULATOR_STEPS: DueTable = {
+  table: 'simulator_steps',
+  key: { email_id: 'text', recipient: 'text', seq: 'integer' },
+  dueAt: 'due_at',
+  columns: ['org_id', 'mode', 'step'],
+  // A claim only keeps two processes from playing a step at once: its commands are idempotent, so a step
+  // played again does no harm. After a crash its steps are played again once the claim has run out.
+  leaseMs: 10_000,
+};
+
 /**
  * Test mode's stand-in for delivery: `pk_test_` emails never reach the MTA. It produces the outcomes a real
  * send would, through the same commands and events (so webhooks look exactly like live ones), timed from the
  * moment of sending (simulator-plan.ts). Steps live in a due table (DueQueue); a recipient's steps play in order.
  */
-export class SimulatorProcess extends ProcessManager {
-  readonly #services: Services;
-  readonly #steps: DueQueue<StepRow>;
+export class SimulatorProcess extends DueProcess<StepRow> {
+  /**
+   * Per recipient, whether its last step so far in this run played. Tasks are taken in claim order, so the step a
+   * task waits for is already taken by another worker.
+   */
+  #played = new Map<string, Promise<boolean>>();
 
   constructor(services: Services) {
-    super(services, { name: 'simulator', everyMs: 250 });
-    this.#services = services;
-    this.#steps = new DueQueue(services, {
-      table: 'simulator_steps',
-      key: { email_id: 'text', recipient: 'text', seq: 'integer' },
-      dueAt: 'due_at',
-      columns: ['org_id', 'mode', 'step'],
-      // A claim only keeps two processes from playing a step at once: its commands are idempotent, so a step
-      // played again does no harm. After a crash its steps are played again once the claim has run out.
-      leaseMs: 10_000,
-    });
+    super(services, { name: 'simulator', everyMs: 250, table: SIMULATOR_STEPS, batch: 200, concurrency: 50 });
   }
 
   /** Test emails accepted (queued, or released by the scheduler) get their send step, due at once. */
-  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
-    const sends = events.flatMap((event) => {
-      if (event.metadata.mode !== 'test' || !isOneOf<Accepted>(event, ['EmailQueued', 'EmailReleased']))
-        return [];
-      const dueAt = event.type === 'EmailQueued' ? event.data.createdAt : event.data.releasedAt;
-      return [
-        {
-          email_id: event.data.emailId,
-          ...SEND,
-          org_id: event.metadata.orgId,
-          mode: 'test',
-          due_at: dueAt,
-          step: {},
-        },
-      ];
-    });
-    await this.#steps.add(tx, sends);
+  protected dueChange(event: StoredEvent): DueChange | undefined {
+    const ready = event.metadata.mode === 'test' ? readyToSend(event) : undefined;
+    if (!ready) return undefined;
+    const { orgId, mode } = event.metadata;
+    return { add: { email_id: ready.emailId, ...SEND, org_id: orgId, mode, due_at: ready.since, step: {} } };
+  }
+
+  protected override work(): Promise<number> {
+    this.#played = new Map();
+    return super.work();
   }
 
   /**
-   * Plays every step due now; resolves with how many it played. A recipient's steps play one after the other
-   * (delayed before delivered), also across claims; a step that fails holds back the recipient's later ones until
-   * its claim runs out.
+   * Plays the steps claimed; each task resolves with 1 when its step played. A recipient's steps play one after the
+   * other (delayed before delivered), also across claims; a step that fails holds back the recipient's later ones
+   * until its claim runs out.
    */
-  protected work(): Promise<number> {
-    // Per recipient, whether its last step so far played. Tasks are taken in claim order, so the step a task
-    // waits for is already taken by another worker.
-    const played = new Map<string, Promise<boolean>>();
-    return this.#steps.drain({ batch: 200, concurrency: 50, signal: this.stopping }, (rows) =>
-      rows.map((row) => {
-        const recipient = `${row.email_id} ${row.recipient}`;
-        const before = played.get(recipient) ?? Promise.resolve(true);
-        const { promise: mine, resolve } = Promise.withResolvers<boolean>();
-        played.set(recipient, mine);
-        return async () => {
-          const ok = (await before) && (await this.#playOnce(row));
-          resolve(ok);
-          return ok ? 1 : 0;
-        };
-      }),
-    );
+  protected plan(rows: StepRow[]): Task[] {
+    return rows.map((row) => {
+      const recipient = `${row.email_id} ${row.recipient}`;
+      const before = this.#played.get(recipient) ?? Promise.resolve(true);
+      const { promise: mine, resolve } = Promise.withResolvers<boolean>();
+      this.#played.set(recipient, mine);
+      return async () => {
+        const ok = (await before) && (await this.#playOnce(row));
+        resolve(ok);
+        return ok ? 1 : 0;
+      };
+    });
   }
 
   /** Plays the step and finishes its row; false when it failed (logged; played again once its claim runs out). */
@@ -126,13 +116,13 @@ export class SimulatorProcess extends ProcessManager {
     try {
       await this.#play(row);
     } catch (err) {
-      this.#services.log.error(
+      this.services.log.error(
         { err, emailId: row.email_id },
         'simulated step failed; retried after its claim expires',
       );
       return false;
     }
-    this.#steps.finish(row, null);
+    this.due.finish(row, null);
     return true;
   }
 
@@ -144,97 +134,96 @@ export class SimulatorProcess extends ProcessManager {
     // The same Message-ID as a live send (the decider writes it into EmailSent if this step records it first).
     const messageId = messageIdOf(content);
     const s = row.step;
-    const attempt = 'attempt' in s && s.attempt ? s.attempt : 1;
     switch (s.kind) {
       case 'delivered':
-        await recordOutcomes(this.#services, meta, row.email_id, messageId, [
-          {
-            recipient: row.recipient,
-            result: 'delivered',
-            attempt,
-            smtpResponse: '250 2.0.0 OK: queued (simulated)',
-          },
-        ]);
-        return;
-      case 'delayed': {
-        const nextAttemptAt = new Date(this.#services.clock.now().getTime() + s.retryAfterMs).toISOString();
-        await recordOutcomes(this.#services, meta, row.email_id, messageId, [
-          {
-            recipient: row.recipient,
-            result: 'delayed',
-            attempt,
-            smtpCode: s.smtpCode,
-            smtpResponse: s.smtpResponse,
-            nextAttemptAt,
-          },
-        ]);
-        return;
-      }
+      case 'delayed':
       case 'bounced': {
-        const r = await recordOutcomes(this.#services, meta, row.email_id, messageId, [
-          {
-            recipient: row.recipient,
-            result: 'bounced',
-            bounceType: 'hard',
-            attempt,
-            smtpCode: s.smtpCode,
-            smtpResponse: s.smtpResponse,
-          },
-        ]);
+        const outcome = this.#outcome(row.recipient, s);
+        const r = await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome]);
         // Also when the bounce was recorded before a crash (nothing new now): the suppression is added once.
-        if (recipientStatus(r.state, row.recipient) === 'bounced') {
-          await suppressForEmail(this.#services, meta, {
-            email: row.recipient,
-            reason: 'hard_bounce',
-            sourceEmailId: row.email_id,
-          });
-        }
+        if (s.kind === 'bounced') await this.#suppressIf(r.state, 'bounced', meta, row, 'hard_bounce');
         return;
       }
       case 'opened':
-        await recordEngagement(this.#services, meta, {
-          type: 'RecordOpen',
-          emailId: row.email_id,
-          ...READER,
-        });
-        return;
       case 'clicked':
-        await recordEngagement(this.#services, meta, {
-          type: 'RecordClick',
-          emailId: row.email_id,
-          ...READER,
-          link: firstLink(content.html) ?? SIMULATED_LINK,
-        });
+        await recordEngagement(
+          this.services,
+          meta,
+          s.kind === 'opened'
+            ? { type: 'RecordOpen', emailId: row.email_id, ...READER }
+            : {
+                type: 'RecordClick',
+                emailId: row.email_id,
+                ...READER,
+                link: firstLink(content.html) ?? SIMULATED_LINK,
+              },
+        );
         return;
       case 'complained': {
-        const r = await recordComplaint(this.#services, meta, row.email_id, row.recipient);
-        if (recipientStatus(r.state, row.recipient) === 'complained') {
-          await suppressForEmail(this.#services, meta, {
-            email: row.recipient,
-            reason: 'complaint',
-            sourceEmailId: row.email_id,
-          });
-        }
+        const r = await recordComplaint(this.services, meta, row.email_id, row.recipient);
+        await this.#suppressIf(r.state, 'complained', meta, row, 'complaint');
         return;
       }
     }
+  }
+
+  /** What a delivered, delayed or bounced step records, as the MTA would have. */
+  #outcome(
+    recipient: string,
+    s: Extract<SimulatedStep, { kind: 'delivered' | 'delayed' | 'bounced' }>,
+  ): DeliveryOutcome {
+    const attempt = 'attempt' in s && s.attempt ? s.attempt : 1;
+    switch (s.kind) {
+      case 'delivered':
+        return {
+          recipient,
+          result: 'delivered',
+          attempt,
+          smtpResponse: '250 2.0.0 OK: queued (simulated)',
+        };
+      case 'delayed': {
+        const nextAttemptAt = new Date(this.services.clock.now().getTime() + s.retryAfterMs).toISOString();
+        const { smtpCode, smtpResponse } = s;
+        return { recipient, result: 'delayed', attempt, smtpCode, smtpResponse, nextAttemptAt };
+      }
+      case 'bounced': {
+        const { smtpCode, smtpResponse } = s;
+        return { recipient, result: 'bounced', bounceType: 'hard', attempt, smtpCode, smtpResponse };
+      }
+    }
+  }
+
+  /** Suppresses the step's recipient when the email's state has it `status` (newly or from before a crash). */
+  async #suppressIf(
+    state: EmailState,
+    status: 'bounced' | 'complained',
+    meta: EventMetadata,
+    row: StepRow,
+    reason: 'hard_bounce' | 'complaint',
+  ) {
+    if (!state.exists || state.recipients[row.recipient.toLowerCase()]?.status !== status) return;
+    await suppressForEmail(this.services, meta, {
+      email: row.recipient,
+      reason,
+      sourceEmailId: row.email_id,
+    });
   }
 
   /** "Sends": sending started and sent, then plans each recipient's outcome from now. */
   async #send(meta: EventMetadata, row: StepRow) {
     const content = await this.#content(row.email_id);
     if (!content) return;
-    const started = await startSending(this.#services, meta, row.email_id);
+    const started = await startSending(this.services, meta, row.email_id);
     // Canceled (or never released): nothing to send. `sent` means a crash after sending: plan the steps again.
     if (
       !started.state.exists ||
       (started.state.lifecycle !== 'sending' && started.state.lifecycle !== 'sent')
     )
       return;
-    await recordOutcomes(this.#services, meta, row.email_id, messageIdOf(content), []);
-    const now = this.#services.clock.now().getTime();
-    await this.#steps.add(
-      this.#services.db,
+    await recordOutcomes(this.services, meta, row.email_id, messageIdOf(content), []);
+    const now = this.services.clock.now().getTime();
+    await this.due.add(
+      this.services.db,
       recipientsOf(content).flatMap((recipient) =>
         simulatedOutcome(recipient).map((step, i) => ({
           email_id: row.email_id,
@@ -249,16 +238,11 @@ export class SimulatorProcess extends ProcessManager {
     );
   }
 
-  /** The email as accepted (queued or scheduled), or null when its stream holds none. */
-  async #content(emailId: string): Promise<EmailContent | null> {
-    const history = await this.#services.store.readStream(emailStream(emailId));
-    const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
-    return accepted ? (accepted.data as EmailContent) : null;
+  /** The email as accepted (queued or scheduled), or undefined when its stream holds none. */
+  async #content(emailId: string): Promise<EmailContent | undefined> {
+    return acceptedContent(await this.services.store.readStream(emailStream(emailId)));
   }
 }
-
-const recipientStatus = (state: EmailState, recipient: string) =>
-  state.exists ? state.recipients[recipient.toLowerCase()]?.status : undefined;
 
 /** Who opens and clicks in test mode: documented, so that test handlers can tell. */
 const READER = { userAgent: 'Postline simulator', ip: '192.0.2.1' };

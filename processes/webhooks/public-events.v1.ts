@@ -94,31 +94,26 @@ function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, un
     tags: email?.tags ?? [],
     timestamp,
   });
+  const toRecipient = (timestamp: string, recipient: string): Of<typeof RecipientEventData> => ({
+    ...base(timestamp),
+    recipient,
+  });
   switch (e.type) {
     case 'EmailSent':
       return base(e.data.sentAt);
     case 'EmailDelivered':
-      return { ...base(e.data.deliveredAt), recipient: e.data.recipient } satisfies Of<
-        typeof RecipientEventData
-      >;
+      return toRecipient(e.data.deliveredAt, e.data.recipient);
     case 'EmailDeliveryDelayed':
-      return { ...base(e.data.delayedAt), recipient: e.data.recipient } satisfies Of<
-        typeof RecipientEventData
-      >;
+      return toRecipient(e.data.delayedAt, e.data.recipient);
     case 'EmailDelayReported':
-      return { ...base(e.data.reportedAt), recipient: e.data.recipient } satisfies Of<
-        typeof RecipientEventData
-      >;
+      return toRecipient(e.data.reportedAt, e.data.recipient);
     case 'EmailBounced':
       return {
-        ...base(e.data.bouncedAt),
-        recipient: e.data.recipient,
+        ...toRecipient(e.data.bouncedAt, e.data.recipient),
         bounce: { type: e.data.bounceType, smtp_code: e.data.smtpCode, message: e.data.smtpResponse },
       } satisfies Of<typeof BouncedData>;
     case 'EmailComplained':
-      return { ...base(e.data.complainedAt), recipient: e.data.recipient } satisfies Of<
-        typeof RecipientEventData
-      >;
+      return toRecipient(e.data.complainedAt, e.data.recipient);
     case 'EmailOpened':
       return { ...base(e.data.openedAt), open: { user_agent: e.data.userAgent } } satisfies Of<
         typeof OpenedData
@@ -194,16 +189,11 @@ function receivedData(e: InboundEmailReceived): Record<string, unknown> {
 function contactData(e: ContactEvent): Record<string, unknown> | null {
   switch (e.type) {
     case 'ContactCreated':
-      return {
-        contact_id: e.data.contactId,
-        unsubscribed: e.data.unsubscribed,
-        timestamp: e.data.createdAt,
-      } satisfies Of<typeof ContactChangedData>;
     case 'ContactUpdated':
       return {
         contact_id: e.data.contactId,
         unsubscribed: e.data.unsubscribed,
-        timestamp: e.data.updatedAt,
+        timestamp: e.type === 'ContactCreated' ? e.data.createdAt : e.data.updatedAt,
       } satisfies Of<typeof ContactChangedData>;
     case 'ContactDeleted':
       return { contact_id: e.data.contactId, timestamp: e.data.deletedAt } satisfies Of<

@@ -1,15 +1,10 @@
-import { notFound } from '../../platform/errors.ts';
+import { visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
+import type { CommandCaller } from '../../platform/tenancy.ts';
 import type { AudienceEvent } from './audience.events.ts';
 
-/** `orgId` and `mode` of the caller: another organization's audience, or the other mode's, is not found. */
-interface Caller {
-  audienceId: string;
-  orgId: string;
-  mode: Mode;
-  at: string;
-}
+type Caller = CommandCaller<'audienceId'>;
 
 export type AudienceCommand =
   | (Caller & { type: 'CreateAudience'; name: string })
@@ -20,11 +15,7 @@ export type AudienceState =
   | { exists: false }
   | { exists: true; orgId: string; mode: Mode; name: string; deleted: boolean };
 
-function owned(state: AudienceState, c: Caller) {
-  if (!state.exists || state.deleted || state.orgId !== c.orgId || state.mode !== c.mode)
-    throw notFound('Audience', c.audienceId);
-  return state;
-}
+const owned = (state: AudienceState, c: Caller) => visibleTo(state, c, 'Audience', c.audienceId);
 
 export const audienceDecider: Decider<AudienceCommand, AudienceEvent, AudienceState> = {
   initialState: { exists: false },

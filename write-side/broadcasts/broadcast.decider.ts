@@ -1,7 +1,7 @@
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { Plan } from '../../platform/tenancy.ts';
+import type { CommandCaller, Plan } from '../../platform/tenancy.ts';
 import type {
   BroadcastContent,
   BroadcastEvent,
@@ -9,13 +9,7 @@ import type {
   SkippedRecipients,
 } from './broadcast.events.ts';
 
-/** `orgId` and `mode` of the caller: another organization's broadcast, or the other mode's, is not found. */
-interface Caller {
-  broadcastId: string;
-  orgId: string;
-  mode: Mode;
-  at: string;
-}
+type Caller = CommandCaller<'broadcastId'>;
 
 export type BroadcastCommand =
   | (Caller & { type: 'CreateBroadcast'; content: BroadcastContent })
@@ -51,11 +45,7 @@ export type BroadcastState =
       cursor: string;
     };
 
-function owned(state: BroadcastState, c: Caller) {
-  if (!state.exists || state.deleted || state.orgId !== c.orgId || state.mode !== c.mode)
-    throw notFound('Broadcast', c.broadcastId);
-  return state;
-}
+const owned = (state: BroadcastState, c: Caller) => visibleTo(state, c, 'Broadcast', c.broadcastId);
 
 function draft(state: BroadcastState, c: Caller, doing: string) {
   const broadcast = owned(state, c);

@@ -1,5 +1,5 @@
-import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
-import { keyObject } from '../../platform/crypto.ts';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { purposeKey } from '../../platform/crypto.ts';
 import { base32 } from '../../platform/ids.ts';
 
 const EMAIL_ID = /^em_[0-9a-z]{1,60}$/;
@@ -15,12 +15,7 @@ export class UnsubscribeTokens {
   readonly #key: KeyObject;
 
   constructor(secretKeyBase64: string) {
-    this.#key = keyObject(
-      createHash('sha256')
-        .update('postline unsubscribe\0')
-        .update(Buffer.from(secretKeyBase64, 'base64'))
-        .digest(),
-    );
+    this.#key = purposeKey(secretKeyBase64, 'postline unsubscribe');
   }
 
   #mac(emailId: string): string {

@@ -1,52 +1,33 @@
 import { AppError } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
-import type { Mode } from '../../platform/eventstore/types.ts';
-import type { ContactImportEvent, InvalidRow } from './contact-import.events.ts';
+import type { DataOf } from '../../platform/eventstore/types.ts';
+import type { ContactImportEvent } from './contact-import.events.ts';
 
 /** How many invalid rows a job lists; the count of skipped rows goes on past it. */
 export const INVALID_ROWS_LISTED = 1000;
 
-type Started = Extract<ContactImportEvent, { type: 'ContactImportStarted' }>['data'];
+type Data<T extends ContactImportEvent['type']> = DataOf<ContactImportEvent, T>;
 
 export type ContactImportCommand =
-  | ({ type: 'StartContactImport'; at: string } & Omit<Started, 'startedAt'>)
-  | { type: 'CountContactImport'; importId: string; rowsTotal: number; at: string }
-  | {
-      type: 'RecordContactImportProgress';
-      importId: string;
-      fromRow: number;
-      rows: number;
-      created: number;
-      updated: number;
-      skipped: number;
-      invalidRows: InvalidRow[];
-      at: string;
-    }
-  | {
-      type: 'FinishContactImport';
-      importId: string;
-      status: 'completed' | 'failed';
-      error: { line: number | null; message: string } | null;
-      at: string;
-    };
+  | ({ type: 'StartContactImport'; at: string } & Omit<Data<'ContactImportStarted'>, 'startedAt'>)
+  | ({ type: 'CountContactImport'; at: string } & Omit<Data<'ContactImportCounted'>, 'countedAt'>)
+  | ({ type: 'RecordContactImportProgress'; at: string } & Omit<
+      Data<'ContactImportProgressed'>,
+      'progressedAt'
+    >)
+  | ({ type: 'FinishContactImport'; at: string } & Omit<Data<'ContactImportFinished'>, 'finishedAt'>);
 
 export type ContactImportStatus = 'queued' | 'running' | 'completed' | 'failed';
 
 export type ContactImportState =
   | { exists: false }
-  | {
-      exists: true;
-      orgId: string;
-      mode: Mode;
-      audienceId: string | null;
-      blobKey: string;
-      startedAt: string;
-      status: ContactImportStatus;
-      rowsTotal: number | null;
-      /** Data rows written so far, from the first: where a resumed run goes on. */
-      processed: number;
-      listed: number;
-    };
+  | ({ exists: true } & Omit<Data<'ContactImportStarted'>, 'importId' | 'bytes'> & {
+        status: ContactImportStatus;
+        rowsTotal: number | null;
+        /** Data rows written so far, from the first: where a resumed run goes on. */
+        processed: number;
+        listed: number;
+      });
 
 /**
  * A contact import job. Progress is recorded batch by batch, each naming the row it starts from: a batch
@@ -57,19 +38,8 @@ export const contactImportDecider: Decider<ContactImportCommand, ContactImportEv
   initialState: { exists: false },
   evolve(state, event) {
     if (event.type === 'ContactImportStarted') {
-      const d = event.data;
-      return {
-        exists: true,
-        orgId: d.orgId,
-        mode: d.mode,
-        audienceId: d.audienceId,
-        blobKey: d.blobKey,
-        startedAt: d.startedAt,
-        status: 'queued',
-        rowsTotal: null,
-        processed: 0,
-        listed: 0,
-      };
+      const { importId: _, bytes: __, ...job } = event.data;
+      return { exists: true, ...job, status: 'queued', rowsTotal: null, processed: 0, listed: 0 };
     }
     if (!state.exists) return state;
     switch (event.type) {

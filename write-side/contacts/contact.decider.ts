@@ -1,18 +1,13 @@
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
-import type { Mode } from '../../platform/eventstore/types.ts';
+import type { DataOf } from '../../platform/eventstore/types.ts';
+import type { CommandCaller } from '../../platform/tenancy.ts';
 import type { ContactEmailEvent, ContactEvent } from './contact.events.ts';
 
-/** `orgId` and `mode` of the caller: another organization's contact, or the other mode's, is not found. */
-interface Caller {
-  contactId: string;
-  orgId: string;
-  mode: Mode;
-  at: string;
-}
+type Caller = CommandCaller<'contactId'>;
 
-type Created = Extract<ContactEvent, { type: 'ContactCreated' }>['data'];
-type Updated = Extract<ContactEvent, { type: 'ContactUpdated' }>['data'];
+type Created = DataOf<ContactEvent, 'ContactCreated'>;
+type Updated = DataOf<ContactEvent, 'ContactUpdated'>;
 
 export type ContactCommand =
   | (Caller & { type: 'CreateContact' } & Omit<Created, 'contactId' | 'orgId' | 'mode' | 'createdAt'>)
@@ -39,25 +34,13 @@ export type ContactCommand =
 
 export type ContactState =
   | { exists: false }
-  | {
-      exists: true;
-      orgId: string;
-      mode: Mode;
-      emailKey: string;
-      personal: string;
-      unsubscribed: boolean;
-      consentGivenAt: string | null;
-      audienceIds: string[];
-      /** The contact's own choices, by topic. */
-      topics: Record<string, 'opt_in' | 'opt_out'>;
-      deleted: boolean;
-    };
+  | ({ exists: true } & Omit<Created, 'contactId' | 'createdAt'> & {
+        /** The contact's own choices, by topic. */
+        topics: Record<string, 'opt_in' | 'opt_out'>;
+        deleted: boolean;
+      });
 
-function owned(state: ContactState, c: Caller) {
-  if (!state.exists || state.deleted || state.orgId !== c.orgId || state.mode !== c.mode)
-    throw notFound('Contact', c.contactId);
-  return state;
-}
+const owned = (state: ContactState, c: Caller) => visibleTo(state, c, 'Contact', c.contactId);
 
 export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState> = {
   initialState: { exists: false },

@@ -1,4 +1,4 @@
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import { inboundRecord } from './dns-records.ts';
@@ -80,13 +80,8 @@ function applyChecks(records: DnsRecord[], checks: RecordCheck[]): DnsRecord[] {
   });
 }
 
-/** Another organization's domain, or the other mode's, is "not found", as is a deleted one. */
-function visible(state: DomainState, command: { domainId: string; orgId: string; mode: Mode }): Existing {
-  if (!state.exists || state.deleted || state.orgId !== command.orgId || state.mode !== command.mode) {
-    throw notFound('Domain', command.domainId);
-  }
-  return state;
-}
+const visible = (state: DomainState, command: { domainId: string; orgId: string; mode: Mode }): Existing =>
+  visibleTo(state, command, 'Domain', command.domainId);
 
 export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
   initialState: { exists: false },

@@ -205,6 +205,17 @@ function outcomeEvents(
 
 const wentOut = (l: Lifecycle) => l === 'sent';
 
+/**
+ * The recipient (lower-cased) while a remote report on it is news: the email went out and the recipient has not
+ * bounced or complained. Accepted first, bounced later is how most remote bounces arrive: delivered may still
+ * become bounced, and a delay matters only while the recipient may still be reached.
+ */
+function reportable(state: EmailState, recipient: string): string | null {
+  const address = recipient.toLowerCase();
+  const r = state.exists && wentOut(state.lifecycle) ? state.recipients[address] : undefined;
+  return r && r.status !== 'bounced' && r.status !== 'complained' ? address : null;
+}
+
 export const emailDecider: Decider<EmailCommand, EmailEvent, EmailState> = {
   initialState: { exists: false },
   evolve,
@@ -277,20 +288,14 @@ export const emailDecider: Decider<EmailCommand, EmailEvent, EmailState> = {
         ];
       }
       case 'RecordBounceReport': {
-        if (!state.exists || !wentOut(state.lifecycle)) return [];
-        const recipient = command.recipient.toLowerCase();
-        const r = state.recipients[recipient];
-        // Accepted first, bounced later is how most remote bounces arrive: delivered may still become bounced.
-        if (!r || r.status === 'bounced' || r.status === 'complained') return [];
+        const recipient = reportable(state, command.recipient);
+        if (!recipient) return [];
         const { type: _, at, ...data } = command;
         return [{ type: 'EmailBounced', data: { ...data, recipient, bouncedAt: at } }];
       }
       case 'RecordDelayReport': {
-        if (!state.exists || !wentOut(state.lifecycle)) return [];
-        const recipient = command.recipient.toLowerCase();
-        const r = state.recipients[recipient];
-        // A delay is news only while the recipient may still be reached.
-        if (!r || r.status === 'bounced' || r.status === 'complained') return [];
+        const recipient = reportable(state, command.recipient);
+        if (!recipient) return [];
         const { type: _, at, ...data } = command;
         return [{ type: 'EmailDelayReported', data: { ...data, recipient, reportedAt: at } }];
       }

@@ -1,4 +1,4 @@
-import type { Mode } from '../../platform/eventstore/types.ts';
+import type { Mode, TypedEvent } from '../../platform/eventstore/types.ts';
 
 /**
  * The email aggregate's events, stream `email-<em_id>`. Internal schema: the webhooks team maps these to the
@@ -195,3 +195,22 @@ const addressOnly = (a: string) => /<([^<>]+)>\s*$/.exec(a)?.[1] ?? a.trim();
 /** Stable for the email, so every attempt (and a replay after a crash) carries the same Message-ID. */
 export const messageIdOf = (content: Pick<EmailContent, 'emailId' | 'domainName' | 'raw'>) =>
   content.raw?.messageId ?? `<${content.emailId}@${content.domainName}>`;
+
+/** The email as accepted (queued or scheduled), from its stream; undefined when the stream holds none. */
+export function acceptedContent(history: readonly TypedEvent[]): EmailContent | undefined {
+  const accepted = history.find((e) => e.type === 'EmailQueued' || e.type === 'EmailScheduled');
+  return accepted && (accepted.data as EmailContent);
+}
+
+/** An email ready to send from now on: queued, or released by the scheduler; undefined for any other event. */
+export function readyToSend(e: TypedEvent): { emailId: string; since: string } | undefined {
+  if (e.type === 'EmailQueued') {
+    const { data } = e as EmailQueued;
+    return { emailId: data.emailId, since: data.createdAt };
+  }
+  if (e.type === 'EmailReleased') {
+    const { data } = e as EmailReleased;
+    return { emailId: data.emailId, since: data.releasedAt };
+  }
+  return undefined;
+}

@@ -1,6 +1,6 @@
-import { createHash, createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../platform/config.ts';
-import { keyObject } from '../../platform/crypto.ts';
+import { purposeKey } from '../../platform/crypto.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 
 /**
@@ -21,12 +21,7 @@ export class TrackingTokens {
   readonly baseUrl: string;
 
   constructor(secretKeyBase64: string, baseUrl: string) {
-    this.#key = keyObject(
-      createHash('sha256')
-        .update('postline tracking\0')
-        .update(Buffer.from(secretKeyBase64, 'base64'))
-        .digest(),
-    );
+    this.#key = purposeKey(secretKeyBase64, 'postline tracking');
     this.baseUrl = baseUrl.replace(/\/$/, '');
   }
 

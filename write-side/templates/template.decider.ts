@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { Plan } from '../../platform/tenancy.ts';
+import type { CommandCaller, Plan } from '../../platform/tenancy.ts';
 import { cutText } from '../../platform/unstorable-text.ts';
 import { PLANS } from '../plans.ts';
 import { checkTemplateContent } from './content-rules.ts';
@@ -10,13 +10,8 @@ import type { TemplateContent, TemplateEvent, TemplateVersion } from './template
 /** Templates per organization and mode; null is unlimited. */
 export const TEMPLATE_NAME_MAX = 200;
 
-/** Who asks, and the quota facts a new template needs (the plan slots held, from the caller: write-side/plan-slots). */
-interface Caller {
-  templateId: string;
-  orgId: string;
-  mode: Mode;
-  at: string;
-}
+type Caller = CommandCaller<'templateId'>;
+/** The quota facts a new template needs (the plan slots held, from the caller: write-side/plan-slots). */
 interface NewTemplate extends Caller {
   versionId: string;
   plan: Plan;

@@ -1,15 +1,10 @@
-import { notFound } from '../../platform/errors.ts';
+import { visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
+import type { CommandCaller } from '../../platform/tenancy.ts';
 import type { TopicEvent } from './topic.events.ts';
 
-/** `orgId` and `mode` of the caller: another organization's topic, or the other mode's, is not found. */
-interface Caller {
-  topicId: string;
-  orgId: string;
-  mode: Mode;
-  at: string;
-}
+type Caller = CommandCaller<'topicId'>;
 
 export type TopicCommand =
   | (Caller & { type: 'CreateTopic' } & Pick<
@@ -23,11 +18,7 @@ export type TopicState =
   | { exists: false }
   | { exists: true; orgId: string; mode: Mode; name: string; description: string | null; deleted: boolean };
 
-function owned(state: TopicState, c: Caller) {
-  if (!state.exists || state.deleted || state.orgId !== c.orgId || state.mode !== c.mode)
-    throw notFound('Topic', c.topicId);
-  return state;
-}
+const owned = (state: TopicState, c: Caller) => visibleTo(state, c, 'Topic', c.topicId);
 
 export const topicDecider: Decider<TopicCommand, TopicEvent, TopicState> = {
   initialState: { exists: false },

@@ -1,30 +1,24 @@
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
-import type { Mode } from '../../platform/eventstore/types.ts';
+import type { DataOf } from '../../platform/eventstore/types.ts';
+import type { CommandCaller } from '../../platform/tenancy.ts';
 import type { DisabledReason, WebhookEvent } from './webhook.events.ts';
 
 /** The previous secret keeps signing for this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 
-/** `orgId` and `mode` of the caller: another organization's webhook, or the other mode's, is not found. */
-interface Caller {
-  webhookId: string;
-  orgId: string;
-  mode: Mode;
-  at: string;
-}
+type Caller = CommandCaller<'webhookId'>;
+
+type Created = DataOf<WebhookEvent, 'WebhookCreated'>;
 
 export type WebhookCommand =
-  | (Caller & {
-      type: 'CreateWebhook';
-      url: string;
-      events: string[];
-      active: boolean;
-      sealedSecret: string;
-      /** Endpoints the organization has in this mode, and its plan's allowance (null: unlimited). */
-      existingEndpoints: number;
-      planLimit: number | null;
-    })
+  | (Caller &
+      Omit<Created, keyof Caller | 'createdAt'> & {
+        type: 'CreateWebhook';
+        /** Endpoints the organization has in this mode, and its plan's allowance (null: unlimited). */
+        existingEndpoints: number;
+        planLimit: number | null;
+      })
   | (Caller & { type: 'UpdateWebhook'; url?: string; events?: string[]; active?: boolean })
   | (Caller & { type: 'RotateWebhookSecret'; sealedSecret: string })
   | (Caller & { type: 'DeleteWebhook' })
@@ -41,15 +35,7 @@ export type WebhookCommand =
       at: string;
     };
 
-interface Existing {
-  status: 'exists' | 'deleted';
-  orgId: string;
-  mode: Mode;
-  url: string;
-  events: string[];
-  active: boolean;
-  sealedSecret: string;
-}
+type Existing = { status: 'exists' | 'deleted' } & Omit<Created, 'webhookId' | 'createdAt'>;
 
 export type WebhookState = { status: 'none' } | Existing;
 
@@ -75,16 +61,8 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
   evolve(state, event) {
     switch (event.type) {
       case 'WebhookCreated': {
-        const d = event.data;
-        return {
-          status: 'exists',
-          orgId: d.orgId,
-          mode: d.mode,
-          url: d.url,
-          events: d.events,
-          active: d.active,
-          sealedSecret: d.sealedSecret,
-        };
+        const { webhookId: _, createdAt: __, ...webhook } = event.data;
+        return { status: 'exists', ...webhook };
       }
       case 'WebhookUpdated':
         if (state.status === 'none') return state;

@@ -121,14 +121,9 @@ export async function appendAfter(
     ];
   }
   const expected = after < 0 ? 'no_stream' : after;
-  try {
-    const { rows } = await db.query<InsertedRow>(sql, params);
-    if (rows.length === 0) throw await conflict(db, streamId, expected);
-    return resultOf(rows);
-  } catch (error: any) {
-    if (error?.code !== UNIQUE_VIOLATION) throw error;
-    throw await conflict(db, streamId, expected);
-  }
+  const result = await tryAppend(db, sql, params, streamId, expected);
+  if (result) return result;
+  throw await conflict(db, streamId, expected);
 }
 
 /** `any` and `stream_exists` depend on the stream's last revision: looked up in the same statement. */
@@ -145,15 +140,31 @@ export async function appendLookingUp(
     JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
   ];
   for (let attempt = 0; ; attempt++) {
-    try {
-      const { rows } = await db.query<InsertedRow>(APPEND_SQL, params);
-      if (rows.length === 0) throw await conflict(db, streamId, expected);
-      return resultOf(rows);
-    } catch (error: any) {
-      if (error?.code !== UNIQUE_VIOLATION) throw error;
-      // A concurrent writer took the revision. With `any` that is no conflict: try again.
-      if (expected !== 'any' || attempt > 20) throw await conflict(db, streamId, expected);
-    }
+    const result = await tryAppend(db, APPEND_SQL, params, streamId, expected);
+    if (result) return result;
+    // A concurrent writer took the revision. With `any` that is no conflict: try again.
+    if (expected !== 'any' || attempt > 20) throw await conflict(db, streamId, expected);
+  }
+}
+
+/**
+ * Runs one append statement: its result, the conflict when its guard let nothing in, or undefined when a
+ * concurrent writer took a revision first (the unique key on (stream, revision)).
+ */
+async function tryAppend(
+  db: Database,
+  sql: string,
+  params: unknown[],
+  streamId: string,
+  expected: ExpectedRevision,
+): Promise<AppendResult | undefined> {
+  try {
+    const { rows } = await db.query<InsertedRow>(sql, params);
+    if (rows.length === 0) throw await conflict(db, streamId, expected);
+    return resultOf(rows);
+  } catch (error: any) {
+    if (error?.code !== UNIQUE_VIOLATION) throw error;
+    return undefined;
   }
 }
 

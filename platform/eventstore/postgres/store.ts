@@ -1,7 +1,7 @@
 import { Batcher } from '../../batcher.ts';
 import type { Database } from '../../db/database.ts';
 import { migrate } from '../../db/migrations.ts';
-import { type LogFollower, runSubscription } from '../subscription.ts';
+import { type LogFollower, Subscriptions } from '../subscription.ts';
 import {
   type AppendResult,
   applyUpcasters,
@@ -13,7 +13,6 @@ import {
   START,
   type StoredEvent,
   type SubscribeOptions,
-  type Subscription,
   type Upcaster,
 } from '../types.ts';
 import { appendAfter, appendBatch, appendLookingUp, type ExactAppend } from './append.ts';
@@ -34,7 +33,7 @@ export class PostgresEventStore implements EventStore {
   readonly #db: Database;
   readonly #upcasters: Record<string, Upcaster>;
   readonly #notifier: AppendNotifier;
-  readonly #subscriptions = new Set<Subscription>();
+  readonly #subscriptions = new Subscriptions();
   readonly pollMs: number;
 
   /**
@@ -171,15 +170,11 @@ export class PostgresEventStore implements EventStore {
       head: () => this.headPosition({ committed: true }),
       wanted: (target) => notifier.appended(target),
     };
-    const subscription = runSubscription(options, handle, follower, () =>
-      this.#subscriptions.delete(subscription),
-    );
-    this.#subscriptions.add(subscription);
-    return subscription;
+    return this.#subscriptions.start(options, handle, follower);
   }
 
   async close() {
-    await Promise.all([...this.#subscriptions].map((s) => s.stop()));
+    await this.#subscriptions.stopAll();
     await this.#notifier.close();
   }
 }

@@ -1,0 +1,45 @@
+import type { Transaction } from '../platform/db/database.ts';
+import type { StoredEvent } from '../platform/eventstore/types.ts';
+import type { Services } from '../platform/services.ts';
+import { type DueChange, DueQueue, type DueTable, type Task } from './due-queue.ts';
+import { ProcessManager } from './process.ts';
+
+/**
+ * A process manager whose work is a due table (due-queue.ts), declared in one shape: what each event of the log
+ * does to the table (`dueChange`, applied in the consumer's transaction), and what the rows claimed become
+ * (`plan`: tasks that finish their rows). `work()` drains what is due now, `batch` rows a claim and `concurrency`
+ * tasks at a time, until the process stops.
+ */
+export abstract class DueProcess<Row extends object> extends ProcessManager {
+  protected readonly services: Services;
+  protected readonly due: DueQueue<Row>;
+  readonly #drain: { batch: number; concurrency: number };
+
+  constructor(
+    services: Services,
+    o: { name: string; everyMs: number; table: DueTable; batch: number; concurrency: number },
+  ) {
+    super(services, o);
+    this.services = services;
+    this.due = new DueQueue(services, o.table);
+    this.#drain = { batch: o.batch, concurrency: o.concurrency };
+  }
+
+  /** What an event does to the due table, if anything. */
+  protected abstract dueChange(event: StoredEvent): DueChange | undefined;
+
+  /** The tasks that work claimed rows (DueQueue.drain). */
+  protected abstract plan(rows: Row[]): Task[];
+
+  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
+    await this.due.apply(
+      tx,
+      events.flatMap((e) => this.dueChange(e) ?? []),
+    );
+  }
+
+  /** Works off every row due now; resolves with how many items the tasks did. */
+  protected work(): Promise<number> {
+    return this.due.drain({ ...this.#drain, signal: this.stopping }, (rows) => this.plan(rows));
+  }
+}
