@@ -1,18 +1,21 @@
 import type { ComponentChildren } from 'preact';
+import { del } from '../api.ts';
 import type { useAction } from '../ui.tsx';
 
-/**
- * A button that runs `run` through `action` (disabled while it runs), after the user confirms `confirm`
- * when it is given.
- */
-export function ActionButton(props: {
+interface ActionButtonProps {
   action: ReturnType<typeof useAction>;
   run: () => Promise<unknown>;
   confirm?: string;
   class?: string;
   disabled?: boolean;
   children: ComponentChildren;
-}) {
+}
+
+/**
+ * A button that runs `run` through `action` (disabled while it runs), after the user confirms `confirm`
+ * when it is given.
+ */
+export function ActionButton(props: ActionButtonProps) {
   return (
     <button
       type="button"
@@ -22,5 +25,21 @@ export function ActionButton(props: {
     >
       {props.children}
     </button>
+  );
+}
+
+/** An `ActionButton` that deletes the API's `path`, then does `onDeleted` (reloads a list, leaves a screen). */
+export function DeleteButton(
+  props: Omit<ActionButtonProps, 'run'> & { path: string; onDeleted: () => void },
+) {
+  const { path, onDeleted, ...button } = props;
+  return (
+    <ActionButton
+      {...button}
+      run={async () => {
+        await del(path);
+        onDeleted();
+      }}
+    />
   );
 }

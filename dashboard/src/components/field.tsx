@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
 import { Field } from '../ui.tsx';
 
 /** What a labelled control takes besides its own attributes: its label, the API field it edits, the error. */
@@ -9,6 +10,24 @@ interface Labelled {
   hint?: string;
   value: string;
   onValue: (value: string) => void;
+}
+
+type TextKey<T> = { [K in keyof T]: T[K] extends string ? K : never }[keyof T] & string;
+
+/**
+ * The values of a form's fields. `field(name)` is what a labelled control of that value takes: its name, value
+ * and setter, and `error` (the form's, which the control shows when it names the field).
+ */
+export function useFields<T extends object>(initial: T, error: unknown) {
+  const [values, setValues] = useState(initial);
+  const set = (changes: Partial<T>) => setValues((v) => ({ ...v, ...changes }));
+  const field = (name: TextKey<T>) => ({
+    name,
+    error,
+    value: values[name] as string,
+    onValue: (value: string) => set({ [name]: value } as Partial<T>),
+  });
+  return { values, set, field };
 }
 
 /** A labelled `<input>` whose API error is shown beneath it. */
@@ -25,12 +44,10 @@ export function InputField(
   const { label, name, error, hint, value, onValue, ...attrs } = props;
   return (
     <Field label={label} name={name} error={error} hint={hint}>
-      {(id, describedBy, invalid) => (
+      {(tied) => (
         <input
-          id={id}
+          {...tied}
           value={value}
-          aria-describedby={describedBy}
-          aria-invalid={invalid}
           onInput={(e) => onValue(e.currentTarget.value)}
           {...(attrs as object)}
         />
@@ -44,13 +61,11 @@ export function TextAreaField(props: Labelled & { rows: number; onBlur?: () => v
   const { label, name, error, hint, value, onValue, ...attrs } = props;
   return (
     <Field label={label} name={name} error={error} hint={hint}>
-      {(id, describedBy, invalid) => (
+      {(tied) => (
         <textarea
-          id={id}
+          {...tied}
           class="code"
           value={value}
-          aria-describedby={describedBy}
-          aria-invalid={invalid}
           onInput={(e) => onValue(e.currentTarget.value)}
           {...attrs}
         />
@@ -70,15 +85,8 @@ export function SelectField(
   const { label, name, error, hint, value, onValue, none, options, ...attrs } = props;
   return (
     <Field label={label} name={name} error={error} hint={hint}>
-      {(id, describedBy, invalid) => (
-        <select
-          id={id}
-          value={value}
-          aria-describedby={describedBy}
-          aria-invalid={invalid}
-          onChange={(e) => onValue(e.currentTarget.value)}
-          {...attrs}
-        >
+      {(tied) => (
+        <select {...tied} value={value} onChange={(e) => onValue(e.currentTarget.value)} {...attrs}>
           {none !== undefined && <option value="">{none}</option>}
           {options.map((o) => (
             <option key={o.value} value={o.value}>
