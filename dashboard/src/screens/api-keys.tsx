@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { get, type List, post } from '../api.ts';
-import { DeleteButton } from '../components/action-button.tsx';
+import { del, get, type List, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { InputField, SelectField, useFields } from '../components/field.tsx';
 import { PagedTable } from '../components/paged-list.tsx';
@@ -72,15 +72,15 @@ export function ApiKeys() {
               <Time value={k.created_at} />
             </td>
             <td>
-              <DeleteButton
+              <ActionButton
                 class="small danger"
                 action={remove}
                 confirm={`Delete the key ${k.name}? Requests with it are refused at once.`}
-                path={`/api-keys/${k.id}`}
-                onDeleted={list.reload}
+                run={() => del(`/api-keys/${k.id}`)}
+                onDone={list.reload}
               >
                 Delete
-              </DeleteButton>
+              </ActionButton>
             </td>
           </tr>
         )}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { get, listAll, modeOf, patch, post, storedKey } from '../api.ts';
-import { ActionButton, DeleteButton } from '../components/action-button.tsx';
+import { del, get, listAll, modeOf, patch, post, storedKey } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
 import { Fact } from '../components/facts.tsx';
@@ -463,10 +463,8 @@ export function Broadcast({ id }: { id: string }) {
           <ActionButton
             class="danger"
             action={act}
-            run={async () => {
-              await post(`/broadcasts/${b.id}/cancel`);
-              loaded.reload();
-            }}
+            run={() => post(`/broadcasts/${b.id}/cancel`)}
+            onDone={loaded.reload}
           >
             Cancel broadcast
           </ActionButton>
@@ -557,22 +555,20 @@ function SendPanel(props: {
           action={act}
           disabled={blocked}
           confirm={`Send ${b.name} now${live ? ' to real recipients' : ' (test mode)'}?`}
-          run={async () => {
-            await post(`/broadcasts/${b.id}/send`);
-            props.onChange();
-          }}
+          run={() => post(`/broadcasts/${b.id}/send`)}
+          onDone={props.onChange}
         >
           Send now
         </ActionButton>
-        <DeleteButton
+        <ActionButton
           class="danger"
           action={act}
           confirm={`Delete the draft ${b.name}?`}
-          path={`/broadcasts/${b.id}`}
-          onDeleted={() => navigate('/broadcasts')}
+          run={() => del(`/broadcasts/${b.id}`)}
+          onDone={() => navigate('/broadcasts')}
         >
           Delete draft
-        </DeleteButton>
+        </ActionButton>
       </div>
       <ActionForm
         label="Schedule"

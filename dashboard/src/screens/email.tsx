@@ -273,10 +273,8 @@ function Schedule({ email, onChange }: { email: FullEmail; onChange: () => void 
       <ActionButton
         class="danger"
         action={action}
-        run={async () => {
-          await post(`/emails/${email.id}/cancel`);
-          onChange();
-        }}
+        run={() => post(`/emails/${email.id}/cancel`)}
+        onDone={onChange}
       >
         Cancel email
       </ActionButton>

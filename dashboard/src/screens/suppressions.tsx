@@ -1,5 +1,5 @@
-import { post } from '../api.ts';
-import { DeleteButton } from '../components/action-button.tsx';
+import { del, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { InputField, useFields } from '../components/field.tsx';
 import { PagedTable, usePagedList } from '../components/paged-list.tsx';
@@ -54,14 +54,14 @@ export function Suppressions() {
               <Time value={s.created_at} />
             </td>
             <td>
-              <DeleteButton
+              <ActionButton
                 class="small"
                 action={remove}
-                path={`/suppressions/${s.id}`}
-                onDeleted={list.reload}
+                run={() => del(`/suppressions/${s.id}`)}
+                onDone={list.reload}
               >
                 Remove
-              </DeleteButton>
+              </ActionButton>
             </td>
           </tr>
         )}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { get, type List, patch, post } from '../api.ts';
-import { ActionButton, DeleteButton } from '../components/action-button.tsx';
+import { del, get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
 import { InputField, TextAreaField, useFields } from '../components/field.tsx';
@@ -192,15 +192,15 @@ export function Template({ id }: { id: string }) {
         >
           Duplicate
         </ActionButton>
-        <DeleteButton
+        <ActionButton
           class="danger"
           action={act}
           confirm={`Delete the template ${template.name}?`}
-          path={`/templates/${template.id}`}
-          onDeleted={() => navigate('/templates')}
+          run={() => del(`/templates/${template.id}`)}
+          onDone={() => navigate('/templates')}
         >
           Delete
-        </DeleteButton>
+        </ActionButton>
       </div>
       <ErrorBox error={act.error} />
       <div class="editor">

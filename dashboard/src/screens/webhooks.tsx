@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { get, type List, patch, post } from '../api.ts';
-import { ActionButton, DeleteButton } from '../components/action-button.tsx';
+import { del, get, type List, patch, post } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
 import { InputField, useFields } from '../components/field.tsx';
@@ -163,22 +163,20 @@ export function Webhook({ id }: { id: string }) {
         </ActionButton>
         <ActionButton
           action={act}
-          run={async () => {
-            await patch(`/webhooks/${w.id}`, { active: !w.active });
-            hook.reload();
-          }}
+          run={() => patch(`/webhooks/${w.id}`, { active: !w.active })}
+          onDone={hook.reload}
         >
           {w.active ? 'Disable' : 'Enable'}
         </ActionButton>
-        <DeleteButton
+        <ActionButton
           class="danger"
           action={act}
           confirm={`Delete the endpoint ${w.url}?`}
-          path={`/webhooks/${w.id}`}
-          onDeleted={() => navigate('/webhooks')}
+          run={() => del(`/webhooks/${w.id}`)}
+          onDone={() => navigate('/webhooks')}
         >
           Delete
-        </DeleteButton>
+        </ActionButton>
       </div>
       <ActionForm
         label="Replay events"
