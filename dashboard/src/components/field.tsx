@@ -12,6 +12,7 @@ interface Labelled {
   onValue: (value: string) => void;
 }
 
+/** The keys of `T` whose values are text: those a labelled control edits. */
 type TextKey<T> = { [K in keyof T]: T[K] extends string ? K : never }[keyof T] & string;
 
 /**

@@ -223,6 +223,7 @@ function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: D
           key={key}
           label={`${label}${required ? '' : ' (optional)'}`}
           {...form.field(key)}
+          // As the API names the field, so that its error is shown here.
           name={`impressum.${key}`}
         />
       ))}
