@@ -54,7 +54,9 @@ export function Status({ loaded, what }: { loaded: Loaded<unknown>; what: string
   return null;
 }
 
+/** Why something failed (nothing while `error` is unset). */
 export function ErrorBox({ error, what }: { error: unknown; what?: string }) {
+  if (!error) return null;
   if (error instanceof ApiError && error.forbidden)
     return (
       <div class="notice warn" role="alert">
@@ -74,13 +76,20 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
 
+/** The attributes that tie a field's control to its label and to the hint or error beneath it. */
+export interface Tied {
+  id: string;
+  'aria-describedby': string | undefined;
+  'aria-invalid': boolean;
+}
+
 /** A form field whose API error (a message naming it in backticks) is shown beneath it. */
 export function Field(props: {
   label: string;
   name: string;
   error?: unknown;
   hint?: string;
-  children: (id: string, describedBy: string | undefined, invalid: boolean) => ComponentChildren;
+  children: (tied: Tied) => ComponentChildren;
 }) {
   const id = `f-${props.name.replace(/\W/g, '-')}`;
   const err =
@@ -89,7 +98,7 @@ export function Field(props: {
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      {props.children(id, describedBy, !!err)}
+      {props.children({ id, 'aria-describedby': describedBy, 'aria-invalid': !!err })}
       {props.hint && !err && (
         <small id={`${id}-hint`} class="muted">
           {props.hint}

@@ -8,48 +8,77 @@ export interface Pages {
   cursor: Cursor;
   onPage: (cursor: Cursor) => void;
 }
+/** A list as it loads; one of pages has the cursor of the page shown and a way to another. */
+export type LoadedList<T> = Loaded<List<T>> & { pages?: Pages };
 
 /** One page of `path` (`limit` items), with the cursor of the page shown kept here. */
-export function usePagedList<T>(path: string, limit: number): Loaded<List<T>> & { pages: Pages } {
+export function usePagedList<T>(path: string, limit: number): LoadedList<T> & { pages: Pages } {
   const [cursor, setCursor] = useState<Cursor>({});
   const url = `${path}${query({ limit, ...cursor })}`;
   const list = useLoad(() => get<List<T>>(url), [url]);
   return { ...list, pages: { cursor, onPage: setCursor } };
 }
 
-/**
- * A list as the API gives it: loading or failed (`Status`), the `empty` text when there is nothing, else
- * what `children` makes of the items; then, with `pages`, previous / next.
- */
-export function PagedList<T extends { id: string }>(props: {
-  loaded: Loaded<List<T>>;
+interface ListProps<T> {
+  loaded: LoadedList<T>;
   what: string;
   empty: ComponentChildren;
   /** The error of an action on the items, shown above them. */
   error?: unknown;
-  pages?: Pages;
-  children: (items: T[]) => ComponentChildren;
-}) {
+}
+
+/**
+ * A list as the API gives it: loading or failed (`Status`), the `empty` text when there is nothing, else
+ * what `children` makes of the items; then, on a list of pages, previous / next.
+ */
+export function PagedList<T extends { id: string }>(
+  props: ListProps<T> & { children: (items: T[]) => ComponentChildren },
+) {
   const list = props.loaded.data;
+  const pages = props.loaded.pages;
   return (
     <>
       <Status loaded={props.loaded} what={props.what} />
-      {props.error ? <ErrorBox error={props.error} /> : null}
+      <ErrorBox error={props.error} />
       {list && (list.data.length === 0 ? <Empty>{props.empty}</Empty> : props.children(list.data))}
-      {props.pages && <Pager list={list} cursor={props.pages.cursor} onPage={props.pages.onPage} />}
+      {pages && <Pager list={list} cursor={pages.cursor} onPage={pages.onPage} />}
     </>
   );
 }
 
-/** A table of rows with a header per column (and, with `actions`, a last column for buttons). */
-export function Table(props: {
+interface TableProps {
   columns: string[];
+  /** A last column for buttons. */
   actions?: boolean;
   caption?: string;
   busy?: boolean;
   class?: string;
-  children: ComponentChildren;
-}) {
+}
+
+/** A `PagedList` shown as a `Table`: a row (`children`) for each item. */
+export function PagedTable<T extends { id: string }>(
+  props: ListProps<T> & TableProps & { children: (item: T) => ComponentChildren },
+) {
+  const { loaded, what, empty, error, children, ...table } = props;
+  return (
+    <PagedList loaded={loaded} what={what} empty={empty} error={error}>
+      {(items) => (
+        <Table {...table} items={items}>
+          {children}
+        </Table>
+      )}
+    </PagedList>
+  );
+}
+
+/**
+ * A table of a row (`children`) for each of `items`, with a header per column; with `empty`, that text instead
+ * when there are no items.
+ */
+export function Table<T>(
+  props: TableProps & { items: T[]; empty?: ComponentChildren; children: (item: T) => ComponentChildren },
+) {
+  if (props.empty !== undefined && props.items.length === 0) return <Empty>{props.empty}</Empty>;
   return (
     <div class="table-wrap">
       <table class={props.class ? `list ${props.class}` : 'list'} aria-busy={props.busy}>
@@ -68,7 +97,7 @@ export function Table(props: {
             )}
           </tr>
         </thead>
-        <tbody>{props.children}</tbody>
+        <tbody>{props.items.map((item) => props.children(item))}</tbody>
       </table>
     </div>
   );

@@ -2,8 +2,8 @@ import { useState } from 'preact/hooks';
 import { del, get, type List, post } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
-import { InputField, SelectField } from '../components/field.tsx';
-import { PagedList, Table } from '../components/paged-list.tsx';
+import { InputField, SelectField, useFields } from '../components/field.tsx';
+import { PagedTable } from '../components/paged-list.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { Badge, Time, useAction, useLoad } from '../ui.tsx';
 
@@ -26,8 +26,7 @@ export function ApiKeys() {
   const list = useLoad(() => get<List<ApiKeyJson>>('/api-keys?limit=100'), []);
   const create = useAction();
   const remove = useAction();
-  const [name, setName] = useState('');
-  const [permission, setPermission] = useState('full_access');
+  const form = useFields({ name: '', permission: 'full_access' }, create.error);
   const [created, setCreated] = useState<string | null>(null);
   return (
     <section>
@@ -44,61 +43,48 @@ export function ApiKeys() {
         submitClass="primary"
         fields={['name', 'permission']}
         run={async () => {
-          const k = await post<{ key: string }>('/api-keys', { name, permission });
+          const k = await post<{ key: string }>('/api-keys', form.values);
           setCreated(k.key);
-          setName('');
+          form.set({ name: '' });
           list.reload();
         }}
       >
-        <InputField
-          label="Key name"
-          name="name"
-          error={create.error}
-          required
-          value={name}
-          onValue={setName}
-        />
-        <SelectField
-          label="Permission"
-          name="permission"
-          error={create.error}
-          value={permission}
-          onValue={setPermission}
-          options={PERMISSIONS}
-        />
+        <InputField label="Key name" required {...form.field('name')} />
+        <SelectField label="Permission" options={PERMISSIONS} {...form.field('permission')} />
       </ActionForm>
       <p class="muted">A new key has the mode of the key you are signed in with.</p>
-      <PagedList loaded={list} what="API keys" empty="No keys." error={remove.error}>
-        {(keys) => (
-          <Table columns={['Name', 'Key', 'Permission', 'Created']} actions>
-            {keys.map((k) => (
-              <tr key={k.id}>
-                <td>{k.name}</td>
-                <td>
-                  <code>{k.key_prefix}…</code> <Badge value={k.mode} />
-                </td>
-                <td>{k.permission}</td>
-                <td>
-                  <Time value={k.created_at} />
-                </td>
-                <td>
-                  <ActionButton
-                    class="small danger"
-                    action={remove}
-                    confirm={`Delete the key ${k.name}? Requests with it are refused at once.`}
-                    run={async () => {
-                      await del(`/api-keys/${k.id}`);
-                      list.reload();
-                    }}
-                  >
-                    Delete
-                  </ActionButton>
-                </td>
-              </tr>
-            ))}
-          </Table>
+      <PagedTable
+        loaded={list}
+        what="API keys"
+        empty="No keys."
+        error={remove.error}
+        columns={['Name', 'Key', 'Permission', 'Created']}
+        actions
+      >
+        {(k) => (
+          <tr key={k.id}>
+            <td>{k.name}</td>
+            <td>
+              <code>{k.key_prefix}…</code> <Badge value={k.mode} />
+            </td>
+            <td>{k.permission}</td>
+            <td>
+              <Time value={k.created_at} />
+            </td>
+            <td>
+              <ActionButton
+                class="small danger"
+                action={remove}
+                confirm={`Delete the key ${k.name}? Requests with it are refused at once.`}
+                run={() => del(`/api-keys/${k.id}`)}
+                onDone={list.reload}
+              >
+                Delete
+              </ActionButton>
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }

@@ -3,8 +3,9 @@ import { del, get, listAll, modeOf, patch, post, storedKey } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
-import { InputField, SelectField, TextAreaField } from '../components/field.tsx';
-import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
+import { Fact } from '../components/facts.tsx';
+import { InputField, SelectField, TextAreaField, useFields } from '../components/field.tsx';
+import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
 import { HtmlPreview, toLocalInput } from './email.tsx';
@@ -105,36 +106,30 @@ export function Broadcasts() {
           New broadcast
         </Link>
       </p>
-      <PagedList
+      <PagedTable
         loaded={list}
         what="broadcasts"
         empty="No broadcasts yet: one message to every contact of an audience."
-        pages={list.pages}
+        columns={['Name', 'Status', 'Recipients', 'Audience', 'When']}
+        caption="Broadcasts, newest first"
+        busy={list.loading}
       >
-        {(broadcasts) => (
-          <Table
-            columns={['Name', 'Status', 'Recipients', 'Audience', 'When']}
-            caption="Broadcasts, newest first"
-            busy={list.loading}
-          >
-            {broadcasts.map((b) => (
-              <tr key={b.id} data-broadcast={b.id}>
-                <td>
-                  <Link href={`/broadcasts/${b.id}`}>{b.name}</Link>
-                </td>
-                <td>
-                  <Badge value={b.status} />
-                </td>
-                <td class="recipients">{b.recipients ?? 0}</td>
-                <td>{nameOf(pickers.data?.audiences, b.audience_id)}</td>
-                <td>
-                  <When b={b} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+        {(b) => (
+          <tr key={b.id} data-broadcast={b.id}>
+            <td>
+              <Link href={`/broadcasts/${b.id}`}>{b.name}</Link>
+            </td>
+            <td>
+              <Badge value={b.status} />
+            </td>
+            <td class="recipients">{b.recipients ?? 0}</td>
+            <td>{nameOf(pickers.data?.audiences, b.audience_id)}</td>
+            <td>
+              <When b={b} />
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }
@@ -223,7 +218,6 @@ function bodyOf(f: FormState) {
 }
 
 export function NewBroadcast() {
-  const save = useAction();
   return (
     <section>
       <BackLink back={BACK} />
@@ -231,13 +225,10 @@ export function NewBroadcast() {
       <BroadcastForm
         initial={EMPTY}
         submitLabel="Create draft"
-        action={save}
-        onSubmit={(body) =>
-          save.run(async () => {
-            const b = await post<BroadcastJson>('/broadcasts', body);
-            navigate(`/broadcasts/${b.id}`);
-          })
-        }
+        run={async (body) => {
+          const b = await post<BroadcastJson>('/broadcasts', body);
+          navigate(`/broadcasts/${b.id}`);
+        }}
       />
     </section>
   );
@@ -246,19 +237,18 @@ export function NewBroadcast() {
 function BroadcastForm(props: {
   initial: FormState;
   submitLabel: string;
-  action: ReturnType<typeof useAction>;
   /** An error from elsewhere on the page (sending) that may name one of these fields. */
   otherError?: unknown;
-  onSubmit: (body: ReturnType<typeof bodyOf>) => void;
+  run: (body: ReturnType<typeof bodyOf>) => Promise<unknown>;
   onDirty?: (dirty: boolean) => void;
 }) {
   const pickers = usePickers();
-  const [f, setF] = useState(props.initial);
-  useEffect(() => setF(props.initial), [props.initial]);
+  const save = useAction();
+  const form = useFields(props.initial, save.error ?? props.otherError);
+  useEffect(() => form.set(props.initial), [props.initial]);
+  const f = form.values;
   const dirty = JSON.stringify(bodyOf(f)) !== JSON.stringify(bodyOf(props.initial));
   useEffect(() => props.onDirty?.(dirty), [dirty]);
-  const set = (changes: Partial<FormState>) => setF({ ...f, ...changes });
-  const error = props.action.error ?? props.otherError;
   const audience = useLoad(
     () =>
       f.audience_id
@@ -267,22 +257,15 @@ function BroadcastForm(props: {
     [f.audience_id],
   );
   const p = pickers.data;
-  const edit = (name: 'name' | 'from' | 'reply_to' | 'subject' | 'html' | 'text') => ({
-    name,
-    error,
-    value: f[name],
-    onValue: (value: string) => set({ [name]: value }),
-  });
   const options = (list: { id: string; name: string }[] | undefined) =>
     (list ?? []).map((x) => ({ value: x.id, label: x.name }));
   return (
-    <form
+    <ActionForm
       class="stack broadcast-form"
-      aria-label="Broadcast"
-      onSubmit={(e) => {
-        e.preventDefault();
-        props.onSubmit(bodyOf(f));
-      }}
+      label="Broadcast"
+      action={save}
+      fields={FIELDS}
+      run={() => props.run(bodyOf(f))}
     >
       <Status loaded={pickers} what="audiences, topics and templates" />
       {p && p.audiences.length === 0 && (
@@ -300,35 +283,33 @@ function BroadcastForm(props: {
         hint="For you; recipients do not see it."
         required
         maxLength={200}
-        {...edit('name')}
+        {...form.field('name')}
       />
       <SelectField
         label="Audience"
-        name="audience_id"
-        error={error}
         hint={
           audience.data
             ? `${audience.data.contacts} contact${audience.data.contacts === 1 ? '' : 's'} now; unsubscribed and suppressed ones are skipped.`
             : undefined
         }
         required
-        value={f.audience_id}
-        onValue={(audience_id) => set({ audience_id })}
         none="Choose an audience…"
         options={options(p?.audiences)}
+        {...form.field('audience_id')}
       />
       <SelectField
         label="Topic (optional)"
-        name="topic_id"
-        error={error}
         hint="With a topic, only contacts subscribed to it receive the broadcast."
-        value={f.topic_id}
-        onValue={(topic_id) => set({ topic_id })}
         none="No topic"
         options={options(p?.topics)}
+        {...form.field('topic_id')}
       />
-      <InputField label="From" hint="Acme <news@acme.example>" required {...edit('from')} />
-      <InputField label="Reply-to (optional)" hint="Addresses separated by commas." {...edit('reply_to')} />
+      <InputField label="From" hint="Acme <news@acme.example>" required {...form.field('from')} />
+      <InputField
+        label="Reply-to (optional)"
+        hint="Addresses separated by commas."
+        {...form.field('reply_to')}
+      />
       <fieldset class="choice">
         <legend>Content</legend>
         <label>
@@ -336,7 +317,7 @@ function BroadcastForm(props: {
             type="radio"
             name="content"
             checked={!f.useTemplate}
-            onChange={() => set({ useTemplate: false })}
+            onChange={() => form.set({ useTemplate: false })}
           />{' '}
           Write it here
         </label>
@@ -345,7 +326,7 @@ function BroadcastForm(props: {
             type="radio"
             name="content"
             checked={f.useTemplate}
-            onChange={() => set({ useTemplate: true })}
+            onChange={() => form.set({ useTemplate: true })}
           />{' '}
           Use a template
         </label>
@@ -358,42 +339,38 @@ function BroadcastForm(props: {
       {f.useTemplate && (
         <SelectField
           label="Template"
-          name="template_id"
-          error={error}
           hint="It must be published before the broadcast is sent."
           required
-          value={f.template_id}
-          onValue={(template_id) => set({ template_id })}
           none="Choose a template…"
           options={(p?.templates ?? []).map((t) => ({
             value: t.id,
             label: `${t.name}${t.published ? '' : ' (not published)'}`,
           }))}
+          {...form.field('template_id')}
         />
       )}
       <InputField
         label={f.useTemplate ? "Subject (optional: the template's otherwise)" : 'Subject'}
         required={!f.useTemplate}
-        {...edit('subject')}
+        {...form.field('subject')}
       />
       {!f.useTemplate && (
         <>
-          <TextAreaField label="HTML" rows={8} {...edit('html')} />
-          <TextAreaField label="Text" rows={4} {...edit('text')} />
+          <TextAreaField label="HTML" rows={8} {...form.field('html')} />
+          <TextAreaField label="Text" rows={4} {...form.field('text')} />
         </>
       )}
       <div class="row">
-        <button type="submit" class="primary" disabled={props.action.busy || (!dirty && !!props.onDirty)}>
-          {props.action.busy ? 'Saving…' : props.submitLabel}
+        <button type="submit" class="primary" disabled={save.busy || (!dirty && !!props.onDirty)}>
+          {save.busy ? 'Saving…' : props.submitLabel}
         </button>
         {dirty && props.onDirty && (
-          <button type="button" onClick={() => setF(props.initial)}>
+          <button type="button" onClick={() => form.set(props.initial)}>
             Discard changes
           </button>
         )}
       </div>
-      <FormError error={props.action.error} fields={FIELDS} />
-    </form>
+    </ActionForm>
   );
 }
 
@@ -424,7 +401,6 @@ export function Broadcast({ id }: { id: string }) {
     const t = setTimeout(loaded.reload, delay);
     return () => clearTimeout(t);
   }, [b?.status, b?.send_at]);
-  const save = useAction();
   const act = useAction();
   const [dirty, setDirty] = useState(false);
   const [initial, setInitial] = useState<FormState | null>(null);
@@ -441,65 +417,26 @@ export function Broadcast({ id }: { id: string }) {
       <h1>
         {b.name} <Badge value={b.status} />
       </h1>
-      {loaded.error ? <ErrorBox error={loaded.error} /> : null}
+      <ErrorBox error={loaded.error} />
       <dl class="facts">
-        <dt>Status</dt>
-        <dd>
+        <Fact label="Status">
           <Badge value={b.status} />{' '}
           {following && (
             <span class="muted" role="status">
               following…
             </span>
           )}
-        </dd>
-        <dt>Id</dt>
-        <dd>
+        </Fact>
+        <Fact label="Id">
           <code>{b.id}</code>
-        </dd>
-        <dt>Audience</dt>
-        <dd>{nameOf(p?.audiences, b.audience_id)}</dd>
-        {b.topic_id && (
-          <>
-            <dt>Topic</dt>
-            <dd>{nameOf(p?.topics, b.topic_id)}</dd>
-          </>
-        )}
-        <dt>Created</dt>
-        <dd>
-          <Time value={b.created_at} />
-        </dd>
-        {b.send_at && (
-          <>
-            <dt>Send at</dt>
-            <dd>
-              <Time value={b.send_at} />
-            </dd>
-          </>
-        )}
-        {b.started_at && (
-          <>
-            <dt>Started</dt>
-            <dd>
-              <Time value={b.started_at} />
-            </dd>
-          </>
-        )}
-        {b.sent_at && (
-          <>
-            <dt>Sent</dt>
-            <dd>
-              <Time value={b.sent_at} />
-            </dd>
-          </>
-        )}
-        {b.canceled_at && (
-          <>
-            <dt>Canceled</dt>
-            <dd>
-              <Time value={b.canceled_at} />
-            </dd>
-          </>
-        )}
+        </Fact>
+        <Fact label="Audience">{nameOf(p?.audiences, b.audience_id)}</Fact>
+        <Fact label="Topic">{nameOf(p?.topics, b.topic_id)}</Fact>
+        <Fact label="Created" time={b.created_at} />
+        <Fact label="Send at" time={b.send_at} />
+        <Fact label="Started" time={b.started_at} />
+        <Fact label="Sent" time={b.sent_at} />
+        <Fact label="Canceled" time={b.canceled_at} />
       </dl>
 
       {b.status === 'draft' && initial && (
@@ -509,15 +446,12 @@ export function Broadcast({ id }: { id: string }) {
           <BroadcastForm
             initial={initial}
             submitLabel="Save draft"
-            action={save}
             otherError={act.error}
             onDirty={setDirty}
-            onSubmit={(body) =>
-              save.run(async () => {
-                await patch<BroadcastJson>(`/broadcasts/${b.id}`, body);
-                loaded.reload();
-              })
-            }
+            run={async (body) => {
+              await patch<BroadcastJson>(`/broadcasts/${b.id}`, body);
+              loaded.reload();
+            }}
           />
         </>
       )}
@@ -529,14 +463,12 @@ export function Broadcast({ id }: { id: string }) {
           <ActionButton
             class="danger"
             action={act}
-            run={async () => {
-              await post(`/broadcasts/${b.id}/cancel`);
-              loaded.reload();
-            }}
+            run={() => post(`/broadcasts/${b.id}/cancel`)}
+            onDone={loaded.reload}
           >
             Cancel broadcast
           </ActionButton>
-          {act.error ? <ErrorBox error={act.error} /> : null}
+          <ErrorBox error={act.error} />
         </div>
       )}
 
@@ -573,24 +505,14 @@ export function Broadcast({ id }: { id: string }) {
           </p>
           <h2>Content</h2>
           <dl class="facts">
-            <dt>From</dt>
-            <dd>{b.from}</dd>
-            {b.reply_to.length > 0 && (
-              <>
-                <dt>Reply-to</dt>
-                <dd>{b.reply_to.join(', ')}</dd>
-              </>
-            )}
-            <dt>Subject</dt>
-            <dd>{b.subject ?? <span class="muted">the template's</span>}</dd>
-            {b.template_id && (
-              <>
-                <dt>Template</dt>
-                <dd>
-                  <Link href={`/templates/${b.template_id}`}>{template?.name ?? b.template_id}</Link>
-                </dd>
-              </>
-            )}
+            <Fact label="From">{b.from}</Fact>
+            <Fact label="Reply-to">{b.reply_to.length > 0 && b.reply_to.join(', ')}</Fact>
+            <Fact label="Subject">{b.subject ?? <span class="muted">the template's</span>}</Fact>
+            <Fact label="Template">
+              {b.template_id && (
+                <Link href={`/templates/${b.template_id}`}>{template?.name ?? b.template_id}</Link>
+              )}
+            </Fact>
           </dl>
           {b.html && (
             <HtmlPreview html={b.html} title={`HTML source of ${b.name} (variables not filled in)`} />
@@ -609,7 +531,7 @@ function SendPanel(props: {
   onChange: () => void;
 }) {
   const { b, act } = props;
-  const [when, setWhen] = useState('');
+  const schedule = useFields({ send_at: '' }, act.error);
   const live = modeOf(storedKey() ?? '') === 'live';
   const blocked = props.dirty || act.busy;
   return (
@@ -633,10 +555,8 @@ function SendPanel(props: {
           action={act}
           disabled={blocked}
           confirm={`Send ${b.name} now${live ? ' to real recipients' : ' (test mode)'}?`}
-          run={async () => {
-            await post(`/broadcasts/${b.id}/send`);
-            props.onChange();
-          }}
+          run={() => post(`/broadcasts/${b.id}/send`)}
+          onDone={props.onChange}
         >
           Send now
         </ActionButton>
@@ -644,10 +564,8 @@ function SendPanel(props: {
           class="danger"
           action={act}
           confirm={`Delete the draft ${b.name}?`}
-          run={async () => {
-            await del(`/broadcasts/${b.id}`);
-            navigate('/broadcasts');
-          }}
+          run={() => del(`/broadcasts/${b.id}`)}
+          onDone={() => navigate('/broadcasts')}
         >
           Delete draft
         </ActionButton>
@@ -656,19 +574,18 @@ function SendPanel(props: {
         label="Schedule"
         action={act}
         run={async () => {
-          await post(`/broadcasts/${b.id}/send`, { send_at: new Date(when).toISOString() });
+          await post(`/broadcasts/${b.id}/send`, {
+            send_at: new Date(schedule.values.send_at).toISOString(),
+          });
           props.onChange();
         }}
       >
         <InputField
           label="Send at (your time zone)"
-          name="send_at"
-          error={act.error}
           type="datetime-local"
           required
-          value={when}
           min={toLocalInput(new Date().toISOString())}
-          onValue={setWhen}
+          {...schedule.field('send_at')}
         />
         <button type="submit" disabled={blocked}>
           Schedule

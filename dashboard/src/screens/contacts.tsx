@@ -1,6 +1,6 @@
 import { get, listAll } from '../api.ts';
 import { Table } from '../components/paged-list.tsx';
-import { Empty, Status, Time, useLoad } from '../ui.tsx';
+import { Status, Time, useLoad } from '../ui.tsx';
 
 interface Contact {
   id: string;
@@ -77,54 +77,46 @@ export function Contacts() {
             </li>
           </ul>
           <h2>Audiences</h2>
-          {d.audiences.data.length === 0 ? (
-            <Empty>No audiences.</Empty>
-          ) : (
-            <Table columns={['Name', 'Contacts', 'Created']}>
-              {d.audiences.data.map((a) => (
-                <tr key={a.id}>
-                  <td>{a.name}</td>
-                  <td>{a.contacts ?? <span class="muted">—</span>}</td>
-                  <td>
-                    <Time value={a.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
-          )}
+          <Table items={d.audiences.data} empty="No audiences." columns={['Name', 'Contacts', 'Created']}>
+            {(a) => (
+              <tr key={a.id}>
+                <td>{a.name}</td>
+                <td>{a.contacts ?? <span class="muted">—</span>}</td>
+                <td>
+                  <Time value={a.created_at} />
+                </td>
+              </tr>
+            )}
+          </Table>
           <h2>Topics</h2>
-          {d.topics.data.length === 0 ? (
-            <Empty>No topics.</Empty>
-          ) : (
-            <Table columns={['Name', 'Default', 'Description']}>
-              {d.topics.data.map((t) => (
-                <tr key={t.id}>
-                  <td>{t.name}</td>
-                  <td>{t.default_subscription}</td>
-                  <td>{t.description ?? <span class="muted">—</span>}</td>
-                </tr>
-              ))}
-            </Table>
-          )}
+          <Table items={d.topics.data} empty="No topics." columns={['Name', 'Default', 'Description']}>
+            {(t) => (
+              <tr key={t.id}>
+                <td>{t.name}</td>
+                <td>{t.default_subscription}</td>
+                <td>{t.description ?? <span class="muted">—</span>}</td>
+              </tr>
+            )}
+          </Table>
           <h2>Contacts</h2>
-          {d.contacts.data.length === 0 ? (
-            <Empty>No contacts.</Empty>
-          ) : (
-            <Table columns={['Email', 'Name', 'Subscribed', 'Added']}>
-              {d.contacts.data.slice(0, 100).map((c) => (
-                <tr key={c.id}>
-                  <td>{c.email ?? <span class="muted">(erased)</span>}</td>
-                  <td>
-                    {[c.first_name, c.last_name].filter(Boolean).join(' ') || <span class="muted">—</span>}
-                  </td>
-                  <td>{c.unsubscribed ? 'unsubscribed' : 'yes'}</td>
-                  <td>
-                    <Time value={c.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
-          )}
+          <Table
+            items={d.contacts.data.slice(0, 100)}
+            empty="No contacts."
+            columns={['Email', 'Name', 'Subscribed', 'Added']}
+          >
+            {(c) => (
+              <tr key={c.id}>
+                <td>{c.email ?? <span class="muted">(erased)</span>}</td>
+                <td>
+                  {[c.first_name, c.last_name].filter(Boolean).join(' ') || <span class="muted">—</span>}
+                </td>
+                <td>{c.unsubscribed ? 'unsubscribed' : 'yes'}</td>
+                <td>
+                  <Time value={c.created_at} />
+                </td>
+              </tr>
+            )}
+          </Table>
         </>
       )}
     </section>

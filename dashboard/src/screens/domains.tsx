@@ -3,8 +3,8 @@ import { get, type List, patch, post } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { Detail } from '../components/detail.tsx';
-import { InputField } from '../components/field.tsx';
-import { PagedList, Table } from '../components/paged-list.tsx';
+import { InputField, useFields } from '../components/field.tsx';
+import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
 
@@ -36,7 +36,7 @@ interface DomainJson {
 export function Domains() {
   const list = useLoad(() => get<List<DomainJson>>('/domains?limit=100'), []);
   const add = useAction();
-  const [name, setName] = useState('');
+  const form = useFields({ name: '' }, add.error);
   return (
     <section>
       <h1>Domains</h1>
@@ -47,40 +47,38 @@ export function Domains() {
         submitClass="primary"
         fields={['name']}
         run={async () => {
-          const d = await post<DomainJson>('/domains', { name });
+          const d = await post<DomainJson>('/domains', form.values);
           navigate(`/domains/${d.id}`);
         }}
       >
         <InputField
           label="Domain name"
-          name="name"
-          error={add.error}
           hint="A subdomain such as mail.example.com is fine."
           required
           placeholder="example.com"
-          value={name}
-          onValue={setName}
+          {...form.field('name')}
         />
       </ActionForm>
-      <PagedList loaded={list} what="domains" empty="No domains yet. Add one to send live email from it.">
-        {(domains) => (
-          <Table columns={['Name', 'Status', 'Added']}>
-            {domains.map((d) => (
-              <tr key={d.id}>
-                <td>
-                  <Link href={`/domains/${d.id}`}>{d.name}</Link>
-                </td>
-                <td>
-                  <Badge value={d.status} />
-                </td>
-                <td>
-                  <Time value={d.created_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+      <PagedTable
+        loaded={list}
+        what="domains"
+        empty="No domains yet. Add one to send live email from it."
+        columns={['Name', 'Status', 'Added']}
+      >
+        {(d) => (
+          <tr key={d.id}>
+            <td>
+              <Link href={`/domains/${d.id}`}>{d.name}</Link>
+            </td>
+            <td>
+              <Badge value={d.status} />
+            </td>
+            <td>
+              <Time value={d.created_at} />
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }
@@ -127,8 +125,8 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
       </p>
       <h2>DNS records</h2>
       <p>Publish these at your DNS provider, then verify.</p>
-      <Table class="records" columns={['Type', 'Name', 'Value', 'Purpose', 'Status']}>
-        {d.dns_records.map((r) => (
+      <Table items={d.dns_records} class="records" columns={['Type', 'Name', 'Value', 'Purpose', 'Status']}>
+        {(r) => (
           <tr key={`${r.purpose}-${r.name}`} data-purpose={r.purpose}>
             <td>
               {r.type}
@@ -150,7 +148,7 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
               {r.found && r.status !== 'verified' && <div class="muted wrap">found: {r.found}</div>}
             </td>
           </tr>
-        ))}
+        )}
       </Table>
       <ActionButton
         class="primary"
@@ -159,7 +157,7 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
       >
         {verify.busy ? 'Checking DNS…' : 'Verify'}
       </ActionButton>
-      {verify.error ? <ErrorBox error={verify.error} /> : null}
+      <ErrorBox error={verify.error} />
 
       <h2>Tracking and inbound</h2>
       <fieldset class="switches" disabled={toggle.busy}>
@@ -181,7 +179,7 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
           </label>
         ))}
       </fieldset>
-      {toggle.error ? <ErrorBox error={toggle.error} /> : null}
+      <ErrorBox error={toggle.error} />
 
       <h2>Impressum</h2>
       <ImpressumForm domain={d} onSaved={setCurrent} />
@@ -200,9 +198,13 @@ const IMPRESSUM_FIELDS: [string, string, boolean][] = [
   ['vat_id', 'VAT id', false],
 ];
 
+/** The impressum form's values: every field, empty where the impressum has none. */
+const impressumForm = (impressum: Impressum | null): Record<string, string> =>
+  Object.fromEntries(IMPRESSUM_FIELDS.map(([k]) => [k, impressum?.[k] ?? '']));
+
 function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: DomainJson) => void }) {
-  const [values, setValues] = useState<Impressum>(domain.impressum ?? {});
   const save = useAction();
+  const form = useFields(impressumForm(domain.impressum), save.error);
   return (
     <ActionForm
       class="stack"
@@ -211,7 +213,7 @@ function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: D
       fields={IMPRESSUM_FIELDS.map(([k]) => `impressum.${k}`)}
       run={async () => {
         const body: Impressum = {};
-        for (const [k] of IMPRESSUM_FIELDS) if (values[k]?.trim()) body[k] = values[k]!.trim();
+        for (const [k] of IMPRESSUM_FIELDS) if (form.values[k].trim()) body[k] = form.values[k].trim();
         onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: body }));
       }}
     >
@@ -220,10 +222,9 @@ function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: D
         <InputField
           key={key}
           label={`${label}${required ? '' : ' (optional)'}`}
+          {...form.field(key)}
+          // As the API names the field, so that its error is shown here.
           name={`impressum.${key}`}
-          error={save.error}
-          value={values[key] ?? ''}
-          onValue={(v) => setValues({ ...values, [key]: v })}
         />
       ))}
       <div class="row">
@@ -236,7 +237,7 @@ function ImpressumForm({ domain, onSaved }: { domain: DomainJson; onSaved: (d: D
             action={save}
             run={async () => {
               onSaved(await patch<DomainJson>(`/domains/${domain.id}`, { impressum: null }));
-              setValues({});
+              form.set(impressumForm(null));
             }}
           >
             Remove impressum

@@ -4,7 +4,8 @@ import { get, type List, patch, post } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
-import { InputField } from '../components/field.tsx';
+import { Fact } from '../components/facts.tsx';
+import { InputField, useFields } from '../components/field.tsx';
 import { PagedList, Table } from '../components/paged-list.tsx';
 import { Badge, Empty, ErrorBox, Status, Time, useAction, useLoad } from '../ui.tsx';
 
@@ -82,61 +83,30 @@ export function Email({ id }: { id: string }) {
       <BackLink back={BACK} />
       <h1>{e.subject || '(no subject)'}</h1>
       <dl class="facts">
-        <dt>Status</dt>
-        <dd>
+        <Fact label="Status">
           <Badge value={e.status} /> {e.opens > 0 && <span class="muted">opened {e.opens}×</span>}{' '}
           {e.clicks > 0 && <span class="muted">clicked {e.clicks}×</span>}
-        </dd>
-        <dt>Id</dt>
-        <dd>
+        </Fact>
+        <Fact label="Id">
           <code>{e.id}</code>
-        </dd>
-        <dt>From</dt>
-        <dd>{e.from}</dd>
-        <dt>To</dt>
-        <dd>{e.to.join(', ')}</dd>
-        {e.cc?.length ? (
-          <>
-            <dt>Cc</dt>
-            <dd>{e.cc.join(', ')}</dd>
-          </>
-        ) : null}
-        {e.bcc?.length ? (
-          <>
-            <dt>Bcc</dt>
-            <dd>{e.bcc.join(', ')}</dd>
-          </>
-        ) : null}
-        <dt>Created</dt>
-        <dd>
-          <Time value={e.created_at} />
-        </dd>
-        {e.send_at && (
-          <>
-            <dt>Send at</dt>
-            <dd>
-              <Time value={e.send_at} />
-            </dd>
-          </>
-        )}
-        {e.tags.length > 0 && (
-          <>
-            <dt>Tags</dt>
-            <dd>{e.tags.join(', ')}</dd>
-          </>
-        )}
-        {e.suppressed_recipients.length > 0 && (
-          <>
-            <dt>Suppressed</dt>
-            <dd>{e.suppressed_recipients.join(', ')} (not sent: on the suppression list)</dd>
-          </>
-        )}
+        </Fact>
+        <Fact label="From">{e.from}</Fact>
+        <Fact label="To">{e.to.join(', ')}</Fact>
+        <Fact label="Cc">{!!e.cc?.length && e.cc.join(', ')}</Fact>
+        <Fact label="Bcc">{!!e.bcc?.length && e.bcc.join(', ')}</Fact>
+        <Fact label="Created" time={e.created_at} />
+        <Fact label="Send at" time={e.send_at} />
+        <Fact label="Tags">{e.tags.length > 0 && e.tags.join(', ')}</Fact>
+        <Fact label="Suppressed">
+          {e.suppressed_recipients.length > 0 &&
+            `${e.suppressed_recipients.join(', ')} (not sent: on the suppression list)`}
+        </Fact>
       </dl>
       {e.status === 'scheduled' && <Schedule email={e} onChange={email.reload} />}
 
       <h2>Recipients</h2>
-      <Table columns={['Recipient', 'Outcome', 'Attempts', 'Answer']}>
-        {e.recipients.map((r) => (
+      <Table items={e.recipients} columns={['Recipient', 'Outcome', 'Attempts', 'Answer']}>
+        {(r) => (
           <tr key={r.email}>
             <td>{r.email}</td>
             <td>
@@ -152,7 +122,7 @@ export function Email({ id }: { id: string }) {
               )}
             </td>
           </tr>
-        ))}
+        )}
       </Table>
 
       <h2>Timeline</h2>
@@ -189,12 +159,7 @@ export function Email({ id }: { id: string }) {
               <dd>{v}</dd>
             </Fragment>
           ))}
-          {e.message_id && (
-            <>
-              <dt>Message-ID</dt>
-              <dd>{e.message_id}</dd>
-            </>
-          )}
+          <Fact label="Message-ID">{e.message_id || null}</Fact>
         </dl>
       ) : (
         <Empty>No custom headers{e.message_id ? ` (Message-ID ${e.message_id})` : ''}.</Empty>
@@ -240,7 +205,7 @@ function AttachmentLink({ emailId, attachment: a }: { emailId: string; attachmen
           Get download link
         </ActionButton>
       )}
-      {action.error ? <ErrorBox error={action.error} /> : null}
+      <ErrorBox error={action.error} />
     </span>
   );
 }
@@ -288,37 +253,28 @@ export function HtmlPreview({ html, title }: { html: string; title: string }) {
 }
 
 function Schedule({ email, onChange }: { email: FullEmail; onChange: () => void }) {
-  const local = email.send_at ? toLocalInput(email.send_at) : '';
-  const [when, setWhen] = useState(local);
   const action = useAction();
+  const form = useFields({ send_at: email.send_at ? toLocalInput(email.send_at) : '' }, action.error);
   return (
     <ActionForm
       label="Scheduled send"
       action={action}
       fields={['send_at']}
       run={async () => {
+        const when = form.values.send_at;
         await patch(`/emails/${email.id}`, { send_at: when ? new Date(when).toISOString() : '' });
         onChange();
       }}
     >
-      <InputField
-        label="Send at (your time zone)"
-        name="send_at"
-        error={action.error}
-        type="datetime-local"
-        value={when}
-        onValue={setWhen}
-      />
+      <InputField label="Send at (your time zone)" type="datetime-local" {...form.field('send_at')} />
       <button type="submit" disabled={action.busy}>
         Reschedule
       </button>
       <ActionButton
         class="danger"
         action={action}
-        run={async () => {
-          await post(`/emails/${email.id}/cancel`);
-          onChange();
-        }}
+        run={() => post(`/emails/${email.id}/cancel`)}
+        onDone={onChange}
       >
         Cancel email
       </ActionButton>

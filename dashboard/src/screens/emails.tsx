@@ -1,5 +1,5 @@
 import { get, type List, query } from '../api.ts';
-import { PagedList, Table } from '../components/paged-list.tsx';
+import { type LoadedList, PagedTable } from '../components/paged-list.tsx';
 import { navigate, useLocation } from '../router.ts';
 import { Badge, Link, Time, useLoad } from '../ui.tsx';
 
@@ -32,10 +32,16 @@ export function Emails() {
     starting_after: params.starting_after,
     ending_before: params.ending_before,
   });
-  const list = useLoad(() => get<List<EmailSummary>>(`/emails${apiQuery}`), [apiQuery]);
   const go = (changes: Record<string, string | undefined>) => {
     const next = { ...params, ...changes };
     navigate(`/emails${query(next)}`);
+  };
+  const list: LoadedList<EmailSummary> = {
+    ...useLoad(() => get<List<EmailSummary>>(`/emails${apiQuery}`), [apiQuery]),
+    pages: {
+      cursor: { starting_after: params.starting_after, ending_before: params.ending_before },
+      onPage: (c) => go({ starting_after: c.starting_after, ending_before: c.ending_before }),
+    },
   };
   const onFilter = (e: Event) => {
     e.preventDefault();
@@ -80,39 +86,30 @@ export function Emails() {
         </label>
         <button type="submit">Filter</button>
       </form>
-      <PagedList
+      <PagedTable
         loaded={list}
         what="emails"
         empty={`No emails${search.size ? ' match these filters' : ' yet: send one with POST /v1/emails'}.`}
-        pages={{
-          cursor: { starting_after: params.starting_after, ending_before: params.ending_before },
-          onPage: (c) => go({ starting_after: c.starting_after, ending_before: c.ending_before }),
-        }}
+        columns={['Status', 'To', 'Subject', 'Created']}
+        caption="Emails, newest first"
+        busy={list.loading}
       >
-        {(emails) => (
-          <Table
-            columns={['Status', 'To', 'Subject', 'Created']}
-            caption="Emails, newest first"
-            busy={list.loading}
-          >
-            {emails.map((e) => (
-              <tr key={e.id}>
-                <td>
-                  <Badge value={e.status} />
-                </td>
-                <td class="truncate">{e.to.join(', ')}</td>
-                <td>
-                  <Link href={`/emails/${e.id}`}>{e.subject || <em>(no subject)</em>}</Link>
-                  {e.tags.length > 0 && <span class="muted small-text"> {e.tags.join(' · ')}</span>}
-                </td>
-                <td>
-                  <Time value={e.created_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+        {(e) => (
+          <tr key={e.id}>
+            <td>
+              <Badge value={e.status} />
+            </td>
+            <td class="truncate">{e.to.join(', ')}</td>
+            <td>
+              <Link href={`/emails/${e.id}`}>{e.subject || <em>(no subject)</em>}</Link>
+              {e.tags.length > 0 && <span class="muted small-text"> {e.tags.join(' · ')}</span>}
+            </td>
+            <td>
+              <Time value={e.created_at} />
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }

@@ -1,6 +1,7 @@
 import { get } from '../api.ts';
 import { Detail } from '../components/detail.tsx';
-import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
+import { Fact } from '../components/facts.tsx';
+import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { Badge, Empty, Link, Time, useLoad } from '../ui.tsx';
 import { formatSize, HtmlPreview } from './email.tsx';
 
@@ -33,29 +34,25 @@ export function Received() {
   return (
     <section>
       <h1>Received emails</h1>
-      <PagedList
+      <PagedTable
         loaded={list}
         what="received emails"
         empty="Nothing received yet. Enable inbound on a domain and publish its MX record."
-        pages={list.pages}
+        columns={['From', 'Subject', 'Received']}
       >
-        {(emails) => (
-          <Table columns={['From', 'Subject', 'Received']}>
-            {emails.map((r) => (
-              <tr key={r.id}>
-                <td class="truncate">{who(r.from)}</td>
-                <td>
-                  <Link href={`/received/${r.id}`}>{r.subject || '(no subject)'}</Link>{' '}
-                  {r.is_spam && <Badge value="spam" />}
-                </td>
-                <td>
-                  <Time value={r.created_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+        {(r) => (
+          <tr key={r.id}>
+            <td class="truncate">{who(r.from)}</td>
+            <td>
+              <Link href={`/received/${r.id}`}>{r.subject || '(no subject)'}</Link>{' '}
+              {r.is_spam && <Badge value="spam" />}
+            </td>
+            <td>
+              <Time value={r.created_at} />
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }
@@ -68,19 +65,15 @@ export function ReceivedEmail({ id }: { id: string }) {
         <>
           <h1>{r.subject || '(no subject)'}</h1>
           <dl class="facts">
-            <dt>From</dt>
-            <dd>{who(r.from)}</dd>
-            <dt>To</dt>
-            <dd>{r.to.map(who).join(', ')}</dd>
-            <dt>Received</dt>
-            <dd>
+            <Fact label="From">{who(r.from)}</Fact>
+            <Fact label="To">{r.to.map(who).join(', ')}</Fact>
+            <Fact label="Received">
               <Time value={r.created_at} /> ({formatSize(r.size)})
-            </dd>
-            <dt>Spam</dt>
-            <dd>
+            </Fact>
+            <Fact label="Spam">
               {r.is_spam ? 'yes' : 'no'}
               {r.spam_score !== null && ` (score ${r.spam_score})`}
-            </dd>
+            </Fact>
           </dl>
           {r.purged_at && <p class="notice">The content was deleted after the retention period.</p>}
           {r.html_body && (

@@ -1,9 +1,8 @@
-import { useState } from 'preact/hooks';
 import { del, post } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
-import { InputField } from '../components/field.tsx';
-import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
+import { InputField, useFields } from '../components/field.tsx';
+import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { Badge, Link, Time, useAction } from '../ui.tsx';
 
 interface Suppression {
@@ -18,7 +17,7 @@ export function Suppressions() {
   const list = usePagedList<Suppression>('/suppressions', 50);
   const add = useAction();
   const remove = useAction();
-  const [email, setEmail] = useState('');
+  const form = useFields({ email: '' }, add.error);
   return (
     <section>
       <h1>Suppressions</h1>
@@ -29,57 +28,44 @@ export function Suppressions() {
         submit="Suppress"
         fields={['email']}
         run={async () => {
-          await post('/suppressions', { email });
-          setEmail('');
+          await post('/suppressions', form.values);
+          form.set({ email: '' });
           list.reload();
         }}
       >
-        <InputField
-          label="Email address"
-          name="email"
-          error={add.error}
-          type="email"
-          required
-          value={email}
-          onValue={setEmail}
-        />
+        <InputField label="Email address" type="email" required {...form.field('email')} />
       </ActionForm>
-      <PagedList
+      <PagedTable
         loaded={list}
         what="suppressions"
         empty="No suppressed addresses."
         error={remove.error}
-        pages={list.pages}
+        columns={['Address', 'Reason', 'Since']}
+        actions
       >
-        {(suppressions) => (
-          <Table columns={['Address', 'Reason', 'Since']} actions>
-            {suppressions.map((s) => (
-              <tr key={s.id}>
-                <td>{s.email}</td>
-                <td>
-                  <Badge value={s.reason} />{' '}
-                  {s.source_email_id && <Link href={`/emails/${s.source_email_id}`}>email</Link>}
-                </td>
-                <td>
-                  <Time value={s.created_at} />
-                </td>
-                <td>
-                  <ActionButton
-                    class="small"
-                    action={remove}
-                    run={async () => {
-                      await del(`/suppressions/${s.id}`);
-                      list.reload();
-                    }}
-                  >
-                    Remove
-                  </ActionButton>
-                </td>
-              </tr>
-            ))}
-          </Table>
+        {(s) => (
+          <tr key={s.id}>
+            <td>{s.email}</td>
+            <td>
+              <Badge value={s.reason} />{' '}
+              {s.source_email_id && <Link href={`/emails/${s.source_email_id}`}>email</Link>}
+            </td>
+            <td>
+              <Time value={s.created_at} />
+            </td>
+            <td>
+              <ActionButton
+                class="small"
+                action={remove}
+                run={() => del(`/suppressions/${s.id}`)}
+                onDone={list.reload}
+              >
+                Remove
+              </ActionButton>
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }

@@ -3,8 +3,8 @@ import { del, get, type List, patch, post } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
-import { InputField, TextAreaField } from '../components/field.tsx';
-import { PagedList, Table } from '../components/paged-list.tsx';
+import { InputField, TextAreaField, useFields } from '../components/field.tsx';
+import { PagedTable } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
 import { HtmlPreview } from './email.tsx';
@@ -43,7 +43,7 @@ interface Rendered {
 export function Templates() {
   const list = useLoad(() => get<List<TemplateJson>>('/templates?limit=100'), []);
   const create = useAction();
-  const [name, setName] = useState('');
+  const form = useFields({ name: '' }, create.error);
   return (
     <section>
       <h1>Templates</h1>
@@ -55,7 +55,7 @@ export function Templates() {
         fields={['name']}
         run={async () => {
           const t = await post<TemplateJson>('/templates', {
-            name,
+            name: form.values.name,
             subject: 'Hello {{name}}',
             html: '<p>Hello {{name}}</p>',
             variables: [{ name: 'name', type: 'string', required: false }],
@@ -63,35 +63,28 @@ export function Templates() {
           navigate(`/templates/${t.id}`);
         }}
       >
-        <InputField
-          label="Template name"
-          name="name"
-          error={create.error}
-          required
-          value={name}
-          onValue={setName}
-        />
+        <InputField label="Template name" required {...form.field('name')} />
       </ActionForm>
-      <PagedList loaded={list} what="templates" empty="No templates yet.">
-        {(templates) => (
-          <Table columns={['Name', 'Status', 'Updated']}>
-            {templates.map((t) => (
-              <tr key={t.id}>
-                <td>
-                  <Link href={`/templates/${t.id}`}>{t.name}</Link>
-                </td>
-                <td>
-                  <Badge value={t.status} />{' '}
-                  {t.draft && t.published && <span class="muted">draft pending</span>}
-                </td>
-                <td>
-                  <Time value={t.updated_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+      <PagedTable
+        loaded={list}
+        what="templates"
+        empty="No templates yet."
+        columns={['Name', 'Status', 'Updated']}
+      >
+        {(t) => (
+          <tr key={t.id}>
+            <td>
+              <Link href={`/templates/${t.id}`}>{t.name}</Link>
+            </td>
+            <td>
+              <Badge value={t.status} /> {t.draft && t.published && <span class="muted">draft pending</span>}
+            </td>
+            <td>
+              <Time value={t.updated_at} />
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }
@@ -108,16 +101,16 @@ export function Template({ id }: { id: string }) {
   const [t, setT] = useState<TemplateJson | null>(null);
   const template = t ?? loaded.data;
   const newest = template ? (template.draft ?? template.published) : null;
-  const [form, setForm] = useState({ name: '', subject: '', html: '', text: '', variables: '[]' });
-  const [data, setData] = useState('{"name": "Ada"}');
   const [preview, setPreview] = useState<Rendered | null>(null);
   const save = useAction();
   const act = useAction();
   const render = useAction();
+  const form = useFields({ name: '', subject: '', html: '', text: '', variables: '[]' }, save.error);
+  const sample = useFields({ template_data: '{"name": "Ada"}' }, render.error);
 
   useEffect(() => {
     if (!template || !newest) return;
-    setForm({
+    form.set({
       name: template.name,
       subject: newest.subject,
       html: newest.html ?? '',
@@ -127,11 +120,11 @@ export function Template({ id }: { id: string }) {
   }, [template?.id, newest?.id]);
 
   // The preview renders the newest version (the draft if there is one) with the sample data.
-  const renderPreview = (versionId: string | undefined, sample = data) =>
+  const renderPreview = (versionId: string | undefined) =>
     render.run(async () => {
       let parsed: unknown;
       try {
-        parsed = JSON.parse(sample || '{}');
+        parsed = JSON.parse(sample.values.template_data || '{}');
       } catch {
         throw new Error('`template_data`: the sample data is not valid JSON.');
       }
@@ -150,28 +143,23 @@ export function Template({ id }: { id: string }) {
   if (!template) return <NotLoaded back={BACK} loaded={loaded} what="this template" />;
 
   const onSave = async () => {
+    const f = form.values;
     let variables: Variable[];
     try {
-      variables = JSON.parse(form.variables || '[]');
+      variables = JSON.parse(f.variables || '[]');
     } catch {
       throw new Error('`variables`: not valid JSON (a list like [{"name": "first_name"}]).');
     }
     const body: Record<string, unknown> = {
-      subject: form.subject,
-      html: form.html || null,
-      text: form.text || null,
+      subject: f.subject,
+      html: f.html || null,
+      text: f.text || null,
       variables,
     };
-    if (form.name !== template.name) body.name = form.name;
+    if (f.name !== template.name) body.name = f.name;
     setT(await patch<TemplateJson>(`/templates/${template.id}`, body));
     versions.reload();
   };
-  const edit = (name: keyof typeof form) => ({
-    name,
-    error: save.error,
-    value: form[name],
-    onValue: (value: string) => setForm({ ...form, [name]: value }),
-  });
   return (
     <section>
       <BackLink back={BACK} />
@@ -208,26 +196,24 @@ export function Template({ id }: { id: string }) {
           class="danger"
           action={act}
           confirm={`Delete the template ${template.name}?`}
-          run={async () => {
-            await del(`/templates/${template.id}`);
-            navigate('/templates');
-          }}
+          run={() => del(`/templates/${template.id}`)}
+          onDone={() => navigate('/templates')}
         >
           Delete
         </ActionButton>
       </div>
-      {act.error ? <ErrorBox error={act.error} /> : null}
+      <ErrorBox error={act.error} />
       <div class="editor">
         <ActionForm class="stack" label="Edit template" action={save} fields={EDITED} run={onSave}>
-          <InputField label="Name" {...edit('name')} />
-          <InputField label="Subject" {...edit('subject')} />
-          <TextAreaField label="HTML" rows={10} {...edit('html')} />
-          <TextAreaField label="Text" rows={4} {...edit('text')} />
+          <InputField label="Name" {...form.field('name')} />
+          <InputField label="Subject" {...form.field('subject')} />
+          <TextAreaField label="HTML" rows={10} {...form.field('html')} />
+          <TextAreaField label="Text" rows={4} {...form.field('text')} />
           <TextAreaField
             label="Variables (JSON)"
             rows={3}
             hint='[{"name": "first_name", "type": "string", "required": true}]'
-            {...edit('variables')}
+            {...form.field('variables')}
           />
           <button type="submit" disabled={save.busy}>
             {save.busy ? 'Saving…' : 'Save draft'}
@@ -237,12 +223,9 @@ export function Template({ id }: { id: string }) {
           <h2>Preview {newest && <span class="muted">(v{newest.version})</span>}</h2>
           <TextAreaField
             label="Sample data (JSON)"
-            name="template_data"
-            error={render.error}
             rows={3}
-            value={data}
-            onValue={setData}
             onBlur={() => renderPreview(newest?.id)}
+            {...sample.field('template_data')}
           />
           <FormError error={render.error} fields={['template_data']} />
           {preview && (

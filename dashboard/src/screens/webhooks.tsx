@@ -3,11 +3,11 @@ import { del, get, type List, patch, post } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
-import { InputField } from '../components/field.tsx';
-import { PagedList, Table, usePagedList } from '../components/paged-list.tsx';
+import { InputField, useFields } from '../components/field.tsx';
+import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { navigate } from '../router.ts';
-import { Badge, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
+import { Badge, FormError, Link, Time, useAction, useLoad } from '../ui.tsx';
 
 interface WebhookJson {
   id: string;
@@ -49,8 +49,7 @@ const state = (w: WebhookJson) => (w.active ? 'active' : (w.disabled_reason ?? '
 export function Webhooks() {
   const list = useLoad(() => get<List<WebhookJson>>('/webhooks?limit=100'), []);
   const create = useAction();
-  const [url, setUrl] = useState('');
-  const [events, setEvents] = useState('email.*');
+  const form = useFields({ url: '', events: 'email.*' }, create.error);
   const [secret, setSecret] = useState<{ id: string; secret: string } | null>(null);
   return (
     <section>
@@ -76,53 +75,48 @@ export function Webhooks() {
         fields={['url', 'events']}
         run={async () => {
           const w = await post<WebhookJson & { signing_secret: string }>('/webhooks', {
-            url,
-            events: events.split(/[\s,]+/).filter(Boolean),
+            url: form.values.url,
+            events: form.values.events.split(/[\s,]+/).filter(Boolean),
           });
           setSecret({ id: w.id, secret: w.signing_secret });
-          setUrl('');
+          form.set({ url: '' });
           list.reload();
         }}
       >
         <InputField
           label="Endpoint URL"
-          name="url"
-          error={create.error}
           type="url"
           required
           placeholder="https://example.com/hooks/postline"
-          value={url}
-          onValue={setUrl}
+          {...form.field('url')}
         />
         <InputField
           label="Events"
-          name="events"
-          error={create.error}
           hint="Comma-separated: email.delivered, email.*, *"
-          value={events}
-          onValue={setEvents}
+          {...form.field('events')}
         />
       </ActionForm>
       <p class="muted">
         A new endpoint gets a test event (<code>webhook.test</code>) at once.
       </p>
-      <PagedList loaded={list} what="webhooks" empty="No endpoints yet.">
-        {(hooks) => (
-          <Table columns={['URL', 'Events', 'State']}>
-            {hooks.map((w) => (
-              <tr key={w.id}>
-                <td class="wrap">
-                  <Link href={`/webhooks/${w.id}`}>{w.url}</Link>
-                </td>
-                <td>{w.events.join(', ')}</td>
-                <td>
-                  <Badge value={state(w)} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+      <PagedTable
+        loaded={list}
+        what="webhooks"
+        empty="No endpoints yet."
+        columns={['URL', 'Events', 'State']}
+      >
+        {(w) => (
+          <tr key={w.id}>
+            <td class="wrap">
+              <Link href={`/webhooks/${w.id}`}>{w.url}</Link>
+            </td>
+            <td>{w.events.join(', ')}</td>
+            <td>
+              <Badge value={state(w)} />
+            </td>
+          </tr>
         )}
-      </PagedList>
+      </PagedTable>
     </section>
   );
 }
@@ -132,7 +126,7 @@ export function Webhook({ id }: { id: string }) {
   const deliveries = usePagedList<Delivery>(`/webhooks/${encodeURIComponent(id)}/deliveries`, 20);
   const act = useAction();
   const [secret, setSecret] = useState<string | null>(null);
-  const [since, setSince] = useState('');
+  const replay = useFields({ since: '' }, act.error);
   const [note, setNote] = useState<string | null>(null);
   const w = hook.data;
   if (!w) return <NotLoaded back={BACK} loaded={hook} what="this webhook" />;
@@ -169,10 +163,8 @@ export function Webhook({ id }: { id: string }) {
         </ActionButton>
         <ActionButton
           action={act}
-          run={async () => {
-            await patch(`/webhooks/${w.id}`, { active: !w.active });
-            hook.reload();
-          }}
+          run={() => patch(`/webhooks/${w.id}`, { active: !w.active })}
+          onDone={hook.reload}
         >
           {w.active ? 'Disable' : 'Enable'}
         </ActionButton>
@@ -180,10 +172,8 @@ export function Webhook({ id }: { id: string }) {
           class="danger"
           action={act}
           confirm={`Delete the endpoint ${w.url}?`}
-          run={async () => {
-            await del(`/webhooks/${w.id}`);
-            navigate('/webhooks');
-          }}
+          run={() => del(`/webhooks/${w.id}`)}
+          onDone={() => navigate('/webhooks')}
         >
           Delete
         </ActionButton>
@@ -193,20 +183,13 @@ export function Webhook({ id }: { id: string }) {
         action={act}
         submit="Replay"
         run={async () => {
+          const { since } = replay.values;
           await post(`/webhooks/${w.id}/replay`, { since: since ? new Date(since).toISOString() : '' });
           setNote('Replay requested: the events since then are being delivered again.');
           deliveries.reload();
         }}
       >
-        <InputField
-          label="Replay events since"
-          name="since"
-          error={act.error}
-          type="datetime-local"
-          required
-          value={since}
-          onValue={setSince}
-        />
+        <InputField label="Replay events since" type="datetime-local" required {...replay.field('since')} />
       </ActionForm>
 
       <h2>
@@ -215,52 +198,53 @@ export function Webhook({ id }: { id: string }) {
           Refresh
         </button>
       </h2>
-      <PagedList loaded={deliveries} what="deliveries" empty="No deliveries yet." pages={deliveries.pages}>
-        {(items) => (
-          <Table class="deliveries" columns={['Event', 'Status', 'Last answer', 'Time']} actions>
-            {items.map((d) => (
-              <tr key={d.id} data-event={d.event_type}>
-                <td>
-                  <details>
-                    <summary>{d.event_type}</summary>
-                    <pre>{JSON.stringify(d.payload, null, 2)}</pre>
-                    {d.attempts.map((a, i) => (
-                      <div key={i} class="muted">
-                        attempt {i + 1}: <Time value={a.attempted_at} /> {a.response_status ?? a.error ?? ''}
-                      </div>
-                    ))}
-                  </details>
-                </td>
-                <td>
-                  <Badge value={d.status} />
-                </td>
-                <td>{d.last_response_status ?? d.last_error ?? <span class="muted">—</span>}</td>
-                <td>
-                  <Time value={d.created_at} />
-                </td>
-                <td>
-                  {d.status !== 'pending' && (
-                    <ActionButton
-                      class="small"
-                      action={act}
-                      run={async () => {
-                        await post(`/webhooks/${w.id}/deliveries/${d.id}/retry`);
-                        setNote(`Delivery ${d.id} will be sent again.`);
-                        deliveries.reload();
-                      }}
-                    >
-                      Retry
-                    </ActionButton>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </Table>
+      <PagedTable
+        loaded={deliveries}
+        what="deliveries"
+        empty="No deliveries yet."
+        class="deliveries"
+        columns={['Event', 'Status', 'Last answer', 'Time']}
+        actions
+      >
+        {(d) => (
+          <tr key={d.id} data-event={d.event_type}>
+            <td>
+              <details>
+                <summary>{d.event_type}</summary>
+                <pre>{JSON.stringify(d.payload, null, 2)}</pre>
+                {d.attempts.map((a, i) => (
+                  <div key={i} class="muted">
+                    attempt {i + 1}: <Time value={a.attempted_at} /> {a.response_status ?? a.error ?? ''}
+                  </div>
+                ))}
+              </details>
+            </td>
+            <td>
+              <Badge value={d.status} />
+            </td>
+            <td>{d.last_response_status ?? d.last_error ?? <span class="muted">—</span>}</td>
+            <td>
+              <Time value={d.created_at} />
+            </td>
+            <td>
+              {d.status !== 'pending' && (
+                <ActionButton
+                  class="small"
+                  action={act}
+                  run={async () => {
+                    await post(`/webhooks/${w.id}/deliveries/${d.id}/retry`);
+                    setNote(`Delivery ${d.id} will be sent again.`);
+                    deliveries.reload();
+                  }}
+                >
+                  Retry
+                </ActionButton>
+              )}
+            </td>
+          </tr>
         )}
-      </PagedList>
-      {act.error && !(act.error instanceof Error && /`since`/.test(act.error.message)) ? (
-        <ErrorBox error={act.error} />
-      ) : null}
+      </PagedTable>
+      <FormError error={act.error} fields={['since']} />
     </section>
   );
 }
