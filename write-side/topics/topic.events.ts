@@ -2,7 +2,7 @@ import type { Mode } from '../../platform/eventstore/types.ts';
 
 /**
  * `opt_in`: contacts get the topic's broadcasts unless they opt out; `opt_out`: only contacts who opted in get
- * them (docs/topics.md).
+ * them (docs/audiences.md).
  */
 export type DefaultSubscription = 'opt_in' | 'opt_out';
 
