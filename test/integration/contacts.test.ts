@@ -11,11 +11,12 @@ const { svc, orgs } = useTwoOrgs(() => ({
 }));
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  const hook = await orgs.acme.live.post('/v1/webhooks', {
-    url: receiver.url,
-    events: ['contact.created', 'contact.updated', 'contact.deleted', 'contact.unsubscribed'],
-  });
-  receiver.secrets.push(hook.body.signing_secret);
+  await receiver.subscribe(orgs.acme.live, [
+    'contact.created',
+    'contact.updated',
+    'contact.deleted',
+    'contact.unsubscribed',
+  ]);
   return () => receiver.close();
 });
 

@@ -41,8 +41,7 @@ beforeAll(async () => {
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, DOMAIN, { inbound_enabled: true });
   await addVerifiedDomain(acme.live, dns, 'acme-out.test');
-  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['email.received'] });
-  receiver.secrets.push(hook.body.signing_secret);
+  await receiver.subscribe(acme.live, ['email.received']);
 });
 afterAll(async () => {
   await receiver?.close();

@@ -26,11 +26,7 @@ beforeAll(async () => {
   mxPort = svc.postline.smtp!.mxPort!;
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, live.dns, 'acme-mx.test');
-  const hook = await acme.live.post('/v1/webhooks', {
-    url: live.receiver.url,
-    events: ['email.bounced', 'email.complained'],
-  });
-  live.receiver.secrets.push(hook.body.signing_secret);
+  await live.receiver.subscribe(acme.live, ['email.bounced', 'email.complained']);
 });
 
 async function until(id: string, check: (email: any) => boolean) {
@@ -114,11 +110,7 @@ describe('bounces that come back', () => {
   ])(
     'takes a transient status (Action: %s, %s) as a delay: email.delivery_delayed, the recipient stays delivered',
     async (action, status) => {
-      const hook = await acme.live.post('/v1/webhooks', {
-        url: live.receiver.url,
-        events: ['email.delivery_delayed'],
-      });
-      live.receiver.secrets.push(hook.body.signing_secret);
+      const hook = await live.receiver.subscribe(acme.live, ['email.delivery_delayed']);
       const to = `slow-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
       const original = await delivered(to);
       const dsn = postfixDsn(original, status, `452 ${status} Mailbox full`).replace(
@@ -143,7 +135,7 @@ describe('bounces that come back', () => {
       });
       expect((await acme.live.get(`/v1/emails/${original.id}`)).body.recipients[0].status).toBe('delivered');
       expect(await suppression(to)).toBeUndefined();
-      await acme.live.delete(`/v1/webhooks/${hook.body.id}`);
+      await acme.live.delete(`/v1/webhooks/${hook.id}`);
     },
   );
 });

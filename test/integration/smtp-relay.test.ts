@@ -8,20 +8,25 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../platform/logger.ts';
 import { ADMIN_URL } from '../support/databases.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
+import type { TestDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
 import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
-import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import type { SmtpSink } from '../support/smtp-sink.ts';
+import type { WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * The SMTP relay as `npm start` runs it (every process manager on): real clients submit, the outbound MTA
  * delivers to a real SMTP server found through a real DNS server, webhooks reach a real receiver.
  */
 
-let svc: TestService;
+const live = useLiveService({
+  sink: { starttls: true },
+  env: { SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSIONS_PORT: '0', SMTP_HOSTNAME: 'relay.postline.test' },
+});
+const { svc } = live;
 let dns: TestDnsServer;
 let mx: SmtpSink;
 let receiver: WebhookReceiver;
@@ -31,33 +36,12 @@ let submissions: number;
 const FROM = 'Acme <news@acme-relay.test>';
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  mx = await startSmtpSink({ starttls: true });
-  receiver = await startWebhookReceiver();
-  recipientDomainOnLoopback(dns);
-  svc = await startTestService({
-    processes: true,
-    env: {
-      ...domainEnv(dns),
-      OUTBOUND_SMTP_PORT: String(mx.port),
-      OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-      SMTP_SUBMISSION_PORT: '0',
-      SMTP_SUBMISSIONS_PORT: '0',
-      SMTP_HOSTNAME: 'relay.postline.test',
-    },
-  });
+  ({ dns, sink: mx, receiver } = live);
   submission = svc.postline.smtp!.submissionPort!;
   submissions = svc.postline.smtp!.submissionsPort!;
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-relay.test');
-  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['email.delivered'] });
-  receiver.secrets.push(hook.body.signing_secret);
-});
-afterAll(async () => {
-  await svc?.close();
-  await mx?.close();
-  await receiver?.close();
-  await dns?.close();
+  await receiver.subscribe(acme.live, ['email.delivered']);
 });
 beforeEach(() => mx.reset());
 

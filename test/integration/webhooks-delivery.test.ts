@@ -16,10 +16,7 @@ async function webhookFor(
   events: string[] = ['*'],
   mode: 'live' | 'test' = 'live',
 ) {
-  const created = await org[mode].post('/v1/webhooks', { url: r.url, events });
-  expect(created.status).toBe(201);
-  r.secrets.push(created.body.signing_secret);
-  return created.body as { id: string; signing_secret: string };
+  return r.subscribe(org[mode], events);
 }
 
 async function sendEmail(org: TestOrg, mode: 'live' | 'test' = 'live') {

@@ -15,11 +15,10 @@ const projected = async () =>
 /** An endpoint on a real receiver that takes the test event, subscribed to email.sent. */
 async function endpoint(org: TestOrg) {
   const r = await receiver();
-  const created = await org.live.post('/v1/webhooks', { url: r.url, events: ['email.sent'] });
-  r.secrets.push(created.body.signing_secret);
+  const created = await r.subscribe(org.live, ['email.sent']);
   await pump();
   expect(r.received.map((d) => d.payload.type)).toEqual(['webhook.test']);
-  return { r, id: created.body.id as string };
+  return { r, id: created.id as string };
 }
 
 const emailSent = (org: TestOrg) => appendSentEmail(svc.postline.services.store, org.orgId, clock.now());

@@ -2,9 +2,11 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { expect } from 'vitest';
 import type { Clock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
 import { openApiResponses } from './openapi-responses.ts';
+import type { ApiClient } from './service.ts';
 
 export interface ReceivedWebhook {
   id: string;
@@ -33,6 +35,8 @@ export interface WebhookReceiver {
   respond: (req: ReceivedWebhook) => Reply | Promise<Reply>;
   /** Resolves once `count` deliveries have arrived in total. */
   waitFor(count: number): Promise<ReceivedWebhook[]>;
+  /** Creates a webhook to this receiver through `client` (201), and verifies deliveries with its secret. */
+  subscribe(client: ApiClient, events: string[]): Promise<{ id: string; signing_secret: string }>;
   close(): Promise<void>;
 }
 
@@ -62,6 +66,12 @@ export async function startWebhookReceiver(
       if (receiver.received.length < count)
         await new Promise<void>((resolve) => waiters.push({ count, resolve }));
       return receiver.received;
+    },
+    async subscribe(client, events) {
+      const created = await client.post('/v1/webhooks', { url: receiver.url, events });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      receiver.secrets.push(created.body.signing_secret);
+      return created.body;
     },
     close: async () => {},
   };
