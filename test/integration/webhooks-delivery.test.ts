@@ -6,7 +6,7 @@ import type { TestOrg } from '../support/service.ts';
 import { useWebhookProcesses } from '../support/webhook-processes.ts';
 import { appendSourceEvent, emailQueuedData, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
-const { clock, svc, processes, receiver, pump } = useWebhookProcesses();
+const { clock, svc, processes, receiver, pump, subscribed } = useWebhookProcesses();
 
 const store = () => svc.postline.services.store;
 
@@ -49,10 +49,7 @@ const deliveries = async (org: TestOrg, webhookId: string, mode: 'live' | 'test'
 
 describe('webhook fan-out and dispatch', () => {
   it('sends a signed test event when a webhook is created', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r);
-    await pump();
+    const { org, r, wh } = await subscribed(['*']);
     expect(r.received).toHaveLength(1);
     const [got] = r.received;
     expect(got.verifiedWith).toEqual([wh.signing_secret]);
@@ -164,10 +161,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('signs with both secrets for 24 hours after a rotation, then with the new one only', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     const rotated = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`);
     r.secrets.push(rotated.body.signing_secret);
     await (await sendEmail(org)).sent();
@@ -186,10 +180,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('retries a delivery on request', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 500, body: 'boom' });
     await (await sendEmail(org)).sent();
     await pump();
@@ -211,10 +202,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('keeps a first attempt that succeeded in the delivery row, and moves it to the attempts on a retry', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 200, body: 'first' });
     await (await sendEmail(org)).sent();
     await pump();
@@ -276,10 +264,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('does not count against the endpoint a failure whose delivery was reset while in flight', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     let release!: () => void;
     const held = new Promise<void>((resolve) => {
       release = resolve;
@@ -309,10 +294,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('replays what an endpoint missed while it was down or switched off, under the original delivery ids', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.*']);
-    await pump();
+    const { org, r, wh } = await subscribed(['email.*']);
     const since = new Date(Date.now() - 1000).toISOString();
     r.respond = () => ({ status: 503 });
     const first = await sendEmail(org);
