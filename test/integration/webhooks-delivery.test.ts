@@ -265,14 +265,7 @@ describe('webhook fan-out and dispatch', () => {
 
   it('does not count against the endpoint a failure whose delivery was reset while in flight', async () => {
     const { org, r, wh } = await subscribed();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    r.respond = async () => {
-      await held;
-      return { status: 500 };
-    };
+    const release = r.hold(500);
     await (await sendEmail(org)).sent();
     await processes.fanOut.runOnce();
     const inFlight = processes.dispatcher.runOnce();
@@ -336,14 +329,7 @@ describe('webhook fan-out and dispatch', () => {
     const org = await svc.createOrg('pro');
     const slow = await receiver();
     const fast = await receiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    slow.respond = async () => {
-      await held;
-      return { status: 200 };
-    };
+    const release = slow.hold(200);
     await webhookFor(org, slow, ['email.sent']);
     await webhookFor(org, fast, ['email.sent']);
     for (let i = 0; i < 4; i++) await (await sendEmail(org)).sent();
@@ -365,14 +351,7 @@ describe('webhook fan-out and dispatch', () => {
   it('gives up on an endpoint that does not answer in time, and retries later', async () => {
     const org = await svc.createOrg('pro');
     const r = await receiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    r.respond = async () => {
-      await held;
-      return { status: 200 };
-    };
+    const release = r.hold(200);
     const wh = await webhookFor(org, r, ['email.sent']);
     await processes.fanOut.runOnce();
     const impatient = new WebhookDispatcher(svc.postline.services, { timeoutMs: 200 });

@@ -85,17 +85,11 @@ describe('webhooks, live', () => {
     const { db, store } = svc.postline.services;
     const org = await svc.createOrg('pro');
     const slow = await startWebhookReceiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    let release = () => {};
     try {
       const created = await slow.subscribe(org.live, ['email.sent']);
       await slow.waitFor(1); // the test event
-      slow.respond = async () => {
-        await held;
-        return { status: 200 };
-      };
+      release = slow.hold(200);
       const emailId = newId('em');
       const meta = { orgId: org.orgId, mode: 'live' as const };
       await appendSourceEvent(

@@ -33,6 +33,8 @@ export interface WebhookReceiver {
   secrets: string[];
   /** How to answer the next requests (default 200). May return a promise to hold the response. */
   respond: (req: ReceivedWebhook) => Reply | Promise<Reply>;
+  /** Holds every request from now on, until the function it returns is called; then answers `status`. */
+  hold(status: number): () => void;
   /** Resolves once `count` deliveries have arrived in total. */
   waitFor(count: number): Promise<ReceivedWebhook[]>;
   /** Creates a webhook to this receiver through `client` (201), and verifies deliveries with its secret. */
@@ -62,6 +64,17 @@ export async function startWebhookReceiver(
     received: [],
     secrets: [],
     respond: () => ({ status: 200, body: 'ok' }),
+    hold(status) {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      receiver.respond = async () => {
+        await held;
+        return { status };
+      };
+      return release;
+    },
     async waitFor(count) {
       if (receiver.received.length < count)
         await new Promise<void>((resolve) => waiters.push({ count, resolve }));
