@@ -51,8 +51,8 @@ describe('processes split by role', () => {
         email = await viaB.get(`/v1/emails/${sent.body.id}`);
       }
       expect(email.body.status).toBe('delivered');
-      const hooks = await receiver.waitFor(2); // the webhook's test event, then the delivery
-      const delivered = hooks.find((h) => h.payload.type === 'email.delivered');
+      await receiver.waitFor(2); // the webhook's test event, then the delivery
+      const [delivered] = receiver.ofType('email.delivered');
       expect(delivered?.payload.data.email_id).toBe(sent.body.id);
       expect(delivered?.verifiedWith).toEqual([hook.signing_secret]);
 

@@ -158,8 +158,9 @@ describe('contacts', () => {
     await expect
       .poll(
         () =>
-          receiver.received
-            .filter((r) => r.payload.type === 'contact.unsubscribed' && r.payload.data.contact_id === c)
+          receiver
+            .ofType('contact.unsubscribed')
+            .filter((r) => r.payload.data.contact_id === c)
             .map((r) => r.payload.data.topic_id),
         { timeout: 10_000 },
       )

@@ -139,10 +139,8 @@ describe('mail for an inbound domain', () => {
     expect(message).toContain('Subject: Order 42');
     expect(raw.body.size).toBe(Buffer.byteLength(message));
 
-    await expect
-      .poll(() => receiver.received.filter((r) => r.payload.type === 'email.received').length, POLL)
-      .toBe(1);
-    const hook = receiver.received.find((r) => r.payload.type === 'email.received')!;
+    await expect.poll(() => receiver.ofType('email.received').length, POLL).toBe(1);
+    const [hook] = receiver.ofType('email.received');
     expect(hook.verifiedWith).toHaveLength(1);
     expect(hook.payload.data).toEqual({
       received_email_id: listed.id,

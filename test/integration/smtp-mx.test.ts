@@ -93,13 +93,7 @@ describe('bounces that come back', () => {
       const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
       expect(events.at(-1)).toMatchObject({ type: 'EmailBounced', actor: 'mx' });
       await expect
-        .poll(
-          () =>
-            live.receiver.received
-              .filter((r) => r.payload.type === 'email.bounced')
-              .map((r) => r.payload.data.email_id),
-          POLL,
-        )
+        .poll(() => live.receiver.ofType('email.bounced').map((r) => r.payload.data.email_id), POLL)
         .toContain(original.id);
     },
   );
@@ -121,8 +115,8 @@ describe('bounces that come back', () => {
       await expect
         .poll(
           () =>
-            live.receiver.received
-              .filter((r) => r.payload.type === 'email.delivery_delayed')
+            live.receiver
+              .ofType('email.delivery_delayed')
               .map((r) => [r.payload.data.email_id, r.payload.data.recipient]),
           POLL,
         )
@@ -156,13 +150,7 @@ describe('complaints that come back', () => {
         .poll(() => suppression(recipient), POLL)
         .toMatchObject({ reason: 'complaint', source_email_id: original.id });
       await expect
-        .poll(
-          () =>
-            live.receiver.received
-              .filter((r) => r.payload.type === 'email.complained')
-              .map((r) => r.payload.data.email_id),
-          POLL,
-        )
+        .poll(() => live.receiver.ofType('email.complained').map((r) => r.payload.data.email_id), POLL)
         .toContain(original.id);
     },
   );

@@ -42,7 +42,7 @@ describe('webhooks, live', () => {
     for (let i = 0; i < 5; i++) live.push(await send());
     // The test event of the webhook's creation, then one email.sent per email.
     const received = await receiver.waitFor(16);
-    const sent = received.filter((r) => r.payload.type === 'email.sent').map((r) => r.payload.data.email_id);
+    const sent = receiver.ofType('email.sent').map((r) => r.payload.data.email_id);
     expect([...sent].sort()).toEqual([...backlog, ...live].sort());
     expect(new Set(received.map((r) => r.id)).size).toBe(received.length);
     expect(received.every((r) => r.verifiedWith.length === 1)).toBe(true);

@@ -33,6 +33,8 @@ export interface WebhookReceiver {
   secrets: string[];
   /** How to answer the next requests (default 200). May return a promise to hold the response. */
   respond: (req: ReceivedWebhook) => Reply | Promise<Reply>;
+  /** The deliveries of events of `type` received so far, in order of arrival. */
+  ofType(type: string): ReceivedWebhook[];
   /** Holds every request from now on, until the function it returns is called; then answers `status`. */
   hold(status: number): () => void;
   /** Resolves once `count` deliveries have arrived in total. */
@@ -64,6 +66,7 @@ export async function startWebhookReceiver(
     received: [],
     secrets: [],
     respond: () => ({ status: 200, body: 'ok' }),
+    ofType: (type) => receiver.received.filter((r) => r.payload?.type === type),
     hold(status) {
       let release!: () => void;
       const held = new Promise<void>((resolve) => {
