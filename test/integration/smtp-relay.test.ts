@@ -258,6 +258,14 @@ describe('the SMTP relay refuses', () => {
     expect((await c.command(`AUTH PLAIN ${authPlain(key)}`)).code).toBe(235);
     return c;
   };
+  /** A session whose transaction from news@acme-relay.test to ann@rcpt.test is at DATA: the message comes next. */
+  const atData = async () => {
+    const c = await session();
+    await c.command('MAIL FROM:<news@acme-relay.test>');
+    await c.command('RCPT TO:<ann@rcpt.test>');
+    await c.command('DATA');
+    return c;
+  };
 
   it('a wrong key (535 5.7.8), MAIL before AUTH (530 5.7.0) and AUTH before STARTTLS', async () => {
     const c = await rawSmtp(submissions, { tls: true });
@@ -349,10 +357,7 @@ describe('the SMTP relay refuses', () => {
     ['a line over 998 characters', `Subject: s\r\n\r\n${'y'.repeat(999)}\r\n`],
     ['8-bit data without BODY=8BITMIME', 'Subject: s\r\n\r\nd\u00e9j\u00e0 vu\r\n'],
   ])('a message with %s (554 5.6.x), and the session goes on', async (_, content) => {
-    const c = await session();
-    await c.command('MAIL FROM:<news@acme-relay.test>');
-    await c.command('RCPT TO:<ann@rcpt.test>');
-    await c.command('DATA');
+    const c = await atData();
     c.write(`From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\n${content}.\r\n`);
     const reply = await c.reply();
     expect(reply.code).toBe(554);
@@ -374,10 +379,7 @@ describe('the SMTP relay refuses', () => {
     async (_, content, field) => {
       const listed = async () => (await acme.live.get('/v1/emails?limit=100')).body.data.length;
       const before = await listed();
-      const c = await session();
-      await c.command('MAIL FROM:<news@acme-relay.test>');
-      await c.command('RCPT TO:<ann@rcpt.test>');
-      await c.command('DATA');
+      const c = await atData();
       c.write(
         `From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nMessage-ID: <poison-${field}@acme-relay.test>\r\n${content}.\r\n`,
       );
@@ -396,10 +398,7 @@ describe('the SMTP relay refuses', () => {
     ['<CR><LF>.<LF>', '\r\n.\n'],
     ['<CR>.<CR>', '\r.\r'],
   ])('SMTP smuggling with %s: no second message is accepted nor delivered', async (_, end) => {
-    const c = await session();
-    await c.command('MAIL FROM:<news@acme-relay.test>');
-    await c.command('RCPT TO:<ann@rcpt.test>');
-    await c.command('DATA');
+    const c = await atData();
     const smuggled =
       'MAIL FROM:<news@acme-relay.test>\r\nRCPT TO:<victim@rcpt.test>\r\nDATA\r\n' +
       'From: ceo@acme-relay.test\r\nTo: victim@rcpt.test\r\nSubject: smuggled\r\n\r\nsmuggled\r\n';
