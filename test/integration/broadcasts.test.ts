@@ -19,6 +19,8 @@ const ok = <T extends { status: number; body: any }>(r: T, status = 200) => {
 };
 const audience = async (client: ApiClient, name = 'Readers') =>
   ok(await client.post('/v1/audiences', { name }), 201).id as string;
+const createTopic = async (client: ApiClient, name: string, default_subscription: 'opt_in' | 'opt_out') =>
+  ok(await client.post('/v1/topics', { name, default_subscription }), 201).id as string;
 const contact = async (client: ApiClient, body: Record<string, unknown>) =>
   ok(await client.post('/v1/contacts', body), 201).id as string;
 const draft = (client: ApiClient, body: Record<string, unknown>) =>
@@ -186,10 +188,7 @@ describe('broadcasts: sending', () => {
   it('sends each member it may, personalised, with one-click unsubscribe headers and a footer', async () => {
     const client = orgs.acme.test;
     const aud = await audience(client);
-    const topic = ok(
-      await client.post('/v1/topics', { name: 'News', default_subscription: 'opt_in' }),
-      201,
-    ).id;
+    const topic = await createTopic(client, 'News', 'opt_in');
     await contact(client, {
       email: 'ann@example.org',
       first_name: 'Ann',
@@ -400,10 +399,7 @@ describe('unsubscribing', () => {
 
   it('takes the one-click POST as multipart too, and leaves only the topic when the broadcast had one', async () => {
     const client = orgs.acme.test;
-    const topic = ok(
-      await client.post('/v1/topics', { name: 'Deals', default_subscription: 'opt_in' }),
-      201,
-    ).id;
+    const topic = await createTopic(client, 'Deals', 'opt_in');
     const { contactId, url } = await sentTo('tom@example.org', topic);
     const form = new FormData();
     form.set('List-Unsubscribe', 'One-Click');
@@ -416,10 +412,7 @@ describe('unsubscribing', () => {
 
   it('saves topic preferences from the page', async () => {
     const client = orgs.acme.test;
-    const topic = ok(
-      await client.post('/v1/topics', { name: 'Tips', default_subscription: 'opt_out' }),
-      201,
-    ).id;
+    const topic = await createTopic(client, 'Tips', 'opt_out');
     const { contactId, url } = await sentTo('pia@example.org');
     expect(await (await fetch(url)).text()).toContain(`value="${topic}"`);
     const r = await fetch(url, {
