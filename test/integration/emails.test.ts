@@ -1,27 +1,20 @@
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import type { TestOrg } from '../support/service.ts';
 
-let dns: TestDnsServer;
 let acme: TestOrg;
 let other: TestOrg;
 let domain: any;
 const clock = new ManualClock('2026-03-10T12:00:00Z');
 
-beforeAll(async () => {
-  dns = await startDnsServer();
-});
-const svc = useTestService(() => ({ clock, env: domainEnv(dns) }));
+const { svc, dns } = useDnsService({ clock });
 beforeAll(async () => {
   acme = await svc.createOrg('pro');
   other = await svc.createOrg('pro');
   domain = await addVerifiedDomain(acme.live, dns, 'acme-mail.test');
-});
-afterAll(async () => {
-  await dns?.close();
 });
 
 const basic = (over: Record<string, unknown> = {}) => ({

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import type { TestOrg } from '../support/service.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -15,15 +15,14 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * DNS server takes mail through the MX port; the API lists it and the webhook tells of it.
  */
 
-let dns: TestDnsServer;
 let receiver: WebhookReceiver;
 let acme: TestOrg;
 let mxPort: number;
 const DOMAIN = 'acme-in.test';
 const dkim = generateKeyPairSync('rsa', { modulusLength: 2048 });
 
+const { svc, dns } = useDnsService({ processes: true, env: { SMTP_MX_PORT: '0' } });
 beforeAll(async () => {
-  dns = await startDnsServer();
   receiver = await startWebhookReceiver();
   // The remote sender's own records: SPF allows loopback, its DKIM key, a DMARC policy.
   dns.set('remote.test', 'TXT', [['v=spf1 ip4:127.0.0.1 -all']]);
@@ -32,10 +31,6 @@ beforeAll(async () => {
   dns.set('sel._domainkey.remote.test', 'TXT', [key.match(/.{1,250}/g)!]);
   dns.set('_dmarc.remote.test', 'TXT', [['v=DMARC1; p=reject']]);
 });
-const svc = useTestService(() => ({
-  processes: true,
-  env: { ...domainEnv(dns), SMTP_MX_PORT: '0' },
-}));
 beforeAll(async () => {
   mxPort = svc.postline.smtp!.mxPort!;
   acme = await svc.createOrg('pro');
@@ -45,7 +40,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await receiver?.close();
-  await dns?.close();
 });
 
 const mx = () =>
