@@ -1,11 +1,11 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
+import { mxClient, receivedWithSubject } from '../support/inbound.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import type { TestOrg } from '../support/service.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -42,8 +42,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const mx = () =>
-  nodemailer.createTransport({ host: '127.0.0.1', port: mxPort, tls: { rejectUnauthorized: false } });
+const mx = () => mxClient(mxPort);
 
 /** A download link, on the test service's own address (PUBLIC_URL names no port here). */
 const local = (link: string) => {
@@ -54,17 +53,7 @@ const local = (link: string) => {
 /** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
 const POLL = { timeout: 10_000 };
 
-async function receivedWithSubject(subject: string) {
-  let found: any;
-  await expect
-    .poll(async () => {
-      const list = (await acme.live.get('/v1/emails/received?limit=100')).body.data;
-      found = list.find((e: any) => e.subject === subject);
-      return found !== undefined;
-    }, POLL)
-    .toBe(true);
-  return found;
-}
+const receivedWith = (subject: string) => receivedWithSubject(acme.live, subject);
 
 describe('mail for an inbound domain', () => {
   it('is received with every field, its attachment downloads, and a signed email.received arrives', async () => {
@@ -87,7 +76,7 @@ describe('mail for an inbound domain', () => {
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
 
-    const listed = await receivedWithSubject('Order 42');
+    const listed = await receivedWith('Order 42');
     expect(listed).toMatchObject({
       object: 'received_email',
       from: { email: 'ann@remote.test', name: 'Ann Example' },
@@ -162,7 +151,7 @@ describe('mail for an inbound domain', () => {
       subject: 'Filter me',
       text: 'x',
     });
-    const mine = await receivedWithSubject('Filter me');
+    const mine = await receivedWith('Filter me');
     const byFrom = await acme.live.get('/v1/emails/received?from=ZED@other.test');
     expect(byFrom.body.data.map((e: any) => e.id)).toEqual([mine.id]);
     const byDomain = await acme.live.get(`/v1/emails/received?domain=${DOMAIN}&limit=100`);
@@ -186,7 +175,7 @@ describe('mail for an inbound domain', () => {
     const to = `corpus@${DOMAIN}`;
     const info = await mx().sendMail({ envelope: { from: 'x@remote.test', to: [to] }, raw: sample.raw(to) });
     expect(info.response).toBe('250 2.0.0 Ok: received');
-    const got = await receivedWithSubject(sample.expect.subject);
+    const got = await receivedWith(sample.expect.subject);
     expect(got.from).toEqual(sample.expect.from);
     if (sample.expect.text !== undefined) expect(got.text_body?.trim()).toBe(sample.expect.text);
     if (sample.expect.html !== undefined) expect(got.html_body?.trim()).toBe(sample.expect.html);
@@ -210,7 +199,7 @@ describe('a large message', () => {
       attachments: [{ filename: 'data.bin', content: file, contentType: 'application/octet-stream' }],
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
-    const got = await receivedWithSubject('Large attachment');
+    const got = await receivedWith('Large attachment');
     expect(got.attachments).toEqual([expect.objectContaining({ filename: 'data.bin', size: file.length })]);
     const link = (await acme.live.get(`/v1/emails/received/${got.id}/attachments/${got.attachments[0].id}`))
       .body;
@@ -232,7 +221,7 @@ describe('one message for several organizations', () => {
       attachments: [{ filename: 'notes.txt', content: 'shared notes' }],
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
-    const mine = await receivedWithSubject('Shared');
+    const mine = await receivedWith('Shared');
     expect(mine.envelope.to).toEqual([`a@${DOMAIN}`, `b@${DOMAIN}`]);
     expect(
       (await acme.live.get('/v1/emails/received?limit=100')).body.data.filter(
@@ -314,7 +303,7 @@ describe('the MX refuses', () => {
     expect(
       await dataReply(Buffer.from('From: a@remote.test\r\nSubject: after the storm\r\n\r\nfine\r\n')),
     ).toEqual([250, '2.0.0']);
-    expect((await receivedWithSubject('after the storm')).text_body).toBe('fine\n');
+    expect((await receivedWith('after the storm')).text_body).toBe('fine\n');
   });
 });
 
@@ -379,7 +368,7 @@ describe('the MX when the blob store fails', () => {
       await rename(aside, blobs);
     }
     expect((await send()).response).toBe('250 2.0.0 Ok: received');
-    await receivedWithSubject('Stored once');
+    await receivedWith('Stored once');
     const all = (await acme.live.get('/v1/emails/received?limit=100')).body.data;
     expect(all.filter((e: any) => e.subject === 'Stored once')).toHaveLength(1);
   });

@@ -1,4 +1,3 @@
-import nodemailer from 'nodemailer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   arfComplaint,
@@ -9,6 +8,7 @@ import {
   postfixDsn,
 } from '../fixtures/reports.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
+import { mxClient } from '../support/inbound.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import type { TestOrg } from '../support/service.ts';
@@ -61,9 +61,7 @@ async function delivered(to: string): Promise<Original & { id: string }> {
 
 /** What a remote server does: a null sender, to `to`, through the MX. */
 const report = (to: string, raw: string) =>
-  nodemailer
-    .createTransport({ host: '127.0.0.1', port: mxPort, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: '', to: [to] }, raw });
+  mxClient(mxPort).sendMail({ envelope: { from: '', to: [to] }, raw });
 
 /** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
 const POLL = { timeout: 10_000 };
