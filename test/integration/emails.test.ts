@@ -4,6 +4,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import type { TestOrg } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
 let acme: TestOrg;
 let other: TestOrg;
@@ -117,12 +118,7 @@ describe('POST /v1/emails', () => {
       [basic({ template_id: 'tmpl_0123' }), 'template_id'],
       [basic({ unknown_field: 1 }), 'unknown_field'],
     ];
-    for (const [body, field] of cases) {
-      const r = await acme.live.post('/v1/emails', body);
-      expect(r.status, `${JSON.stringify(body).slice(0, 200)} -> ${JSON.stringify(r.body)}`).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => acme.live.post('/v1/emails', body), cases);
   });
 
   it('accepts large attachments up to 40 MB in all, refuses more', async () => {
