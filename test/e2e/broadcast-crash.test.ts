@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
 /**
@@ -18,9 +18,8 @@ describe('kill -9 during a broadcast', () => {
     const port = await freePort();
     const env = { ...setup.env, PORT: String(port) };
     const first = await startServer(env);
-    const created = await runCli(['orgs', 'create', '--name', 'News', '--plan', 'pro', '--json'], setup.env);
-    expect(created.code, created.stderr).toBe(0);
-    const api = apiClient(`http://127.0.0.1:${port}`, JSON.parse(created.stdout).test_key);
+    const org = await createOrgWithCli(setup.env, 'News', 'pro');
+    const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
 
     const audience = (await api.post('/v1/audiences', { name: 'All' })).body.id;
     for (let i = 0; i < CONTACTS; i += 30)

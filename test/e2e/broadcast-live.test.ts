@@ -27,11 +27,7 @@ beforeAll(async () => {
     email: 'legal@acme-news.test',
   };
   expect((await acme.live.patch(`/v1/domains/${domain.id}`, { impressum })).status).toBe(200);
-  const hook = await acme.live.post('/v1/webhooks', {
-    url: live.receiver.url,
-    events: ['contact.unsubscribed'],
-  });
-  live.receiver.secrets.push(hook.body.signing_secret);
+  await live.receiver.subscribe(acme.live, ['contact.unsubscribed']);
 });
 
 const created = async (path: string, body: unknown) => {

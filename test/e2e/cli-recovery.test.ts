@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { createOrgWithCli, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
 /**
@@ -10,12 +10,7 @@ const setup = useServiceEnv();
 
 describe('the CLI, for an organization with no key left', () => {
   it('lists organizations, sets plans, creates and revokes keys, with the service running and without', async () => {
-    const created = await runCli(
-      ['orgs', 'create', '--name', 'Locked Out', '--plan', 'pro', '--json'],
-      setup.env,
-    );
-    expect(created.code, created.stderr).toBe(0);
-    const org = JSON.parse(created.stdout);
+    const org = await createOrgWithCli(setup.env, 'Locked Out', 'pro');
     const port = await freePort();
     const env = { ...setup.env, PORT: String(port) };
     const api = (key: string) => apiClient(`http://127.0.0.1:${port}`, key);

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { createOrgWithCli, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
 /** `postline contacts import` as an operator runs it: a file on disk, next to a running service. */
@@ -9,9 +9,7 @@ const setup = useServiceEnv();
 
 describe('postline contacts import', () => {
   it('imports a CSV file into an audience, showing progress and the skipped rows; refuses mistakes', async () => {
-    const created = await runCli(['orgs', 'create', '--name', 'Importer', '--json'], setup.env);
-    expect(created.code, created.stderr).toBe(0);
-    const org = JSON.parse(created.stdout);
+    const org = await createOrgWithCli(setup.env, 'Importer');
     const dir = setup.env.POSTLINE_DATA_DIR;
     const good = join(dir, 'contacts.csv');
     writeFileSync(

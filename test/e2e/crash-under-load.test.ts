@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { type ApiClient, apiClient } from '../support/service.ts';
 
 /**
@@ -89,9 +89,8 @@ describe('kill -9 under a send load', () => {
 
     const port = await freePort();
     const first = await startServer({ ...setup.env, PORT: String(port) });
-    const created = await runCli(['orgs', 'create', '--name', 'Load', '--plan', 'pro', '--json'], setup.env);
-    expect(created.code, created.stderr).toBe(0);
-    const api = apiClient(`http://127.0.0.1:${port}`, JSON.parse(created.stdout).test_key);
+    const org = await createOrgWithCli(setup.env, 'Load', 'pro');
+    const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
 
     // The load: CONCURRENCY requests in flight, the process killed once `killAfter` have been answered.
     let next = 0;

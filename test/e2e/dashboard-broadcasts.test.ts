@@ -1,14 +1,7 @@
-import type { Server } from 'node:http';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CHROMIUM,
-  hasChromium,
-  openBrowser,
-  screenshot,
-  startReceiver,
-} from '../support/dashboard-browser.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, fieldError, hasChromium, useDashboardBrowser } from '../support/dashboard-browser.ts';
+import type { TestOrg } from '../support/service.ts';
 
 // The dashboard's broadcasts screen, and what dashboard.test.ts does not reach: a scheduled email rescheduled
 // and canceled, a domain's impressum, a webhook delivery sent again. Same rules: Chromium from Debian, every
@@ -30,36 +23,15 @@ function daysAhead(days: number) {
 }
 
 describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and the rest', () => {
-  const svc = useTestService({ processes: true });
+  const { opened, received, go, shot, signIn } = useDashboardBrowser();
   let org: TestOrg;
-  let browser: Browser;
   let page: Page;
-  let receiver: Server;
   let receiverUrl: string;
-  /** The `webhook-id` header and body of each request the receiver got. */
-  const received: { id: string; body: string }[] = [];
-  const foreign: string[] = [];
-
   beforeAll(async () => {
-    org = await svc.createOrg('pro');
-    ({ server: receiver, url: receiverUrl } = await startReceiver((req, body) =>
-      received.push({ id: String(req.headers['webhook-id']), body }),
-    ));
-    ({ browser, page } = await openBrowser(svc.baseUrl, foreign));
-    await page.goto(`${svc.baseUrl}/`);
-    await page.getByLabel('API key').fill(org.testKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
-    expect(foreign).toEqual([]);
+    ({ org, page, receiverUrl } = opened);
+    await signIn(org.testKey);
   });
 
-  const go = (path: string) => page.goto(`${svc.baseUrl}${path}`);
-  const shot = (name: string) => screenshot(page, name);
   const ok = <T extends { status: number; body: any }>(r: T, status = 200) => {
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     return r.body;
@@ -95,10 +67,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     // A variable a broadcast does not have: the API names `html`, and the message is shown beneath it.
     await page.getByLabel('HTML').fill('<p>Hi {{first_name}}</p>');
     await page.getByRole('button', { name: 'Create draft' }).click();
-    const error = page.locator('#f-html-error');
-    await error.waitFor();
-    expect(await error.textContent()).toContain('`first_name`');
-    expect(await page.getByLabel('HTML').getAttribute('aria-invalid')).toBe('true');
+    await fieldError(page, 'html', '`first_name`', 'HTML');
     expect(await page.getByLabel('Subject').getAttribute('aria-invalid')).toBe('false');
 
     await page
@@ -257,10 +226,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await page.getByLabel('Country (ISO code, e.g. DE)').fill('Germany');
     await page.getByLabel('Contact email').fill('legal@acme.example');
     await page.getByRole('button', { name: 'Save impressum' }).click();
-    const error = page.locator('#f-impressum-country-error');
-    await error.waitFor();
-    expect(await error.textContent()).toContain('ISO 3166-1');
-    expect(await page.getByLabel('Country (ISO code, e.g. DE)').getAttribute('aria-invalid')).toBe('true');
+    const error = await fieldError(page, 'impressum-country', 'ISO 3166-1', 'Country (ISO code, e.g. DE)');
 
     await page.getByLabel('Country (ISO code, e.g. DE)').fill('de');
     await page.getByRole('button', { name: 'Save impressum' }).click();
@@ -320,9 +286,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await page.locator('.send-panel').getByText('Live mode:').waitFor();
     acceptNextDialog();
     await page.getByRole('button', { name: 'Send now' }).click();
-    const error = page.locator('#f-from-error');
-    await error.waitFor();
-    expect(await error.textContent()).toContain('not a domain of this organization');
+    await fieldError(page, 'from', 'not a domain of this organization');
     expect(ok(await org.live.get(`/v1/broadcasts/${draft.id}`)).status).toBe('draft');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').fill(org.testKey);

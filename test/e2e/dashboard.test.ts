@@ -1,19 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_CSP } from '../../platform/http/dashboard.ts';
-import {
-  CHROMIUM,
-  hasChromium,
-  openBrowser,
-  screenshot,
-  startReceiver,
-} from '../support/dashboard-browser.ts';
+import { CHROMIUM, fieldError, hasChromium, useDashboardBrowser } from '../support/dashboard-browser.ts';
 import { ROOT } from '../support/process.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
@@ -107,43 +100,16 @@ describe('the dashboard is served beside the API', () => {
 });
 
 describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
-  const svc = useTestService({ processes: true });
+  const { svc, opened, received, foreign, go, shot, signIn } = useDashboardBrowser();
   let org: TestOrg;
-  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  let receiver: Server;
   let receiverUrl: string;
-  const received: string[] = [];
-  /** Every request the browser made to anywhere but the service. */
-  const foreign: string[] = [];
+  beforeAll(() => ({ org, context, page, receiverUrl } = opened));
 
-  beforeAll(async () => {
-    org = await svc.createOrg('pro');
-    ({ server: receiver, url: receiverUrl } = await startReceiver((_req, body) => received.push(body)));
-    ({ browser, context, page } = await openBrowser(svc.baseUrl, foreign));
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
-    // The dashboard asked nothing of any other host (no CDN, no fonts), and threw no error.
-    expect(foreign).toEqual([]);
-  });
-
-  const shot = (name: string) => screenshot(page, name);
-  const signIn = async (key: string) => {
-    await page.goto(`${svc.baseUrl}/`);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-  };
   const signOut = async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
-  };
-  const go = async (path: string) => {
-    await page.goto(`${svc.baseUrl}${path}`);
   };
 
   it('signs in with a test key, kept in sessionStorage only, and says test mode', async () => {
@@ -207,10 +173,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await go('/domains');
     await page.getByLabel('Domain name').fill('localhost');
     await page.getByRole('button', { name: 'Add domain' }).click();
-    const error = page.locator('#f-name-error');
-    await error.waitFor();
-    expect(await error.textContent()).toContain('`name`');
-    expect(await page.getByLabel('Domain name').getAttribute('aria-invalid')).toBe('true');
+    await fieldError(page, 'name', '`name`', 'Domain name');
 
     await page.getByLabel('Domain name').fill('dash-example.com');
     await page.getByRole('button', { name: 'Add domain' }).click();
@@ -264,7 +227,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
         { timeout: 20_000, interval: 500 },
       )
       .toBe('succeeded');
-    expect(received.some((b) => b.includes('"webhook.test"'))).toBe(true);
+    expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
     await shot('webhook');
   }, 60_000);
 

@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import { describe, expect, it } from 'vitest';
-import { expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
+import { createOrgWithCli, expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
@@ -64,9 +64,7 @@ describe('embedded mode (no database configured), as a user runs it', () => {
     expectCleanExit(server);
 
     // With no server running, the CLI opens the data dir itself; the server sees its work when it starts again.
-    const offline = await runCli(['orgs', 'create', '--name', 'Offline', '--json'], env);
-    expect(offline.code, offline.stderr).toBe(0);
-    const offlineOrg = JSON.parse(offline.stdout);
+    const offlineOrg = await createOrgWithCli(env, 'Offline');
     // Bound to one address (HOST): the CLI finds the server's admin endpoint there, not on 127.0.0.1.
     const host = '127.0.0.2';
     server = await startServer({ ...env, PORT: String(port), HOST: host });

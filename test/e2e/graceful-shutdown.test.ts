@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { startDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { addVerifiedDomain, sendingToLoopbackEnv } from '../support/domains.ts';
+import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 
@@ -22,24 +22,13 @@ describe('graceful shutdown', () => {
     // A slow receiving server keeps deliveries queued behind it, so the stopping process holds claimed work to
     // give back: left to its 10-minute lease, the replacement could not deliver it within this test.
     const mx = await startSmtpSink({ dataDelayMs: 300 });
-    recipientDomainOnLoopback(dns);
-    const env = {
-      ...setup.env,
-      ...domainEnv(dns),
-      OUTBOUND_SMTP_PORT: String(mx.port),
-      SHUTDOWN_GRACE_MS: '10000',
-    };
+    const env = { ...setup.env, ...sendingToLoopbackEnv(dns, mx), SHUTDOWN_GRACE_MS: '10000' };
     const [portA, portB] = [await freePort(), await freePort()];
     const a = await startServer({ ...env, PORT: String(portA) });
     // The replacement, as in a rolling deploy: it starts once the old process is told to stop.
     let b: Awaited<ReturnType<typeof startServer>> | undefined;
     try {
-      const created = await runCli(
-        ['orgs', 'create', '--name', 'Deploy', '--plan', 'business', '--json'],
-        env,
-      );
-      expect(created.code, created.stderr).toBe(0);
-      const org = JSON.parse(created.stdout);
+      const org = await createOrgWithCli(env, 'Deploy', 'business');
       const viaA = apiClient(`http://127.0.0.1:${portA}`, org.live_key);
       await addVerifiedDomain(viaA, dns, 'deploy.test');
 

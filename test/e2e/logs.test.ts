@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { CLI, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { CLI, createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
 import { apiClient } from '../support/service.ts';
 
@@ -18,8 +18,7 @@ async function logsOf(format: string) {
     LOG_FORMAT: format,
   };
   const server = await startServer(env);
-  const created = await runCli(['orgs', 'create', '--name', 'Logs', '--json'], env);
-  const org = JSON.parse(created.stdout);
+  const org = await createOrgWithCli(env, 'Logs');
   try {
     expect((await apiClient(`http://127.0.0.1:${port}`, org.live_key).get('/v1/api-keys')).status).toBe(200);
     expect(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
 const setup = useServiceEnv();
@@ -11,12 +11,7 @@ describe('two processes on one PostgreSQL database', () => {
     const b = await startServer({ ...setup.env, PORT: String(portB) });
     try {
       // The CLI works directly against PostgreSQL while the servers run.
-      const created = await runCli(
-        ['orgs', 'create', '--name', 'Acme', '--plan', 'pro', '--json'],
-        setup.env,
-      );
-      expect(created.code, created.stderr).toBe(0);
-      const org = JSON.parse(created.stdout);
+      const org = await createOrgWithCli(setup.env, 'Acme', 'pro');
       const viaA = apiClient(`http://127.0.0.1:${portA}`, org.live_key);
       const viaB = apiClient(`http://127.0.0.1:${portB}`, org.live_key);
       expect((await viaA.get('/v1/api-keys')).status).toBe(200);

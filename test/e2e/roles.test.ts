@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { startDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
-import { freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
+import { addVerifiedDomain, sendingToLoopbackEnv } from '../support/domains.ts';
+import { createOrgWithCli, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { startWebhookReceiver } from '../support/webhook-receiver.ts';
@@ -18,13 +18,7 @@ describe('processes split by role', () => {
     const dns = await startDnsServer();
     const mx = await startSmtpSink();
     const receiver = await startWebhookReceiver();
-    recipientDomainOnLoopback(dns);
-    const env = {
-      ...setup.env,
-      ...domainEnv(dns),
-      OUTBOUND_SMTP_PORT: String(mx.port),
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    };
+    const env = { ...setup.env, ...sendingToLoopbackEnv(dns, mx), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
     const [portA, portB, portW] = [await freePort(), await freePort(), await freePort()];
     const workers = await startServer({
       ...env,
@@ -35,15 +29,11 @@ describe('processes split by role', () => {
     const a = await startServer({ ...env, PORT: String(portA), POSTLINE_ROLES: 'api,smtp' });
     const b = await startServer({ ...env, PORT: String(portB), POSTLINE_ROLES: 'api' });
     try {
-      const created = await runCli(['orgs', 'create', '--name', 'Split', '--plan', 'pro', '--json'], env);
-      expect(created.code, created.stderr).toBe(0);
-      const org = JSON.parse(created.stdout);
+      const org = await createOrgWithCli(env, 'Split', 'pro');
       const viaA = apiClient(`http://127.0.0.1:${portA}`, org.live_key);
       const viaB = apiClient(`http://127.0.0.1:${portB}`, org.live_key);
       await addVerifiedDomain(viaA, dns, 'split.test');
-      const hook = await viaB.post('/v1/webhooks', { url: receiver.url, events: ['email.delivered'] });
-      expect(hook.status).toBe(201);
-      receiver.secrets.push(hook.body.signing_secret);
+      const hook = await receiver.subscribe(viaB, ['email.delivered']);
 
       const sent = await viaA.post('/v1/emails', {
         from: 'Split <hi@split.test>',
@@ -61,10 +51,10 @@ describe('processes split by role', () => {
         email = await viaB.get(`/v1/emails/${sent.body.id}`);
       }
       expect(email.body.status).toBe('delivered');
-      const hooks = await receiver.waitFor(2); // the webhook's test event, then the delivery
-      const delivered = hooks.find((h) => h.payload.type === 'email.delivered');
+      await receiver.waitFor(2); // the webhook's test event, then the delivery
+      const [delivered] = receiver.ofType('email.delivered');
       expect(delivered?.payload.data.email_id).toBe(sent.body.id);
-      expect(delivered?.verifiedWith).toEqual([hook.body.signing_secret]);
+      expect(delivered?.verifiedWith).toEqual([hook.signing_secret]);
 
       // Each process counts what it did, and every one serves /metrics: the API accepted, the workers delivered.
       const counter = async (port: number, outcome: string) => {

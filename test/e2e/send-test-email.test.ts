@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
+import { createOrgWithCli, expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
@@ -11,9 +11,7 @@ describe('sending a test-mode email with the service running as a process', () =
     const port = await freePort();
     const server = await startServer({ ...env, PORT: String(port) });
     try {
-      const created = await runCli(['orgs', 'create', '--name', 'Sender', '--json'], env);
-      expect(created.code, created.stderr).toBe(0);
-      const org = JSON.parse(created.stdout.trim());
+      const org = await createOrgWithCli(env, 'Sender');
       const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
 
       const sent = await api.post('/v1/emails', {

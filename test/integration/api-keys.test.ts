@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { useTwoOrgs } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
 const { svc, orgs } = useTwoOrgs();
 
@@ -56,12 +57,7 @@ describe('API keys', () => {
       [{ name: 'x', permission: 'full_access', domain_id: 'dom_123' }, 'domain_id'],
       [[1, 2], 'body'],
     ];
-    for (const [body, field] of cases) {
-      const r = await orgs.acme.live.post('/v1/api-keys', body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => orgs.acme.live.post('/v1/api-keys', body), cases);
   });
 
   it("keeps organizations apart: another organization's key id is not found", async () => {

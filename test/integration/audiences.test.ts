@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { expectHiddenFromOutsiders, expectNewestFirstThenDeleted } from '../support/resources.ts';
 import { useTwoOrgs } from '../support/service.ts';
 
 const { orgs } = useTwoOrgs();
@@ -25,24 +26,12 @@ describe('audiences', () => {
     expect(renamed.body).toMatchObject({ id, name: 'Clients' });
 
     const second = await orgs.acme.live.post('/v1/audiences', { name: 'Prospects' });
-    const page = await orgs.acme.live.get('/v1/audiences?limit=1');
-    expect(page.body).toMatchObject({ object: 'list', has_more: true });
-    expect(page.body.data.map((a: any) => a.id)).toEqual([second.body.id]);
-
-    expect((await orgs.acme.live.delete(`/v1/audiences/${id}`)).body).toEqual({ id, deleted: true });
-    expect((await orgs.acme.live.get(`/v1/audiences/${id}`)).status).toBe(404);
-    expect((await orgs.acme.live.get('/v1/audiences')).body.data.map((a: any) => a.id)).toEqual([
-      second.body.id,
-    ]);
+    await expectNewestFirstThenDeleted(orgs.acme.live, '/v1/audiences', id, second.body.id);
   });
 
   it('keeps organizations and modes apart', async () => {
     const a = await orgs.acme.live.post('/v1/audiences', { name: 'Mine' });
-    for (const client of [orgs.other.live, orgs.acme.test]) {
-      expect((await client.get(`/v1/audiences/${a.body.id}`)).status).toBe(404);
-      expect((await client.patch(`/v1/audiences/${a.body.id}`, { name: 'Theirs' })).status).toBe(404);
-      expect((await client.delete(`/v1/audiences/${a.body.id}`)).status).toBe(404);
-    }
+    await expectHiddenFromOutsiders(orgs, `/v1/audiences/${a.body.id}`, { name: 'Theirs' });
   });
 
   it.each([[{}], [{ name: '' }], [{ name: 'x'.repeat(101) }], [{ name: 'ok', extra: true }]])(

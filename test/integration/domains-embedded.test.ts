@@ -1,18 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { useTestService } from '../support/service.ts';
+import { expect, it } from 'vitest';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
 
 // `npm start` runs on embedded PGlite: the domain life cycle must work there too, not only on PostgreSQL.
-let dns: TestDnsServer;
-
-beforeAll(async () => {
-  dns = await startDnsServer();
-});
-const svc = useTestService(() => ({ kind: 'pglite', env: domainEnv(dns) }));
-afterAll(async () => {
-  await dns?.close();
-});
+const { svc, dns } = useDnsService({ kind: 'pglite' });
 
 it('adds, verifies, lists, updates and deletes a domain on PGlite', async () => {
   const org = await svc.createOrg('free');

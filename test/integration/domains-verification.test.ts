@@ -1,6 +1,6 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { authenticate, dkimSign } from 'mailauth';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { createResolver, mailauthResolver } from '../../platform/dns.ts';
 import { isOneOf } from '../../platform/eventstore/types.ts';
@@ -11,33 +11,22 @@ import {
   findSendingDomain,
 } from '../../read-side/domains/domains.queries.ts';
 import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, publishDomainRecords } from '../support/domains.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain, publishDomainRecords } from '../support/domains.ts';
+import type { TestOrg } from '../support/service.ts';
 
-let dns: TestDnsServer;
-let clock: ManualClock;
+const clock = new ManualClock('2026-03-01T00:00:00Z');
 let acme: TestOrg;
 let other: TestOrg;
 let verifier: DomainVerifierProcess;
 
 const HOUR = 3600_000;
 
-beforeAll(async () => {
-  dns = await startDnsServer();
-  clock = new ManualClock('2026-03-01T00:00:00Z');
-});
-const svc = useTestService(() => ({
-  clock,
-  env: { ...domainEnv(dns), DOMAIN_RECHECK_INTERVAL_MS: String(6 * HOUR) },
-}));
+const { svc, dns } = useDnsService({ clock, env: { DOMAIN_RECHECK_INTERVAL_MS: String(6 * HOUR) } });
 beforeAll(async () => {
   acme = await svc.createOrg('business');
   other = await svc.createOrg('business');
   verifier = new DomainVerifierProcess(svc.postline.services);
-});
-afterAll(async () => {
-  await dns?.close();
 });
 beforeEach(() => dns.clear());
 

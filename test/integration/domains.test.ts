@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { findDomainById, findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { domainNameStream } from '../../write-side/domains/domain.events.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
 let acme: TestOrg;
 let other: TestOrg;
@@ -152,11 +153,7 @@ describe('POST /v1/domains', () => {
       [{ name: unique(), extra: true }, 'extra'],
       [[{ name: unique() }], 'body'],
     ];
-    for (const [body, field] of cases) {
-      const r = await acme.live.post('/v1/domains', body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => acme.live.post('/v1/domains', body), cases);
     const broken = await acme.live.post('/v1/domains', '{"name": ', { 'content-type': 'application/json' });
     expect(broken.status).toBe(400);
     expect(broken.body.error.code).toBe('malformed_json');
@@ -377,11 +374,7 @@ describe('PATCH /v1/domains/{id}', () => {
       [{ impressum: { ...impressum, fax: '1' } }, 'impressum.fax'],
       [{ impressum: { company_name: 'Acme' } }, 'impressum.address'],
     ];
-    for (const [body, field] of cases) {
-      const r = await acme.live.patch(`/v1/domains/${d.body.id}`, body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => acme.live.patch(`/v1/domains/${d.body.id}`, body), cases);
   });
 
   it("answers 404 for another organization's or an unknown domain", async () => {

@@ -10,16 +10,16 @@ import { EMAIL_RETRIES, maxAttempts } from '../../processes/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, publishDomainRecords } from '../support/domains.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain, publishDomainRecords } from '../support/domains.ts';
+import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
 import { parseMime } from '../support/mime.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import type { TestOrg } from '../support/service.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
 const RETRY_DELAYS_MS = EMAIL_RETRIES.delaysMs;
 const MAX_ATTEMPTS = maxAttempts(EMAIL_RETRIES);
 
-let dns: TestDnsServer;
 let mx: SmtpSink;
 let acme: TestOrg;
 let delivery: DeliveryProcess;
@@ -27,23 +27,18 @@ const clock = new ManualClock('2026-07-01T09:00:00Z');
 const FROM = 'Acme <news@acme-send.test>';
 
 beforeAll(async () => {
-  dns = await startDnsServer();
   mx = await startSmtpSink({ starttls: true });
+});
+const { svc, dns } = useDnsService(() => ({
+  clock,
+  env: { OUTBOUND_SMTP_PORT: String(mx.port), OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false' },
+}));
+beforeAll(async () => {
   // Recipients at rcpt.test and other.test: MX on the loopback sink.
   for (const d of ['rcpt.test', 'other.test']) {
     dns.set(d, 'MX', [{ exchange: `mx.${d}`, priority: 10 }]);
     dns.set(`mx.${d}`, 'A', ['127.0.0.1']);
   }
-});
-const svc = useTestService(() => ({
-  clock,
-  env: {
-    ...domainEnv(dns),
-    OUTBOUND_SMTP_PORT: String(mx.port),
-    OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-  },
-}));
-beforeAll(async () => {
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-send.test', { open_tracking: true, click_tracking: true });
   delivery = new DeliveryProcess(svc.postline.services);
@@ -51,7 +46,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await delivery?.stop();
   await mx?.close();
-  await dns?.close();
 });
 beforeEach(() => mx.reset());
 
@@ -60,13 +54,9 @@ const send = async (body: Record<string, unknown>, client = acme.live) => {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.id as string;
 };
-const history = async (id: string) => svc.postline.services.store.readStream(`email-${id}`);
-const types = async (id: string) => (await history(id)).map((e) => e.type);
-const email = async (id: string, client = acme.live) => {
-  const last = (await history(id)).at(-1);
-  await svc.postline.services.readYourWrites.waitFor(['emails'], last?.position);
-  return (await client.get(`/v1/emails/${id}`)).body;
-};
+const history = (id: string) => emailHistory(svc, id);
+const types = (id: string) => emailEventTypes(svc, id);
+const email = (id: string, client = acme.live) => readEmail(svc, client, id);
 
 describe('live delivery through the outbound MTA', () => {
   it('delivers headers, bodies and attachments over STARTTLS, DKIM-signed, with a VERP return path', async () => {
@@ -196,17 +186,8 @@ describe('live delivery through the outbound MTA', () => {
     clock.advance(RETRY_DELAYS_MS[0]);
     await delivery.runOnce();
     e = await email(id);
-    expect(e.status).toBe('delivered');
-    // Nothing of the earlier 4xx is left on the delivered recipient.
-    expect(e.recipients[0]).toMatchObject({ status: 'delivered', smtp_code: null, next_attempt_at: null });
+    await expectDeliveredAfterOneDelay(svc, e);
     expect(e.recipients[0].smtp_response).not.toMatch(/^451/);
-    expect(await types(id)).toEqual([
-      'EmailQueued',
-      'EmailSendingStarted',
-      'EmailSent',
-      'EmailDeliveryDelayed',
-      'EmailDelivered',
-    ]);
   });
 
   it('bounces a 5xx hard and suppresses the address', async () => {

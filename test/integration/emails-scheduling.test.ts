@@ -3,6 +3,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
 import { cancelEmail } from '../../write-side/emails/email.commands.ts';
+import { emailEventTypes, readEmail } from '../support/emails.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 let acme: TestOrg;
@@ -24,14 +25,8 @@ const send = (sendAt: string) =>
     text: 'hi',
     send_at: sendAt,
   });
-const status = async (id: string) => {
-  // Wait for the read model to reach the email's last event (read-your-writes), not for the whole log.
-  const last = (await svc.postline.services.store.readStream(`email-${id}`)).at(-1);
-  await svc.postline.services.readYourWrites.waitFor(['emails'], last?.position);
-  return (await acme.test.get(`/v1/emails/${id}`)).body.status;
-};
-const types = async (id: string) =>
-  (await svc.postline.services.store.readStream(`email-${id}`)).map((e) => e.type);
+const status = async (id: string) => (await readEmail(svc, acme.test, id)).status;
+const types = (id: string) => emailEventTypes(svc, id);
 
 describe('scheduler', () => {
   it('releases a scheduled email at its time, not before', async () => {

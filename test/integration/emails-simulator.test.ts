@@ -3,6 +3,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
+import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 let acme: TestOrg;
@@ -26,14 +27,8 @@ const send = async (to: string[], client = acme.test) => {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.id as string;
 };
-const email = async (id: string) => {
-  // Wait for the read model to reach the email's last event (read-your-writes), not for the whole log.
-  const last = (await svc.postline.services.store.readStream(`email-${id}`)).at(-1);
-  await svc.postline.services.readYourWrites.waitFor(['emails'], last?.position);
-  return (await acme.test.get(`/v1/emails/${id}`)).body;
-};
-const types = async (id: string) =>
-  (await svc.postline.services.store.readStream(`email-${id}`)).map((e) => e.type);
+const email = (id: string) => readEmail(svc, acme.test, id);
+const types = (id: string) => emailEventTypes(svc, id);
 /** Waits for the suppressions read model to reach the address's last event. */
 const suppressionSeen = async (address: string) => {
   const last = (
@@ -92,22 +87,12 @@ describe('test-mode simulator', () => {
     const id = await send([`delayed@${SIM}`]);
     await simulator.runOnce();
     await tick(1000);
-    let e = await email(id);
+    const e = await email(id);
     expect(e.status).toBe('sent');
     expect(e.recipients[0]).toMatchObject({ status: 'delayed', attempts: 1, smtp_code: 451 });
     expect(e.recipients[0].next_attempt_at).toBe(new Date(clock.now().getTime() + 5 * 60_000).toISOString());
     await tick(5 * 60_000);
-    e = await email(id);
-    expect(e.status).toBe('delivered');
-    // As for a live email: nothing of the earlier 4xx is left on the delivered recipient.
-    expect(e.recipients[0]).toMatchObject({ status: 'delivered', smtp_code: null, next_attempt_at: null });
-    expect(await types(id)).toEqual([
-      'EmailQueued',
-      'EmailSendingStarted',
-      'EmailSent',
-      'EmailDeliveryDelayed',
-      'EmailDelivered',
-    ]);
+    await expectDeliveredAfterOneDelay(svc, await email(id));
   });
 
   it('delivers complained@, then records the complaint and suppresses the address', async () => {
@@ -139,7 +124,7 @@ describe('test-mode simulator', () => {
     await tick(1000);
     expect(await types(id)).not.toContain('EmailOpened');
     await tick(5000);
-    const events = (await svc.postline.services.store.readStream(`email-${id}`)).slice(-3);
+    const events = (await emailHistory(svc, id)).slice(-3);
     // The two recipients' steps play side by side, so only clicked@'s own order is fixed: its open before its
     // click, which makes the first of the three an open either way.
     expect(events[0].type).toBe('EmailOpened');

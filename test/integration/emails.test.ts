@@ -1,27 +1,21 @@
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import type { TestOrg } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
-let dns: TestDnsServer;
 let acme: TestOrg;
 let other: TestOrg;
 let domain: any;
 const clock = new ManualClock('2026-03-10T12:00:00Z');
 
-beforeAll(async () => {
-  dns = await startDnsServer();
-});
-const svc = useTestService(() => ({ clock, env: domainEnv(dns) }));
+const { svc, dns } = useDnsService({ clock });
 beforeAll(async () => {
   acme = await svc.createOrg('pro');
   other = await svc.createOrg('pro');
   domain = await addVerifiedDomain(acme.live, dns, 'acme-mail.test');
-});
-afterAll(async () => {
-  await dns?.close();
 });
 
 const basic = (over: Record<string, unknown> = {}) => ({
@@ -124,12 +118,7 @@ describe('POST /v1/emails', () => {
       [basic({ template_id: 'tmpl_0123' }), 'template_id'],
       [basic({ unknown_field: 1 }), 'unknown_field'],
     ];
-    for (const [body, field] of cases) {
-      const r = await acme.live.post('/v1/emails', body);
-      expect(r.status, `${JSON.stringify(body).slice(0, 200)} -> ${JSON.stringify(r.body)}`).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => acme.live.post('/v1/emails', body), cases);
   });
 
   it('accepts large attachments up to 40 MB in all, refuses more', async () => {

@@ -1,30 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { RetentionProcess } from '../../processes/retention/retention.process.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import type { TestOrg } from '../support/service.ts';
 
-let dns: TestDnsServer;
-let clock: ManualClock;
+const clock = new ManualClock('2026-04-01T00:00:00Z');
 let acme: TestOrg;
 let other: TestOrg;
 let retention: RetentionProcess;
 
 const DAY = 24 * 3600_000;
 
-beforeAll(async () => {
-  dns = await startDnsServer();
-  clock = new ManualClock('2026-04-01T00:00:00Z');
-});
-const svc = useTestService(() => ({ clock, env: domainEnv(dns) }));
+const { svc, dns } = useDnsService({ clock });
 beforeAll(async () => {
   acme = await svc.createOrg('free');
   other = await svc.createOrg('free');
   retention = new RetentionProcess(svc.postline.services);
-});
-afterAll(async () => {
-  await dns?.close();
 });
 
 /** One run of retention; then the read model has caught up with what it appended. */

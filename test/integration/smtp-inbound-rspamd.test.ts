@@ -1,7 +1,7 @@
-import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { mxClient, receivedWithSubject } from '../support/inbound.ts';
 import { hasRspamd, startRspamd, type TestRspamd } from '../support/rspamd.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
@@ -36,29 +36,11 @@ describe.skipIf(!hasRspamd)('the MX with rspamd', () => {
   });
 
   const send = (raw: string) =>
-    nodemailer
-      .createTransport({
-        host: '127.0.0.1',
-        port: svc.postline.smtp!.mxPort!,
-        tls: { rejectUnauthorized: false },
-      })
-      .sendMail({ envelope: { from: 'ann@remote.test', to: [`help@${DOMAIN}`] }, raw });
-
-  async function received(subject: string) {
-    let found: any;
-    await expect
-      .poll(
-        async () => {
-          found = (await acme.live.get('/v1/emails/received?limit=100')).body.data.find(
-            (e: any) => e.subject === subject,
-          );
-          return found !== undefined;
-        },
-        { timeout: 10_000 },
-      )
-      .toBe(true);
-    return found;
-  }
+    mxClient(svc.postline.smtp!.mxPort!).sendMail({
+      envelope: { from: 'ann@remote.test', to: [`help@${DOMAIN}`] },
+      raw,
+    });
+  const received = (subject: string) => receivedWithSubject(acme.live, subject);
 
   it("records rspamd's score, and is_spam from INBOUND_SPAM_THRESHOLD", async () => {
     // No Date and no Message-ID: rspamd's MISSING_DATE and MISSING_MID.

@@ -1,13 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { useDnsService } from '../support/dns-service.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import { mxClient, receivedWithSubject } from '../support/inbound.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import type { TestOrg } from '../support/service.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -15,15 +15,14 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * DNS server takes mail through the MX port; the API lists it and the webhook tells of it.
  */
 
-let dns: TestDnsServer;
 let receiver: WebhookReceiver;
 let acme: TestOrg;
 let mxPort: number;
 const DOMAIN = 'acme-in.test';
 const dkim = generateKeyPairSync('rsa', { modulusLength: 2048 });
 
+const { svc, dns } = useDnsService({ processes: true, env: { SMTP_MX_PORT: '0' } });
 beforeAll(async () => {
-  dns = await startDnsServer();
   receiver = await startWebhookReceiver();
   // The remote sender's own records: SPF allows loopback, its DKIM key, a DMARC policy.
   dns.set('remote.test', 'TXT', [['v=spf1 ip4:127.0.0.1 -all']]);
@@ -32,25 +31,18 @@ beforeAll(async () => {
   dns.set('sel._domainkey.remote.test', 'TXT', [key.match(/.{1,250}/g)!]);
   dns.set('_dmarc.remote.test', 'TXT', [['v=DMARC1; p=reject']]);
 });
-const svc = useTestService(() => ({
-  processes: true,
-  env: { ...domainEnv(dns), SMTP_MX_PORT: '0' },
-}));
 beforeAll(async () => {
   mxPort = svc.postline.smtp!.mxPort!;
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, DOMAIN, { inbound_enabled: true });
   await addVerifiedDomain(acme.live, dns, 'acme-out.test');
-  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['email.received'] });
-  receiver.secrets.push(hook.body.signing_secret);
+  await receiver.subscribe(acme.live, ['email.received']);
 });
 afterAll(async () => {
   await receiver?.close();
-  await dns?.close();
 });
 
-const mx = () =>
-  nodemailer.createTransport({ host: '127.0.0.1', port: mxPort, tls: { rejectUnauthorized: false } });
+const mx = () => mxClient(mxPort);
 
 /** A download link, on the test service's own address (PUBLIC_URL names no port here). */
 const local = (link: string) => {
@@ -61,17 +53,7 @@ const local = (link: string) => {
 /** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
 const POLL = { timeout: 10_000 };
 
-async function receivedWithSubject(subject: string) {
-  let found: any;
-  await expect
-    .poll(async () => {
-      const list = (await acme.live.get('/v1/emails/received?limit=100')).body.data;
-      found = list.find((e: any) => e.subject === subject);
-      return found !== undefined;
-    }, POLL)
-    .toBe(true);
-  return found;
-}
+const receivedWith = (subject: string) => receivedWithSubject(acme.live, subject);
 
 describe('mail for an inbound domain', () => {
   it('is received with every field, its attachment downloads, and a signed email.received arrives', async () => {
@@ -94,7 +76,7 @@ describe('mail for an inbound domain', () => {
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
 
-    const listed = await receivedWithSubject('Order 42');
+    const listed = await receivedWith('Order 42');
     expect(listed).toMatchObject({
       object: 'received_email',
       from: { email: 'ann@remote.test', name: 'Ann Example' },
@@ -140,10 +122,8 @@ describe('mail for an inbound domain', () => {
     expect(message).toContain('Subject: Order 42');
     expect(raw.body.size).toBe(Buffer.byteLength(message));
 
-    await expect
-      .poll(() => receiver.received.filter((r) => r.payload.type === 'email.received').length, POLL)
-      .toBe(1);
-    const hook = receiver.received.find((r) => r.payload.type === 'email.received')!;
+    await expect.poll(() => receiver.ofType('email.received').length, POLL).toBe(1);
+    const [hook] = receiver.ofType('email.received');
     expect(hook.verifiedWith).toHaveLength(1);
     expect(hook.payload.data).toEqual({
       received_email_id: listed.id,
@@ -171,7 +151,7 @@ describe('mail for an inbound domain', () => {
       subject: 'Filter me',
       text: 'x',
     });
-    const mine = await receivedWithSubject('Filter me');
+    const mine = await receivedWith('Filter me');
     const byFrom = await acme.live.get('/v1/emails/received?from=ZED@other.test');
     expect(byFrom.body.data.map((e: any) => e.id)).toEqual([mine.id]);
     const byDomain = await acme.live.get(`/v1/emails/received?domain=${DOMAIN}&limit=100`);
@@ -195,7 +175,7 @@ describe('mail for an inbound domain', () => {
     const to = `corpus@${DOMAIN}`;
     const info = await mx().sendMail({ envelope: { from: 'x@remote.test', to: [to] }, raw: sample.raw(to) });
     expect(info.response).toBe('250 2.0.0 Ok: received');
-    const got = await receivedWithSubject(sample.expect.subject);
+    const got = await receivedWith(sample.expect.subject);
     expect(got.from).toEqual(sample.expect.from);
     if (sample.expect.text !== undefined) expect(got.text_body?.trim()).toBe(sample.expect.text);
     if (sample.expect.html !== undefined) expect(got.html_body?.trim()).toBe(sample.expect.html);
@@ -219,7 +199,7 @@ describe('a large message', () => {
       attachments: [{ filename: 'data.bin', content: file, contentType: 'application/octet-stream' }],
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
-    const got = await receivedWithSubject('Large attachment');
+    const got = await receivedWith('Large attachment');
     expect(got.attachments).toEqual([expect.objectContaining({ filename: 'data.bin', size: file.length })]);
     const link = (await acme.live.get(`/v1/emails/received/${got.id}/attachments/${got.attachments[0].id}`))
       .body;
@@ -241,7 +221,7 @@ describe('one message for several organizations', () => {
       attachments: [{ filename: 'notes.txt', content: 'shared notes' }],
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
-    const mine = await receivedWithSubject('Shared');
+    const mine = await receivedWith('Shared');
     expect(mine.envelope.to).toEqual([`a@${DOMAIN}`, `b@${DOMAIN}`]);
     expect(
       (await acme.live.get('/v1/emails/received?limit=100')).body.data.filter(
@@ -323,7 +303,7 @@ describe('the MX refuses', () => {
     expect(
       await dataReply(Buffer.from('From: a@remote.test\r\nSubject: after the storm\r\n\r\nfine\r\n')),
     ).toEqual([250, '2.0.0']);
-    expect((await receivedWithSubject('after the storm')).text_body).toBe('fine\n');
+    expect((await receivedWith('after the storm')).text_body).toBe('fine\n');
   });
 });
 
@@ -388,7 +368,7 @@ describe('the MX when the blob store fails', () => {
       await rename(aside, blobs);
     }
     expect((await send()).response).toBe('250 2.0.0 Ok: received');
-    await receivedWithSubject('Stored once');
+    await receivedWith('Stored once');
     const all = (await acme.live.get('/v1/emails/received?limit=100')).body.data;
     expect(all.filter((e: any) => e.subject === 'Stored once')).toHaveLength(1);
   });

@@ -1,4 +1,3 @@
-import nodemailer from 'nodemailer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   arfComplaint,
@@ -9,6 +8,7 @@ import {
   postfixDsn,
 } from '../fixtures/reports.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
+import { mxClient } from '../support/inbound.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import type { TestOrg } from '../support/service.ts';
@@ -26,11 +26,7 @@ beforeAll(async () => {
   mxPort = svc.postline.smtp!.mxPort!;
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, live.dns, 'acme-mx.test');
-  const hook = await acme.live.post('/v1/webhooks', {
-    url: live.receiver.url,
-    events: ['email.bounced', 'email.complained'],
-  });
-  live.receiver.secrets.push(hook.body.signing_secret);
+  await live.receiver.subscribe(acme.live, ['email.bounced', 'email.complained']);
 });
 
 async function until(id: string, check: (email: any) => boolean) {
@@ -65,9 +61,7 @@ async function delivered(to: string): Promise<Original & { id: string }> {
 
 /** What a remote server does: a null sender, to `to`, through the MX. */
 const report = (to: string, raw: string) =>
-  nodemailer
-    .createTransport({ host: '127.0.0.1', port: mxPort, tls: { rejectUnauthorized: false } })
-    .sendMail({ envelope: { from: '', to: [to] }, raw });
+  mxClient(mxPort).sendMail({ envelope: { from: '', to: [to] }, raw });
 
 /** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
 const POLL = { timeout: 10_000 };
@@ -97,13 +91,7 @@ describe('bounces that come back', () => {
       const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
       expect(events.at(-1)).toMatchObject({ type: 'EmailBounced', actor: 'mx' });
       await expect
-        .poll(
-          () =>
-            live.receiver.received
-              .filter((r) => r.payload.type === 'email.bounced')
-              .map((r) => r.payload.data.email_id),
-          POLL,
-        )
+        .poll(() => live.receiver.ofType('email.bounced').map((r) => r.payload.data.email_id), POLL)
         .toContain(original.id);
     },
   );
@@ -114,11 +102,7 @@ describe('bounces that come back', () => {
   ])(
     'takes a transient status (Action: %s, %s) as a delay: email.delivery_delayed, the recipient stays delivered',
     async (action, status) => {
-      const hook = await acme.live.post('/v1/webhooks', {
-        url: live.receiver.url,
-        events: ['email.delivery_delayed'],
-      });
-      live.receiver.secrets.push(hook.body.signing_secret);
+      const hook = await live.receiver.subscribe(acme.live, ['email.delivery_delayed']);
       const to = `slow-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
       const original = await delivered(to);
       const dsn = postfixDsn(original, status, `452 ${status} Mailbox full`).replace(
@@ -129,8 +113,8 @@ describe('bounces that come back', () => {
       await expect
         .poll(
           () =>
-            live.receiver.received
-              .filter((r) => r.payload.type === 'email.delivery_delayed')
+            live.receiver
+              .ofType('email.delivery_delayed')
               .map((r) => [r.payload.data.email_id, r.payload.data.recipient]),
           POLL,
         )
@@ -143,7 +127,7 @@ describe('bounces that come back', () => {
       });
       expect((await acme.live.get(`/v1/emails/${original.id}`)).body.recipients[0].status).toBe('delivered');
       expect(await suppression(to)).toBeUndefined();
-      await acme.live.delete(`/v1/webhooks/${hook.body.id}`);
+      await acme.live.delete(`/v1/webhooks/${hook.id}`);
     },
   );
 });
@@ -164,13 +148,7 @@ describe('complaints that come back', () => {
         .poll(() => suppression(recipient), POLL)
         .toMatchObject({ reason: 'complaint', source_email_id: original.id });
       await expect
-        .poll(
-          () =>
-            live.receiver.received
-              .filter((r) => r.payload.type === 'email.complained')
-              .map((r) => r.payload.data.email_id),
-          POLL,
-        )
+        .poll(() => live.receiver.ofType('email.complained').map((r) => r.payload.data.email_id), POLL)
         .toContain(original.id);
     },
   );

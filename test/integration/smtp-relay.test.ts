@@ -8,20 +8,25 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../platform/logger.ts';
 import { ADMIN_URL } from '../support/databases.ts';
-import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { addVerifiedDomain, domainEnv, recipientDomainOnLoopback } from '../support/domains.ts';
+import type { TestDnsServer } from '../support/dns-server.ts';
+import { addVerifiedDomain } from '../support/domains.ts';
+import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
 import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
-import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import type { SmtpSink } from '../support/smtp-sink.ts';
+import type { WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * The SMTP relay as `npm start` runs it (every process manager on): real clients submit, the outbound MTA
  * delivers to a real SMTP server found through a real DNS server, webhooks reach a real receiver.
  */
 
-let svc: TestService;
+const live = useLiveService({
+  sink: { starttls: true },
+  env: { SMTP_SUBMISSION_PORT: '0', SMTP_SUBMISSIONS_PORT: '0', SMTP_HOSTNAME: 'relay.postline.test' },
+});
+const { svc } = live;
 let dns: TestDnsServer;
 let mx: SmtpSink;
 let receiver: WebhookReceiver;
@@ -31,33 +36,12 @@ let submissions: number;
 const FROM = 'Acme <news@acme-relay.test>';
 
 beforeAll(async () => {
-  dns = await startDnsServer();
-  mx = await startSmtpSink({ starttls: true });
-  receiver = await startWebhookReceiver();
-  recipientDomainOnLoopback(dns);
-  svc = await startTestService({
-    processes: true,
-    env: {
-      ...domainEnv(dns),
-      OUTBOUND_SMTP_PORT: String(mx.port),
-      OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-      SMTP_SUBMISSION_PORT: '0',
-      SMTP_SUBMISSIONS_PORT: '0',
-      SMTP_HOSTNAME: 'relay.postline.test',
-    },
-  });
+  ({ dns, sink: mx, receiver } = live);
   submission = svc.postline.smtp!.submissionPort!;
   submissions = svc.postline.smtp!.submissionsPort!;
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-relay.test');
-  const hook = await acme.live.post('/v1/webhooks', { url: receiver.url, events: ['email.delivered'] });
-  receiver.secrets.push(hook.body.signing_secret);
-});
-afterAll(async () => {
-  await svc?.close();
-  await mx?.close();
-  await receiver?.close();
-  await dns?.close();
+  await receiver.subscribe(acme.live, ['email.delivered']);
 });
 beforeEach(() => mx.reset());
 
@@ -155,8 +139,8 @@ describe('the SMTP relay with a live key', () => {
     );
     const events = await acme.live.get(`/v1/emails/${id}/events`);
     expect(events.body.data[0]).toMatchObject({ type: 'EmailQueued', actor: 'smtp' });
-    const hooks = await receiver.waitFor(4); // three recipients delivered, after the webhook's test event
-    const delivered = hooks.filter((h) => h.payload.type === 'email.delivered');
+    await receiver.waitFor(4); // three recipients delivered, after the webhook's test event
+    const delivered = receiver.ofType('email.delivered');
     expect(delivered.map((h) => h.payload.data.email_id)).toEqual([id, id, id]);
     // Signed as every webhook is: the standardwebhooks verifier accepts each with the endpoint's secret.
     expect(delivered.map((h) => h.verifiedWith)).toEqual(Array(3).fill([receiver.secrets[0]]));
@@ -274,6 +258,14 @@ describe('the SMTP relay refuses', () => {
     expect((await c.command(`AUTH PLAIN ${authPlain(key)}`)).code).toBe(235);
     return c;
   };
+  /** A session whose transaction from news@acme-relay.test to ann@rcpt.test is at DATA: the message comes next. */
+  const atData = async () => {
+    const c = await session();
+    await c.command('MAIL FROM:<news@acme-relay.test>');
+    await c.command('RCPT TO:<ann@rcpt.test>');
+    await c.command('DATA');
+    return c;
+  };
 
   it('a wrong key (535 5.7.8), MAIL before AUTH (530 5.7.0) and AUTH before STARTTLS', async () => {
     const c = await rawSmtp(submissions, { tls: true });
@@ -365,10 +357,7 @@ describe('the SMTP relay refuses', () => {
     ['a line over 998 characters', `Subject: s\r\n\r\n${'y'.repeat(999)}\r\n`],
     ['8-bit data without BODY=8BITMIME', 'Subject: s\r\n\r\nd\u00e9j\u00e0 vu\r\n'],
   ])('a message with %s (554 5.6.x), and the session goes on', async (_, content) => {
-    const c = await session();
-    await c.command('MAIL FROM:<news@acme-relay.test>');
-    await c.command('RCPT TO:<ann@rcpt.test>');
-    await c.command('DATA');
+    const c = await atData();
     c.write(`From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\n${content}.\r\n`);
     const reply = await c.reply();
     expect(reply.code).toBe(554);
@@ -390,10 +379,7 @@ describe('the SMTP relay refuses', () => {
     async (_, content, field) => {
       const listed = async () => (await acme.live.get('/v1/emails?limit=100')).body.data.length;
       const before = await listed();
-      const c = await session();
-      await c.command('MAIL FROM:<news@acme-relay.test>');
-      await c.command('RCPT TO:<ann@rcpt.test>');
-      await c.command('DATA');
+      const c = await atData();
       c.write(
         `From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nMessage-ID: <poison-${field}@acme-relay.test>\r\n${content}.\r\n`,
       );
@@ -412,10 +398,7 @@ describe('the SMTP relay refuses', () => {
     ['<CR><LF>.<LF>', '\r\n.\n'],
     ['<CR>.<CR>', '\r.\r'],
   ])('SMTP smuggling with %s: no second message is accepted nor delivered', async (_, end) => {
-    const c = await session();
-    await c.command('MAIL FROM:<news@acme-relay.test>');
-    await c.command('RCPT TO:<ann@rcpt.test>');
-    await c.command('DATA');
+    const c = await atData();
     const smuggled =
       'MAIL FROM:<news@acme-relay.test>\r\nRCPT TO:<victim@rcpt.test>\r\nDATA\r\n' +
       'From: ceo@acme-relay.test\r\nTo: victim@rcpt.test\r\nSubject: smuggled\r\n\r\nsmuggled\r\n';

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isSuppressed } from '../../read-side/suppressions/suppressions.queries.ts';
 import { addSuppression } from '../../write-side/suppressions/suppression.commands.ts';
 import { type TestOrg, useTwoOrgs } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
 const { svc, orgs } = useTwoOrgs();
 
@@ -68,12 +69,7 @@ describe('suppressions API', () => {
       [{ email: 'x@example.com', extra: true }, 'extra'],
       [['x@example.com'], 'body'],
     ];
-    for (const [body, field] of cases) {
-      const r = await orgs.acme.live.post('/v1/suppressions', body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => orgs.acme.live.post('/v1/suppressions', body), cases);
     const malformed = await orgs.acme.live.post('/v1/suppressions', '{"email":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('malformed_json');

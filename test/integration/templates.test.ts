@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderPublished } from '../../write-side/templates/render.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
 let acme: TestOrg;
 let other: TestOrg;
@@ -276,12 +277,7 @@ describe('templates: rendering over HTTP', () => {
       [{ template_id: id, template_data: 'x' }, 'template_data'],
       [{ template_id: id, template_data: {}, extra: 1 }, 'extra'],
     ];
-    for (const [body, field] of cases) {
-      const r = await acme.live.post('/v1/templates/render', body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => acme.live.post('/v1/templates/render', body), cases);
     const malformed = await acme.live.post('/v1/templates/render', '{"template_id":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('malformed_json');
@@ -330,12 +326,7 @@ describe('templates: validation', () => {
       [{ ...welcome, extra: 1 }, /extra/],
       [[1, 2], /body/],
     ];
-    for (const [body, message] of cases) {
-      const r = await acme.live.post('/v1/templates', body);
-      expect(r.status, JSON.stringify(body).slice(0, 200)).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toMatch(message);
-    }
+    await expectValidationErrors((body) => acme.live.post('/v1/templates', body), cases);
     const malformed = await acme.live.post('/v1/templates', '{"name":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('malformed_json');
@@ -350,11 +341,7 @@ describe('templates: validation', () => {
       [{ variables: [] }, /first_name.*not declared/],
       [{ engine: 'handlebars' }, /engine/],
     ];
-    for (const [body, message] of cases) {
-      const r = await acme.live.patch(`/v1/templates/${t.id}`, body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.message).toMatch(message);
-    }
+    await expectValidationErrors((body) => acme.live.patch(`/v1/templates/${t.id}`, body), cases);
     const after = await acme.live.get(`/v1/templates/${t.id}`);
     expect(after.body.draft.version).toBe(1);
   });

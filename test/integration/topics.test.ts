@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { expectHiddenFromOutsiders, expectNewestFirstThenDeleted, outsiders } from '../support/resources.ts';
 import { useTwoOrgs } from '../support/service.ts';
 
 const { orgs } = useTwoOrgs();
@@ -30,26 +31,14 @@ describe('topics', () => {
       name: 'Offers',
       default_subscription: 'opt_out',
     });
-    const list = await orgs.acme.live.get('/v1/topics?limit=1');
-    expect(list.body).toMatchObject({ object: 'list', has_more: true });
-    expect(list.body.data.map((t: any) => t.id)).toEqual([second.body.id]);
-
-    expect((await orgs.acme.live.delete(`/v1/topics/${id}`)).body).toEqual({ id, deleted: true });
-    expect((await orgs.acme.live.get(`/v1/topics/${id}`)).status).toBe(404);
-    expect((await orgs.acme.live.get('/v1/topics')).body.data.map((t: any) => t.id)).toEqual([
-      second.body.id,
-    ]);
-    expect((await orgs.acme.live.delete(`/v1/topics/${id}`)).status).toBe(404);
+    await expectNewestFirstThenDeleted(orgs.acme.live, '/v1/topics', id, second.body.id);
   });
 
   it('keeps organizations and modes apart', async () => {
     const t = await orgs.acme.live.post('/v1/topics', { name: 'Mine', default_subscription: 'opt_in' });
-    for (const client of [orgs.other.live, orgs.acme.test]) {
-      expect((await client.get(`/v1/topics/${t.body.id}`)).status).toBe(404);
-      expect((await client.patch(`/v1/topics/${t.body.id}`, { name: 'Theirs' })).status).toBe(404);
-      expect((await client.delete(`/v1/topics/${t.body.id}`)).status).toBe(404);
+    await expectHiddenFromOutsiders(orgs, `/v1/topics/${t.body.id}`, { name: 'Theirs' });
+    for (const client of outsiders(orgs))
       expect((await client.get('/v1/topics')).body.data.map((x: any) => x.id)).not.toContain(t.body.id);
-    }
   });
 
   it.each([

@@ -6,7 +6,7 @@ import type { TestOrg } from '../support/service.ts';
 import { useWebhookProcesses } from '../support/webhook-processes.ts';
 import { appendSourceEvent, emailQueuedData, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
-const { clock, svc, processes, receiver, pump } = useWebhookProcesses();
+const { clock, svc, processes, receiver, pump, subscribed } = useWebhookProcesses();
 
 const store = () => svc.postline.services.store;
 
@@ -16,10 +16,7 @@ async function webhookFor(
   events: string[] = ['*'],
   mode: 'live' | 'test' = 'live',
 ) {
-  const created = await org[mode].post('/v1/webhooks', { url: r.url, events });
-  expect(created.status).toBe(201);
-  r.secrets.push(created.body.signing_secret);
-  return created.body as { id: string; signing_secret: string };
+  return r.subscribe(org[mode], events);
 }
 
 async function sendEmail(org: TestOrg, mode: 'live' | 'test' = 'live') {
@@ -52,10 +49,7 @@ const deliveries = async (org: TestOrg, webhookId: string, mode: 'live' | 'test'
 
 describe('webhook fan-out and dispatch', () => {
   it('sends a signed test event when a webhook is created', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r);
-    await pump();
+    const { org, r, wh } = await subscribed(['*']);
     expect(r.received).toHaveLength(1);
     const [got] = r.received;
     expect(got.verifiedWith).toEqual([wh.signing_secret]);
@@ -167,10 +161,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('signs with both secrets for 24 hours after a rotation, then with the new one only', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     const rotated = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`);
     r.secrets.push(rotated.body.signing_secret);
     await (await sendEmail(org)).sent();
@@ -189,10 +180,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('retries a delivery on request', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 500, body: 'boom' });
     await (await sendEmail(org)).sent();
     await pump();
@@ -214,10 +202,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('keeps a first attempt that succeeded in the delivery row, and moves it to the attempts on a retry', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 200, body: 'first' });
     await (await sendEmail(org)).sent();
     await pump();
@@ -279,18 +264,8 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('does not count against the endpoint a failure whose delivery was reset while in flight', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.sent']);
-    await pump();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    r.respond = async () => {
-      await held;
-      return { status: 500 };
-    };
+    const { org, r, wh } = await subscribed();
+    const release = r.hold(500);
     await (await sendEmail(org)).sent();
     await processes.fanOut.runOnce();
     const inFlight = processes.dispatcher.runOnce();
@@ -312,10 +287,7 @@ describe('webhook fan-out and dispatch', () => {
   });
 
   it('replays what an endpoint missed while it was down or switched off, under the original delivery ids', async () => {
-    const org = await svc.createOrg('pro');
-    const r = await receiver();
-    const wh = await webhookFor(org, r, ['email.*']);
-    await pump();
+    const { org, r, wh } = await subscribed(['email.*']);
     const since = new Date(Date.now() - 1000).toISOString();
     r.respond = () => ({ status: 503 });
     const first = await sendEmail(org);
@@ -357,14 +329,7 @@ describe('webhook fan-out and dispatch', () => {
     const org = await svc.createOrg('pro');
     const slow = await receiver();
     const fast = await receiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    slow.respond = async () => {
-      await held;
-      return { status: 200 };
-    };
+    const release = slow.hold(200);
     await webhookFor(org, slow, ['email.sent']);
     await webhookFor(org, fast, ['email.sent']);
     for (let i = 0; i < 4; i++) await (await sendEmail(org)).sent();
@@ -386,14 +351,7 @@ describe('webhook fan-out and dispatch', () => {
   it('gives up on an endpoint that does not answer in time, and retries later', async () => {
     const org = await svc.createOrg('pro');
     const r = await receiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    r.respond = async () => {
-      await held;
-      return { status: 200 };
-    };
+    const release = r.hold(200);
     const wh = await webhookFor(org, r, ['email.sent']);
     await processes.fanOut.runOnce();
     const impatient = new WebhookDispatcher(svc.postline.services, { timeoutMs: 200 });

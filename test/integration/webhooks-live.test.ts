@@ -32,8 +32,7 @@ afterAll(async () => {
 describe('webhooks, live', () => {
   it('delivers every event of a backlog and of live traffic exactly once, signed', async () => {
     const org = await svc.createOrg('pro');
-    const created = await org.live.post('/v1/webhooks', { url: receiver.url, events: ['email.sent'] });
-    receiver.secrets.push(created.body.signing_secret);
+    const created = await receiver.subscribe(org.live, ['email.sent']);
     const send = () => appendSentEmail(svc.postline.services.store, org.orgId, new Date());
     const backlog = [];
     for (let i = 0; i < 10; i++) backlog.push(await send());
@@ -43,7 +42,7 @@ describe('webhooks, live', () => {
     for (let i = 0; i < 5; i++) live.push(await send());
     // The test event of the webhook's creation, then one email.sent per email.
     const received = await receiver.waitFor(16);
-    const sent = received.filter((r) => r.payload.type === 'email.sent').map((r) => r.payload.data.email_id);
+    const sent = receiver.ofType('email.sent').map((r) => r.payload.data.email_id);
     expect([...sent].sort()).toEqual([...backlog, ...live].sort());
     expect(new Set(received.map((r) => r.id)).size).toBe(received.length);
     expect(received.every((r) => r.verifiedWith.length === 1)).toBe(true);
@@ -58,15 +57,14 @@ describe('webhooks, live', () => {
              count(a.*)::int + (d.first_latency_ms IS NOT NULL)::int AS n
            FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
            WHERE d.webhook_id = $1 GROUP BY d.webhook_id, d.id ORDER BY d.id`,
-          [created.body.id],
+          [created.id],
         )
       ).rows;
     await expect.poll(async () => (await outcomes()).filter((d) => d.status === 'succeeded').length).toBe(16);
     const recorded = await outcomes();
     expect(recorded).toHaveLength(16);
     expect(recorded.every((d) => d.attempts === 1 && !d.claimed && d.n === 1)).toBe(true);
-    const log = (await org.live.get(`/v1/webhooks/${created.body.id}/deliveries?limit=100`)).body
-      .data as any[];
+    const log = (await org.live.get(`/v1/webhooks/${created.id}/deliveries?limit=100`)).body.data as any[];
     expect(log).toHaveLength(16);
     expect(log.every((d) => d.attempts.length === 1 && d.attempts[0].response_status === 200)).toBe(true);
     await db.query(`UPDATE process_checkpoints SET position = '' WHERE name = $1`, [FAN_OUT_NAME]);
@@ -87,18 +85,11 @@ describe('webhooks, live', () => {
     const { db, store } = svc.postline.services;
     const org = await svc.createOrg('pro');
     const slow = await startWebhookReceiver();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    let release = () => {};
     try {
-      const created = await org.live.post('/v1/webhooks', { url: slow.url, events: ['email.sent'] });
-      slow.secrets.push(created.body.signing_secret);
+      const created = await slow.subscribe(org.live, ['email.sent']);
       await slow.waitFor(1); // the test event
-      slow.respond = async () => {
-        await held;
-        return { status: 200 };
-      };
+      release = slow.hold(200);
       const emailId = newId('em');
       const meta = { orgId: org.orgId, mode: 'live' as const };
       await appendSourceEvent(
@@ -142,7 +133,7 @@ describe('webhooks, live', () => {
       const [again] = await slow.waitFor(3).then((r) => r.slice(2));
       expect(again.id).toBe(inFlight.id);
       expect(again.body).toBe(inFlight.body);
-      expect(again.verifiedWith).toEqual([created.body.signing_secret]);
+      expect(again.verifiedWith).toEqual([created.signing_secret]);
       release();
       await expect.poll(row).toEqual([{ status: 'succeeded', claimed: false }]);
       expect(slow.received).toHaveLength(3);

@@ -5,22 +5,12 @@ import type { TestOrg } from '../support/service.ts';
 import { useWebhookProcesses } from '../support/webhook-processes.ts';
 import { appendSentEmail, logMarker } from '../support/webhook-receiver.ts';
 
-const { clock, svc, processes, receiver, pump } = useWebhookProcesses();
+const { clock, svc, processes, pump, subscribed } = useWebhookProcesses();
 
 const db = () => svc.postline.services.db;
 /** Waits for the webhooks read model to catch up with the dispatcher's own events (disable, exhaustion). */
 const projected = async () =>
   svc.postline.services.readYourWrites.waitFor(['webhooks'], await logMarker(svc.postline.services.store));
-
-/** An endpoint on a real receiver that takes the test event, subscribed to email.sent. */
-async function endpoint(org: TestOrg) {
-  const r = await receiver();
-  const created = await org.live.post('/v1/webhooks', { url: r.url, events: ['email.sent'] });
-  r.secrets.push(created.body.signing_secret);
-  await pump();
-  expect(r.received.map((d) => d.payload.type)).toEqual(['webhook.test']);
-  return { r, id: created.body.id as string };
-}
 
 const emailSent = (org: TestOrg) => appendSentEmail(svc.postline.services.store, org.orgId, clock.now());
 
@@ -48,14 +38,13 @@ async function walk(webhookId: string) {
 
 describe('webhook retries', () => {
   it('walks a failing endpoint through 8 attempts on the schedule, with jitter, then exhausts the delivery', async () => {
-    const org = await svc.createOrg('pro');
-    const { r, id } = await endpoint(org);
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 500, body: 'down for maintenance' });
     await emailSent(org);
     await pump();
 
     for (let attempt = 1; attempt < maxAttempts(WEBHOOK_RETRIES); attempt++) {
-      const [row] = await pendingOf(id);
+      const [row] = await pendingOf(wh.id);
       expect(row.attempts).toBe(attempt);
       const delay = row.next_attempt_at.getTime() - clock.now().getTime();
       const base = WEBHOOK_RETRIES.delaysMs[attempt - 1];
@@ -66,14 +55,14 @@ describe('webhook retries', () => {
       clock.advance(1);
       expect(await processes.dispatcher.runOnce()).toBe(1);
     }
-    expect(await pendingOf(id)).toEqual([]);
+    expect(await pendingOf(wh.id)).toEqual([]);
 
     const attempts = r.received.slice(1);
     expect(attempts).toHaveLength(maxAttempts(WEBHOOK_RETRIES));
     expect(new Set(attempts.map((d) => d.id)).size).toBe(1);
     expect(new Set(attempts.map((d) => d.body)).size).toBe(1);
     expect(attempts.every((d) => d.verifiedWith.length === 1)).toBe(true);
-    const [delivery] = (await org.live.get(`/v1/webhooks/${id}/deliveries`)).body.data;
+    const [delivery] = (await org.live.get(`/v1/webhooks/${wh.id}/deliveries`)).body.data;
     expect(delivery).toMatchObject({ status: 'exhausted', last_response_status: 500, next_attempt_at: null });
     expect(delivery.attempts.map((a: any) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(
@@ -87,8 +76,8 @@ describe('webhook retries', () => {
     expect(spanHours).toBeGreaterThan(27.6 * 0.8);
     expect(spanHours).toBeLessThan(27.6 * 1.2);
 
-    expect(await streamTypes(id)).toContain('WebhookDeliveryExhausted');
-    const webhook = (await org.live.get(`/v1/webhooks/${id}`)).body;
+    expect(await streamTypes(wh.id)).toContain('WebhookDeliveryExhausted');
+    const webhook = (await org.live.get(`/v1/webhooks/${wh.id}`)).body;
     expect(webhook).toMatchObject({
       active: true,
       consecutive_failures: 8,
@@ -99,21 +88,20 @@ describe('webhook retries', () => {
   });
 
   it(`disables an endpoint after ${AUTO_DISABLE_AFTER_EXHAUSTED} exhausted deliveries in a row, with a reason and an event`, async () => {
-    const org = await svc.createOrg('pro');
-    const { r, id } = await endpoint(org);
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 502 });
     for (let i = 0; i < AUTO_DISABLE_AFTER_EXHAUSTED; i++) await emailSent(org);
     await pump();
-    await walk(id);
+    await walk(wh.id);
 
-    const types = await streamTypes(id);
+    const types = await streamTypes(wh.id);
     expect(types.filter((t) => t === 'WebhookDeliveryExhausted')).toHaveLength(AUTO_DISABLE_AFTER_EXHAUSTED);
     expect(types.at(-1)).toBe('WebhookDisabled');
-    const disabled = (await svc.postline.services.store.readStream(`webhook-${id}`)).at(-1)!;
+    const disabled = (await svc.postline.services.store.readStream(`webhook-${wh.id}`)).at(-1)!;
     expect(disabled.data).toMatchObject({ reason: 'consecutive_failures' });
     expect(disabled.metadata.actor).toBe('system');
     await projected();
-    const webhook = (await org.live.get(`/v1/webhooks/${id}`)).body;
+    const webhook = (await org.live.get(`/v1/webhooks/${wh.id}`)).body;
     expect(webhook).toMatchObject({
       active: false,
       disabled_reason: 'consecutive_failures',
@@ -125,24 +113,23 @@ describe('webhook retries', () => {
     await emailSent(org);
     await pump();
     expect(r.received).toHaveLength(before);
-    const enabled = await org.live.patch(`/v1/webhooks/${id}`, { active: true });
+    const enabled = await org.live.patch(`/v1/webhooks/${wh.id}`, { active: true });
     expect(enabled.body).toMatchObject({ active: true, disabled_reason: null, disabled_at: null });
     await pump();
-    expect((await org.live.get(`/v1/webhooks/${id}`)).body.consecutive_failures).toBe(0);
+    expect((await org.live.get(`/v1/webhooks/${wh.id}`)).body.consecutive_failures).toBe(0);
   });
 
   it('disables an endpoint at once when it answers 410 Gone', async () => {
-    const org = await svc.createOrg('pro');
-    const { r, id } = await endpoint(org);
+    const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 410, body: 'gone' });
     await emailSent(org);
     await pump();
-    const [delivery] = (await org.live.get(`/v1/webhooks/${id}/deliveries`)).body.data;
+    const [delivery] = (await org.live.get(`/v1/webhooks/${wh.id}/deliveries`)).body.data;
     expect(delivery).toMatchObject({ status: 'failed', last_response_status: 410 });
     expect(delivery.attempts).toHaveLength(1);
-    expect(await streamTypes(id)).toEqual(['WebhookCreated', 'WebhookDisabled']);
+    expect(await streamTypes(wh.id)).toEqual(['WebhookCreated', 'WebhookDisabled']);
     await projected();
-    expect((await org.live.get(`/v1/webhooks/${id}`)).body).toMatchObject({
+    expect((await org.live.get(`/v1/webhooks/${wh.id}`)).body).toMatchObject({
       active: false,
       disabled_reason: 'endpoint_gone',
     });
@@ -152,12 +139,11 @@ describe('webhook retries', () => {
   });
 
   it('honours Retry-After on 429 and 503, never retrying sooner than the schedule', async () => {
-    const org = await svc.createOrg('pro');
-    const { r, id } = await endpoint(org);
+    const { org, r, wh } = await subscribed();
     const delayAfterNextAttempt = async () => {
       const before = clock.now().getTime();
       await pump();
-      const [row] = await pendingOf(id);
+      const [row] = await pendingOf(wh.id);
       clock.set(row.next_attempt_at);
       return row.next_attempt_at.getTime() - before;
     };
@@ -175,7 +161,7 @@ describe('webhook retries', () => {
     expect(untilDate).toBeLessThanOrEqual(3 * 3600_000);
     r.respond = () => ({ status: 200 });
     await pump();
-    expect(await pendingOf(id)).toEqual([]);
+    expect(await pendingOf(wh.id)).toEqual([]);
     expect(r.received.slice(1).map((d) => d.verifiedWith.length)).toEqual([1, 1, 1, 1]);
   });
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
+import { expectValidationErrors } from '../support/validation.ts';
 
 let acme: TestOrg;
 let other: TestOrg;
@@ -100,12 +101,7 @@ describe('webhooks API', () => {
       [{ url: URL_A, events: ['*'], secret: 'mine' }, 'secret'],
       [[1, 2], 'body'],
     ];
-    for (const [body, field] of cases) {
-      const r = await create(acme, body);
-      expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body.error.code).toBe('validation_error');
-      expect(r.body.error.message).toContain(field);
-    }
+    await expectValidationErrors((body) => create(acme, body), cases);
   });
 
   it('answers malformed JSON with 400 and a non-JSON body with 415', async () => {
@@ -272,11 +268,10 @@ describe('webhooks API', () => {
       [{ since, until: '2000-01-01T00:00:00Z' }, 'until'],
       [{ since, extra: true }, 'extra'],
     ];
-    for (const [body, field] of cases) {
-      const bad = await acme.live.post(`/v1/webhooks/${created.body.id}/replay`, body);
-      expect(bad.status, JSON.stringify(body)).toBe(422);
-      expect(bad.body.error.message).toContain(field);
-    }
+    await expectValidationErrors(
+      (body) => acme.live.post(`/v1/webhooks/${created.body.id}/replay`, body),
+      cases,
+    );
     const off = await create(acme, { url: URL_A, events: ['*'], active: false });
     const refused = await acme.live.post(`/v1/webhooks/${off.body.id}/replay`, { since });
     expect(refused.status).toBe(409);

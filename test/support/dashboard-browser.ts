@@ -3,7 +3,9 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { ROOT } from './process.ts';
+import { type TestOrg, useTestService } from './service.ts';
 
 // What the dashboard's browser tests share: Chromium from Debian, a browser that may reach only the service,
 // a webhook receiver, and the screenshots `npm run screenshots:dashboard` saves.
@@ -17,7 +19,7 @@ const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1' ? join(ROOT, 'docs
  * Chromium at 1280×860 whose page may reach only `baseUrl`'s origin: a request to anywhere else is aborted
  * and pushed to `foreign`, as is every error the page throws.
  */
-export async function openBrowser(
+async function openBrowser(
   baseUrl: string,
   foreign: string[],
 ): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
@@ -36,7 +38,7 @@ export async function openBrowser(
 }
 
 /** A webhook receiver on a free local port that answers 204, handing each request and its body to `onRequest`. */
-export async function startReceiver(
+async function startReceiver(
   onRequest: (req: IncomingMessage, body: string) => void,
 ): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
@@ -52,9 +54,72 @@ export async function startReceiver(
 }
 
 /** With `npm run screenshots:dashboard`, saves the top of the page as docs/dashboard/{name}.png. */
-export async function screenshot(page: Page, name: string) {
+async function screenshot(page: Page, name: string) {
   if (!SCREENSHOTS) return;
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.evaluate(() => scrollTo(0, 0));
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false });
+}
+
+/**
+ * The error a form shows beneath field `#f-{id}` (waited for), which says `says`; the field labelled `label`, when
+ * given, is marked invalid for assistive technology.
+ */
+export async function fieldError(page: Page, id: string, says: string, label?: string) {
+  const error = page.locator(`#f-${id}-error`);
+  await error.waitFor();
+  expect(await error.textContent()).toContain(says);
+  if (label) expect(await page.getByLabel(label).getAttribute('aria-invalid')).toBe('true');
+  return error;
+}
+
+/** What `useDashboardBrowser` opens before the tests. */
+export interface DashboardBrowser {
+  org: TestOrg;
+  context: BrowserContext;
+  page: Page;
+  /** Where the webhook receiver listens. */
+  receiverUrl: string;
+}
+
+/**
+ * For the `describe` it is called in: the service with every process manager on, a Pro organization, a webhook
+ * receiver that keeps each request's `webhook-id` and body in `received`, and a browser (`openBrowser`) on a page
+ * of the service. After the tests they are closed, and `foreign` must be empty: the page asked nothing of any other
+ * host (no CDN, no fonts) and threw no error.
+ */
+export function useDashboardBrowser() {
+  const svc = useTestService({ processes: true });
+  const opened = {} as DashboardBrowser;
+  const received: { id: string; body: string }[] = [];
+  const foreign: string[] = [];
+  let browser: Browser | undefined;
+  let receiver: Server | undefined;
+  beforeAll(async () => {
+    opened.org = await svc.createOrg('pro');
+    ({ server: receiver, url: opened.receiverUrl } = await startReceiver((req, body) =>
+      received.push({ id: String(req.headers['webhook-id']), body }),
+    ));
+    ({ browser, context: opened.context, page: opened.page } = await openBrowser(svc.baseUrl, foreign));
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => receiver?.close(resolve));
+    expect(foreign).toEqual([]);
+  });
+  const page = () => opened.page;
+  return {
+    svc,
+    opened,
+    received,
+    foreign,
+    go: (path: string) => page().goto(`${svc.baseUrl}${path}`),
+    shot: (name: string) => screenshot(page(), name),
+    async signIn(key: string) {
+      await page().goto(`${svc.baseUrl}/`);
+      await page().getByLabel('API key').fill(key);
+      await page().getByRole('button', { name: 'Sign in' }).click();
+      await page().getByRole('navigation', { name: 'Sections' }).waitFor();
+    },
+  };
 }

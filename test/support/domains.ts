@@ -16,6 +16,19 @@ export function recipientDomainOnLoopback(dns: TestDnsServer) {
   dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
 }
 
+/**
+ * What a service needs to send live email on loopback: its domains verify against `dns`, and mail for `rcpt.test`
+ * goes to `mx` (the tests' receiving SMTP server), whose self-signed certificate it accepts.
+ */
+export function sendingToLoopbackEnv(dns: TestDnsServer, mx: { port: number }): Record<string, string> {
+  recipientDomainOnLoopback(dns);
+  return {
+    ...domainEnv(dns),
+    OUTBOUND_SMTP_PORT: String(mx.port),
+    OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
+  };
+}
+
 interface ApiDnsRecord {
   type: 'TXT' | 'MX' | 'CNAME';
   name: string;

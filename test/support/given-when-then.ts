@@ -1,6 +1,7 @@
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import { AppError, type ErrorCode } from '../../platform/errors.ts';
 import type { Decider, DomainEvent } from '../../platform/eventstore/command.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
 
 /**
  * Given these events, when this command, then these events (or this error code). Reads as a table:
@@ -36,4 +37,25 @@ export function spec<C, E extends DomainEvent, S>(decider: Decider<C, E, S>) {
       };
     },
   };
+}
+
+/**
+ * The rule every owned aggregate keeps: to another organization, and to the other mode, it does not exist. Adds a
+ * test of each: `command`, which the owner may send after `history`, sent by them is refused as not_found.
+ */
+export function itHidesFromOtherCallers<C, E extends DomainEvent, S>(
+  decider: Decider<C, E, S>,
+  history: E[],
+  command: C & { orgId: string; mode: Mode },
+) {
+  const others: [string, { orgId?: string; mode?: Mode }][] = [
+    ['another organization', { orgId: 'org_2' }],
+    ['the other mode', { mode: command.mode === 'live' ? 'test' : 'live' }],
+  ];
+  it.each(others)('hides it from %s', (_, other) =>
+    spec(decider)
+      .given(history)
+      .when({ ...command, ...other })
+      .thenFails('not_found'),
+  );
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { startDnsServer, type TestDnsServer } from './dns-server.ts';
-import { domainEnv, recipientDomainOnLoopback } from './domains.ts';
+import { sendingToLoopbackEnv } from './domains.ts';
 import { type TestServiceOptions, useTestService } from './service.ts';
 import { type SmtpSink, type SmtpSinkOptions, startSmtpSink } from './smtp-sink.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.ts';
@@ -16,16 +16,10 @@ export function useLiveService(o: { sink?: SmtpSinkOptions; env?: TestServiceOpt
     live.dns = await startDnsServer();
     live.sink = await startSmtpSink(o.sink);
     live.receiver = await startWebhookReceiver();
-    recipientDomainOnLoopback(live.dns);
   });
   const svc = useTestService(() => ({
     processes: true,
-    env: {
-      ...domainEnv(live.dns),
-      OUTBOUND_SMTP_PORT: String(live.sink.port),
-      OUTBOUND_TLS_REJECT_UNAUTHORIZED: 'false',
-      ...o.env,
-    },
+    env: { ...sendingToLoopbackEnv(live.dns, live.sink), ...o.env },
   }));
   // Registered before the service's own afterAll, so it runs after it (hooks unwind as a stack).
   afterAll(async () => {

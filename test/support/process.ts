@@ -67,6 +67,18 @@ export function runCli(
   });
 }
 
+/** Creates an organization as an operator does, with `postline orgs create --json`: its id and its two keys. */
+export async function createOrgWithCli(
+  env: Record<string, string>,
+  name: string,
+  plan?: string,
+): Promise<{ org_id: string; live_key: string; test_key: string }> {
+  const args = ['orgs', 'create', '--name', name, ...(plan ? ['--plan', plan] : []), '--json'];
+  const created = await runCli(args, env);
+  expect(created.code, created.stderr).toBe(0);
+  return JSON.parse(created.stdout);
+}
+
 /** Starts `postline serve` as a user would and waits until /readyz answers. */
 export async function startServer(
   env: Record<string, string>,

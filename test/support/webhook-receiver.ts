@@ -2,9 +2,11 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { expect } from 'vitest';
 import type { Clock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
 import { openApiResponses } from './openapi-responses.ts';
+import type { ApiClient } from './service.ts';
 
 export interface ReceivedWebhook {
   id: string;
@@ -31,8 +33,14 @@ export interface WebhookReceiver {
   secrets: string[];
   /** How to answer the next requests (default 200). May return a promise to hold the response. */
   respond: (req: ReceivedWebhook) => Reply | Promise<Reply>;
+  /** The deliveries of events of `type` received so far, in order of arrival. */
+  ofType(type: string): ReceivedWebhook[];
+  /** Holds every request from now on, until the function it returns is called; then answers `status`. */
+  hold(status: number): () => void;
   /** Resolves once `count` deliveries have arrived in total. */
   waitFor(count: number): Promise<ReceivedWebhook[]>;
+  /** Creates a webhook to this receiver through `client` (201), and verifies deliveries with its secret. */
+  subscribe(client: ApiClient, events: string[]): Promise<{ id: string; signing_secret: string }>;
   close(): Promise<void>;
 }
 
@@ -58,10 +66,28 @@ export async function startWebhookReceiver(
     received: [],
     secrets: [],
     respond: () => ({ status: 200, body: 'ok' }),
+    ofType: (type) => receiver.received.filter((r) => r.payload?.type === type),
+    hold(status) {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      receiver.respond = async () => {
+        await held;
+        return { status };
+      };
+      return release;
+    },
     async waitFor(count) {
       if (receiver.received.length < count)
         await new Promise<void>((resolve) => waiters.push({ count, resolve }));
       return receiver.received;
+    },
+    async subscribe(client, events) {
+      const created = await client.post('/v1/webhooks', { url: receiver.url, events });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      receiver.secrets.push(created.body.signing_secret);
+      return created.body;
     },
     close: async () => {},
   };

@@ -2,7 +2,7 @@ import { describe, it } from 'vitest';
 import { apiKeyDecider } from '../../write-side/api-keys/api-key.decider.ts';
 import type { ApiKeyEvent } from '../../write-side/api-keys/api-key.events.ts';
 import { organizationDecider } from '../../write-side/organizations/organization.decider.ts';
-import { spec } from '../support/given-when-then.ts';
+import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const created: ApiKeyEvent = {
   type: 'ApiKeyCreated',
@@ -50,16 +50,7 @@ describe('API key decider', () => {
       .given([created, { type: 'ApiKeyDeleted', data: { keyId: 'key_1', deletedAt: del.at } }])
       .when(del)
       .thenFails('not_found'));
-  it("hides another organization's key", () =>
-    spec(apiKeyDecider)
-      .given([created])
-      .when({ ...del, orgId: 'org_2' })
-      .thenFails('not_found'));
-  it("hides the other mode's key", () =>
-    spec(apiKeyDecider)
-      .given([created])
-      .when({ ...del, mode: 'test' })
-      .thenFails('not_found'));
+  itHidesFromOtherCallers(apiKeyDecider, [created], del);
   it('deletes nothing that was never created', () =>
     spec(apiKeyDecider).given([]).when(del).thenFails('not_found'));
 });

@@ -4,7 +4,7 @@ import { broadcastDecider } from '../../write-side/broadcasts/broadcast.decider.
 import type { BroadcastContent, BroadcastEvent } from '../../write-side/broadcasts/broadcast.events.ts';
 import { checkBroadcastContent, withFooter } from '../../write-side/broadcasts/broadcast-content.ts';
 import { UnsubscribeTokens } from '../../write-side/broadcasts/unsubscribe-token.ts';
-import { spec } from '../support/given-when-then.ts';
+import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const caller = { broadcastId: 'bc_1', orgId: 'org_1', mode: 'live' as const };
 const content: BroadcastContent = {
@@ -150,13 +150,7 @@ describe('broadcast decider', () => {
       .then([{ type: 'BroadcastSent', data: { broadcastId: 'bc_1', sentAt: 'T3' } }]);
   });
 
-  it('hides another organization’s broadcast, and the other mode’s', () => {
-    for (const other of [{ orgId: 'org_2' }, { mode: 'test' as const }])
-      spec(broadcastDecider)
-        .given([created])
-        .when({ ...caller, ...other, type: 'DeleteBroadcast', at: 'T2' })
-        .thenFails('not_found');
-  });
+  itHidesFromOtherCallers(broadcastDecider, [created], { ...caller, type: 'DeleteBroadcast', at: 'T2' });
 });
 
 describe('broadcast content', () => {

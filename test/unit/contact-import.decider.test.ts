@@ -23,19 +23,24 @@ const counted: ContactImportEvent = {
   type: 'ContactImportCounted',
   data: { importId, rowsTotal: 3, countedAt: 'T2' },
 };
-const firstBatch: ContactImportEvent = {
+type Batch = Omit<
+  Extract<ContactImportEvent, { type: 'ContactImportProgressed' }>['data'],
+  'importId' | 'progressedAt'
+>;
+const progressed = (batch: Batch, progressedAt: string): ContactImportEvent => ({
   type: 'ContactImportProgressed',
-  data: {
-    importId,
-    fromRow: 0,
-    rows: 2,
-    created: 1,
-    updated: 0,
-    skipped: 1,
-    invalidRows: [{ line: 3, reason: 'email: must be a valid email address' }],
-    progressedAt: 'T3',
-  },
+  data: { importId, ...batch, progressedAt },
+});
+const firstRows: Batch = {
+  fromRow: 0,
+  rows: 2,
+  created: 1,
+  updated: 0,
+  skipped: 1,
+  invalidRows: [{ line: 3, reason: 'email: must be a valid email address' }],
 };
+const lastRows: Batch = { fromRow: 2, rows: 1, created: 1, updated: 0, skipped: 0, invalidRows: [] };
+const firstBatch = progressed(firstRows, 'T3');
 const progress = (fromRow: number, rows: number, invalidRows = [] as { line: number; reason: string }[]) => ({
   type: 'RecordContactImportProgress' as const,
   importId,
@@ -72,27 +77,13 @@ describe('contact import decider', () => {
     spec(contactImportDecider)
       .given([started, counted])
       .when(progress(0, 2, [{ line: 3, reason: 'email: must be a valid email address' }]))
-      .then([{ ...firstBatch, data: { ...firstBatch.data, created: 1, progressedAt: 'T4' } }]);
+      .then([progressed(firstRows, 'T4')]);
     spec(contactImportDecider).given([started, counted, firstBatch]).when(progress(0, 2)).then([]);
     spec(contactImportDecider).given([started, counted, firstBatch]).when(progress(3, 1)).then([]);
     spec(contactImportDecider)
       .given([started, counted, firstBatch])
       .when(progress(2, 1))
-      .then([
-        {
-          type: 'ContactImportProgressed',
-          data: {
-            importId,
-            fromRow: 2,
-            rows: 1,
-            created: 1,
-            updated: 0,
-            skipped: 0,
-            invalidRows: [],
-            progressedAt: 'T4',
-          },
-        },
-      ]);
+      .then([progressed(lastRows, 'T4')]);
     // Before it was counted, nothing is recorded.
     spec(contactImportDecider).given([started]).when(progress(0, 2)).then([]);
   });
@@ -103,19 +94,10 @@ describe('contact import decider', () => {
       type: 'ContactImportCounted',
       data: { importId, rowsTotal: 5000, countedAt: 'T2' },
     };
-    const almostFull: ContactImportEvent = {
-      type: 'ContactImportProgressed',
-      data: {
-        importId,
-        fromRow: 0,
-        rows: many.length,
-        created: 0,
-        updated: 0,
-        skipped: many.length,
-        invalidRows: many,
-        progressedAt: 'T3',
-      },
-    };
+    const almostFull = progressed(
+      { fromRow: 0, rows: many.length, created: 0, updated: 0, skipped: many.length, invalidRows: many },
+      'T3',
+    );
     const next = [
       { line: 2000, reason: 'a' },
       { line: 2001, reason: 'b' },
@@ -124,19 +106,17 @@ describe('contact import decider', () => {
       .given([started, big, almostFull])
       .when(progress(many.length, 2, next))
       .then([
-        {
-          type: 'ContactImportProgressed',
-          data: {
-            importId,
+        progressed(
+          {
             fromRow: many.length,
             rows: 2,
             created: 0,
             updated: 0,
             skipped: 2,
             invalidRows: [{ line: 2000, reason: 'a' }],
-            progressedAt: 'T4',
           },
-        },
+          'T4',
+        ),
       ]);
   });
 
@@ -148,14 +128,15 @@ describe('contact import decider', () => {
       error: null,
       at: 'T5',
     };
-    const rest: ContactImportEvent = {
-      type: 'ContactImportProgressed',
-      data: { ...firstBatch.data, fromRow: 2, rows: 1, created: 1, skipped: 0, invalidRows: [] },
-    };
-    const completed: ContactImportEvent = {
+    const finished = (
+      status: 'completed' | 'failed',
+      error: { line: number; message: string } | null,
+    ): ContactImportEvent => ({
       type: 'ContactImportFinished',
-      data: { importId, status: 'completed', error: null, finishedAt: 'T5' },
-    };
+      data: { importId, status, error, finishedAt: 'T5' },
+    });
+    const rest = progressed(lastRows, 'T3');
+    const completed = finished('completed', null);
     spec(contactImportDecider).given([started, counted, firstBatch, rest]).when(complete).then([completed]);
     spec(contactImportDecider).given([started, counted, firstBatch]).when(complete).thenFails('conflict');
     const fail = {
@@ -166,17 +147,7 @@ describe('contact import decider', () => {
     spec(contactImportDecider)
       .given([started])
       .when(fail)
-      .then([
-        {
-          type: 'ContactImportFinished',
-          data: {
-            importId,
-            status: 'failed',
-            error: { line: 7, message: 'Quote not closed' },
-            finishedAt: 'T5',
-          },
-        },
-      ]);
+      .then([finished('failed', { line: 7, message: 'Quote not closed' })]);
     const done = [started, counted, firstBatch, rest, completed];
     spec(contactImportDecider).given(done).when(fail).then([]);
     spec(contactImportDecider).given(done).when(complete).then([]);

@@ -5,10 +5,13 @@ import { AppError } from '../../platform/errors.ts';
 /** Errors as node-postgres hands them over (server errors carry severity and SQLSTATE). */
 const server = (code: string, severity: string, message: string) =>
   Object.assign(new Error(message), { code, severity });
+const answers = (expected: boolean, errors: unknown[]) => {
+  for (const error of errors) expect(isDatabaseUnavailable(error), String(error)).toBe(expected);
+};
 
 describe('isDatabaseUnavailable', () => {
-  it('says yes to a lost or refused connection, however it shows', () => {
-    for (const error of [
+  it('says yes to a lost or refused connection, however it shows', () =>
+    answers(true, [
       server('57P01', 'FATAL', 'terminating connection due to administrator command'),
       server('57P03', 'FATAL', 'the database system is starting up'),
       server('55000', 'FATAL', 'database "x" is not currently accepting connections'),
@@ -21,12 +24,10 @@ describe('isDatabaseUnavailable', () => {
       new Error('timeout exceeded when trying to connect'),
       new Error('Client has encountered a connection error and is not queryable'),
       new Error('a wrapper', { cause: new Error('Connection terminated unexpectedly') }),
-    ])
-      expect(isDatabaseUnavailable(error), error.message).toBe(true);
-  });
+    ]));
 
-  it('says no to what is about the statement or the request', () => {
-    for (const error of [
+  it('says no to what is about the statement or the request', () =>
+    answers(false, [
       server('22P02', 'ERROR', 'invalid input syntax for type json'),
       server('23505', 'ERROR', 'duplicate key value violates unique constraint "x"'),
       server('40001', 'ERROR', 'could not serialize access due to concurrent update'),
@@ -35,7 +36,5 @@ describe('isDatabaseUnavailable', () => {
       new TypeError("Cannot read properties of undefined (reading 'x')"),
       undefined,
       'Connection terminated',
-    ])
-      expect(isDatabaseUnavailable(error), String(error)).toBe(false);
-  });
+    ]));
 });

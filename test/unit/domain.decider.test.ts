@@ -6,7 +6,7 @@ import type {
   DomainStatus,
   RecordCheck,
 } from '../../write-side/domains/domain.events.ts';
-import { spec } from '../support/given-when-then.ts';
+import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';
 const later = '2026-01-02T00:00:00.000Z';
@@ -106,6 +106,7 @@ describe('domain decider: adding', () => {
 });
 
 describe('domain decider: DNS checks', () => {
+  const verified = [added, ...checked([added], allOk)];
   it('verifies when every required record is found, and says so once', () =>
     spec(domainDecider)
       .given([added])
@@ -118,7 +119,7 @@ describe('domain decider: DNS checks', () => {
 
   it('does not verify again when already verified', () =>
     spec(domainDecider)
-      .given([added, ...checked([added], allOk)])
+      .given(verified)
       .when(check(allOk))
       .then([checkedEvent('verified', allOk)]));
 
@@ -155,9 +156,8 @@ describe('domain decider: DNS checks', () => {
       .then((events) => expect(statusOf(events[0])).toBe('failed')));
 
   it('reports a verified record that disappeared, and stops being verified', () => {
-    const history = [added, ...checked([added], allOk)];
     spec(domainDecider)
-      .given(history)
+      .given(verified)
       .when(check({ ...allOk, dkim: 'failed' }, 'periodic'))
       .then((events) => {
         expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainDnsChanged']);
@@ -180,7 +180,6 @@ describe('domain decider: DNS checks', () => {
   });
 
   it('reports a DNS change only once, and verifies again when the record is back', () => {
-    const verified = [added, ...checked([added], allOk)];
     const broken = [...verified, ...checked(verified, { ...allOk, dkim: 'failed' })];
     spec(domainDecider)
       .given(broken)
@@ -193,7 +192,6 @@ describe('domain decider: DNS checks', () => {
   });
 
   it('keeps the status of a record whose lookup was inconclusive', () => {
-    const verified = [added, ...checked([added], allOk)];
     spec(domainDecider)
       .given(verified)
       .when(check({ ...allOk, dkim: 'inconclusive' }, 'periodic'))
@@ -203,15 +201,8 @@ describe('domain decider: DNS checks', () => {
       });
   });
 
-  it("hides another organization's, the other mode's and a deleted domain", () => {
-    spec(domainDecider)
-      .given([added])
-      .when({ ...check(allOk), orgId: 'org_2' })
-      .thenFails('not_found');
-    spec(domainDecider)
-      .given([added])
-      .when({ ...check(allOk), mode: 'test' })
-      .thenFails('not_found');
+  itHidesFromOtherCallers(domainDecider, [added], check(allOk));
+  it('checks no domain that is deleted or was never added', () => {
     spec(domainDecider).given([]).when(check(allOk)).thenFails('not_found');
     const deleted: DomainEvent = {
       type: 'DomainDeleted',
@@ -292,11 +283,7 @@ describe('domain decider: updates', () => {
       .when({ ...update, clickTracking: true, inboundEnabled: false })
       .then([]));
 
-  it("refuses another organization's domain", () =>
-    spec(domainDecider)
-      .given([added])
-      .when({ ...update, orgId: 'org_2', openTracking: true })
-      .thenFails('not_found'));
+  itHidesFromOtherCallers(domainDecider, [added], { ...update, openTracking: true });
 });
 
 describe('domain decider: delete and purge', () => {
@@ -307,22 +294,17 @@ describe('domain decider: delete and purge', () => {
     data: { domainId: 'dom_1', name: 'example.com', deletedAt: later, purgeAfter },
   };
   const purge = { type: 'PurgeDomain' as const, domainId: 'dom_1', at: purgeAfter };
+  const purged: DomainEvent = {
+    type: 'DomainPurged',
+    data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter },
+  };
 
   it('soft-deletes with a purge date', () => spec(domainDecider).given([added]).when(del).then([deleted]));
   it('does not delete twice', () =>
     spec(domainDecider).given([added, deleted]).when(del).thenFails('not_found'));
-  it("does not delete another organization's domain", () =>
-    spec(domainDecider)
-      .given([added])
-      .when({ ...del, orgId: 'org_2' })
-      .thenFails('not_found'));
+  itHidesFromOtherCallers(domainDecider, [added], del);
   it('purges after the grace period', () =>
-    spec(domainDecider)
-      .given([added, deleted])
-      .when(purge)
-      .then([
-        { type: 'DomainPurged', data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter } },
-      ]));
+    spec(domainDecider).given([added, deleted]).when(purge).then([purged]));
   it('does not purge early', () =>
     spec(domainDecider)
       .given([added, deleted])
@@ -330,15 +312,7 @@ describe('domain decider: delete and purge', () => {
       .thenFails('conflict'));
   it('does not purge a domain that is not deleted', () =>
     spec(domainDecider).given([added]).when(purge).thenFails('conflict'));
-  it('purges once', () =>
-    spec(domainDecider)
-      .given([
-        added,
-        deleted,
-        { type: 'DomainPurged', data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter } },
-      ])
-      .when(purge)
-      .then([]));
+  it('purges once', () => spec(domainDecider).given([added, deleted, purged]).when(purge).then([]));
 
   const restore = { type: 'RestoreDomain' as const, ...who, at: '2026-01-20T00:00:00.000Z' };
   const restored: DomainEvent = {
@@ -361,20 +335,9 @@ describe('domain decider: delete and purge', () => {
       .when({ ...restore, at: purgeAfter })
       .thenFails('not_found');
   });
-  it("does not restore another organization's domain, nor a purged one", () => {
-    spec(domainDecider)
-      .given([added, deleted])
-      .when({ ...restore, orgId: 'org_2' })
-      .thenFails('not_found');
-    spec(domainDecider)
-      .given([
-        added,
-        deleted,
-        { type: 'DomainPurged', data: { domainId: 'dom_1', name: 'example.com', purgedAt: purgeAfter } },
-      ])
-      .when(restore)
-      .thenFails('not_found');
-  });
+  itHidesFromOtherCallers(domainDecider, [added, deleted], restore);
+  it('does not restore a purged domain', () =>
+    spec(domainDecider).given([added, deleted, purged]).when(restore).thenFails('not_found'));
 });
 
 describe('domain status', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type EmailCommand, emailDecider, statusOf } from '../../write-side/emails/email.decider.ts';
 import type { EmailContent, EmailEvent } from '../../write-side/emails/email.events.ts';
 import { rollUp } from '../../write-side/emails/status.ts';
-import { spec } from '../support/given-when-then.ts';
+import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const content: EmailContent = {
   emailId: 'em_1',
@@ -28,6 +28,9 @@ const T = (m: number) => new Date(Date.parse('2026-01-01T00:00:00Z') + m * 60_00
 const queued: EmailEvent = { type: 'EmailQueued', data: content };
 const scheduled: EmailEvent = { type: 'EmailScheduled', data: { ...content, sendAt: T(60) } };
 const caller = { emailId: 'em_1', orgId: 'org_1', mode: 'live' as const, at: T(1) };
+const canceled: EmailEvent = { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } };
+const rescheduled: EmailEvent = { type: 'EmailRescheduled', data: { emailId: 'em_1', sendAt: T(120) } };
+const released: EmailEvent = { type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } };
 const started: EmailEvent = { type: 'EmailSendingStarted', data: { emailId: 'em_1', startedAt: T(1) } };
 const sent: EmailEvent = {
   type: 'EmailSent',
@@ -36,6 +39,18 @@ const sent: EmailEvent = {
 const delivered = (r: string): EmailEvent => ({
   type: 'EmailDelivered',
   data: { emailId: 'em_1', recipient: r, smtpResponse: '250 ok', deliveredAt: T(2) },
+});
+/** A hard bounce of ann@a.test. */
+const bounced = (smtpResponse: string, bouncedAt: string): EmailEvent => ({
+  type: 'EmailBounced',
+  data: {
+    emailId: 'em_1',
+    recipient: 'ann@a.test',
+    bounceType: 'hard',
+    smtpCode: 550,
+    smtpResponse,
+    bouncedAt,
+  },
 });
 const outcomes = (list: any[]): EmailCommand => ({
   type: 'RecordDeliveryOutcomes',
@@ -77,7 +92,7 @@ describe('email decider: cancel and reschedule', () => {
     spec(emailDecider)
       .given([scheduled])
       .when({ type: 'CancelEmail', ...caller })
-      .then([{ type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }]));
+      .then([canceled]));
   it('refuses to cancel a queued email (409)', () =>
     spec(emailDecider)
       .given([queued])
@@ -85,29 +100,20 @@ describe('email decider: cancel and reschedule', () => {
       .thenFails('email_not_scheduled', /queued/));
   it('refuses to cancel twice', () =>
     spec(emailDecider)
-      .given([scheduled, { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }])
+      .given([scheduled, canceled])
       .when({ type: 'CancelEmail', ...caller })
       .thenFails('email_not_scheduled', /canceled/));
   it('reschedules a scheduled email', () =>
     spec(emailDecider)
       .given([scheduled])
       .when({ type: 'RescheduleEmail', ...caller, sendAt: T(120) })
-      .then([{ type: 'EmailRescheduled', data: { emailId: 'em_1', sendAt: T(120) } }]));
+      .then([rescheduled]));
   it('refuses to reschedule a released email', () =>
     spec(emailDecider)
-      .given([scheduled, { type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } }])
+      .given([scheduled, released])
       .when({ type: 'RescheduleEmail', ...caller, sendAt: T(120) })
       .thenFails('email_not_scheduled'));
-  it("hides another organization's email", () =>
-    spec(emailDecider)
-      .given([scheduled])
-      .when({ type: 'CancelEmail', ...caller, orgId: 'org_2' })
-      .thenFails('not_found'));
-  it("hides the other mode's email", () =>
-    spec(emailDecider)
-      .given([scheduled])
-      .when({ type: 'CancelEmail', ...caller, mode: 'test' })
-      .thenFails('not_found'));
+  itHidesFromOtherCallers(emailDecider, [scheduled], { type: 'CancelEmail', ...caller });
   it('answers 404 for an email that does not exist', () =>
     spec(emailDecider)
       .given([])
@@ -121,27 +127,13 @@ describe('email decider: scheduler', () => {
     spec(emailDecider)
       .given([scheduled])
       .when(release(T(60)))
-      .then([{ type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } }]));
-  it('does not release early', () =>
-    spec(emailDecider)
-      .given([scheduled])
-      .when(release(T(59)))
-      .then([]));
-  it('does not release an email rescheduled later', () =>
-    spec(emailDecider)
-      .given([scheduled, { type: 'EmailRescheduled', data: { emailId: 'em_1', sendAt: T(120) } }])
-      .when(release(T(60)))
-      .then([]));
-  it('does not release a canceled email (cancel won the race)', () =>
-    spec(emailDecider)
-      .given([scheduled, { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }])
-      .when(release(T(60)))
-      .then([]));
-  it('releases once', () =>
-    spec(emailDecider)
-      .given([scheduled, { type: 'EmailReleased', data: { emailId: 'em_1', releasedAt: T(60) } }])
-      .when(release(T(61)))
-      .then([]));
+      .then([released]));
+  it.each<[string, EmailEvent[], string]>([
+    ['does not release early', [scheduled], T(59)],
+    ['does not release an email rescheduled later', [scheduled, rescheduled], T(60)],
+    ['does not release a canceled email (cancel won the race)', [scheduled, canceled], T(60)],
+    ['releases once', [scheduled, released], T(61)],
+  ])('%s', (_, history, at) => spec(emailDecider).given(history).when(release(at)).then([]));
 });
 
 describe('email decider: delivery', () => {
@@ -217,19 +209,7 @@ describe('email decider: delivery', () => {
           },
         ]),
       )
-      .then([
-        {
-          type: 'EmailBounced',
-          data: {
-            emailId: 'em_1',
-            recipient: 'ann@a.test',
-            bounceType: 'hard',
-            smtpCode: 550,
-            smtpResponse: '550 no such user',
-            bouncedAt: T(2),
-          },
-        },
-      ]));
+      .then([bounced('550 no such user', T(2))]));
   it('ignores outcomes for final or unknown recipients', () =>
     spec(emailDecider)
       .given([queued, started, sent, delivered('ann@a.test')])
@@ -242,66 +222,51 @@ describe('email decider: delivery', () => {
       .then([]));
   it('records outcomes for a canceled email never', () =>
     spec(emailDecider)
-      .given([scheduled, { type: 'EmailCanceled', data: { emailId: 'em_1', canceledAt: T(1) } }])
+      .given([scheduled, canceled])
       .when(outcomes([{ recipient: 'ann@a.test', result: 'delivered', attempt: 1, smtpResponse: '250' }]))
       .then([]));
 });
 
 describe('email decider: complaints and tracking', () => {
+  const afterDelivery = [queued, started, sent, delivered('ann@a.test')];
+  /** A delivery status report about ann@a.test (in the case the reporting server wrote) at T(9). */
+  const aboutAnn = (smtpCode: number, smtpResponse: string) => ({
+    emailId: 'em_1',
+    recipient: 'Ann@a.test',
+    smtpCode,
+    smtpResponse,
+    at: T(9),
+  });
   it('records a complaint once', () => {
     const complained: EmailEvent = {
       type: 'EmailComplained',
       data: { emailId: 'em_1', recipient: 'ann@a.test', complainedAt: T(5) },
     };
     spec(emailDecider)
-      .given([queued, started, sent, delivered('ann@a.test')])
+      .given(afterDelivery)
       .when({ type: 'RecordComplaint', emailId: 'em_1', recipient: 'Ann@A.test', at: T(5) })
       .then([complained]);
     spec(emailDecider)
-      .given([queued, started, sent, delivered('ann@a.test'), complained])
+      .given([...afterDelivery, complained])
       .when({ type: 'RecordComplaint', emailId: 'em_1', recipient: 'ann@a.test', at: T(6) })
       .then([]);
   });
   it('records a bounce report after delivery, once', () => {
     const report: EmailCommand = {
       type: 'RecordBounceReport',
-      emailId: 'em_1',
-      recipient: 'Ann@a.test',
       bounceType: 'hard',
-      smtpCode: 550,
-      smtpResponse: '5.1.1 user unknown',
-      at: T(9),
+      ...aboutAnn(550, '5.1.1 user unknown'),
     };
-    const bounced: EmailEvent = {
-      type: 'EmailBounced',
-      data: {
-        emailId: 'em_1',
-        recipient: 'ann@a.test',
-        bounceType: 'hard',
-        smtpCode: 550,
-        smtpResponse: '5.1.1 user unknown',
-        bouncedAt: T(9),
-      },
-    };
+    const reported = bounced('5.1.1 user unknown', T(9));
+    spec(emailDecider).given(afterDelivery).when(report).then([reported]);
     spec(emailDecider)
-      .given([queued, started, sent, delivered('ann@a.test')])
-      .when(report)
-      .then([bounced]);
-    spec(emailDecider)
-      .given([queued, started, sent, delivered('ann@a.test'), bounced])
+      .given([...afterDelivery, reported])
       .when(report)
       .then([]);
     spec(emailDecider).given([queued]).when(report).then([]);
   });
   it('records a delay report after delivery without changing the recipient, until it bounced', () => {
-    const report: EmailCommand = {
-      type: 'RecordDelayReport',
-      emailId: 'em_1',
-      recipient: 'Ann@a.test',
-      smtpCode: 452,
-      smtpResponse: '4.2.2 mailbox full',
-      at: T(9),
-    };
+    const report: EmailCommand = { type: 'RecordDelayReport', ...aboutAnn(452, '4.2.2 mailbox full') };
     const reported: EmailEvent = {
       type: 'EmailDelayReported',
       data: {
@@ -312,25 +277,11 @@ describe('email decider: complaints and tracking', () => {
         reportedAt: T(9),
       },
     };
-    const history = [queued, started, sent, delivered('ann@a.test')];
-    spec(emailDecider).given(history).when(report).then([reported]);
+    spec(emailDecider).given(afterDelivery).when(report).then([reported]);
     // News only: the recipient stays delivered, so delivery never tries it again.
-    const after = [...history, reported].reduce(emailDecider.evolve, emailDecider.initialState);
-    const before = history.reduce(emailDecider.evolve, emailDecider.initialState);
-    expect(after).toEqual(before);
-    const bounced: EmailEvent = {
-      type: 'EmailBounced',
-      data: {
-        emailId: 'em_1',
-        recipient: 'ann@a.test',
-        bounceType: 'hard',
-        smtpCode: 550,
-        smtpResponse: 'x',
-        bouncedAt: T(8),
-      },
-    };
+    expect(stateAfter([...afterDelivery, reported])).toEqual(stateAfter(afterDelivery));
     spec(emailDecider)
-      .given([...history, bounced])
+      .given([...afterDelivery, bounced('x', T(8))])
       .when(report)
       .then([]);
     spec(emailDecider).given([queued]).when(report).then([]);

@@ -41,83 +41,85 @@ const free = (id: string): PlanSlotCommand => ({
 });
 
 describe('plan slot decider', () => {
-  it('seeds the stream on the first take, from the resources that exist', () =>
-    spec(planSlotDecider)
-      .given([])
-      .when(take('wh_b', 2, { existing: ['wh_a'] }))
-      .then([seeded('wh_a'), taken('wh_b')]));
+  it.each<{ rule: string; history: PlanSlotEvent[]; command: PlanSlotCommand; appends: PlanSlotEvent[] }>([
+    {
+      rule: 'seeds the stream on the first take, from the resources that exist',
+      history: [],
+      command: take('wh_b', 2, { existing: ['wh_a'] }),
+      appends: [seeded('wh_a'), taken('wh_b')],
+    },
+    {
+      rule: 'ignores `existing` once seeded',
+      history: [seeded()],
+      command: take('wh_b', 1, { existing: ['wh_a'] }),
+      appends: [taken('wh_b')],
+    },
+    {
+      rule: 'takes the last slot',
+      history: [seeded('wh_a'), taken('wh_b')],
+      command: take('wh_c', 3),
+      appends: [taken('wh_c')],
+    },
+    {
+      rule: 'counts a freed slot as free',
+      history: [seeded('wh_a'), freed('wh_a')],
+      command: take('wh_b', 1),
+      appends: [taken('wh_b')],
+    },
+    {
+      rule: 'frees stale slots (abandoned or deleted) before counting',
+      history: [seeded(), taken('wh_a')],
+      command: take('wh_b', 1, { stale: [{ id: 'wh_a', reason: 'abandoned' }] }),
+      appends: [freed('wh_a', 'abandoned'), taken('wh_b')],
+    },
+    {
+      rule: 'is idempotent for an id that holds a slot already',
+      history: [seeded(), taken('wh_a')],
+      command: take('wh_a', 1),
+      appends: [],
+    },
+    {
+      rule: 'does not start the stream for an unlimited plan',
+      history: [],
+      command: take('wh_a', null, { existing: ['wh_x'] }),
+      appends: [],
+    },
+    {
+      rule: 'keeps counting on an unlimited plan once seeded (a later limited plan counts right)',
+      history: [seeded('wh_a'), taken('wh_b')],
+      command: take('wh_c', null),
+      appends: [taken('wh_c')],
+    },
+    { rule: 'frees a held slot', history: [seeded('wh_a')], command: free('wh_a'), appends: [freed('wh_a')] },
+    {
+      rule: 'frees nothing for an id without a slot, twice',
+      history: [seeded('wh_a'), freed('wh_a')],
+      command: free('wh_a'),
+      appends: [],
+    },
+    { rule: 'frees nothing on an unseeded stream', history: [], command: free('wh_a'), appends: [] },
+  ])('$rule', ({ history, command, appends }) =>
+    spec(planSlotDecider).given(history).when(command).then(appends),
+  );
 
-  it('refuses the first take when the existing resources fill the plan', () =>
-    spec(planSlotDecider)
-      .given([])
-      .when(take('wh_b', 1, { existing: ['wh_a'] }))
-      .thenFails('plan_limit_exceeded', /allows 1 webhook endpoints/));
-
-  it('ignores `existing` once seeded', () =>
-    spec(planSlotDecider)
-      .given([seeded()])
-      .when(take('wh_b', 1, { existing: ['wh_a'] }))
-      .then([taken('wh_b')]));
-
-  it('takes the last slot', () =>
-    spec(planSlotDecider)
-      .given([seeded('wh_a'), taken('wh_b')])
-      .when(take('wh_c', 3))
-      .then([taken('wh_c')]));
-
-  it('refuses at the limit (the second of two racing takes, decided again on the fresh stream)', () =>
-    spec(planSlotDecider)
-      .given([seeded(), taken('wh_a')])
-      .when(take('wh_b', 1))
-      .thenFails('plan_limit_exceeded'));
-
-  it('counts a freed slot as free', () =>
-    spec(planSlotDecider)
-      .given([seeded('wh_a'), freed('wh_a')])
-      .when(take('wh_b', 1))
-      .then([taken('wh_b')]));
-
-  it('frees stale slots (abandoned or deleted) before counting', () =>
-    spec(planSlotDecider)
-      .given([seeded(), taken('wh_a')])
-      .when(take('wh_b', 1, { stale: [{ id: 'wh_a', reason: 'abandoned' }] }))
-      .then([freed('wh_a', 'abandoned'), taken('wh_b')]));
-
-  it('ignores stale ids that hold no slot', () =>
-    spec(planSlotDecider)
-      .given([seeded(), taken('wh_a')])
-      .when(take('wh_b', 1, { stale: [{ id: 'wh_x', reason: 'deleted' }] }))
-      .thenFails('plan_limit_exceeded'));
-
-  it('is idempotent for an id that holds a slot already', () =>
-    spec(planSlotDecider)
-      .given([seeded(), taken('wh_a')])
-      .when(take('wh_a', 1))
-      .then([]));
-
-  it('does not start the stream for an unlimited plan', () =>
-    spec(planSlotDecider)
-      .given([])
-      .when(take('wh_a', null, { existing: ['wh_x'] }))
-      .then([]));
-
-  it('keeps counting on an unlimited plan once seeded (a later limited plan counts right)', () =>
-    spec(planSlotDecider)
-      .given([seeded('wh_a'), taken('wh_b')])
-      .when(take('wh_c', null))
-      .then([taken('wh_c')]));
-
-  it('frees a held slot', () =>
-    spec(planSlotDecider)
-      .given([seeded('wh_a')])
-      .when(free('wh_a'))
-      .then([freed('wh_a')]));
-
-  it('frees nothing for an id without a slot, twice or on an unseeded stream', () => {
-    spec(planSlotDecider)
-      .given([seeded('wh_a'), freed('wh_a')])
-      .when(free('wh_a'))
-      .then([]);
-    spec(planSlotDecider).given([]).when(free('wh_a')).then([]);
-  });
+  it.each<{ rule: string; history: PlanSlotEvent[]; command: PlanSlotCommand; message?: RegExp }>([
+    {
+      rule: 'refuses the first take when the existing resources fill the plan',
+      history: [],
+      command: take('wh_b', 1, { existing: ['wh_a'] }),
+      message: /allows 1 webhook endpoints/,
+    },
+    {
+      rule: 'refuses at the limit (the second of two racing takes, decided again on the fresh stream)',
+      history: [seeded(), taken('wh_a')],
+      command: take('wh_b', 1),
+    },
+    {
+      rule: 'ignores stale ids that hold no slot',
+      history: [seeded(), taken('wh_a')],
+      command: take('wh_b', 1, { stale: [{ id: 'wh_x', reason: 'deleted' }] }),
+    },
+  ])('$rule', ({ history, command, message }) =>
+    spec(planSlotDecider).given(history).when(command).thenFails('plan_limit_exceeded', message),
+  );
 });

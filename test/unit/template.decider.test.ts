@@ -5,7 +5,7 @@ import type {
   TemplateEvent,
   TemplateVersion,
 } from '../../write-side/templates/template.events.ts';
-import { spec } from '../support/given-when-then.ts';
+import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const T1 = '2026-01-02T00:00:00.000Z';
@@ -117,17 +117,9 @@ describe('template decider: the version state machine', () => {
     spec(templateDecider).given([created, deleted]).when(update('tmplv_2', T2)).thenFails('not_found');
   });
 
-  it("hides another organization's and the other mode's template", () => {
-    spec(templateDecider)
-      .given([created])
-      .when({ ...publish(T1), orgId: 'org_2' })
-      .thenFails('not_found');
-    spec(templateDecider)
-      .given([created])
-      .when({ ...publish(T1), mode: 'test' })
-      .thenFails('not_found');
-    spec(templateDecider).given([]).when(publish(T1)).thenFails('not_found');
-  });
+  itHidesFromOtherCallers(templateDecider, [created], publish(T1));
+  it('publishes nothing that was never created', () =>
+    spec(templateDecider).given([]).when(publish(T1)).thenFails('not_found'));
 
   it('refuses creating the same template twice', () =>
     spec(templateDecider).given([created]).when(create).thenFails('conflict'));
@@ -152,37 +144,46 @@ describe('template decider: rules', () => {
         .then([created]);
     }
   });
-  it('refuses an unknown engine', () =>
-    spec(templateDecider)
-      .given([])
-      .when({ ...create, engine: 'mustache' })
-      .thenFails('validation_error', /engine/));
-  it('refuses a variable used but not declared, saying where', () =>
-    spec(templateDecider)
-      .given([])
-      .when({ ...create, content: { ...content, html: '<p>\n  {{name}} {{order_id}}</p>' } })
-      .thenFails('validation_error', /`html`: variable `order_id` at line 2, column 14 is not declared/));
-  it('refuses a variable declared twice', () =>
-    spec(templateDecider)
-      .given([])
-      .when({
+  it.each<{ rule: string; history: TemplateEvent[]; command: TemplateCommand; message: RegExp }>([
+    {
+      rule: 'refuses an unknown engine',
+      history: [],
+      command: { ...create, engine: 'mustache' },
+      message: /engine/,
+    },
+    {
+      rule: 'refuses a variable used but not declared, saying where',
+      history: [],
+      command: { ...create, content: { ...content, html: '<p>\n  {{name}} {{order_id}}</p>' } },
+      message: /`html`: variable `order_id` at line 2, column 14 is not declared/,
+    },
+    {
+      rule: 'refuses a variable declared twice',
+      history: [],
+      command: {
         ...create,
         content: {
           ...content,
           variables: [...content.variables, { name: 'name', type: 'string', required: false }],
         },
-      })
-      .thenFails('validation_error', /variables\[1\]\.name.*declared twice/));
-  it('refuses a syntax error with line and column', () =>
-    spec(templateDecider)
-      .given([])
-      .when({ ...create, content: { ...content, text: 'Hi\n{{#if name}}x{{/each}}' } })
-      .thenFails('validation_error', /`text`: Handlebars syntax error at line 2, column \d+/));
-  it('validates the content of an update too', () =>
-    spec(templateDecider)
-      .given([created])
-      .when(update('tmplv_2', T1, { subject: 'Hi {{nobody}}' }))
-      .thenFails('validation_error', /nobody/));
+      },
+      message: /variables\[1\]\.name.*declared twice/,
+    },
+    {
+      rule: 'refuses a syntax error with line and column',
+      history: [],
+      command: { ...create, content: { ...content, text: 'Hi\n{{#if name}}x{{/each}}' } },
+      message: /`text`: Handlebars syntax error at line 2, column \d+/,
+    },
+    {
+      rule: 'validates the content of an update too',
+      history: [created],
+      command: update('tmplv_2', T1, { subject: 'Hi {{nobody}}' }),
+      message: /nobody/,
+    },
+  ])('$rule', ({ history, command, message }) =>
+    spec(templateDecider).given(history).when(command).thenFails('validation_error', message),
+  );
 });
 
 describe('template decider: duplicate', () => {
