@@ -100,6 +100,37 @@ describe.each(DATABASE_KINDS)('DueQueue (%s)', (kind) => {
     expect(await rows()).toEqual([]);
   });
 
+  it('applies changes in their order: add leaves a row alone, set moves it (unclaim frees it), remove deletes it', async () => {
+    await queue().add(db, [
+      { owner: 'd', n: 1, note: 'kept', due_at: at(-1000) },
+      { owner: 'd', n: 2, note: 'claimed', due_at: at(-1000) },
+    ]);
+    const q = queue();
+    expect((await q.claim(1)).map((r) => r.note)).toEqual(['kept']);
+    await q.apply(db, [
+      { add: { owner: 'd', n: 1, note: 'ignored', due_at: at(9000) } },
+      { add: { owner: 'd', n: 3, note: 'new', due_at: at(1000) } },
+      { set: { owner: 'd', n: 1, note: 'kept', due_at: at(2000) } },
+      // Two changes of one key in a run: the last counts.
+      { set: { owner: 'd', n: 3, note: 'new', due_at: at(3000) } },
+      { set: { owner: 'd', n: 3, note: 'new', due_at: at(4000) } },
+      { remove: { owner: 'd', n: 2 } },
+      { set: { owner: 'd', n: 4, note: 'set makes it', due_at: at(5000) }, unclaim: true },
+    ]);
+    expect(await rows()).toEqual([
+      // Moved, and still claimed: only `unclaim` frees a claim.
+      { owner: 'd', n: 1, due_at: new Date(at(2000)), claimed: true },
+      { owner: 'd', n: 3, due_at: new Date(at(4000)), claimed: false },
+      { owner: 'd', n: 4, due_at: new Date(at(5000)), claimed: false },
+    ]);
+    await q.apply(db, [{ set: { owner: 'd', n: 1, note: 'kept', due_at: at(-1) }, unclaim: true }]);
+    expect((await queue().claim(10)).map((r) => r.note)).toEqual(['kept']);
+    const { rows: notes } = await db.query<{ note: string }>(
+      "SELECT note FROM due_things WHERE owner = 'd' ORDER BY n",
+    );
+    expect(notes.map((r) => r.note)).toEqual(['kept', 'new', 'set makes it']);
+  });
+
   it('logs a task that throws and leaves its row claimed; the other tasks go on', async () => {
     await queue().add(db, [
       { owner: 'd', n: 1, note: 'fails', due_at: at(-2) },
