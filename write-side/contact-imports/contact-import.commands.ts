@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { type EventMetadata, isOneOf } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
@@ -23,7 +23,12 @@ import {
   type ContactImportStatus,
   contactImportDecider,
 } from './contact-import.decider.ts';
-import { type ContactImportEvent, contactImportStream, type InvalidRow } from './contact-import.events.ts';
+import {
+  CONTACT_IMPORT_EVENT_TYPES,
+  type ContactImportEvent,
+  contactImportStream,
+  type InvalidRow,
+} from './contact-import.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 
@@ -325,8 +330,8 @@ export async function contactImportReport(services: Deps, importId: string) {
     invalidRows: [] as InvalidRow[],
     error: null as { line: number | null; message: string } | null,
   };
-  for (const e of await services.store.readStream(contactImportStream(importId))) {
-    const event = e as unknown as ContactImportEvent;
+  for (const event of await services.store.readStream(contactImportStream(importId))) {
+    if (!isOneOf<ContactImportEvent>(event, CONTACT_IMPORT_EVENT_TYPES)) continue;
     switch (event.type) {
       case 'ContactImportCounted':
         report.status = 'running';
