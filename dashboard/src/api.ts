@@ -1,7 +1,12 @@
 // The dashboard's only way to the data: the public REST API under /v1, with the key as a Bearer token.
 // The key lives in sessionStorage (this tab, until it closes or the user signs out), never in a cookie or localStorage.
 
+import type { components } from '../../sdk/src/schema.ts';
+
 const KEY = 'postline.api_key';
+
+/** An answer of the API as its OpenAPI document describes it (the SDK's generated types: `cd sdk && npm run generate`). */
+export type Schema<N extends keyof components['schemas']> = components['schemas'][N];
 
 export type Mode = 'live' | 'test';
 

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { del, get, type List, post } from '../api.ts';
+import { del, get, type List, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { InputField, SelectField, useFields } from '../components/field.tsx';
@@ -7,15 +7,7 @@ import { PagedTable } from '../components/paged-list.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { Badge, Time, useAction, useLoad } from '../ui.tsx';
 
-interface ApiKeyJson {
-  id: string;
-  name: string;
-  key_prefix: string;
-  permission: string;
-  domain_id: string | null;
-  mode: string;
-  created_at: string;
-}
+type ApiKeyJson = Schema<'ApiKey'>;
 
 const PERMISSIONS = [
   { value: 'full_access', label: 'full_access' },

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, listAll, modeOf, patch, post, storedKey } from '../api.ts';
+import { del, get, listAll, modeOf, patch, post, type Schema, storedKey } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
@@ -10,55 +10,17 @@ import { navigate } from '../router.ts';
 import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
 import { HtmlPreview, toLocalInput } from './email.tsx';
 
-interface Progress {
-  contacts_processed: number;
-  skipped: Record<SkipReason, number>;
-}
-type SkipReason = 'unsubscribed' | 'suppressed' | 'not_subscribed' | 'quota_exceeded' | 'render_failed';
-type CountName =
-  | 'recipients'
-  | 'queued'
-  | 'sent'
-  | 'delivered'
-  | 'bounced'
-  | 'complained'
-  | 'opened'
-  | 'clicked'
-  | 'unsubscribed';
-interface BroadcastJson {
-  id: string;
-  name: string;
-  audience_id: string;
-  topic_id: string | null;
-  from: string;
-  reply_to: string[];
-  subject: string | null;
-  html: string | null;
-  text: string | null;
-  template_id: string | null;
-  status: string;
-  send_at: string | null;
-  progress: Progress;
-  created_at: string;
-  updated_at: string;
-  started_at: string | null;
-  sent_at: string | null;
-  canceled_at: string | null;
-  /** On the list. */
-  recipients?: number;
-  /** On one broadcast: what became of its emails, counted live. */
-  counts?: Record<CountName, number>;
-}
+type Progress = Schema<'BroadcastProgress'>;
+type SkipReason = keyof Progress['skipped'];
+type CountName = keyof Schema<'BroadcastCounts'>;
+type BroadcastJson = Schema<'Broadcast'>;
+type BroadcastSummary = Schema<'BroadcastSummary'>;
 interface Named {
   id: string;
   name: string;
 }
-interface AudienceJson extends Named {
-  contacts: number;
-}
-interface TemplateSummary extends Named {
-  published: { version: number } | null;
-}
+type AudienceJson = Schema<'AudienceWithCount'>;
+type TemplateSummary = Schema<'Template'>;
 
 const SKIPPED: [SkipReason, string][] = [
   ['unsubscribed', 'unsubscribed'],
@@ -96,7 +58,7 @@ const nameOf = (list: Named[] | undefined, id: string | null) =>
   id ? (list?.find((x) => x.id === id)?.name ?? id) : null;
 
 export function Broadcasts() {
-  const list = usePagedList<BroadcastJson>('/broadcasts', 20);
+  const list = usePagedList<BroadcastSummary>('/broadcasts', 20);
   const pickers = usePickers();
   return (
     <section>
@@ -122,7 +84,7 @@ export function Broadcasts() {
             <td>
               <Badge value={b.status} />
             </td>
-            <td class="recipients">{b.recipients ?? 0}</td>
+            <td class="recipients">{b.recipients}</td>
             <td>{nameOf(pickers.data?.audiences, b.audience_id)}</td>
             <td>
               <When b={b} />
@@ -134,7 +96,7 @@ export function Broadcasts() {
   );
 }
 
-function When({ b }: { b: BroadcastJson }) {
+function When({ b }: { b: BroadcastSummary }) {
   if (b.status === 'scheduled')
     return (
       <>

@@ -1,30 +1,11 @@
-import { get, listAll } from '../api.ts';
+import { get, listAll, type Schema } from '../api.ts';
 import { Table } from '../components/paged-list.tsx';
 import { Status, Time, useLoad } from '../ui.tsx';
 
-interface Contact {
-  id: string;
-  email: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  unsubscribed: boolean;
-  audience_ids: string[];
-  created_at: string;
-}
-interface Audience {
-  id: string;
-  name: string;
-  created_at: string;
-  /** Only when read alone (GET /v1/audiences/{id}). */
-  contacts?: number;
-}
-interface Topic {
-  id: string;
-  name: string;
-  description: string | null;
-  default_subscription: string;
-  created_at: string;
-}
+type Contact = Schema<'Contact'>;
+/** An audience as listed, with its contact count where it was read alone (`GET /v1/audiences/{id}`). */
+type Audience = Schema<'Audience'> & Partial<Pick<Schema<'AudienceWithCount'>, 'contacts'>>;
+type Topic = Schema<'Topic'>;
 
 /** Audiences whose members are counted by the API, one request each; any beyond show no count. */
 const COUNTED_AUDIENCES = 50;
@@ -41,7 +22,9 @@ export function Contacts() {
       listAll<Topic>('/topics'),
     ]);
     const counted = await Promise.all(
-      listed.data.slice(0, COUNTED_AUDIENCES).map((a) => get<Audience>(`/audiences/${a.id}`)),
+      listed.data
+        .slice(0, COUNTED_AUDIENCES)
+        .map((a) => get<Schema<'AudienceWithCount'>>(`/audiences/${a.id}`)),
     );
     const audiences = { ...listed, data: listed.data.map((a, i) => counted[i] ?? a) };
     return { contacts, audiences, topics };

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { get, type List, patch, post } from '../api.ts';
+import { get, type List, patch, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { Detail } from '../components/detail.tsx';
@@ -8,30 +8,9 @@ import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
 
-interface DnsRecord {
-  type: string;
-  name: string;
-  value: string;
-  priority?: number;
-  purpose: string;
-  required: boolean;
-  status: string;
-  found: string | null;
-}
+type DnsRecord = DomainJson['dns_records'][number];
 type Impressum = Record<string, string | undefined>;
-interface DomainJson {
-  id: string;
-  name: string;
-  status: string;
-  open_tracking: boolean;
-  click_tracking: boolean;
-  inbound_enabled: boolean;
-  dns_records: DnsRecord[];
-  impressum: Impressum | null;
-  created_at: string;
-  verified_at: string | null;
-  last_checked_at: string | null;
-}
+type DomainJson = Schema<'Domain'>;
 
 export function Domains() {
   const list = useLoad(() => get<List<DomainJson>>('/domains?limit=100'), []);

@@ -1,6 +1,6 @@
 import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { get, type List, patch, post } from '../api.ts';
+import { get, type List, patch, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
@@ -9,50 +9,10 @@ import { InputField, useFields } from '../components/field.tsx';
 import { PagedList, Table } from '../components/paged-list.tsx';
 import { Badge, Empty, ErrorBox, Status, Time, useAction, useLoad } from '../ui.tsx';
 
-interface Recipient {
-  email: string;
-  status: string;
-  attempts: number;
-  smtp_code: number | null;
-  smtp_response: string | null;
-  bounce_type: string | null;
-  next_attempt_at: string | null;
-}
-interface FullEmail {
-  id: string;
-  status: string;
-  from: string;
-  to: string[];
-  cc: string[] | null;
-  bcc: string[] | null;
-  reply_to: string[] | null;
-  subject: string;
-  tags: string[];
-  domain: string | null;
-  send_at: string | null;
-  created_at: string;
-  html: string | null;
-  text: string | null;
-  headers: Record<string, string> | null;
-  message_id: string | null;
-  recipients: Recipient[];
-  suppressed_recipients: string[];
-  opens: number;
-  clicks: number;
-}
-interface EmailEvent {
-  revision: number;
-  type: string;
-  created_at: string;
-  actor: string;
-  data: Record<string, unknown>;
-}
-interface Attachment {
-  id: string;
-  filename: string;
-  content_type: string;
-  size: number;
-}
+type Recipient = FullEmail['recipients'][number];
+type FullEmail = Schema<'Email'>;
+type EmailEvent = Schema<'EmailEventList'>['data'][number];
+type Attachment = Schema<'Attachment'>;
 
 const BACK: [string, string] = ['/emails', 'Emails'];
 const SETTLED = new Set(['delivered', 'bounced', 'complained', 'canceled']);

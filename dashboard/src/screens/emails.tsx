@@ -1,4 +1,4 @@
-import { get, type List, query } from '../api.ts';
+import { get, type List, query, type Schema } from '../api.ts';
 import { type LoadedList, PagedTable } from '../components/paged-list.tsx';
 import { navigate, useLocation } from '../router.ts';
 import { Badge, Link, Time, useLoad } from '../ui.tsx';
@@ -6,17 +6,7 @@ import { Badge, Link, Time, useLoad } from '../ui.tsx';
 const STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'canceled'];
 const FILTERS = ['status', 'domain', 'tag', 'from', 'to'] as const;
 
-export interface EmailSummary {
-  id: string;
-  status: string;
-  from: string;
-  to: string[];
-  subject: string;
-  tags: string[];
-  domain: string | null;
-  created_at: string;
-  send_at: string | null;
-}
+export type EmailSummary = Schema<'EmailSummary'>;
 
 /** The list of sent emails with the API's filters and cursor pages, all kept in the URL. */
 export function Emails() {

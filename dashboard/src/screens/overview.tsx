@@ -1,16 +1,8 @@
-import { get, listAll } from '../api.ts';
+import { get, listAll, type Schema } from '../api.ts';
 import { Status, useLoad } from '../ui.tsx';
 import type { EmailSummary } from './emails.tsx';
 
-interface Usage {
-  month: string;
-  mode: string;
-  plan: string;
-  emails: number;
-  included: number;
-  overage: number;
-  overage_cost_eur: number | null;
-}
+type Usage = Schema<'Usage'>;
 type Row = {
   day: string;
   sent: number;

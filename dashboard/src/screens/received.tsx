@@ -1,31 +1,12 @@
-import { get } from '../api.ts';
+import { get, type Schema } from '../api.ts';
 import { Detail } from '../components/detail.tsx';
 import { Fact } from '../components/facts.tsx';
 import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { Badge, Empty, Link, Time, useLoad } from '../ui.tsx';
 import { formatSize, HtmlPreview } from './email.tsx';
 
-interface Mailbox {
-  email: string;
-  name: string | null;
-}
-interface ReceivedJson {
-  id: string;
-  from: Mailbox | null;
-  to: Mailbox[];
-  subject: string | null;
-  text_body: string | null;
-  html_body: string | null;
-  headers: Record<string, unknown> | null;
-  is_spam: boolean;
-  spam_score: number | null;
-  authentication: Record<string, unknown> | null;
-  attachments: { id: string; filename: string; content_type: string; size: number; download_url?: string }[];
-  domain: string | null;
-  size: number;
-  created_at: string;
-  purged_at: string | null;
-}
+type Mailbox = NonNullable<ReceivedJson['from']>;
+type ReceivedJson = Schema<'ReceivedEmail'>;
 
 const who = (m: Mailbox | null) => (m ? (m.name ? `${m.name} <${m.email}>` : m.email) : '—');
 
@@ -88,7 +69,7 @@ export function ReceivedEmail({ id }: { id: string }) {
             <ul>
               {r.attachments.map((a) => (
                 <li key={a.id}>
-                  {a.download_url ? <a href={a.download_url}>{a.filename}</a> : a.filename}{' '}
+                  {a.filename}{' '}
                   <span class="muted">
                     ({a.content_type}, {formatSize(a.size)})
                   </span>

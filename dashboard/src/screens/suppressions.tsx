@@ -1,17 +1,11 @@
-import { del, post } from '../api.ts';
+import { del, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { InputField, useFields } from '../components/field.tsx';
 import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { Badge, Link, Time, useAction } from '../ui.tsx';
 
-interface Suppression {
-  id: string;
-  email: string;
-  reason: string;
-  source_email_id: string | null;
-  created_at: string;
-}
+type Suppression = Schema<'Suppression'>;
 
 export function Suppressions() {
   const list = usePagedList<Suppression>('/suppressions', 50);

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { del, get, type List, patch, post } from '../api.ts';
+import { del, get, type List, patch, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
@@ -9,36 +9,10 @@ import { navigate } from '../router.ts';
 import { Badge, ErrorBox, FormError, Link, Status, Time, useAction, useLoad } from '../ui.tsx';
 import { HtmlPreview } from './email.tsx';
 
-interface Variable {
-  name: string;
-  type: string;
-  required: boolean;
-}
-interface Version {
-  id: string;
-  version: number;
-  subject: string;
-  html: string | null;
-  text: string | null;
-  variables: Variable[];
-  status?: string;
-  created_at: string;
-}
-interface TemplateJson {
-  id: string;
-  name: string;
-  status: string;
-  draft: Version | null;
-  published: Version | null;
-  created_at: string;
-  updated_at: string;
-}
-interface Rendered {
-  subject: string;
-  html: string | null;
-  text: string | null;
-  template_version_id: string;
-}
+type Variable = Version['variables'][number];
+type Version = Schema<'TemplateVersion'>;
+type TemplateJson = Schema<'Template'>;
+type Rendered = Schema<'RenderedTemplate'>;
 
 export function Templates() {
   const list = useLoad(() => get<List<TemplateJson>>('/templates?limit=100'), []);

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { del, get, type List, patch, post } from '../api.ts';
+import { del, get, type List, patch, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
@@ -9,34 +9,9 @@ import { SecretOnce } from '../components/secret-once.tsx';
 import { navigate } from '../router.ts';
 import { Badge, FormError, Link, Time, useAction, useLoad } from '../ui.tsx';
 
-interface WebhookJson {
-  id: string;
-  url: string;
-  events: string[];
-  active: boolean;
-  disabled_reason: string | null;
-  consecutive_failures: number;
-  last_success_at: string | null;
-  last_failure_at: string | null;
-  created_at: string;
-}
-interface Attempt {
-  attempted_at: string | null;
-  response_status: number | null;
-  latency_ms?: number | null;
-  error?: string | null;
-}
-interface Delivery {
-  id: string;
-  event_type: string;
-  status: string;
-  next_attempt_at: string | null;
-  last_response_status: number | null;
-  last_error: string | null;
-  payload: unknown;
-  attempts: Attempt[];
-  created_at: string;
-}
+type WebhookJson = Schema<'Webhook'>;
+type Attempt = Delivery['attempts'][number];
+type Delivery = Schema<'WebhookDelivery'>;
 
 const BACK: [string, string] = ['/webhooks', 'Webhooks'];
 const SIGNING_SECRET = (
