@@ -7,7 +7,7 @@ import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { type ImportedBatch, type ImportedContact, importContacts } from '../contacts/contact.commands.ts';
-import { CONTACT_LIMITS } from '../contacts/contact.routes.ts';
+import { CONTACT_LIMITS } from '../contacts/contact-fields.ts';
 import {
   type Column,
   CsvFileError,

@@ -2,7 +2,7 @@ import { Readable, Transform } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import { AppError } from '../../platform/errors.ts';
 import { isStorableString } from '../../platform/unstorable-text.ts';
-import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../contacts/contact.routes.ts';
+import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../contacts/contact-fields.ts';
 
 /**
  * Reading a contact import's CSV: a header row naming `email` (any letter case), `first_name`, `last_name`, and

@@ -16,35 +16,14 @@ import {
   setContactTopics,
   updateContact,
 } from './contact.commands.ts';
+import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from './contact-fields.ts';
+
+const { email, personName } = CONTACT_FIELD_RULES;
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const CONTACT_PROJECTIONS = ['contacts'];
 
 const AUDIENCE_ID = idShape('aud');
-export const CONTACT_LIMITS = {
-  nameChars: 256,
-  properties: 50,
-  propertyKeyChars: 64,
-  propertyValueChars: 1000,
-};
-
-const email = z
-  .string()
-  .trim()
-  .max(254, 'must be at most 254 characters')
-  .pipe(z.email('must be a valid email address'));
-const personName = z
-  .string()
-  .trim()
-  .max(CONTACT_LIMITS.nameChars, `must be at most ${CONTACT_LIMITS.nameChars} characters`)
-  .nullable();
-/** The rules a contact's fields follow, for other ways in (a CSV import). */
-export const CONTACT_FIELD_RULES = {
-  email,
-  personName,
-  propertyName: new RegExp(`^[A-Za-z0-9_]{1,${CONTACT_LIMITS.propertyKeyChars}}$`),
-};
-
 const properties = z
   .record(
     z
