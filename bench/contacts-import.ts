@@ -33,19 +33,10 @@ const HEADER = 'email,first_name,last_name,plan,city';
 const row = (i: number) =>
   `person${i}@bench.example.org,First${i},"Last, ${i}",${i % 3 === 0 ? 'pro' : 'free'},City ${i % 100}`;
 
+/** The baseline's table: the columns of `contacts` with their types, its primary key and none of its other indexes. */
 const RAW_SCHEMA = `
 DROP TABLE IF EXISTS raw_contacts;
-CREATE TABLE raw_contacts (
-  id text PRIMARY KEY,
-  org_id text NOT NULL,
-  mode text NOT NULL,
-  email text NOT NULL,
-  email_lower text NOT NULL,
-  first_name text,
-  last_name text,
-  properties jsonb NOT NULL,
-  created_at timestamptz NOT NULL
-)`;
+CREATE TABLE raw_contacts (LIKE contacts, PRIMARY KEY (id))`;
 
 /**
  * Imports `n` contacts into `audienceId` of `tenant` from one CSV file, through the contact-import process, then
@@ -95,7 +86,7 @@ export async function measureContactImport(
         const email = `person${i}@bench.example.org`;
         const p = params.length;
         values.push(
-          `($${p + 1}, $${p + 2}, $${p + 9}, $${p + 3}, $${p + 4}, $${p + 5}, $${p + 6}, $${p + 7}, $${p + 8})`,
+          `($${p + 1}, $${p + 2}, $${p + 9}, $${p + 3}, $${p + 4}, $${p + 5}, $${p + 6}, false, $${p + 7}, $${p + 8}, $${p + 8})`,
         );
         params.push(
           `con_raw${i}`,
@@ -110,7 +101,8 @@ export async function measureContactImport(
         );
       }
       await services.db.query(
-        `INSERT INTO raw_contacts (id, org_id, mode, email, email_lower, first_name, last_name, properties, created_at)
+        `INSERT INTO raw_contacts (id, org_id, mode, email, email_lower, first_name, last_name, unsubscribed, properties,
+           created_at, updated_at)
          VALUES ${values.join(', ')}`,
         params,
       );
