@@ -17,6 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { connectPostgres, type Database, openPGlite } from '../platform/db/database.ts';
+import { eventStoreMigrations } from '../platform/eventstore/postgres/schema.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import { START } from '../platform/eventstore/types.ts';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
@@ -48,20 +49,18 @@ const DATA = {
 const DATA_JSON = JSON.stringify(DATA);
 const METADATA_JSON = JSON.stringify(METADATA);
 
-/** A plain table shaped like `events`: the same columns, types and defaults, a primary key, the unique (stream, revision) key. */
-const RAW_SCHEMA = `
-DROP TABLE IF EXISTS raw_events;
-CREATE TABLE raw_events (
-  global_position bigserial PRIMARY KEY,
-  tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
-  stream_id text NOT NULL,
-  stream_revision bigint NOT NULL,
-  type text NOT NULL,
-  data json NOT NULL,
-  metadata json NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  UNIQUE (stream_id, stream_revision)
-);`;
+/**
+ * The baseline's table: `events` as its migration creates it, under another name and keyed by its position alone
+ * (what the keyset read pages by), so that its columns, types, defaults and (stream, revision) key never drift.
+ */
+function rawSchema(): string[] {
+  const table = eventStoreMigrations[0].sql
+    .replace('CREATE TABLE events (', 'CREATE TABLE raw_events (')
+    .replace('PRIMARY KEY (tx_id, global_position)', 'PRIMARY KEY (global_position)');
+  if (!table.includes('raw_events') || !table.includes('PRIMARY KEY (global_position)'))
+    throw new Error('The events migration changed shape: adapt the baseline table in bench/store.bench.ts');
+  return ['DROP TABLE IF EXISTS raw_events', table];
+}
 const RAW_INSERT = `INSERT INTO raw_events (stream_id, stream_revision, type, data, metadata) VALUES ($1, 0, $2, $3, $4)`;
 const RAW_READ = `SELECT global_position, tx_id::text AS tx, stream_id, stream_revision, type, data, metadata, created_at
   FROM raw_events WHERE global_position > $1 ORDER BY global_position LIMIT ${BATCH}`;
@@ -150,7 +149,7 @@ async function bench(name: string): Promise<Row[]> {
   const rows: Row[] = [];
   try {
     const store = await PostgresEventStore.create(backend.db, { pollMs: 1000 });
-    for (const sql of RAW_SCHEMA.split(';').filter((s) => s.trim())) await backend.raw.query(sql);
+    for (const sql of rawSchema()) await backend.raw.query(sql);
     let run = 0;
     const append = (tag: string) => (w: number, i: number) =>
       store
