@@ -44,8 +44,15 @@ export class LogConsumer {
     return rows[0]?.position ?? START;
   }
 
+  /**
+   * The checkpoint as the last batch left it (consume answers with it, moved by this process or, when another one
+   * got there first, by that one), so following the log needs no read of it per batch; unknown after a failure.
+   */
+  #known?: Position;
+
   async #apply(events: StoredEvent[]): Promise<void> {
-    await consume(this.#db, this.#checkpoint, events, this.#handle, { log: this.#log });
+    this.#known = undefined;
+    this.#known = await consume(this.#db, this.#checkpoint, events, this.#handle, { log: this.#log });
   }
 
   get #checkpoint() {
@@ -68,7 +75,7 @@ export class LogConsumer {
       PARKED_RETRY_MS,
     ).unref();
     this.#subscription ??= this.#store.subscribe(
-      { from: () => this.checkpoint(), batchSize: 500 },
+      { from: async () => this.#known ?? this.checkpoint(), batchSize: 500 },
       async (events) => {
         try {
           await this.#apply(events);

@@ -1,9 +1,13 @@
-import type { Queryable, Transaction } from '../../platform/db/database.ts';
+import { literal, type Queryable, type Transaction } from '../../platform/db/database.ts';
 import { deliveryId } from './delivery-ids.ts';
 import { envelope } from './public-events.v1.ts';
 
 /** Wakes dispatchers (in any process) when deliveries are recorded, due now. */
 export const DELIVERIES_CHANNEL = 'postline_webhook_deliveries';
+
+/** Wakes dispatchers once `tx` commits: the NOTIFY goes with the COMMIT, in its round trip. */
+export const wakeDispatchersAtCommit = (tx: Transaction): void =>
+  tx.atCommit(`SELECT pg_notify(${literal(DELIVERIES_CHANNEL)}, '')`);
 
 export interface NewDelivery {
   id: string;

@@ -5,7 +5,7 @@ import { TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 import { isWebhookEvent, type WebhookEvent } from '../../write-side/webhooks/webhook.events.ts';
 import { LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DELIVERIES_CHANNEL, insertDeliveries, type NewDelivery, newDelivery } from './deliveries.ts';
+import { insertDeliveries, type NewDelivery, newDelivery, wakeDispatchersAtCommit } from './deliveries.ts';
 import { EmailSummaries } from './email-summaries.ts';
 import { EndpointSet } from './endpoints.ts';
 import { isEmailSourced, PUBLIC_TYPE_OF, publicData, testEventData } from './public-events.v1.ts';
@@ -92,7 +92,7 @@ export class WebhookFanOut implements BackgroundProcess {
   /**
    * One batch, in the consumer's transaction: webhook events change the endpoints on the way (and may concern
    * deliveries recorded earlier in the batch, so those are written first); every other event makes a delivery
-   * for each matching endpoint. Wakes dispatchers (NOTIFY, sent at commit) when it recorded any.
+   * for each matching endpoint. Wakes dispatchers when it recorded any.
    */
   async #apply(tx: Transaction, events: StoredEvent[]): Promise<void> {
     const endpoints = await EndpointSet.load(tx, [...new Set(events.map(orgOf))]);
@@ -122,6 +122,6 @@ export class WebhookFanOut implements BackgroundProcess {
       for (const endpoint of targets) pending.push(newDelivery(endpoint, event, type, data));
     }
     await flush();
-    if (recorded > 0) await tx.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+    if (recorded > 0) wakeDispatchersAtCommit(tx);
   }
 }

@@ -1,7 +1,7 @@
 import type { EventStore } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import { DELIVERIES_CHANNEL, insertDeliveries, newDelivery, resetDeliveries } from './deliveries.ts';
+import { insertDeliveries, newDelivery, resetDeliveries, wakeDispatchersAtCommit } from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
 import { isEmailSourced, PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';
 
@@ -103,7 +103,7 @@ export class WebhookReplays {
         'UPDATE webhook_replays SET cursor = $2, replayed = replayed + $3, done = $4 WHERE id = $1',
         [replay.id, inRange.length ? inRange[inRange.length - 1].position : replay.cursor, saved, done],
       );
-      if (saved > 0) await tx.query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, '']);
+      if (saved > 0) wakeDispatchersAtCommit(tx);
       return saved;
     });
   }
