@@ -1,41 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectPostgres, type Database } from '../../platform/db/database.ts';
-import { migrate } from '../../platform/db/migrations.ts';
-import { checkpointMigrations } from '../../platform/eventstore/checkpoints.ts';
-import { parkedEventsMigrations } from '../../platform/eventstore/parked-events.ts';
-import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
+import { describe, expect, it } from 'vitest';
+import type { Database } from '../../platform/db/database.ts';
+import type { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { LogConsumer } from '../../processes/log-consumer.ts';
-import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
+import { countTally, recordTally, useTallyDatabase } from '../support/tally-database.ts';
 
 const log = createLogger('silent');
 const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'test' };
 
-let url: string;
-let drop: () => Promise<void>;
-const opened: Database[] = [];
+const { open } = useTallyDatabase();
 
-/** One process's consumer named `tally`, recording every event it handles (no unique key: doubles would show). */
-async function startProcess() {
-  const db = connectPostgres(url, TEST_POOL_SIZE);
-  opened.push(db);
-  const store = await PostgresEventStore.create(db, { pollMs: 100 });
-  await db.exec('CREATE TABLE IF NOT EXISTS tally (stream_id text, revision int)');
-  await migrate(db, [...checkpointMigrations, ...parkedEventsMigrations]);
+/** One process's consumer named `tally`, recording every event it handles. */
+async function startProcess(): Promise<{ db: Database; store: PostgresEventStore; consumer: LogConsumer }> {
+  const { db, store } = await open();
   const consumer = new LogConsumer({ name: 'tally', db, store, log }, async (tx, events) => {
-    for (const e of events)
-      await tx.query('INSERT INTO tally (stream_id, revision) VALUES ($1, $2)', [e.streamId, e.revision]);
+    for (const e of events) await recordTally(tx, e);
   });
   return { db, store, consumer };
 }
-
-beforeAll(async () => {
-  ({ url, drop } = await createTestDatabaseUrl());
-});
-afterAll(async () => {
-  for (const db of opened) await db.close();
-  await drop();
-});
 
 describe('log consumer', () => {
   it('handles each event once while two processes follow the log, stop and start again', async () => {
@@ -69,11 +51,6 @@ describe('log consumer', () => {
     await caughtUp(b.consumer);
     await b.consumer.stop();
 
-    const { rows } = await a.db.query<{ n: number; doubles: number }>(
-      `SELECT count(*)::int AS n,
-         (SELECT count(*)::int FROM (SELECT 1 FROM tally GROUP BY stream_id, revision HAVING count(*) > 1) d) AS doubles
-       FROM tally`,
-    );
-    expect(rows[0]).toEqual({ n: 600 + 700 + 50, doubles: 0 });
+    expect(await countTally(a.db)).toEqual({ n: 600 + 700 + 50, doubles: 0 });
   });
 });

@@ -1,52 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ThreadedProjectionRunner } from '../../bin/projections-thread.ts';
-import { connectPostgres, type Database } from '../../platform/db/database.ts';
-import { migrate } from '../../platform/db/migrations.ts';
-import { checkpointMigrations } from '../../platform/eventstore/checkpoints.ts';
-import { listParked, parkedEventsMigrations } from '../../platform/eventstore/parked-events.ts';
-import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
+import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { createLogger } from '../../platform/logger.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import { ProjectionRunner, readCheckpoint } from '../../projections/runner.ts';
-import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { startTestService } from '../support/service.ts';
+import { countTally, recordTally, useTallyDatabase } from '../support/tally-database.ts';
 
 const log = createLogger('silent');
 const meta = { orgId: 'org_1', mode: 'test' as const, actor: 'test' };
 
-/** Records every application of every event (no unique key): duplicates would show. */
+/** Applies events to `tally`, and fails on a `Boom`. */
 const tally: Projection = {
   name: 'tally',
   tables: ['tally'],
   async apply(tx, event) {
     if (event.type === 'Boom') throw new Error('handler failed');
-    await tx.query('INSERT INTO tally (stream_id, revision) VALUES ($1, $2)', [
-      event.streamId,
-      event.revision,
-    ]);
+    await recordTally(tx, event);
   },
 };
 
-let url: string;
-let drop: () => Promise<void>;
-const opened: Database[] = [];
-async function open() {
-  const db = connectPostgres(url, TEST_POOL_SIZE);
-  opened.push(db);
-  const store = await PostgresEventStore.create(db, { pollMs: 100 });
-  await db.exec('CREATE TABLE IF NOT EXISTS tally (stream_id text, revision int)');
-  await migrate(db, [...checkpointMigrations, ...parkedEventsMigrations]);
-  return { db, store };
-}
-
-beforeAll(async () => {
-  ({ url, drop } = await createTestDatabaseUrl());
-});
-afterAll(async () => {
-  for (const db of opened) await db.close();
-  await drop();
-});
+const { open } = useTallyDatabase();
 
 describe('projection runner', () => {
   it('applies each event once although two processes run the projection', async () => {
@@ -68,10 +43,7 @@ describe('projection runner', () => {
     );
     await runnerA.caughtUp();
     await runnerB.caughtUp();
-    const { rows } = await a.db.query<{ n: number; dupes: number }>(
-      `SELECT count(*)::int AS n, (SELECT count(*)::int FROM (SELECT 1 FROM tally GROUP BY stream_id, revision HAVING count(*) > 1) d) AS dupes FROM tally`,
-    );
-    expect(rows[0]).toEqual({ n: 300, dupes: 0 });
+    expect(await countTally(a.db)).toEqual({ n: 300, doubles: 0 });
     // The committed head: the visible one can lag behind a transaction of another database (xmin is cluster-wide).
     expect(await readCheckpoint(a.db, 'tally')).toBe(await a.store.headPosition({ committed: true }));
     await runnerA.stop();
