@@ -8,7 +8,6 @@ import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
 
-type DnsRecord = DomainJson['dns_records'][number];
 type Impressum = Record<string, string | undefined>;
 type DomainJson = Schema<'Domain'>;
 

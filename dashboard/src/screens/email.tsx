@@ -9,7 +9,6 @@ import { InputField, useFields } from '../components/field.tsx';
 import { PagedList, Table } from '../components/paged-list.tsx';
 import { Badge, Empty, ErrorBox, Status, Time, useAction, useLoad } from '../ui.tsx';
 
-type Recipient = FullEmail['recipients'][number];
 type FullEmail = Schema<'Email'>;
 type EmailEvent = Schema<'EmailEventList'>['data'][number];
 type Attachment = Schema<'Attachment'>;

@@ -10,7 +10,6 @@ import { navigate } from '../router.ts';
 import { Badge, FormError, Link, Time, useAction, useLoad } from '../ui.tsx';
 
 type WebhookJson = Schema<'Webhook'>;
-type Attempt = Delivery['attempts'][number];
 type Delivery = Schema<'WebhookDelivery'>;
 
 const BACK: [string, string] = ['/webhooks', 'Webhooks'];
