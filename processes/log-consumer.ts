@@ -1,13 +1,7 @@
 import type { Database, Transaction } from '../platform/db/database.ts';
-import { consume, retryParkedEvents } from '../platform/eventstore/checkpoints.ts';
+import { consume, readCheckpoint, retryParkedEvents } from '../platform/eventstore/checkpoints.ts';
 import { PARKED_RETRY_MS } from '../platform/eventstore/parked-events.ts';
-import {
-  type EventStore,
-  type Position,
-  START,
-  type StoredEvent,
-  type Subscription,
-} from '../platform/eventstore/types.ts';
+import type { EventStore, Position, StoredEvent, Subscription } from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 
 export type BatchHandler = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
@@ -36,12 +30,8 @@ export class LogConsumer {
     this.#handle = handle;
   }
 
-  async checkpoint(): Promise<Position> {
-    const { rows } = await this.#db.query<{ position: string }>(
-      'SELECT position FROM process_checkpoints WHERE name = $1',
-      [this.name],
-    );
-    return rows[0]?.position ?? START;
+  checkpoint(): Promise<Position> {
+    return readCheckpoint(this.#db, this.#checkpoint.table, this.name);
   }
 
   /**
