@@ -23,10 +23,13 @@ describe('log consumer', () => {
   it('handles each event once while two processes follow the log, stop and start again', async () => {
     const a = await startProcess();
     const b = await startProcess();
-    const append = (stream: string, n: number) =>
+    /** `n` events at once, each the first of a stream of its own (so that none waits for another). */
+    const append = (prefix: string, n: number) =>
       Promise.all(
-        Array.from({ length: n }, () =>
-          a.store.append(stream, [{ type: 'Tick', data: {}, metadata: meta }], { expectedRevision: 'any' }),
+        Array.from({ length: n }, (_, i) =>
+          a.store.append(`${prefix}-${i}`, [{ type: 'Tick', data: {}, metadata: meta }], {
+            expectedRevision: 'no_stream',
+          }),
         ),
       );
     /** Until the consumer's checkpoint is the committed head (a positive signal, with a deadline). */
@@ -39,7 +42,7 @@ describe('log consumer', () => {
 
     a.consumer.start();
     b.consumer.start();
-    await Promise.all(Array.from({ length: 10 }, (_, w) => append(`s-${w}`, 60)));
+    await append('both-running', 600);
     await caughtUp(a.consumer);
     // B sleeps while A goes on; started again, it follows from where it last knew the checkpoint to be.
     await b.consumer.stop();
