@@ -21,6 +21,12 @@ export class LogConsumer {
   #subscription?: Subscription;
   #retryTimer?: NodeJS.Timeout;
 
+  /**
+   * The checkpoint as the last batch left it (consume answers with it, moved by this process or, when another one
+   * got there first, by that one), so following the log needs no read of it per batch; unknown after a failure.
+   */
+  #known?: Position;
+
   /** `handle` gets each batch of the log that is new to this consumer, in order. */
   constructor(o: { name: string; db: Database; store: EventStore; log: Logger }, handle: BatchHandler) {
     this.name = o.name;
@@ -33,12 +39,6 @@ export class LogConsumer {
   checkpoint(): Promise<Position> {
     return readCheckpoint(this.#db, this.#checkpoint.table, this.name);
   }
-
-  /**
-   * The checkpoint as the last batch left it (consume answers with it, moved by this process or, when another one
-   * got there first, by that one), so following the log needs no read of it per batch; unknown after a failure.
-   */
-  #known?: Position;
 
   async #apply(events: StoredEvent[]): Promise<void> {
     this.#known = undefined;
