@@ -25,12 +25,12 @@ const counter = <L extends string>(name: string, help: string, labelNames: reado
 const durations = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
   new Histogram<L>({ name, help, labelNames, buckets: DURATION_BUCKETS, registers: [registry] });
 
-export const httpRequests = counter(
+const httpRequests = counter(
   'postline_http_requests_total',
   'HTTP requests answered, by method, route pattern and status.',
   ['method', 'route', 'status'],
 );
-export const httpDuration = durations(
+const httpDuration = durations(
   'postline_http_request_duration_seconds',
   'Time from a request arriving to its answer being sent, by method, route pattern and status.',
   ['method', 'route', 'status'],
@@ -62,12 +62,12 @@ export const smtpReplies = counter(
 /** The class of an SMTP reply code: `2xx`, `4xx`, `5xx`. */
 export const replyClass = (code: number) => `${Math.floor(code / 100)}xx`;
 
-export const webhookDeliveries = counter(
+const webhookDeliveries = counter(
   'postline_webhook_deliveries_total',
   'Webhook requests sent, by outcome: success (2xx), http_error (another status), no_response.',
   ['outcome'],
 );
-export const webhookDuration = durations(
+const webhookDuration = durations(
   'postline_webhook_delivery_duration_seconds',
   'Time from sending a webhook request to its answer (or giving up), by outcome.',
   ['outcome'],
