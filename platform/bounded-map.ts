@@ -4,6 +4,8 @@
  */
 export class BoundedMap<K, V> extends Map<K, V> {
   readonly max: number;
+  /** The key used last: while it is in the map, it is its last entry, so reading it again moves nothing. */
+  #newest: K | undefined;
 
   constructor(max: number) {
     super();
@@ -13,9 +15,10 @@ export class BoundedMap<K, V> extends Map<K, V> {
   override get(key: K): V | undefined {
     const value = super.get(key);
     // Re-inserted, it moves to the end: the Map's order is the order of use.
-    if (value !== undefined) {
+    if (value !== undefined && key !== this.#newest) {
       super.delete(key);
       super.set(key, value);
+      this.#newest = key;
     }
     return value;
   }
@@ -23,6 +26,7 @@ export class BoundedMap<K, V> extends Map<K, V> {
   override set(key: K, value: V): this {
     if (super.has(key)) super.delete(key);
     else if (this.size >= this.max) super.delete(this.keys().next().value as K);
+    this.#newest = key;
     return super.set(key, value);
   }
 }

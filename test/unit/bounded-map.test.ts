@@ -21,3 +21,24 @@ it('drops the least recently used entry when a new key would pass the bound', ()
   expect(m.get('zzz')).toBeUndefined();
   expect(m.size).toBe(3);
 });
+
+it('keeps the order of use when the same key is read again and again, or deleted and written back', () => {
+  const m = new BoundedMap<string, number>(3);
+  m.set('a', 1).set('b', 2).set('c', 3);
+  m.get('a');
+  m.get('b');
+  m.get('b');
+  m.get('a'); // read after another key: the most recent again
+  expect([...m.keys()]).toEqual(['c', 'b', 'a']);
+  m.delete('a');
+  m.set('d', 4);
+  m.set('a', 10); // written back after its deletion: the most recent
+  expect([...m.keys()]).toEqual(['b', 'd', 'a']);
+  m.get('b');
+  m.set('e', 5); // drops d, the least recently used
+  expect([...m.keys()]).toEqual(['a', 'b', 'e']);
+  m.get('b');
+  m.set('f', 6); // drops a
+  m.get('b'); // read after a write of another key: the most recent again
+  expect([...m.keys()]).toEqual(['e', 'f', 'b']);
+});
