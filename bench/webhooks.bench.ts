@@ -44,6 +44,7 @@ import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { FAN_OUT_NAME, WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { signatureHeader } from '../processes/webhooks/signer.ts';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
+import { emailStream } from '../write-side/emails/email.events.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
 import { createWebhook } from '../write-side/webhooks/webhook.commands.ts';
 import { postgresCpu, postgresCpuSince } from './cpu.ts';
@@ -195,7 +196,7 @@ async function seed(services: any, orgId: string, emails: number) {
           createdAt: at,
         };
         await services.store.append(
-          `email-${emailId}`,
+          emailStream(emailId),
           [
             { type: 'EmailQueued', data: queued, metadata: meta },
             {
