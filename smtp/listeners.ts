@@ -24,7 +24,7 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
   const listeners: SmtpListeners = { close: () => door.close() };
   try {
     const relay = {
-      banner: 'Postline ESMTP relay',
+      banner: 'Postline relay',
       auth: true,
       hooks: relayHooks(door, services, authenticate),
     };
@@ -40,7 +40,7 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
         name: 'mx',
         port: mx,
         implicitTls: false,
-        banner: 'Postline ESMTP',
+        banner: 'Postline',
         auth: false,
         hooks: mxHooks(door, services),
       });

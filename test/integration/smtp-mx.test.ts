@@ -169,6 +169,7 @@ describe('complaints that come back', () => {
 describe('the MX refuses', () => {
   it('foreign domains, unknown return paths and test-mode emails, and offers no AUTH', async () => {
     const c = await rawSmtp(mxPort);
+    expect(c.greeting).toEqual({ code: 220, text: expect.stringMatching(/^\S+ ESMTP Postline$/) });
     const ehlo = await c.command('EHLO remote.test');
     expect(ehlo.text).toContain('STARTTLS');
     expect(ehlo.text).not.toContain('AUTH');
