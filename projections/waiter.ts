@@ -36,6 +36,8 @@ export class ProjectionWaiter {
 
   /** Has this process's runner read the log now rather than at the next NOTIFY (the runner's thread). */
   readonly #wakeRunner: (position: Position) => void;
+  /** close() was called: waits still under way end at once, as at their deadline (the process is stopping). */
+  #closed = false;
 
   constructor(db: Database, runner: LocalRunner | undefined, timeoutMs: number) {
     this.#db = db;
@@ -122,7 +124,7 @@ export class ProjectionWaiter {
 
   async waitFor(names: string[], position: Position | undefined): Promise<void> {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
-    await this.#listen();
+    if (!this.#closed) await this.#listen();
     const deadline = Date.now() + this.#timeoutMs;
     // This process's runner reports in memory: a poll is only a fallback when it stands by for another process.
     let pollMs = this.#localRunner ? 50 : 5;
@@ -130,10 +132,10 @@ export class ProjectionWaiter {
     while (true) {
       // The database away is no answer: the write is saved, so the request waits on and at worst times out
       // (its 503 says the write was saved), rather than failing as if it had not been.
-      if (poll) await this.#refresh(names).catch(unlessUnavailable);
+      if (poll && !this.#closed) await this.#refresh(names).catch(unlessUnavailable);
       if (this.#reached(names, position)) return;
       const left = deadline - Date.now();
-      if (left <= 0) {
+      if (left <= 0 || this.#closed) {
         throw new AppError(
           'projection_timeout',
           'The change was saved but is not readable yet; retry the read shortly.',
@@ -155,7 +157,13 @@ export class ProjectionWaiter {
     }
   }
 
+  /**
+   * Stops listening, and ends the waits still under way with their time-out's answer rather than have them poll a
+   * closed database until their deadline (which would hold the process that long).
+   */
   async close() {
+    this.#closed = true;
+    for (const w of this.#wakers) w.wake();
     if (this.#unlisten) await (await this.#unlisten)();
   }
 }

@@ -53,6 +53,19 @@ describe('while the service shuts down', () => {
     await expect(request(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
   });
 
+  it('ends a wait for read models still under way with 503 projection_timeout, not at its deadline', async () => {
+    // Ten minutes to wait: without the close ending it, the wait outlives the test's time-out.
+    const svc = await startTestService({ env: { PROJECTION_WAIT_MS: '600000' } });
+    const never = '99999999999999999999.99999999999999999999';
+    const waiting = svc.postline.services.readYourWrites.waitFor(['emails'], never);
+    const outcome = waiting.then(
+      () => 'returned',
+      (error) => error,
+    );
+    await svc.close();
+    expect(await outcome).toMatchObject({ code: 'projection_timeout', status: 503 });
+  });
+
   it('answers SMTP commands 421 once it shuts down, and stops listening', async () => {
     const svc = await startTestService({ env: { SMTP_SUBMISSION_PORT: '0', SHUTDOWN_GRACE_MS: '10000' } });
     const port = svc.postline.smtp!.submissionPort!;
