@@ -155,11 +155,11 @@ function bearer(services: Services, authenticate: Authenticate) {
       throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
     }
     const address = req.ip ?? 'unknown';
-    failures.check(address, Date.now());
+    failures.check(address, services.clock.now().getTime());
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const auth = m ? await authenticate(m[1]) : null;
     if (!auth) {
-      const headers = await failures.fail(address, Date.now());
+      const headers = await failures.fail(address, services.clock.now().getTime());
       throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.', headers);
     }
     res.locals.auth = auth;

@@ -36,8 +36,7 @@ export const publicRateKey = (req: Request) => `public:${req.ip ?? 'unknown'}`;
 
 /** Counts a request in `key`'s bucket, sets the headers, and throws the 429 when over `limit`. */
 export async function limitRequest(services: Services, res: Response, key: string, limit: number) {
-  const now = Date.now();
-  const d = await services.rateLimiter.hit(key, limit, now);
+  const d = await services.rateLimiter.hit(key, limit, services.clock.now().getTime());
   const reset = Math.max(1, Math.ceil(d.resetMs / 1000));
   res.set({
     'X-RateLimit-Limit': String(d.limit),

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startPostline } from '../../bin/service.ts';
+import { ManualClock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import {
@@ -27,17 +28,18 @@ async function burst(client: ReturnType<typeof apiClient>, n: number) {
 
 describe('rate limits', () => {
   it('sets the headers on every authenticated response and answers 429 with Retry-After past 10/s', async () => {
-    const svc: TestService = await startTestService({ env: { RATE_LIMIT_RPS: '10' } });
+    // The service's clock stands still: the whole burst falls into one window of the limit.
+    const svc: TestService = await startTestService({
+      clock: new ManualClock(new Date()),
+      env: { RATE_LIMIT_RPS: '10' },
+    });
     cleanup.push(() => svc.close());
     const org = await svc.createOrg();
-    // Align with the start of a one-second window so the burst lands in one window.
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
-    // 30 at once: even if a slow machine spreads them over two windows, at most 20 pass.
     const responses = await burst(org.live, 30);
     const ok = responses.filter((r) => r.status === 200);
     const limited = responses.filter((r) => r.status === 429);
-    expect(ok.length).toBeLessThanOrEqual(20);
-    expect(limited.length).toBeGreaterThanOrEqual(10);
+    expect(ok.length).toBe(10);
+    expect(limited.length).toBe(20);
     for (const r of responses) {
       expect(r.headers['x-ratelimit-limit']).toBe('10');
       expect(Number(r.headers['x-ratelimit-remaining'])).toBeGreaterThanOrEqual(0);
@@ -51,10 +53,12 @@ describe('rate limits', () => {
   });
 
   it('counts requests that fail otherwise too, and answers them 429 past the limit', async () => {
-    const svc: TestService = await startTestService({ env: { RATE_LIMIT_RPS: '2' } });
+    const svc: TestService = await startTestService({
+      clock: new ManualClock(new Date()),
+      env: { RATE_LIMIT_RPS: '2' },
+    });
     cleanup.push(() => svc.close());
     const org = await svc.createOrg();
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
     // Counted while the body is read: within the limit the body's own error, with the headers.
     const malformed = await org.live.post('/v1/emails', '{"from":');
     expect(malformed.status).toBe(400);
@@ -90,8 +94,10 @@ describe('rate limits', () => {
         ...(store === 'redis' ? { REDIS_URL: 'redis://127.0.0.1:6379' } : {}),
       };
       const log = createLogger('silent');
-      const a = await startPostline(loadConfig(env), { log, smtp: false });
-      const b = await startPostline(loadConfig(env), { log, smtp: false });
+      // One clock standing still for both: the bursts fall into one window of the limit.
+      const clock = new ManualClock(new Date());
+      const a = await startPostline(loadConfig(env), { log, smtp: false, clock });
+      const b = await startPostline(loadConfig(env), { log, smtp: false, clock });
       cleanup.push(
         () => a.close(),
         () => b.close(),
@@ -102,12 +108,11 @@ describe('rate limits', () => {
       await b.services.readYourWrites.waitFor(['api_keys'], org.position);
       const ca = apiClient(`http://127.0.0.1:${a.port}`, org.liveKey);
       const cb = apiClient(`http://127.0.0.1:${b.port}`, org.liveKey);
-      await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
       const responses = (await Promise.all([burst(ca, 10), burst(cb, 10)])).flat();
       const statuses = responses.map((r) => r.status);
-      // One shared budget of 6 per second (12 if the burst straddles two windows), not 6 per process.
-      expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(12);
-      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(8);
+      // One shared budget of 6 per second, not 6 per process.
+      expect(statuses.filter((s) => s === 200).length).toBe(6);
+      expect(statuses.filter((s) => s === 429).length).toBe(14);
       if (store === 'redis') {
         const redis = new Redis('redis://127.0.0.1:6379');
         const keys = await redis.keys(`postline:rl:${org.orgId}:*`);
