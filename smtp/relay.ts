@@ -21,8 +21,11 @@ const AUTH_FAILURE_DELAY_CAP_MS = 3000;
  */
 export function relayHooks(door: FrontDoor, services: Services, authenticate: Authenticate) {
   const { config } = services;
-  const authFailures = new AuthFailureLimit(services.rateLimiter, config.AUTH_FAILURES_PER_MINUTE);
-  const now = () => services.clock.now().getTime();
+  const authFailures = new AuthFailureLimit(
+    services.rateLimiter,
+    config.AUTH_FAILURES_PER_MINUTE,
+    services.clock,
+  );
 
   /** The session's key as it is now: a key deleted since AUTH is refused at its next message. */
   const currentAuth = async (session: SMTPServerSession) => {
@@ -33,7 +36,7 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
   async function onAuth(password: string, method: string, session: SMTPServerSession) {
     const address = session.remoteAddress;
     try {
-      authFailures.check(address, now());
+      authFailures.check(address);
     } catch {
       throw new SmtpReply('tooManyAuthFailures');
     }
@@ -45,7 +48,7 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
     // Logged without the key, nor the user name (a key pasted into the wrong field is still a key).
     door.log.warn({ client: address, method }, 'SMTP authentication failed');
     try {
-      await authFailures.fail(address, now());
+      await authFailures.fail(address);
     } catch {
       throw new SmtpReply('tooManyAuthFailures');
     }

@@ -146,7 +146,11 @@ function csvBody(services: Services, req: Request, next: NextFunction) {
 }
 
 function bearer(services: Services, authenticate: Authenticate) {
-  const failures = new AuthFailureLimit(services.rateLimiter, services.config.AUTH_FAILURES_PER_MINUTE);
+  const failures = new AuthFailureLimit(
+    services.rateLimiter,
+    services.config.AUTH_FAILURES_PER_MINUTE,
+    services.clock,
+  );
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get('authorization');
     if (!header) {
@@ -155,11 +159,11 @@ function bearer(services: Services, authenticate: Authenticate) {
       throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
     }
     const address = req.ip ?? 'unknown';
-    failures.check(address, services.clock.now().getTime());
+    failures.check(address);
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const auth = m ? await authenticate(m[1]) : null;
     if (!auth) {
-      const headers = await failures.fail(address, services.clock.now().getTime());
+      const headers = await failures.fail(address);
       throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.', headers);
     }
     res.locals.auth = auth;

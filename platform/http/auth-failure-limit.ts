@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 
@@ -26,15 +27,18 @@ export function authLimitHeaders(d: RateDecision): Record<string, string> {
 export class AuthFailureLimit {
   readonly #limiter: RateLimiter;
   readonly #limit: number;
+  readonly #clock: Clock;
   readonly #blocked = new Map<string, number>();
 
-  constructor(limiter: RateLimiter, limit: number) {
+  constructor(limiter: RateLimiter, limit: number, clock: Clock) {
     this.#limiter = limiter;
     this.#limit = limit;
+    this.#clock = clock;
   }
 
   /** Throws the 429 when `address` is over the limit in the current window. */
-  check(address: string, now: number): void {
+  check(address: string): void {
+    const now = this.#clock.now().getTime();
     const until = this.#blocked.get(address);
     if (until === undefined) return;
     if (now >= until) {
@@ -45,7 +49,8 @@ export class AuthFailureLimit {
   }
 
   /** Counts a failed authentication; returns the headers for the 401, or throws the 429 when over the limit. */
-  async fail(address: string, now: number): Promise<Record<string, string>> {
+  async fail(address: string): Promise<Record<string, string>> {
+    const now = this.#clock.now().getTime();
     const d = await this.#limiter.hit(`auth-failures:${address}`, this.#limit, now, WINDOW_MS);
     if (d.allowed) return authLimitHeaders(d);
     if (this.#blocked.size >= MAX_BLOCKED) this.#blocked.clear();

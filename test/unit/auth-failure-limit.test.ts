@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
 import { AppError } from '../../platform/errors.ts';
 import { AuthFailureLimit } from '../../platform/http/auth-failure-limit.ts';
 import { MemoryRateLimiter } from '../../platform/http/rate-limit.ts';
@@ -14,20 +15,22 @@ const refusal = (f: () => unknown) => {
 
 describe('AuthFailureLimit', () => {
   it('allows `limit` failures per address and minute, then refuses the address until the minute ends', async () => {
-    const limit = new AuthFailureLimit(new MemoryRateLimiter(), 3);
-    const t = Date.UTC(2026, 0, 1, 10, 0, 5); // 5 s into a minute
+    const clock = new ManualClock('2026-01-01T10:00:05Z'); // 5 s into a minute
+    const limit = new AuthFailureLimit(new MemoryRateLimiter(), 3, clock);
     const headers = [];
-    for (let i = 0; i < 3; i++) headers.push(await limit.fail('198.51.100.1', t));
+    for (let i = 0; i < 3; i++) headers.push(await limit.fail('198.51.100.1'));
     expect(headers.map((h) => h['X-RateLimit-Remaining'])).toEqual(['2', '1', '0']);
     expect(headers[0]).toMatchObject({ 'X-RateLimit-Limit': '3', 'X-RateLimit-Reset': '55' });
-    const over = await limit.fail('198.51.100.1', t).catch((e: AppError) => e);
+    const over = await limit.fail('198.51.100.1').catch((e: AppError) => e);
     expect(over).toBeInstanceOf(AppError);
     expect((over as AppError).code).toBe('rate_limit_exceeded');
     expect((over as AppError).headers).toMatchObject({ 'Retry-After': '55', 'X-RateLimit-Remaining': '0' });
     // Refused before any look-up, valid key or not, until the minute ends; other addresses are not.
-    expect(refusal(() => limit.check('198.51.100.1', t + 54_000))?.code).toBe('rate_limit_exceeded');
-    expect(refusal(() => limit.check('198.51.100.2', t))).toBeUndefined();
-    expect(refusal(() => limit.check('198.51.100.1', t + 55_000))).toBeUndefined();
-    expect((await limit.fail('198.51.100.1', t + 55_000))['X-RateLimit-Remaining']).toBe('2');
+    clock.advance(54_000);
+    expect(refusal(() => limit.check('198.51.100.1'))?.code).toBe('rate_limit_exceeded');
+    expect(refusal(() => limit.check('198.51.100.2'))).toBeUndefined();
+    clock.advance(1_000);
+    expect(refusal(() => limit.check('198.51.100.1'))).toBeUndefined();
+    expect((await limit.fail('198.51.100.1'))['X-RateLimit-Remaining']).toBe('2');
   });
 });
