@@ -246,9 +246,9 @@ export class WebhookDispatcher implements BackgroundProcess {
   }
 
   /**
-   * Fills the slots freed by responses once every response read in this turn of the event loop is in: the requests
-   * then leave together and the receiver takes them in one wake-up, not one each (in bench:webhooks' fast-receiver
-   * scenario a fifth less CPU in the sender and the receiver).
+   * Fills the slots freed by responses once this turn of the event loop has read every response in it, not from
+   * within each response's handling: the next requests are then written together (in bench:webhooks' fast-receiver
+   * scenario, a fifth less CPU on the main thread per delivery and a tenth less in the receiver).
    */
   #refill(): void {
     if (this.#refillScheduled) return;
