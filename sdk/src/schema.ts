@@ -75,7 +75,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check the DNS records of a domain now */
+        /**
+         * Check the DNS records of a domain now
+         * @description Looks every record up over DNS. With a test key, `simulate` records that outcome for every record instead, without DNS (the events say `simulated`); a live key gets 403 `test_mode_only`.
+         */
         post: operations["postDomainsDomainIdVerify"];
         delete?: never;
         options?: never;
@@ -3538,7 +3541,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    simulate?: "verified" | "failed";
+                };
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -3596,7 +3606,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `insufficient_permission` */
+            /** @description Error: `insufficient_permission`, `test_mode_only` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
@@ -3611,7 +3621,7 @@ export interface operations {
                             type: "permission_error";
                             message: string;
                             /** @enum {string} */
-                            code: "insufficient_permission";
+                            code: "insufficient_permission" | "test_mode_only";
                         };
                     } & {
                         [key: string]: unknown;
