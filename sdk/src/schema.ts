@@ -1674,8 +1674,12 @@ export interface components {
                 value: string;
                 /** @description MX records only. */
                 priority?: number;
-                /** @enum {string} */
+                /**
+                 * @description What the record is for: `dkim` the signing key; `spf` SPF on the domain itself; `dmarc` the DMARC policy; `tracking` the tracking CNAME; `return_path` the optional custom return path on the bounce subdomain (its MX brings bounces back, its SPF aligns the envelope sender); `inbound` the MX for inbound mail.
+                 * @enum {string}
+                 */
                 purpose: "dkim" | "spf" | "return_path" | "dmarc" | "tracking" | "inbound";
+                /** @description Required records (DKIM and SPF) make the domain `verified` and able to send live; the others are recommended or optional. */
                 required: boolean;
                 /** @enum {string} */
                 status: "pending" | "verified" | "failed";
