@@ -1,3 +1,4 @@
+import { currentRecords } from '../write-side/domains/dns-records.ts';
 import type { DomainEvent } from '../write-side/domains/domain.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
@@ -29,7 +30,7 @@ export const domainsProjection: Projection<DomainEvent> = {
           open_tracking: d.openTracking,
           click_tracking: d.clickTracking,
           inbound_enabled: d.inboundEnabled,
-          dns_records: JSON.stringify(d.records),
+          dns_records: JSON.stringify(currentRecords(d.name, d.records)),
           dkim_selector: d.dkim.selector,
           sealed_dkim_private_key: d.dkim.sealedPrivateKey,
           return_path_domain: d.returnPathDomain,
@@ -42,7 +43,8 @@ export const domainsProjection: Projection<DomainEvent> = {
         const d = e.data;
         return updateRow(tx, 'domains', d.domainId, {
           status: d.status,
-          dns_records: JSON.stringify(d.records),
+          dns_records: JSON.stringify(currentRecords(d.name, d.records)),
+          simulated: d.simulated === true,
           last_checked_at: d.checkedAt,
           updated_at: d.checkedAt,
         });
@@ -56,7 +58,7 @@ export const domainsProjection: Projection<DomainEvent> = {
           click_tracking: d.clickTracking,
           inbound_enabled: d.inboundEnabled,
           impressum: d.impressum ? JSON.stringify(d.impressum) : null,
-          dns_records: JSON.stringify(d.records),
+          dns_records: JSON.stringify(currentRecords(d.name, d.records)),
           updated_at: d.updatedAt,
         });
       }

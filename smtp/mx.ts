@@ -10,6 +10,7 @@ import {
   unsubscribeTarget,
   unsubscribeTokenOf,
 } from '../write-side/broadcasts/unsubscribe.commands.ts';
+import { installationBounceDomain } from '../write-side/domains/dns-records.ts';
 import { domainOf } from '../write-side/emails/addresses.ts';
 import {
   readEmail,
@@ -45,6 +46,12 @@ export const feedbackAddress = (mxHost: string) => `fbl@${mxHost.toLowerCase()}`
 export function mxHooks(door: FrontDoor, services: Services) {
   const { config } = services;
   const returnPathPrefix = `${config.POSTLINE_RETURN_PATH_SUBDOMAIN.toLowerCase()}.`;
+  const bounceDomain = installationBounceDomain(config);
+  /** Return paths are on a sending domain's custom return path (`bounces.<domain>`) or the installation's. */
+  const isReturnPathDomain = (address: string) => {
+    const domain = domainOf(address.toLowerCase());
+    return domain === bounceDomain || domain.startsWith(returnPathPrefix);
+  };
   const feedback = feedbackAddress(config.POSTLINE_MX_HOST);
   const authenticate = inboundAuthenticator(config.DNS_SERVERS, door.hostname, door.log);
   const rspamd = rspamdScorer(config.RSPAMD_URL, door.log);
@@ -53,7 +60,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
   /** The live email a return path names, or null. */
   async function returnPathEmail(address: string) {
     const verp = parseVerp(address);
-    if (!verp || !domainOf(address.toLowerCase()).startsWith(returnPathPrefix)) return null;
+    if (!verp || !isReturnPathDomain(address)) return null;
     const { state } = await readEmail(services, verp.emailId);
     return state.exists && state.mode === 'live' ? verp.emailId : null;
   }
@@ -70,10 +77,10 @@ export function mxHooks(door: FrontDoor, services: Services) {
     return found.filter((d) => d.mode === 'live' && d.inboundVerified);
   }
 
-  /** A broadcast email's List-Unsubscribe mailto (unsubscribe+<token>@<return-path domain>): its target, or null. */
+  /** A broadcast email's List-Unsubscribe mailto (unsubscribe+<token>@<return path's domain>): its target, or null. */
   async function unsubscribeFor(address: string) {
     const token = unsubscribeTokenOf(address);
-    if (!token || !domainOf(address.toLowerCase()).startsWith(returnPathPrefix)) return null;
+    if (!token || !isReturnPathDomain(address)) return null;
     return unsubscribeTarget(services, token);
   }
 

@@ -3,6 +3,7 @@ import type { SecretBox } from '../../platform/crypto.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import type { DomainRow } from '../../read-side/domains/domains.queries.ts';
+import { customReturnPathVerified, envelopeDomain } from '../../write-side/domains/dns-records.ts';
 import { type EmailContent, messageIdOf } from '../../write-side/emails/email.events.ts';
 import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
 import { verpAddress } from '../../write-side/emails/verp.ts';
@@ -27,8 +28,9 @@ const trackingCnameVerified = (domain: DomainRow) =>
 
 /**
  * The message as the MTA sends it: the accepted content, attachments read back from the blob store, tracking
- * when the domain has it on, the VERP return path on the domain's return-path subdomain, and its DKIM key. A
- * message submitted over SMTP goes as it was submitted: no tracking is added to it.
+ * when the domain has it on, the VERP return path (on the domain's custom return path once its records verify,
+ * else on the installation's bounce domain), and its DKIM key. A message submitted over SMTP goes as it was
+ * submitted: no tracking is added to it.
  */
 export async function buildOutboundMessage(
   services: Services,
@@ -72,7 +74,16 @@ export async function buildOutboundMessage(
       })),
     ),
     ...(content.raw && { raw: await blobs.get(content.raw.blobKey) }),
-    envelopeFrom: verpAddress(content.emailId, domain.return_path_domain),
+    envelopeFrom: verpAddress(
+      content.emailId,
+      envelopeDomain(
+        {
+          returnPathDomain: domain.return_path_domain,
+          customReturnPath: customReturnPathVerified(domain.dns_records),
+        },
+        services.config,
+      ),
+    ),
     dkim,
   };
 }

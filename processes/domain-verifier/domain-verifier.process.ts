@@ -7,8 +7,9 @@ const BATCH = 50;
 
 /**
  * The periodic DNS re-check: every domain not checked for DOMAIN_RECHECK_INTERVAL_MS is looked up again. A
- * verified record that vanished or changed yields DomainDnsChanged (the domain stops sending live until its
- * records are back); a pending domain whose records appeared becomes verified without a click on "verify".
+ * verified record that vanished or changed yields DomainDnsChanged (a required one stops live sending until it
+ * is back); a pending domain whose records appeared becomes verified without a click on "verify". A
+ * test-mode domain whose last check was simulated gets its simulation again, no look-up (`verifyDomain`).
  * Several processes may run it: a domain checked twice at once only adds a second, identical check event,
  * because DomainVerified and DomainDnsChanged are decided on the stream's latest state.
  */

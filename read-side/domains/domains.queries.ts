@@ -3,6 +3,7 @@ import type { Selectable } from 'kysely';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
+import { customReturnPathVerified } from '../../write-side/domains/dns-records.ts';
 import type { DomainStatus, Impressum } from '../../write-side/domains/domain.events.ts';
 import { iso, listPage } from '../pagination.ts';
 import { liveRows, readModels } from '../read-models.ts';
@@ -20,8 +21,10 @@ export interface SendingDomain {
   dkimSelector: string;
   /** Open with services.secrets.open() to get the PKCS#8 PEM private key. */
   sealedDkimPrivateKey: string;
-  /** The envelope sender's domain, e.g. `bounces.example.com`. */
+  /** The custom return path, e.g. `bounces.example.com`: the envelope sender's domain once `customReturnPath`. */
   returnPathDomain: string;
+  /** The custom return path's records are verified; until then the installation's bounce domain is used. */
+  customReturnPath: boolean;
   /** Host of tracking links, e.g. `track.example.com` (a CNAME to POSTLINE_TRACKING_HOST). */
   trackingDomain: string;
   openTracking: boolean;
@@ -93,6 +96,7 @@ export async function findSendingDomain(
     dkimSelector: row.dkim_selector,
     sealedDkimPrivateKey: row.sealed_dkim_private_key,
     returnPathDomain: row.return_path_domain,
+    customReturnPath: customReturnPathVerified(row.dns_records),
     trackingDomain: row.tracking_domain,
     openTracking: row.open_tracking,
     clickTracking: row.click_tracking,
@@ -120,8 +124,9 @@ export async function findInboundDomains(db: Database, name: string) {
 
 /**
  * Domains whose last DNS check is older than `before` (or that were never checked), oldest first. A domain whose
- * name another domain holds (verified, deleted or not, until purged) cannot verify: its check would be refused
- * and, never recorded, would come first again on every run, crowding out the rest. It is left out.
+ * name another domain holds (verified over DNS, deleted or not, until purged) cannot verify: its check would be
+ * refused and, never recorded, would come first again on every run, crowding out the rest. It is left out. A
+ * simulated verification holds no name.
  */
 export async function domainsDueForCheck(db: Database, before: Date, limit: number) {
   return readModels(db)
@@ -136,7 +141,8 @@ export async function domainsDueForCheck(db: Database, before: Date, limit: numb
             .select('holder.id')
             .whereRef('holder.name', '=', 'd.name')
             .whereRef('holder.id', '<>', 'd.id')
-            .where('holder.status', '=', 'verified'),
+            .where('holder.status', '=', 'verified')
+            .where('holder.simulated', '=', false),
         ),
       ),
     )

@@ -7,8 +7,17 @@ const DnsRecord = z.strictObject({
   name: z.string(),
   value: z.string(),
   priority: z.int().optional().meta({ description: 'MX records only.' }),
-  purpose: z.enum(['dkim', 'spf', 'return_path', 'dmarc', 'tracking', 'inbound']),
-  required: z.boolean(),
+  purpose: z.enum(['dkim', 'spf', 'return_path', 'dmarc', 'tracking', 'inbound']).meta({
+    description:
+      'What the record is for: `dkim` the signing key; `spf` SPF on the domain itself; `dmarc` the DMARC policy; ' +
+      '`tracking` the tracking CNAME; `return_path` the optional custom return path on the bounce subdomain (its ' +
+      'MX brings bounces back, its SPF aligns the envelope sender); `inbound` the MX for inbound mail.',
+  }),
+  required: z.boolean().meta({
+    description:
+      'Required records (DKIM and SPF) make the domain `verified` and able to send live; the others are ' +
+      'recommended or optional.',
+  }),
   status: z.enum(['pending', 'verified', 'failed']),
   found: z.array(z.string()).nullable(),
 });

@@ -23,6 +23,8 @@ export interface DomainsTable {
   updated_at: Timestamp;
   verified_at: Timestamp | null;
   last_checked_at: Timestamp | null;
+  /** The last check was a test-mode simulation (no DNS looked up): such a domain holds no name. */
+  simulated: boolean;
   deleted_at: Timestamp | null;
   purge_after: Timestamp | null;
 }
@@ -57,5 +59,9 @@ CREATE TABLE IF NOT EXISTS domains (
 CREATE INDEX IF NOT EXISTS domains_org ON domains (org_id, mode, id);
 CREATE INDEX IF NOT EXISTS domains_name ON domains (name);
 CREATE INDEX IF NOT EXISTS domains_recheck ON domains (last_checked_at) WHERE deleted_at IS NULL;`,
+  },
+  {
+    id: 'domains-002',
+    sql: `ALTER TABLE domains ADD COLUMN IF NOT EXISTS simulated boolean NOT NULL DEFAULT false;`,
   },
 ];

@@ -92,8 +92,14 @@ export function createPostline(options: PostlineOptions) {
       get: (id: string) =>
         unwrap(client.GET('/v1/domains/{domain_id}', { params: { path: { domain_id: id } } })),
       list: (query: Page = {}) => unwrap(client.GET('/v1/domains', { params: { query } })),
-      verify: (id: string) =>
-        unwrap(client.POST('/v1/domains/{domain_id}/verify', { params: { path: { domain_id: id } } })),
+      /** Checks the records over DNS now; test keys may `simulate` the outcome instead. */
+      verify: (
+        id: string,
+        body?: NonNullable<
+          paths['/v1/domains/{domain_id}/verify']['post']['requestBody']
+        >['content']['application/json'],
+      ) =>
+        unwrap(client.POST('/v1/domains/{domain_id}/verify', { params: { path: { domain_id: id } }, body })),
       remove: (id: string) =>
         unwrap(client.DELETE('/v1/domains/{domain_id}', { params: { path: { domain_id: id } } })),
     },

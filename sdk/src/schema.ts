@@ -75,7 +75,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check the DNS records of a domain now */
+        /**
+         * Check the DNS records of a domain now
+         * @description Looks every record up over DNS. With a test key, `simulate` records that outcome for every record instead, without DNS (the events say `simulated`); a live key gets 403 `test_mode_only`.
+         */
         post: operations["postDomainsDomainIdVerify"];
         delete?: never;
         options?: never;
@@ -1671,8 +1674,12 @@ export interface components {
                 value: string;
                 /** @description MX records only. */
                 priority?: number;
-                /** @enum {string} */
+                /**
+                 * @description What the record is for: `dkim` the signing key; `spf` SPF on the domain itself; `dmarc` the DMARC policy; `tracking` the tracking CNAME; `return_path` the optional custom return path on the bounce subdomain (its MX brings bounces back, its SPF aligns the envelope sender); `inbound` the MX for inbound mail.
+                 * @enum {string}
+                 */
                 purpose: "dkim" | "spf" | "return_path" | "dmarc" | "tracking" | "inbound";
+                /** @description Required records (DKIM and SPF) make the domain `verified` and able to send live; the others are recommended or optional. */
                 required: boolean;
                 /** @enum {string} */
                 status: "pending" | "verified" | "failed";
@@ -3538,7 +3545,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    simulate?: "verified" | "failed";
+                };
+            };
+        };
         responses: {
             /** @description OK */
             200: {
@@ -3596,7 +3610,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `insufficient_permission` */
+            /** @description Error: `insufficient_permission`, `test_mode_only` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
@@ -3611,7 +3625,7 @@ export interface operations {
                             type: "permission_error";
                             message: string;
                             /** @enum {string} */
-                            code: "insufficient_permission";
+                            code: "insufficient_permission" | "test_mode_only";
                         };
                     } & {
                         [key: string]: unknown;

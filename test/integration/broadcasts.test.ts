@@ -230,7 +230,7 @@ describe('broadcasts: sending', () => {
     const url = /href="([^"]+)"/.exec(toAnn.html)![1];
     const token = url.split('/').at(-1);
     expect(toAnn.headers).toEqual({
-      'List-Unsubscribe': `<${url}>, <mailto:unsubscribe+${token}@bounces.acme.test>`,
+      'List-Unsubscribe': `<${url}>, <mailto:unsubscribe+${token}@mx.postline.localhost>`,
       'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
     });
     expect(toAnn.id).toBe(token!.split('-')[0]);

@@ -39,33 +39,57 @@ describe('POST /v1/domains', () => {
       verified_at: null,
     });
     expect(r.body.id).toMatch(/^dom_[0-9a-z]{26}$/);
-    const records = Object.fromEntries(r.body.dns_records.map((d: any) => [d.purpose, d]));
-    expect(Object.keys(records).sort()).toEqual(['dkim', 'dmarc', 'return_path', 'spf', 'tracking']);
-    expect(records.dkim).toMatchObject({ type: 'TXT', required: true, status: 'pending', found: null });
-    expect(records.dkim.name).toMatch(
+    const [dkim, ...others] = r.body.dns_records;
+    expect(dkim).toMatchObject({
+      type: 'TXT',
+      purpose: 'dkim',
+      required: true,
+      status: 'pending',
+      found: null,
+    });
+    expect(dkim.name).toMatch(
       new RegExp(`^pl\\d{6}[0-9a-f]{6}\\._domainkey\\.${name.replace(/\./g, '\\.')}$`),
     );
-    expect(records.dkim.value).toMatch(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]+=*$/);
-    expect(records.spf).toMatchObject({
-      type: 'TXT',
-      name: `bounces.${name}`,
-      value: 'v=spf1 include:spf.postline.test ~all',
-      required: true,
-    });
-    expect(records.return_path).toMatchObject({
-      type: 'MX',
-      name: `bounces.${name}`,
-      value: 'mx.postline.test',
-      priority: 10,
-      required: true,
-    });
-    expect(records.dmarc).toMatchObject({ type: 'TXT', name: `_dmarc.${name}`, required: false });
-    expect(records.tracking).toMatchObject({
-      type: 'CNAME',
-      name: `track.${name}`,
-      value: 'track.postline.test',
-      required: false,
-    });
+    expect(dkim.value).toMatch(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]+=*$/);
+    const spf = 'v=spf1 include:spf.postline.test ~all';
+    const pending = { status: 'pending', found: null };
+    // Required: DKIM and SPF on the domain itself. The custom return path (MX and SPF on bounces.<name>) is optional.
+    expect(others).toEqual([
+      { type: 'TXT', name, value: spf, purpose: 'spf', required: true, ...pending },
+      {
+        type: 'TXT',
+        name: `_dmarc.${name}`,
+        value: 'v=DMARC1; p=none;',
+        purpose: 'dmarc',
+        required: false,
+        ...pending,
+      },
+      {
+        type: 'CNAME',
+        name: `track.${name}`,
+        value: 'track.postline.test',
+        purpose: 'tracking',
+        required: false,
+        ...pending,
+      },
+      {
+        type: 'MX',
+        name: `bounces.${name}`,
+        value: 'mx.postline.test',
+        priority: 10,
+        purpose: 'return_path',
+        required: false,
+        ...pending,
+      },
+      {
+        type: 'TXT',
+        name: `bounces.${name}`,
+        value: spf,
+        purpose: 'return_path',
+        required: false,
+        ...pending,
+      },
+    ]);
 
     const got = await acme.live.get(`/v1/domains/${r.body.id}`);
     expect(got.status).toBe(200);
@@ -350,6 +374,7 @@ describe('PATCH /v1/domains/{id}', () => {
       openTracking: false,
       clickTracking: true,
       returnPathDomain: `bounces.${name}`,
+      customReturnPath: false,
       trackingDomain: `track.${name}`,
     });
     expect(

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { dnsRecordsFor } from '../../write-side/domains/dns-records.ts';
 import { domainDecider, domainStatus } from '../../write-side/domains/domain.decider.ts';
 import type {
   DnsRecord,
@@ -24,11 +25,13 @@ const rec = (
   status: 'pending',
   found: null,
 });
+/** A domain's records today: DKIM and SPF on the domain required; DMARC and the custom return path optional. */
 const records = [
   rec('dkim', 'TXT', 'pl1._domainkey.example.com', true),
-  rec('spf', 'TXT', 'bounces.example.com', true),
-  rec('return_path', 'MX', 'bounces.example.com', true),
+  rec('spf', 'TXT', 'example.com', true),
   rec('dmarc', 'TXT', '_dmarc.example.com', false),
+  { ...rec('return_path', 'MX', 'bounces.example.com', false), priority: 10 },
+  rec('return_path', 'TXT', 'bounces.example.com', false),
 ];
 const dkim = { selector: 'pl1', publicKey: 'PUB', sealedPrivateKey: 'v1.sealed', createdAt: at };
 const add = {
@@ -146,7 +149,7 @@ describe('domain decider: DNS checks', () => {
         expect(statusOf(events[0])).toBe('partially_verified');
         expect(
           events[0].type === 'DomainVerificationChecked' && events[0].data.records.map((r) => r.status),
-        ).toEqual(['verified', 'failed', 'failed', 'pending']);
+        ).toEqual(['verified', 'failed', 'pending', 'failed', 'failed']);
       }));
 
   it('fails when no required record is found', () =>
@@ -210,6 +213,260 @@ describe('domain decider: DNS checks', () => {
     };
     spec(domainDecider).given([added, deleted]).when(check(allOk)).thenFails('not_found');
   });
+});
+
+describe('domain decider: the records a new domain is given', () => {
+  const settings = {
+    spfInclude: 'spf.postline.test',
+    outboundIps: [],
+    mxHost: 'mx.postline.test',
+    trackingHost: 'track.postline.test',
+    returnPathSubdomain: 'bounces',
+  };
+  const given = dnsRecordsFor(
+    { name: 'example.com', selector: 'pl1', publicKey: 'PUB', inboundEnabled: false },
+    settings,
+  );
+  const addedToday: DomainEvent = {
+    type: 'DomainAdded',
+    data: { ...addedData, records: given, region: 'eu', addedAt: at },
+  };
+  /** A check that finds the records of these purposes as published, and nothing for the others. */
+  const finding = (purposes: DnsRecord['purpose'][]) => ({
+    type: 'RecordDnsCheck' as const,
+    ...who,
+    trigger: 'manual' as const,
+    at: later,
+    checks: given.map((r) => ({
+      type: r.type,
+      name: r.name,
+      purpose: r.purpose,
+      outcome: purposes.includes(r.purpose) ? ('verified' as const) : ('failed' as const),
+      found: purposes.includes(r.purpose) ? [r.type === 'MX' ? `10 ${r.value}` : r.value] : [],
+    })),
+  });
+
+  it('requires DKIM and SPF on the domain; DMARC, tracking and the custom return path are optional', () => {
+    expect(given.map((r) => [r.type, r.name, r.purpose, r.required])).toEqual([
+      ['TXT', 'pl1._domainkey.example.com', 'dkim', true],
+      ['TXT', 'example.com', 'spf', true],
+      ['TXT', '_dmarc.example.com', 'dmarc', false],
+      ['CNAME', 'track.example.com', 'tracking', false],
+      ['MX', 'bounces.example.com', 'return_path', false],
+      ['TXT', 'bounces.example.com', 'return_path', false],
+    ]);
+  });
+
+  it('verifies with DKIM, SPF, DMARC and the tracking CNAME found, the return path not', () =>
+    spec(domainDecider)
+      .given([addedToday])
+      .when(finding(['dkim', 'spf', 'dmarc', 'tracking']))
+      .then((events) => {
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked', 'DomainVerified']);
+        expect(statusOf(events[0])).toBe('verified');
+      }));
+
+  it('is not verified without the SPF record on the domain, whatever else is found', () =>
+    spec(domainDecider)
+      .given([addedToday])
+      .when(finding(['dkim', 'dmarc', 'tracking', 'return_path']))
+      .then((events) => {
+        expect(events.map((e) => e.type)).toEqual(['DomainVerificationChecked']);
+        expect(statusOf(events[0])).toBe('partially_verified');
+        const records = events[0].type === 'DomainVerificationChecked' ? events[0].data.records : [];
+        expect(
+          records.filter((r) => r.required && r.status !== 'verified').map((r) => [r.type, r.name]),
+        ).toEqual([['TXT', 'example.com']]);
+      }));
+});
+
+describe('domain decider: domains added under the earlier rules', () => {
+  /** What DomainAdded carried before: SPF and an MX on the return-path subdomain, both required. */
+  const legacyRecords: DnsRecord[] = [
+    rec('dkim', 'TXT', 'pl1._domainkey.example.com', true),
+    rec('spf', 'TXT', 'bounces.example.com', true),
+    { ...rec('return_path', 'MX', 'bounces.example.com', true), priority: 10 },
+    rec('dmarc', 'TXT', '_dmarc.example.com', false),
+  ];
+  const legacyAdded: DomainEvent = {
+    type: 'DomainAdded',
+    data: { ...addedData, records: legacyRecords, region: 'eu', addedAt: at },
+  };
+  /** The same records as read today: the return path's two records optional, its SPF named `return_path`. */
+  const today: DnsRecord[] = [
+    legacyRecords[0],
+    { ...legacyRecords[1], purpose: 'return_path', required: false },
+    { ...legacyRecords[2], required: false },
+    legacyRecords[3],
+  ];
+  const outcome = (r: DnsRecord, status: 'verified' | 'failed') => ({
+    type: r.type,
+    name: r.name,
+    purpose: r.purpose,
+    outcome: status,
+    found: status === 'verified' ? [r.value] : [],
+  });
+  const dkimOnly = {
+    type: 'RecordDnsCheck' as const,
+    ...who,
+    trigger: 'periodic' as const,
+    at: later,
+    checks: today.map((r) => outcome(r, r.purpose === 'dkim' ? 'verified' : 'failed')),
+  };
+
+  it('folds their records into the optional custom return path', () => {
+    const state = domainDecider.evolve(domainDecider.initialState, legacyAdded);
+    expect(state.exists && state.records).toEqual(today);
+    // A check appended under the earlier rules carries the old records too.
+    const oldCheck: DomainEvent = {
+      type: 'DomainVerificationChecked',
+      data: {
+        domainId: 'dom_1',
+        name: 'example.com',
+        trigger: 'manual',
+        status: 'partially_verified',
+        records: legacyRecords.map((r) => ({ ...r, status: 'failed', found: [] })),
+        checkedAt: at,
+      },
+    };
+    const after = domainDecider.evolve(state, oldCheck);
+    expect(after.exists && after.records).toEqual(today.map((r) => ({ ...r, status: 'failed', found: [] })));
+    expect(after.exists && after.status).toBe('partially_verified');
+  });
+
+  it('verifies one that was partially verified once its DKIM record is found', () => {
+    const oldCheck: DomainEvent = {
+      type: 'DomainVerificationChecked',
+      data: {
+        domainId: 'dom_1',
+        name: 'example.com',
+        trigger: 'manual',
+        status: 'partially_verified',
+        records: legacyRecords.map((r) => ({
+          ...r,
+          status: r.purpose === 'dkim' ? 'verified' : 'failed',
+          found: r.purpose === 'dkim' ? [r.value] : [],
+        })),
+        checkedAt: at,
+      },
+    };
+    spec(domainDecider)
+      .given([legacyAdded, oldCheck])
+      .when(dkimOnly)
+      .then([
+        {
+          type: 'DomainVerificationChecked',
+          data: {
+            domainId: 'dom_1',
+            name: 'example.com',
+            trigger: 'periodic',
+            status: 'verified',
+            records: today.map((r) =>
+              r.purpose === 'dkim'
+                ? { ...r, status: 'verified', found: [r.value] }
+                : { ...r, status: 'failed', found: [] },
+            ),
+            checkedAt: later,
+          },
+        },
+        verifiedEvent,
+      ]);
+  });
+});
+
+describe('domain decider: simulated verification (test mode)', () => {
+  const testAdded: DomainEvent = {
+    type: 'DomainAdded',
+    data: { ...addedData, mode: 'test', region: 'eu', addedAt: at },
+  };
+  const testWho = { ...who, mode: 'test' as const };
+  const simulate = (outcome: 'verified' | 'failed') => ({
+    type: 'SimulateDnsCheck' as const,
+    ...testWho,
+    trigger: 'manual' as const,
+    outcome,
+    at: later,
+  });
+  /** Every record as the simulation leaves it: found as DNS would answer a record published as asked. */
+  const simulatedRecords = (status: 'verified' | 'failed') =>
+    records.map((r) => ({
+      ...r,
+      status,
+      found: status === 'failed' ? [] : [r.type === 'MX' ? `10 ${r.value}` : r.value],
+    }));
+  const simulatedVerified: DomainEvent[] = [
+    {
+      type: 'DomainVerificationChecked',
+      data: {
+        domainId: 'dom_1',
+        name: 'example.com',
+        trigger: 'manual',
+        status: 'verified',
+        records: simulatedRecords('verified'),
+        checkedAt: later,
+        simulated: true,
+      },
+    },
+    {
+      type: 'DomainVerified',
+      data: { domainId: 'dom_1', name: 'example.com', verifiedAt: later, simulated: true },
+    },
+  ];
+
+  it('verifies every record without DNS, and says the check was simulated', () =>
+    spec(domainDecider).given([testAdded]).when(simulate('verified')).then(simulatedVerified));
+
+  it('remembers the simulation, until a check over DNS', () => {
+    const state = [testAdded, ...simulatedVerified].reduce(domainDecider.evolve, domainDecider.initialState);
+    expect(state.exists && state.simulation).toBe('verified');
+    const real = domainDecider.decide({ ...check(allOk), mode: 'test' }, state);
+    const after = real.reduce(domainDecider.evolve, state);
+    expect(after.exists && after.simulation).toBeNull();
+  });
+
+  it('simulates records that break: DomainDnsChanged, simulated', () =>
+    spec(domainDecider)
+      .given([testAdded, ...simulatedVerified])
+      .when({ ...simulate('failed'), at: '2026-01-03T00:00:00.000Z' })
+      .then([
+        {
+          type: 'DomainVerificationChecked',
+          data: {
+            domainId: 'dom_1',
+            name: 'example.com',
+            trigger: 'manual',
+            status: 'failed',
+            records: simulatedRecords('failed'),
+            checkedAt: '2026-01-03T00:00:00.000Z',
+            simulated: true,
+          },
+        },
+        {
+          type: 'DomainDnsChanged',
+          data: {
+            domainId: 'dom_1',
+            name: 'example.com',
+            records: records.map((r) => ({
+              type: r.type,
+              name: r.name,
+              purpose: r.purpose,
+              expected: r.value,
+              found: [],
+            })),
+            status: 'failed',
+            detectedAt: '2026-01-03T00:00:00.000Z',
+            simulated: true,
+          },
+        },
+      ]));
+
+  it('refuses a live domain: live domains verify over DNS', () =>
+    spec(domainDecider)
+      .given([added])
+      .when({ ...simulate('verified'), mode: 'live' })
+      .thenFails('test_mode_only', /live domain verifies over DNS/));
+
+  itHidesFromOtherCallers(domainDecider, [testAdded], simulate('verified'));
 });
 
 describe('domain decider: updates', () => {

@@ -7,6 +7,7 @@ import { type AudienceRecipient, audienceRecipients } from '../../read-side/cont
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
+import { envelopeDomain, installationBounceDomain } from '../domains/dns-records.ts';
 import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.ts';
 import { acceptPrepared, consumeQuota } from '../emails/email.commands.ts';
 import type { EmailContent } from '../emails/email.events.ts';
@@ -141,8 +142,10 @@ export async function expandNextBatch(
   const render = renderer(broadcastId, content, template?.status === 'published' ? template.version : null);
   const tokens = unsubscribeTokens(services.config);
   const base = services.config.PUBLIC_URL.replace(/\/$/, '');
-  const returnPath =
-    domain?.returnPathDomain ?? `${services.config.POSTLINE_RETURN_PATH_SUBDOMAIN}.${domainName}`;
+  // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
+  const returnPath = domain
+    ? envelopeDomain(domain, services.config)
+    : installationBounceDomain(services.config);
   const now = services.clock.now().toISOString();
   const queue = async (r: AudienceRecipient) => {
     const emailId = broadcastEmailId(broadcastId, r.id, startedAt);

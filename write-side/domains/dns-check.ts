@@ -3,6 +3,7 @@ import { isNoAnswer } from '../../platform/dns.ts';
 import type { DnsRecord, RecordCheck } from './domain.events.ts';
 
 const host = (h: string) => h.toLowerCase().replace(/\.$/, '');
+const isSpf = (text: string) => /^v=spf1(\s|$)/i.test(text.trim());
 
 /** `k=v; k=v` tags of a DKIM or DMARC record, keys lower-cased, whitespace inside values removed. */
 function tags(text: string): Map<string, string> {
@@ -20,20 +21,21 @@ function tags(text: string): Map<string, string> {
  * records are an SPF error), DMARC only needs a DMARC record (the user chooses the policy).
  */
 function matches(record: DnsRecord, found: string[]): boolean {
+  // SPF records: the domain's own (`spf`) and the custom return path's (`return_path`, TXT).
+  if (record.type === 'TXT' && isSpf(record.value)) {
+    const spf = found.filter(isSpf);
+    if (spf.length !== 1) return false;
+    const have = new Set(spf[0].toLowerCase().split(/\s+/));
+    return record.value
+      .toLowerCase()
+      .split(/\s+/)
+      .filter((m) => m !== 'v=spf1' && !m.endsWith('all'))
+      .every((m) => have.has(m));
+  }
   switch (record.purpose) {
     case 'dkim': {
       const expected = tags(record.value).get('p');
       return found.some((t) => tags(t).get('p') === expected);
-    }
-    case 'spf': {
-      const spf = found.filter((t) => /^v=spf1(\s|$)/i.test(t.trim()));
-      if (spf.length !== 1) return false;
-      const have = new Set(spf[0].toLowerCase().split(/\s+/));
-      return record.value
-        .toLowerCase()
-        .split(/\s+/)
-        .filter((m) => m !== 'v=spf1' && !m.endsWith('all'))
-        .every((m) => have.has(m));
     }
     case 'dmarc':
       return found.some((t) => /^v=DMARC1\s*(;|$)/i.test(t.trim()));

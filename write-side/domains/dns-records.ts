@@ -36,15 +36,17 @@ const pending = { status: 'pending' as const, found: null };
 export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publicKey}`;
 
 /**
- * The records a new domain asks for. Required (the domain sends only when all are verified): DKIM, and SPF
- * plus MX on the return-path subdomain, which is the envelope sender so SPF aligns for DMARC and bounces come
- * back to Postline. Recommended: DMARC and the tracking CNAME. Inbound adds an MX on the domain itself.
+ * The records a new domain asks for. Required (the domain sends live only when they are verified): DKIM, and
+ * SPF on the domain itself. Recommended: DMARC and the tracking CNAME. Optional, the custom return path: an MX
+ * and SPF on the return-path subdomain; until both verify, the envelope sender is on the installation's bounce
+ * domain and DKIM alone aligns for DMARC. Inbound adds an MX on the domain itself.
  */
 export function dnsRecordsFor(
   domain: { name: string; selector: string; publicKey: string; inboundEnabled: boolean },
   s: DnsSettings,
 ): DnsRecord[] {
   const returnPath = `${s.returnPathSubdomain}.${domain.name}`;
+  const spf = `v=spf1 ${spfMechanisms(s).join(' ')} ~all`;
   const records: DnsRecord[] = [
     {
       type: 'TXT',
@@ -54,23 +56,7 @@ export function dnsRecordsFor(
       required: true,
       ...pending,
     },
-    {
-      type: 'TXT',
-      name: returnPath,
-      value: `v=spf1 ${spfMechanisms(s).join(' ')} ~all`,
-      purpose: 'spf',
-      required: true,
-      ...pending,
-    },
-    {
-      type: 'MX',
-      name: returnPath,
-      value: s.mxHost,
-      priority: 10,
-      purpose: 'return_path',
-      required: true,
-      ...pending,
-    },
+    { type: 'TXT', name: domain.name, value: spf, purpose: 'spf', required: true, ...pending },
     {
       type: 'TXT',
       name: `_dmarc.${domain.name}`,
@@ -87,6 +73,16 @@ export function dnsRecordsFor(
       required: false,
       ...pending,
     },
+    {
+      type: 'MX',
+      name: returnPath,
+      value: s.mxHost,
+      priority: 10,
+      purpose: 'return_path',
+      required: false,
+      ...pending,
+    },
+    { type: 'TXT', name: returnPath, value: spf, purpose: 'return_path', required: false, ...pending },
   ];
   if (domain.inboundEnabled) records.push(inboundRecord(domain.name, s.mxHost));
   return records;
@@ -101,3 +97,38 @@ export const inboundRecord = (name: string, mxHost: string): DnsRecord => ({
   required: false,
   ...pending,
 });
+
+/**
+ * A domain's records under today's rules, whatever rules they were handed out under. Domains added before the
+ * custom return path became optional were given SPF (purpose `spf`) and an MX on the return-path subdomain, both
+ * required: both are now the optional custom return path. Records of today pass unchanged.
+ */
+export function currentRecords(domainName: string, records: DnsRecord[]): DnsRecord[] {
+  if (!records.some((r) => isLegacyReturnPath(domainName, r))) return records;
+  return records.map((r) =>
+    isLegacyReturnPath(domainName, r) ? { ...r, purpose: 'return_path', required: false } : r,
+  );
+}
+
+const isLegacyReturnPath = (domainName: string, r: DnsRecord) =>
+  (r.purpose === 'spf' && r.name !== domainName) || (r.purpose === 'return_path' && r.required);
+
+/** The custom return path is in use once all its records (the MX and the SPF on the subdomain) are verified. */
+export function customReturnPathVerified(records: DnsRecord[]): boolean {
+  const returnPath = records.filter((r) => r.purpose === 'return_path');
+  return returnPath.length > 0 && returnPath.every((r) => r.status === 'verified');
+}
+
+/**
+ * The installation's own bounce domain, `POSTLINE_MX_HOST`: the envelope sender of every domain without a
+ * verified custom return path. The operator publishes an MX at it pointing to itself, and SPF for the sending
+ * IPs (docs/domains.md).
+ */
+export const installationBounceDomain = (config: Pick<Config, 'POSTLINE_MX_HOST'>) =>
+  config.POSTLINE_MX_HOST.toLowerCase().replace(/\.$/, '');
+
+/** The envelope sender's domain for a sending domain: its custom return path once verified, else the installation's. */
+export const envelopeDomain = (
+  domain: { returnPathDomain: string; customReturnPath: boolean },
+  config: Pick<Config, 'POSTLINE_MX_HOST'>,
+) => (domain.customReturnPath ? domain.returnPathDomain.toLowerCase() : installationBounceDomain(config));

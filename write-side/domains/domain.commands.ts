@@ -16,7 +16,7 @@ import {
 import { PLANS } from '../plans.ts';
 import { checkDnsRecords } from './dns-check.ts';
 import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from './dns-records.ts';
-import { type DomainCommand, domainDecider } from './domain.decider.ts';
+import { type DomainCommand, domainDecider, type Simulation } from './domain.decider.ts';
 import {
   type DkimKey,
   DOMAIN_GRACE_PERIOD_MS,
@@ -164,42 +164,43 @@ export async function addDomain(
 /**
  * Looks the domain's records up over DNS now and records the outcome. Becoming verified first claims the name
  * (409 when another organization holds it). Used by `POST /domains/{id}/verify` and the periodic re-check.
+ * `simulate` (test mode only) records that outcome for every record without looking anything up; a simulated
+ * domain's periodic re-check repeats its simulation, until a check without `simulate` goes back to DNS. A
+ * simulation proves no control of the name, so it claims none.
  */
 export async function verifyDomain(
   services: Deps,
   meta: EventMetadata,
   domainId: string,
   trigger: 'manual' | 'periodic',
+  simulate?: Simulation,
 ) {
   const stream = domainStream(domainId);
   const history = await services.store.readStream(stream);
   const state = rebuildState(domainDecider, history);
   if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
     throw notFound('Domain', domainId);
-  const checks = await checkDnsRecords(createResolver(services.config.DNS_SERVERS), state.records);
-  const command: DomainCommand = {
-    type: 'RecordDnsCheck',
-    domainId,
-    orgId: meta.orgId,
-    mode: meta.mode,
-    trigger,
-    checks,
-    at: services.clock.now().toISOString(),
-  };
+  const target = { domainId, orgId: meta.orgId, mode: meta.mode, trigger };
+  const at = services.clock.now().toISOString();
+  const simulation = simulate ?? (trigger === 'periodic' ? state.simulation : null);
+  const command: DomainCommand = simulation
+    ? { type: 'SimulateDnsCheck', ...target, outcome: simulation, at }
+    : {
+        type: 'RecordDnsCheck',
+        ...target,
+        checks: await checkDnsRecords(createResolver(services.config.DNS_SERVERS), state.records),
+        at,
+      };
   const outcome = domainDecider.decide(command, state);
-  if (outcome.some((e) => e.type === 'DomainVerificationChecked' && e.data.status === 'verified')) {
+  const verified = outcome.some(
+    (e) => e.type === 'DomainVerificationChecked' && e.data.status === 'verified',
+  );
+  if (verified && command.type === 'RecordDnsCheck') {
     await handleCommand(
       services.store,
       domainNameStream(state.name),
       domainNameDecider,
-      {
-        type: 'ClaimDomainName',
-        name: state.name,
-        domainId,
-        orgId: meta.orgId,
-        mode: meta.mode,
-        at: command.at,
-      },
+      { type: 'ClaimDomainName', name: state.name, domainId, orgId: meta.orgId, mode: meta.mode, at },
       meta,
     );
   }

@@ -1,7 +1,7 @@
 import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import { inboundRecord } from './dns-records.ts';
+import { currentRecords, inboundRecord } from './dns-records.ts';
 import type { DnsRecord, DomainEvent, DomainStatus, Impressum, RecordCheck } from './domain.events.ts';
 
 export type DomainCommand =
@@ -17,6 +17,19 @@ export type DomainCommand =
       mode: Mode;
       trigger: 'manual' | 'periodic';
       checks: RecordCheck[];
+      at: string;
+    }
+  /**
+   * Test mode only: a check that looks nothing up and gives every record the outcome asked for, so a sandbox
+   * domain can become `verified` (or lose it) without publishing records. Its events say `simulated: true`.
+   */
+  | {
+      type: 'SimulateDnsCheck';
+      domainId: string;
+      orgId: string;
+      mode: Mode;
+      trigger: 'manual' | 'periodic';
+      outcome: Simulation;
       at: string;
     }
   | {
@@ -47,6 +60,8 @@ export type DomainState =
       name: string;
       status: DomainStatus;
       records: DnsRecord[];
+      /** The outcome the last check simulated; null when it looked the records up over DNS. */
+      simulation: Simulation | null;
       openTracking: boolean;
       clickTracking: boolean;
       inboundEnabled: boolean;
@@ -57,6 +72,9 @@ export type DomainState =
     };
 
 type Existing = Extract<DomainState, { exists: true }>;
+
+/** What a test-mode simulation may make of a domain's records. */
+export type Simulation = 'verified' | 'failed';
 
 /** Status from the required records: all verified, some verified, any failed, else still pending. */
 export function domainStatus(records: DnsRecord[]): DomainStatus {
@@ -80,6 +98,54 @@ function applyChecks(records: DnsRecord[], checks: RecordCheck[]): DnsRecord[] {
   });
 }
 
+/** What DNS answers for a record published as asked: MX answers carry their priority. */
+const answerFor = (r: DnsRecord) => (r.type === 'MX' ? `${r.priority ?? 10} ${r.value}` : r.value);
+
+/**
+ * The events of a check: the records' new statuses, the records that were verified and broke
+ * (`DomainDnsChanged`), and `DomainVerified` when the domain becomes verified.
+ */
+function checked(
+  domain: Existing,
+  checks: RecordCheck[],
+  command: { trigger: 'manual' | 'periodic'; at: string },
+  simulated = false,
+): DomainEvent[] {
+  const records = applyChecks(domain.records, checks);
+  const status = domainStatus(records);
+  const base = { domainId: domain.domainId, name: domain.name };
+  const mark = simulated ? { simulated: true as const } : {};
+  const events: DomainEvent[] = [
+    {
+      type: 'DomainVerificationChecked',
+      data: { ...base, trigger: command.trigger, status, records, checkedAt: command.at, ...mark },
+    },
+  ];
+  const broken = records.filter((r, i) => domain.records[i].status === 'verified' && r.status === 'failed');
+  if (broken.length > 0) {
+    events.push({
+      type: 'DomainDnsChanged',
+      data: {
+        ...base,
+        records: broken.map((r) => ({
+          type: r.type,
+          name: r.name,
+          purpose: r.purpose,
+          expected: r.value,
+          found: r.found ?? [],
+        })),
+        status,
+        detectedAt: command.at,
+        ...mark,
+      },
+    });
+  }
+  if (status === 'verified' && domain.status !== 'verified') {
+    events.push({ type: 'DomainVerified', data: { ...base, verifiedAt: command.at, ...mark } });
+  }
+  return events;
+}
+
 const visible = (state: DomainState, command: { domainId: string; orgId: string; mode: Mode }): Existing =>
   visibleTo(state, command, 'Domain', command.domainId);
 
@@ -96,7 +162,8 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         mode: d.mode,
         name: d.name,
         status: 'pending',
-        records: d.records,
+        records: currentRecords(d.name, d.records),
+        simulation: null,
         openTracking: d.openTracking,
         clickTracking: d.clickTracking,
         inboundEnabled: d.inboundEnabled,
@@ -108,10 +175,14 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
     }
     if (!state.exists) return state;
     switch (event.type) {
-      case 'DomainVerificationChecked':
-        return { ...state, status: event.data.status, records: event.data.records };
+      case 'DomainVerificationChecked': {
+        const { status, records, simulated } = event.data;
+        const simulation = simulated ? (status === 'verified' ? 'verified' : 'failed') : null;
+        return { ...state, status, records: currentRecords(state.name, records), simulation };
+      }
       case 'DomainUpdated': {
-        const { openTracking, clickTracking, inboundEnabled, impressum, records } = event.data;
+        const { openTracking, clickTracking, inboundEnabled, impressum } = event.data;
+        const records = currentRecords(state.name, event.data.records);
         return { ...state, openTracking, clickTracking, inboundEnabled, impressum, records };
       }
       case 'DomainDeleted':
@@ -133,41 +204,26 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         return [{ type: 'DomainAdded', data: { ...data, region: 'eu', addedAt: at } }];
       }
 
-      case 'RecordDnsCheck': {
+      case 'RecordDnsCheck':
+        return checked(visible(state, command), command.checks, command);
+
+      case 'SimulateDnsCheck': {
         const domain = visible(state, command);
-        const records = applyChecks(domain.records, command.checks);
-        const status = domainStatus(records);
-        const base = { domainId: domain.domainId, name: domain.name };
-        const events: DomainEvent[] = [
-          {
-            type: 'DomainVerificationChecked',
-            data: { ...base, trigger: command.trigger, status, records, checkedAt: command.at },
-          },
-        ];
-        const broken = records.filter(
-          (r, i) => domain.records[i].status === 'verified' && r.status === 'failed',
+        if (domain.mode !== 'test')
+          throw new AppError(
+            'test_mode_only',
+            'Only test-mode domains (pk_test_ keys) can simulate verification; a live domain verifies over DNS.',
+          );
+        const checks = domain.records.map(
+          (r): RecordCheck => ({
+            type: r.type,
+            name: r.name,
+            purpose: r.purpose,
+            outcome: command.outcome,
+            found: command.outcome === 'verified' ? [answerFor(r)] : [],
+          }),
         );
-        if (broken.length > 0) {
-          events.push({
-            type: 'DomainDnsChanged',
-            data: {
-              ...base,
-              records: broken.map((r) => ({
-                type: r.type,
-                name: r.name,
-                purpose: r.purpose,
-                expected: r.value,
-                found: r.found ?? [],
-              })),
-              status,
-              detectedAt: command.at,
-            },
-          });
-        }
-        if (status === 'verified' && domain.status !== 'verified') {
-          events.push({ type: 'DomainVerified', data: { ...base, verifiedAt: command.at } });
-        }
-        return events;
+        return checked(domain, checks, command, true);
       }
 
       case 'UpdateDomain': {

@@ -1,7 +1,12 @@
 import type { Mode } from '../../platform/eventstore/types.ts';
 
 export type DnsRecordType = 'TXT' | 'MX' | 'CNAME';
-/** `return_path`: the MX on the bounce subdomain; `inbound`: the MX on the domain itself (inbound mail). */
+/**
+ * `spf`: SPF on the domain itself. `return_path`: the optional custom return path on the bounce subdomain, an MX
+ * (bounces come back to Postline) and SPF (it aligns with the domain for DMARC). `inbound`: the MX on the domain
+ * itself (inbound mail). Domains added before the custom return path became optional carry its SPF as `spf`
+ * and both records as required: `currentRecords()` (dns-records.ts) reads them as today's.
+ */
 export type DnsRecordPurpose = 'dkim' | 'spf' | 'return_path' | 'dmarc' | 'tracking' | 'inbound';
 export type DnsRecordStatus = 'pending' | 'verified' | 'failed';
 /** `pending` until first checked; then from the required records: all, some or none verified. */
@@ -78,10 +83,15 @@ export type DomainEvent =
         status: DomainStatus;
         records: DnsRecord[];
         checkedAt: string;
+        /** A test-mode simulation: no DNS was looked up, every record got the simulated outcome. */
+        simulated?: true;
       };
     }
   /** The domain became verified (first time, or again after a DNS change). Public: `domain.verified`. */
-  | { type: 'DomainVerified'; data: { domainId: string; name: string; verifiedAt: string } }
+  | {
+      type: 'DomainVerified';
+      data: { domainId: string; name: string; verifiedAt: string; simulated?: true };
+    }
   /** A record that was verified is gone or changed. Public: `domain.dns_changed`. `records`: the ones that broke. */
   | {
       type: 'DomainDnsChanged';
@@ -98,6 +108,7 @@ export type DomainEvent =
         /** Status after the change; anything but `verified` means live sending stops until re-verified. */
         status: DomainStatus;
         detectedAt: string;
+        simulated?: true;
       };
     }
   | {

@@ -31,6 +31,13 @@ const createBody = z
   })
   .strict();
 
+/** `simulate`: test mode only, the outcome every record gets without a DNS look-up. */
+const verifyBody = z
+  .object({
+    simulate: z.enum(['verified', 'failed'], { error: 'must be `verified` or `failed`' }).optional(),
+  })
+  .strict();
+
 const optionalText = (max: number) =>
   z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
 
@@ -120,8 +127,19 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
   domains.change(
     'POST',
     '/domains/:domain_id/verify',
-    { summary: 'Check the DNS records of a domain now', errors: ['domain_exists', 'conflict'] },
-    (req, id) => verifyDomain(services, metaOf(req.auth), id, 'manual'),
+    {
+      summary: 'Check the DNS records of a domain now',
+      description:
+        'Looks every record up over DNS. With a test key, `simulate` records that outcome for every record ' +
+        'instead, without DNS (the events say `simulated`); a live key gets 403 `test_mode_only`.',
+      body: verifyBody,
+      bodyOptional: true,
+      errors: ['domain_exists', 'conflict', 'test_mode_only'],
+    },
+    (req, id) => {
+      const body = parse(verifyBody, req.body);
+      return verifyDomain(services, metaOf(req.auth), id, 'manual', body.simulate);
+    },
   );
 
   domains.change(

@@ -102,10 +102,15 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
         )}
       </p>
       <h2>DNS records</h2>
-      <p>Publish these at your DNS provider, then verify.</p>
+      <p>
+        Publish these at your DNS provider, then verify. The domain sends live once its required records are
+        verified. The optional <code>return_path</code> records (a custom return path) move the envelope
+        sender, and with it SPF and bounces, onto your domain; without them, bounces come back through this
+        server's own bounce domain.
+      </p>
       <Table items={d.dns_records} class="records" columns={['Type', 'Name', 'Value', 'Purpose', 'Status']}>
         {(r) => (
-          <tr key={`${r.purpose}-${r.name}`} data-purpose={r.purpose}>
+          <tr key={`${r.type} ${r.purpose} ${r.name}`} data-purpose={r.purpose}>
             <td>
               {r.type}
               {r.priority !== undefined && <span class="muted"> {r.priority}</span>}
