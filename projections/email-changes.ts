@@ -91,17 +91,15 @@ const ATTEMPTS_ADDED = 'attempts_added';
 const patchOf = (r: NonNullable<EmailChange['recipient']>) => ({ ...r.fields, updated_at: r.at });
 
 /** `patch` laid over `earlier`, both patches of one recipient, in log order: counts added, values replaced. */
-function laidOver(earlier: Record<string, unknown> | undefined, patch: Record<string, unknown>) {
+function laidOver(earlier: Record<string, unknown> = {}, patch: Record<string, unknown>) {
   const merged: Record<string, unknown> = { ...earlier, ...patch };
   const added = patch[ATTEMPTS_ADDED] as number | undefined;
-  if (patch.attempts !== undefined || added === undefined) {
-    if (patch.attempts !== undefined) delete merged[ATTEMPTS_ADDED];
-    return merged;
-  }
-  if (typeof earlier?.attempts === 'number') {
+  // A count that is set replaces any addition before it.
+  if (patch.attempts !== undefined) delete merged[ATTEMPTS_ADDED];
+  else if (added !== undefined && typeof earlier.attempts === 'number') {
     merged.attempts = earlier.attempts + added;
     delete merged[ATTEMPTS_ADDED];
-  } else merged[ATTEMPTS_ADDED] = ((earlier?.[ATTEMPTS_ADDED] as number | undefined) ?? 0) + added;
+  } else if (added !== undefined) merged[ATTEMPTS_ADDED] = ((earlier[ATTEMPTS_ADDED] as number) ?? 0) + added;
   return merged;
 }
 
