@@ -75,6 +75,14 @@ export async function forgetPersonalData(db: Queryable, subject: string): Promis
   await db.query('DELETE FROM personal_data_keys WHERE subject = $1', [subject]);
 }
 
+/** Deletes the key of every subject whose name starts with `prefix` (all of an organization's, say). */
+export async function forgetPersonalDataByPrefix(db: Queryable, prefix: string): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM personal_data_keys WHERE starts_with(subject, $1)', [
+    prefix,
+  ]);
+  return rowCount ?? 0;
+}
+
 /**
  * Each value sealed for its subject, as `sealPersonalData` does, in two statements whatever their number (a
  * contact import seals hundreds at once; one when every subject is new). Subjects must differ.

@@ -7,7 +7,13 @@ import { insertRow, updateRow } from './rows.ts';
 export const apiKeysProjection: Projection<ApiKeyEvent | OrganizationEvent> = {
   name: 'api_keys',
   tables: ['organizations', 'api_keys'],
-  types: ['OrganizationCreated', 'OrganizationPlanChanged', 'ApiKeyCreated', 'ApiKeyDeleted'],
+  types: [
+    'OrganizationCreated',
+    'OrganizationPlanChanged',
+    'OrganizationSettingsChanged',
+    'ApiKeyCreated',
+    'ApiKeyDeleted',
+  ],
   async apply(tx, e) {
     switch (e.type) {
       case 'OrganizationCreated': {
@@ -21,6 +27,10 @@ export const apiKeysProjection: Projection<ApiKeyEvent | OrganizationEvent> = {
       }
       case 'OrganizationPlanChanged':
         return updateRow(tx, 'organizations', e.data.orgId, { plan: e.data.plan });
+      case 'OrganizationSettingsChanged':
+        return updateRow(tx, 'organizations', e.data.orgId, {
+          track_client_details: e.data.trackClientDetails,
+        });
       case 'ApiKeyCreated': {
         const d = e.data;
         return insertRow(tx, 'api_keys', {

@@ -1,6 +1,7 @@
 import type { Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 import type { EmailEvent } from '../write-side/emails/email.events.ts';
+import { deliveredSmtpCode } from '../write-side/emails/public-event-types.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
 
 /** What an event after EmailQueued/EmailScheduled changes on the email's rows; `null` for other events. */
@@ -33,12 +34,13 @@ export function changeOf(e: Stored<EmailEvent>): EmailChange | null {
     case 'EmailSent':
       return { emailId: d.emailId, lifecycle: 'sent', messageId: e.data.messageId };
     case 'EmailDelivered':
+      // The attempt that delivered is the one after the last that failed (EmailDeliveryDelayed's `attempt`).
       return on(e.data.recipient, e.data.deliveredAt, {
         status: 'delivered',
-        // EmailDelivered carries no code: clear the 4xx an earlier EmailDeliveryDelayed left.
-        smtp_code: null,
+        smtp_code: deliveredSmtpCode(e.data.smtpResponse),
         smtp_response: e.data.smtpResponse,
         next_attempt_at: null,
+        [ATTEMPTS_ADDED]: 1,
       });
     case 'EmailDeliveryDelayed':
       return on(e.data.recipient, e.data.delayedAt, {
@@ -79,13 +81,39 @@ export const pendingRecipient = (address: string, at: string) => ({
   updated_at: at,
 });
 
+/**
+ * A field of a recipient's patch that is no column of its entry: add this many to its `attempts` (the count it
+ * has when the patch is laid over it), where `attempts` itself sets the count.
+ */
+const ATTEMPTS_ADDED = 'attempts_added';
+
 /** A recipient's new fields, with the time of the change: what `mergeRecipients` lays over its entry. */
 const patchOf = (r: NonNullable<EmailChange['recipient']>) => ({ ...r.fields, updated_at: r.at });
 
-/** The `recipients` column with each entry overlaid by `patch -> address` (a jsonb object by address, or null). */
+/** `patch` laid over `earlier`, both patches of one recipient, in log order: counts added, values replaced. */
+function laidOver(earlier: Record<string, unknown> = {}, patch: Record<string, unknown>) {
+  const merged: Record<string, unknown> = { ...earlier, ...patch };
+  const added = patch[ATTEMPTS_ADDED] as number | undefined;
+  // A count that is set replaces any addition before it.
+  if (patch.attempts !== undefined) delete merged[ATTEMPTS_ADDED];
+  else if (added !== undefined && typeof earlier.attempts === 'number') {
+    merged.attempts = earlier.attempts + added;
+    delete merged[ATTEMPTS_ADDED];
+  } else if (added !== undefined) merged[ATTEMPTS_ADDED] = ((earlier[ATTEMPTS_ADDED] as number) ?? 0) + added;
+  return merged;
+}
+
+/**
+ * The `recipients` column with each entry overlaid by `patch -> address` (a jsonb object by address, or null),
+ * its `attempts_added` added to the entry's `attempts`.
+ */
 const mergeRecipients = (column: string, patch: string) => `CASE WHEN ${patch} IS NULL THEN ${column} ELSE (
-  SELECT coalesce(jsonb_agg(r.el || coalesce(${patch} -> (r.el->>'email'), '{}') ORDER BY r.i), '[]')
-  FROM jsonb_array_elements(${column}) WITH ORDINALITY AS r(el, i)) END`;
+  SELECT coalesce(jsonb_agg(CASE WHEN pp.p ? '${ATTEMPTS_ADDED}'
+    THEN ((r.el || pp.p) - '${ATTEMPTS_ADDED}') || jsonb_build_object('attempts',
+      coalesce((r.el->>'attempts')::int, 0) + (pp.p->>'${ATTEMPTS_ADDED}')::int)
+    ELSE r.el || pp.p END ORDER BY r.i), '[]')
+  FROM jsonb_array_elements(${column}) WITH ORDINALITY AS r(el, i),
+    LATERAL (SELECT coalesce(${patch} -> (r.el->>'email'), '{}'::jsonb) AS p) AS pp) END`;
 
 const statusesOf = (column: string) =>
   `(SELECT array_agg(r->>'status') FROM jsonb_array_elements(${column}) AS r)`;
@@ -164,10 +192,10 @@ export async function applyChanges(tx: Transaction, events: Stored<EmailEvent>[]
     row.clicks += c.clicks ?? 0;
     if (c.recipient) {
       row.recipients ??= {};
-      row.recipients[c.recipient.address] = {
-        ...row.recipients[c.recipient.address],
-        ...patchOf(c.recipient),
-      };
+      row.recipients[c.recipient.address] = laidOver(
+        row.recipients[c.recipient.address],
+        patchOf(c.recipient),
+      );
     }
     emails.set(c.emailId, row);
   }

@@ -17,7 +17,11 @@ import {
   startContactImport,
   workContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
-import { changePlan, createOrganization } from '../../write-side/organizations/organization.commands.ts';
+import {
+  changePlan,
+  createOrganization,
+  setClientDetailsTracking,
+} from '../../write-side/organizations/organization.commands.ts';
 import type { Postline } from '../service.ts';
 import { progressBar } from './progress.ts';
 
@@ -29,6 +33,9 @@ export const USAGE = `Usage: postline <command>
                                                 create an organization; prints its live and test API keys once
   orgs list [--json]                            every organization, its plan and its keys in use per mode
   orgs set-plan <org_id> <free|pro|business>    move an organization to another plan
+  orgs set-client-details <org_id> <on|off> [--forget]
+                                                record openers' and clickers' IP address and user agent
+                                                (sealed) or not; --forget erases what was recorded
   keys create --org <org_id> [--mode live|test] [--permission full_access|sending_access] [--name <name>] [--json]
                                                 a new API key for an organization (one that has none left, too)
   keys revoke <key_id>                          delete an API key: refused at once in every process
@@ -101,11 +108,17 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
             name: o.name,
             plan: o.plan,
             created_at: created,
+            track_client_details: o.track_client_details,
             live_keys: o.live_keys,
             test_keys: o.test_keys,
           }),
         );
-      else write(`${o.id}  ${o.plan.padEnd(8)}  keys live ${o.live_keys}, test ${o.test_keys}  ${o.name}`);
+      else {
+        const details = o.track_client_details ? '  client details on' : '';
+        write(
+          `${o.id}  ${o.plan.padEnd(8)}  keys live ${o.live_keys}, test ${o.test_keys}${details}  ${o.name}`,
+        );
+      }
     }
     if (rows.length === 0 && !values.json)
       write('No organizations yet: npx postline orgs create --name <name>');
@@ -122,6 +135,30 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
     const { changed, position } = await changePlan(services, orgId, plan);
     await services.readYourWrites.waitFor(['api_keys'], position);
     write(changed ? `${orgId} is on the ${plan} plan now.` : `${orgId} is on the ${plan} plan already.`);
+    return 0;
+  }
+
+  if (group === 'orgs' && action === 'set-client-details') {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: { forget: { type: 'boolean', default: false } },
+      allowPositionals: true,
+      strict: true,
+    });
+    const [orgId, setting] = parse(
+      z.tuple([z.string().min(1), z.enum(['on', 'off'])]),
+      positionals,
+      'orgs set-client-details needs <org_id> <on|off> and an optional --forget',
+    );
+    if (!(await knownOrganization(orgId))) return 1;
+    const on = setting === 'on';
+    const r = await setClientDetailsTracking(services, orgId, on, { forget: values.forget });
+    await services.readYourWrites.waitFor(['api_keys'], r.position);
+    const what = on ? 'records' : 'does not record';
+    write(
+      `${orgId} ${what} openers' and clickers' IP address and user agent${r.changed ? ' now' : ' already'}.`,
+    );
+    if (values.forget) write(`Erased the client details of ${r.forgotten} email(s).`);
     return 0;
   }
 

@@ -150,11 +150,11 @@ export class SimulatorProcess extends DueProcess<StepRow> {
           this.services,
           meta,
           s.kind === 'opened'
-            ? { type: 'RecordOpen', emailId: row.email_id, ...READER }
+            ? { type: 'RecordOpen', emailId: row.email_id, client: READER }
             : {
                 type: 'RecordClick',
                 emailId: row.email_id,
-                ...READER,
+                client: READER,
                 link: firstLink(content.html) ?? SIMULATED_LINK,
               },
         );
@@ -244,7 +244,7 @@ export class SimulatorProcess extends DueProcess<StepRow> {
   }
 }
 
-/** Who opens and clicks in test mode: documented, so that test handlers can tell. */
+/** Who opens and clicks in test mode (recorded, sealed, only when the organization asks): documented. */
 const READER = { userAgent: 'Postline simulator', ip: '192.0.2.1' };
 /** What clicked@ clicks when the html has no link. */
 const SIMULATED_LINK = 'https://simulator.postline.dev/clicked';

@@ -29,13 +29,18 @@ export const BouncedData = z.strictObject({
     message: z.string().nullable(),
   }),
 });
+/** Kept, as a nullable string, for receivers written for it; always null: who opened or clicked is not sent. */
+const userAgent = z.string().nullable().meta({
+  description:
+    'Always null: the opener’s client is personal data and never sent; see `GET /v1/emails/{id}/events`.',
+});
 export const OpenedData = z.strictObject({
   ...emailBase,
-  open: z.strictObject({ user_agent: z.string().nullable() }),
+  open: z.strictObject({ user_agent: userAgent }),
 });
 export const ClickedData = z.strictObject({
   ...emailBase,
-  click: z.strictObject({ link: z.string(), user_agent: z.string().nullable() }),
+  click: z.strictObject({ link: z.string(), user_agent: userAgent }),
 });
 export const DomainVerifiedData = z.strictObject({
   domain_id: z.string(),

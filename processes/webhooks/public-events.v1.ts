@@ -114,14 +114,14 @@ function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, un
       } satisfies Of<typeof BouncedData>;
     case 'EmailComplained':
       return toRecipient(e.data.complainedAt, e.data.recipient);
+    // Who opened or clicked is personal data, and the outbox keeps a payload after its key is erased: the
+    // payloads never carry it (`user_agent` stays, always null, so receivers written for it still parse).
     case 'EmailOpened':
-      return { ...base(e.data.openedAt), open: { user_agent: e.data.userAgent } } satisfies Of<
-        typeof OpenedData
-      >;
+      return { ...base(e.data.openedAt), open: { user_agent: null } } satisfies Of<typeof OpenedData>;
     case 'EmailClicked':
       return {
         ...base(e.data.clickedAt),
-        click: { link: e.data.link, user_agent: e.data.userAgent },
+        click: { link: e.data.link, user_agent: null },
       } satisfies Of<typeof ClickedData>;
     case 'EmailCanceled':
       return base(e.data.canceledAt);

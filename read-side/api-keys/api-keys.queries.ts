@@ -52,10 +52,11 @@ export async function listOrganizations(db: Database) {
     name: string;
     plan: string;
     created_at: Date;
+    track_client_details: boolean;
     live_keys: number;
     test_keys: number;
   }>(
-    `SELECT o.id, o.name, o.plan, o.created_at,
+    `SELECT o.id, o.name, o.plan, o.created_at, o.track_client_details,
        count(k.id) FILTER (WHERE k.mode = 'live')::int AS live_keys,
        count(k.id) FILTER (WHERE k.mode = 'test')::int AS test_keys
      FROM organizations o LEFT JOIN api_keys k ON k.org_id = o.id AND k.deleted_at IS NULL
@@ -72,6 +73,16 @@ export async function findOrganization(db: Database, orgId: string) {
     .where('id', '=', orgId)
     .executeTakeFirst();
   return row ?? null;
+}
+
+/** Whether the organization records its openers' and clickers' IP address and user agent (sealed). */
+export async function tracksClientDetails(db: Database, orgId: string): Promise<boolean> {
+  const row = await readModels(db)
+    .selectFrom('organizations')
+    .select('track_client_details')
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  return row?.track_client_details ?? false;
 }
 
 /** A key in use by id, any organization (the CLI revokes by id alone), or null. */

@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Permission, Plan } from '../../platform/tenancy.ts';
@@ -8,6 +9,8 @@ export interface OrganizationsTable {
   name: string;
   plan: Plan;
   created_at: Timestamp;
+  /** Whether opens and clicks record the IP address and user agent (sealed). */
+  track_client_details: Generated<boolean>;
 }
 
 export interface ApiKeysTable {
@@ -47,5 +50,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
   deleted_at timestamptz
 );
 CREATE INDEX IF NOT EXISTS api_keys_org ON api_keys (org_id, mode, id);`,
+  },
+  {
+    id: 'api-keys-002',
+    sql: 'ALTER TABLE organizations ADD COLUMN IF NOT EXISTS track_client_details boolean NOT NULL DEFAULT false',
   },
 ];

@@ -2,6 +2,7 @@ import { type Selectable, sql } from 'kysely';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
+import { publicEmailEventType } from '../../write-side/emails/public-event-types.ts';
 import type { EmailStatus } from '../../write-side/emails/status.ts';
 import { iso, listPage } from '../pagination.ts';
 import { tenantRows } from '../read-models.ts';
@@ -32,7 +33,8 @@ function toApiEmail(row: Selectable<EmailsTable>, full: boolean) {
     template_id: row.template_id,
     send_at: iso(row.send_at),
     created_at: iso(row.created_at),
-    last_event: row.last_event,
+    // The read model keeps the internal type; the API shows its public name.
+    last_event: publicEmailEventType(row.last_event),
     last_event_at: iso(row.last_event_at),
   };
   if (!full) return summary;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { downloadLinkFields, listOf, timestamp } from '../../platform/http/route-schema.ts';
+import { EMAIL_HISTORY_TYPES, type EmailHistoryType } from '../../write-side/emails/public-event-types.ts';
 import { EMAIL_STATUSES } from '../../write-side/emails/status.ts';
 
 const status = z.enum(EMAIL_STATUSES as [string, ...string[]]);
@@ -21,7 +22,9 @@ const summary = {
   template_id: z.string().nullable(),
   send_at: timestamp.nullable(),
   created_at: timestamp,
-  last_event: z.string(),
+  last_event: z.enum(EMAIL_HISTORY_TYPES).meta({
+    description: 'The public name of the email’s latest event (as in `GET /v1/emails/{id}/events`).',
+  }),
   last_event_at: timestamp,
 };
 
@@ -82,14 +85,104 @@ export const BatchResult = z
   })
   .meta({ id: 'BatchResult' });
 
-/** One event of an email's stream, for auditors. */
-const EmailEvent = z.strictObject({
-  revision: z.int(),
-  type: z.string(),
-  created_at: timestamp,
-  actor: z.string(),
-  data: z.record(z.string(), z.unknown()),
-});
+const smtpCode = z
+  .int()
+  .nullable()
+  .meta({ description: 'The SMTP reply code; null when no server answered.' });
+const clientDetails = {
+  ip: z.string().nullable().meta({
+    description:
+      'The IP address the request came from: null unless the organization records client details (docs/emails.md).',
+  }),
+  user_agent: z.string().nullable().meta({
+    description: 'The User-Agent header of the request: null unless the organization records client details.',
+  }),
+};
+
+/** Each public event type's `data`, whether it concerns one recipient, and what it means. */
+const HISTORY: Record<EmailHistoryType, { recipient: boolean; data: z.ZodRawShape; description: string }> = {
+  'email.queued': { recipient: false, data: {}, description: 'The email was accepted for sending now.' },
+  'email.scheduled': {
+    recipient: false,
+    data: { send_at: timestamp },
+    description: 'The email was accepted for sending at `send_at`.',
+  },
+  'email.rescheduled': {
+    recipient: false,
+    data: { send_at: timestamp },
+    description: 'A scheduled email got a new `send_at`.',
+  },
+  'email.released': { recipient: false, data: {}, description: 'A scheduled email fell due and was queued.' },
+  'email.canceled': { recipient: false, data: {}, description: 'A scheduled email was canceled.' },
+  'email.sending': { recipient: false, data: {}, description: 'Sending began.' },
+  'email.sent': {
+    recipient: false,
+    data: { message_id: z.string() },
+    description: 'The email left Postline, with this Message-ID.',
+  },
+  'email.delivered': {
+    recipient: true,
+    data: {
+      attempt: z.int().min(1).meta({ description: 'The attempt that delivered, 1-based.' }),
+      smtp_code: z.int(),
+      smtp_response: z.string(),
+      mx: z.string().nullable().meta({ description: 'The receiving server; null in test mode.' }),
+      tls: z.boolean().nullable(),
+    },
+    description: 'The recipient’s server accepted the email.',
+  },
+  'email.delivery_delayed': {
+    recipient: true,
+    data: {
+      source: z.enum(['attempt', 'report']).meta({
+        description:
+          '`attempt`: an attempt of Postline’s failed for now; `report`: the receiving side reported a delay.',
+      }),
+      attempt: z
+        .int()
+        .nullable()
+        .meta({ description: 'The attempt that failed, 1-based; null for a report.' }),
+      next_attempt_at: timestamp.nullable(),
+      smtp_code: smtpCode,
+      smtp_response: z.string(),
+    },
+    description: 'Delivery to the recipient is delayed; it will be tried again.',
+  },
+  'email.bounced': {
+    recipient: true,
+    data: { bounce_type: z.enum(['hard', 'soft']), smtp_code: smtpCode, smtp_response: z.string() },
+    description: 'The recipient’s server refused the email (hard), or the attempts ran out (soft).',
+  },
+  'email.complained': { recipient: true, data: {}, description: 'The recipient marked the email as spam.' },
+  'email.opened': {
+    recipient: false,
+    data: clientDetails,
+    description: 'The email was opened (open tracking).',
+  },
+  'email.clicked': {
+    recipient: false,
+    data: { link: z.string(), ...clientDetails },
+    description: 'A link in the email was clicked (click tracking).',
+  },
+};
+
+/** One event of an email's history: its public name, time, recipient (for the recipient's own events) and data. */
+const EmailEvent = z
+  .discriminatedUnion(
+    'type',
+    Object.entries(HISTORY).map(([type, h]) =>
+      z
+        .strictObject({
+          object: z.literal('email_event'),
+          type: z.literal(type),
+          created_at: timestamp,
+          recipient: h.recipient ? z.string() : z.null(),
+          data: z.strictObject(h.data),
+        })
+        .meta({ id: `EmailEvent_${type.replace('.', '_')}`, description: h.description }),
+    ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+  )
+  .meta({ id: 'EmailEvent' });
 export const EmailEventList = listOf(EmailEvent, 'EmailEventList');
 
 const attachment = {

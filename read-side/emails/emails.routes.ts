@@ -9,6 +9,7 @@ import type { Services } from '../../platform/services.ts';
 import { emailStream } from '../../write-side/emails/email.events.ts';
 import { EMAIL_STATUSES } from '../../write-side/emails/status.ts';
 import { monthOf, PLANS } from '../../write-side/plans.ts';
+import { publicHistory } from './email-history.ts';
 import {
   type AttachmentRow,
   emailExists,
@@ -53,26 +54,16 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
   const underEmail = (read: (req: ApiRequest) => Promise<unknown>) => async (req: ApiRequest) =>
     (await emailExists(services.db, req.auth, req.params.email_id)) ? read(req) : null;
 
-  // The email's history as recorded in its stream, for auditors: every event with its time and actor.
+  // The email's history under the public names, each event with its documented data (email-history.ts).
   emails.get(
     '/emails/:email_id/events',
     {
-      summary: "An email's history: every event with its time and actor",
+      summary: "An email's history: each event with its time, recipient and data",
       responses: { 200: EmailEventList },
     },
     underEmail(async (req) => {
-      const events = await services.store.readStream(emailStream(req.params.email_id));
-      return {
-        object: 'list',
-        data: events.map((e) => ({
-          revision: e.revision,
-          type: e.type,
-          created_at: e.createdAt.toISOString(),
-          actor: e.metadata.actor,
-          data: e.data,
-        })),
-        has_more: false,
-      };
+      const stream = await services.store.readStream(emailStream(req.params.email_id));
+      return { object: 'list', data: await publicHistory(services.db, stream), has_more: false };
     }),
   );
 

@@ -910,7 +910,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An email's history: every event with its time and actor */
+        /** An email's history: each event with its time, recipient and data */
         get: operations["getEmailsEmailIdEvents"];
         put?: never;
         post?: never;
@@ -1396,6 +1396,7 @@ export interface components {
                 /** Format: date-time */
                 timestamp: string;
                 open: {
+                    /** @description Always null: the opener’s client is personal data and never sent; see `GET /v1/emails/{id}/events`. */
                     user_agent: string | null;
                 };
             };
@@ -1416,6 +1417,7 @@ export interface components {
                 timestamp: string;
                 click: {
                     link: string;
+                    /** @description Always null: the opener’s client is personal data and never sent; see `GET /v1/emails/{id}/events`. */
                     user_agent: string | null;
                 };
             };
@@ -2279,7 +2281,11 @@ export interface components {
             send_at: string | null;
             /** Format: date-time */
             created_at: string;
-            last_event: string;
+            /**
+             * @description The public name of the email’s latest event (as in `GET /v1/emails/{id}/events`).
+             * @enum {string}
+             */
+            last_event: "email.queued" | "email.scheduled" | "email.rescheduled" | "email.released" | "email.canceled" | "email.sending" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked";
             /** Format: date-time */
             last_event_at: string;
         };
@@ -2311,7 +2317,11 @@ export interface components {
             send_at: string | null;
             /** Format: date-time */
             created_at: string;
-            last_event: string;
+            /**
+             * @description The public name of the email’s latest event (as in `GET /v1/emails/{id}/events`).
+             * @enum {string}
+             */
+            last_event: "email.queued" | "email.scheduled" | "email.rescheduled" | "email.released" | "email.canceled" | "email.sending" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked";
             /** Format: date-time */
             last_event_at: string;
             html: string | null;
@@ -2341,17 +2351,236 @@ export interface components {
         EmailEventList: {
             /** @constant */
             object: "list";
-            data: {
-                revision: number;
-                type: string;
-                /** Format: date-time */
-                created_at: string;
-                actor: string;
-                data: {
-                    [key: string]: unknown;
-                };
-            }[];
+            data: components["schemas"]["EmailEvent"][];
             has_more: boolean;
+        };
+        EmailEvent: components["schemas"]["EmailEvent_email_queued"] | components["schemas"]["EmailEvent_email_scheduled"] | components["schemas"]["EmailEvent_email_rescheduled"] | components["schemas"]["EmailEvent_email_released"] | components["schemas"]["EmailEvent_email_canceled"] | components["schemas"]["EmailEvent_email_sending"] | components["schemas"]["EmailEvent_email_sent"] | components["schemas"]["EmailEvent_email_delivered"] | components["schemas"]["EmailEvent_email_delivery_delayed"] | components["schemas"]["EmailEvent_email_bounced"] | components["schemas"]["EmailEvent_email_complained"] | components["schemas"]["EmailEvent_email_opened"] | components["schemas"]["EmailEvent_email_clicked"];
+        /** @description The email was accepted for sending now. */
+        EmailEvent_email_queued: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.queued";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: Record<string, never>;
+        };
+        /** @description The email was accepted for sending at `send_at`. */
+        EmailEvent_email_scheduled: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.scheduled";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: {
+                /** Format: date-time */
+                send_at: string;
+            };
+        };
+        /** @description A scheduled email got a new `send_at`. */
+        EmailEvent_email_rescheduled: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.rescheduled";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: {
+                /** Format: date-time */
+                send_at: string;
+            };
+        };
+        /** @description A scheduled email fell due and was queued. */
+        EmailEvent_email_released: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.released";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: Record<string, never>;
+        };
+        /** @description A scheduled email was canceled. */
+        EmailEvent_email_canceled: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.canceled";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: Record<string, never>;
+        };
+        /** @description Sending began. */
+        EmailEvent_email_sending: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.sending";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: Record<string, never>;
+        };
+        /** @description The email left Postline, with this Message-ID. */
+        EmailEvent_email_sent: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.sent";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: {
+                message_id: string;
+            };
+        };
+        /** @description The recipient’s server accepted the email. */
+        EmailEvent_email_delivered: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.delivered";
+            /** Format: date-time */
+            created_at: string;
+            recipient: string;
+            data: {
+                /** @description The attempt that delivered, 1-based. */
+                attempt: number;
+                smtp_code: number;
+                smtp_response: string;
+                /** @description The receiving server; null in test mode. */
+                mx: string | null;
+                tls: boolean | null;
+            };
+        };
+        /** @description Delivery to the recipient is delayed; it will be tried again. */
+        EmailEvent_email_delivery_delayed: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.delivery_delayed";
+            /** Format: date-time */
+            created_at: string;
+            recipient: string;
+            data: {
+                /**
+                 * @description `attempt`: an attempt of Postline’s failed for now; `report`: the receiving side reported a delay.
+                 * @enum {string}
+                 */
+                source: "attempt" | "report";
+                /** @description The attempt that failed, 1-based; null for a report. */
+                attempt: number | null;
+                next_attempt_at: string | null;
+                /** @description The SMTP reply code; null when no server answered. */
+                smtp_code: number | null;
+                smtp_response: string;
+            };
+        };
+        /** @description The recipient’s server refused the email (hard), or the attempts ran out (soft). */
+        EmailEvent_email_bounced: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.bounced";
+            /** Format: date-time */
+            created_at: string;
+            recipient: string;
+            data: {
+                /** @enum {string} */
+                bounce_type: "hard" | "soft";
+                /** @description The SMTP reply code; null when no server answered. */
+                smtp_code: number | null;
+                smtp_response: string;
+            };
+        };
+        /** @description The recipient marked the email as spam. */
+        EmailEvent_email_complained: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.complained";
+            /** Format: date-time */
+            created_at: string;
+            recipient: string;
+            data: Record<string, never>;
+        };
+        /** @description The email was opened (open tracking). */
+        EmailEvent_email_opened: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.opened";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: {
+                /** @description The IP address the request came from: null unless the organization records client details (docs/emails.md). */
+                ip: string | null;
+                /** @description The User-Agent header of the request: null unless the organization records client details. */
+                user_agent: string | null;
+            };
+        };
+        /** @description A link in the email was clicked (click tracking). */
+        EmailEvent_email_clicked: {
+            /** @constant */
+            object: "email_event";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email.clicked";
+            /** Format: date-time */
+            created_at: string;
+            recipient: null;
+            data: {
+                link: string;
+                /** @description The IP address the request came from: null unless the organization records client details (docs/emails.md). */
+                ip: string | null;
+                /** @description The User-Agent header of the request: null unless the organization records client details. */
+                user_agent: string | null;
+            };
         };
         /** @description A page of the list, newest first; page on with `starting_after` or `ending_before`. */
         AttachmentList: {

@@ -146,7 +146,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await page.getByRole('link', { name: 'Dashboard hello' }).click();
     await page.getByRole('heading', { name: 'Dashboard hello' }).waitFor();
     // The page follows the email until it settles: the simulator delivers it about a second after it is sent.
-    await page.locator('.timeline [data-event="EmailDelivered"]').waitFor({ timeout: 20_000 });
+    await page.locator('.timeline [data-event="email.delivered"]').waitFor({ timeout: 20_000 });
     expect(await page.locator('.facts .badge').first().textContent()).toBe('delivered');
     const frame = page.locator('iframe[title^="HTML part"]');
     expect(await frame.getAttribute('sandbox')).toBe('');

@@ -129,25 +129,11 @@ describe('test-mode simulator', () => {
     // click, which makes the first of the three an open either way.
     expect(events[0].type).toBe('EmailOpened');
     const byType = [...events].sort((a, b) => a.type.localeCompare(b.type));
+    // The simulated reader's client details are recorded only for an organization that asks for them.
     expect(byType.map((e) => [e.type, e.data])).toEqual([
-      [
-        'EmailClicked',
-        {
-          emailId: id,
-          userAgent: 'Postline simulator',
-          ip: '192.0.2.1',
-          link: 'https://acme.test/welcome?a=1',
-          clickedAt: expect.any(String),
-        },
-      ],
-      [
-        'EmailOpened',
-        { emailId: id, userAgent: 'Postline simulator', ip: '192.0.2.1', openedAt: expect.any(String) },
-      ],
-      [
-        'EmailOpened',
-        { emailId: id, userAgent: 'Postline simulator', ip: '192.0.2.1', openedAt: expect.any(String) },
-      ],
+      ['EmailClicked', { emailId: id, link: 'https://acme.test/welcome?a=1', clickedAt: expect.any(String) }],
+      ['EmailOpened', { emailId: id, openedAt: expect.any(String) }],
+      ['EmailOpened', { emailId: id, openedAt: expect.any(String) }],
     ]);
     const e = await email(id);
     expect([e.opens, e.clicks]).toEqual([2, 1]);

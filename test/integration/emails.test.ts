@@ -62,7 +62,7 @@ describe('POST /v1/emails', () => {
       domain_id: domain.id,
       send_at: null,
       created_at: clock.now().toISOString(),
-      last_event: 'EmailQueued',
+      last_event: 'email.queued',
     });
     expect(got.body.recipients.map((x: any) => [x.email, x.status])).toEqual([
       ['ann@example.org', 'pending'],
@@ -70,8 +70,19 @@ describe('POST /v1/emails', () => {
       ['carl@example.org', 'pending'],
     ]);
     const events = await acme.live.get(`/v1/emails/${r.body.id}/events`);
-    expect(events.body.data.map((e: any) => e.type)).toEqual(['EmailQueued']);
-    expect(events.body.data[0].actor).toMatch(/^key_/);
+    expect(events.body.data).toEqual([
+      {
+        object: 'email_event',
+        type: 'email.queued',
+        created_at: expect.any(String),
+        recipient: null,
+        data: {},
+      },
+    ]);
+    // Who acted stays in the log, for operators (`postline streams show`).
+    expect((await svc.postline.services.store.readStream(`email-${r.body.id}`))[0].metadata.actor).toMatch(
+      /^key_/,
+    );
   });
 
   it('accepts display names, quoted names and internationalised domains', async () => {
@@ -384,7 +395,7 @@ describe('scheduled emails: PATCH and cancel', () => {
     expect(patched.body).toMatchObject({ id: r.body.id, status: 'scheduled', send_at: later(5) });
     const canceled = await acme.live.post(`/v1/emails/${r.body.id}/cancel`);
     expect(canceled.status).toBe(200);
-    expect(canceled.body).toMatchObject({ id: r.body.id, status: 'canceled', last_event: 'EmailCanceled' });
+    expect(canceled.body).toMatchObject({ id: r.body.id, status: 'canceled', last_event: 'email.canceled' });
     const again = await acme.live.post(`/v1/emails/${r.body.id}/cancel`);
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('email_not_scheduled');

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { migrate } from '../../platform/db/migrations.ts';
 import {
   forgetPersonalData,
+  forgetPersonalDataByPrefix,
   openPersonalData,
   personalDataMigrations,
   sealPersonalData,
@@ -22,6 +23,13 @@ describe('personal data sealed per subject', () => {
       await expect(openPersonalData(db, 'con_2', sealed)).rejects.toThrow();
       await forgetPersonalData(db, 'con_1');
       expect(await openPersonalData(db, 'con_1', sealed)).toBeNull();
+      // By prefix: every subject named so, and no other (`client:org_1:` is not `client:org_12:`).
+      const kept = await sealPersonalData(db, 'client:org_12:em_3', value);
+      const gone = await sealPersonalData(db, 'client:org_1:em_1', value);
+      await sealPersonalData(db, 'client:org_1:em_2', value);
+      expect(await forgetPersonalDataByPrefix(db, 'client:org_1:')).toBe(2);
+      expect(await openPersonalData(db, 'client:org_1:em_1', gone)).toBeNull();
+      expect(await openPersonalData(db, 'client:org_12:em_3', kept)).toEqual(value);
     } finally {
       await dispose();
     }

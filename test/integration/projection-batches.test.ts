@@ -263,8 +263,9 @@ describe('projections with applyBatch', () => {
         {
           email: 'em_1@rcpt.test',
           status: 'delivered',
-          attempts: 1,
-          smtp_code: null,
+          // Delivered on the attempt after the one that failed, with the code of its answer.
+          attempts: 2,
+          smtp_code: 250,
           smtp_response: '250 ok',
           bounce_type: null,
           next_attempt_at: null,

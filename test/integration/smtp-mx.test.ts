@@ -89,7 +89,13 @@ describe('bounces that come back', () => {
         .poll(() => suppression(to), POLL)
         .toMatchObject({ reason: 'hard_bounce', source_email_id: original.id });
       const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
-      expect(events.at(-1)).toMatchObject({ type: 'EmailBounced', actor: 'mx' });
+      expect(events.at(-1)).toMatchObject({
+        type: 'email.bounced',
+        recipient: to,
+        data: { bounce_type: 'hard', smtp_code: 550 },
+      });
+      const log = await svc.postline.services.store.readStream(`email-${original.id}`);
+      expect(log.at(-1)).toMatchObject({ type: 'EmailBounced', metadata: { actor: 'mx' } });
       await expect
         .poll(() => live.receiver.ofType('email.bounced').map((r) => r.payload.data.email_id), POLL)
         .toContain(original.id);
@@ -121,10 +127,12 @@ describe('bounces that come back', () => {
         .toContainEqual([original.id, to]);
       const events = (await acme.live.get(`/v1/emails/${original.id}/events`)).body.data;
       expect(events.at(-1)).toMatchObject({
-        type: 'EmailDelayReported',
-        actor: 'mx',
-        data: { recipient: to, smtpCode: 452 },
+        type: 'email.delivery_delayed',
+        recipient: to,
+        data: { source: 'report', smtp_code: 452 },
       });
+      const log = await svc.postline.services.store.readStream(`email-${original.id}`);
+      expect(log.at(-1)).toMatchObject({ type: 'EmailDelayReported', metadata: { actor: 'mx' } });
       expect((await acme.live.get(`/v1/emails/${original.id}`)).body.recipients[0].status).toBe('delivered');
       expect(await suppression(to)).toBeUndefined();
       await acme.live.delete(`/v1/webhooks/${hook.id}`);

@@ -139,7 +139,9 @@ describe('the SMTP relay with a live key', () => {
       ],
     );
     const events = await acme.live.get(`/v1/emails/${id}/events`);
-    expect(events.body.data[0]).toMatchObject({ type: 'EmailQueued', actor: 'smtp' });
+    expect(events.body.data[0]).toMatchObject({ type: 'email.queued' });
+    const log = await svc.postline.services.store.readStream(`email-${id}`);
+    expect(log[0]).toMatchObject({ type: 'EmailQueued', metadata: { actor: 'smtp' } });
     await receiver.waitFor(4); // three recipients delivered, after the webhook's test event
     const delivered = receiver.ofType('email.delivered');
     expect(delivered.map((h) => h.payload.data.email_id)).toEqual([id, id, id]);

@@ -137,11 +137,13 @@ describe('webhook fan-out and dispatch', () => {
       recipient: 'ada@example.test',
       bounce: { type: 'hard', smtp_code: 550, message: '550 5.1.1 unknown user' },
     });
+    // An event of an earlier version holds the clicker's client in clear: the payload still carries none of it.
     expect(live.received[2].payload.data.click).toEqual({
       link: 'https://acme.test/start',
-      user_agent: 'Mail/1',
+      user_agent: null,
     });
     expect(JSON.stringify(live.received[2].payload)).not.toContain('203.0.113.9');
+    expect(JSON.stringify(live.received[2].payload)).not.toContain('Mail/1');
     expect(live.received[3].payload.data).toMatchObject({ domain_id: 'dom_x', name: 'acme.test' });
 
     expect(test.received.map((d) => d.payload.type)).toEqual(['webhook.test', 'email.sent']);

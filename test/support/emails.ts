@@ -22,7 +22,13 @@ export async function readEmail(svc: TestService, client: ApiClient, id: string)
  */
 export async function expectDeliveredAfterOneDelay(svc: TestService, email: any) {
   expect(email.status).toBe('delivered');
-  expect(email.recipients[0]).toMatchObject({ status: 'delivered', smtp_code: null, next_attempt_at: null });
+  // The second attempt delivered, and its 250 stands beside its answer.
+  expect(email.recipients[0]).toMatchObject({
+    status: 'delivered',
+    attempts: 2,
+    smtp_code: 250,
+    next_attempt_at: null,
+  });
   expect(await emailEventTypes(svc, email.id)).toEqual([
     'EmailQueued',
     'EmailSendingStarted',

@@ -23,6 +23,7 @@ export const PURE_RULES = new Set([
   'write-side/emails/owned-headers.ts', // headers a sender may not set
   'write-side/emails/verp.ts', // the return path that names an email
   'write-side/emails/tracking.ts', // tracking tokens and link rewriting
+  'write-side/emails/public-event-types.ts', // the public names of an email's events
   'write-side/domains/dns-records.ts', // the records a domain publishes, and the return path they give
   'write-side/domains/domain-name.ts', // domain name normalisation
   'write-side/templates/content-rules.ts', // what a template may contain

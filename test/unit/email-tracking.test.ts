@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { purposeKey } from '../../platform/crypto.ts';
 import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
 
-const tokens = new TrackingTokens(randomBytes(32).toString('base64'), 'https://track.example');
+const secret = randomBytes(32).toString('base64');
+const tokens = new TrackingTokens(secret, 'https://track.example');
 const claim = { emailId: 'em_1', orgId: 'org_1', mode: 'live' } as any;
 const clicks = { opens: false, clicks: true };
 
@@ -30,5 +32,51 @@ describe('click tracking', () => {
     const html = `${'<a '.repeat(100_000)}<a href="https://x.example/">x</a>`;
     const out = addTracking(html, tokens, claim, clicks);
     expect(out).toContain('https://track.example/t/c/');
+  });
+});
+
+describe('tracking tokens', () => {
+  const link = {
+    emailId: 'em_01jx0m4qk3',
+    orgId: 'org_01jx0m4qk3',
+    mode: 'live',
+    url: 'https://x.example/a',
+  } as const;
+
+  it('are opaque: decoded, they show neither the organization, the email, the mode nor the link', () => {
+    for (const token of [tokens.sign(link), tokens.sign({ ...link, url: undefined })]) {
+      expect(token).toMatch(/^[A-Za-z0-9_-]+$/);
+      const decoded = Buffer.from(token, 'base64url').toString('latin1');
+      for (const leak of ['org_', 'em_', 'live', 'x.example']) expect(decoded).not.toContain(leak);
+    }
+    expect(tokens.verify(tokens.sign(link))).toEqual(link);
+    expect(tokens.verify(tokens.sign({ ...link, url: undefined }))).toEqual({ ...link, url: undefined });
+  });
+
+  it('refuse a token changed anywhere, cut short, or made under another secret key', () => {
+    const token = tokens.sign(link);
+    const bytes = Buffer.from(token, 'base64url');
+    for (let i = 0; i < bytes.length; i += 7) {
+      const changed = Buffer.from(bytes);
+      changed[i] ^= 1;
+      expect(tokens.verify(changed.toString('base64url'))).toBeNull();
+    }
+    expect(tokens.verify(bytes.subarray(0, 20).toString('base64url'))).toBeNull();
+    expect(tokens.verify('')).toBeNull();
+    const other = new TrackingTokens(randomBytes(32).toString('base64'), 'https://track.example');
+    expect(other.verify(token)).toBeNull();
+  });
+
+  it('still verify the earlier format (base64url JSON and an HMAC), so links in mail already sent work', () => {
+    const body = Buffer.from(JSON.stringify([link.emailId, link.orgId, 'live', link.url])).toString(
+      'base64url',
+    );
+    const mac = createHmac('sha256', purposeKey(secret, 'postline tracking'))
+      .update(body)
+      .digest()
+      .subarray(0, 16)
+      .toString('base64url');
+    expect(tokens.verify(`${body}.${mac}`)).toEqual(link);
+    expect(tokens.verify(`${body}.${mac.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'))}`)).toBeNull();
   });
 });

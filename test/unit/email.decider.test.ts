@@ -286,35 +286,31 @@ describe('email decider: complaints and tracking', () => {
       .then([]);
     spec(emailDecider).given([queued]).when(report).then([]);
   });
-  it('records opens and clicks only for an email that went out', () => {
-    const open: EmailCommand = {
-      type: 'RecordOpen',
-      emailId: 'em_1',
-      userAgent: 'UA',
-      ip: '127.0.0.1',
-      at: T(9),
-    };
+  it('records opens and clicks only for an email that went out, with no client details by default', () => {
+    const open: EmailCommand = { type: 'RecordOpen', emailId: 'em_1', at: T(9) };
     spec(emailDecider).given([queued]).when(open).then([]);
     spec(emailDecider)
       .given([queued, started, sent])
       .when(open)
-      .then([
-        { type: 'EmailOpened', data: { emailId: 'em_1', userAgent: 'UA', ip: '127.0.0.1', openedAt: T(9) } },
-      ]);
+      .then([{ type: 'EmailOpened', data: { emailId: 'em_1', openedAt: T(9) } }]);
     spec(emailDecider)
       .given([queued, started, sent])
-      .when({
-        type: 'RecordClick',
-        emailId: 'em_1',
-        link: 'https://x.test/',
-        userAgent: 'UA',
-        ip: '::1',
-        at: T(9),
-      })
+      .when({ type: 'RecordClick', emailId: 'em_1', link: 'https://x.test/', at: T(9) })
+      .then([{ type: 'EmailClicked', data: { emailId: 'em_1', link: 'https://x.test/', clickedAt: T(9) } }]);
+  });
+
+  it('records the sealed client details an organization that asks for them gives', () => {
+    spec(emailDecider)
+      .given([queued, started, sent])
+      .when({ type: 'RecordOpen', emailId: 'em_1', client: 'pd1.sealed', at: T(9) })
+      .then([{ type: 'EmailOpened', data: { emailId: 'em_1', client: 'pd1.sealed', openedAt: T(9) } }]);
+    spec(emailDecider)
+      .given([queued, started, sent])
+      .when({ type: 'RecordClick', emailId: 'em_1', link: 'https://x.test/', client: 'pd1.c', at: T(9) })
       .then([
         {
           type: 'EmailClicked',
-          data: { emailId: 'em_1', link: 'https://x.test/', userAgent: 'UA', ip: '::1', clickedAt: T(9) },
+          data: { emailId: 'em_1', link: 'https://x.test/', client: 'pd1.c', clickedAt: T(9) },
         },
       ]);
   });

@@ -46,4 +46,23 @@ describe('organization decider', () => {
       .when({ type: 'ChangePlan', orgId: 'org_2', plan: 'pro', at: AT })
       .thenFails('not_found', /org_2/);
   });
+
+  it('turns the recording of client details on and off, recording nothing when it is as asked', () => {
+    const on: OrganizationEvent = {
+      type: 'OrganizationSettingsChanged',
+      data: { orgId: 'org_1', trackClientDetails: true, changedAt: AT },
+    };
+    const turnOn = { type: 'ChangeSettings', orgId: 'org_1', trackClientDetails: true, at: AT } as const;
+    spec(organizationDecider).given([created]).when(turnOn).then([on]);
+    spec(organizationDecider).given([created, on]).when(turnOn).then([]);
+    spec(organizationDecider)
+      .given([created])
+      .when({ ...turnOn, trackClientDetails: false })
+      .then([]);
+    spec(organizationDecider)
+      .given([created, on])
+      .when({ ...turnOn, trackClientDetails: false })
+      .then([{ ...on, data: { ...on.data, trackClientDetails: false } }]);
+    spec(organizationDecider).given([]).when(turnOn).thenFails('not_found', /org_1/);
+  });
 });

@@ -3,9 +3,11 @@ import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import {
   envelope,
   LIVE_EVENT_TYPES,
+  PUBLIC_TYPE_OF,
   publicData,
   summaryOf,
 } from '../../processes/webhooks/public-events.v1.ts';
+import { publicEmailEventType } from '../../write-side/emails/public-event-types.ts';
 import { isSubscribable, subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
 import { receivedEmail } from '../fixtures/received-email.ts';
 
@@ -71,7 +73,7 @@ describe('public webhook events (v1)', () => {
         }),
         email,
       ),
-    ).toEqual({ ...base, timestamp: 'T3', click: { link: 'https://x.test', user_agent: 'UA' } });
+    ).toEqual({ ...base, timestamp: 'T3', click: { link: 'https://x.test', user_agent: null } });
     expect(
       publicData(
         stored('EmailOpened', { emailId: 'em_1', userAgent: 'UA', ip: '1.2.3.4', openedAt: 'T4' }),
@@ -80,16 +82,28 @@ describe('public webhook events (v1)', () => {
     ).toEqual({
       ...base,
       timestamp: 'T4',
-      open: { user_agent: 'UA' },
+      open: { user_agent: null },
     });
+    expect(
+      publicData(stored('EmailOpened', { emailId: 'em_1', client: 'pd1.sealed', openedAt: 'T4' }), email),
+    ).toEqual({ ...base, timestamp: 'T4', open: { user_agent: null } });
   });
 
-  it('never leaks internal fields (ip addresses, bodies)', () => {
-    const data = publicData(
-      stored('EmailOpened', { emailId: 'em_1', userAgent: 'UA', ip: '1.2.3.4', openedAt: 'T4' }),
-      email,
-    );
-    expect(JSON.stringify(data)).not.toContain('1.2.3.4');
+  it('never leaks internal or personal fields (ip addresses, user agents, sealed data, bodies)', () => {
+    for (const e of [
+      stored('EmailOpened', { emailId: 'em_1', userAgent: 'UA/1', ip: '1.2.3.4', openedAt: 'T4' }),
+      stored('EmailClicked', { emailId: 'em_1', link: 'https://x.test', client: 'pd1.s', clickedAt: 'T4' }),
+    ]) {
+      const text = JSON.stringify(publicData(e, email));
+      for (const leak of ['1.2.3.4', 'UA/1', 'pd1.s', 'org_']) expect(text).not.toContain(leak);
+    }
+  });
+
+  it('names every email event as the email history does', () => {
+    for (const [internal, type] of Object.entries(PUBLIC_TYPE_OF)) {
+      if (!type.startsWith('email.') || internal === 'InboundEmailReceived') continue;
+      expect(publicEmailEventType(internal), internal).toBe(type);
+    }
   });
 
   it('maps domain events', () => {

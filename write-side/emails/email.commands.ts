@@ -11,8 +11,15 @@ import { type AuthContext, metaOf } from '../../platform/http/auth-context.ts';
 import { emailOutcomes } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
 import { monthOf, PLANS } from '../plans.ts';
+import { sealClientDetails } from './client-details.ts';
 import { type DeliveryOutcome, type EmailCommand, emailDecider } from './email.decider.ts';
-import { type EmailEvent, type EmailQueued, type EmailScheduled, emailStream } from './email.events.ts';
+import {
+  type ClientDetails,
+  type EmailEvent,
+  type EmailQueued,
+  type EmailScheduled,
+  emailStream,
+} from './email.events.ts';
 import { type PreparedEmail, prepareEmail, prepareSubmitted, type SubmittedMessage } from './prepare.ts';
 import { quotaDecider, quotaExceeded, quotaStream } from './quota.decider.ts';
 import type { SendEmailInput } from './request.ts';
@@ -323,16 +330,22 @@ export const recordDelayReport = (
   report: { recipient: string; smtpCode: number | null; smtpResponse: string },
 ) => onEmail(services, meta, { type: 'RecordDelayReport', emailId, ...report });
 
-/** For the tracking endpoints: an open (pixel) or a click (`link`). */
-export const recordEngagement = (
-  services: Deps,
+/**
+ * For the tracking endpoints and the simulator: an open (pixel) or a click (`link`). Who opened (`client`) is
+ * kept only as `sealClientDetails` allows.
+ */
+export const recordEngagement = async (
+  services: Deps & Pick<Services, 'db'>,
   meta: EventMetadata,
-  e: { type: 'RecordOpen' | 'RecordClick'; emailId: string; userAgent: string; ip: string; link?: string },
-) =>
-  onEmail(
+  e: { type: 'RecordOpen' | 'RecordClick'; emailId: string; client: ClientDetails; link?: string },
+) => {
+  const client = await sealClientDetails(services, { orgId: meta.orgId, emailId: e.emailId }, e.client);
+  const sealed = client === undefined ? {} : { client };
+  return onEmail(
     services,
     meta,
     e.type === 'RecordOpen'
-      ? { type: 'RecordOpen', emailId: e.emailId, userAgent: e.userAgent, ip: e.ip }
-      : { type: 'RecordClick', emailId: e.emailId, userAgent: e.userAgent, ip: e.ip, link: e.link ?? '' },
+      ? { type: 'RecordOpen', emailId: e.emailId, ...sealed }
+      : { type: 'RecordClick', emailId: e.emailId, link: e.link ?? '', ...sealed },
   );
+};

@@ -55,8 +55,9 @@ export type EmailCommand =
       smtpResponse: string;
       at: string;
     }
-  | { type: 'RecordOpen'; emailId: string; userAgent: string; ip: string; at: string }
-  | { type: 'RecordClick'; emailId: string; link: string; userAgent: string; ip: string; at: string };
+  /** `client`: the opener's sealed client details, only when the organization records them. */
+  | { type: 'RecordOpen'; emailId: string; client?: string; at: string }
+  | { type: 'RecordClick'; emailId: string; link: string; client?: string; at: string };
 
 export interface RecipientState {
   status: RecipientStatus;

@@ -132,14 +132,33 @@ export type EmailComplained = {
   type: 'EmailComplained';
   data: { emailId: string; recipient: string; complainedAt: string };
 };
-export type EmailOpened = {
-  type: 'EmailOpened';
-  data: { emailId: string; userAgent: string; ip: string; openedAt: string };
-};
-export type EmailClicked = {
-  type: 'EmailClicked';
-  data: { emailId: string; link: string; userAgent: string; ip: string; clickedAt: string };
-};
+/**
+ * Who opened or clicked: the IP address and user agent, recorded only for an organization that turned
+ * `track_client_details` on, and then sealed (`client`: `{ip, userAgent}` sealed for `clientDetailsSubject`,
+ * platform/personal-data.ts), so that deleting the key erases them. `userAgent` and `ip` in clear are what events
+ * recorded before that rule hold: never shown, never sent.
+ */
+interface Engagement {
+  emailId: string;
+  client?: string;
+  /** @deprecated Events of earlier versions only. */
+  userAgent?: string;
+  /** @deprecated Events of earlier versions only. */
+  ip?: string;
+}
+export type EmailOpened = { type: 'EmailOpened'; data: Engagement & { openedAt: string } };
+export type EmailClicked = { type: 'EmailClicked'; data: Engagement & { link: string; clickedAt: string } };
+
+/** What `client` holds, once opened. */
+export interface ClientDetails {
+  ip: string;
+  userAgent: string;
+}
+
+/** The subject an email's client details are sealed for: one key per email, named by its organization too. */
+export const clientDetailsSubject = (orgId: string, emailId: string) => `client:${orgId}:${emailId}`;
+/** The prefix of every such subject of an organization (to erase them all). */
+export const clientDetailsSubjects = (orgId: string) => `client:${orgId}:`;
 
 export type EmailEvent =
   | EmailQueued

@@ -24,8 +24,8 @@ export function mountTracking(app: express.Express, services: Services): void {
       await recordEngagement(services, systemMeta(claim), {
         type: link ? 'RecordClick' : 'RecordOpen',
         emailId: claim.emailId,
-        userAgent: (req.get('user-agent') ?? '').slice(0, 500),
-        ip: req.ip ?? '',
+        // Kept (sealed) only when the organization asks for it: see recordEngagement.
+        client: { ip: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, 500) },
         ...(link && { link }),
       });
     } catch (err) {

@@ -1,12 +1,21 @@
-import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  type KeyObject,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { Config } from '../../platform/config.ts';
 import { purposeKey } from '../../platform/crypto.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 
 /**
- * Open and click tracking tokens. A token names the email (and, for a click, the link) and carries an HMAC
- * under a key derived from POSTLINE_SECRET_KEY, so only links Postline itself wrote into an email redirect:
- * the click endpoint is no open redirect.
+ * Open and click tracking tokens. A token is the claim (email, organization, mode and, for a click, the link)
+ * encrypted with AES-256-GCM under a key derived from POSTLINE_SECRET_KEY: opaque to the recipient, who learns
+ * nothing from it (not even the email id), and only links Postline itself wrote into an email verify, so the
+ * click endpoint is no open redirect. Tokens of the earlier format (base64url JSON with an HMAC, which showed
+ * the organization id) still verify, so links in mail already sent keep working; none are made any more.
  */
 export interface TrackingClaim {
   emailId: string;
@@ -16,12 +25,20 @@ export interface TrackingClaim {
   url?: string;
 }
 
+/** The format's first byte: a later format can tell its tokens from these. */
+const VERSION = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
 export class TrackingTokens {
   readonly #key: KeyObject;
+  /** The earlier format's HMAC key, to verify tokens in mail already sent. */
+  readonly #legacyKey: KeyObject;
   readonly baseUrl: string;
 
   constructor(secretKeyBase64: string, baseUrl: string) {
-    this.#key = purposeKey(secretKeyBase64, 'postline tracking');
+    this.#key = purposeKey(secretKeyBase64, 'postline tracking token');
+    this.#legacyKey = purposeKey(secretKeyBase64, 'postline tracking');
     this.baseUrl = baseUrl.replace(/\/$/, '');
   }
 
@@ -35,29 +52,51 @@ export class TrackingTokens {
     return new TrackingTokens(secretKeyBase64, base);
   }
 
-  #mac(body: string) {
-    return createHmac('sha256', this.#key).update(body).digest().subarray(0, 16).toString('base64url');
-  }
-
   sign(claim: TrackingClaim): string {
-    const body = Buffer.from(
-      JSON.stringify([claim.emailId, claim.orgId, claim.mode, claim.url ?? null]),
-    ).toString('base64url');
-    return `${body}.${this.#mac(body)}`;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    const plain = JSON.stringify([claim.emailId, claim.orgId, claim.mode, claim.url ?? null]);
+    const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return Buffer.concat([Buffer.of(VERSION), iv, sealed, cipher.getAuthTag()]).toString('base64url');
   }
 
   verify(token: string): TrackingClaim | null {
-    const [body, mac] = token.split('.');
-    if (!body || !mac) return null;
-    const expected = this.#mac(body);
-    if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected)))
-      return null;
     try {
-      const [emailId, orgId, mode, url] = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
-      return { emailId, orgId, mode, ...(url !== null && { url }) };
+      const plain = token.includes('.') ? this.#openLegacy(token) : this.#open(token);
+      if (plain === null) return null;
+      const [emailId, orgId, mode, url] = JSON.parse(plain);
+      if (typeof emailId !== 'string' || typeof orgId !== 'string') return null;
+      return { emailId, orgId, mode, ...(typeof url === 'string' && { url }) };
     } catch {
       return null;
     }
+  }
+
+  #open(token: string): string | null {
+    const bytes = Buffer.from(token, 'base64url');
+    if (bytes.length <= 1 + IV_BYTES + TAG_BYTES || bytes[0] !== VERSION) return null;
+    const iv = bytes.subarray(1, 1 + IV_BYTES);
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, iv);
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+    // A token changed anywhere fails its tag: final() throws, and verify answers null.
+    return Buffer.concat([
+      decipher.update(bytes.subarray(1 + IV_BYTES, bytes.length - TAG_BYTES)),
+      decipher.final(),
+    ]).toString('utf8');
+  }
+
+  /** `<base64url JSON>.<HMAC>`: the earlier format, verified only. */
+  #openLegacy(token: string): string | null {
+    const [body, mac, ...rest] = token.split('.');
+    if (!body || !mac || rest.length > 0) return null;
+    const expected = createHmac('sha256', this.#legacyKey)
+      .update(body)
+      .digest()
+      .subarray(0, 16)
+      .toString('base64url');
+    if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected)))
+      return null;
+    return Buffer.from(body, 'base64url').toString('utf8');
   }
 
   /** Links on `host` (a sending domain's verified tracking CNAME) keep the configured base's scheme. */

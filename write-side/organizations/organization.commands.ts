@@ -1,8 +1,10 @@
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import { newId } from '../../platform/ids.ts';
+import { forgetPersonalDataByPrefix } from '../../platform/personal-data.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { createApiKey } from '../api-keys/api-key.commands.ts';
+import { clientDetailsSubjects } from '../emails/email.events.ts';
 import { organizationDecider } from './organization.decider.ts';
 import { organizationStream } from './organization.events.ts';
 
@@ -45,4 +47,28 @@ export async function changePlan(services: Pick<Services, 'store' | 'clock'>, or
     { orgId, mode: 'live', actor: 'cli' },
   );
   return { changed: result.events.length > 0, position: result.position };
+}
+
+/**
+ * Turns the recording of openers' and clickers' IP address and user agent on or off for an organization (an
+ * operator's act, through the CLI). `forget`: also erase what was recorded so far, by deleting the keys it was
+ * sealed with; the events stay, and nobody can read those details any more.
+ */
+export async function setClientDetailsTracking(
+  services: Pick<Services, 'store' | 'clock' | 'db'>,
+  orgId: string,
+  trackClientDetails: boolean,
+  options: { forget?: boolean } = {},
+) {
+  const result = await handleCommand(
+    services.store,
+    organizationStream(orgId),
+    organizationDecider,
+    { type: 'ChangeSettings', orgId, trackClientDetails, at: services.clock.now().toISOString() },
+    { orgId, mode: 'live', actor: 'cli' },
+  );
+  const forgotten = options.forget
+    ? await forgetPersonalDataByPrefix(services.db, clientDetailsSubjects(orgId))
+    : 0;
+  return { changed: result.events.length > 0, forgotten, position: result.position };
 }

@@ -10,6 +10,15 @@ export type OrganizationPlanChanged = {
   data: { orgId: string; plan: Plan; previousPlan: Plan; changedAt: string };
 };
 
-export type OrganizationEvent = OrganizationCreated | OrganizationPlanChanged;
+/**
+ * An operator changed the organization's settings (the CLI's `orgs set-client-details`). `trackClientDetails`:
+ * whether opens and clicks record the IP address and user agent (sealed; docs/emails.md).
+ */
+export type OrganizationSettingsChanged = {
+  type: 'OrganizationSettingsChanged';
+  data: { orgId: string; trackClientDetails: boolean; changedAt: string };
+};
+
+export type OrganizationEvent = OrganizationCreated | OrganizationPlanChanged | OrganizationSettingsChanged;
 
 export const organizationStream = (orgId: string) => `org-${orgId}`;

@@ -88,14 +88,17 @@ export function Email({ id }: { id: string }) {
       <Status loaded={events} what="the timeline" />
       {events.data && (
         <ol class="timeline" aria-label="Timeline">
-          {events.data.data.map((ev) => (
-            <li key={ev.revision} data-event={ev.type}>
+          {events.data.data.map((ev, i) => (
+            // The history only grows, in order: an event's place in it is its key.
+            <li key={i} data-event={ev.type}>
               <span class="event-type">{ev.type}</span> <Time value={ev.created_at} />{' '}
-              <span class="muted">by {ev.actor}</span>
-              <details>
-                <summary>Data</summary>
-                <pre>{JSON.stringify(ev.data, null, 2)}</pre>
-              </details>
+              {ev.recipient && <span class="muted">{ev.recipient}</span>}
+              {Object.keys(ev.data).length > 0 && (
+                <details>
+                  <summary>Data</summary>
+                  <pre>{JSON.stringify(ev.data, null, 2)}</pre>
+                </details>
+              )}
             </li>
           ))}
         </ol>

@@ -38,7 +38,7 @@ function perDay(emails: (EmailSummary & { last_event?: string })[], today: Date)
     if (e.status === 'delivered' || e.status === 'complained') row.delivered++;
     if (e.status === 'bounced') row.bounced++;
     if (e.status === 'complained') row.complained++;
-    if (e.last_event === 'EmailOpened' || e.last_event === 'EmailClicked') row.opened++;
+    if (e.last_event === 'email.opened' || e.last_event === 'email.clicked') row.opened++;
   }
   return rows;
 }

@@ -1,0 +1,18 @@
+import { sealPersonalData } from '../../platform/personal-data.ts';
+import type { Services } from '../../platform/services.ts';
+import { tracksClientDetails } from '../../read-side/api-keys/api-keys.queries.ts';
+import { type ClientDetails, clientDetailsSubject } from './email.events.ts';
+
+/**
+ * An opener's or clicker's IP address and user agent are personal data: recorded only when the organization
+ * turned `track_client_details` on, and then sealed with a key of the email's own (crypto-shredding, as contact
+ * data), so deleting that key erases them from the append-only log. Undefined: nothing is recorded.
+ */
+export async function sealClientDetails(
+  services: Pick<Services, 'db'>,
+  email: { orgId: string; emailId: string },
+  details: ClientDetails,
+): Promise<string | undefined> {
+  if (!(await tracksClientDetails(services.db, email.orgId))) return undefined;
+  return sealPersonalData(services.db, clientDetailsSubject(email.orgId, email.emailId), details);
+}
