@@ -122,9 +122,11 @@ describe('a domain with only DKIM, SPF, DMARC and the tracking CNAME published',
       .poll(async () => (await acme.live.get(`/v1/emails/${id}`)).body.recipients[0].status, POLL)
       .toBe(status);
     const events = (await acme.live.get(`/v1/emails/${id}/events`)).body.data;
-    expect(events.at(-1)).toMatchObject({
+    expect(events.at(-1)).toMatchObject({ type: `email.${status}`, recipient: to });
+    const log = await svc.postline.services.store.readStream(`email-${id}`);
+    expect(log.at(-1)).toMatchObject({
       type: status === 'bounced' ? 'EmailBounced' : 'EmailComplained',
-      actor: 'mx',
+      metadata: { actor: 'mx' },
     });
     expect((await acme.live.get(`/v1/emails/${id}`)).body.recipients[0].email).toBe(to);
   });
