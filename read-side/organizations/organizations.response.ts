@@ -18,11 +18,9 @@ export const PlanTerms = z
       emails_per_month: z
         .int()
         .meta({ description: 'Emails included a month, per mode (live and test are counted apart)' }),
-      monthly_hard_stop: z
-        .boolean()
-        .meta({
-          description: 'true: sends past `emails_per_month` are refused; false: they count as overage',
-        }),
+      monthly_hard_stop: z.boolean().meta({
+        description: 'true: sends past `emails_per_month` are refused; false: they count as overage',
+      }),
       domains: limit('Sending domains'),
       templates: limit('Templates'),
       webhook_endpoints: limit('Webhook endpoints'),
