@@ -2242,9 +2242,12 @@ export interface components {
             subject: string | null;
             text_body: string | null;
             html_body: string | null;
+            /** @description Each header name (lower case) with its value; a header that appears more than once (`received`) has its values joined in order with "\n". Kept after the retention ends. */
             headers: {
-                [key: string]: string | string[];
-            } | null;
+                [key: string]: string;
+            };
+            /** @description Every header in the order of the message, each repeat on its own. Kept after the retention ends. */
+            header_list: components["schemas"]["ReceivedEmailHeader"][];
             message_id: string | null;
             in_reply_to: string | null;
             spam_score: number;
@@ -2279,6 +2282,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             purged_at: string | null;
+        };
+        /** @description A header: its name in lower case, its value unfolded. */
+        ReceivedEmailHeader: {
+            name: string;
+            value: string;
         };
         ReceivedAttachmentSummary: {
             /** @constant */
