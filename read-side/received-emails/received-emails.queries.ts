@@ -53,6 +53,22 @@ export function receivedEmailsDueForPurge(db: Database, before: Date, limit: num
     .execute();
 }
 
+/**
+ * The other records of a message that arrived for several organizations (they share its blobs), still holding
+ * their content: recorded one after the other as it arrived, so looked for within a minute of `createdAt`.
+ */
+export function receivedEmailsSharingRaw(db: Database, rawKey: string, createdAt: Date) {
+  const MINUTE = 60_000;
+  return readModels(db)
+    .selectFrom('received_emails')
+    .select(['id', 'org_id', 'mode'])
+    .where('purged_at', 'is', null)
+    .where('created_at', '>=', new Date(createdAt.getTime() - MINUTE))
+    .where('created_at', '<=', new Date(createdAt.getTime() + MINUTE))
+    .where('raw_key', '=', rawKey)
+    .execute();
+}
+
 export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachment) => ({
   object: 'received_attachment',
   id: a.attachmentId,

@@ -260,7 +260,7 @@ describe('the headers of a received email', () => {
     expect(raw410.status).toBe(410);
   });
 
-  it('stored before headers were kept apart: read from the content, then kept apart when the retention ends', async () => {
+  it('stored before headers were kept apart: read from the content, then kept apart when the retention ends, for every organization it was for', async () => {
     const { store, config, readYourWrites } = svc.postline.services;
     const blobs = blobStoreFor(config);
     const at = clock.now().getTime();
@@ -276,26 +276,31 @@ describe('the headers of a received email', () => {
       ),
       at,
     );
-    const receivedEmailId = newId('in', at);
-    const { headersKey: _, ...data } = {
-      ...receivedEmail,
-      receivedEmailId,
-      orgId: acme.orgId,
-      mode: 'test' as const,
-      domainId: null,
-      domain: null,
-      rawKey,
-      contentKey,
-      attachments: [],
-      receivedAt: clock.now().toISOString(),
-      headersKey: undefined,
-    };
-    const appended = await store.append(
-      receivedEmailStream(receivedEmailId),
-      [{ type: 'InboundEmailReceived', data, metadata: { orgId: acme.orgId, mode: 'test', actor: 'mx' } }],
-      { expectedRevision: 'no_stream' },
-    );
-    await readYourWrites.waitFor(['received_emails'], appended.position);
+    // The message arrived for two organizations: two records sharing its files, as the MX wrote them then.
+    const ids: string[] = [];
+    for (const org of [acme, other]) {
+      const receivedEmailId = newId('in', clock.now().getTime());
+      const { headersKey: _, ...data } = {
+        ...receivedEmail,
+        receivedEmailId,
+        orgId: org.orgId,
+        mode: 'test' as const,
+        domainId: null,
+        domain: null,
+        rawKey,
+        contentKey,
+        attachments: [],
+        receivedAt: clock.now().toISOString(),
+        headersKey: undefined,
+      };
+      const appended = await store.append(
+        receivedEmailStream(receivedEmailId),
+        [{ type: 'InboundEmailReceived', data, metadata: { orgId: org.orgId, mode: 'test', actor: 'mx' } }],
+        { expectedRevision: 'no_stream' },
+      );
+      await readYourWrites.waitFor(['received_emails'], appended.position);
+      ids.push(receivedEmailId);
+    }
 
     const expectedHeaders = {
       received: unfolded.join('\n'),
@@ -307,20 +312,25 @@ describe('the headers of a received email', () => {
       { name: 'from', value: 'Ann <ann@remote.test>' },
       { name: 'subject', value: 'Grüße' },
     ];
-    const before = (await acme.test.get(`/v1/emails/received/${receivedEmailId}`)).body;
+    const before = (await acme.test.get(`/v1/emails/received/${ids[0]}`)).body;
     expectStringHeaders(before);
     expect(before.headers).toEqual(expectedHeaders);
     expect(before.header_list).toEqual(expectedList);
 
     clock.advance(30 * DAY);
-    expect(await runRetention()).toBeGreaterThanOrEqual(1);
+    expect(await runRetention()).toBeGreaterThanOrEqual(2);
     expect(await blobs.exists(contentKey)).toBe(false);
     expect(await blobs.exists(rawKey)).toBe(false);
-    const after = (await acme.test.get(`/v1/emails/received/${receivedEmailId}`)).body;
-    expect(after.purged_at).toBe(clock.now().toISOString());
-    expect(after.headers).toEqual(expectedHeaders);
-    expect(after.header_list).toEqual(expectedList);
-    const types = (await store.readStream(receivedEmailStream(receivedEmailId))).map((e) => e.type);
-    expect(types).toEqual(['InboundEmailReceived', 'ReceivedEmailHeadersKept', 'ReceivedEmailPurged']);
+    for (const [org, id] of [
+      [acme, ids[0]],
+      [other, ids[1]],
+    ] as const) {
+      const after = (await org.test.get(`/v1/emails/received/${id}`)).body;
+      expect(after.purged_at).toBe(clock.now().toISOString());
+      expect(after.headers).toEqual(expectedHeaders);
+      expect(after.header_list).toEqual(expectedList);
+      const types = (await store.readStream(receivedEmailStream(id))).map((e) => e.type);
+      expect(types).toEqual(['InboundEmailReceived', 'ReceivedEmailHeadersKept', 'ReceivedEmailPurged']);
+    }
   });
 });

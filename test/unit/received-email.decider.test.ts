@@ -26,6 +26,8 @@ describe('received email decider', () => {
     expect(state).toEqual({
       exists: true,
       receivedEmailId: 'in_1',
+      rawKey: 'blob_raw',
+      receivedAt: email.receivedAt,
       blobKeys: ['blob_raw', 'blob_content', 'blob_att'],
       contentKey: 'blob_content',
       headersKey: 'blob_headers',

@@ -6,6 +6,7 @@ import type { EventMetadata, Mode, Position } from '../../platform/eventstore/ty
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { storableText } from '../../platform/storable-text.ts';
+import { receivedEmailsSharingRaw } from '../../read-side/received-emails/received-emails.queries.ts';
 import { type ReceivedEmailCommand, receivedEmailDecider } from './received-email.decider.ts';
 import {
   type Authentication,
@@ -221,7 +222,7 @@ async function keepHeadersApart(
 }
 
 /** A content blob read back, or null when it is gone. */
-export async function readContent(blobs: BlobStore, key: string): Promise<ReceivedContent | null> {
+async function readContent(blobs: BlobStore, key: string): Promise<ReceivedContent | null> {
   return blobs.get(key).then(
     (bytes) => JSON.parse(bytes.toString('utf8')) as ReceivedContent,
     () => null,
@@ -234,12 +235,27 @@ export async function readContent(blobs: BlobStore, key: string): Promise<Receiv
  * order, so a crash in between leaves it due and the next run deletes (nothing more) and records it.
  */
 export async function purgeReceivedEmail(
-  services: Pick<Services, 'store' | 'clock' | 'config'>,
+  services: Pick<Services, 'store' | 'clock' | 'config' | 'db'>,
   meta: EventMetadata,
   receivedEmailId: string,
 ): Promise<void> {
   const blobs = blobStoreFor(services.config);
-  await keepHeadersApart(services, meta, receivedEmailId);
+  const state = rebuildState(
+    receivedEmailDecider,
+    await services.store.readStream(receivedEmailStream(receivedEmailId)),
+  );
+  if (state.exists && !state.purged && state.headersKey === undefined) {
+    await keepHeadersApart(services, meta, receivedEmailId);
+    // The records of the message for other organizations share its content blob, which this purge deletes:
+    // each keeps its headers first.
+    const others = await receivedEmailsSharingRaw(services.db, state.rawKey, new Date(state.receivedAt));
+    for (const other of others.filter((o) => o.id !== receivedEmailId))
+      await keepHeadersApart(
+        services,
+        { orgId: other.org_id, mode: other.mode, actor: meta.actor },
+        other.id,
+      );
+  }
   await handleCommand(
     services.store,
     receivedEmailStream(receivedEmailId),

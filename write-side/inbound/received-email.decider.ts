@@ -12,6 +12,8 @@ export type ReceivedEmailState =
   | {
       exists: true;
       receivedEmailId: string;
+      rawKey: string;
+      receivedAt: string;
       /** The blobs deleted when the retention ends. */
       blobKeys: string[];
       contentKey: string | null;
@@ -36,6 +38,8 @@ export const receivedEmailDecider: Decider<ReceivedEmailCommand, ReceivedEmailEv
         return {
           exists: true,
           receivedEmailId: event.data.receivedEmailId,
+          rawKey: event.data.rawKey,
+          receivedAt: event.data.receivedAt,
           blobKeys: blobKeysOf(event.data),
           contentKey: event.data.contentKey,
           headersKey: event.data.headersKey,
