@@ -73,6 +73,7 @@ import { domainQueryRoutes } from '../read-side/domains/domains.routes.ts';
 import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
 import { emailQueryRoutes } from '../read-side/emails/emails.routes.ts';
 import { emailsMigrations } from '../read-side/emails/emails.schema.ts';
+import { organizationQueryRoutes } from '../read-side/organizations/organizations.routes.ts';
 import { receivedEmailQueryRoutes } from '../read-side/received-emails/received-emails.routes.ts';
 import { receivedEmailsMigrations } from '../read-side/received-emails/received-emails.schema.ts';
 import { suppressionQueryRoutes } from '../read-side/suppressions/suppressions.routes.ts';
@@ -149,6 +150,7 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
     }
   });
   apiKeyQueryRoutes(api, services);
+  organizationQueryRoutes(api, services);
   domainCommandRoutes(api, services);
   domainQueryRoutes(api, services);
   // Command routes first: POST /templates/render is a fixed path, never a template id.

@@ -6,7 +6,7 @@ import { insertRow, updateRow } from './rows.ts';
 export const receivedEmailsProjection: Projection<ReceivedEmailEvent> = {
   name: 'received_emails',
   tables: ['received_emails'],
-  types: ['InboundEmailReceived', 'ReceivedEmailPurged'],
+  types: ['InboundEmailReceived', 'ReceivedEmailHeadersKept', 'ReceivedEmailPurged'],
   async apply(tx, e) {
     switch (e.type) {
       case 'InboundEmailReceived': {
@@ -31,6 +31,7 @@ export const receivedEmailsProjection: Projection<ReceivedEmailEvent> = {
           size: d.size,
           raw_key: d.rawKey,
           content_key: d.contentKey,
+          headers_key: d.headersKey ?? null,
           attachments: JSON.stringify(d.attachments),
           authentication: JSON.stringify(d.authentication),
           spam_score: d.spamScore,
@@ -39,6 +40,8 @@ export const receivedEmailsProjection: Projection<ReceivedEmailEvent> = {
           created_at: d.receivedAt,
         });
       }
+      case 'ReceivedEmailHeadersKept':
+        return updateRow(tx, 'received_emails', e.data.receivedEmailId, { headers_key: e.data.headersKey });
       case 'ReceivedEmailPurged':
         return updateRow(tx, 'received_emails', e.data.receivedEmailId, { purged_at: e.data.purgedAt });
     }

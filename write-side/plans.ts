@@ -1,7 +1,9 @@
 import type { Plan } from '../platform/tenancy.ts';
 
-/** What a plan includes. `null`: the plan does not limit it. */
-export interface PlanLimits {
+/** What a plan costs and includes. `null` for a limit: the plan does not limit it. */
+export interface PlanTerms {
+  /** The price a month, in euros. */
+  monthlyPriceEur: number;
   /** Emails a month per organization and mode. */
   emailsPerMonth: number;
   /** Refuse sends past `emailsPerMonth` (else they are counted as overage). */
@@ -12,9 +14,13 @@ export interface PlanLimits {
   webhooks: number | null;
 }
 
-/** The plan catalogue, a pure rule: every limit a command enforces and every figure GET /v1/usage reports. */
-export const PLANS: Record<Plan, PlanLimits> = {
+/**
+ * The plan catalogue, a pure rule: every limit a command enforces, every figure GET /v1/usage reports, and the
+ * prices GET /v1/organization and the CLI show.
+ */
+export const PLANS: Record<Plan, PlanTerms> = {
   free: {
+    monthlyPriceEur: 0,
     emailsPerMonth: 100,
     monthlyHardStop: true,
     overagePer1000Eur: null,
@@ -23,6 +29,7 @@ export const PLANS: Record<Plan, PlanLimits> = {
     webhooks: 1,
   },
   pro: {
+    monthlyPriceEur: 20,
     emailsPerMonth: 50_000,
     monthlyHardStop: false,
     overagePer1000Eur: 0.4,
@@ -31,6 +38,7 @@ export const PLANS: Record<Plan, PlanLimits> = {
     webhooks: 10,
   },
   business: {
+    monthlyPriceEur: 80,
     emailsPerMonth: 200_000,
     monthlyHardStop: false,
     overagePer1000Eur: 0.3,

@@ -11,6 +11,7 @@ import {
   findOrganization,
   listOrganizations,
 } from '../../read-side/api-keys/api-keys.queries.ts';
+import { planJson } from '../../read-side/organizations/organizations.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
 import {
   contactImportReport,
@@ -23,6 +24,7 @@ import {
   setClientDetailsTracking,
 } from '../../write-side/organizations/organization.commands.ts';
 import type { Postline } from '../service.ts';
+import { plansTable, priceText } from './plan-text.ts';
 import { progressBar } from './progress.ts';
 
 export const USAGE = `Usage: postline <command>
@@ -31,7 +33,8 @@ export const USAGE = `Usage: postline <command>
   openapi                                       print the OpenAPI document of the API (JSON)
   orgs create --name <name> [--plan free|pro|business] [--json]
                                                 create an organization; prints its live and test API keys once
-  orgs list [--json]                            every organization, its plan and its keys in use per mode
+  orgs list [--json]                            every organization, its plan (price) and its keys in use per
+                                                mode; then what each plan costs and includes
   orgs set-plan <org_id> <free|pro|business>    move an organization to another plan
   orgs set-client-details <org_id> <on|off> [--forget]
                                                 record openers' and clickers' IP address and user agent
@@ -101,12 +104,16 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
     const rows = await listOrganizations(services.db);
     for (const o of rows) {
       const created = new Date(o.created_at).toISOString();
+      const plan = planJson(o.plan);
       if (values.json)
         write(
           JSON.stringify({
             org_id: o.id,
             name: o.name,
             plan: o.plan,
+            plan_price: plan.price,
+            plan_limits: plan.limits,
+            plan_overage: plan.overage,
             created_at: created,
             track_client_details: o.track_client_details,
             live_keys: o.live_keys,
@@ -116,12 +123,13 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
       else {
         const details = o.track_client_details ? '  client details on' : '';
         write(
-          `${o.id}  ${o.plan.padEnd(8)}  keys live ${o.live_keys}, test ${o.test_keys}${details}  ${o.name}`,
+          `${o.id}  ${o.plan.padEnd(8)}  ${priceText(o.plan).padEnd(9)}  keys live ${o.live_keys}, test ${o.test_keys}${details}  ${o.name}`,
         );
       }
     }
-    if (rows.length === 0 && !values.json)
-      write('No organizations yet: npx postline orgs create --name <name>');
+    if (values.json) return 0;
+    if (rows.length === 0) write('No organizations yet: npx postline orgs create --name <name>');
+    write(['', ...plansTable()].join('\n'));
     return 0;
   }
 

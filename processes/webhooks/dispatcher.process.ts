@@ -310,7 +310,7 @@ export class WebhookDispatcher implements BackgroundProcess {
       row.attempts + 1,
       outcome,
       latencyMs,
-      at,
+      { startedAt: at, endedAt: this.#services.clock.now() },
     )
       .catch((err) =>
         this.#services.log.error({ err, delivery: row.id }, 'webhook delivery failed to record'),

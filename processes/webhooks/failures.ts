@@ -14,10 +14,17 @@ UPDATE webhook_deliveries SET status = $5, attempts = $6, next_attempt_at = $7, 
   last_response_status = $8, last_error = $9, updated_at = $4, completed_at = $10
 WHERE webhook_id = $1 AND id = $2 AND claim_token = $3`;
 
+/** When a failed attempt started (its log's time) and when it ended (the answer, the error or the time-out). */
+export interface AttemptTimes {
+  startedAt: Date;
+  endedAt: Date;
+}
+
 /**
  * Records a failed attempt: the next attempt on the retry schedule (Retry-After honoured for 429 and 503), or
  * `exhausted` after the last, or `failed` at once for 410 Gone, which also disables the endpoint. Consecutive
- * exhausted deliveries disable it too.
+ * exhausted deliveries disable it too. The schedule's wait counts from the attempt's end: an endpoint that timed
+ * out gets its full pause before the next attempt, not what is left of it after the time-out.
  */
 export async function recordFailure(
   services: Services,
@@ -26,7 +33,7 @@ export async function recordFailure(
   attempt: number,
   outcome: SendOutcome,
   latencyMs: number,
-  now: Date,
+  { startedAt, endedAt: now }: AttemptTimes,
 ): Promise<void> {
   const db = services.db;
   const gone = outcome.status === 410;
@@ -54,7 +61,7 @@ export async function recordFailure(
   await db.query(
     `INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, error)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [row.id, attempt, now, outcome.status, latencyMs, outcome.excerpt, outcome.error],
+    [row.id, attempt, startedAt, outcome.status, latencyMs, outcome.excerpt, outcome.error],
   );
   // The delivery was reset (retry requested) or replayed while in flight: its new round decides, and counts, not this
   // outcome (as for successes, the attempt stays in the log).

@@ -2,7 +2,7 @@ import { sha256Hex } from '../../platform/crypto.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
-import type { Tenant } from '../../platform/tenancy.ts';
+import type { Plan, Tenant } from '../../platform/tenancy.ts';
 import { iso, listPage } from '../pagination.ts';
 import { liveRows, readModels } from '../read-models.ts';
 
@@ -50,7 +50,7 @@ export async function listOrganizations(db: Database) {
   const { rows } = await db.query<{
     id: string;
     name: string;
-    plan: string;
+    plan: Plan;
     created_at: Date;
     track_client_details: boolean;
     live_keys: number;

@@ -8,7 +8,10 @@ import type {
   MailAddress,
   ReceivedAttachment,
   ReceivedContent,
+  ReceivedHeader,
+  ReceivedHeaders,
 } from '../../write-side/inbound/received-email.events.ts';
+import { headerListOfMap } from '../../write-side/inbound/received-email.events.ts';
 import { iso, paginate } from '../pagination.ts';
 import { readModels, tenantRows } from '../read-models.ts';
 import type { ReceivedEmailsTable } from './received-emails.schema.ts';
@@ -50,6 +53,22 @@ export function receivedEmailsDueForPurge(db: Database, before: Date, limit: num
     .execute();
 }
 
+/**
+ * The other records of a message that arrived for several organizations (they share its blobs), still holding
+ * their content: recorded one after the other as it arrived, so looked for within a minute of `createdAt`.
+ */
+export function receivedEmailsSharingRaw(db: Database, rawKey: string, createdAt: Date) {
+  const MINUTE = 60_000;
+  return readModels(db)
+    .selectFrom('received_emails')
+    .select(['id', 'org_id', 'mode'])
+    .where('purged_at', 'is', null)
+    .where('created_at', '>=', new Date(createdAt.getTime() - MINUTE))
+    .where('created_at', '<=', new Date(createdAt.getTime() + MINUTE))
+    .where('raw_key', '=', rawKey)
+    .execute();
+}
+
 export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachment) => ({
   object: 'received_attachment',
   id: a.attachmentId,
@@ -73,18 +92,40 @@ export const downloadLink = (
     now: services.clock.now(),
   });
 
-/** The ReceivedEmail of the API; its bodies and headers are read from the blob store until the retention ends. */
+/** A JSON blob read back, or null when it is gone (the retention ran between the read of the row and now). */
+const readJson = <T>(services: Pick<Services, 'config'>, key: string | null): Promise<T | null> =>
+  key
+    ? blobStoreFor(services.config)
+        .get(key)
+        .then(
+          (bytes) => JSON.parse(bytes.toString('utf8')) as T,
+          () => null,
+        )
+    : Promise.resolve(null);
+
+/**
+ * The spec's `headers`: each name once, with one string; a repeated header's values joined in order with "\n".
+ * Gathered in a Map: a header may be named `constructor` or `__proto__`.
+ */
+function headerMap(list: ReceivedHeader[]): Record<string, string> {
+  const map = new Map<string, string>();
+  for (const { name, value } of list) {
+    const seen = map.get(name);
+    map.set(name, seen === undefined ? value : `${seen}\n${value}`);
+  }
+  return Object.fromEntries(map);
+}
+
+/**
+ * The ReceivedEmail of the API. Its bodies are read from the content blob until the retention ends; its headers
+ * from their own blob, which the retention keeps (a message recorded before they had one: from the content blob).
+ */
 export async function receivedEmailJson(services: Pick<Services, 'config'>, row: ReceivedEmailRow) {
-  // A content file that is gone (the retention ran between the read and now) reads as none.
-  const content: ReceivedContent | null =
-    row.content_key && !row.purged_at
-      ? await blobStoreFor(services.config)
-          .get(row.content_key)
-          .then(
-            (bytes) => JSON.parse(bytes.toString('utf8')),
-            () => null,
-          )
-      : null;
+  const [content, kept] = await Promise.all([
+    readJson<ReceivedContent>(services, row.purged_at ? null : row.content_key),
+    readJson<ReceivedHeaders>(services, row.headers_key),
+  ]);
+  const headerList = kept?.headers ?? headerListOfMap(content?.headers ?? {});
   const mailboxes = (list: MailAddress[]) => list.map(({ email, name }) => ({ email, name }));
   return {
     object: 'received_email',
@@ -96,7 +137,8 @@ export async function receivedEmailJson(services: Pick<Services, 'config'>, row:
     subject: row.subject,
     text_body: content?.text ?? null,
     html_body: content?.html ?? null,
-    headers: content?.headers ?? null,
+    headers: headerMap(headerList),
+    header_list: headerList,
     message_id: row.message_id,
     in_reply_to: row.in_reply_to,
     spam_score: row.spam_score,

@@ -13,6 +13,10 @@ const attachment = {
   content_id: z.string().nullable(),
   size: z.int(),
 };
+const ReceivedEmailHeader = z
+  .strictObject({ name: z.string(), value: z.string() })
+  .meta({ id: 'ReceivedEmailHeader', description: 'A header: its name in lower case, its value unfolded.' });
+
 const ReceivedAttachmentSummary = z.strictObject(attachment).meta({ id: 'ReceivedAttachmentSummary' });
 
 export const ReceivedEmail = z
@@ -26,7 +30,14 @@ export const ReceivedEmail = z
     subject: z.string().nullable(),
     text_body: z.string().nullable(),
     html_body: z.string().nullable(),
-    headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])).nullable(),
+    headers: z.record(z.string(), z.string()).meta({
+      description:
+        'Each header name (lower case) with its value; a header that appears more than once (`received`) has its values joined in order with "\\n". Kept after the retention ends.',
+    }),
+    header_list: z.array(ReceivedEmailHeader).meta({
+      description:
+        'Every header in the order of the message, each repeat on its own. Kept after the retention ends.',
+    }),
     message_id: z.string().nullable(),
     in_reply_to: z.string().nullable(),
     spam_score: z.number(),

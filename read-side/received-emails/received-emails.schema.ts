@@ -28,6 +28,8 @@ export interface ReceivedEmailsTable {
   size: number;
   raw_key: string;
   content_key: string | null;
+  /** The headers' blob, kept after the retention; null when unknown (see InboundEmailReceived's `headersKey`). */
+  headers_key: string | null;
   attachments: Json<ReceivedAttachment[]>;
   authentication: Json<Authentication>;
   spam_score: number;
@@ -72,5 +74,10 @@ CREATE TABLE IF NOT EXISTS received_emails (
 );
 CREATE INDEX IF NOT EXISTS received_emails_org ON received_emails (org_id, mode, id);
 CREATE INDEX IF NOT EXISTS received_emails_retention ON received_emails (created_at) WHERE purged_at IS NULL;`,
+  },
+  {
+    // The headers have a blob of their own, which the retention keeps.
+    id: 'received-emails-002',
+    sql: 'ALTER TABLE received_emails ADD COLUMN IF NOT EXISTS headers_key text;',
   },
 ];

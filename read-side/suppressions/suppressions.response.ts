@@ -1,25 +1,34 @@
 import { z } from 'zod';
 import { listOf, timestamp } from '../../platform/http/route-schema.ts';
 
-export const Suppression = z
+const fields = {
+  object: z.literal('suppression'),
+  id: z.string(),
+  email: z.string(),
+  reason: z.enum(['hard_bounce', 'complaint', 'manual']),
+  source_email_id: z.string().nullable(),
+  created_at: timestamp,
+};
+const example = {
+  object: 'suppression',
+  id: 'sup_01jx0m4qk3f5b8c9d2e6g7h8j9',
+  email: 'someone@example.com',
+  reason: 'manual',
+  source_email_id: null,
+  created_at: '2026-01-15T09:30:00.000Z',
+};
+
+export const Suppression = z.strictObject(fields).meta({ id: 'Suppression', example });
+
+/** What `POST /v1/suppressions` answers: the suppression, and whether this request created it. */
+export const SuppressionAdded = z
   .strictObject({
-    object: z.literal('suppression'),
-    id: z.string(),
-    email: z.string(),
-    reason: z.enum(['hard_bounce', 'complaint', 'manual']),
-    source_email_id: z.string().nullable(),
-    created_at: timestamp,
+    ...fields,
+    created: z.boolean().meta({
+      description:
+        'true: this request suppressed the address; false: it was suppressed already, and this is its existing record.',
+    }),
   })
-  .meta({
-    id: 'Suppression',
-    example: {
-      object: 'suppression',
-      id: 'sup_01jx0m4qk3f5b8c9d2e6g7h8j9',
-      email: 'someone@example.com',
-      reason: 'manual',
-      source_email_id: null,
-      created_at: '2026-01-15T09:30:00.000Z',
-    },
-  });
+  .meta({ id: 'SuppressionAdded', example: { ...example, created: true } });
 
 export const SuppressionList = listOf(Suppression, 'SuppressionList');

@@ -45,6 +45,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The key's organization and its plan: price and limits */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/domains": {
         parameters: {
             query?: never;
@@ -239,7 +256,7 @@ export interface paths {
         put?: never;
         /**
          * Suppress an address
-         * @description 201 for a new suppression; 200 with the existing one when the address was suppressed already.
+         * @description 201 with the suppression: `created` is true for a new one, false when the address was suppressed already (the existing record, whatever its reason).
          */
         post: operations["postSuppressions"];
         delete?: never;
@@ -1631,6 +1648,68 @@ export interface components {
             /** @constant */
             deleted: true;
         };
+        Organization: {
+            /** @constant */
+            object: "organization";
+            id: string;
+            name: string;
+            plan: components["schemas"]["PlanTerms"];
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "name": "pro",
+         *       "price": {
+         *         "amount": 20,
+         *         "currency": "EUR",
+         *         "interval": "month"
+         *       },
+         *       "limits": {
+         *         "emails_per_month": 50000,
+         *         "monthly_hard_stop": false,
+         *         "domains": 10,
+         *         "templates": null,
+         *         "webhook_endpoints": 10
+         *       },
+         *       "overage": {
+         *         "amount": 0.4,
+         *         "currency": "EUR",
+         *         "per_emails": 1000
+         *       }
+         *     }
+         */
+        PlanTerms: {
+            /** @enum {string} */
+            name: "free" | "pro" | "business";
+            /** @description What the plan costs a month; `amount` in euros. */
+            price: {
+                amount: number;
+                /** @constant */
+                currency: "EUR";
+                /** @constant */
+                interval: "month";
+            };
+            limits: {
+                /** @description Emails included a month, per mode (live and test are counted apart) */
+                emails_per_month: number;
+                /** @description true: sends past `emails_per_month` are refused; false: they count as overage */
+                monthly_hard_stop: boolean;
+                /** @description Sending domains; null: unlimited */
+                domains: number | null;
+                /** @description Templates; null: unlimited */
+                templates: number | null;
+                /** @description Webhook endpoints; null: unlimited */
+                webhook_endpoints: number | null;
+            };
+            /** @description The price of emails past `emails_per_month`, in euros per `per_emails`; null: none (refused) */
+            overage: {
+                amount: number;
+                /** @constant */
+                currency: "EUR";
+                per_emails: number;
+            } | null;
+        };
         /**
          * @example {
          *       "object": "domain",
@@ -1790,6 +1869,37 @@ export interface components {
          *       "email": "someone@example.com",
          *       "reason": "manual",
          *       "source_email_id": null,
+         *       "created_at": "2026-01-15T09:30:00.000Z",
+         *       "created": true
+         *     }
+         */
+        SuppressionAdded: {
+            /** @constant */
+            object: "suppression";
+            id: string;
+            email: string;
+            /** @enum {string} */
+            reason: "hard_bounce" | "complaint" | "manual";
+            source_email_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description true: this request suppressed the address; false: it was suppressed already, and this is its existing record. */
+            created: boolean;
+        };
+        /** @description A page of the list, newest first; page on with `starting_after` or `ending_before`. */
+        SuppressionList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Suppression"][];
+            has_more: boolean;
+        };
+        /**
+         * @example {
+         *       "object": "suppression",
+         *       "id": "sup_01jx0m4qk3f5b8c9d2e6g7h8j9",
+         *       "email": "someone@example.com",
+         *       "reason": "manual",
+         *       "source_email_id": null,
          *       "created_at": "2026-01-15T09:30:00.000Z"
          *     }
          */
@@ -1803,13 +1913,6 @@ export interface components {
             source_email_id: string | null;
             /** Format: date-time */
             created_at: string;
-        };
-        /** @description A page of the list, newest first; page on with `starting_after` or `ending_before`. */
-        SuppressionList: {
-            /** @constant */
-            object: "list";
-            data: components["schemas"]["Suppression"][];
-            has_more: boolean;
         };
         Topic: {
             /** @constant */
@@ -2148,9 +2251,12 @@ export interface components {
             subject: string | null;
             text_body: string | null;
             html_body: string | null;
+            /** @description Each header name (lower case) with its value; a header that appears more than once (`received`) has its values joined in order with "\n". Kept after the retention ends. */
             headers: {
-                [key: string]: string | string[];
-            } | null;
+                [key: string]: string;
+            };
+            /** @description Every header in the order of the message, each repeat on its own. Kept after the retention ends. */
+            header_list: components["schemas"]["ReceivedEmailHeader"][];
             message_id: string | null;
             in_reply_to: string | null;
             spam_score: number;
@@ -2185,6 +2291,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             purged_at: string | null;
+        };
+        /** @description A header: its name in lower case, its value unfolded. */
+        ReceivedEmailHeader: {
+            name: string;
+            value: string;
         };
         ReceivedAttachmentSummary: {
             /** @constant */
@@ -3310,6 +3421,185 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            /** @description Error: `malformed_request` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down";
                         };
                     } & {
                         [key: string]: unknown;
@@ -7437,18 +7727,6 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Suppression"];
-                };
-            };
             /** @description Created */
             201: {
                 headers: {
@@ -7458,7 +7736,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Suppression"];
+                    "application/json": components["schemas"]["SuppressionAdded"];
                 };
             };
             /** @description Error: `malformed_request`, `malformed_json` */

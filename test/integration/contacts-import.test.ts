@@ -64,8 +64,8 @@ describe('contact import from CSV', () => {
       'kept@example.org,,After,business,',
       'dora@example.org,Dora,,pro',
       `eve@example.org,${'x'.repeat(257)},,pro,Nice`,
-      'fay@example.org,"Fay',
-      'Multi",,pro,Lyon',
+      'fay@example.org,Fay,,pro,"Lyon',
+      'Centre"',
       ',,,,',
       'gus@example.org,Gus,,,',
     ].join('\r\n');
@@ -136,8 +136,8 @@ describe('contact import from CSV', () => {
       properties: { city: 'Berlin' },
     });
     expect(byEmail['fay@example.org']).toMatchObject({
-      first_name: 'Fay\r\nMulti',
-      properties: { plan: 'pro' },
+      first_name: 'Fay',
+      properties: { plan: 'pro', city: 'Lyon\r\nCentre' },
     });
     expect(byEmail['gus@example.org'].properties).toEqual({});
     // The existing contact: what the row gives replaces, what it leaves empty stays; properties merge by name.
@@ -227,6 +227,90 @@ describe('contact import from CSV', () => {
     expect((await job(started.body.id, audience, orgs.acme.test)).status).toBe(404);
     expect((await members(testAudience, orgs.acme.test)).map((c) => c.email)).toEqual(['mode@example.org']);
     expect((await orgs.acme.live.get('/v1/contacts?email=mode@example.org')).body.data).toEqual([]);
+  });
+
+  it('skips rows with control characters in a name, and rows that are not valid UTF-8, each with its line and why', async () => {
+    const file = Buffer.concat([
+      Buffer.from('email,first_name,last_name,city,\n'),
+      Buffer.from('ann@utf.example.org,Ann,Lee,Paris,\n'),
+      Buffer.from('dan@utf.example.org,"Dan\r\nBcc: victim@rcpt.test",,Rome,\n'),
+      Buffer.from('tab@utf.example.org,Tab,"A\tB",,\n'),
+      // Latin-1, as a spreadsheet saves it: é is one byte, E9, which is not UTF-8.
+      Buffer.from('bea@utf.example.org,B'),
+      Buffer.from([0xe9]),
+      Buffer.from('a,,Lyon,\n'),
+      Buffer.from('kim@utf.example.org,Kim,,K'),
+      Buffer.from([0xf6]),
+      Buffer.from('ln,\n'),
+      // A sequence cut short (the first two bytes of €), in a column the import ignores: the row is read.
+      Buffer.from('ivy@utf.example.org,Ivy,,Oslo,'),
+      Buffer.from([0xe2, 0x82]),
+      Buffer.from('\n'),
+      Buffer.from('zoe@utf.example.org,Zoë,Ørsted,Köln €,\n'),
+    ]);
+    const started = await request(`${svc.baseUrl}/v1/audiences/${audience}/contacts/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${orgs.acme.liveKey}`, 'content-type': 'text/csv' },
+      body: file,
+    });
+    const body = (await started.body.json()) as any;
+    expect(started.statusCode, JSON.stringify(body)).toBe(202);
+    await work(body.id);
+    const done = await job(body.id);
+    expect(done.body).toMatchObject({
+      status: 'completed',
+      rows_total: 7,
+      rows_created: 3,
+      rows_skipped: 4,
+      invalid_rows: [
+        {
+          line: 3,
+          reason: 'first_name: must not contain control characters (line breaks, tabs and the like)',
+        },
+        {
+          line: 5,
+          reason: 'last_name: must not contain control characters (line breaks, tabs and the like)',
+        },
+        { line: 6, reason: 'first_name: is not valid UTF-8 (save the file as UTF-8)' },
+        { line: 7, reason: 'city: is not valid UTF-8 (save the file as UTF-8)' },
+      ],
+    });
+    const imported = Object.fromEntries(
+      (await members(audience)).filter((c) => c.email.endsWith('@utf.example.org')).map((c) => [c.email, c]),
+    );
+    expect(Object.keys(imported).sort()).toEqual([
+      'ann@utf.example.org',
+      'ivy@utf.example.org',
+      'zoe@utf.example.org',
+    ]);
+    expect(imported['zoe@utf.example.org']).toMatchObject({
+      first_name: 'Zoë',
+      last_name: 'Ørsted',
+      properties: { city: 'Köln €' },
+    });
+    expect(JSON.stringify(imported)).not.toContain('\uFFFD');
+  });
+
+  it('refuses a file whose header row is not valid UTF-8', async () => {
+    const file = Buffer.concat([
+      Buffer.from('email,Stra'),
+      Buffer.from([0xdf]),
+      Buffer.from('e\nx@example.org,1\n'),
+    ]);
+    const started = await request(`${svc.baseUrl}/v1/audiences/${audience}/contacts/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${orgs.acme.liveKey}`, 'content-type': 'text/csv' },
+      body: file,
+    });
+    const body = (await started.body.json()) as any;
+    expect([started.statusCode, body.error]).toEqual([
+      422,
+      {
+        type: 'validation_error',
+        code: 'validation_error',
+        message: 'The header row is not valid UTF-8: save the file as UTF-8.',
+      },
+    ]);
   });
 
   it('fails a file that is not CSV, naming the line, before writing any contact', async () => {

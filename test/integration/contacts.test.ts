@@ -188,6 +188,35 @@ describe('contacts', () => {
       expect((await client.get('/v1/contacts?email=private@example.org')).body.data).toEqual([]);
   });
 
+  it('refuses control characters in names (line breaks, tabs), on create and on update, saying so', async () => {
+    const control = 'must not contain control characters (line breaks, tabs and the like)';
+    for (const body of [
+      { email: 'dan@example.org', first_name: 'Dan\r\nBcc: victim@rcpt.test' },
+      { email: 'dan@example.org', last_name: 'Lee\nX' },
+      { email: 'dan@example.org', first_name: 'Tab\tbed' },
+      { email: 'dan@example.org', first_name: 'Bell\u0007' },
+      { email: 'dan@example.org', last_name: 'C1\u0085control' },
+    ]) {
+      const r = await orgs.acme.live.post('/v1/contacts', body);
+      expect([r.status, r.body.error?.code], JSON.stringify(body)).toEqual([422, 'validation_error']);
+      const field = 'first_name' in body ? 'first_name' : 'last_name';
+      expect(r.body.error.message).toBe(`\`${field}\`: ${control}`);
+    }
+    expect((await orgs.acme.live.get('/v1/contacts?email=dan@example.org')).body.data).toEqual([]);
+
+    // Spaces around a name are trimmed (a trailing line break included); other characters stay (U+2028 too).
+    const ok = await orgs.acme.live.post('/v1/contacts', {
+      email: 'dan@example.org',
+      first_name: ' Dän\n',
+      last_name: 'O’Brien\u2028Jr',
+    });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    expect(ok.body).toMatchObject({ first_name: 'Dän', last_name: 'O’Brien\u2028Jr' });
+    const changed = await orgs.acme.live.patch(`/v1/contacts/${ok.body.id}`, { first_name: 'Dan\rX' });
+    expect([changed.status, changed.body.error?.message]).toEqual([422, `\`first_name\`: ${control}`]);
+    expect((await orgs.acme.live.get(`/v1/contacts/${ok.body.id}`)).body.first_name).toBe('Dän');
+  });
+
   it.each([
     [{}, 'email'],
     [{ email: 'not an address' }, 'email'],

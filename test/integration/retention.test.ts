@@ -1,6 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { blobStoreFor } from '../../platform/blob-store.ts';
 import { ManualClock } from '../../platform/clock.ts';
+import { newId } from '../../platform/ids.ts';
 import { RetentionProcess } from '../../processes/retention/retention.process.ts';
+import { receivedEmailStream } from '../../write-side/inbound/received-email.events.ts';
+import { receivedEmail } from '../fixtures/received-email.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import type { TestOrg } from '../support/service.ts';
@@ -167,7 +171,12 @@ describe('retention of received emails', () => {
       attachment_count: 1,
       text_body: null,
       html_body: null,
-      headers: null,
+      headers: {
+        from: 'ann@remote.test',
+        to: 'hooks@acme.test',
+        subject: 'Keep me a while',
+        'content-type': 'multipart/mixed; boundary="b"',
+      },
       purged_at: clock.now().toISOString(),
     });
     for (const path of [`/raw`, `/attachments/${attachmentId}`]) {
@@ -179,5 +188,149 @@ describe('retention of received emails', () => {
     expect((await local()).status).toBe(404);
     clock.advance(30 * DAY);
     expect(await runRetention()).toBe(0);
+  });
+});
+
+/** Every value of a received email's `headers` is one string, as the spec types them. */
+const expectStringHeaders = (email: any) => {
+  expect(email.headers).toBeTypeOf('object');
+  for (const [name, value] of Object.entries(email.headers)) expect(value, name).toBeTypeOf('string');
+};
+
+describe('the headers of a received email', () => {
+  const RECEIVED = [
+    'from mx2.relay.test (mx2.relay.test [192.0.2.2]) by mx.acme.test; Tue, 31 Mar 2026 23:59:59 +0000',
+    'from mx1.relay.test (mx1.relay.test [192.0.2.1])\n\tby mx2.relay.test; Tue, 31 Mar 2026 23:59:58 +0000',
+    'from sender.remote.test by mx1.relay.test; Tue, 31 Mar 2026 23:59:57 +0000',
+  ];
+  const raw = [
+    `Received: ${RECEIVED[0]}`,
+    `Received: ${RECEIVED[1]}`,
+    'From: Ann <ann@remote.test>',
+    `Received: ${RECEIVED[2]}`,
+    'To: hooks@acme.test',
+    'Subject: =?utf-8?q?Gr=C3=BC=C3=9Fe?=',
+    'X-Note: one',
+    'X-Note: two',
+    '',
+    'body',
+  ].join('\n');
+  /** How each Received header reads once unfolded. */
+  const unfolded = RECEIVED.map((r) => r.replace(/\n\t/, ' '));
+
+  it('maps each name to one string, a repeated one joined in order, keeps the full list, and keeps both after the retention', async () => {
+    const injected = await acme.test.post('/v1/emails/received', { raw });
+    expect(injected.status, JSON.stringify(injected.body)).toBe(201);
+    const id = injected.body.id;
+    const expectedHeaders = {
+      received: unfolded.join('\n'),
+      from: 'Ann <ann@remote.test>',
+      to: 'hooks@acme.test',
+      subject: 'Grüße',
+      'x-note': 'one\ntwo',
+    };
+    const expectedList = [
+      { name: 'received', value: unfolded[0] },
+      { name: 'received', value: unfolded[1] },
+      { name: 'from', value: 'Ann <ann@remote.test>' },
+      { name: 'received', value: unfolded[2] },
+      { name: 'to', value: 'hooks@acme.test' },
+      { name: 'subject', value: 'Grüße' },
+      { name: 'x-note', value: 'one' },
+      { name: 'x-note', value: 'two' },
+    ];
+    for (const email of [injected.body, (await acme.test.get(`/v1/emails/received/${id}`)).body]) {
+      expectStringHeaders(email);
+      expect(email.headers).toEqual(expectedHeaders);
+      expect(email.header_list).toEqual(expectedList);
+    }
+
+    clock.advance(30 * DAY);
+    expect(await runRetention()).toBeGreaterThanOrEqual(1);
+    const after = (await acme.test.get(`/v1/emails/received/${id}`)).body;
+    expect(after).toMatchObject({ purged_at: clock.now().toISOString(), text_body: null, html_body: null });
+    expectStringHeaders(after);
+    expect(after.headers).toEqual(expectedHeaders);
+    expect(after.header_list).toEqual(expectedList);
+    const listed = (await acme.test.get('/v1/emails/received?limit=100')).body.data.find(
+      (e: any) => e.id === id,
+    );
+    expect(listed.headers).toEqual(expectedHeaders);
+    const raw410 = await acme.test.get(`/v1/emails/received/${id}/raw`);
+    expect(raw410.status).toBe(410);
+  });
+
+  it('stored before headers were kept apart: read from the content, then kept apart when the retention ends, for every organization it was for', async () => {
+    const { store, config, readYourWrites } = svc.postline.services;
+    const blobs = blobStoreFor(config);
+    const at = clock.now().getTime();
+    const rawKey = await blobs.put(Buffer.from(raw.replace(/\n/g, '\r\n')), at);
+    // The content blob as it was written then: bodies and headers together, a repeated header as a list.
+    const contentKey = await blobs.put(
+      Buffer.from(
+        JSON.stringify({
+          text: 'body',
+          html: null,
+          headers: { received: unfolded, from: 'Ann <ann@remote.test>', subject: 'Grüße' },
+        }),
+      ),
+      at,
+    );
+    // The message arrived for two organizations: two records sharing its files, as the MX wrote them then.
+    const ids: string[] = [];
+    for (const org of [acme, other]) {
+      const receivedEmailId = newId('in', clock.now().getTime());
+      const { headersKey: _, ...data } = {
+        ...receivedEmail,
+        receivedEmailId,
+        orgId: org.orgId,
+        mode: 'test' as const,
+        domainId: null,
+        domain: null,
+        rawKey,
+        contentKey,
+        attachments: [],
+        receivedAt: clock.now().toISOString(),
+        headersKey: undefined,
+      };
+      const appended = await store.append(
+        receivedEmailStream(receivedEmailId),
+        [{ type: 'InboundEmailReceived', data, metadata: { orgId: org.orgId, mode: 'test', actor: 'mx' } }],
+        { expectedRevision: 'no_stream' },
+      );
+      await readYourWrites.waitFor(['received_emails'], appended.position);
+      ids.push(receivedEmailId);
+    }
+
+    const expectedHeaders = {
+      received: unfolded.join('\n'),
+      from: 'Ann <ann@remote.test>',
+      subject: 'Grüße',
+    };
+    const expectedList = [
+      ...unfolded.map((value) => ({ name: 'received', value })),
+      { name: 'from', value: 'Ann <ann@remote.test>' },
+      { name: 'subject', value: 'Grüße' },
+    ];
+    const before = (await acme.test.get(`/v1/emails/received/${ids[0]}`)).body;
+    expectStringHeaders(before);
+    expect(before.headers).toEqual(expectedHeaders);
+    expect(before.header_list).toEqual(expectedList);
+
+    clock.advance(30 * DAY);
+    expect(await runRetention()).toBeGreaterThanOrEqual(2);
+    expect(await blobs.exists(contentKey)).toBe(false);
+    expect(await blobs.exists(rawKey)).toBe(false);
+    for (const [org, id] of [
+      [acme, ids[0]],
+      [other, ids[1]],
+    ] as const) {
+      const after = (await org.test.get(`/v1/emails/received/${id}`)).body;
+      expect(after.purged_at).toBe(clock.now().toISOString());
+      expect(after.headers).toEqual(expectedHeaders);
+      expect(after.header_list).toEqual(expectedList);
+      const types = (await store.readStream(receivedEmailStream(id))).map((e) => e.type);
+      expect(types).toEqual(['InboundEmailReceived', 'ReceivedEmailHeadersKept', 'ReceivedEmailPurged']);
+    }
   });
 });

@@ -143,6 +143,40 @@ describe('mail for an inbound domain', () => {
     });
   });
 
+  it('gives each header name one string (three Received joined in order) and every header in order in header_list', async () => {
+    const received = [
+      'from relay2.remote.test by mx.acme-in.test; Wed, 1 Apr 2026 10:00:02 +0000',
+      'from relay1.remote.test by relay2.remote.test; Wed, 1 Apr 2026 10:00:01 +0000',
+      'from laptop.remote.test by relay1.remote.test; Wed, 1 Apr 2026 10:00:00 +0000',
+    ];
+    const raw = [
+      ...received.map((r) => `Received: ${r}`),
+      'From: Ann <ann@remote.test>',
+      `To: support@${DOMAIN}`,
+      'Subject: Three hops',
+      'Message-ID: <hops@remote.test>',
+      '',
+      'Hello',
+      '',
+    ].join('\r\n');
+    const info = await mx().sendMail({
+      envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
+      raw,
+    });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+    const listed = await receivedWith('Three hops');
+    const one = (await acme.live.get(`/v1/emails/received/${listed.id}`)).body;
+    for (const email of [listed, one]) {
+      expect(email.headers.received).toBe(received.join('\n'));
+      for (const [name, value] of Object.entries(email.headers)) expect(value, name).toBeTypeOf('string');
+      expect(email.headers).toMatchObject({ from: 'Ann <ann@remote.test>', subject: 'Three hops' });
+      expect(email.header_list.slice(0, 4)).toEqual([
+        ...received.map((value) => ({ name: 'received', value })),
+        { name: 'from', value: 'Ann <ann@remote.test>' },
+      ]);
+    }
+  });
+
   it('filters the list by domain, sender and date, and is not shadowed by GET /v1/emails/:id', async () => {
     await mx().sendMail({
       envelope: { from: 'zed@other.test', to: [`sales@${DOMAIN}`] },

@@ -18,24 +18,27 @@ describe('suppressions API', () => {
       email: 'ann@example.com',
       reason: 'manual',
       source_email_id: null,
+      created: true,
     });
     expect(r.body.id).toMatch(/^sup_/);
     expect(Date.parse(r.body.created_at)).not.toBeNaN();
     const list = await orgs.acme.live.get('/v1/suppressions');
     expect(list.status).toBe(200);
-    expect(list.body.data).toContainEqual(r.body);
+    const { created: _, ...listed } = r.body;
+    expect(list.body.data).toContainEqual(listed);
     expect(list.body.has_more).toBe(false);
     expect(await suppressed(orgs.acme, 'live', 'ANN@Example.COM')).toBe(true);
   });
 
-  it('returns the existing record for an address already suppressed, in any letter case', async () => {
+  it('answers 201 with the existing record for an address already suppressed, in any letter case, saying so', async () => {
     const first = await orgs.acme.live.post('/v1/suppressions', {
       email: 'Bob@Example.com',
       reason: 'manual',
     });
+    expect([first.status, first.body.created]).toEqual([201, true]);
     const again = await orgs.acme.live.post('/v1/suppressions', { email: '  bob@EXAMPLE.com ' });
-    expect(again.status).toBe(200);
-    expect(again.body).toEqual(first.body);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual({ ...first.body, created: false });
     const list = await orgs.acme.live.get('/v1/suppressions?limit=100');
     expect(list.body.data.filter((s: any) => s.email.toLowerCase() === 'bob@example.com')).toHaveLength(1);
   });
@@ -53,7 +56,7 @@ describe('suppressions API', () => {
     expect(again.status).toBe(404);
     expect(again.body.error.code).toBe('not_found');
     const readded = await orgs.acme.live.post('/v1/suppressions', { email: 'carl@example.com' });
-    expect(readded.status).toBe(201);
+    expect([readded.status, readded.body.created]).toEqual([201, true]);
     expect(readded.body.id).not.toBe(s.id);
   });
 

@@ -21,13 +21,52 @@ describe('received email decider', () => {
   it('purges once', () => spec(receivedEmailDecider).given([received, purged]).when(purge).then([]));
   it('an unknown received email is not found', () =>
     spec(receivedEmailDecider).given([]).when(purge).thenFails('not_found'));
-  it('knows every blob it must delete: raw message, content and attachments', () => {
+  it('knows every blob it must delete: raw message, content and attachments; not the headers, which it keeps', () => {
     const state = receivedEmailDecider.evolve(receivedEmailDecider.initialState, received);
     expect(state).toEqual({
       exists: true,
       receivedEmailId: 'in_1',
+      rawKey: 'blob_raw',
+      receivedAt: email.receivedAt,
       blobKeys: ['blob_raw', 'blob_content', 'blob_att'],
+      contentKey: 'blob_content',
+      headersKey: 'blob_headers',
       purged: false,
+    });
+  });
+});
+
+describe('received email decider, a message recorded with its headers in its content blob', () => {
+  const { headersKey: _, ...data } = email;
+  const receivedBefore: ReceivedEmailEvent = { type: 'InboundEmailReceived', data };
+  const keep = {
+    type: 'KeepReceivedEmailHeaders' as const,
+    receivedEmailId: 'in_1',
+    headersKey: 'blob_kept',
+  };
+  const kept: ReceivedEmailEvent = {
+    type: 'ReceivedEmailHeadersKept',
+    data: { receivedEmailId: 'in_1', headersKey: 'blob_kept' },
+  };
+
+  it('keeps its headers apart', () =>
+    spec(receivedEmailDecider).given([receivedBefore]).when(keep).then([kept]));
+  it('keeps them once', () => spec(receivedEmailDecider).given([receivedBefore, kept]).when(keep).then([]));
+  it('has nothing to keep for a message whose headers have a blob of their own', () =>
+    spec(receivedEmailDecider).given([received]).when(keep).then([]));
+  it('cannot keep them once its content is purged', () =>
+    spec(receivedEmailDecider).given([receivedBefore, purged]).when(keep).then([]));
+  it('an unknown received email is not found', () =>
+    spec(receivedEmailDecider).given([]).when(keep).thenFails('not_found'));
+  it('still purges its content (and not the headers blob it kept)', () => {
+    spec(receivedEmailDecider).given([receivedBefore, kept]).when(purge).then([purged]);
+    const state = [receivedBefore, kept].reduce(
+      receivedEmailDecider.evolve,
+      receivedEmailDecider.initialState,
+    );
+    expect(state).toMatchObject({
+      headersKey: 'blob_kept',
+      blobKeys: ['blob_raw', 'blob_content', 'blob_att'],
     });
   });
 });

@@ -14,8 +14,8 @@ import {
   type CsvRecord,
   contactRow,
   csvRecords,
+  headerColumns,
   headerOf,
-  readHeader,
 } from './contact-import.csv.ts';
 import {
   type ContactImportCommand,
@@ -129,7 +129,7 @@ export class ContactImportCursor {
     const cursor = new ContactImportCursor(importId, csvRecords(file));
     const header = await cursor.#records.next();
     if (header.done) throw new CsvFileError(1, 'The file is empty: it needs a header row.');
-    cursor.#columns = readHeader(header.value.cells);
+    cursor.#columns = headerColumns(header.value);
     cursor.#width = header.value.cells.length;
     return cursor;
   }

@@ -3,17 +3,25 @@ import { CsvError, parse } from 'csv-parse';
 import { AppError } from '../../platform/errors.ts';
 import { isStorableString } from '../../platform/unstorable-text.ts';
 import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../contacts/contact-fields.ts';
+import { InvalidUtf8 } from './invalid-utf8.ts';
 
 /**
  * Reading a contact import's CSV: a header row naming `email` (any letter case), `first_name`, `last_name`, and
  * property columns; UTF-8, with or without a BOM, lines ending in CRLF, LF or CR, quoted fields (RFC 4180, stray quotes in unquoted
- * fields kept as text). Rows are read as a stream, each with the line it starts on (1 is the header).
+ * fields kept as text). Rows are read as a stream, each with the line it starts on (1 is the header). UTF-16LE
+ * with its byte order mark is read too. Bytes that are not UTF-8 read as U+FFFD, and their record says so: a row
+ * with a cell so damaged is skipped and reported rather than imported with a name it does not have.
  */
 
 export interface CsvRecord {
   line: number;
   cells: string[];
+  /** Some of the record's bytes are not UTF-8 (its cells hold U+FFFD in their place). */
+  notUtf8?: true;
 }
+
+/** Why a row, or the header, is not read: its text is in another encoding (a spreadsheet's Latin-1 or Windows-1252). */
+const NOT_UTF8 = 'is not valid UTF-8 (save the file as UTF-8)';
 
 /** A file that is not CSV from `line` on: the import fails. The message never quotes the file. */
 export class CsvFileError extends Error {
@@ -84,13 +92,16 @@ export async function* csvRecords(
   o: { headerOnly?: boolean } = {},
 ): AsyncGenerator<CsvRecord> {
   const breaks = new LineBreaks();
+  const invalid = new InvalidUtf8();
   const scanner = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       breaks.scan(chunk);
+      invalid.scan(chunk);
       done(null, chunk);
     },
     flush(done) {
       breaks.end();
+      invalid.end();
       done();
     },
   });
@@ -117,10 +128,11 @@ export async function* csvRecords(
       info: { bytes: number; empty_lines: number };
     }>) {
       const line = 1 + breaks.before(previousEnd) + (info.empty_lines - previousEmpty);
+      const notUtf8 = invalid.within(previousEnd, info.bytes);
       previousEnd = info.bytes;
       previousEmpty = info.empty_lines;
       if (record.every((cell) => cell.trim() === '')) continue;
-      yield { line, cells: record };
+      yield notUtf8 ? { line, cells: record, notUtf8 } : { line, cells: record };
     }
   } catch (error) {
     if (!(error instanceof CsvError)) throw error;
@@ -175,13 +187,20 @@ export function readHeader(cells: string[]): Column[] {
   return columns;
 }
 
+/** The columns of a header record: `readHeader`, for a header that is UTF-8. */
+export function headerColumns(header: CsvRecord): Column[] {
+  if (header.notUtf8)
+    throw new AppError('validation_error', 'The header row is not valid UTF-8: save the file as UTF-8.');
+  return readHeader(header.cells);
+}
+
 /** The header of a file, from its first record: refused with 422 when there is none or it breaks a rule. */
 export async function headerOf(source: AsyncIterable<Buffer> | Readable): Promise<Column[]> {
   const records = csvRecords(source, { headerOnly: true });
   try {
     const first = await records.next();
     if (first.done) throw new AppError('validation_error', 'The file is empty: it needs a header row.');
-    return readHeader(first.value.cells);
+    return headerColumns(first.value);
   } catch (error) {
     if (error instanceof CsvFileError)
       throw new AppError('validation_error', `${error.message.slice(0, -1)} in the header row.`);
@@ -204,13 +223,15 @@ export interface ContactRow {
 export function contactRow(
   columns: Column[],
   width: number,
-  { line, cells }: CsvRecord,
+  { line, cells, notUtf8 }: CsvRecord,
 ): ContactRow | { line: number; reason: string } {
   const skip = (reason: string) => ({ line, reason });
   if (cells.length !== width) return skip(`has ${cells.length} fields where the header has ${width}`);
   const row: ContactRow = { line, email: '', properties: {} };
   for (const column of columns) {
     const value = cells[column.index].trim();
+    // The bytes that were not UTF-8 are in the cells that read U+FFFD; a cell the import ignores harms nothing.
+    if (notUtf8 && value.includes('\uFFFD')) return skip(`${columnName(column)}: ${NOT_UTF8}`);
     if (!isStorableString(value))
       return skip(`${columnName(column)}: must not contain NUL or invalid characters`);
     if (value === '' && column.field !== 'email') continue;

@@ -1,18 +1,22 @@
 import type { Readable } from 'node:stream';
 import type { AddressObject } from 'mailparser';
 import { type BlobStore, blobStoreFor } from '../../platform/blob-store.ts';
-import { handleCommand } from '../../platform/eventstore/command.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, Mode, Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { storableText } from '../../platform/storable-text.ts';
+import { receivedEmailsSharingRaw } from '../../read-side/received-emails/received-emails.queries.ts';
 import { type ReceivedEmailCommand, receivedEmailDecider } from './received-email.decider.ts';
 import {
   type Authentication,
+  headerListOfMap,
   type InboundEmailReceived,
   type MailAddress,
   type ReceivedAttachment,
   type ReceivedContent,
+  type ReceivedHeader,
+  type ReceivedHeaders,
   receivedEmailStream,
 } from './received-email.events.ts';
 import { spamScore } from './spam-score.ts';
@@ -54,23 +58,22 @@ const addresses = (value: unknown): MailAddress[] => {
     .flatMap((m) => (m.address ? [{ email: field(m.address)!, name: field(m.name) }] : []));
 };
 
-/** Header names in lower case with their values, unfolded; a header that repeats (Received) keeps a list. */
-function headersOf(mail: ParsedMessage): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
-  for (const { key, line } of mail.headerLines) {
+/**
+ * Every header in the order of the message: the name in lower case, the value unfolded, decoded where mailparser
+ * reads the header as text (`subject`); a header that repeats (Received) is there each time, with its own value.
+ */
+function headersOf(mail: ParsedMessage): ReceivedHeader[] {
+  return mail.headerLines.map(({ key, line }) => {
     const decoded = mail.headers.get(key);
     const raw = line
       .slice(line.indexOf(':') + 1)
       .replace(/\r?\n[ \t]+/g, ' ')
       .trim();
-    const value = storableText(typeof decoded === 'string' ? decoded : raw, FIELD_CHARS * 8);
-    const name = storableText(key, 200);
-    const seen = headers[name];
-    if (seen === undefined) headers[name] = value;
-    else if (Array.isArray(seen)) seen.push(value);
-    else headers[name] = [seen, value];
-  }
-  return headers;
+    return {
+      name: storableText(key, 200),
+      value: storableText(typeof decoded === 'string' ? decoded : raw, FIELD_CHARS * 8),
+    };
+  });
 }
 
 /** The message read from the blob store, or why it could not be: it is kept raw either way. */
@@ -103,11 +106,11 @@ export async function receiveMessage(
   const at = services.clock.now().getTime();
   const parsed = await parse(blobs, message.read(), at);
   const mail = 'mail' in parsed ? parsed.mail : null;
-  const headers = mail ? headersOf(mail) : {};
+  const headers = mail ? headersOf(mail) : [];
+  const named = new Set(headers.map((h) => h.name));
   const content: ReceivedContent = {
     text: typeof mail?.text === 'string' ? storableText(mail.text, TEXT_CHARS) : null,
     html: typeof mail?.html === 'string' ? storableText(mail.html, TEXT_CHARS) : null,
-    headers,
   };
   const subject = field(mail?.headers.get('subject'));
   const from = addresses(mail?.headers.get('from'))[0] ?? null;
@@ -116,13 +119,19 @@ export async function receiveMessage(
     spamScore({
       authentication: message.authentication,
       hasFrom: from !== null,
-      hasDate: 'date' in headers,
-      hasMessageId: 'message-id' in headers,
+      hasDate: named.has('date'),
+      hasMessageId: named.has('message-id'),
       subject,
       hasText: content.text !== null,
       hasHtml: content.html !== null,
     });
-  const contentKey = mail ? await blobs.put(Buffer.from(JSON.stringify(content)), at) : null;
+  // Side by side: puts in flight together share their folder's sync.
+  const [contentKey, headersKey] = mail
+    ? await Promise.all([
+        blobs.put(Buffer.from(JSON.stringify(content)), at),
+        blobs.put(Buffer.from(JSON.stringify({ headers } satisfies ReceivedHeaders)), at),
+      ])
+    : [null, null];
   const ids: string[] = [];
   let position: Position | undefined;
   for (const target of targets) {
@@ -149,6 +158,7 @@ export async function receiveMessage(
       rawKey: message.rawKey,
       size: message.size,
       contentKey,
+      headersKey,
       attachments: (mail?.attachments ?? []).map(
         (a): ReceivedAttachment => ({
           attachmentId: newId('att', now.getTime()),
@@ -183,15 +193,69 @@ export async function receiveMessage(
 }
 
 /**
- * Ends a received email's retention: its blobs are deleted, then `ReceivedEmailPurged` is appended. In that
- * order, so a crash in between leaves it due and the next run deletes (nothing more) and records it.
+ * A message recorded with its headers in its content blob: they are copied into a blob of their own and
+ * `ReceivedEmailHeadersKept` names it, so that they outlive the content. Nothing for a message whose headers are
+ * kept apart already; a content blob that cannot be read (gone) leaves the headers unknown.
  */
-export async function purgeReceivedEmail(
+async function keepHeadersApart(
   services: Pick<Services, 'store' | 'clock' | 'config'>,
   meta: EventMetadata,
   receivedEmailId: string,
 ): Promise<void> {
+  const stream = receivedEmailStream(receivedEmailId);
+  const history = await services.store.readStream(stream);
+  const state = rebuildState(receivedEmailDecider, history);
+  if (!state.exists || state.purged || state.headersKey !== undefined || !state.contentKey) return;
   const blobs = blobStoreFor(services.config);
+  const content = await readContent(blobs, state.contentKey);
+  if (!content) return;
+  const headers: ReceivedHeaders = { headers: headerListOfMap(content.headers ?? {}) };
+  const headersKey = await blobs.put(Buffer.from(JSON.stringify(headers)), services.clock.now().getTime());
+  await handleCommand(
+    services.store,
+    stream,
+    receivedEmailDecider,
+    { type: 'KeepReceivedEmailHeaders', receivedEmailId, headersKey },
+    meta,
+    { history },
+  );
+}
+
+/** A content blob read back, or null when it is gone. */
+async function readContent(blobs: BlobStore, key: string): Promise<ReceivedContent | null> {
+  return blobs.get(key).then(
+    (bytes) => JSON.parse(bytes.toString('utf8')) as ReceivedContent,
+    () => null,
+  );
+}
+
+/**
+ * Ends a received email's retention: its headers are kept apart if they are not already (a message recorded
+ * before they had a blob of their own), its blobs are deleted, then `ReceivedEmailPurged` is appended. In that
+ * order, so a crash in between leaves it due and the next run deletes (nothing more) and records it.
+ */
+export async function purgeReceivedEmail(
+  services: Pick<Services, 'store' | 'clock' | 'config' | 'db'>,
+  meta: EventMetadata,
+  receivedEmailId: string,
+): Promise<void> {
+  const blobs = blobStoreFor(services.config);
+  const state = rebuildState(
+    receivedEmailDecider,
+    await services.store.readStream(receivedEmailStream(receivedEmailId)),
+  );
+  if (state.exists && !state.purged && state.headersKey === undefined) {
+    await keepHeadersApart(services, meta, receivedEmailId);
+    // The records of the message for other organizations share its content blob, which this purge deletes:
+    // each keeps its headers first.
+    const others = await receivedEmailsSharingRaw(services.db, state.rawKey, new Date(state.receivedAt));
+    for (const other of others.filter((o) => o.id !== receivedEmailId))
+      await keepHeadersApart(
+        services,
+        { orgId: other.org_id, mode: other.mode, actor: meta.actor },
+        other.id,
+      );
+  }
   await handleCommand(
     services.store,
     receivedEmailStream(receivedEmailId),

@@ -19,11 +19,26 @@ export interface Authentication {
   arc: AuthVerdict;
 }
 
-/** What a received email's content blob holds: the bodies and headers, deleted with the raw message. */
+/** What a received email's content blob holds: the bodies, deleted with the raw message. */
 export interface ReceivedContent {
   text: string | null;
   html: string | null;
-  headers: Record<string, string | string[]>;
+  /**
+   * The headers, in the content blobs of messages recorded before the headers had a blob of their own
+   * (`headersKey`): lower-case names, a repeated header's values as a list.
+   */
+  headers?: Record<string, string | string[]>;
+}
+
+/** One header line of a received message: its name in lower case, its value unfolded (decoded where it is text). */
+export interface ReceivedHeader {
+  name: string;
+  value: string;
+}
+
+/** What a received email's headers blob holds: every header in the order of the message. Kept after the retention. */
+export interface ReceivedHeaders {
+  headers: ReceivedHeader[];
 }
 
 export interface ReceivedAttachment {
@@ -56,8 +71,14 @@ export type ReceivedEmailEvent =
         /** The whole message as it arrived. */
         rawKey: string;
         size: number;
-        /** Text, html and headers as parsed (a JSON blob): deleted with the raw message after the retention. */
+        /** Text and html as parsed (a JSON blob): deleted with the raw message after the retention. */
         contentKey: string | null;
+        /**
+         * The headers as parsed (a JSON blob, `ReceivedHeaders`): metadata, kept after the retention. Null when the
+         * message could not be parsed; absent from events recorded before the headers had a blob of their own
+         * (their content blob holds them, until `ReceivedEmailHeadersKept`).
+         */
+        headersKey?: string | null;
         attachments: ReceivedAttachment[];
         authentication: Authentication;
         spamScore: number;
@@ -68,6 +89,14 @@ export type ReceivedEmailEvent =
       };
     }
   | {
+      /**
+       * The headers of a message recorded with them in its content blob were copied into a blob of their own, so
+       * that they outlive the content (the retention does this before it deletes the content).
+       */
+      type: 'ReceivedEmailHeadersKept';
+      data: { receivedEmailId: string; headersKey: string };
+    }
+  | {
       /** The retention ended: the raw message, its content and attachments are deleted; the metadata stays. */
       type: 'ReceivedEmailPurged';
       data: { receivedEmailId: string; purgedAt: string };
@@ -76,3 +105,13 @@ export type ReceivedEmailEvent =
 export type InboundEmailReceived = Extract<ReceivedEmailEvent, { type: 'InboundEmailReceived' }>;
 
 export const receivedEmailStream = (receivedEmailId: string) => `inbound-${receivedEmailId}`;
+
+/**
+ * The headers of a content blob of the first format (`ReceivedContent.headers`: a map, a repeated header's values
+ * as a list) as a list: by name in the order each first appeared, a repeated header's values in their order (how
+ * its lines were interleaved with other headers was not kept).
+ */
+export const headerListOfMap = (map: Record<string, string | string[]>): ReceivedHeader[] =>
+  Object.entries(map).flatMap(([name, values]) =>
+    (Array.isArray(values) ? values : [values]).map((value) => ({ name, value })),
+  );

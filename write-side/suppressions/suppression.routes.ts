@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { metaOf } from '../../platform/http/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
-import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
+import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { suppressionJson } from '../../read-side/suppressions/suppressions.queries.ts';
-import { Suppression } from '../../read-side/suppressions/suppressions.response.ts';
+import { SuppressionAdded } from '../../read-side/suppressions/suppressions.response.ts';
 import { addSuppression, removeSuppression } from './suppression.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -42,24 +42,26 @@ export function suppressionCommandRoutes(api: ApiRouter, services: Services) {
       });
       await services.readYourWrites.waitFor(SUPPRESSION_PROJECTIONS, result.position);
       const s = result.suppression;
-      const json = suppressionJson({
-        id: s.suppressionId,
-        email: s.email,
-        reason: s.reason,
-        source_email_id: s.sourceEmailId,
-        created_at: s.createdAt,
+      // 201 either way (the address is suppressed once this answers); `created` says whether this request did it.
+      return created({
+        ...suppressionJson({
+          id: s.suppressionId,
+          email: s.email,
+          reason: s.reason,
+          source_email_id: s.sourceEmailId,
+          created_at: s.createdAt,
+        }),
+        created: result.created,
       });
-      // 201 for a new record; 200 with the existing one when the address was already suppressed.
-      return result.created ? created(json) : ok(json);
     },
     {
       schema: {
         tag: 'Suppressions',
         summary: 'Suppress an address',
         description:
-          '201 for a new suppression; 200 with the existing one when the address was suppressed already.',
+          '201 with the suppression: `created` is true for a new one, false when the address was suppressed already (the existing record, whatever its reason).',
         body: createBody,
-        responses: { 200: Suppression, 201: Suppression },
+        responses: { 201: SuppressionAdded },
       },
     },
   );

@@ -3,6 +3,7 @@ import { Status, useLoad } from '../ui.tsx';
 import type { EmailSummary } from './emails.tsx';
 
 type Usage = Schema<'Usage'>;
+type PlanTerms = Schema<'PlanTerms'>;
 type Row = {
   day: string;
   sent: number;
@@ -44,6 +45,7 @@ function perDay(emails: (EmailSummary & { last_event?: string })[], today: Date)
 }
 
 export function Overview() {
+  const organization = useLoad(() => get<Schema<'Organization'>>('/organization'), []);
   const usage = useLoad(() => get<Usage>('/usage'), []);
   const stats = useLoad(async () => {
     const today = new Date();
@@ -54,6 +56,9 @@ export function Overview() {
   return (
     <section>
       <h1>Overview</h1>
+      <h2>Plan</h2>
+      <Status loaded={organization} what="plan" />
+      {organization.data && <Plan plan={organization.data.plan} />}
       <h2>Quota this month</h2>
       <Status loaded={usage} what="usage" />
       {usage.data && <Quota usage={usage.data} />}
@@ -70,6 +75,39 @@ export function Overview() {
         </>
       )}
     </section>
+  );
+}
+
+const euros = (amount: number) => `€${Number.isInteger(amount) ? amount : amount.toFixed(2)}`;
+const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** The organization's plan: what it costs a month and what it includes. */
+function Plan({ plan }: { plan: PlanTerms }) {
+  const { limits, overage } = plan;
+  const limit = (n: number | null) => (n === null ? 'Unlimited' : n.toLocaleString());
+  return (
+    <div class="plan">
+      <p>
+        <strong>{capitalised(plan.name)}</strong> plan · {euros(plan.price.amount)} a month
+      </p>
+      <ul class="stats" aria-label="What the plan includes">
+        <li>
+          <strong>{limit(limits.emails_per_month)}</strong> emails a month,{' '}
+          {overage
+            ? `then ${euros(overage.amount)} per ${overage.per_emails.toLocaleString()}`
+            : 'then refused'}
+        </li>
+        <li>
+          <strong>{limit(limits.domains)}</strong> domains
+        </li>
+        <li>
+          <strong>{limit(limits.templates)}</strong> templates
+        </li>
+        <li>
+          <strong>{limit(limits.webhook_endpoints)}</strong> webhook endpoints
+        </li>
+      </ul>
+    </div>
   );
 }
 
