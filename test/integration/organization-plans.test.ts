@@ -115,6 +115,7 @@ describe('postline orgs list', () => {
       plan_limits: BUSINESS.limits,
       plan_overage: BUSINESS.overage,
       created_at: expect.any(String),
+      track_client_details: false,
       live_keys: 1,
       test_keys: 1,
     });
