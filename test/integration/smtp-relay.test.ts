@@ -8,12 +8,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { createLogger } from '../../platform/logger.ts';
+import { REPLIES } from '../../smtp/replies.ts';
+import { quotaStream } from '../../write-side/emails/quota.decider.ts';
+import { monthOf } from '../../write-side/plans.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import type { TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
-import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
+import { authPlain, type RawSmtp, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 import type { SmtpSink } from '../support/smtp-sink.ts';
 import type { WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -216,6 +219,69 @@ describe('the SMTP relay with a live key', () => {
     const email = await until(id, 'delivered', acme.test);
     expect(email.to).toEqual(['delivered@simulator.postline.dev']);
     expect(mx.messages).toHaveLength(0);
+  });
+});
+
+describe('the SMTP relay and X-Postline-Idempotency-Key', () => {
+  it('answers 451 to the same message and key while the first is in flight, and the retries 250 with its id', async () => {
+    const org = await svc.createOrg('free');
+    const message =
+      'From: dev@any.test\r\nTo: delivered@simulator.postline.dev\r\nSubject: once\r\n' +
+      'X-Postline-Idempotency-Key: three-at-once\r\n\r\nonly once\r\n.\r\n';
+    const atData = async (c: RawSmtp) => {
+      await c.command('MAIL FROM:<dev@any.test>');
+      await c.command('RCPT TO:<delivered@simulator.postline.dev>');
+      expect((await c.command('DATA')).code).toBe(354);
+    };
+    const sessions = await Promise.all([1, 2, 3].map(() => rawSmtp(submissions, { tls: true })));
+    for (const c of sessions) {
+      await c.command('EHLO client.test');
+      expect((await c.command(`AUTH PLAIN ${authPlain(org.testKey)}`)).code).toBe(235);
+      await atData(c);
+    }
+    // The first message to claim the key is held at its quota's append (a Free plan's month is a stream) by a
+    // row of that revision the test writes and does not commit: it stays in flight until the test rolls back.
+    const hold = new pg.Client({ connectionString: svc.postline.services.config.DATABASE_URL });
+    await hold.connect();
+    const answers: { code: number; text: string; session: RawSmtp }[] = [];
+    try {
+      await hold.query('BEGIN');
+      await hold.query(
+        `INSERT INTO events (stream_id, stream_revision, type, data, metadata) VALUES ($1, 0, 'Held', '{}', '{}')`,
+        [quotaStream(org.orgId, 'test', monthOf(svc.postline.services.clock.now()))],
+      );
+      const replies = sessions.map((c) =>
+        c.reply().then((r) => {
+          answers.push({ ...r, session: c });
+        }),
+      );
+      const two = new Promise<void>((resolve) => {
+        for (const r of replies) r.then(() => answers.length === 2 && resolve());
+      });
+      for (const c of sessions) c.write(message);
+      await two;
+      expect(answers.map((a) => [a.code, a.text])).toEqual([
+        [451, `4.3.0 ${REPLIES.inFlight[2]}`],
+        [451, `4.3.0 ${REPLIES.inFlight[2]}`],
+      ]);
+      await hold.query('ROLLBACK');
+      await Promise.all(replies);
+    } finally {
+      await hold.end();
+    }
+    const first = answers[2];
+    const id = queuedId(`${first.code} ${first.text}`);
+    // The clients send again, as an MTA does after a 451: the email of the first.
+    for (const { session } of answers.slice(0, 2)) {
+      await atData(session);
+      session.write(message);
+      const again = await session.reply();
+      expect(queuedId(`${again.code} ${again.text}`)).toBe(id);
+    }
+    for (const c of sessions) c.close();
+    await until(id, 'delivered', org.test);
+    const list = await org.test.get('/v1/emails?limit=100');
+    expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([id]);
   });
 });
 
