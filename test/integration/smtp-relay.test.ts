@@ -353,6 +353,24 @@ describe('the SMTP relay refuses', () => {
     ).rejects.toThrow(/535/);
   });
 
+  it('offers AUTH on the STARTTLS port only once TLS is up, and answers AUTH before it 538', async () => {
+    const c = await rawSmtp(submission);
+    const plain = await c.command('EHLO client.test');
+    expect(plain.text.split('\n')).toContain('STARTTLS');
+    expect(plain.text).not.toMatch(/^AUTH/m);
+    expect((await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).code).toBe(538);
+    expect((await c.startTls()).code).toBe(220);
+    const secure = await c.command('EHLO client.test');
+    expect(secure.text.split('\n')).toContain('AUTH PLAIN LOGIN');
+    expect(secure.text).not.toMatch(/^STARTTLS/m);
+    expect((await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).code).toBe(235);
+    c.close();
+    // With TLS from the first byte it is offered at once.
+    const implicit = await rawSmtp(submissions, { tls: true });
+    expect((await implicit.command('EHLO client.test')).text.split('\n')).toContain('AUTH PLAIN LOGIN');
+    implicit.close();
+  });
+
   it('a From domain the organization has not verified (550 5.7.1), and a key deleted since AUTH', async () => {
     await expect(
       transport(acme.liveKey).sendMail({
@@ -532,8 +550,8 @@ describe('the SMTP relay under abuse', () => {
         SMTP_SUBMISSIONS_PORT: 'off',
         SMTP_ALLOW_INSECURE_AUTH: 'true',
         SMTP_MAX_CONNECTIONS_PER_IP: '3',
-        SMTP_IDLE_TIMEOUT_MS: '1500',
-        SMTP_SESSION_TIMEOUT_MS: '5000',
+        SMTP_IDLE_TIMEOUT_MS: '2000',
+        SMTP_SESSION_TIMEOUT_MS: '6000',
         AUTH_FAILURES_PER_MINUTE: '3',
       },
     });
@@ -552,20 +570,70 @@ describe('the SMTP relay under abuse', () => {
     for (const c of open) c.close();
   });
 
-  it('closes an idle session and a slow-drip one (421)', async () => {
-    const idle = await rawSmtp(port);
-    const idleReply = await idle.reply();
-    expect(idleReply.code).toBe(421);
-    await idle.closed;
+  const noProgress = { code: 421, text: `4.4.2 ${REPLIES.idleTimeout[2]}` };
+  /** An authenticated session whose transaction is at DATA. */
+  const atData = async () => {
+    const c = await rawSmtp(port);
+    await c.command('EHLO client.test');
+    expect((await c.command(`AUTH PLAIN ${authPlain(org.testKey)}`)).code).toBe(235);
+    await c.command('MAIL FROM:<dev@any.test>');
+    await c.command('RCPT TO:<delivered@simulator.postline.dev>');
+    expect((await c.command('DATA')).code).toBe(354);
+    return c;
+  };
+  /** Writes `next()` every 200 ms (ten times faster than the time-out) until the server answers. */
+  const dripping = async (c: RawSmtp, next: () => string) => {
+    const timer = setInterval(() => c.write(next()), 200);
+    try {
+      return await c.reply();
+    } finally {
+      clearInterval(timer);
+    }
+  };
 
-    const drip = await rawSmtp(port);
-    await drip.command('EHLO client.test');
-    // A byte a second keeps the idle timer from firing; the session's own limit ends it.
-    const timer = setInterval(() => drip.write('N'), 1000);
-    const reply = await drip.reply();
+  it('closes a session that says nothing (421 4.4.2)', async () => {
+    const idle = await rawSmtp(port);
+    expect(await idle.reply()).toEqual(noProgress);
+    await idle.closed;
+  });
+
+  it('closes a session that drips a command byte by byte, and one that drips its message (421 4.4.2)', async () => {
+    const command = await rawSmtp(port);
+    await command.command('EHLO client.test');
+    expect(await dripping(command, () => 'N')).toEqual(noProgress);
+    await command.closed;
+
+    const message = await atData();
+    message.write('From: dev@any.test\r\nSubject: drip\r\n\r\n');
+    expect(await dripping(message, () => 'x')).toEqual(noProgress);
+    await message.closed;
+  });
+
+  it('keeps a session that makes progress past the time-out, until the session’s own limit (421 4.4.2)', async () => {
+    // A message sent 1 KB at a time is progress: it is taken.
+    const c = await atData();
+    c.write('From: dev@any.test\r\nTo: delivered@simulator.postline.dev\r\nSubject: slow but steady\r\n\r\n');
+    const line = `${'x'.repeat(510)}\r\n`;
+    let chunks = 0;
+    const timer = setInterval(() => {
+      c.write(line + line);
+      // 16 chunks of 1 KB, 200 ms apart: the message takes longer than the time-out.
+      if (++chunks === 16) {
+        clearInterval(timer);
+        c.write('.\r\n');
+      }
+    }, 200);
+    const accepted = await c.reply();
     clearInterval(timer);
-    expect([reply.code, reply.text.slice(0, 5)]).toEqual([421, '4.4.2']);
-    await drip.closed;
+    expect(accepted.text).toMatch(/^2\.0\.0 Ok: queued as em_/);
+    // Commands are progress too: a NOOP every 200 ms keeps the session until SMTP_SESSION_TIMEOUT_MS.
+    let reply = { code: 250, text: '' };
+    while (reply.code === 250) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      reply = await c.command('NOOP');
+    }
+    expect(reply).toEqual({ code: 421, text: `4.4.2 ${REPLIES.sessionTooLong[2]}` });
+    await c.closed;
   });
 
   it('refuses unknown keys from an address after too many failures (421 4.7.0) until the minute ends, and takes its valid keys meanwhile', async () => {
@@ -596,6 +664,34 @@ describe('the SMTP relay under abuse', () => {
     expect(failures.length).toBe(6);
     expect(failures.every((l) => l.includes('127.0.0.1'))).toBe(true);
     expect(logged.join('')).not.toContain('pk_live_guess');
+  });
+});
+
+describe('the SMTP relay at its limit of sessions', () => {
+  it('answers a connection past SMTP_MAX_SESSIONS 421 4.3.2, and takes one again once a session ends', async () => {
+    const capped = await startTestService({
+      env: { SMTP_SUBMISSION_PORT: '0', SMTP_MAX_SESSIONS: '2', SMTP_MAX_CONNECTIONS_PER_IP: '10' },
+    });
+    try {
+      const port = capped.postline.smtp!.submissionPort!;
+      const open = [await rawSmtp(port), await rawSmtp(port)];
+      expect(open.map((c) => c.greeting.code)).toEqual([220, 220]);
+      const third = await rawSmtp(port);
+      expect(third.greeting).toEqual({ code: 421, text: `4.3.2 ${REPLIES.tooManySessions[2]}` });
+      await third.closed;
+      open[0].close();
+      await open[0].closed;
+      let next = await rawSmtp(port);
+      while (next.greeting.code !== 220) {
+        // The server hears of the close a moment after the client.
+        await next.closed;
+        next = await rawSmtp(port);
+      }
+      expect((await next.command('EHLO client.test')).code).toBe(250);
+      for (const c of [open[1], next]) c.close();
+    } finally {
+      await capped.close();
+    }
   });
 });
 
