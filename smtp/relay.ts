@@ -41,7 +41,10 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
       door.session(session)!.key = password;
       return { user: context.keyId };
     } catch (error) {
-      if (!(error instanceof AppError)) throw error;
+      if (!(error instanceof AppError)) {
+        door.log.error({ err: error }, 'SMTP key could not be checked');
+        throw new SmtpReply('authUnavailable');
+      }
       // Logged without the key, nor the user name (a key pasted into the wrong field is still a key).
       door.log.warn({ client: address, method }, 'SMTP authentication failed');
       if (error.code === 'rate_limit_exceeded') throw new SmtpReply('tooManyAuthFailures');

@@ -15,6 +15,11 @@ export const REPLIES = {
   authRequired: [530, '5.7.0', 'Authentication required: AUTH with an API key as the password'],
   authFailed: [535, '5.7.8', 'Authentication failed: the password must be an API key of Postline'],
   keyDeleted: [535, '5.7.8', 'The API key of this session was deleted: authenticate again'],
+  authUnavailable: [
+    454,
+    '4.7.0',
+    'Temporary authentication failure: the key could not be checked; try again shortly',
+  ],
   tooManyAuthFailures: [421, '4.7.0', 'Too many failed authentications from your address; try again later'],
   tooManyConnections: [421, '4.7.0', 'Too many connections from your address; try again later'],
   tooManySessions: [421, '4.3.2', 'Too many sessions open on this server; try again later'],

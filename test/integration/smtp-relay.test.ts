@@ -729,6 +729,14 @@ describe('the SMTP relay while the database is away', () => {
         451,
         '4.3.0 Temporary failure: the message was not stored; send it again',
       ]);
+      // A key that cannot be looked up is a temporary failure of AUTH too: the client tries again.
+      const late = await rawSmtp(away.postline.smtp!.submissionPort!);
+      await late.command('EHLO client.test');
+      expect(await late.command(`AUTH PLAIN ${authPlain(org.liveKey)}`)).toEqual({
+        code: 454,
+        text: `4.7.0 ${REPLIES.authUnavailable[2]}`,
+      });
+      late.close();
       await c.command('RSET');
       await allow(true);
       let accepted = { code: 0, text: '' };
