@@ -145,7 +145,12 @@ const schema = z.object({
   /** AUTH over a plain connection (tests, trusted networks); otherwise AUTH needs TLS first. */
   SMTP_ALLOW_INSECURE_AUTH: bool.default(false),
   SMTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(20),
-  /** A session that sends nothing for this long is closed with 421. */
+  /** Sessions each SMTP listener holds at once; past it a new connection is answered 421 4.3.2. */
+  SMTP_MAX_SESSIONS: z.coerce.number().int().positive().default(1000),
+  /**
+   * A session that makes no progress for this long (no complete command line, no 1 KB of a message) is closed
+   * with 421 4.4.2: silent clients and slow drips alike.
+   */
   SMTP_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   /** A session (however active) that lasts longer than this is closed with 421: slow drips end. */
   SMTP_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(600_000),

@@ -2,8 +2,11 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { Logger } from '../platform/logger.ts';
 import type { Services } from '../platform/services.ts';
+import { ProgressTimer } from './progress-timer.ts';
 import { MAX_MESSAGE_BYTES, type ReplyName, SmtpReply } from './replies.ts';
 import { loadCertificate, smtpHostname, watchCertificate } from './tls.ts';
+
+type Connection = SMTPServer['connections'] extends Set<infer C> ? C : never;
 
 /** Refused commands one session may make before it is closed with 421. */
 const MAX_ERRORS_PER_SESSION = 10;
@@ -15,7 +18,10 @@ export interface SessionState {
   /** Messages answered 250 in the session. */
   messages: number;
   openedAt: number;
+  /** SMTP_SESSION_TIMEOUT_MS: the session's whole time. */
   timer: NodeJS.Timeout;
+  /** SMTP_IDLE_TIMEOUT_MS: the session's time without progress. */
+  progress: ProgressTimer;
   /** The relay: the API key the session authenticated with, looked up again before each message. */
   key?: string;
 }
@@ -34,8 +40,9 @@ export interface ListenerOptions {
 
 /**
  * The SMTP front door (docs/smtp.md): the listeners of the relay and the MX, built on smtp-server with what they
- * share: the certificate (reloaded when its files change), per-address connection limits, idle and session
- * time-outs, and a session's allowance of refusals. Each listener brings its own hooks.
+ * share: the certificate (reloaded when its files change), limits of sessions per listener and per address, the
+ * time-outs (no progress, and the session's whole time), AUTH offered only once TLS is up, and a session's
+ * allowance of refusals. Each listener brings its own hooks.
  */
 export class FrontDoor {
   readonly hostname: string;
@@ -76,13 +83,15 @@ export class FrontDoor {
   async listen(options: ListenerOptions): Promise<number> {
     const { config } = this.#services;
     let server!: SMTPServer;
+    let open = 0;
+    const connectionOf = (id: string) => [...server.connections].find((c) => c.id === id);
     const closeSession = (id: string, reply: ReplyName) => {
-      for (const connection of server.connections) {
-        if (connection.id !== id) continue;
-        const e = new SmtpReply(reply);
-        connection.send(e.responseCode, e.message);
-      }
+      const e = new SmtpReply(reply);
+      connectionOf(id)?.send(e.responseCode, e.message);
     };
+    // AUTH needs TLS on the STARTTLS listener (unless SMTP_ALLOW_INSECURE_AUTH): it is offered once TLS is up.
+    const authAfterTls = options.auth && !options.implicitTls && !config.SMTP_ALLOW_INSECURE_AUTH;
+    const progressOf = (session: SMTPServerSession) => this.#sessions.get(session.id)?.progress;
     server = new SMTPServer({
       name: this.hostname,
       banner: options.banner,
@@ -96,29 +105,54 @@ export class FrontDoor {
       allowInsecureAuth: config.SMTP_ALLOW_INSECURE_AUTH,
       disabledCommands: [...(options.implicitTls ? ['STARTTLS'] : []), ...(options.auth ? [] : ['AUTH'])],
       size: MAX_MESSAGE_BYTES,
-      socketTimeout: config.SMTP_IDLE_TIMEOUT_MS,
+      // smtp-server's own idle timer (any byte resets it) is only a backstop: the progress timer ends a stalled
+      // session first, with the catalogue's reply. It still bounds an implicit TLS handshake before the session.
+      socketTimeout: 2 * config.SMTP_IDLE_TIMEOUT_MS,
       // On shutdown, new commands are answered 421 at once; a message being received gets the grace to finish.
       closeTimeout: Math.max(1, config.SHUTDOWN_GRACE_MS),
       disableReverseLookup: true,
       logger: false,
       onConnect: (session, callback) => {
         const address = session.remoteAddress;
-        const open = this.#perAddress.get(address) ?? 0;
-        if (open >= config.SMTP_MAX_CONNECTIONS_PER_IP) return callback(new SmtpReply('tooManyConnections'));
-        this.#perAddress.set(address, open + 1);
+        if (open >= config.SMTP_MAX_SESSIONS) return callback(new SmtpReply('tooManySessions'));
+        const fromAddress = this.#perAddress.get(address) ?? 0;
+        if (fromAddress >= config.SMTP_MAX_CONNECTIONS_PER_IP)
+          return callback(new SmtpReply('tooManyConnections'));
+        const connection = connectionOf(session.id);
+        if (!connection) return callback(); // gone already
+        open++;
+        this.#perAddress.set(address, fromAddress + 1);
         const timer = setTimeout(
           () => closeSession(session.id, 'sessionTooLong'),
           config.SMTP_SESSION_TIMEOUT_MS,
         );
         timer.unref();
-        this.#sessions.set(session.id, { address, errors: 0, messages: 0, openedAt: Date.now(), timer });
+        const progress = new ProgressTimer(config.SMTP_IDLE_TIMEOUT_MS, () =>
+          closeSession(session.id, 'idleTimeout'),
+        );
+        progress.watch(connection._socket);
+        if (authAfterTls) hideAuthUntilTls(connection);
+        this.#sessions.set(session.id, {
+          address,
+          errors: 0,
+          messages: 0,
+          openedAt: Date.now(),
+          timer,
+          progress,
+        });
+        callback();
+      },
+      onSecure: (socket, session, callback) => {
+        progressOf(session)?.watch(socket);
         callback();
       },
       onClose: (session) => {
         const state = this.#sessions.get(session.id);
         if (!state) return;
         clearTimeout(state.timer);
+        state.progress.stop();
         this.#sessions.delete(session.id);
+        open--;
         // One line per session, with its outcome; never what was said in it (keys, addresses).
         this.log.info(
           {
@@ -130,17 +164,25 @@ export class FrontDoor {
           },
           'SMTP session',
         );
-        const open = (this.#perAddress.get(state.address) ?? 1) - 1;
-        if (open > 0) this.#perAddress.set(state.address, open);
+        const left = (this.#perAddress.get(state.address) ?? 1) - 1;
+        if (left > 0) this.#perAddress.set(state.address, left);
         else this.#perAddress.delete(state.address);
       },
-      ...options.hooks,
-      onData: (stream, session, callback) =>
+      onAuth: answering(options.hooks.onAuth, progressOf),
+      onMailFrom: answering(options.hooks.onMailFrom, progressOf),
+      onRcptTo: answering(options.hooks.onRcptTo, progressOf),
+      onData: (stream, session, callback) => {
+        const progress = progressOf(session);
+        progress?.answering();
+        progress?.dataStarted();
+        stream.once('end', () => progress?.dataEnded());
         options.hooks.onData(stream, session, (error, message) => {
           const state = this.#sessions.get(session.id);
           if (!error && state) state.messages++;
+          progress?.answered();
           callback(error, message);
-        }),
+        });
+      },
     });
     server.on('error', (err) => this.log.warn({ err }, 'SMTP connection error'));
     await new Promise<void>((resolve, reject) => {
@@ -159,4 +201,37 @@ export class FrontDoor {
     await Promise.all(this.#servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     for (const state of this.#sessions.values()) clearTimeout(state.timer);
   }
+}
+
+/** A hook of smtp-server's `(argument, session, callback)` shape, its time of answering kept off the progress timer. */
+function answering<A, C extends (...result: never[]) => void>(
+  hook: ((argument: A, session: SMTPServerSession, callback: C) => void) | undefined,
+  progressOf: (session: SMTPServerSession) => ProgressTimer | undefined,
+) {
+  if (!hook) return undefined;
+  return (argument: A, session: SMTPServerSession, callback: C) => {
+    const progress = progressOf(session);
+    progress?.answering();
+    hook(argument, session, ((...result: Parameters<C>) => {
+      progress?.answered();
+      callback(...result);
+    }) as C);
+  };
+}
+
+/**
+ * EHLO leaves AUTH out until TLS is up (RFC 4954 §4: no plaintext mechanism before TLS): smtp-server would offer
+ * it and then refuse it with 538, which misleads clients that pick their mechanism from EHLO. AUTH before TLS is
+ * still answered 538 (docs/smtp.md).
+ */
+function hideAuthUntilTls(connection: Connection) {
+  const send = connection.send.bind(connection);
+  connection.send = (code, data, context) =>
+    send(
+      code,
+      code === 250 && Array.isArray(data) && !connection.secure
+        ? data.filter((line) => !/^AUTH /.test(line))
+        : data,
+      context,
+    );
 }

@@ -33,29 +33,26 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
     return key === undefined ? null : authenticate(key);
   };
 
+  /** The limit's rule, as over HTTP: a valid key is accepted; failures are counted, and past the limit refused. */
   async function onAuth(password: string, method: string, session: SMTPServerSession) {
     const address = session.remoteAddress;
     try {
-      authFailures.check(address);
-    } catch {
-      throw new SmtpReply('tooManyAuthFailures');
-    }
-    const context = password ? await authenticate(password) : null;
-    if (context) {
+      const context = await authFailures.authenticate(address, password || undefined, authenticate);
       door.session(session)!.key = password;
       return { user: context.keyId };
+    } catch (error) {
+      if (!(error instanceof AppError)) {
+        door.log.error({ err: error }, 'SMTP key could not be checked');
+        throw new SmtpReply('authUnavailable');
+      }
+      // Logged without the key, nor the user name (a key pasted into the wrong field is still a key).
+      door.log.warn({ client: address, method }, 'SMTP authentication failed');
+      if (error.code === 'rate_limit_exceeded') throw new SmtpReply('tooManyAuthFailures');
+      const reply = door.refuse(session, 'authFailed');
+      const errors = door.session(session)?.errors ?? 1;
+      await sleep(Math.min(AUTH_FAILURE_DELAY_CAP_MS, AUTH_FAILURE_DELAY_MS * errors));
+      throw reply;
     }
-    // Logged without the key, nor the user name (a key pasted into the wrong field is still a key).
-    door.log.warn({ client: address, method }, 'SMTP authentication failed');
-    try {
-      await authFailures.fail(address);
-    } catch {
-      throw new SmtpReply('tooManyAuthFailures');
-    }
-    const reply = door.refuse(session, 'authFailed');
-    const errors = door.session(session)?.errors ?? 1;
-    await sleep(Math.min(AUTH_FAILURE_DELAY_CAP_MS, AUTH_FAILURE_DELAY_MS * errors));
-    throw reply;
   }
 
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {

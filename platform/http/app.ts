@@ -145,6 +145,25 @@ function csvBody(services: Services, req: Request, next: NextFunction) {
   next();
 }
 
+/**
+ * Behind a reverse proxy every request comes from the proxy's address unless TRUST_PROXY names it: then all its
+ * clients share one address, and one guesser's failed authentications refuse every unknown key behind it, and
+ * requests without a key share one limit. Said once, at the first request that shows a proxy.
+ */
+function warnOfUntrustedProxy(services: Services) {
+  let warned = services.config.TRUST_PROXY.length > 0;
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (!warned && req.get('x-forwarded-for') !== undefined) {
+      warned = true;
+      services.log.warn(
+        { peer: req.socket.remoteAddress },
+        'A request carries X-Forwarded-For but TRUST_PROXY is not set: every client is taken to be the proxy, whose address they share for the limits per client address. Set TRUST_PROXY to your proxies (docs/configuration.md).',
+      );
+    }
+    next();
+  };
+}
+
 function bearer(services: Services, authenticate: Authenticate) {
   const failures = new AuthFailureLimit(
     services.rateLimiter,
@@ -158,14 +177,8 @@ function bearer(services: Services, authenticate: Authenticate) {
       await limitRequest(services, res, publicRateKey(req), services.config.PUBLIC_RATE_LIMIT_RPS);
       throw new AppError('missing_api_key', 'Missing API key: send Authorization: Bearer <API_KEY>.');
     }
-    const address = req.ip ?? 'unknown';
-    failures.check(address);
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const auth = m ? await authenticate(m[1]) : null;
-    if (!auth) {
-      const headers = await failures.fail(address);
-      throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.', headers);
-    }
+    const key = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const auth = await failures.authenticate(req.ip ?? 'unknown', key, authenticate);
     res.locals.auth = auth;
     // The counter's round trip (Redis or the database) overlaps reading and parsing the body. The route waits
     // for it before doing anything (ApiRouter.toExpress), and the error handler before answering: a refusal wins.
@@ -222,6 +235,7 @@ export function createHttpApp(options: HttpAppOptions): express.Express {
   // far as it was written by the proxies TRUST_PROXY names.
   app.set('trust proxy', services.config.TRUST_PROXY.length > 0 ? services.config.TRUST_PROXY : false);
   app.use(requestLog(services, router));
+  app.use(warnOfUntrustedProxy(services));
   if (options.drain) app.use(options.drain.middleware);
   app.use(refuseUnstorableRequest);
 

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import type { AuthContext, Authenticate } from './auth-context.ts';
 import type { RateDecision, RateLimiter } from './rate-limit.ts';
 
 const WINDOW_MS = 60_000;
@@ -18,11 +19,13 @@ export function authLimitHeaders(d: RateDecision): Record<string, string> {
 }
 
 /**
- * Key guessing is slowed: at most `limit` failed authentications per client address and minute, counted in the
- * shared rate-limit store so that every process sees them. Past the limit every request from that address that
- * presents a key answers 429 `rate_limit_exceeded` until the minute ends, valid keys included, and without the
- * key being looked up: otherwise each guess would still cost a look-up and a right guess would stand out. Blocks
- * are remembered in this process, so a blocked address costs no round trip to the store either.
+ * The one rule for a presented API key, over HTTP and SMTP alike: a valid key is served, always; an unknown one
+ * is a failure, counted per client address in the shared rate-limit store (every process sees it), and past
+ * `limit` failures a minute the address's unknown keys are refused (429 `rate_limit_exceeded`, SMTP 421) until
+ * the minute ends. Only failures are limited: whoever shares an address with a guesser (clients behind one proxy,
+ * or anyone when TRUST_PROXY is missing) keeps working with its own key. A guess past the limit is still looked
+ * up (a key has 238 bits, so a guess never hits); blocked addresses are remembered in this process, so their
+ * failures cost no round trip to the store.
  */
 export class AuthFailureLimit {
   readonly #limiter: RateLimiter;
@@ -36,21 +39,24 @@ export class AuthFailureLimit {
     this.#clock = clock;
   }
 
-  /** Throws the 429 when `address` is over the limit in the current window. */
-  check(address: string): void {
-    const now = this.#clock.now().getTime();
-    const until = this.#blocked.get(address);
-    if (until === undefined) return;
-    if (now >= until) {
-      this.#blocked.delete(address);
-      return;
-    }
-    this.#refuse({ allowed: false, limit: this.#limit, remaining: 0, resetMs: until - now });
+  /**
+   * The caller of `key` presented from `address`; throws 401 `invalid_api_key` (with X-RateLimit-*) for an
+   * unknown or missing key, or the 429 once the address is over the limit.
+   */
+  async authenticate(address: string, key: string | undefined, lookUp: Authenticate): Promise<AuthContext> {
+    const auth = key ? await lookUp(key) : null;
+    if (auth) return auth;
+    const headers = await this.#fail(address);
+    throw new AppError('invalid_api_key', 'The API key is invalid or was deleted.', headers);
   }
 
   /** Counts a failed authentication; returns the headers for the 401, or throws the 429 when over the limit. */
-  async fail(address: string): Promise<Record<string, string>> {
+  async #fail(address: string): Promise<Record<string, string>> {
     const now = this.#clock.now().getTime();
+    const until = this.#blocked.get(address);
+    if (until !== undefined && now < until)
+      this.#refuse({ allowed: false, limit: this.#limit, remaining: 0, resetMs: until - now });
+    if (until !== undefined) this.#blocked.delete(address);
     const d = await this.#limiter.hit(`auth-failures:${address}`, this.#limit, now, WINDOW_MS);
     if (d.allowed) return authLimitHeaders(d);
     if (this.#blocked.size >= MAX_BLOCKED) this.#blocked.clear();

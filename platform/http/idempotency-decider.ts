@@ -4,7 +4,7 @@ import type { IdempotencyEvent, StoredReply } from './idempotency-events.ts';
 
 export type IdempotencyState =
   | { kind: 'none' }
-  | { kind: 'in_flight' | 'released'; hash: string; at: number; ids?: string[] }
+  | { kind: 'in_flight' | 'released'; hash: string; at: number; ids?: string[]; attempt?: string }
   | { kind: 'completed'; hash: string; at: number; reply: StoredReply };
 
 export type IdempotencyCommand =
@@ -14,11 +14,14 @@ export type IdempotencyCommand =
       at: string;
       /** Ids for a first claim; a key claimed before keeps its own. */
       ids: string[];
+      /** This attempt's own id, which its release names. */
+      attempt: string;
       leaseMs: number;
       windowMs: number;
     }
   | { type: 'Complete'; hash: string; reply: StoredReply }
-  | { type: 'Release' };
+  /** The attempt `attempt` ended without a final answer. */
+  | { type: 'Release'; attempt: string };
 
 const reused = () =>
   new AppError(
@@ -30,7 +33,8 @@ const reused = () =>
  * A key is bound to its first body for the window. Within it a completed request is replayed (Claim decides
  * nothing), a claim younger than the lease is a 409, and a request that never finished (past the lease, or
  * released after a server error) is claimed again on the ids of its first claim: what it committed stays
- * found under them, so nothing is created twice.
+ * found under them, so nothing is created twice. A release frees only the claim of the attempt it names: one
+ * written late (the database was away) never frees a later attempt that is running.
  */
 export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyEvent, IdempotencyState> = {
   initialState: { kind: 'none' },
@@ -42,6 +46,7 @@ export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyEvent, I
           hash: event.data.requestHash,
           at: Date.parse(event.data.claimedAt),
           ids: event.data.ids,
+          attempt: event.data.attempt,
         };
       case 'IdempotentRequestCompleted':
         return {
@@ -60,7 +65,12 @@ export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyEvent, I
     switch (command.type) {
       case 'Claim': {
         const t = Date.parse(command.at);
-        const data = { requestHash: command.hash, claimedAt: command.at, ids: command.ids };
+        const data = {
+          requestHash: command.hash,
+          claimedAt: command.at,
+          ids: command.ids,
+          attempt: command.attempt,
+        };
         if (state.kind === 'none' || t - state.at >= command.windowMs) {
           return [{ type: 'IdempotencyKeyClaimed', data }];
         }
@@ -90,7 +100,9 @@ export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyEvent, I
         ];
       }
       case 'Release':
-        return state.kind === 'in_flight' ? [{ type: 'IdempotencyKeyReleased', data: {} }] : [];
+        return state.kind === 'in_flight' && state.attempt === command.attempt
+          ? [{ type: 'IdempotencyKeyReleased', data: { attempt: command.attempt } }]
+          : [];
     }
   },
 };

@@ -23,6 +23,11 @@ export type IdempotencyKeyClaimed = {
     ids?: string[];
     /** A later claim of a request that never finished: what its ids name may exist already. */
     resumed?: boolean;
+    /**
+     * The attempt that claimed the key (random): only that attempt releases it, so a release written late never
+     * frees a later attempt's claim. Absent in claims written before attempts were recorded.
+     */
+    attempt?: string;
   };
 };
 export type IdempotentRequestCompleted = {
@@ -30,7 +35,11 @@ export type IdempotentRequestCompleted = {
   data: { requestHash: string; claimedAt: string; reply: StoredReply };
 };
 /** The request ended without a final answer (server error, time-out); the next retry runs it on the same ids. */
-export type IdempotencyKeyReleased = { type: 'IdempotencyKeyReleased'; data: Record<string, never> };
+export type IdempotencyKeyReleased = {
+  type: 'IdempotencyKeyReleased';
+  /** The attempt that ended; absent in releases written before attempts were recorded. */
+  data: { attempt?: string };
+};
 
 export type IdempotencyEvent = IdempotencyKeyClaimed | IdempotentRequestCompleted | IdempotencyKeyReleased;
 

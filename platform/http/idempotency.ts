@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AppError } from '../errors.ts';
 import { type CommandResult, handleCommand } from '../eventstore/command.ts';
 import type { EventStore, Stored, StoredEvent } from '../eventstore/types.ts';
 import type { AuthContext } from './auth-context.ts';
 import { type IdempotencyState, idempotencyDecider } from './idempotency-decider.ts';
 import { type IdempotencyEvent, idempotencyStream, type StoredReply } from './idempotency-events.ts';
+import { OwedReleases } from './idempotency-releases.ts';
 
 export type { StoredReply } from './idempotency-events.ts';
 
@@ -19,6 +20,14 @@ export interface IdempotentRun {
   resumed: boolean;
 }
 
+/** The releases each store's process owes (one store per process, several in tests). */
+const owedReleases = new WeakMap<EventStore, OwedReleases>();
+const owedBy = (store: EventStore) => {
+  const owed = owedReleases.get(store) ?? new OwedReleases();
+  owedReleases.set(store, owed);
+  return owed;
+};
+
 export function requestHash(method: string, path: string, body: unknown): string {
   return createHash('sha256')
     .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
@@ -31,7 +40,9 @@ export function requestHash(method: string, path: string, body: unknown): string
  * key with the same body within 24 hours replays that reply without acting again; with another body it is a
  * 409, as is a duplicate that arrives while the first is still in flight. A request that ended without a
  * final answer (a server error, a time-out after its write, a crash) is run again on the same ids, and
- * `run` answers from what they name where it exists: a retry never creates a second email.
+ * `run` answers from what they name where it exists: a retry never creates a second email. Such an attempt
+ * releases the key at once; when the release cannot be written (the database is away), it is owed and written
+ * as soon as the database answers again (`OwedReleases`), so a retry is not kept waiting for the lease.
  */
 export async function withIdempotency(
   store: EventStore,
@@ -47,43 +58,68 @@ export async function withIdempotency(
   }
   const stream = idempotencyStream(auth.orgId, auth.mode, key);
   const metadata = { orgId: auth.orgId, mode: auth.mode, actor: auth.keyId };
-  const claimedAt = now().toISOString();
-  const claim = await handleCommand(
-    store,
-    stream,
-    idempotencyDecider,
-    {
-      type: 'Claim',
-      hash,
-      at: claimedAt,
-      ids: options.newIds?.() ?? [],
-      leaseMs: options.leaseMs ?? IN_FLIGHT_LEASE_MS,
-      windowMs: IDEMPOTENCY_WINDOW_MS,
-    },
-    metadata,
-    { retries: 2 },
-  );
+  const leaseMs = options.leaseMs ?? IN_FLIGHT_LEASE_MS;
+  const owed = owedBy(store);
+  // An earlier attempt of this process that could not release the key does so first.
+  await owed.settle(stream);
+  const attempt = randomUUID();
+  const release = (history?: Stored<IdempotencyEvent>[]) =>
+    handleCommand(store, stream, idempotencyDecider, { type: 'Release', attempt }, metadata, {
+      history,
+      retries: 2,
+    });
+  const owe = () => owed.owe(stream, () => release(), Date.now() + leaseMs);
+  let claim: CommandResult<IdempotencyEvent, IdempotencyState>;
+  try {
+    claim = await handleCommand(
+      store,
+      stream,
+      idempotencyDecider,
+      {
+        type: 'Claim',
+        hash,
+        at: now().toISOString(),
+        ids: options.newIds?.() ?? [],
+        attempt,
+        leaseMs,
+        windowMs: IDEMPOTENCY_WINDOW_MS,
+      },
+      metadata,
+      { retries: 2 },
+    );
+  } catch (error) {
+    // The claim may have been written although its answer was lost: released, if so, once it can be.
+    if (!(error instanceof AppError)) owe();
+    throw error;
+  }
   const claimed = claim.events[0];
   if (claimed?.type !== 'IdempotencyKeyClaimed') {
     return { ...(claim.state as Extract<IdempotencyState, { kind: 'completed' }>).reply, replayed: true };
   }
   // The stream as it is after the claim, so that finishing it costs no read unless someone appended meanwhile.
   const history = [justAppended(stream, claim, claimed, metadata)];
-  const finish = (command: { type: 'Complete'; hash: string; reply: StoredReply } | { type: 'Release' }) =>
-    handleCommand(store, stream, idempotencyDecider, command, metadata, { history, retries: 2 });
   let reply: StoredReply;
   try {
     reply = await run({ ids: claimed.data.ids ?? [], resumed: claimed.data.resumed === true });
   } catch (error) {
     if (!(error instanceof AppError) || error.status >= 500 || error.status === 429) {
       // Not a final answer (server trouble, a time-out after the write, a quota): the next retry runs again on
-      // the same ids. A failure to record that changes nothing: the claim's lease runs out instead.
-      await finish({ type: 'Release' }).catch(() => {});
+      // the same ids, at once.
+      await release(history).catch(owe);
       throw error;
     }
     reply = { status: error.status, body: error.toJSON() };
   }
-  await finish({ type: 'Complete', hash, reply });
+  try {
+    await handleCommand(store, stream, idempotencyDecider, { type: 'Complete', hash, reply }, metadata, {
+      history,
+      retries: 2,
+    });
+  } catch (error) {
+    // The answer is lost with the database: a retry runs again on the same ids and finds what this one did.
+    owe();
+    throw error;
+  }
   return reply;
 }
 

@@ -1,10 +1,13 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
-import { openPGlite } from '../../platform/db/database.ts';
+import { connectPostgres, openPGlite } from '../../platform/db/database.ts';
+import { isDatabaseUnavailable } from '../../platform/db/unavailable.ts';
 import { AppError } from '../../platform/errors.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { withIdempotency } from '../../platform/http/idempotency.ts';
+import { ADMIN_URL, createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 const auth: AuthContext = {
@@ -237,4 +240,105 @@ describe('Idempotency-Key over HTTP, when the read models lag', () => {
     const list = await org.live.get('/v1/templates');
     expect(list.body.data.map((t: { id: string }) => t.id)).toEqual([first.body.id]);
   });
+});
+
+describe('Idempotency-Key when PostgreSQL goes away in the middle of a request', () => {
+  // Time stands still: a lease can never run out here, so a key that frees again was released.
+  const frozen = new ManualClock('2026-03-01T00:00:00Z');
+  const at = () => frozen.now();
+  const LEASE_MS = 60_000;
+  let admin: pg.Client;
+  let name: string;
+  let cleanup: () => Promise<void>;
+  /** Two stores on one database, as two processes of the service. */
+  let processA: PostgresEventStore;
+  let processB: PostgresEventStore;
+  let poolA: ReturnType<typeof connectPostgres>;
+
+  beforeAll(async () => {
+    const { url, drop } = await createTestDatabaseUrl();
+    name = new URL(url).pathname.slice(1);
+    admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    poolA = connectPostgres(url, TEST_POOL_SIZE);
+    const poolB = connectPostgres(url, TEST_POOL_SIZE);
+    processA = await PostgresEventStore.create(poolA);
+    processB = await PostgresEventStore.create(poolB);
+    cleanup = async () => {
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+      await admin.end();
+      for (const s of [processA, processB]) await s.close();
+      for (const p of [poolA, poolB]) await p.close();
+      await drop();
+    };
+  });
+  afterAll(() => cleanup?.());
+
+  const allowConnections = (yes: boolean) => admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS ${yes}`);
+  const terminateAll = () =>
+    admin.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [name],
+    );
+
+  /** A request under `key` in process A during which the database goes away: it ends without an answer. */
+  async function cutOff(key: string) {
+    const error = await withIdempotency(
+      processA,
+      auth,
+      key,
+      'h',
+      at,
+      async () => {
+        await allowConnections(false);
+        await terminateAll();
+        await poolA.query('SELECT 1'); // what the request does next fails: the database is away
+        return { status: 200, body: {} };
+      },
+      { leaseMs: LEASE_MS, newIds: () => [`em_${key}`] },
+    ).catch((e) => e);
+    expect(isDatabaseUnavailable(error), String(error)).toBe(true);
+  }
+
+  /** The request under `key` in `store`, sent again until the database answers; every other answer is kept. */
+  async function retry(store: PostgresEventStore, key: string, until: (answer: unknown) => boolean) {
+    const answers: unknown[] = [];
+    for (let i = 0; i < 400; i++) {
+      const answer = await withIdempotency(
+        store,
+        auth,
+        key,
+        'h',
+        at,
+        async (claim) => ({ status: 200, body: claim }),
+        {
+          leaseMs: LEASE_MS,
+          newIds: () => ['em_other'],
+        },
+      ).catch((e) => e);
+      if (isDatabaseUnavailable(answer)) {
+        await new Promise((r) => setTimeout(r, 50)); // the pool is still reconnecting
+        continue;
+      }
+      answers.push(answer);
+      if (until(answer)) return answers;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`never answered as expected: ${JSON.stringify(answers.slice(-3))}`);
+  }
+
+  it('frees the key as soon as the database is back: the retry runs at once, on the ids of the first attempt', async () => {
+    await cutOff('cut-other');
+    await allowConnections(true);
+    await retry(processA, 'warm-up', () => true);
+    await cutOff('cut-same');
+    await allowConnections(true);
+    // The next request in the same process is answered, not told the key is in flight.
+    const same = await retry(processA, 'cut-same', () => true);
+    expect(same).toEqual([{ status: 200, body: { ids: ['em_cut-same'], resumed: true } }]);
+    // Another process is not held up by the lease either (time stands still): it runs once the release is in.
+    const other = await retry(processB, 'cut-other', (a) => !(a instanceof AppError));
+    expect(other.at(-1)).toEqual({ status: 200, body: { ids: ['em_cut-other'], resumed: true } });
+    for (const a of other.slice(0, -1)) expect((a as AppError).code).toBe('idempotency_request_in_flight');
+  }, 60_000);
 });

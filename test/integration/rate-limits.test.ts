@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startPostline } from '../../bin/service.ts';
@@ -159,7 +160,7 @@ describe('handlers without a key', () => {
 });
 
 describe('failed authentications per client address', () => {
-  it('answers 401 with X-RateLimit-* up to the limit, then 429 to every key from that address, valid ones too', async () => {
+  it('answers 401 with X-RateLimit-* up to the limit, then 429 to unknown keys from that address, and serves its valid keys', async () => {
     // TRUST_PROXY: the loopback peer is a proxy, so X-Forwarded-For names the client and a test can be several.
     const svc = await startTestService({ env: { AUTH_FAILURES_PER_MINUTE: '5', TRUST_PROXY: 'loopback' } });
     cleanup.push(() => svc.close());
@@ -194,10 +195,12 @@ describe('failed authentications per client address', () => {
       expect(Number(r.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(1);
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     }
-    // The blocked address is refused with a valid key too (a right guess must not stand out); others are not.
-    const valid = await org.live.get('/v1/api-keys', from('203.0.113.7'));
-    expect(valid.status).toBe(429);
-    expect(valid.body.error.message).toMatch(/failed authentications/);
+    // Only failures are limited: a valid key from the blocked address is served (whoever shares the address with
+    // a guesser keeps working), another unknown key is refused, and other addresses are not touched.
+    expect((await org.live.get('/v1/api-keys', from('203.0.113.7'))).status).toBe(200);
+    const again = await svc.client('pk_live_guess11').get('/v1/api-keys', from('203.0.113.7'));
+    expect([again.status, again.body.error.code]).toEqual([429, 'rate_limit_exceeded']);
+    expect(again.body.error.message).toMatch(/failed authentications/);
     expect((await org.live.get('/v1/api-keys', from('203.0.113.8'))).status).toBe(200);
     const other = await svc.client('pk_live_guess').get('/v1/api-keys', from('203.0.113.8'));
     expect(other.status).toBe(401);
@@ -223,6 +226,41 @@ describe('failed authentications per client address', () => {
       statuses.push(r.status);
     }
     expect(statuses).toEqual([401, 401, 429, 429]);
+  });
+
+  it('warns once, in its log, when requests carry X-Forwarded-For and TRUST_PROXY is not set', async () => {
+    const lines: string[] = [];
+    const log = createLogger(
+      'info',
+      new Writable({ write: (chunk, _e, done) => done(void lines.push(String(chunk))) }),
+    );
+    const untrusted = await startTestService({ log });
+    cleanup.push(() => untrusted.close());
+    const org = await untrusted.createOrg();
+    const warnings = () => lines.filter((l) => l.includes('TRUST_PROXY is not set'));
+    expect((await org.live.get('/v1/api-keys')).status).toBe(200);
+    expect(warnings()).toEqual([]);
+    for (let i = 0; i < 3; i++)
+      expect((await org.live.get('/v1/api-keys', { 'x-forwarded-for': `198.51.100.${i}` })).status).toBe(200);
+    expect(warnings()).toHaveLength(1);
+    expect(JSON.parse(warnings()[0])).toMatchObject({
+      level: 40,
+      peer: expect.stringContaining('127.0.0.1'),
+    });
+
+    // Behind a proxy it trusts, the service has nothing to say.
+    const trusted: string[] = [];
+    const behindProxy = await startTestService({
+      env: { TRUST_PROXY: 'loopback' },
+      log: createLogger(
+        'info',
+        new Writable({ write: (chunk, _e, done) => done(void trusted.push(String(chunk))) }),
+      ),
+    });
+    cleanup.push(() => behindProxy.close());
+    const other = await behindProxy.createOrg();
+    expect((await other.live.get('/v1/api-keys', { 'x-forwarded-for': '198.51.100.9' })).status).toBe(200);
+    expect(trusted.filter((l) => l.includes('TRUST_PROXY'))).toEqual([]);
   });
 });
 

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { REPLIES } from '../../smtp/replies.ts';
 import {
   arfComplaint,
   eximTextBounce,
@@ -11,7 +12,7 @@ import { addVerifiedDomain } from '../support/domains.ts';
 import { mxClient } from '../support/inbound.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
-import type { TestOrg } from '../support/service.ts';
+import { startTestService, type TestOrg } from '../support/service.ts';
 
 /**
  * The MX as `npm start` runs it: live emails go out through the MTA to a real SMTP server, and what comes back
@@ -200,5 +201,22 @@ describe('the MX refuses', () => {
     const data = await c.command('DATA');
     expect(data.code).toBe(503); // no valid recipient: no message
     c.close();
+  });
+});
+
+describe('the MX’s time-outs', () => {
+  it('closes a session that drips bytes, however steadily, once it makes no progress (421 4.4.2)', async () => {
+    const mx = await startTestService({ env: { SMTP_MX_PORT: '0', SMTP_IDLE_TIMEOUT_MS: '1000' } });
+    try {
+      const c = await rawSmtp(mx.postline.smtp!.mxPort!);
+      expect((await c.command('EHLO remote.test')).code).toBe(250);
+      // A byte every 100 ms keeps the socket busy but never completes a command.
+      const timer = setInterval(() => c.write('N'), 100);
+      const reply = await c.reply().finally(() => clearInterval(timer));
+      expect(reply).toEqual({ code: 421, text: `4.4.2 ${REPLIES.idleTimeout[2]}` });
+      await c.closed;
+    } finally {
+      await mx.close();
+    }
   });
 });

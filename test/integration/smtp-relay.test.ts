@@ -8,12 +8,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { createLogger } from '../../platform/logger.ts';
+import { REPLIES } from '../../smtp/replies.ts';
+import { quotaStream } from '../../write-side/emails/quota.decider.ts';
+import { monthOf } from '../../write-side/plans.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import type { TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
-import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
+import { authPlain, type RawSmtp, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 import type { SmtpSink } from '../support/smtp-sink.ts';
 import type { WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -221,6 +224,69 @@ describe('the SMTP relay with a live key', () => {
   });
 });
 
+describe('the SMTP relay and X-Postline-Idempotency-Key', () => {
+  it('answers 451 to the same message and key while the first is in flight, and the retries 250 with its id', async () => {
+    const org = await svc.createOrg('free');
+    const message =
+      'From: dev@any.test\r\nTo: delivered@simulator.postline.dev\r\nSubject: once\r\n' +
+      'X-Postline-Idempotency-Key: three-at-once\r\n\r\nonly once\r\n.\r\n';
+    const atData = async (c: RawSmtp) => {
+      await c.command('MAIL FROM:<dev@any.test>');
+      await c.command('RCPT TO:<delivered@simulator.postline.dev>');
+      expect((await c.command('DATA')).code).toBe(354);
+    };
+    const sessions = await Promise.all([1, 2, 3].map(() => rawSmtp(submissions, { tls: true })));
+    for (const c of sessions) {
+      await c.command('EHLO client.test');
+      expect((await c.command(`AUTH PLAIN ${authPlain(org.testKey)}`)).code).toBe(235);
+      await atData(c);
+    }
+    // The first message to claim the key is held at its quota's append (a Free plan's month is a stream) by a
+    // row of that revision the test writes and does not commit: it stays in flight until the test rolls back.
+    const hold = new pg.Client({ connectionString: svc.postline.services.config.DATABASE_URL });
+    await hold.connect();
+    const answers: { code: number; text: string; session: RawSmtp }[] = [];
+    try {
+      await hold.query('BEGIN');
+      await hold.query(
+        `INSERT INTO events (stream_id, stream_revision, type, data, metadata) VALUES ($1, 0, 'Held', '{}', '{}')`,
+        [quotaStream(org.orgId, 'test', monthOf(svc.postline.services.clock.now()))],
+      );
+      const replies = sessions.map((c) =>
+        c.reply().then((r) => {
+          answers.push({ ...r, session: c });
+        }),
+      );
+      const two = new Promise<void>((resolve) => {
+        for (const r of replies) r.then(() => answers.length === 2 && resolve());
+      });
+      for (const c of sessions) c.write(message);
+      await two;
+      expect(answers.map((a) => [a.code, a.text])).toEqual([
+        [451, `4.3.0 ${REPLIES.inFlight[2]}`],
+        [451, `4.3.0 ${REPLIES.inFlight[2]}`],
+      ]);
+      await hold.query('ROLLBACK');
+      await Promise.all(replies);
+    } finally {
+      await hold.end();
+    }
+    const first = answers[2];
+    const id = queuedId(`${first.code} ${first.text}`);
+    // The clients send again, as an MTA does after a 451: the email of the first.
+    for (const { session } of answers.slice(0, 2)) {
+      await atData(session);
+      session.write(message);
+      const again = await session.reply();
+      expect(queuedId(`${again.code} ${again.text}`)).toBe(id);
+    }
+    for (const c of sessions) c.close();
+    await until(id, 'delivered', org.test);
+    const list = await org.test.get('/v1/emails?limit=100');
+    expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([id]);
+  });
+});
+
 /** swaks with TLS (Debian's needs libnet-ssleay-perl for it): the relay offers AUTH only after STARTTLS. */
 const hasSwaks = (() => {
   let support = '';
@@ -287,6 +353,24 @@ describe('the SMTP relay refuses', () => {
     await expect(
       transport('pk_live_nope').sendMail({ from: FROM, to: 'a@rcpt.test', text: 'x' }),
     ).rejects.toThrow(/535/);
+  });
+
+  it('offers AUTH on the STARTTLS port only once TLS is up, and answers AUTH before it 538', async () => {
+    const c = await rawSmtp(submission);
+    const plain = await c.command('EHLO client.test');
+    expect(plain.text.split('\n')).toContain('STARTTLS');
+    expect(plain.text).not.toMatch(/^AUTH/m);
+    expect((await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).code).toBe(538);
+    expect((await c.startTls()).code).toBe(220);
+    const secure = await c.command('EHLO client.test');
+    expect(secure.text.split('\n')).toContain('AUTH PLAIN LOGIN');
+    expect(secure.text).not.toMatch(/^STARTTLS/m);
+    expect((await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).code).toBe(235);
+    c.close();
+    // With TLS from the first byte it is offered at once.
+    const implicit = await rawSmtp(submissions, { tls: true });
+    expect((await implicit.command('EHLO client.test')).text.split('\n')).toContain('AUTH PLAIN LOGIN');
+    implicit.close();
   });
 
   it('a From domain the organization has not verified (550 5.7.1), and a key deleted since AUTH', async () => {
@@ -468,8 +552,8 @@ describe('the SMTP relay under abuse', () => {
         SMTP_SUBMISSIONS_PORT: 'off',
         SMTP_ALLOW_INSECURE_AUTH: 'true',
         SMTP_MAX_CONNECTIONS_PER_IP: '3',
-        SMTP_IDLE_TIMEOUT_MS: '1500',
-        SMTP_SESSION_TIMEOUT_MS: '5000',
+        SMTP_IDLE_TIMEOUT_MS: '2000',
+        SMTP_SESSION_TIMEOUT_MS: '6000',
         AUTH_FAILURES_PER_MINUTE: '3',
       },
     });
@@ -488,55 +572,128 @@ describe('the SMTP relay under abuse', () => {
     for (const c of open) c.close();
   });
 
-  it('closes an idle session and a slow-drip one (421)', async () => {
-    const idle = await rawSmtp(port);
-    const idleReply = await idle.reply();
-    expect(idleReply.code).toBe(421);
-    await idle.closed;
+  const noProgress = { code: 421, text: `4.4.2 ${REPLIES.idleTimeout[2]}` };
+  /** An authenticated session whose transaction is at DATA. */
+  const atData = async () => {
+    const c = await rawSmtp(port);
+    await c.command('EHLO client.test');
+    expect((await c.command(`AUTH PLAIN ${authPlain(org.testKey)}`)).code).toBe(235);
+    await c.command('MAIL FROM:<dev@any.test>');
+    await c.command('RCPT TO:<delivered@simulator.postline.dev>');
+    expect((await c.command('DATA')).code).toBe(354);
+    return c;
+  };
+  /** Writes `next()` every 200 ms (ten times faster than the time-out) until the server answers. */
+  const dripping = async (c: RawSmtp, next: () => string) => {
+    const timer = setInterval(() => c.write(next()), 200);
+    try {
+      return await c.reply();
+    } finally {
+      clearInterval(timer);
+    }
+  };
 
-    const drip = await rawSmtp(port);
-    await drip.command('EHLO client.test');
-    // A byte a second keeps the idle timer from firing; the session's own limit ends it.
-    const timer = setInterval(() => drip.write('N'), 1000);
-    const reply = await drip.reply();
-    clearInterval(timer);
-    expect([reply.code, reply.text.slice(0, 5)]).toEqual([421, '4.4.2']);
-    await drip.closed;
+  it('closes a session that says nothing (421 4.4.2)', async () => {
+    const idle = await rawSmtp(port);
+    expect(await idle.reply()).toEqual(noProgress);
+    await idle.closed;
   });
 
-  it('refuses AUTH from an address after too many failures (421 4.7.0), valid keys included, until the minute ends', async () => {
-    // A session each: one session's growing delays would run into its 5 s limit on a busy machine.
-    const replies: [number, string][] = [];
-    for (let i = 0; i < 4; i++) {
-      const guess = await rawSmtp(port);
-      await guess.command('EHLO client.test');
-      const r = await guess.command(`AUTH PLAIN ${authPlain(`pk_live_guess${i}`)}`);
-      replies.push([r.code, r.text.slice(0, 5)]);
-      if (r.code === 421) await guess.closed;
-      else guess.close();
+  it('closes a session that drips a command byte by byte, and one that drips its message (421 4.4.2)', async () => {
+    const command = await rawSmtp(port);
+    await command.command('EHLO client.test');
+    expect(await dripping(command, () => 'N')).toEqual(noProgress);
+    await command.closed;
+
+    const message = await atData();
+    message.write('From: dev@any.test\r\nSubject: drip\r\n\r\n');
+    expect(await dripping(message, () => 'x')).toEqual(noProgress);
+    await message.closed;
+  });
+
+  it('keeps a session that makes progress past the time-out, until the session’s own limit (421 4.4.2)', async () => {
+    // A message sent 1 KB at a time is progress: it is taken.
+    const c = await atData();
+    c.write('From: dev@any.test\r\nTo: delivered@simulator.postline.dev\r\nSubject: slow but steady\r\n\r\n');
+    const line = `${'x'.repeat(510)}\r\n`;
+    let chunks = 0;
+    const timer = setInterval(() => {
+      c.write(line + line);
+      // 16 chunks of 1 KB, 200 ms apart: the message takes longer than the time-out.
+      if (++chunks === 16) {
+        clearInterval(timer);
+        c.write('.\r\n');
+      }
+    }, 200);
+    const accepted = await c.reply();
+    clearInterval(timer);
+    expect(accepted.text).toMatch(/^2\.0\.0 Ok: queued as em_/);
+    // Commands are progress too: a NOOP every 200 ms keeps the session until SMTP_SESSION_TIMEOUT_MS.
+    let reply = { code: 250, text: '' };
+    while (reply.code === 250) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      reply = await c.command('NOOP');
     }
+    expect(reply).toEqual({ code: 421, text: `4.4.2 ${REPLIES.sessionTooLong[2]}` });
+    await c.closed;
+  });
+
+  it('refuses unknown keys from an address after too many failures (421 4.7.0) until the minute ends, and takes its valid keys meanwhile', async () => {
+    /** AUTH with `key` in a session of its own (one session's growing delays would run into its 5 s limit). */
+    const auth = async (key: string) => {
+      const session = await rawSmtp(port);
+      await session.command('EHLO client.test');
+      const r = await session.command(`AUTH PLAIN ${authPlain(key)}`);
+      if (r.code === 421) await session.closed;
+      else session.close();
+      return [r.code, r.text.slice(0, 5)];
+    };
+    const replies = [];
+    for (let i = 0; i < 4; i++) replies.push(await auth(`pk_live_guess${i}`));
     expect(replies).toEqual([
       [535, '5.7.8'],
       [535, '5.7.8'],
       [535, '5.7.8'],
       [421, '4.7.0'],
     ]);
-    const authWithValidKey = async () => {
-      const session = await rawSmtp(port);
-      await session.command('EHLO client.test');
-      const reply = await session.command(`AUTH PLAIN ${authPlain(org.liveKey)}`);
-      if (reply.code === 421) await session.closed;
-      else session.close();
-      return reply.code;
-    };
-    expect(await authWithValidKey()).toBe(421);
+    // Only failures are limited, as over HTTP: the address's valid key is taken, its unknown keys are not.
+    expect((await auth(org.liveKey))[0]).toBe(235);
+    expect(await auth('pk_live_guess4')).toEqual([421, '4.7.0']);
     clock.advance(60_000);
-    expect(await authWithValidKey()).toBe(235);
+    expect(await auth('pk_live_guess5')).toEqual([535, '5.7.8']);
     // Each failure is logged with the client's address, never with what it tried.
     const failures = logged.filter((l) => l.includes('SMTP authentication failed'));
-    expect(failures.length).toBe(4);
+    expect(failures.length).toBe(6);
     expect(failures.every((l) => l.includes('127.0.0.1'))).toBe(true);
     expect(logged.join('')).not.toContain('pk_live_guess');
+  });
+});
+
+describe('the SMTP relay at its limit of sessions', () => {
+  it('answers a connection past SMTP_MAX_SESSIONS 421 4.3.2, and takes one again once a session ends', async () => {
+    const capped = await startTestService({
+      env: { SMTP_SUBMISSION_PORT: '0', SMTP_MAX_SESSIONS: '2', SMTP_MAX_CONNECTIONS_PER_IP: '10' },
+    });
+    try {
+      const port = capped.postline.smtp!.submissionPort!;
+      const open = [await rawSmtp(port), await rawSmtp(port)];
+      expect(open.map((c) => c.greeting.code)).toEqual([220, 220]);
+      const third = await rawSmtp(port);
+      expect(third.greeting).toEqual({ code: 421, text: `4.3.2 ${REPLIES.tooManySessions[2]}` });
+      await third.closed;
+      open[0].close();
+      await open[0].closed;
+      let next = await rawSmtp(port);
+      while (next.greeting.code !== 220) {
+        // The server hears of the close a moment after the client.
+        await next.closed;
+        next = await rawSmtp(port);
+      }
+      expect((await next.command('EHLO client.test')).code).toBe(250);
+      for (const c of [open[1], next]) c.close();
+    } finally {
+      await capped.close();
+    }
   });
 });
 
@@ -574,6 +731,14 @@ describe('the SMTP relay while the database is away', () => {
         451,
         '4.3.0 Temporary failure: the message was not stored; send it again',
       ]);
+      // A key that cannot be looked up is a temporary failure of AUTH too: the client tries again.
+      const late = await rawSmtp(away.postline.smtp!.submissionPort!);
+      await late.command('EHLO client.test');
+      expect(await late.command(`AUTH PLAIN ${authPlain(org.liveKey)}`)).toEqual({
+        code: 454,
+        text: `4.7.0 ${REPLIES.authUnavailable[2]}`,
+      });
+      late.close();
       await c.command('RSET');
       await allow(true);
       let accepted = { code: 0, text: '' };

@@ -6,6 +6,7 @@
  *   await c.command('EHLO test');              // { code: 250, text: '...' }
  *   c.write('DATA with bare\n.\n');            // bytes as they are
  *   await c.reply();                           // the next reply
+ *   await c.startTls();                        // STARTTLS, then TLS on the same connection
  */
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -23,13 +24,15 @@ export interface RawSmtp {
   reply(): Promise<SmtpReplyLine>;
   /** Writes `line` with CRLF and reads the reply. */
   command(line: string): Promise<SmtpReplyLine>;
+  /** Sends STARTTLS and, when it is answered 220, goes on over TLS (any certificate); resolves with the reply. */
+  startTls(): Promise<SmtpReplyLine>;
   /** Resolves when the server has closed the connection. */
   closed: Promise<void>;
   close(): void;
 }
 
 export async function rawSmtp(port: number, options: { tls?: boolean } = {}): Promise<RawSmtp> {
-  const socket: Socket = options.tls
+  let socket: Socket = options.tls
     ? tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false })
     : connect({ host: '127.0.0.1', port });
   let buffer = '';
@@ -38,18 +41,25 @@ export async function rawSmtp(port: number, options: { tls?: boolean } = {}): Pr
   const wake = () => {
     for (const w of waiting.splice(0)) w();
   };
-  socket.on('data', (d) => {
+  const onData = (d: Buffer) => {
     buffer += d.toString('latin1');
     wake();
+  };
+  let closedNow!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    closedNow = resolve;
   });
-  const closed = new Promise<void>((resolve) =>
-    socket.on('close', () => {
-      ended = true;
-      wake();
-      resolve();
-    }),
-  );
-  socket.on('error', () => {});
+  const onClose = () => {
+    ended = true;
+    wake();
+    closedNow();
+  };
+  const attach = (s: Socket) => {
+    s.on('data', onData);
+    s.on('close', onClose);
+    s.on('error', () => {});
+  };
+  attach(socket);
 
   const reply = async (): Promise<SmtpReplyLine> => {
     for (;;) {
@@ -73,14 +83,29 @@ export async function rawSmtp(port: number, options: { tls?: boolean } = {}): Pr
   const write = (data: string | Buffer) => {
     socket.write(typeof data === 'string' ? Buffer.from(data, 'latin1') : data);
   };
+  const command = async (line: string) => {
+    write(`${line}\r\n`);
+    return reply();
+  };
   const greeting = await reply();
   return {
     greeting,
     write,
     reply,
-    async command(line) {
-      write(`${line}\r\n`);
-      return reply();
+    command,
+    async startTls() {
+      const answer = await command('STARTTLS');
+      if (answer.code !== 220) return answer;
+      const plain = socket;
+      plain.off('data', onData);
+      plain.off('close', onClose);
+      socket = tlsConnect({ socket: plain, rejectUnauthorized: false });
+      attach(socket);
+      await new Promise((resolve) => {
+        socket.once('secureConnect', resolve);
+        socket.once('close', resolve);
+      });
+      return answer;
     },
     closed,
     close: () => socket.destroy(),
