@@ -111,11 +111,19 @@ describe('live delivery through the outbound MTA', () => {
     expect(await types(id)).toEqual([
       'EmailQueued',
       'EmailSendingStarted',
+      'EmailDeliveryAttemptStarted',
       'EmailSent',
       'EmailDelivered',
       'EmailDelivered',
       'EmailDelivered',
     ]);
+    const attempt = (await history(id)).find((e) => e.type === 'EmailDeliveryAttemptStarted');
+    expect(attempt?.data).toEqual({
+      emailId: id,
+      recipients: ['ann@rcpt.test', 'bob@other.test', 'carl@rcpt.test'],
+      startedAt: clock.now().toISOString(),
+      endsBy: new Date(clock.now().getTime() + 35_000).toISOString(),
+    });
     const e = await email(id);
     expect(e.status).toBe('delivered');
     expect(e.recipients.every((r: any) => r.status === 'delivered')).toBe(true);
@@ -296,7 +304,7 @@ describe('live delivery through the outbound MTA', () => {
     expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
   });
 
-  it('sends again after a crash between the send and its record (at-least-once), recording it once', async () => {
+  it('after a crash between the send and its record, sends again only once the attempt is over, marked as a possible duplicate', async () => {
     /** Completes the real SMTP transaction, then "dies" before the process can record what the server said. */
     class CrashAfterSend extends OutboundMta {
       override async send(...args: Parameters<OutboundMta['send']>): ReturnType<OutboundMta['send']> {
@@ -313,20 +321,50 @@ describe('live delivery through the outbound MTA', () => {
     const crashing = new DeliveryProcess(svc.postline.services, { mta });
     const id = await send({ to: ['twice@rcpt.test'] });
     const copies = () => mx.messages.filter((m) => m.rcptTo.includes('twice@rcpt.test')).length;
+    const startedAt = clock.now().getTime();
     try {
       await crashing.runOnce();
     } finally {
       await crashing.stop();
     }
     expect(copies()).toBe(1); // it went out...
-    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted']); // ...and nothing says so
+    // ...and only its attempt says so
+    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailDeliveryAttemptStarted']);
+    // The failed look gave its job back at once (after a 1-s back-off, not a lease): looked at again, the attempt
+    // is in flight until its end (35 s after it started), so nothing goes out.
+    clock.advance(1001);
     await delivery.runOnce();
-    expect(copies()).toBe(1); // the crashed run's claim still holds the job
-    clock.advance(11 * 60_000);
+    expect(copies()).toBe(1);
+    const job = async () =>
+      (await svc.postline.services.db.query('SELECT due_at FROM delivery_jobs WHERE email_id = $1', [id]))
+        .rows[0];
+    expect((await job()).due_at).toEqual(new Date(startedAt + 35_000));
+    // At its end the outcome is unknown: this process waits 3 s more from when it first saw that (an owner still
+    // alive would have written its outcome by then), then sends again.
+    clock.set(new Date(startedAt + 35_000));
     await delivery.runOnce();
-    // At-least-once: once the claim runs out the email goes again, so the recipient may get it twice (here it
-    // does, as the first copy was accepted) but the outcome is recorded once.
+    expect(copies()).toBe(1);
+    expect((await job()).due_at).toEqual(new Date(startedAt + 38_000));
+    clock.advance(3000);
+    await delivery.runOnce();
+    // The one case of a second copy: the retry says so, for the auditor.
     expect(copies()).toBe(2);
+    const attempts = (await history(id)).filter((e) => e.type === 'EmailDeliveryAttemptStarted');
+    expect(attempts.map((e) => e.data)).toEqual([
+      {
+        emailId: id,
+        recipients: ['twice@rcpt.test'],
+        startedAt: new Date(startedAt).toISOString(),
+        endsBy: new Date(startedAt + 35_000).toISOString(),
+      },
+      {
+        emailId: id,
+        recipients: ['twice@rcpt.test'],
+        startedAt: new Date(startedAt + 38_000).toISOString(),
+        endsBy: new Date(startedAt + 73_000).toISOString(),
+        outcomeUnknown: ['twice@rcpt.test'],
+      },
+    ]);
     expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
     expect((await email(id)).status).toBe('delivered');
   });
