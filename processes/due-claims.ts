@@ -39,7 +39,7 @@ export class HeldClaims<Row extends object> {
   constructor(
     o: { db: Database; clock: Clock; log: Logger; heartbeatMs?: number },
     spec: DueTable,
-    names: { keys: string; keyRecord: string[]; sameKey: string },
+    names: { keyRecord: string[]; sameKey: string },
   ) {
     this.#db = o.db;
     this.#clock = o.clock;
@@ -51,7 +51,10 @@ export class HeldClaims<Row extends object> {
     this.#sql = {
       renew: `UPDATE ${table} t SET claimed_until = $1
         FROM json_to_recordset($2::json) AS x(${record('ours timestamptz')})
-        WHERE ${names.sameKey} AND t.claimed_until = x.ours RETURNING ${names.keys}`,
+        WHERE ${names.sameKey} AND t.claimed_until = x.ours
+        RETURNING ${Object.keys(spec.key)
+          .map((k) => `t.${k}`)
+          .join(', ')}`,
       giveBack: `UPDATE ${table} t SET claimed_until = x.free_at
         FROM json_to_recordset($1::json) AS x(${record('ours timestamptz', 'free_at timestamptz')})
         WHERE ${names.sameKey} AND t.claimed_until = x.ours`,

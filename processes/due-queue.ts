@@ -85,7 +85,7 @@ export class DueQueue<Row extends object> {
     const sameKey = Object.keys(spec.key)
       .map((k) => `t.${k} = x.${k}`)
       .join(' AND ');
-    this.#held = new HeldClaims(o, spec, { keys, keyRecord, sameKey });
+    this.#held = new HeldClaims(o, spec, { keyRecord, sameKey });
     this.#sql = {
       // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
       claim: `WITH claimed AS (
