@@ -12,16 +12,17 @@ import type { Logger } from '../../platform/logger.ts';
 export const ATTEMPT_LIMIT_MS = 30_000;
 export const ATTEMPT_MARGIN_MS = 5_000;
 /**
- * An attempt whose outcome is unknown is retried only once this process has seen it so for this long: a process
- * alive that holds the outcome in memory writes it within its retry back-off (OUTCOME_RETRY_MAX_MS) of the
- * database coming back, so a second process that sees the database first does not send again meanwhile.
+ * An attempt whose outcome is unknown is made again only this long after this process first saw it without an
+ * outcome (in flight or over): a process alive that holds the outcome in memory writes it within its retry
+ * back-off (OUTCOME_RETRY_MAX_MS) of the database coming back, so a second process that could not see the
+ * attempt while the database was away does not send again meanwhile.
  */
 export const UNKNOWN_GRACE_MS = 3_000;
 const OUTCOME_RETRY_FIRST_MS = 100;
 const OUTCOME_RETRY_MAX_MS = 1_000;
 const MAX_REMEMBERED = 10_000;
 
-/** When this process first saw each attempt without an outcome past its `endsBy`, by email and start. */
+/** When this process first saw each attempt without an outcome, by email and start. */
 export class UnknownOutcomes {
   readonly #seen = new BoundedMap<string, number>(MAX_REMEMBERED);
   readonly #clock: Clock;
@@ -30,7 +31,7 @@ export class UnknownOutcomes {
     this.#clock = clock;
   }
 
-  /** When the attempt (email, start) may be retried: UNKNOWN_GRACE_MS after this process first saw it unknown. */
+  /** The earliest the attempt (email, start) may be made again: UNKNOWN_GRACE_MS after this process first saw it. */
   retryAt(emailId: string, startedAt: string): number {
     const key = `${emailId} ${startedAt}`;
     let seen = this.#seen.get(key);

@@ -135,16 +135,20 @@ export class DeliveryProcess extends DueProcess<Job> {
 
   /**
    * Recipients without an outcome yet, and delayed ones whose retry time has come (`attemptable`: none whose
-   * attempt is in flight). One whose last attempt ended without an outcome waits UNKNOWN_GRACE_MS more from when
-   * this process first saw it so (`waitUntil`: when the first of them may go).
+   * attempt is in flight). One whose last attempt ended without an outcome also waits until UNKNOWN_GRACE_MS after
+   * this process first saw that attempt (`waitUntil`: when the first of them may go).
    */
   #dueRecipients(email: Email): { due: string[]; waitUntil?: number } {
     const now = this.services.clock.now();
+    const retryAt = new Map<string, number>();
+    for (const [address, r] of Object.entries(email.state.recipients))
+      if (r.inFlight && !isFinal(r.status))
+        retryAt.set(address, this.#unknown.retryAt(email.id, r.inFlight.startedAt));
     const { recipients, outcomeUnknown } = attemptable(email.state, now.toISOString());
     let waitUntil: number | undefined;
     const due = recipients.filter((address) => {
       if (!outcomeUnknown.includes(address)) return true;
-      const at = this.#unknown.retryAt(email.id, email.state.recipients[address].inFlight!.startedAt);
+      const at = retryAt.get(address)!;
       if (at <= now.getTime()) return true;
       waitUntil = Math.min(waitUntil ?? at, at);
       return false;
