@@ -4,7 +4,6 @@ import type { Services } from '../../platform/services.ts';
 import { findDomainById } from '../../read-side/domains/domains.queries.ts';
 import {
   attemptable,
-  type DeliveryOutcome,
   type EmailState,
   readEmail,
   recordOutcomes,
@@ -24,11 +23,11 @@ import { isFinal } from '../../write-side/emails/status.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, Task } from '../due-queue.ts';
-import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
 import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
+import { outcomeOf } from './outcomes.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
 
@@ -212,7 +211,7 @@ export class DeliveryProcess extends DueProcess<Job> {
    */
   async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
     const now = this.services.clock.now();
-    const decided = outcomes.map((o) => this.#outcome(email.state, o, now));
+    const decided = outcomes.map((o) => outcomeOf(email.state, o, now));
     const grace = this.services.config.SHUTDOWN_GRACE_MS;
     const result = await writeUntilWritten(
       {
@@ -220,8 +219,9 @@ export class DeliveryProcess extends DueProcess<Job> {
         emailId: email.id,
         // A little before the grace ends, so that what is lost is logged before the stores close.
         giveUpAt: () => this.#stoppingSince && this.#stoppingSince + grace - Math.min(1000, grace / 10),
-        // Recipients' addresses stay out of the log: the outcomes are in the order of the attempt's recipients.
-        lost: () => decided.map(({ recipient: _, ...o }) => o),
+        // Addresses stay out of the log (a server's reply may quote one): the outcomes are in the order of the
+        // attempt's recipients.
+        lost: () => decided.map(({ recipient: _, smtpResponse: __, ...o }) => o),
       },
       () =>
         recordOutcomes(
@@ -252,34 +252,6 @@ export class DeliveryProcess extends DueProcess<Job> {
     const stored = { metadata: email.meta, streamId: emailStream(email.id), position: result.position };
     const createdAt = this.services.clock.now();
     email.history.push(...result.events.map((e, i) => ({ ...e, ...stored, revision: first + i, createdAt })));
-  }
-
-  #outcome(state: Known, o: RecipientOutcome, now: Date): DeliveryOutcome {
-    const recipient = o.recipient.toLowerCase();
-    const attempt = (state.recipients[recipient]?.attempts ?? 0) + 1;
-    const base = {
-      recipient,
-      attempt,
-      smtpResponse: o.smtpResponse,
-      ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
-    };
-    if (o.result === 'delivered')
-      return {
-        ...base,
-        result: 'delivered',
-        ...(o.mx && { mx: o.mx }),
-        ...(o.tls !== undefined && { tls: o.tls }),
-      };
-    if (o.result === 'bounced') return { ...base, result: 'bounced', bounceType: 'hard' };
-    const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
-    return next
-      ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
-      : {
-          ...base,
-          result: 'bounced',
-          bounceType: 'soft',
-          smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
-        };
   }
 
   /**
