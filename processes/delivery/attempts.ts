@@ -3,9 +3,9 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Logger } from '../../platform/logger.ts';
 
 /**
- * The rules of a delivery attempt's record (docs/mta.md, "Attempts"). An attempt is recorded before it sends
- * (EmailDeliveryAttemptStarted), and the MTA ends it within ATTEMPT_LIMIT_MS of that record whatever happens: no
- * transaction starts later, one still running is cut. `endsBy` in the record adds ATTEMPT_MARGIN_MS (a late
+ * The rules of a delivery attempt's record (docs/mta.md, "Attempts, crashes and outages"). An attempt is recorded
+ * before it sends (EmailDeliveryAttemptStarted), and the MTA sends nothing of it later than ATTEMPT_LIMIT_MS after
+ * that record: no transaction starts later, one still running is cut. `endsBy` in the record adds ATTEMPT_MARGIN_MS (a late
  * timer, the clocks of two machines). After `endsBy`, an attempt without an outcome has an unknown outcome: the
  * process that made it died before it could record it, or it is alive and still trying to record it.
  */

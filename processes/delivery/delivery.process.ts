@@ -44,7 +44,7 @@ type DomainCache = Map<string, Promise<SendingDomain | null>>;
  * Delivery: every live email is a job in `delivery_jobs` (fed from the log by the process's consumer), claimed in
  * batches from a DueQueue so several processes share the work. The email's stream is the truth about who still
  * needs an attempt: a job only says "look at this email at this time". Each look runs the steps of `#look`.
- * Every attempt is recorded before it sends and ends within ATTEMPT_LIMIT_MS (attempts.ts); what the remote
+ * Every attempt is recorded before it sends and sends nothing after ATTEMPT_LIMIT_MS (attempts.ts); what the remote
  * server answered is written until it is written. Recipients whose outcome is recorded are never sent to again;
  * one whose attempt is in flight is left alone until the attempt's `endsBy`; only an attempt cut short by a crash
  * (no outcome after `endsBy`) is made again, recorded as such (docs/mta.md).
@@ -178,7 +178,8 @@ export class DeliveryProcess extends DueProcess<Job> {
   /**
    * Builds the message (tracking, attachments, VERP), records the attempt, and sends it to the recipients the
    * record names (another process may have started an attempt on the others meanwhile): one SMTP transaction per
-   * destination, DKIM-signed, over within ATTEMPT_LIMIT_MS of the record. Then records what the servers said.
+   * destination, DKIM-signed, nothing of it later than ATTEMPT_LIMIT_MS after the record. Then records what the
+   * servers said.
    */
   async #attempt(email: Email, domain: SendingDomain, recipients: string[]): Promise<void> {
     const message = await buildOutboundMessage(this.services, email.content, domain);

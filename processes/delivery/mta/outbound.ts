@@ -118,7 +118,7 @@ export class OutboundMta {
 
   /**
    * Delivers `message` to `recipients` (its to, cc and bcc, or a subset on retry). One outcome per recipient.
-   * `withinMs`: the send is over by then, whatever happens: no transaction starts later (its recipients are
+   * `withinMs`: nothing of the send reaches a server after it: no transaction starts later (its recipients are
    * deferred), and one still running is cut (deferred too, as a connection lost during the transaction).
    */
   async send(
