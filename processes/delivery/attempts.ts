@@ -72,8 +72,12 @@ export async function writeUntilWritten<T>(
         );
         throw err;
       }
-      if (failures === 0)
-        o.log.warn({ err, emailId: o.emailId }, 'could not record delivery outcomes; kept, and tried again');
+      // Once, then about every half minute: a failure that does not pass stays visible.
+      if (failures % 30 === 0)
+        o.log.warn(
+          { err, emailId: o.emailId, tries: failures + 1 },
+          'could not record delivery outcomes; kept, and tried again',
+        );
       await new Promise((resolve) => setTimeout(resolve, wait));
       wait = Math.min(wait * 2, OUTCOME_RETRY_MAX_MS);
     }
