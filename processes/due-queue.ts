@@ -1,6 +1,7 @@
 import type { Clock } from '../platform/clock.ts';
 import type { Database, Queryable } from '../platform/db/database.ts';
 import type { Logger } from '../platform/logger.ts';
+import { HeldClaims } from './due-claims.ts';
 
 /** A due table: one row per thing to do at a time, with a `claimed_until timestamptz` column for the lease. */
 export interface DueTable {
@@ -11,7 +12,10 @@ export interface DueTable {
   dueAt: string;
   /** Columns a claim returns beside the key. */
   columns: string[];
-  /** How long a claim lasts: longer than any work on a row, so that only a crashed process's claims run out. */
+  /**
+   * How long a claim lasts unless renewed: the claims held are renewed every third of it while their work goes
+   * on (due-claims.ts), so it bounds how long a crashed process's rows wait, not how long work may take.
+   */
   leaseMs: number;
 }
 
@@ -51,22 +55,25 @@ export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): P
 /**
  * A table of due rows worked by any number of processes: a claim takes due rows that no live claim holds, FOR
  * UPDATE SKIP LOCKED (claims in other processes pass each other by) and leased in the same statement, so no
- * transaction stays open during the work and a crashed process's rows come back once the lease runs out. What
- * became of a row (done, or due again later) is written in batches: a finish lost in a crash only brings the row
- * back when its lease runs out, so the work on a row must be safe to do again (it looks at the truth first).
+ * transaction stays open during the work. The leases are short and renewed while the work goes on (heartbeat);
+ * a crashed process's rows come back once their lease runs out, and rows whose work failed are given back at
+ * once (due-claims.ts). What became of a row (done, or due again later) is written in batches: a finish lost in
+ * a crash only brings the row back when its lease runs out, so the work on a row must be safe to do again (it
+ * looks at the truth first).
  */
 export class DueQueue<Row extends object> {
   readonly #db: Database;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #spec: DueTable;
-  readonly #sql: { claim: string; done: string; later: string; release: string };
+  readonly #sql: { claim: string; done: string; later: string };
   #finished: { row: Row; dueAt: string | null }[] = [];
-  /** Rows claimed here and not finished yet, by key: given back when a drain stops early. */
-  readonly #held = new Map<string, Row>();
+  /** Rows claimed here and not finished yet: their leases renewed, given back when their work fails or stops. */
+  readonly #held: HeldClaims<Row>;
   readonly #writing = new Set<Promise<void>>();
 
-  constructor(o: { db: Database; clock: Clock; log: Logger }, spec: DueTable) {
+  /** `heartbeatMs`: how often the leases held are renewed (default a third of the lease). */
+  constructor(o: { db: Database; clock: Clock; log: Logger; heartbeatMs?: number }, spec: DueTable) {
     this.#db = o.db;
     this.#clock = o.clock;
     this.#log = o.log;
@@ -78,6 +85,7 @@ export class DueQueue<Row extends object> {
     const sameKey = Object.keys(spec.key)
       .map((k) => `t.${k} = x.${k}`)
       .join(' AND ');
+    this.#held = new HeldClaims(o, spec, { keyRecord, sameKey });
     this.#sql = {
       // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
       claim: `WITH claimed AS (
@@ -91,8 +99,6 @@ export class DueQueue<Row extends object> {
       done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
       later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL
         FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
-      release: `UPDATE ${table} t SET claimed_until = NULL
-        FROM json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
     };
   }
 
@@ -142,21 +148,30 @@ export class DueQueue<Row extends object> {
     );
   }
 
-  /** Claims up to `limit` rows due now, oldest first (then by key). */
+  /**
+   * Claims up to `limit` rows due now, oldest first (then by key), and holds them: their leases are renewed until
+   * they are finished or given back. A row whose work is still under way here is not returned again.
+   */
   async claim(limit: number): Promise<Row[]> {
     const now = this.#clock.now();
-    const { rows } = await this.#db.query<Row>(this.#sql.claim, [
-      now,
-      new Date(now.getTime() + this.#spec.leaseMs),
-      limit,
-    ]);
-    for (const row of rows) this.#held.set(this.#keyText(row), row);
-    return rows;
+    const until = new Date(now.getTime() + this.#spec.leaseMs);
+    const { rows } = await this.#db.query<Row>(this.#sql.claim, [now, until, limit]);
+    return this.#held.take(rows, until);
+  }
+
+  /** Renews the leases of the rows held here (what the heartbeat does every third of the lease). */
+  renew(): Promise<void> {
+    return this.#held.renew();
+  }
+
+  /** Gives back rows claimed here whose work failed: free again after a short back-off, not after the lease. */
+  giveBack(rows: Row[]): Promise<void> {
+    return this.#track(this.#held.giveBack(rows));
   }
 
   /** A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch. */
   finish(row: Row, dueAt: Date | string | null): void {
-    this.#held.delete(this.#keyText(row));
+    this.#held.finished(row);
     this.#finished.push({ row, dueAt: dueAt instanceof Date ? dueAt.toISOString() : dueAt });
     if (this.#finished.length >= FINISH_BATCH) this.#write();
   }
@@ -171,16 +186,18 @@ export class DueQueue<Row extends object> {
    * Works off every row due now: claims `batch` rows at a time and hands them to `plan`, which turns them into tasks
    * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
    * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
-   * during the run are the run's too). A task finishes its rows; one that throws is logged and leaves them claimed.
-   * Once `signal` aborts (the process stops), no task is started any more: the tasks running finish, and the rows
-   * claimed but not finished are given back at once, for another process to take without waiting for the lease.
-   * Returns the sum of what the tasks resolved with, once their finishes are written.
+   * during the run are the run's too). A task finishes its rows; once every task of a claim has ended, the rows of
+   * that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once `signal` aborts (the
+   * process stops), no task is started any more: the tasks running finish, and the rows claimed but not finished
+   * are given back at once, for another process to take without waiting for the lease. Returns the sum of what
+   * the tasks resolved with, once their finishes are written.
    */
   async drain(
     o: { batch: number; concurrency: number; signal?: AbortSignal },
     plan: (rows: Row[]) => Task[],
   ): Promise<number> {
-    const tasks: Task[] = [];
+    type Claimed = { rows: Row[]; running: number };
+    const tasks: { task: Task; claimed: Claimed }[] = [];
     let done = 0;
     let exhausted = false;
     let failure: unknown;
@@ -189,7 +206,10 @@ export class DueQueue<Row extends object> {
       claiming ??= this.claim(o.batch)
         .then((rows) => {
           if (rows.length === 0) exhausted = true;
-          tasks.push(...plan(rows));
+          const planned = plan(rows);
+          const claimed = { rows, running: planned.length };
+          if (planned.length === 0) void this.giveBack(rows);
+          tasks.push(...planned.map((task) => ({ task, claimed })));
         })
         .catch((err) => {
           // Thrown once the workers have finished what they hold.
@@ -200,7 +220,7 @@ export class DueQueue<Row extends object> {
           claiming = undefined;
         });
     };
-    const next = async (): Promise<Task | undefined> => {
+    const next = async () => {
       for (;;) {
         if (o.signal?.aborted) return undefined;
         if (!exhausted && tasks.length <= o.concurrency) claimAhead();
@@ -210,23 +230,22 @@ export class DueQueue<Row extends object> {
       }
     };
     const worker = async () => {
-      for (let task = await next(); task; task = await next()) {
+      for (let entry = await next(); entry; entry = await next()) {
+        const { task, claimed } = entry;
         try {
           // Not `done += await task()`: that reads `done` before the await and loses the other workers' counts.
           const n = await task();
           done += n;
         } catch (err) {
-          this.#log.error(
-            { err, table: this.#spec.table },
-            'due work failed; retried once its claim runs out',
-          );
+          this.#log.error({ err, table: this.#spec.table }, 'due work failed; its rows are given back');
         }
+        if (--claimed.running === 0) void this.giveBack(claimed.rows);
       }
     };
     try {
       await Promise.all(Array.from({ length: o.concurrency }, worker));
       await claiming;
-      if (o.signal?.aborted) await this.#releaseHeld();
+      if (o.signal?.aborted) await this.#track(this.#held.giveBack(this.#held.all(), { now: true }));
     } finally {
       await this.flush();
     }
@@ -234,22 +253,24 @@ export class DueQueue<Row extends object> {
     return done;
   }
 
-  /** Gives back every row claimed here and not finished: their claims end now rather than with the lease. */
-  async #releaseHeld(): Promise<void> {
-    const rows = [...this.#held.values()];
-    this.#held.clear();
-    if (rows.length > 0)
-      await this.#db.query(this.#sql.release, [JSON.stringify(rows.map((r) => this.#keyOf(r)))]);
-  }
-
   #keyOf(row: object): Record<string, unknown> {
-    return Object.fromEntries(
-      Object.keys(this.#spec.key).map((k) => [k, (row as Record<string, unknown>)[k]]),
-    );
+    return this.#held.keyOf(row);
   }
 
   #keyText(row: object): string {
-    return JSON.stringify(Object.keys(this.#spec.key).map((k) => (row as Record<string, unknown>)[k]));
+    return this.#held.keyText(row);
+  }
+
+  /** Runs a write of claims in the background of the drain: `flush` waits for it; a failure is logged. */
+  #track(write: Promise<void>): Promise<void> {
+    const writing = write
+      // Rows not given back come back once their lease runs out.
+      .catch((err) => this.#log.error({ err, table: this.#spec.table }, 'could not give back due rows'))
+      .then(() => {
+        this.#writing.delete(writing);
+      });
+    this.#writing.add(writing);
+    return writing;
   }
 
   #write(): void {

@@ -28,8 +28,7 @@ export const BROADCAST_EXPANSIONS: DueTable = {
   key: { broadcast_id: 'text' },
   dueAt: 'due_at',
   columns: [],
-  // Several claims' worth of steps (STEPS_PER_CLAIM_MS and the step under way): only a crashed process's runs out,
-  // and then another resumes the broadcast within half a minute.
+  // Renewed while a claim takes steps: after a crash, another process resumes the broadcast within half a minute.
   leaseMs: 30_000,
 };
 

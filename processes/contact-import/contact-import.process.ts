@@ -34,7 +34,8 @@ export const CONTACT_IMPORT_JOBS: DueTable = {
   key: { import_id: 'text' },
   dueAt: 'due_at',
   columns: [],
-  leaseMs: 120_000,
+  // Renewed while a slice goes on (SLICE_MS): after a crash, another process resumes the job within half a minute.
+  leaseMs: 30_000,
 };
 
 /**

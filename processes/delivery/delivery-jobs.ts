@@ -23,6 +23,6 @@ export const DELIVERY_JOBS: DueTable = {
   key: { email_id: 'text' },
   dueAt: 'due_at',
   columns: ['org_id', 'mode'],
-  // Longer than the slowest send (several 30 s time-outs): only a crashed worker's claim runs out.
-  leaseMs: 10 * 60_000,
+  // Renewed while a look goes on: after a crash, the jobs it held are taken again within half a minute.
+  leaseMs: 30_000,
 };

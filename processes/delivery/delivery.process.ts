@@ -3,10 +3,11 @@ import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types
 import type { Services } from '../../platform/services.ts';
 import { findDomainById } from '../../read-side/domains/domains.queries.ts';
 import {
-  type DeliveryOutcome,
+  attemptable,
   type EmailState,
   readEmail,
   recordOutcomes,
+  startDeliveryAttempt,
   startSending,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
@@ -18,13 +19,15 @@ import {
   messageIdOf,
   readyToSend,
 } from '../../write-side/emails/email.events.ts';
+import { isFinal } from '../../write-side/emails/status.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, Task } from '../due-queue.ts';
-import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
+import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
 import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
 import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
+import { outcomeOf } from './outcomes.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
 
@@ -40,12 +43,17 @@ type DomainCache = Map<string, Promise<SendingDomain | null>>;
 /**
  * Delivery: every live email is a job in `delivery_jobs` (fed from the log by the process's consumer), claimed in
  * batches from a DueQueue so several processes share the work. The email's stream is the truth about who still
- * needs an attempt: a job only says "look at this email at this time". Each look runs the steps of `#look`. A
- * crash replays at most the attempt in flight (at-least-once): recipients whose outcome is recorded are never
- * sent to again.
+ * needs an attempt: a job only says "look at this email at this time". Each look runs the steps of `#look`.
+ * Every attempt is recorded before it sends and sends nothing after ATTEMPT_LIMIT_MS (attempts.ts); what the remote
+ * server answered is written until it is written. Recipients whose outcome is recorded are never sent to again;
+ * one whose attempt is in flight is left alone until the attempt's `endsBy`; only an attempt cut short by a crash
+ * (no outcome after `endsBy`) is made again, recorded as such (docs/mta.md).
  */
 export class DeliveryProcess extends DueProcess<Job> {
   readonly #mta: OutboundMta;
+  readonly #unknown: UnknownOutcomes;
+  /** When stop() was called (ms since the epoch): outcomes not yet written are given up the grace after. */
+  #stoppingSince?: number;
 
   constructor(services: Services, options: { mta?: OutboundMta; concurrency?: number } = {}) {
     super(services, {
@@ -65,6 +73,7 @@ export class DeliveryProcess extends DueProcess<Job> {
         log: services.log,
         ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
       });
+    this.#unknown = new UnknownOutcomes(services.clock);
   }
 
   /** Live emails accepted (queued, or released by the scheduler) become jobs due at once. */
@@ -83,7 +92,7 @@ export class DeliveryProcess extends DueProcess<Job> {
         this.due.finish(job, await this.#look(job, domains));
         return 1;
       } catch (err) {
-        // The claim runs out and another run tries again; the stream keeps what was already recorded.
+        // The job is given back and looked at again; the stream keeps what was already recorded.
         this.services.log.error({ err, emailId: job.email_id }, 'delivery run failed');
         return 0;
       }
@@ -94,15 +103,17 @@ export class DeliveryProcess extends DueProcess<Job> {
   async #look(job: Job, domains: DomainCache): Promise<string | null> {
     const email = await this.#readEmail(job);
     if (!email) return null;
-    await this.#startSending(email);
-    const due = this.#dueRecipients(email.state);
+    const { due, waitUntil } = this.#dueRecipients(email);
     if (due.length > 0) {
       const domain = await this.#checkDomain(email, domains);
-      const outcomes = domain ? await this.#send(email, domain, due) : this.#deferAll(email, due);
-      await this.#recordOutcomes(email, outcomes);
+      if (domain) await this.#attempt(email, domain, due);
+      else {
+        await this.#startSending(email);
+        await this.#recordOutcomes(email, this.#deferAll(email, due));
+      }
     }
     await this.#suppressHardBounces(email);
-    return this.#nextLook(email.state);
+    return this.#nextLook(email.state, waitUntil);
   }
 
   /** The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled). */
@@ -115,22 +126,33 @@ export class DeliveryProcess extends DueProcess<Job> {
     return { id: job.email_id, meta, content, history, state };
   }
 
-  /** A queued email becomes `sending` (EmailSendingStarted) before its first attempt. */
+  /** A queued email becomes `sending` (EmailSendingStarted) before outcomes that no attempt gave (no domain). */
   async #startSending(email: Email): Promise<void> {
     if (email.state.lifecycle !== 'queued') return;
     await this.#took(email, await startSending(this.services, email.meta, email.id, email.history));
   }
 
-  /** Recipients without an outcome yet, and delayed ones whose retry time has come. */
-  #dueRecipients(state: Known): string[] {
-    const now = this.services.clock.now().getTime();
-    return Object.entries(state.recipients)
-      .filter(
-        ([, r]) =>
-          r.status === 'pending' ||
-          (r.status === 'delayed' && (!r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now)),
-      )
-      .map(([address]) => address);
+  /**
+   * Recipients without an outcome yet, and delayed ones whose retry time has come (`attemptable`: none whose
+   * attempt is in flight). One whose last attempt ended without an outcome also waits until UNKNOWN_GRACE_MS after
+   * this process first saw that attempt (`waitUntil`: when the first of them may go).
+   */
+  #dueRecipients(email: Email): { due: string[]; waitUntil?: number } {
+    const now = this.services.clock.now();
+    const retryAt = new Map<string, number>();
+    for (const [address, r] of Object.entries(email.state.recipients))
+      if (r.inFlight && !isFinal(r.status))
+        retryAt.set(address, this.#unknown.retryAt(email.id, r.inFlight.startedAt));
+    const { recipients, outcomeUnknown } = attemptable(email.state, now.toISOString());
+    let waitUntil: number | undefined;
+    const due = recipients.filter((address) => {
+      if (!outcomeUnknown.includes(address)) return true;
+      const at = retryAt.get(address)!;
+      if (at <= now.getTime()) return true;
+      waitUntil = Math.min(waitUntil ?? at, at);
+      return false;
+    });
+    return { due, waitUntil };
   }
 
   /** The sending domain with its DKIM key opened; null when it is gone. */
@@ -153,23 +175,64 @@ export class DeliveryProcess extends DueProcess<Job> {
     return recipients.map((recipient) => ({ recipient, result: 'deferred' as const, smtpResponse }));
   }
 
-  /** Composes the message (tracking, attachments, VERP) and sends it: one SMTP transaction per destination, DKIM-signed. */
-  async #send(email: Email, domain: SendingDomain, recipients: string[]): Promise<RecipientOutcome[]> {
+  /**
+   * Builds the message (tracking, attachments, VERP), records the attempt, and sends it to the recipients the
+   * record names (another process may have started an attempt on the others meanwhile): one SMTP transaction per
+   * destination, DKIM-signed, nothing of it later than ATTEMPT_LIMIT_MS after the record. Then records what the
+   * servers said.
+   */
+  async #attempt(email: Email, domain: SendingDomain, recipients: string[]): Promise<void> {
     const message = await buildOutboundMessage(this.services, email.content, domain);
-    return this.#mta.send(message, recipients);
-  }
-
-  /** Records each recipient's outcome; a temporary failure gets its retry time, or bounces (soft) after the last. */
-  async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
-    const now = this.services.clock.now();
-    const decided = outcomes.map((o) => this.#outcome(email.state, o, now));
-    const result = await recordOutcomes(
+    const startedAt = this.services.clock.now().getTime();
+    const endsBy = new Date(startedAt + ATTEMPT_LIMIT_MS + ATTEMPT_MARGIN_MS).toISOString();
+    const before = email.state.recipients;
+    const started = await startDeliveryAttempt(
       this.services,
       email.meta,
       email.id,
-      messageIdOf(email.content),
-      decided,
+      { recipients, endsBy },
       email.history,
+    );
+    await this.#took(email, started);
+    const attempt = started.events.find((e) => e.type === 'EmailDeliveryAttemptStarted');
+    if (!attempt) return;
+    for (const r of attempt.data.outcomeUnknown ?? []) {
+      const earlier = before[r]?.inFlight?.startedAt;
+      if (earlier) this.#unknown.forget(email.id, earlier);
+    }
+    // The limit counts from the record, whatever its append took.
+    const withinMs = startedAt + ATTEMPT_LIMIT_MS - this.services.clock.now().getTime();
+    await this.#recordOutcomes(email, await this.#mta.send(message, attempt.data.recipients, { withinMs }));
+  }
+
+  /**
+   * Records each recipient's outcome; a temporary failure gets its retry time, or bounces (soft) after the last.
+   * What the servers said is kept until it is written (writeUntilWritten): a database that is away delays the
+   * record, it never loses it while the process lives.
+   */
+  async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
+    const now = this.services.clock.now();
+    const decided = outcomes.map((o) => outcomeOf(email.state, o, now));
+    const grace = this.services.config.SHUTDOWN_GRACE_MS;
+    const result = await writeUntilWritten(
+      {
+        log: this.services.log,
+        emailId: email.id,
+        // A little before the grace ends, so that what is lost is logged before the stores close.
+        giveUpAt: () => this.#stoppingSince && this.#stoppingSince + grace - Math.min(1000, grace / 10),
+        // Addresses stay out of the log (a server's reply may quote one): the outcomes are in the order of the
+        // attempt's recipients.
+        lost: () => decided.map(({ recipient: _, smtpResponse: __, ...o }) => o),
+      },
+      () =>
+        recordOutcomes(
+          this.services,
+          email.meta,
+          email.id,
+          messageIdOf(email.content),
+          decided,
+          email.history,
+        ),
     );
     await this.#took(email, result);
   }
@@ -192,34 +255,6 @@ export class DeliveryProcess extends DueProcess<Job> {
     email.history.push(...result.events.map((e, i) => ({ ...e, ...stored, revision: first + i, createdAt })));
   }
 
-  #outcome(state: Known, o: RecipientOutcome, now: Date): DeliveryOutcome {
-    const recipient = o.recipient.toLowerCase();
-    const attempt = (state.recipients[recipient]?.attempts ?? 0) + 1;
-    const base = {
-      recipient,
-      attempt,
-      smtpResponse: o.smtpResponse,
-      ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
-    };
-    if (o.result === 'delivered')
-      return {
-        ...base,
-        result: 'delivered',
-        ...(o.mx && { mx: o.mx }),
-        ...(o.tls !== undefined && { tls: o.tls }),
-      };
-    if (o.result === 'bounced') return { ...base, result: 'bounced', bounceType: 'hard' };
-    const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
-    return next
-      ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
-      : {
-          ...base,
-          result: 'bounced',
-          bounceType: 'soft',
-          smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
-        };
-  }
-
   /**
    * Suppresses the email's hard-bounced recipients: this look's, and those a look that crashed after recording
    * them never suppressed (the job outlived it, so the email comes back here). An address whose suppression
@@ -236,16 +271,30 @@ export class DeliveryProcess extends DueProcess<Job> {
     }
   }
 
-  /** The earliest retry of a recipient that waits for one; null when none does (the job is done). */
-  #nextLook(state: Known): string | null {
-    const waiting = Object.values(state.recipients)
-      .filter((r) => r.status === 'delayed' && r.nextAttemptAt)
-      .map((r) => r.nextAttemptAt!);
-    return waiting.length === 0 ? null : waiting.sort()[0];
+  /**
+   * When to look again: the earliest of a delayed recipient's retry, the end of an attempt in flight, and
+   * `waitUntil` (an attempt whose outcome is unknown); null when no recipient waits for anything (the job is done).
+   */
+  #nextLook(state: Known, waitUntil?: number): string | null {
+    const now = this.services.clock.now().getTime();
+    const times = waitUntil === undefined ? [] : [waitUntil];
+    for (const r of Object.values(state.recipients)) {
+      if (isFinal(r.status)) continue;
+      // An attempt past its end without an outcome waits for `waitUntil`.
+      if (r.inFlight) times.push(Math.max(Date.parse(r.inFlight.endsBy), waitUntil ?? now));
+      else if (r.status === 'delayed' && r.nextAttemptAt) times.push(Date.parse(r.nextAttemptAt));
+      else times.push(now);
+    }
+    return times.length === 0 ? null : new Date(Math.min(...times)).toISOString();
   }
 
   override async stop(): Promise<void> {
-    await super.stop();
-    await this.#mta.close();
+    this.#stoppingSince = Date.now();
+    try {
+      await super.stop();
+      await this.#mta.close();
+    } finally {
+      this.#stoppingSince = undefined;
+    }
   }
 }

@@ -27,7 +27,7 @@ export const SCHEDULED_EMAILS: DueTable = {
   key: { email_id: 'text' },
   dueAt: 'send_at',
   columns: ['org_id', 'mode'],
-  leaseMs: 60_000,
+  leaseMs: 30_000,
 };
 
 /**
@@ -35,8 +35,8 @@ export const SCHEDULED_EMAILS: DueTable = {
  * (EmailReleased, after which delivery or the simulator takes it like a queued email). Rows are claimed from a
  * DueQueue, so several processes share the list; a release that races a cancel or a reschedule is settled by the
  * email stream's expected revision and the decider (release only if still scheduled and due), so nothing is sent
- * twice or after a cancel. A released row stays claimed until the log consumer removes it on EmailReleased; a
- * rescheduled one is free to be claimed at its new time.
+ * twice or after a cancel. A released row is done (nothing can schedule that email again); a row whose email was
+ * not released (rescheduled, canceled, released elsewhere) is given back and the log consumer moves or removes it.
  */
 export class SchedulerProcess extends DueProcess<Due> {
   constructor(services: Services) {
@@ -73,9 +73,11 @@ export class SchedulerProcess extends DueProcess<Due> {
   async #release(row: Due): Promise<number> {
     const meta = systemMeta({ orgId: row.org_id, mode: row.mode });
     try {
-      return (await releaseEmail(this.services, meta, row.email_id)).events.length;
+      const released = (await releaseEmail(this.services, meta, row.email_id)).events.length;
+      if (released > 0) this.due.finish(row, null);
+      return released;
     } catch (err) {
-      // Its claim runs out and a later run tries again.
+      // Its row is given back and a later run tries again.
       this.services.log.error({ err, emailId: row.email_id }, 'releasing a scheduled email failed');
       return 0;
     }

@@ -94,8 +94,8 @@ export class SimulatorProcess extends DueProcess<StepRow> {
 
   /**
    * Plays the steps claimed; each task resolves with 1 when its step played. A recipient's steps play one after the
-   * other (delayed before delivered), also across claims; a step that fails holds back the recipient's later ones
-   * until its claim runs out.
+   * other (delayed before delivered), also across claims; a step that fails holds back the recipient's later ones,
+   * and they are given back together, to be played again after a short back-off.
    */
   protected plan(rows: StepRow[]): Task[] {
     return rows.map((row) => {
@@ -111,14 +111,14 @@ export class SimulatorProcess extends DueProcess<StepRow> {
     });
   }
 
-  /** Plays the step and finishes its row; false when it failed (logged; played again once its claim runs out). */
+  /** Plays the step and finishes its row; false when it failed (logged; its row is given back, played again). */
   async #playOnce(row: StepRow): Promise<boolean> {
     try {
       await this.#play(row);
     } catch (err) {
       this.services.log.error(
         { err, emailId: row.email_id },
-        'simulated step failed; retried after its claim expires',
+        'simulated step failed; played again after a back-off',
       );
       return false;
     }

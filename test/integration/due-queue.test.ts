@@ -131,22 +131,100 @@ describe.each(DATABASE_KINDS)('DueQueue (%s)', (kind) => {
     expect(notes.map((r) => r.note)).toEqual(['kept', 'new', 'set makes it']);
   });
 
-  it('logs a task that throws and leaves its row claimed; the other tasks go on', async () => {
+  const claimedUntil = async (owner: string, n: number) =>
+    (
+      await db.query<{ claimed_until: Date | null }>(
+        'SELECT claimed_until FROM due_things WHERE owner = $1 AND n = $2',
+        [owner, n],
+      )
+    ).rows[0]?.claimed_until;
+
+  it('gives the rows of a task that throws back at once, due again after a back-off that doubles; the other tasks go on', async () => {
     await queue().add(db, [
       { owner: 'd', n: 1, note: 'fails', due_at: at(-2) },
       { owner: 'd', n: 2, note: 'works', due_at: at(-1) },
     ]);
     const q = queue();
-    const done = await q.drain({ batch: 10, concurrency: 1 }, (claimed) =>
-      claimed.map((row) => async () => {
-        if (row.note === 'fails') throw new Error('no luck');
-        q.finish(row, null);
-        return 1;
-      }),
-    );
-    expect(done).toBe(1);
-    expect(await rows()).toEqual([{ owner: 'd', n: 1, due_at: new Date(at(-2)), claimed: true }]);
+    let failures = 0;
+    const drain = () =>
+      q.drain({ batch: 10, concurrency: 1 }, (claimed) =>
+        claimed.map((row) => async () => {
+          if (row.note === 'fails' && failures++ < 2) throw new Error('no luck');
+          q.finish(row, null);
+          return 1;
+        }),
+      );
+    expect(await drain()).toBe(1);
     expect(logged.join('')).toContain('no luck');
+    // Not left to its lease: free again a second later, for this process or another.
+    expect(await claimedUntil('d', 1)).toEqual(new Date(at(1000)));
+    expect(await queue().claim(10)).toEqual([]);
+    clock.advance(1001);
+    expect(await drain()).toBe(0);
+    // Failed twice in a row: two seconds.
+    expect(await claimedUntil('d', 1)).toEqual(new Date(at(2000)));
+    clock.advance(2001);
+    expect(await drain()).toBe(1);
+    expect(await rows()).toEqual([]);
+  });
+
+  it('renews the leases it holds while their work goes on, and no other claim takes them', async () => {
+    await queue().add(db, [{ owner: 'e', n: 1, note: 'long work', due_at: at(-1) }]);
+    const q = queue();
+    expect(await q.claim(10)).toHaveLength(1);
+    clock.advance(40_000);
+    await q.renew();
+    expect(await claimedUntil('e', 1)).toEqual(new Date(at(TABLE.leaseMs)));
+    // Past the lease the claim first had: still held.
+    clock.advance(30_000);
+    expect(await queue().claim(10)).toEqual([]);
+    // Not renewed any more (the process died): another process takes it once the lease runs out.
+    clock.advance(TABLE.leaseMs);
+    expect(await queue().claim(10)).toHaveLength(1);
+  });
+
+  it('renews on a heartbeat of its own, every heartbeatMs', async () => {
+    await queue().add(db, [{ owner: 'f', n: 1, note: 'long work', due_at: at(-1) }]);
+    const q = new DueQueue<Row>({ db, clock, log, heartbeatMs: 20 }, TABLE);
+    const [row] = await q.claim(10);
+    clock.advance(40_000);
+    const renewedUntil = new Date(at(TABLE.leaseMs));
+    for (let i = 0; (await claimedUntil('f', 1))?.getTime() !== renewedUntil.getTime(); i++) {
+      if (i > 500) throw new Error('the heartbeat never renewed the lease');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    clock.advance(30_000);
+    expect(await queue().claim(10)).toEqual([]);
+    q.finish(row, at(60_000));
+    await q.flush();
+    expect(await claimedUntil('f', 1)).toBeNull();
+  });
+
+  it('leaves alone a row another process claimed once its lease had run out, and hands out no row twice', async () => {
+    await queue().add(db, [
+      { owner: 'g', n: 1, note: 'lost', due_at: at(-2) },
+      { owner: 'g', n: 2, note: 'kept', due_at: at(-1) },
+    ]);
+    const first = queue();
+    const [lost, kept] = await first.claim(10);
+    // The heartbeat failed (the database away) and the lease ran out: another process claims one row...
+    clock.advance(TABLE.leaseMs + 1);
+    const second = queue();
+    expect(await second.claim(1)).toEqual([lost]);
+    const secondsLease = await claimedUntil('g', 1);
+    // ...and this process's renewal and give-back leave that claim alone.
+    await first.renew();
+    await first.giveBack([lost]);
+    expect(await claimedUntil('g', 1)).toEqual(secondsLease);
+    second.finish(lost, null);
+    await second.flush();
+    // The other row, still worked here, is claimed again by this process's next claim but not handed out twice.
+    clock.advance(TABLE.leaseMs + 1);
+    expect(await first.claim(10)).toEqual([]);
+    expect(await second.claim(10)).toEqual([]);
+    first.finish(kept, null);
+    await first.flush();
+    expect(await rows()).toEqual([]);
   });
 
   it('takes only plain SQL names', () => {

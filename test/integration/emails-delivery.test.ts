@@ -1,15 +1,18 @@
 import { Resolver } from 'node:dns/promises';
 import { dkimVerify } from 'mailauth';
+import pg from 'pg';
 import { pino } from 'pino';
 import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { EMAIL_RETRIES, maxAttempts } from '../../processes/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
+import { ADMIN_URL } from '../support/databases.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain, publishDomainRecords } from '../support/domains.ts';
 import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
@@ -111,11 +114,19 @@ describe('live delivery through the outbound MTA', () => {
     expect(await types(id)).toEqual([
       'EmailQueued',
       'EmailSendingStarted',
+      'EmailDeliveryAttemptStarted',
       'EmailSent',
       'EmailDelivered',
       'EmailDelivered',
       'EmailDelivered',
     ]);
+    const attempt = (await history(id)).find((e) => e.type === 'EmailDeliveryAttemptStarted');
+    expect(attempt?.data).toEqual({
+      emailId: id,
+      recipients: ['ann@rcpt.test', 'bob@other.test', 'carl@rcpt.test'],
+      startedAt: clock.now().toISOString(),
+      endsBy: new Date(clock.now().getTime() + 35_000).toISOString(),
+    });
     const e = await email(id);
     expect(e.status).toBe('delivered');
     expect(e.recipients.every((r: any) => r.status === 'delivered')).toBe(true);
@@ -302,7 +313,7 @@ describe('live delivery through the outbound MTA', () => {
     expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
   });
 
-  it('sends again after a crash between the send and its record (at-least-once), recording it once', async () => {
+  it('after a crash between the send and its record, sends again only once the attempt is over, marked as a possible duplicate', async () => {
     /** Completes the real SMTP transaction, then "dies" before the process can record what the server said. */
     class CrashAfterSend extends OutboundMta {
       override async send(...args: Parameters<OutboundMta['send']>): ReturnType<OutboundMta['send']> {
@@ -319,22 +330,153 @@ describe('live delivery through the outbound MTA', () => {
     const crashing = new DeliveryProcess(svc.postline.services, { mta });
     const id = await send({ to: ['twice@rcpt.test'] });
     const copies = () => mx.messages.filter((m) => m.rcptTo.includes('twice@rcpt.test')).length;
+    const startedAt = clock.now().getTime();
     try {
       await crashing.runOnce();
     } finally {
       await crashing.stop();
     }
     expect(copies()).toBe(1); // it went out...
-    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted']); // ...and nothing says so
+    // ...and only its attempt says so
+    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailDeliveryAttemptStarted']);
+    // The failed look gave its job back at once (after a 1-s back-off, not a lease): looked at again, the attempt
+    // is in flight until its end (35 s after it started), so nothing goes out.
+    clock.advance(1001);
     await delivery.runOnce();
-    expect(copies()).toBe(1); // the crashed run's claim still holds the job
-    clock.advance(11 * 60_000);
+    expect(copies()).toBe(1);
+    const job = async () =>
+      (await svc.postline.services.db.query('SELECT due_at FROM delivery_jobs WHERE email_id = $1', [id]))
+        .rows[0];
+    expect((await job()).due_at).toEqual(new Date(startedAt + 35_000));
+    // At its end the outcome is unknown. A process that sees the attempt for the first time then (as one would
+    // after a database outage) waits 3 s more, by when an owner still alive would have written its outcome...
+    clock.set(new Date(startedAt + 35_000));
+    const newcomer = new DeliveryProcess(svc.postline.services);
+    try {
+      await newcomer.runOnce();
+    } finally {
+      await newcomer.stop();
+    }
+    expect(copies()).toBe(1);
+    expect((await job()).due_at).toEqual(new Date(startedAt + 38_000));
+    // ...then sends again; this one had seen the attempt in flight long before.
+    clock.advance(3000);
     await delivery.runOnce();
-    // At-least-once: once the claim runs out the email goes again, so the recipient may get it twice (here it
-    // does, as the first copy was accepted) but the outcome is recorded once.
+    // The one case of a second copy: the retry says so, for the auditor.
     expect(copies()).toBe(2);
+    const attempts = (await history(id)).filter((e) => e.type === 'EmailDeliveryAttemptStarted');
+    expect(attempts.map((e) => e.data)).toEqual([
+      {
+        emailId: id,
+        recipients: ['twice@rcpt.test'],
+        startedAt: new Date(startedAt).toISOString(),
+        endsBy: new Date(startedAt + 35_000).toISOString(),
+      },
+      {
+        emailId: id,
+        recipients: ['twice@rcpt.test'],
+        startedAt: new Date(startedAt + 38_000).toISOString(),
+        endsBy: new Date(startedAt + 73_000).toISOString(),
+        outcomeUnknown: ['twice@rcpt.test'],
+      },
+    ]);
     expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
     expect((await email(id)).status).toBe('delivered');
+  });
+
+  it('keeps what the server answered while the database is away, and records it once it is back', async () => {
+    const services = svc.postline.services;
+    const [{ name }] = (await services.db.query<{ name: string }>('SELECT current_database() AS name')).rows;
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    /** The server answers 250; then the database refuses every connection for a second, as in a failover. */
+    class DatabaseGoesAway extends OutboundMta {
+      override async send(...args: Parameters<OutboundMta['send']>): ReturnType<OutboundMta['send']> {
+        const outcomes = await super.send(...args);
+        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+        await admin.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [name],
+        );
+        setTimeout(() => void admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`), 1000);
+        return outcomes;
+      }
+    }
+    const away = new DeliveryProcess(services, {
+      mta: new DatabaseGoesAway({
+        dnsServers: [dns.serverAddress],
+        port: mx.port,
+        log: pino({ level: 'silent' }),
+        tls: { rejectUnauthorized: false },
+      }),
+    });
+    const id = await send({ to: ['kept@rcpt.test'] });
+    try {
+      expect(await away.runOnce()).toBe(1);
+    } finally {
+      await away.stop();
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+      await admin.end();
+    }
+    expect(mx.messages.filter((m) => m.rcptTo.includes('kept@rcpt.test'))).toHaveLength(1);
+    expect((await types(id)).filter((t) => t === 'EmailDelivered')).toHaveLength(1);
+    expect((await services.db.query('SELECT 1 FROM delivery_jobs WHERE email_id = $1', [id])).rows).toEqual(
+      [],
+    );
+    expect((await email(id)).status).toBe('delivered');
+  });
+
+  it('stopping, keeps trying during its shutdown grace, then logs what it could not record', async () => {
+    const services = svc.postline.services;
+    const [{ name }] = (await services.db.query<{ name: string }>('SELECT current_database() AS name')).rows;
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    const lines: string[] = [];
+    const log = createLogger('info', { write: (line: string) => void lines.push(line) });
+    /** The server answers 250; then the database refuses every connection until the test ends. */
+    class DatabaseGone extends OutboundMta {
+      override async send(...args: Parameters<OutboundMta['send']>): ReturnType<OutboundMta['send']> {
+        const outcomes = await super.send(...args);
+        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+        await admin.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [name],
+        );
+        return outcomes;
+      }
+    }
+    const stopping = new DeliveryProcess(
+      { ...services, log, config: { ...services.config, SHUTDOWN_GRACE_MS: 1000 } },
+      {
+        mta: new DatabaseGone({
+          dnsServers: [dns.serverAddress],
+          port: mx.port,
+          log: pino({ level: 'silent' }),
+          tls: { rejectUnauthorized: false },
+        }),
+      },
+    );
+    const id = await send({ to: ['lost@rcpt.test'] });
+    try {
+      const run = stopping.runOnce();
+      await mx.waitForMessages(1);
+      while (!lines.some((l) => l.includes('kept, and tried again')))
+        await new Promise((r) => setTimeout(r, 20));
+      await stopping.stop();
+      expect(await run).toBe(0);
+    } finally {
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+      await admin.end();
+    }
+    const lost = lines.map((l) => JSON.parse(l)).find((l) => /could not be recorded before/.test(l.msg));
+    expect(lost).toMatchObject({
+      level: 50,
+      emailId: id,
+      outcomes: [{ result: 'delivered', attempt: 1, smtpCode: 250 }],
+    });
+    // Addresses stay out of the log: the outcomes follow the order of the attempt's recipients.
+    expect(lines.join('')).not.toContain('lost@rcpt.test');
+    expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailDeliveryAttemptStarted']);
   });
 
   it('adds the suppression of a hard bounce recorded just before a crash, and only once', async () => {

@@ -352,6 +352,42 @@ describe('outbound MTA over MX', () => {
   });
 });
 
+describe('outbound MTA: the time limit of a send', () => {
+  it('cuts a transaction still running at the limit: its connection closed, its recipients deferred', async () => {
+    const s = await sink({ dataDelayMs: 10_000 });
+    publishMx('slow.test');
+    const out = mta(s.port, { timeoutMs: 20_000 });
+    const [outcome] = await out.send(message({ to: ['x@slow.test'] }), ['x@slow.test'], { withinMs: 1500 });
+    expect(outcome).toMatchObject({ result: 'deferred', mx: 'mx.slow.test' });
+    expect(outcome.smtpCode).toBeUndefined();
+    expect(outcome.smtpResponse).toMatch(/lost during the transaction: .*time limit/);
+    // The connection is gone from the server's side too.
+    while (s.connections.current > 0) await new Promise((r) => setTimeout(r, 10));
+  });
+
+  it('starts no transaction after the limit: a connection the pool hands out too late goes back unused', async () => {
+    const s = await sink({ dataDelayMs: 1000 });
+    publishMx('queued.test');
+    const out = mta(s.port, { maxConnectionsPerDestination: 1 });
+    const first = out.send(message({ to: ['a@queued.test'] }), ['a@queued.test']);
+    while (s.holding === 0) await new Promise((r) => setTimeout(r, 5));
+    // The one connection is busy for a second; this send may only start within 200 ms.
+    const [late] = await out.send(message({ to: ['b@queued.test'] }), ['b@queued.test'], { withinMs: 200 });
+    expect(late).toEqual({
+      recipient: 'b@queued.test',
+      result: 'deferred',
+      smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
+    });
+    expect((await first)[0].result).toBe('delivered');
+    expect(s.rcptLog.map((r) => r.recipient)).toEqual(['a@queued.test']);
+    // The connection went back to the pool, whole: the next send uses it.
+    expect((await out.send(message({ to: ['c@queued.test'] }), ['c@queued.test']))[0].result).toBe(
+      'delivered',
+    );
+    expect(s.connections.total).toBe(1);
+  });
+});
+
 describe('outbound MTA: connections that go wrong', () => {
   it('opens a fresh connection when the receiver dropped the idle one', async () => {
     const s = await sink();

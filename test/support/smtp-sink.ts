@@ -28,6 +28,8 @@ export interface ReceivedMessage {
   /** The name the client gave in EHLO/HELO. */
   heloName: string;
   sessionId: string;
+  /** When the sink accepted it (its 250 to the end of data). */
+  receivedAt: Date;
 }
 
 export interface SmtpSinkOptions {
@@ -46,6 +48,8 @@ export interface SmtpSink {
   port: number;
   messages: ReceivedMessage[];
   connections: { current: number; total: number; maxConcurrent: number };
+  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`). */
+  holding: number;
   /** Every RCPT TO the sink saw, with the code it answered. */
   rcptLog: { recipient: string; code: number }[];
   /**
@@ -81,6 +85,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     port: 0,
     messages: [],
     connections: { current: 0, total: 0, maxConcurrent: 0 },
+    holding: 0,
     rcptLog: [],
     scriptRecipient(recipient, ...replies) {
       const always = replies.at(-1) === 'always';
@@ -170,8 +175,12 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
           events.emit('message');
           callback(null, 'Ok: queued');
         };
-        if (options.dataDelayMs) setTimeout(finish, options.dataDelayMs);
-        else finish();
+        if (!options.dataDelayMs) return finish();
+        sink.holding++;
+        setTimeout(() => {
+          sink.holding--;
+          finish();
+        }, options.dataDelayMs);
       });
     },
   });
@@ -197,5 +206,6 @@ function record(session: SMTPServerSession, raw: Buffer): ReceivedMessage {
     user: typeof user === 'string' ? user : undefined,
     heloName: session.hostNameAppearsAs,
     sessionId: session.id,
+    receivedAt: new Date(),
   };
 }

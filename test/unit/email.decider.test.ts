@@ -227,6 +227,91 @@ describe('email decider: delivery', () => {
       .then([]));
 });
 
+describe('email decider: delivery attempts', () => {
+  const ann = 'ann@a.test';
+  const bob = 'bob@b.test';
+  /** The MTA is about to send to `recipients` at `at`; its attempt ends by `at` + 35 s. */
+  const start = (recipients: string[], at: string): EmailCommand => ({
+    type: 'StartDeliveryAttempt',
+    emailId: 'em_1',
+    recipients,
+    at,
+    endsBy: plus(at, 35),
+  });
+  const plus = (at: string, s: number) => new Date(Date.parse(at) + s * 1000).toISOString();
+  const attempt = (recipients: string[], at: string, outcomeUnknown?: string[]): EmailEvent => ({
+    type: 'EmailDeliveryAttemptStarted',
+    data: {
+      emailId: 'em_1',
+      recipients,
+      startedAt: at,
+      endsBy: plus(at, 35),
+      ...(outcomeUnknown && { outcomeUnknown }),
+    },
+  });
+  const delayedBob: EmailEvent = {
+    type: 'EmailDeliveryDelayed',
+    data: {
+      emailId: 'em_1',
+      recipient: bob,
+      attempt: 1,
+      nextAttemptAt: T(3),
+      smtpResponse: '451 later',
+      smtpCode: 451,
+      delayedAt: T(2),
+    },
+  };
+
+  it('records the first attempt with sending, for the recipients given, lower-cased, in one append', () =>
+    spec(emailDecider)
+      .given([queued])
+      .when(start(['Ann@A.test', bob], T(1)))
+      .then([started, attempt([ann, bob], T(1))]));
+  it('leaves out recipients it does not know, final ones, and delayed ones before their retry', () =>
+    spec(emailDecider)
+      .given([queued, started, attempt([ann, bob], T(1)), sent, delivered(ann), delayedBob])
+      .when(start([ann, bob, 'eve@e.test'], T(2.5)))
+      .then([]));
+  it('attempts a delayed recipient again once its retry time has come', () =>
+    spec(emailDecider)
+      .given([queued, started, attempt([ann, bob], T(1)), sent, delivered(ann), delayedBob])
+      .when(start([ann, bob], T(3)))
+      .then([attempt([bob], T(3))]));
+  it('leaves a recipient alone while an attempt on it is in flight: another process sends to it', () =>
+    spec(emailDecider)
+      .given([queued, started, attempt([ann], T(1))])
+      .when(start([ann, bob], plus(T(1), 34)))
+      .then([attempt([bob], plus(T(1), 34))]));
+  it('attempts again after the end of an attempt that has no outcome, naming it a possible duplicate', () =>
+    spec(emailDecider)
+      .given([queued, started, attempt([ann, bob], T(1))])
+      .when(start([ann, bob], plus(T(1), 35)))
+      .then([attempt([ann, bob], plus(T(1), 35), [ann, bob])]));
+  it('knows an attempt with an outcome is over, whatever its end', () =>
+    spec(emailDecider)
+      .given([queued, started, attempt([ann, bob], T(1)), sent, delivered(ann), delayedBob])
+      .when(start([bob], T(3)))
+      .then([attempt([bob], T(3))]));
+  it('attempts nothing for a scheduled or canceled email', () => {
+    spec(emailDecider)
+      .given([scheduled])
+      .when(start([ann], T(1)))
+      .then([]);
+    spec(emailDecider)
+      .given([scheduled, canceled])
+      .when(start([ann], T(1)))
+      .then([]);
+  });
+  it('keeps the attempt in flight in the state until an outcome', () => {
+    const inFlight = { startedAt: T(1), endsBy: plus(T(1), 35) };
+    const s = stateAfter([queued, started, attempt([ann, bob], T(1)), sent, delivered(ann)]);
+    expect(s.exists && s.recipients).toEqual({
+      [ann]: { status: 'delivered', attempts: 0 },
+      [bob]: { status: 'pending', attempts: 0, inFlight },
+    });
+  });
+});
+
 describe('email decider: complaints and tracking', () => {
   const afterDelivery = [queued, started, sent, delivered('ann@a.test')];
   /** A delivery status report about ann@a.test (in the case the reporting server wrote) at T(9). */

@@ -252,6 +252,7 @@ type Deps = Pick<Services, 'store' | 'clock'>;
 type Untimed<C> = C extends unknown ? Omit<C, 'at'> : never;
 
 export type { DeliveryOutcome, EmailState } from './email.decider.ts';
+export { attemptable } from './email.decider.ts';
 export type { SubmittedMessage } from './prepare.ts';
 
 /** The email's stream and the state it folds to: what a process reads to choose its next command. */
@@ -299,6 +300,18 @@ export const releaseEmail = (services: Deps, meta: EventMetadata, emailId: strin
 
 export const startSending = (services: Deps, meta: EventMetadata, emailId: string, history?: StoredEvent[]) =>
   onEmail(services, meta, { type: 'StartSending', emailId }, history);
+
+/**
+ * The MTA is about to send to `recipients`: records the attempt (and `sending`, on the first) for those the decider
+ * lets go, which are the only ones to send to (`attemptable`).
+ */
+export const startDeliveryAttempt = (
+  services: Deps,
+  meta: EventMetadata,
+  emailId: string,
+  attempt: { recipients: string[]; endsBy: string },
+  history?: StoredEvent[],
+) => onEmail(services, meta, { type: 'StartDeliveryAttempt', emailId, ...attempt }, history);
 
 export const recordOutcomes = (
   services: Deps,

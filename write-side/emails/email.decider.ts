@@ -28,6 +28,8 @@ export type EmailCommand =
   | ({ type: 'CancelEmail' } & Caller)
   | { type: 'ReleaseEmail'; emailId: string; at: string }
   | { type: 'StartSending'; emailId: string; at: string }
+  /** The MTA is about to send to `recipients` (those of them it may: `attemptable`); the attempt ends by `endsBy`. */
+  | { type: 'StartDeliveryAttempt'; emailId: string; recipients: string[]; endsBy: string; at: string }
   | {
       type: 'RecordDeliveryOutcomes';
       emailId: string;
@@ -65,6 +67,8 @@ export interface RecipientState {
   attempts: number;
   /** While delayed: when the next attempt is due. */
   nextAttemptAt?: string;
+  /** An attempt started on this recipient and no outcome recorded since (EmailDeliveryAttemptStarted). */
+  inFlight?: { startedAt: string; endsBy: string };
 }
 
 export type EmailState =
@@ -102,8 +106,9 @@ function evolve(state: EmailState, event: EmailEvent): EmailState {
     };
   }
   if (!state.exists) return state;
+  // An outcome ends the attempt in flight, if any.
   const setRecipient = (r: string, patch: Partial<RecipientState>) => {
-    const current = state.recipients[r] ?? { status: 'pending', attempts: 0 };
+    const { inFlight: _, ...current } = state.recipients[r] ?? { status: 'pending', attempts: 0 };
     return { ...state, recipients: { ...state.recipients, [r]: { ...current, ...patch } } };
   };
   switch (event.type) {
@@ -115,6 +120,13 @@ function evolve(state: EmailState, event: EmailEvent): EmailState {
       return { ...state, lifecycle: 'queued' };
     case 'EmailSendingStarted':
       return { ...state, lifecycle: 'sending' };
+    case 'EmailDeliveryAttemptStarted': {
+      const { startedAt, endsBy } = event.data;
+      const recipients = { ...state.recipients };
+      for (const r of event.data.recipients)
+        if (recipients[r]) recipients[r] = { ...recipients[r], inFlight: { startedAt, endsBy } };
+      return { ...state, recipients };
+    }
     case 'EmailSent':
       return { ...state, lifecycle: 'sent' };
     case 'EmailDelivered':
@@ -204,6 +216,37 @@ function outcomeEvents(
   return events;
 }
 
+/**
+ * Who a delivery attempt at `at` may go to: recipients without an outcome and delayed ones whose retry time has
+ * come, except those with an attempt in flight (started, no outcome, `endsBy` not reached: another process may
+ * still be sending to them). `outcomeUnknown`: those of them whose last attempt ended without an outcome.
+ */
+export function attemptable(
+  state: EmailState,
+  at: string,
+  among?: string[],
+): { recipients: string[]; outcomeUnknown: string[] } {
+  const recipients: string[] = [];
+  const outcomeUnknown: string[] = [];
+  if (!state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
+    return { recipients, outcomeUnknown };
+  const now = Date.parse(at);
+  const wanted = among && new Set(among.map((r) => r.toLowerCase()));
+  for (const [address, r] of Object.entries(state.recipients)) {
+    if (wanted && !wanted.has(address)) continue;
+    const due =
+      r.status === 'pending' ||
+      (r.status === 'delayed' && (!r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now));
+    if (!due) continue;
+    if (r.inFlight) {
+      if (now < Date.parse(r.inFlight.endsBy)) continue;
+      outcomeUnknown.push(address);
+    }
+    recipients.push(address);
+  }
+  return { recipients, outcomeUnknown };
+}
+
 const wentOut = (l: Lifecycle) => l === 'sent';
 
 /**
@@ -254,6 +297,27 @@ export const emailDecider: Decider<EmailCommand, EmailEvent, EmailState> = {
       case 'StartSending': {
         if (!state.exists || state.lifecycle !== 'queued') return [];
         return [{ type: 'EmailSendingStarted', data: { emailId: command.emailId, startedAt: command.at } }];
+      }
+      case 'StartDeliveryAttempt': {
+        if (!state.exists) return [];
+        // Decided on the stream as it stands: of two processes about to send, the second sees the first's attempt.
+        const { recipients, outcomeUnknown } = attemptable(state, command.at, command.recipients);
+        if (recipients.length === 0) return [];
+        const { emailId, at, endsBy } = command;
+        const events: EmailEvent[] = [];
+        if (state.lifecycle === 'queued')
+          events.push({ type: 'EmailSendingStarted', data: { emailId, startedAt: at } });
+        events.push({
+          type: 'EmailDeliveryAttemptStarted',
+          data: {
+            emailId,
+            recipients,
+            startedAt: at,
+            endsBy,
+            ...(outcomeUnknown.length > 0 && { outcomeUnknown }),
+          },
+        });
+        return events;
       }
       case 'RecordDeliveryOutcomes': {
         if (

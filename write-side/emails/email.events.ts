@@ -75,6 +75,23 @@ export type EmailSendingStarted = {
   type: 'EmailSendingStarted';
   data: { emailId: string; startedAt: string };
 };
+/**
+ * The MTA is about to send to these recipients (lower-cased): recorded before the first byte of the look's SMTP
+ * transactions goes out, so that a send cut short by a crash leaves a trace. `endsBy`: the attempt is over by
+ * then in any process still alive (the MTA cuts what still runs at its time limit; `endsBy` adds a margin). A
+ * recipient whose attempt has no outcome after `endsBy` has an unknown outcome: the message may have reached it.
+ * `outcomeUnknown`: the recipients this attempt retries after such an attempt, who may get a second copy.
+ */
+export type EmailDeliveryAttemptStarted = {
+  type: 'EmailDeliveryAttemptStarted';
+  data: {
+    emailId: string;
+    recipients: string[];
+    startedAt: string;
+    endsBy: string;
+    outcomeUnknown?: string[];
+  };
+};
 /** The message left Postline: composed, signed and handed to the first receiving server (or the simulator). */
 export type EmailSent = { type: 'EmailSent'; data: { emailId: string; messageId: string; sentAt: string } };
 export type EmailDelivered = {
@@ -167,6 +184,7 @@ export type EmailEvent =
   | EmailCanceled
   | EmailReleased
   | EmailSendingStarted
+  | EmailDeliveryAttemptStarted
   | EmailSent
   | EmailDelivered
   | EmailDeliveryDelayed

@@ -24,7 +24,8 @@ export const EMAIL_HISTORY_TYPES = [
 export type EmailHistoryType = (typeof EMAIL_HISTORY_TYPES)[number];
 
 /**
- * Each internal event's public name; `null` keeps an event out of the history (none today). Typed over every
+ * Each internal event's public name; `null` keeps an event out of the history: the MTA's record that an attempt
+ * began is its own bookkeeping (the attempt's outcome is the public event). Typed over every
  * email event, so a new internal event does not compile until someone decides what the public sees of it.
  */
 export const PUBLIC_EMAIL_EVENT_TYPE: Record<EmailEvent['type'], EmailHistoryType | null> = {
@@ -34,6 +35,7 @@ export const PUBLIC_EMAIL_EVENT_TYPE: Record<EmailEvent['type'], EmailHistoryTyp
   EmailReleased: 'email.released',
   EmailCanceled: 'email.canceled',
   EmailSendingStarted: 'email.sending',
+  EmailDeliveryAttemptStarted: null,
   EmailSent: 'email.sent',
   EmailDelivered: 'email.delivered',
   EmailDeliveryDelayed: 'email.delivery_delayed',

@@ -116,10 +116,19 @@ export class OutboundMta {
     this.heloName = options.heloName ?? hostname();
   }
 
-  /** Delivers `message` to `recipients` (its to, cc and bcc, or a subset on retry). One outcome per recipient. */
-  async send(message: OutboundMessage, recipients: string[]): Promise<RecipientOutcome[]> {
+  /**
+   * Delivers `message` to `recipients` (its to, cc and bcc, or a subset on retry). One outcome per recipient.
+   * `withinMs`: nothing of the send reaches a server after it: no transaction starts later (its recipients are
+   * deferred), and one still running is cut (deferred too, as a connection lost during the transaction).
+   */
+  async send(
+    message: OutboundMessage,
+    recipients: string[],
+    options: { withinMs?: number } = {},
+  ): Promise<RecipientOutcome[]> {
     if (this.closed) throw new Error('the MTA is closed');
-    const work = this.deliver(message, recipients);
+    const endAt = Date.now() + (options.withinMs ?? Number.POSITIVE_INFINITY);
+    const work = this.deliver(message, recipients, endAt);
     this.inFlight.add(work);
     try {
       return await work;
@@ -135,7 +144,11 @@ export class OutboundMta {
     this.pool.close();
   }
 
-  private async deliver(message: OutboundMessage, recipients: string[]): Promise<RecipientOutcome[]> {
+  private async deliver(
+    message: OutboundMessage,
+    recipients: string[],
+    endAt: number,
+  ): Promise<RecipientOutcome[]> {
     const unique = [...new Map(recipients.map((r) => [r.toLowerCase(), r])).values()];
     const outcomes = new Map<string, RecipientOutcome>();
     const record = (o: RecipientOutcome) => outcomes.set(o.recipient.toLowerCase(), o);
@@ -174,7 +187,7 @@ export class OutboundMta {
     await Promise.all(
       [...byDomain].map(async ([domain, rcpts]) => {
         try {
-          for (const o of await this.deliverToDomain(domain, rcpts, message, raw)) record(o);
+          for (const o of await this.deliverToDomain(domain, rcpts, message, raw, endAt)) record(o);
         } catch (err) {
           // A bug or a close() racing the send must not lose recipients: they are retried later.
           this.log.error({ err, domain }, 'delivery failed unexpectedly');
@@ -192,6 +205,7 @@ export class OutboundMta {
     recipients: string[],
     message: OutboundMessage,
     raw: Buffer,
+    endAt: number,
   ): Promise<RecipientOutcome[]> {
     const route: Route = this.smarthost
       ? {
@@ -218,7 +232,7 @@ export class OutboundMta {
     const original = new Map(envelopeTo.map((a, i) => [a.toLowerCase(), recipients[i]]));
     let lastError = 'no MX host could be reached';
     for (const host of route.hosts) {
-      const attempt = await this.tryHost(host, envelopeTo, message, raw);
+      const attempt = await this.tryHost(host, envelopeTo, message, raw, endAt);
       if (attempt.outcomes) {
         return attempt.outcomes.map((o) => ({
           ...o,
@@ -237,17 +251,27 @@ export class OutboundMta {
   /**
    * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
    * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
-   * one more try on a fresh one; a connection lost during the transaction defers every recipient.
+   * one more try on a fresh one; a connection lost during the transaction defers every recipient. Past `endAt`
+   * no transaction starts (every recipient deferred), and one still running is cut.
    */
   private async tryHost(
     host: MxHost,
     recipients: string[],
     message: OutboundMessage,
     raw: Buffer,
+    endAt: number,
   ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
     const port = this.smarthost?.port ?? this.options.port;
     const key = `${host.name.toLowerCase()}:${port}`;
+    const timeUp = () => ({
+      outcomes: recipients.map((recipient) => ({
+        recipient,
+        result: 'deferred' as const,
+        smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
+      })),
+    });
     for (let attempt = 0; ; attempt++) {
+      if (Date.now() >= endAt) return timeUp();
       let opened = false;
       let inTransaction = false;
       let reused = false;
@@ -259,17 +283,20 @@ export class OutboundMta {
             return this.open(host, port);
           },
           async (session) => {
+            // A connection that came too late (the pool was busy) goes back unused.
+            if (Date.now() >= endAt) return { value: null, reuse: true };
             inTransaction = true;
             reused = !opened;
-            const replies = await session.transaction(message.envelopeFrom, recipients, raw);
+            const replies = await session.transaction(message.envelopeFrom, recipients, raw, endAt);
             return { value: replies.map((r) => ({ ...r, mx: host.name, tls: session.secure })), reuse: true };
           },
         );
+        if (!outcomes) return timeUp();
         this.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
         return { outcomes };
       } catch (err) {
         if (!inTransaction) return { error: describeError(err) };
-        if (reused && attempt === 0) continue;
+        if (reused && attempt === 0 && Date.now() < endAt) continue;
         const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;
         this.log.warn({ mx: host.name, error: describeError(err) }, 'connection lost during the transaction');
         return {

@@ -157,14 +157,33 @@ export class SmtpSession {
   /**
    * One transaction: MAIL FROM, RCPT TO per recipient, DATA. Resolves with a reply per recipient whenever the
    * server answered; rejects only when the connection failed (no reply to go by), leaving the session unusable.
+   * `endAt` (ms since the epoch): a transaction still running then is cut, its socket destroyed with whatever it
+   * had yet to write, so that nothing of it reaches the server later.
    */
-  async transaction(envelopeFrom: string, recipients: string[], raw: Buffer): Promise<RecipientReply[]> {
+  async transaction(
+    envelopeFrom: string,
+    recipients: string[],
+    raw: Buffer,
+    endAt = Number.POSITIVE_INFINITY,
+  ): Promise<RecipientReply[]> {
+    let cut: NodeJS.Timeout | undefined;
     try {
-      const info = await new Promise<SMTPConnection.SentMessageInfo>((resolve, reject) =>
-        this.connection.send({ from: envelopeFrom, to: recipients }, raw, (err, result) =>
-          err ? reject(err) : resolve(result as SMTPConnection.SentMessageInfo),
-        ),
-      );
+      const info = await new Promise<SMTPConnection.SentMessageInfo>((resolve, reject) => {
+        if (Number.isFinite(endAt))
+          cut = setTimeout(
+            () => {
+              this.abort();
+              reject(Object.assign(new Error('the attempt reached its time limit'), { code: 'ETIMEDOUT' }));
+            },
+            Math.max(0, endAt - Date.now()),
+          );
+        this.connection.send({ from: envelopeFrom, to: recipients }, raw, (err, result) => {
+          // The server answered: what follows (RSET) sends nothing that could deliver.
+          clearTimeout(cut);
+          if (err) reject(err);
+          else resolve(result as SMTPConnection.SentMessageInfo);
+        });
+      });
       const dataCode = codeOf(info.response) ?? 250;
       return this.replies(recipients, info.rejectedErrors as SmtpError[] | undefined, {
         smtpCode: dataCode,
@@ -185,6 +204,13 @@ export class SmtpSession {
       // All recipients refused, or DATA / the message refused: the latter reply applies to every accepted one.
       return this.replies(recipients, rejectedAtRcpt, reply);
     }
+  }
+
+  /** Ends the connection at once: the socket is destroyed, and what it had yet to send is never sent. */
+  private abort(): void {
+    this.broken = true;
+    (this.connection as unknown as { _socket?: { destroy(): void } })._socket?.destroy();
+    this.connection.close();
   }
 
   private replies(

@@ -1,0 +1,37 @@
+import type { DeliveryOutcome, EmailState } from '../../write-side/emails/email.commands.ts';
+import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
+import type { RecipientOutcome } from './mta/outbound.ts';
+
+type Known = Extract<EmailState, { exists: true }>;
+
+/**
+ * What a server's answer to a recipient becomes, as the attempt after the last one recorded for it: delivered;
+ * a 5xx bounces (hard); anything temporary is delayed until its retry time, or bounces (soft) after the last.
+ */
+export function outcomeOf(state: Known, o: RecipientOutcome, now: Date): DeliveryOutcome {
+  const recipient = o.recipient.toLowerCase();
+  const attempt = (state.recipients[recipient]?.attempts ?? 0) + 1;
+  const base = {
+    recipient,
+    attempt,
+    smtpResponse: o.smtpResponse,
+    ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
+  };
+  if (o.result === 'delivered')
+    return {
+      ...base,
+      result: 'delivered',
+      ...(o.mx && { mx: o.mx }),
+      ...(o.tls !== undefined && { tls: o.tls }),
+    };
+  if (o.result === 'bounced') return { ...base, result: 'bounced', bounceType: 'hard' };
+  const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
+  return next
+    ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
+    : {
+        ...base,
+        result: 'bounced',
+        bounceType: 'soft',
+        smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
+      };
+}
