@@ -1,11 +1,16 @@
 import { defineConfig } from 'vitest/config';
+import { PATIENCE } from './test/support/patience.ts';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'sdk/test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Time-outs catch a test that hangs; they are no measure of speed. A test's own work (starting services,
+    // worker threads, PGlite) takes many times as long on a machine busy with other work as on a quiet one.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     maxWorkers: 2,
+    // expect.poll waits as long as any condition in the tests (its own default, a second, fails on a busy machine).
+    expect: { poll: PATIENCE },
   },
 });

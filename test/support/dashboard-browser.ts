@@ -101,7 +101,7 @@ export function useDashboardBrowser() {
       received.push({ id: String(req.headers['webhook-id']), body }),
     ));
     ({ browser, context: opened.context, page: opened.page } = await openBrowser(svc.baseUrl, foreign));
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await new Promise((resolve) => receiver?.close(resolve));

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from './databases.ts';
+import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
@@ -85,7 +86,8 @@ export async function startServer(
 ): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
     cwd: ROOT,
-    // SMTP listeners on free ports unless a test names them: test files run side by side.
+    // SMTP listeners on free ports unless a test names them: test files run side by side. A write's answer waits
+    // for its read models as long as a test waits for any condition (the default 5 s runs out on a busy machine).
     env: {
       ...process.env,
       LOG_LEVEL: 'warn',
@@ -93,6 +95,7 @@ export async function startServer(
       SMTP_SUBMISSION_PORT: '0',
       SMTP_SUBMISSIONS_PORT: '0',
       SMTP_MX_PORT: '0',
+      PROJECTION_WAIT_MS: String(PATIENCE_MS),
       ...env,
     },
   });
