@@ -13,6 +13,7 @@ import type { TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 import type { SmtpSink } from '../support/smtp-sink.ts';
@@ -65,7 +66,7 @@ const queuedId = (response: string) => {
 
 /** Waits for the email to reach `status` (the service delivers in the background). */
 async function until(id: string, status: string, client = acme.live) {
-  for (let i = 0; i < 200; i++) {
+  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
     const r = await client.get(`/v1/emails/${id}`);
     if (r.body.status === status) return r.body;
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -466,8 +467,8 @@ describe('the SMTP relay under abuse', () => {
         SMTP_SUBMISSIONS_PORT: 'off',
         SMTP_ALLOW_INSECURE_AUTH: 'true',
         SMTP_MAX_CONNECTIONS_PER_IP: '3',
-        SMTP_IDLE_TIMEOUT_MS: '1500',
-        SMTP_SESSION_TIMEOUT_MS: '5000',
+        SMTP_IDLE_TIMEOUT_MS: '3000',
+        SMTP_SESSION_TIMEOUT_MS: '6000',
         AUTH_FAILURES_PER_MINUTE: '3',
       },
     });
@@ -494,8 +495,8 @@ describe('the SMTP relay under abuse', () => {
 
     const drip = await rawSmtp(port);
     await drip.command('EHLO client.test');
-    // A byte a second keeps the idle timer from firing; the session's own limit ends it.
-    const timer = setInterval(() => drip.write('N'), 1000);
+    // A byte every half second keeps the idle timer (3 s) from firing; the session's own limit ends it.
+    const timer = setInterval(() => drip.write('N'), 500);
     const reply = await drip.reply();
     clearInterval(timer);
     expect([reply.code, reply.text.slice(0, 5)]).toEqual([421, '4.4.2']);
@@ -503,7 +504,7 @@ describe('the SMTP relay under abuse', () => {
   });
 
   it('refuses AUTH from an address after too many failures (421 4.7.0), valid keys included, until the minute ends', async () => {
-    // A session each: one session's growing delays would run into its 5 s limit on a busy machine.
+    // A session each: one session's growing delays would run into its 6 s limit on a busy machine.
     const replies: [number, string][] = [];
     for (let i = 0; i < 4; i++) {
       const guess = await rawSmtp(port);
@@ -575,7 +576,7 @@ describe('the SMTP relay while the database is away', () => {
       await c.command('RSET');
       await allow(true);
       let accepted = { code: 0, text: '' };
-      for (let i = 0; i < 100 && accepted.code !== 250; i++) {
+      for (const end = Date.now() + PATIENCE_MS; accepted.code !== 250 && Date.now() < end; ) {
         accepted = await transaction(c);
         if (accepted.code !== 250) {
           expect(accepted.code).toBe(451); // the pool is still reconnecting
