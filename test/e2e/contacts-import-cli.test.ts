@@ -58,12 +58,8 @@ describe('postline contacts import', () => {
       expect(run.stdout).toContain('  line 3: email: must be a valid email address');
       expect(run.stdout).toContain('  line 4: email: repeats the address of line 2');
       await expect
-        .poll(
-          async () =>
-            (await api.get(`/v1/contacts?audience_id=${audience}`)).body.data.map((c: any) => c.email).sort(),
-          {
-            timeout: 10_000,
-          },
+        .poll(async () =>
+          (await api.get(`/v1/contacts?audience_id=${audience}`)).body.data.map((c: any) => c.email).sort(),
         )
         .toEqual(['ann@example.org', 'cid@example.org']);
       const ann = (await api.get('/v1/contacts?email=ann@example.org')).body.data[0];
