@@ -90,14 +90,8 @@ describe('graceful shutdown', () => {
       expect([...delivered.entries()].filter(([, n]) => n > 1)).toEqual([]);
       // And records it: the read model (now projected by the remaining process) shows each delivered.
       const viaB = apiClient(`http://127.0.0.1:${portB}`, org.live_key);
-      for (const id of acknowledged.slice(-5)) {
-        let status = (await viaB.get(`/v1/emails/${id}`)).body.status;
-        for (let i = 0; i < 100 && status !== 'delivered'; i++) {
-          await new Promise((r) => setTimeout(r, 50));
-          status = (await viaB.get(`/v1/emails/${id}`)).body.status;
-        }
-        expect(status).toBe('delivered');
-      }
+      for (const id of acknowledged.slice(-5))
+        await expect.poll(async () => (await viaB.get(`/v1/emails/${id}`)).body.status).toBe('delivered');
     } finally {
       await Promise.all([a.stop(), b?.stop()]);
       await Promise.all([mx.close(), dns.close()]);

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { CLI, createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { authPlain, rawSmtp } from '../support/raw-smtp.ts';
 import { apiClient } from '../support/service.ts';
@@ -90,7 +91,7 @@ describe('npm start in a terminal', () => {
       for (let i = 0; i < 300 && !output.includes('Postline serving'); i++)
         await new Promise((r) => setTimeout(r, 100));
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-      for (let i = 0; i < 50 && !output.includes('request'); i++)
+      for (const end = Date.now() + PATIENCE_MS; !output.includes('request') && Date.now() < end; )
         await new Promise((r) => setTimeout(r, 100));
     } finally {
       child.kill('SIGTERM');
