@@ -111,7 +111,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     expect(await row.locator('.badge').textContent()).toBe('sent');
     expect(await row.locator('td.recipients').textContent()).toBe('2');
     await expect.poll(() => row.textContent()).toContain('Newsletter'); // the audience's name, loaded beside
-  }, 90_000);
+  });
 
   it('schedules a draft and cancels it; deletes another draft', async () => {
     const draft = (name: string) =>
@@ -144,7 +144,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await page.getByRole('link', { name: 'October news' }).waitFor();
     expect(await page.getByRole('link', { name: 'Scrapped news' }).count()).toBe(0);
     expect((await org.test.get(`/v1/broadcasts/${gone.id}`)).status).toBe(404);
-  }, 60_000);
+  });
 
   it('offers published templates and topics in the form', async () => {
     ok(await org.test.post('/v1/topics', { name: 'Product updates', default_subscription: 'opt_in' }), 201);
@@ -188,7 +188,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
       subject: 'Own words',
       text: 'Hello',
     });
-  }, 60_000);
+  });
 
   it('reschedules a scheduled email, then cancels it', async () => {
     const email = ok(
@@ -261,7 +261,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await expect.poll(status, { timeout: 20_000, interval: 500 }).toBe('succeeded');
     await row.locator('summary').click();
     await row.getByText('attempt 2:').waitFor();
-  }, 60_000);
+  });
 
   it('with a live key: says live mode, and a refused send names its field', async () => {
     const audience = ok(await org.live.post('/v1/audiences', { name: 'Live readers' }), 201);

@@ -41,7 +41,7 @@ describe('the committed dashboard build', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 });
 
 describe('the dashboard is served beside the API', () => {
@@ -167,7 +167,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await go('/emails');
     await page.getByRole('link', { name: 'Order bounced' }).waitFor();
     await shot('emails');
-  }, 60_000);
+  });
 
   it('adds a domain and shows its records; an invalid name is shown beside the field', async () => {
     await go('/domains');
@@ -229,7 +229,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
       .toBe('succeeded');
     expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
     await shot('webhook');
-  }, 60_000);
+  });
 
   it('shows the overview and the other lists', async () => {
     await go('/');
@@ -270,7 +270,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     const row = page.locator('tr', { hasText: 'Customers' });
     await row.waitFor();
     expect(await row.locator('td').nth(1).textContent()).toBe('1');
-  }, 60_000);
+  });
 
   it('is usable at 375 px: nothing wider than the screen, the menu opens', async () => {
     await page.setViewportSize({ width: 375, height: 760 });
