@@ -146,7 +146,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await page.getByRole('link', { name: 'Dashboard hello' }).click();
     await page.getByRole('heading', { name: 'Dashboard hello' }).waitFor();
     // The page follows the email until it settles: the simulator delivers it about a second after it is sent.
-    await page.locator('.timeline [data-event="EmailDelivered"]').waitFor({ timeout: 20_000 });
+    await page.locator('.timeline [data-event="EmailDelivered"]').waitFor();
     expect(await page.locator('.facts .badge').first().textContent()).toBe('delivered');
     const frame = page.locator('iframe[title^="HTML part"]');
     expect(await frame.getAttribute('sandbox')).toBe('');
@@ -224,7 +224,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
           await page.getByRole('button', { name: 'Refresh' }).click();
           return (await row.count()) ? row.locator('.badge').textContent() : null;
         },
-        { timeout: 20_000, interval: 500 },
+        { interval: 500 },
       )
       .toBe('succeeded');
     expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
@@ -249,7 +249,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     }
     // The bounce put the address on the suppression list.
     await go('/suppressions');
-    await page.getByText('bounced@simulator.postline.dev').waitFor({ timeout: 20_000 });
+    await page.getByText('bounced@simulator.postline.dev').waitFor();
     // A received email (injected, as test mode allows) is listed and opens with its parts.
     const inbound = await org.test.post('/v1/emails/received', {
       raw: 'From: Ann <ann@customer.example>\nTo: support@acme.example\nSubject: Where is my order?\nMessage-ID: <q1@customer.example>\nContent-Type: text/plain\n\nHello, order 42 has not arrived.\n',

@@ -14,6 +14,8 @@ import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
+/** How long a server a test starts gets to be ready: PGlite's first start (initdb) is slow on a busy machine. */
+export const SERVER_START_MS = 90_000;
 
 /**
  * The environment the service processes of one test file share: a fresh PostgreSQL database, a data dir and a
@@ -106,7 +108,7 @@ export async function startServer(
   child.stderr!.on('data', (d) => (output += d));
   if (process.env.E2E_SERVER_LOG)
     child.stderr!.pipe(require('node:fs').createWriteStream(`${process.env.E2E_SERVER_LOG}.err`));
-  const deadline = Date.now() + 90_000; // PGlite's first start (initdb) is slow on a busy machine
+  const deadline = Date.now() + SERVER_START_MS;
   while (true) {
     if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
     // A process without the api role serves no HTTP: it is ready once it says it runs.
