@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { PATIENCE } from '../support/patience.ts';
 import { createOrgWithCli, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
@@ -58,8 +59,10 @@ describe('postline contacts import', () => {
       expect(run.stdout).toContain('  line 3: email: must be a valid email address');
       expect(run.stdout).toContain('  line 4: email: repeats the address of line 2');
       await expect
-        .poll(async () =>
-          (await api.get(`/v1/contacts?audience_id=${audience}`)).body.data.map((c: any) => c.email).sort(),
+        .poll(
+          async () =>
+            (await api.get(`/v1/contacts?audience_id=${audience}`)).body.data.map((c: any) => c.email).sort(),
+          PATIENCE,
         )
         .toEqual(['ann@example.org', 'cid@example.org']);
       const ann = (await api.get('/v1/contacts?email=ann@example.org')).body.data[0];
