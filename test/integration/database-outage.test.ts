@@ -210,7 +210,7 @@ describe('the database goes away and comes back', () => {
       expect((await extraOnB.get('/v1/api-keys')).status).toBe(200);
       expect((await extraOnB.get('/v1/api-keys')).status).toBe(200); // answered from B's memory
       expect((await full.delete(`/v1/api-keys/${extra.body.id}`)).status).toBe(200);
-      // Up to 7 s: below the 10 s after which B's cache reads the database anyway, so only the NOTIFY refuses it.
+      // Up to 7 s: below the 10 s after which B's cache reads the database anyway, so only a NOTIFY refuses.
       const refused = await eventually('B refuses the deleted key', 7000, async () => {
         const res = await extraOnB.get('/v1/api-keys');
         return res.status === 200 ? undefined : res;

@@ -14,7 +14,7 @@ import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
-/** How long a server a test starts gets to be ready: PGlite's first start (initdb) is slow on a busy machine. */
+/** How long a server a test starts gets to be ready: PGlite's first start (initdb) is slow when busy. */
 export const SERVER_START_MS = 90_000;
 
 /**
@@ -88,8 +88,8 @@ export async function startServer(
 ): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
     cwd: ROOT,
-    // SMTP listeners on free ports unless a test names them: test files run side by side. A write's answer waits
-    // for its read models as long as a test waits for any condition (the default 5 s runs out on a busy machine).
+    // SMTP listeners on free ports unless a test names them: test files run side by side. A write's answer
+    // waits for its read models as long as a test waits for any condition (5 s, the default, runs out).
     env: {
       ...process.env,
       LOG_LEVEL: 'warn',
