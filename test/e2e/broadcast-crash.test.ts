@@ -69,7 +69,7 @@ describe('kill -9 during a broadcast', () => {
     } finally {
       await second.stop();
     }
-  });
+  }, 300_000);
 });
 
 /** The broadcast's emails in the log: how many, and for how many different contacts. */

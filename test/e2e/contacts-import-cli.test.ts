@@ -76,5 +76,5 @@ describe('postline contacts import', () => {
     } finally {
       await server.stop();
     }
-  }, 180_000);
+  }, 300_000);
 });

@@ -184,5 +184,5 @@ describe('kill -9 under a send load', () => {
     } finally {
       await second.stop();
     }
-  }, 150_000);
+  }, 300_000);
 });

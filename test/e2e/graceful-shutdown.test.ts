@@ -96,5 +96,5 @@ describe('graceful shutdown', () => {
       await Promise.all([a.stop(), b?.stop()]);
       await Promise.all([mx.close(), dns.close()]);
     }
-  }, 150_000);
+  }, 300_000);
 });

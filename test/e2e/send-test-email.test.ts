@@ -55,5 +55,5 @@ describe('sending a test-mode email with the service running as a process', () =
       await server.stop();
     }
     expectCleanExit(server);
-  }, 180_000);
+  }, 300_000);
 });
