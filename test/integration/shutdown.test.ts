@@ -25,10 +25,14 @@ describe('while the service shuts down', () => {
     const received: Buffer[] = [];
     socket.on('data', (c) => received.push(c));
     const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    // The server has the request once its headers are read (its handlers run within the same turn).
+    const inFlight = new Promise((resolve) =>
+      svc.postline.server!.once('request', () => setImmediate(resolve)),
+    );
     socket.write(
       `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.testKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
     );
-    await new Promise((r) => setTimeout(r, 200));
+    await inFlight;
 
     const closing = svc.close();
     const turnedAway = await request(`http://127.0.0.1:${port}/v1/emails`, {
