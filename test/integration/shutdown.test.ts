@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService } from '../support/service.ts';
 
@@ -10,7 +11,8 @@ import { startTestService } from '../support/service.ts';
  */
 describe('while the service shuts down', () => {
   it('answers the request in flight, turns new ones away with 503 shutting_down, then stops listening', async () => {
-    const svc = await startTestService({ env: { SHUTDOWN_GRACE_MS: '10000' } });
+    // The grace bounds the request in flight, which may take long on a busy machine; it ends once answered.
+    const svc = await startTestService({ env: { SHUTDOWN_GRACE_MS: String(PATIENCE_MS) } });
     const org = await svc.createOrg('pro');
     const port = svc.postline.port!;
     const body = JSON.stringify({
