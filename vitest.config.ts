@@ -1,11 +1,22 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { PATIENCE } from './test/support/patience.ts';
+
+// Node keeps what it compiled (TypeScript stripped, V8 code) for the test processes, the projection threads
+// and the servers and CLIs the tests start: each of them loads the service's modules, a second of CPU apiece.
+process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'postline-test-compile-cache');
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'sdk/test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Time-outs catch a test that hangs; they are no measure of speed. A test's own work (starting services,
+    // worker threads, PGlite) takes many times as long on a machine busy with other work as on a quiet one.
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     maxWorkers: 2,
+    // expect.poll waits as long as any condition (its own default, a second, fails on a busy machine).
+    expect: { poll: PATIENCE },
   },
 });

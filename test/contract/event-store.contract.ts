@@ -6,6 +6,7 @@ import {
   type StoredEvent,
   WrongExpectedRevisionError,
 } from '../../platform/eventstore/types.ts';
+import { PATIENCE_MS } from '../support/patience.ts';
 
 export interface ContractHarness {
   /** A store on a fresh, empty log. `upcasters` are installed on it. */
@@ -25,7 +26,7 @@ const iOf = (e: StoredEvent) => (e.data as { i: number }).i;
  * in the cluster (other test files share it) holds later commits back from readers for a moment.
  */
 async function untilVisible(store: EventStore, position: string) {
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + PATIENCE_MS;
   while ((await store.headPosition()) < position) {
     if (Date.now() > deadline) throw new Error(`position ${position} never became visible`);
     await new Promise((r) => setTimeout(r, 10));

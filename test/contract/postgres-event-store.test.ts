@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openPGlite } from '../../platform/db/database.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { START, type StoredEvent } from '../../platform/eventstore/types.ts';
 import { openTestDatabase } from '../support/databases.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { eventStoreContract } from './event-store.contract.ts';
 
 eventStoreContract('PostgreSQL', async () => {
@@ -104,8 +105,7 @@ describe('PostgreSQL event store under out-of-order commits', () => {
       await store.append('ours-1', [{ type: 'Ours', data: {}, metadata: meta }], {
         expectedRevision: 'no_stream',
       });
-      for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(seen.map((e) => e.streamId)).toEqual(['ours-1']);
+      await vi.waitFor(() => expect(seen.map((e) => e.streamId)).toEqual(['ours-1']), PATIENCE);
       await sub.stop();
     } finally {
       await other.query('ROLLBACK');

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
+import { PATIENCE_MS } from '../support/patience.ts';
 import type { TestOrg } from '../support/service.ts';
 
 /**
@@ -36,7 +37,7 @@ const created = async (path: string, body: unknown) => {
   return r.body.id as string;
 };
 async function until<T>(read: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 300; i++) {
+  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
     const value = await read();
     if (check(value)) return value;
     await new Promise((resolve) => setTimeout(resolve, 50));

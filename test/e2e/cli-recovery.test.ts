@@ -65,5 +65,5 @@ describe('the CLI, for an organization with no key left', () => {
     expect((await runCli(['keys', 'create', '--org', org.org_id, '--mode', 'prod'], env)).code).toBe(2);
     expect((await runCli(['orgs', 'set-plan', 'org_nope', 'pro'], env)).code).toBe(1);
     expect((await runCli(['orgs', 'set-plan', org.org_id, 'platinum'], env)).code).toBe(2);
-  }, 120_000);
+  }, 300_000);
 });

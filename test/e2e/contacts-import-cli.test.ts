@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { PATIENCE } from '../support/patience.ts';
 import { createOrgWithCli, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 
@@ -61,9 +62,7 @@ describe('postline contacts import', () => {
         .poll(
           async () =>
             (await api.get(`/v1/contacts?audience_id=${audience}`)).body.data.map((c: any) => c.email).sort(),
-          {
-            timeout: 10_000,
-          },
+          PATIENCE,
         )
         .toEqual(['ann@example.org', 'cid@example.org']);
       const ann = (await api.get('/v1/contacts?email=ann@example.org')).body.data[0];
@@ -77,5 +76,5 @@ describe('postline contacts import', () => {
     } finally {
       await server.stop();
     }
-  }, 180_000);
+  }, 300_000);
 });

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { type ApiClient, apiClient } from '../support/service.ts';
 
@@ -152,7 +153,11 @@ describe('kill -9 under a send load', () => {
 
       // Every email in the log reaches a final status: the simulator answers a second after sending.
       let unfinished: string[] = [...inLog];
-      for (let round = 0; round < 60 && unfinished.length > 0; round++) {
+      for (
+        let round = 0, end = Date.now() + PATIENCE_MS;
+        unfinished.length > 0 && Date.now() < end;
+        round++
+      ) {
         if (round > 0) await new Promise((done) => setTimeout(done, 500));
         const statuses = new Map<string, string>();
         let cursor: string | undefined;
@@ -179,5 +184,5 @@ describe('kill -9 under a send load', () => {
     } finally {
       await second.stop();
     }
-  }, 150_000);
+  }, 300_000);
 });

@@ -95,10 +95,10 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     acceptNextDialog();
     await page.getByRole('button', { name: 'Send now' }).click();
     // The page follows the broadcast while it goes out and while its emails get their outcomes.
-    await expect.poll(() => page.locator('h1 .badge').textContent(), { timeout: 30_000 }).toBe('sent');
-    await expect.poll(() => count('recipients'), { timeout: 30_000 }).toBe('2');
-    await expect.poll(() => count('delivered'), { timeout: 30_000 }).toBe('1');
-    await expect.poll(() => count('bounced'), { timeout: 30_000 }).toBe('1');
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('sent');
+    await expect.poll(() => count('recipients')).toBe('2');
+    await expect.poll(() => count('delivered')).toBe('1');
+    await expect.poll(() => count('bounced')).toBe('1');
     expect(await count('sent')).toBe('2');
     expect(await count('queued')).toBe('0');
     expect(await page.locator('[data-progress="contacts_processed"] strong').textContent()).toBe('2');
@@ -111,7 +111,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     expect(await row.locator('.badge').textContent()).toBe('sent');
     expect(await row.locator('td.recipients').textContent()).toBe('2');
     await expect.poll(() => row.textContent()).toContain('Newsletter'); // the audience's name, loaded beside
-  }, 90_000);
+  });
 
   it('schedules a draft and cancels it; deletes another draft', async () => {
     const draft = (name: string) =>
@@ -144,7 +144,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await page.getByRole('link', { name: 'October news' }).waitFor();
     expect(await page.getByRole('link', { name: 'Scrapped news' }).count()).toBe(0);
     expect((await org.test.get(`/v1/broadcasts/${gone.id}`)).status).toBe(404);
-  }, 60_000);
+  });
 
   it('offers published templates and topics in the form', async () => {
     ok(await org.test.post('/v1/topics', { name: 'Product updates', default_subscription: 'opt_in' }), 201);
@@ -188,7 +188,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
       subject: 'Own words',
       text: 'Hello',
     });
-  }, 60_000);
+  });
 
   it('reschedules a scheduled email, then cancels it', async () => {
     const email = ok(
@@ -251,17 +251,17 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
       await page.getByRole('button', { name: 'Refresh' }).click();
       return (await row.count()) ? row.locator('.badge').textContent() : null;
     };
-    await expect.poll(status, { timeout: 20_000, interval: 500 }).toBe('succeeded');
+    await expect.poll(status, { interval: 500 }).toBe('succeeded');
     const firstId = received.find((r) => r.body.includes('"webhook.test"'))!.id;
     expect(received.filter((r) => r.id === firstId)).toHaveLength(1);
 
     await row.getByRole('button', { name: 'Retry' }).click();
     await page.getByText('will be sent again').waitFor();
-    await expect.poll(() => received.filter((r) => r.id === firstId).length, { timeout: 20_000 }).toBe(2);
-    await expect.poll(status, { timeout: 20_000, interval: 500 }).toBe('succeeded');
+    await expect.poll(() => received.filter((r) => r.id === firstId).length).toBe(2);
+    await expect.poll(status, { interval: 500 }).toBe('succeeded');
     await row.locator('summary').click();
     await row.getByText('attempt 2:').waitFor();
-  }, 60_000);
+  });
 
   it('with a live key: says live mode, and a refused send names its field', async () => {
     const audience = ok(await org.live.post('/v1/audiences', { name: 'Live readers' }), 201);

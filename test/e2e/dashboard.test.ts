@@ -41,7 +41,7 @@ describe('the committed dashboard build', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 });
 
 describe('the dashboard is served beside the API', () => {
@@ -146,7 +146,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await page.getByRole('link', { name: 'Dashboard hello' }).click();
     await page.getByRole('heading', { name: 'Dashboard hello' }).waitFor();
     // The page follows the email until it settles: the simulator delivers it about a second after it is sent.
-    await page.locator('.timeline [data-event="email.delivered"]').waitFor({ timeout: 20_000 });
+    await page.locator('.timeline [data-event="email.delivered"]').waitFor();
     expect(await page.locator('.facts .badge').first().textContent()).toBe('delivered');
     const frame = page.locator('iframe[title^="HTML part"]');
     expect(await frame.getAttribute('sandbox')).toBe('');
@@ -167,7 +167,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await go('/emails');
     await page.getByRole('link', { name: 'Order bounced' }).waitFor();
     await shot('emails');
-  }, 60_000);
+  });
 
   it('adds a domain and shows its records; an invalid name is shown beside the field', async () => {
     await go('/domains');
@@ -229,12 +229,12 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
           await page.getByRole('button', { name: 'Refresh' }).click();
           return (await row.count()) ? row.locator('.badge').textContent() : null;
         },
-        { timeout: 20_000, interval: 500 },
+        { interval: 500 },
       )
       .toBe('succeeded');
     expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
     await shot('webhook');
-  }, 60_000);
+  });
 
   it('shows the overview and the other lists', async () => {
     await go('/');
@@ -254,7 +254,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     }
     // The bounce put the address on the suppression list.
     await go('/suppressions');
-    await page.getByText('bounced@simulator.postline.dev').waitFor({ timeout: 20_000 });
+    await page.getByText('bounced@simulator.postline.dev').waitFor();
     // A received email (injected, as test mode allows) is listed and opens with its parts.
     const inbound = await org.test.post('/v1/emails/received', {
       raw: 'From: Ann <ann@customer.example>\nTo: support@acme.example\nSubject: Where is my order?\nMessage-ID: <q1@customer.example>\nContent-Type: text/plain\n\nHello, order 42 has not arrived.\n',
@@ -275,7 +275,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     const row = page.locator('tr', { hasText: 'Customers' });
     await row.waitFor();
     expect(await row.locator('td').nth(1).textContent()).toBe('1');
-  }, 60_000);
+  });
 
   it('is usable at 375 px: nothing wider than the screen, the menu opens', async () => {
     await page.setViewportSize({ width: 375, height: 760 });

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { useTestService } from '../support/service.ts';
 
 /**
@@ -23,6 +24,7 @@ describe.skipIf(missing)('GET /docs in headless Chromium', () => {
 
   it('shows the API title and an endpoint, loading nothing from another host', async () => {
     const page = await browser.newPage();
+    page.setDefaultTimeout(PATIENCE_MS);
     const origin = new URL(svc.baseUrl).origin;
     const foreign: string[] = [];
     await page.route('**', (route) => {
@@ -33,12 +35,10 @@ describe.skipIf(missing)('GET /docs in headless Chromium', () => {
       return route.abort();
     });
     await page.goto(`${svc.baseUrl}/docs`);
-    await expect
-      .poll(() => page.locator('h1').first().textContent(), { timeout: 20_000 })
-      .toContain('Postline API');
+    await expect.poll(() => page.locator('h1').first().textContent()).toContain('Postline API');
     await expect
       // biome-ignore lint/performance/useDomNodeTextContent: what the reader sees, not the hidden nodes
-      .poll(() => page.locator('body').innerText(), { timeout: 20_000 })
+      .poll(() => page.locator('body').innerText())
       .toContain('Create an API key');
     await page.waitForLoadState('networkidle');
     expect(foreign).toEqual([]);

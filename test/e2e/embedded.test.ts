@@ -80,7 +80,7 @@ describe('embedded mode (no database configured), as a user runs it', () => {
       await server.stop();
     }
     expect(server.output()).not.toContain('npx postline orgs create');
-  }, 180_000);
+  }, 300_000);
 
   it('stops with a message naming the variable when configuration is invalid', async () => {
     const bad = await runCli(['serve'], { POSTLINE_DATA_DIR: dataDir, PORT: 'not-a-port' });

@@ -376,5 +376,5 @@ describe('contact import from CSV', () => {
       `SELECT count(*)::int AS n FROM contacts WHERE email_lower LIKE '%@resume.example.org'`,
     );
     expect(counted[0].n).toBe(rows);
-  }, 60_000);
+  });
 });

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openPersonalData } from '../../platform/personal-data.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { expectHiddenFromOutsiders, outsiders } from '../support/resources.ts';
 import { useTwoOrgs } from '../support/service.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -126,7 +127,7 @@ describe('contacts', () => {
     await expect
       .poll(
         () => receiver.received.filter((r) => r.payload.data?.contact_id === id).map((r) => r.payload.type),
-        { timeout: 10_000 },
+        PATIENCE,
       )
       .toEqual(['contact.created', 'contact.updated', 'contact.unsubscribed', 'contact.deleted']);
     const mine = receiver.received.filter((r) => r.payload.data?.contact_id === id);
@@ -163,7 +164,7 @@ describe('contacts', () => {
             .ofType('contact.unsubscribed')
             .filter((r) => r.payload.data.contact_id === c)
             .map((r) => r.payload.data.topic_id),
-        { timeout: 10_000 },
+        PATIENCE,
       )
       .toEqual([news]);
     const unknown = await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [

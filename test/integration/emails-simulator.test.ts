@@ -4,6 +4,7 @@ import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
 import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 let acme: TestOrg;
@@ -244,9 +245,9 @@ describe('test-mode simulator', () => {
     running.start();
     try {
       const id = await send([`delivered+live@${SIM}`]);
-      await vi.waitFor(async () => expect(await types(id)).toContain('EmailSent'), { timeout: 10_000 });
+      await vi.waitFor(async () => expect(await types(id)).toContain('EmailSent'), PATIENCE);
       clock.advance(1000);
-      await vi.waitFor(async () => expect(await types(id)).toContain('EmailDelivered'), { timeout: 10_000 });
+      await vi.waitFor(async () => expect(await types(id)).toContain('EmailDelivered'), PATIENCE);
       expect(await types(id)).toEqual(['EmailQueued', 'EmailSendingStarted', 'EmailSent', 'EmailDelivered']);
     } finally {
       await running.stop();

@@ -36,7 +36,7 @@ describe('examples/', () => {
     receiver.stdout!.on('data', (chunk) => {
       printed += chunk;
     });
-    await expect.poll(() => printed, { timeout: 10_000 }).toContain(`listening on ${port}`);
+    await expect.poll(() => printed).toContain(`listening on ${port}`);
 
     const sent = await run(process.execPath, [join(ROOT, 'examples/send.ts')], {
       env: { ...process.env, POSTLINE_API_KEY: acme.testKey, POSTLINE_URL: svc.baseUrl },
@@ -47,15 +47,11 @@ describe('examples/', () => {
     await new SimulatorProcess(svc.postline.services).runOnce(); // test mode: the email is "sent" at once
     await pump();
     await expect
-      .poll(
-        () =>
-          printed
-            .split('\n')
-            .filter((l) => l.startsWith('{'))
-            .map((l) => JSON.parse(l)),
-        {
-          timeout: 10_000,
-        },
+      .poll(() =>
+        printed
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l)),
       )
       .toEqual(
         expect.arrayContaining([

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { connectPostgres, openPGlite } from '../../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../../platform/db/unavailable.ts';
@@ -8,6 +8,7 @@ import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts'
 import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { withIdempotency } from '../../platform/http/idempotency.ts';
 import { ADMIN_URL, createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 const auth: AuthContext = {
@@ -45,7 +46,7 @@ describe('Idempotency-Key', () => {
       await gate;
       return { status: 200, body: { id: 'em_1' } };
     });
-    await new Promise((r) => setTimeout(r, 50));
+    await vi.waitFor(() => expect(runs).toBe(1), PATIENCE); // the first holds the claim
     const second = await withIdempotency(store, auth, 'k-flight', 'h1', now, async () => {
       runs++;
       return { status: 200, body: { id: 'em_2' } };
@@ -127,12 +128,21 @@ describe('Idempotency-Key', () => {
   it('resumes a claim whose request never finished once its lease is over, on the same ids', async () => {
     let n = 0;
     const newIds = () => [`em_${++n}`];
-    const crashed = withIdempotency(store, auth, 'k-crash', 'h', now, () => new Promise(() => {}), {
-      newIds,
-      leaseMs: 60_000,
-    });
+    let claimed = false;
+    const crashed = withIdempotency(
+      store,
+      auth,
+      'k-crash',
+      'h',
+      now,
+      () => {
+        claimed = true;
+        return new Promise(() => {});
+      },
+      { newIds, leaseMs: 60_000 },
+    );
     void crashed;
-    await new Promise((r) => setTimeout(r, 50));
+    await vi.waitFor(() => expect(claimed).toBe(true), PATIENCE);
     const early = await withIdempotency(
       store,
       auth,

@@ -32,12 +32,10 @@ describe('log consumer', () => {
           }),
         ),
       );
-    /** Until the consumer's checkpoint is the committed head (a positive signal, with a deadline). */
+    /** Until the consumer's checkpoint is the committed head (a positive signal). */
     const caughtUp = async (c: LogConsumer) => {
       const head = await a.store.headPosition({ committed: true });
-      for (let i = 0; i < 500 && (await c.checkpoint()) < head; i++)
-        await new Promise((r) => setTimeout(r, 10));
-      expect(await c.checkpoint()).toBe(head);
+      await expect.poll(() => c.checkpoint()).toBe(head);
     };
 
     a.consumer.start();

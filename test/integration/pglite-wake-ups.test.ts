@@ -2,6 +2,7 @@ import { expect, it, vi } from 'vitest';
 import { openPGlite } from '../../platform/db/database.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { START, type StoredEvent } from '../../platform/eventstore/types.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { startTestService } from '../support/service.ts';
 
 const HOUR = 3_600_000;
@@ -32,17 +33,15 @@ it('wakes PGlite subscribers by an in-process append, gathered, and tells the ru
     // A first event, read by both: from then on each subscription waits for a wake-up (its own, 1 s after the
     // append, is over before the next appends).
     await store.append('s-0', [{ type: 'T', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
-    await vi.waitFor(() => expect(batches.flat()).toEqual(['s-0']), { timeout: 10_000 });
-    await vi.waitFor(() => expect(runnerSeen).toHaveLength(1), { timeout: 10_000 });
+    await vi.waitFor(() => expect(batches.flat()).toEqual(['s-0']), PATIENCE);
+    await vi.waitFor(() => expect(runnerSeen).toHaveLength(1), PATIENCE);
     await new Promise((resolve) => setTimeout(resolve, 1200));
     batches.length = 0;
     runnerSeen.length = 0;
     await store.append('s-1', [{ type: 'T', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
     await store.append('s-2', [{ type: 'T', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
-    await vi.waitFor(() => expect(runnerSeen.map((e) => e.streamId)).toEqual(['s-1', 's-2']), {
-      timeout: 10_000,
-    });
-    await vi.waitFor(() => expect(batches.flat()).toEqual(['s-1', 's-2']), { timeout: 10_000 });
+    await vi.waitFor(() => expect(runnerSeen.map((e) => e.streamId)).toEqual(['s-1', 's-2']), PATIENCE);
+    await vi.waitFor(() => expect(batches.flat()).toEqual(['s-1', 's-2']), PATIENCE);
     // One wake-up for both appends: one read, one batch.
     expect(batches).toEqual([['s-1', 's-2']]);
   } finally {
@@ -69,7 +68,7 @@ it('answers a send and delivers it on PGlite with no poll to fall back on', asyn
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     await vi.waitFor(
       async () => expect((await org.test.get(`/v1/emails/${sent.body.id}`)).body.status).toBe('delivered'),
-      { timeout: 15_000, interval: 100 },
+      PATIENCE,
     );
   } finally {
     await svc.close();

@@ -1,10 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ThreadedProjectionRunner } from '../../bin/projections-thread.ts';
 import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { createLogger } from '../../platform/logger.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import { ProjectionRunner, readCheckpoint } from '../../projections/runner.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { startTestService } from '../support/service.ts';
 import { countTally, recordTally, useTallyDatabase } from '../support/tally-database.ts';
 
@@ -148,10 +149,10 @@ describe('the projection runner thread (PostgreSQL)', () => {
 
       const died = runner.thread!;
       await died.terminate();
-      for (let i = 0; i < 100 && !(runner.running && runner.thread !== died); i++)
-        await new Promise((r) => setTimeout(r, 50));
-      expect(runner.running).toBe(true);
-      expect(runner.thread).not.toBe(died);
+      await vi.waitFor(() => {
+        expect(runner.thread).not.toBe(died);
+        expect(runner.running).toBe(true);
+      }, PATIENCE);
       // The new thread resumes from the checkpoints: a write made now is read back at once.
       const second = await org.live.post('/v1/api-keys', { name: 'after' });
       expect(second.status).toBe(201);
@@ -163,8 +164,8 @@ describe('the projection runner thread (PostgreSQL)', () => {
   });
 
   it('reads the log as soon as a request waits for its write, without waiting for a NOTIFY', async () => {
-    // The thread polls the log once a minute: only a wake-up from the waiting request gets there in time.
-    const svc = await startTestService({ env: { PROJECTION_WAIT_MS: '2000', LOG_POLL_MS: '60000' } });
+    // The thread polls the log once an hour: only a wake-up from the waiting request gets there in time.
+    const svc = await startTestService({ env: { LOG_POLL_MS: String(3_600_000) } });
     try {
       const { db, store, readYourWrites } = svc.postline.services;
       // A write through the store first: the thread has read the log and gone back to waiting once this settles.

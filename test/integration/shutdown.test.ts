@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService } from '../support/service.ts';
 
@@ -10,7 +11,8 @@ import { startTestService } from '../support/service.ts';
  */
 describe('while the service shuts down', () => {
   it('answers the request in flight, turns new ones away with 503 shutting_down, then stops listening', async () => {
-    const svc = await startTestService({ env: { SHUTDOWN_GRACE_MS: '10000' } });
+    // The grace bounds the request in flight, which may take long on a busy machine; it ends once answered.
+    const svc = await startTestService({ env: { SHUTDOWN_GRACE_MS: String(PATIENCE_MS) } });
     const org = await svc.createOrg('pro');
     const port = svc.postline.port!;
     const body = JSON.stringify({
@@ -25,10 +27,14 @@ describe('while the service shuts down', () => {
     const received: Buffer[] = [];
     socket.on('data', (c) => received.push(c));
     const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    // The server has the request once its headers are read (its handlers run within the same turn).
+    const inFlight = new Promise((resolve) =>
+      svc.postline.server!.once('request', () => setImmediate(resolve)),
+    );
     socket.write(
       `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.testKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
     );
-    await new Promise((r) => setTimeout(r, 200));
+    await inFlight;
 
     const closing = svc.close();
     const turnedAway = await request(`http://127.0.0.1:${port}/v1/emails`, {

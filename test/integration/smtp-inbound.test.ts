@@ -6,6 +6,7 @@ import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { mxClient, receivedWithSubject } from '../support/inbound.ts';
+import { PATIENCE } from '../support/patience.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import type { TestOrg } from '../support/service.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -50,8 +51,8 @@ const local = (link: string) => {
   return `${svc.baseUrl}${url.pathname}${url.search}`;
 };
 
-/** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
-const POLL = { timeout: 10_000 };
+/** Read models and webhooks follow the MX's 250 by a moment: waited for. */
+const POLL = PATIENCE;
 
 const receivedWith = (subject: string) => receivedWithSubject(acme.live, subject);
 

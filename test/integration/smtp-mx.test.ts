@@ -11,6 +11,7 @@ import {
 import { addVerifiedDomain } from '../support/domains.ts';
 import { mxClient } from '../support/inbound.ts';
 import { useLiveService } from '../support/live-service.ts';
+import { PATIENCE, PATIENCE_MS } from '../support/patience.ts';
 import { rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg } from '../support/service.ts';
 
@@ -31,7 +32,7 @@ beforeAll(async () => {
 });
 
 async function until(id: string, check: (email: any) => boolean) {
-  for (let i = 0; i < 200; i++) {
+  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
     const email = (await acme.live.get(`/v1/emails/${id}`)).body;
     if (check(email)) return email;
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -64,8 +65,8 @@ async function delivered(to: string): Promise<Original & { id: string }> {
 const report = (to: string, raw: string) =>
   mxClient(mxPort).sendMail({ envelope: { from: '', to: [to] }, raw });
 
-/** Read models and webhooks follow the MX's 250 by a moment: waited for, up to this long. */
-const POLL = { timeout: 10_000 };
+/** Read models and webhooks follow the MX's 250 by a moment: waited for. */
+const POLL = PATIENCE;
 
 const suppression = async (email: string) =>
   (await acme.live.get('/v1/suppressions?limit=100')).body.data.find((s: any) => s.email === email);

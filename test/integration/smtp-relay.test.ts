@@ -16,6 +16,7 @@ import type { TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
+import { PATIENCE_MS } from '../support/patience.ts';
 import { authPlain, type RawSmtp, rawSmtp } from '../support/raw-smtp.ts';
 import { startTestService, type TestOrg, type TestService } from '../support/service.ts';
 import type { SmtpSink } from '../support/smtp-sink.ts';
@@ -68,7 +69,7 @@ const queuedId = (response: string) => {
 
 /** Waits for the email to reach `status` (the service delivers in the background). */
 async function until(id: string, status: string, client = acme.live) {
-  for (let i = 0; i < 200; i++) {
+  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
     const r = await client.get(`/v1/emails/${id}`);
     if (r.body.status === status) return r.body;
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -552,8 +553,8 @@ describe('the SMTP relay under abuse', () => {
         SMTP_SUBMISSIONS_PORT: 'off',
         SMTP_ALLOW_INSECURE_AUTH: 'true',
         SMTP_MAX_CONNECTIONS_PER_IP: '3',
-        SMTP_IDLE_TIMEOUT_MS: '2000',
-        SMTP_SESSION_TIMEOUT_MS: '6000',
+        SMTP_IDLE_TIMEOUT_MS: '3000',
+        SMTP_SESSION_TIMEOUT_MS: '10000',
         AUTH_FAILURES_PER_MINUTE: '3',
       },
     });
@@ -619,8 +620,8 @@ describe('the SMTP relay under abuse', () => {
     let chunks = 0;
     const timer = setInterval(() => {
       c.write(line + line);
-      // 16 chunks of 1 KB, 200 ms apart: the message takes longer than the time-out.
-      if (++chunks === 16) {
+      // 24 chunks of 1 KB, 200 ms apart: the message takes longer than the time-out.
+      if (++chunks === 24) {
         clearInterval(timer);
         c.write('.\r\n');
       }
@@ -639,7 +640,7 @@ describe('the SMTP relay under abuse', () => {
   });
 
   it('refuses unknown keys from an address after too many failures (421 4.7.0) until the minute ends, and takes its valid keys meanwhile', async () => {
-    /** AUTH with `key` in a session of its own (one session's growing delays would run into its 5 s limit). */
+    /** AUTH with `key` in a session of its own (one session's growing delays would run into the session's own limit). */
     const auth = async (key: string) => {
       const session = await rawSmtp(port);
       await session.command('EHLO client.test');
@@ -742,7 +743,7 @@ describe('the SMTP relay while the database is away', () => {
       await c.command('RSET');
       await allow(true);
       let accepted = { code: 0, text: '' };
-      for (let i = 0; i < 100 && accepted.code !== 250; i++) {
+      for (const end = Date.now() + PATIENCE_MS; accepted.code !== 250 && Date.now() < end; ) {
         accepted = await transaction(c);
         if (accepted.code !== 250) {
           expect(accepted.code).toBe(451); // the pool is still reconnecting

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { PATIENCE_MS } from './patience.ts';
 import { ROOT } from './process.ts';
 import { type TestOrg, useTestService } from './service.ts';
 
@@ -25,6 +26,8 @@ async function openBrowser(
 ): Promise<{ browser: Browser; context: BrowserContext; page: Page }> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  // What the page shows is waited for as long as any condition (Playwright's own default is 30 s).
+  context.setDefaultTimeout(PATIENCE_MS);
   const origin = new URL(baseUrl).origin;
   await context.route('**/*', (route) => {
     const url = route.request().url();
@@ -101,7 +104,7 @@ export function useDashboardBrowser() {
       received.push({ id: String(req.headers['webhook-id']), body }),
     ));
     ({ browser, context: opened.context, page: opened.page } = await openBrowser(svc.baseUrl, foreign));
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await new Promise((resolve) => receiver?.close(resolve));

@@ -8,19 +8,16 @@ export const mxClient = (port: number) =>
 
 /**
  * The received email with `subject`, as GET /v1/emails/received lists it: the read model follows the MX's 250 by
- * a moment, so it is waited for, up to 10 s.
+ * a moment, so it is waited for (expect.poll's patience).
  */
 export async function receivedWithSubject(client: ApiClient, subject: string) {
   let found: any;
   await expect
-    .poll(
-      async () => {
-        const list = (await client.get('/v1/emails/received?limit=100')).body.data;
-        found = list.find((e: any) => e.subject === subject);
-        return found !== undefined;
-      },
-      { timeout: 10_000 },
-    )
+    .poll(async () => {
+      const list = (await client.get('/v1/emails/received?limit=100')).body.data;
+      found = list.find((e: any) => e.subject === subject);
+      return found !== undefined;
+    })
     .toBe(true);
   return found;
 }

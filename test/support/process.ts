@@ -10,9 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from './databases.ts';
+import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
+/** How long a server a test starts gets to be ready: PGlite's first start (initdb) is slow when busy. */
+export const SERVER_START_MS = 90_000;
 
 /**
  * The environment the service processes of one test file share: a fresh PostgreSQL database, a data dir and a
@@ -85,7 +88,8 @@ export async function startServer(
 ): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
     cwd: ROOT,
-    // SMTP listeners on free ports unless a test names them: test files run side by side.
+    // SMTP listeners on free ports unless a test names them: test files run side by side. A write's answer
+    // waits for its read models as long as a test waits for any condition (5 s, the default, runs out).
     env: {
       ...process.env,
       LOG_LEVEL: 'warn',
@@ -93,6 +97,7 @@ export async function startServer(
       SMTP_SUBMISSION_PORT: '0',
       SMTP_SUBMISSIONS_PORT: '0',
       SMTP_MX_PORT: '0',
+      PROJECTION_WAIT_MS: String(PATIENCE_MS),
       ...env,
     },
   });
@@ -103,7 +108,7 @@ export async function startServer(
   child.stderr!.on('data', (d) => (output += d));
   if (process.env.E2E_SERVER_LOG)
     child.stderr!.pipe(require('node:fs').createWriteStream(`${process.env.E2E_SERVER_LOG}.err`));
-  const deadline = Date.now() + 90_000; // PGlite's first start (initdb) is slow on a busy machine
+  const deadline = Date.now() + SERVER_START_MS;
   while (true) {
     if (child.exitCode !== null) throw new Error(`server exited: ${output}`);
     // A process without the api role serves no HTTP: it is ready once it says it runs.

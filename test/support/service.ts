@@ -12,6 +12,7 @@ import type { Plan } from '../../platform/tenancy.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import { type DatabaseKind, openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
 import { openApiResponses } from './openapi-responses.ts';
+import { PATIENCE_MS } from './patience.ts';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -86,7 +87,10 @@ export interface TestServiceOptions {
   clock?: Clock;
   /** Run process managers (default false: tests drive them explicitly). */
   processes?: boolean;
-  /** Extra environment, e.g. DNS_SERVERS. Rate limits (and the limit on failed authentications) default high so tests don't trip them by accident. */
+  /**
+   * Extra environment, e.g. DNS_SERVERS. Rate limits (and the limit on failed authentications) default high
+   * so tests don't trip them by accident, and PROJECTION_WAIT_MS to PATIENCE_MS.
+   */
   env?: Record<string, string>;
   /** Extra non-/v1 handlers, as `serve` mounts the embedded admin endpoint. */
   mount?: StartOptions['mount'];
@@ -111,6 +115,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     RATE_LIMIT_BATCH_RPS: '10000',
     AUTH_FAILURES_PER_MINUTE: '10000',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // A write's answer waits for its read models as long as a test waits for any condition: on a busy
+    // machine the default 5 s runs out and the answer is a 503.
+    PROJECTION_WAIT_MS: String(PATIENCE_MS),
     // The SMTP listeners are for the tests that ask for them (`env`): each on a free port.
     SMTP_SUBMISSION_PORT: 'off',
     SMTP_SUBMISSIONS_PORT: 'off',

@@ -11,6 +11,7 @@ import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { generate } from 'selfsigned';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { PATIENCE_MS } from './patience.ts';
 
 export interface SmtpReply {
   code: number;
@@ -59,7 +60,7 @@ export interface SmtpSink {
   scriptRecipient(recipient: string, ...replies: (SmtpReply | 'always')[]): void;
   /** Replies to the next messages' DATA (one per message, in order); 250 once used up. */
   scriptData(...replies: SmtpReply[]): void;
-  /** Resolves once at least `count` messages have been accepted. */
+  /** Resolves once at least `count` messages have been accepted; rejects past `timeoutMs` (PATIENCE_MS). */
   waitForMessages(count: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   /** Closes every open client connection from the server side (an idle connection the server gave up on). */
   dropConnections(): Promise<void>;
@@ -97,7 +98,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     scriptData(...replies) {
       dataScript.push(...replies);
     },
-    waitForMessages(count, timeoutMs = 10_000) {
+    waitForMessages(count, timeoutMs = PATIENCE_MS) {
       if (sink.messages.length >= count) return Promise.resolve(sink.messages);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -117,7 +118,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       const open = (server as unknown as { connections: Set<{ close(): void }> }).connections;
       for (const connection of open) connection.close();
       // onClose runs once each socket has closed.
-      for (let i = 0; i < 200 && sink.connections.current > 0; i++)
+      for (const end = Date.now() + PATIENCE_MS; sink.connections.current > 0 && Date.now() < end; )
         await new Promise((r) => setTimeout(r, 10));
     },
     reset() {
