@@ -38,9 +38,9 @@ describe('sending a test-mode email with the service running as a process', () =
       ]);
       const events = await api.get(`/v1/emails/${sent.body.id}/events`);
       expect(events.body.data.map((e: any) => e.type).slice(0, 3)).toEqual([
-        'EmailQueued',
-        'EmailSendingStarted',
-        'EmailSent',
+        'email.queued',
+        'email.sending',
+        'email.sent',
       ]);
 
       // The auditor's view from the CLI shows the same history.
