@@ -51,12 +51,12 @@ describe('tracking tokens', () => {
   it('round-trips a signed claim and refuses a changed one', () => {
     const t = tokens.sign({ ...claim, url: 'https://a.example/x' });
     expect(tokens.verify(t)).toEqual({ ...claim, url: 'https://a.example/x' });
-    const [body, mac] = t.split('.');
+    // A claim in the earlier format, written by someone without the key, with the token's tail as its MAC.
     const forged = Buffer.from(JSON.stringify(['em_1', 'org_1', 'live', 'https://evil.example'])).toString(
       'base64url',
     );
-    expect(tokens.verify(`${forged}.${mac}`)).toBeNull();
-    expect(tokens.verify(`${body}.${mac.slice(0, -1)}x`)).toBeNull();
+    expect(tokens.verify(`${forged}.${t.slice(-22)}`)).toBeNull();
+    expect(tokens.verify(`${t.slice(0, -1)}${t.endsWith('A') ? 'B' : 'A'}`)).toBeNull();
     expect(tokens.verify('garbage')).toBeNull();
     const other = new TrackingTokens(Buffer.alloc(32, 8).toString('base64'), 'https://t.example');
     expect(other.verify(t)).toBeNull();
