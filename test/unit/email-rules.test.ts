@@ -56,7 +56,8 @@ describe('tracking tokens', () => {
       'base64url',
     );
     expect(tokens.verify(`${forged}.${t.slice(-22)}`)).toBeNull();
-    expect(tokens.verify(`${t.slice(0, -1)}${t.endsWith('A') ? 'B' : 'A'}`)).toBeNull();
+    // A character inside the token (the last one may carry only padding bits) changed.
+    expect(tokens.verify(`${t.slice(0, 10)}${t[10] === 'A' ? 'B' : 'A'}${t.slice(11)}`)).toBeNull();
     expect(tokens.verify('garbage')).toBeNull();
     const other = new TrackingTokens(Buffer.alloc(32, 8).toString('base64'), 'https://t.example');
     expect(other.verify(t)).toBeNull();
