@@ -93,7 +93,7 @@ import { contactCommandRoutes } from '../write-side/contacts/contact.routes.ts';
 import { domainCommandRoutes } from '../write-side/domains/domain.routes.ts';
 import { emailCommandRoutes } from '../write-side/emails/email.routes.ts';
 import { mountTracking } from '../write-side/emails/tracking.routes.ts';
-import { receivedEmailCommandRoutes } from '../write-side/inbound/received-email.routes.ts';
+import { receivedEmailCommandRoutes } from '../write-side/received-emails/received-email.routes.ts';
 import { suppressionCommandRoutes } from '../write-side/suppressions/suppression.routes.ts';
 import { templateCommandRoutes } from '../write-side/templates/template.routes.ts';
 import { topicCommandRoutes } from '../write-side/topics/topic.routes.ts';

@@ -1,7 +1,7 @@
 /**
  * The tenancy vocabulary every layer shares: what plan an organization is on and what an API key may do. It lives
  * outside platform/http/ so that deciders and events can name it without importing the HTTP layer; what each plan
- * includes is the plan catalogue's business (write-side/plans.ts).
+ * includes is the plan catalogue's business (domain/organizations/plans.ts).
  */
 import type { Mode } from './eventstore/types.ts';
 

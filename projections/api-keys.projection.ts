@@ -1,5 +1,5 @@
-import type { ApiKeyEvent } from '../write-side/api-keys/api-key.events.ts';
-import type { OrganizationEvent } from '../write-side/organizations/organization.events.ts';
+import type { ApiKeyEvent } from '../domain/api-keys/api-key.events.ts';
+import type { OrganizationEvent } from '../domain/organizations/organization.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,4 +1,4 @@
-import type { AudienceEvent } from '../write-side/audiences/audience.events.ts';
+import type { AudienceEvent } from '../domain/audiences/audience.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,6 +1,6 @@
+import type { BroadcastContent, BroadcastEvent } from '../domain/broadcasts/broadcast.events.ts';
+import type { ContactEvent } from '../domain/contacts/contact.events.ts';
 import type { Transaction } from '../platform/db/database.ts';
-import type { BroadcastContent, BroadcastEvent } from '../write-side/broadcasts/broadcast.events.ts';
-import type { ContactEvent } from '../write-side/contacts/contact.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,4 +1,4 @@
-import type { ContactImportEvent } from '../write-side/contact-imports/contact-import.events.ts';
+import type { ContactImportEvent } from '../domain/contact-imports/contact-import.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,7 +1,7 @@
+import type { ContactEvent, ContactPersonalData } from '../domain/contacts/contact.events.ts';
 import type { Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 import { openPersonalData, openPersonalDataMany } from '../platform/personal-data.ts';
-import type { ContactEvent, ContactPersonalData } from '../write-side/contacts/contact.events.ts';
 import type { Projection } from './projection.ts';
 import { updateRow } from './rows.ts';
 

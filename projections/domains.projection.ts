@@ -1,5 +1,5 @@
-import { currentRecords } from '../write-side/domains/dns-records.ts';
-import type { DomainEvent } from '../write-side/domains/domain.events.ts';
+import { currentRecords } from '../domain/domains/dns-records.ts';
+import type { DomainEvent } from '../domain/domains/domain.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,8 +1,8 @@
+import type { EmailEvent } from '../domain/emails/email.events.ts';
+import { deliveredSmtpCode } from '../domain/emails/public-event-types.ts';
+import { type Lifecycle, type RecipientStatus, rollUp } from '../domain/emails/status.ts';
 import type { Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
-import type { EmailEvent } from '../write-side/emails/email.events.ts';
-import { deliveredSmtpCode } from '../write-side/emails/public-event-types.ts';
-import { type Lifecycle, type RecipientStatus, rollUp } from '../write-side/emails/status.ts';
 
 /** What an event after EmailQueued/EmailScheduled changes on the email's rows; `null` for other events. */
 export interface EmailChange {

@@ -1,7 +1,7 @@
+import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../domain/emails/email.events.ts';
+import { monthOf } from '../domain/organizations/plans.ts';
 import { literal, type Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
-import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../write-side/emails/email.events.ts';
-import { monthOf } from '../write-side/plans.ts';
 import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
 

@@ -1,4 +1,4 @@
-import type { ReceivedEmailEvent } from '../write-side/inbound/received-email.events.ts';
+import type { ReceivedEmailEvent } from '../domain/received-emails/received-email.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,4 +1,4 @@
-import { normaliseAddress, type SuppressionEvent } from '../write-side/suppressions/suppression.events.ts';
+import { normaliseAddress, type SuppressionEvent } from '../domain/suppressions/suppression.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,5 +1,5 @@
+import type { TemplateEvent, TemplateVersion } from '../domain/templates/template.events.ts';
 import type { Transaction } from '../platform/db/database.ts';
-import type { TemplateEvent, TemplateVersion } from '../write-side/templates/template.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

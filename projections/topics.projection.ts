@@ -1,4 +1,4 @@
-import type { TopicEvent } from '../write-side/topics/topic.events.ts';
+import type { TopicEvent } from '../domain/topics/topic.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

@@ -1,4 +1,4 @@
-import type { WebhookEvent } from '../write-side/webhooks/webhook.events.ts';
+import type { WebhookEvent } from '../domain/webhooks/webhook.events.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 

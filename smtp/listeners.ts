@@ -1,8 +1,8 @@
-import type { Authenticate } from '../platform/http/auth-context.ts';
+import type { Authenticate } from '../platform/auth/auth-context.ts';
 import type { Services } from '../platform/services.ts';
-import { FrontDoor } from './front-door.ts';
 import { mxHooks } from './mx.ts';
 import { relayHooks } from './relay.ts';
+import { FrontDoor } from './smtp-server.ts';
 
 export interface SmtpListeners {
   /** The ports listened on (0 in the configuration picks a free one); absent when turned off. */

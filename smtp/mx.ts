@@ -1,5 +1,9 @@
 import { buffer } from 'node:stream/consumers';
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import { installationBounceDomain } from '../domain/domains/dns-records.ts';
+import { domainOf } from '../domain/emails/addresses.ts';
+import { parseVerp } from '../domain/emails/verp.ts';
+import { MimeShape } from '../domain/received-emails/mime-shape.ts';
 import { type BlobWriter, blobStoreFor } from '../platform/blob-store.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
@@ -10,24 +14,20 @@ import {
   unsubscribeTarget,
   unsubscribeTokenOf,
 } from '../write-side/broadcasts/unsubscribe.commands.ts';
-import { installationBounceDomain } from '../write-side/domains/dns-records.ts';
-import { domainOf } from '../write-side/emails/addresses.ts';
 import {
   readEmail,
   recordBounceReport,
   recordComplaint,
   recordDelayReport,
 } from '../write-side/emails/email.commands.ts';
-import { parseVerp } from '../write-side/emails/verp.ts';
-import { MimeShape } from '../write-side/inbound/mime-shape.ts';
-import { type InboundTarget, receiveMessage } from '../write-side/inbound/received-email.commands.ts';
+import { type InboundTarget, receiveMessage } from '../write-side/received-emails/received-email.commands.ts';
 import { suppressForEmail } from '../write-side/suppressions/suppression.commands.ts';
-import { inboundAuthenticator } from './authentication.ts';
-import type { FrontDoor } from './front-door.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, type ReplyName, SmtpReply } from './replies.ts';
 import { type Report, readReport } from './reports.ts';
 import { rspamdScorer } from './rspamd.ts';
+import { inboundAuthenticator } from './sender-authentication.ts';
+import type { FrontDoor } from './smtp-server.ts';
 
 /** Recipients one message may have at the MX. */
 const MAX_RECIPIENTS = 100;

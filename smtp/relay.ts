@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import { parseAddress } from '../domain/emails/addresses.ts';
+import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
+import type { Authenticate } from '../platform/auth/auth-context.ts';
+import { AuthFailureLimit } from '../platform/auth/auth-failure-limit.ts';
 import { AppError } from '../platform/errors.ts';
-import type { Authenticate } from '../platform/http/auth-context.ts';
-import { AuthFailureLimit } from '../platform/http/auth-failure-limit.ts';
 import type { Services } from '../platform/services.ts';
-import { parseAddress } from '../write-side/emails/addresses.ts';
-import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
-import type { FrontDoor } from './front-door.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, asReply, replyForError, SmtpReply } from './replies.ts';
+import type { FrontDoor } from './smtp-server.ts';
 import { submitMessage } from './submission.ts';
 
 /** A failed AUTH is answered after this delay times the session's refusals so far, up to the cap. */

@@ -1,7 +1,7 @@
+import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
+import { MIME_LIMITS } from '../domain/received-emails/mime-shape.ts';
 import { AppError, type ErrorCode } from '../platform/errors.ts';
 import type { Logger } from '../platform/logger.ts';
-import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
-import { MIME_LIMITS } from '../write-side/inbound/mime-shape.ts';
 
 /** Largest message the relay accepts (advertised as SIZE), as on REST: 40 MB. */
 export const MAX_MESSAGE_BYTES = EMAIL_LIMITS.attachmentBytes;

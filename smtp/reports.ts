@@ -1,4 +1,4 @@
-import { parseVerp } from '../write-side/emails/verp.ts';
+import { parseVerp } from '../domain/emails/verp.ts';
 import { splitMessage } from './message-headers.ts';
 
 /** One recipient's fate in a bounce: from a DSN's per-recipient fields, or guessed from a plain-text bounce. */

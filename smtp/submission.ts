@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { type AddressObject, simpleParser } from 'mailparser';
 import { z } from 'zod';
+import { domainOf, formatMailbox, parseMailbox } from '../domain/emails/addresses.ts';
+import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
+import type { AuthContext } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
-import type { AuthContext } from '../platform/http/auth-context.ts';
-import { requestHash, withIdempotency } from '../platform/http/idempotency.ts';
+import { requestHash, withIdempotency } from '../platform/idempotency/idempotency.ts';
 import { newId } from '../platform/ids.ts';
 import type { Services } from '../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
-import { domainOf, formatMailbox, parseMailbox } from '../write-side/emails/addresses.ts';
 import { type Accepted, type SubmittedMessage, sendSubmitted } from '../write-side/emails/email.commands.ts';
-import { EMAIL_LIMITS } from '../write-side/emails/limits.ts';
 import { type HeaderField, headerField, joinMessage, rfc5322Date, splitMessage } from './message-headers.ts';
 
 /** The SMTP session a message came in, for its Received header. */

@@ -1,5 +1,5 @@
+import { PLANS } from '../../domain/organizations/plans.ts';
 import type { Plan } from '../../platform/tenancy.ts';
-import { PLANS } from '../../write-side/plans.ts';
 
 const PLAN_NAMES: Plan[] = ['free', 'pro', 'business'];
 

@@ -1,7 +1,7 @@
 // The dashboard's only way to the data: the public REST API under /v1, with the key as a Bearer token.
 // The key lives in sessionStorage (this tab, until it closes or the user signs out), never in a cookie or localStorage.
 
-import type { components } from '../../sdk/src/schema.ts';
+import type { components } from '../../sdk/generated/schema.ts';
 
 const KEY = 'postline.api_key';
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Authenticate } from '../auth/auth-context.ts';
+import { AuthFailureLimit } from '../auth/auth-failure-limit.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../errors.ts';
 import { observeHttp } from '../metrics.ts';
 import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
-import type { Authenticate } from './auth-context.ts';
-import { AuthFailureLimit } from './auth-failure-limit.ts';
 import { mountDashboard } from './dashboard.ts';
 import type { HttpDrain } from './drain.ts';
 import { applyRateLimit, limitRequest, publicRateKey } from './rate-limit-middleware.ts';

@@ -1,10 +1,10 @@
 import type { z } from 'zod';
+import { metaOf } from '../auth/auth-context.ts';
 import { notFound } from '../errors.ts';
 import type { EventMetadata, Position } from '../eventstore/types.ts';
 import { newId } from '../ids.ts';
 import type { Services } from '../services.ts';
 import type { Tenant } from '../tenancy.ts';
-import { metaOf } from './auth-context.ts';
 import { Deleted, type RouteSchema } from './route-schema.ts';
 import {
   type ApiRequest,

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
+import type { AuthContext } from '../auth/auth-context.ts';
 import { AppError } from '../errors.ts';
 import type { Services } from '../services.ts';
-import type { AuthContext } from './auth-context.ts';
 
 /**
  * Counts one request against the organization's bucket and sets X-RateLimit-Limit, X-RateLimit-Remaining and

@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { match } from 'path-to-regexp';
+import type { AuthContext } from '../auth/auth-context.ts';
 import { AppError } from '../errors.ts';
 import type { Position } from '../eventstore/types.ts';
+import { type IdempotentRun, requestHash, withIdempotency } from '../idempotency/idempotency.ts';
 import type { Services } from '../services.ts';
-import type { AuthContext } from './auth-context.ts';
-import { type IdempotentRun, requestHash, withIdempotency } from './idempotency.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
 import type { RouteSchema } from './route-schema.ts';
 

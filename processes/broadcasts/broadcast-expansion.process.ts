@@ -1,7 +1,7 @@
+import type { BroadcastEvent } from '../../domain/broadcasts/broadcast.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import type { BroadcastEvent } from '../../write-side/broadcasts/broadcast.events.ts';
 import { expandNextBatch } from '../../write-side/broadcasts/broadcast-expansion.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';

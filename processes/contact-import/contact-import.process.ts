@@ -1,3 +1,7 @@
+import {
+  CONTACT_IMPORT_EVENT_TYPES,
+  type ContactImportEvent,
+} from '../../domain/contact-imports/contact-import.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -5,10 +9,6 @@ import {
   type ContactImportCursor,
   workContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
-import {
-  CONTACT_IMPORT_EVENT_TYPES,
-  type ContactImportEvent,
-} from '../../write-side/contact-imports/contact-import.events.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';
 

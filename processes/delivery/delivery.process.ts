@@ -1,3 +1,12 @@
+import {
+  acceptedContent,
+  type EmailContent,
+  type EmailEvent,
+  emailStream,
+  messageIdOf,
+  readyToSend,
+} from '../../domain/emails/email.events.ts';
+import { isFinal } from '../../domain/emails/status.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -11,15 +20,6 @@ import {
   startSending,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
-import {
-  acceptedContent,
-  type EmailContent,
-  type EmailEvent,
-  emailStream,
-  messageIdOf,
-  readyToSend,
-} from '../../write-side/emails/email.events.ts';
-import { isFinal } from '../../write-side/emails/status.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, Task } from '../due-queue.ts';

@@ -1,12 +1,12 @@
+import { customReturnPathVerified, envelopeDomain } from '../../domain/domains/dns-records.ts';
+import { type EmailContent, messageIdOf } from '../../domain/emails/email.events.ts';
+import { addTracking, TrackingTokens } from '../../domain/emails/tracking.ts';
+import { verpAddress } from '../../domain/emails/verp.ts';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import type { SecretBox } from '../../platform/crypto.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import type { DomainRow } from '../../read-side/domains/domains.queries.ts';
-import { customReturnPathVerified, envelopeDomain } from '../../write-side/domains/dns-records.ts';
-import { type EmailContent, messageIdOf } from '../../write-side/emails/email.events.ts';
-import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
-import { verpAddress } from '../../write-side/emails/verp.ts';
 import type { DkimKey, OutboundMessage } from './mta/message.ts';
 
 const tokensByConfig = new WeakMap<object, TrackingTokens>();

@@ -2,7 +2,7 @@ import type { Services } from '../../platform/services.ts';
 import { domainsDueForPurge } from '../../read-side/domains/domains.queries.ts';
 import { receivedEmailsDueForPurge } from '../../read-side/received-emails/received-emails.queries.ts';
 import { purgeDomain } from '../../write-side/domains/domain.commands.ts';
-import { purgeReceivedEmail } from '../../write-side/inbound/received-email.commands.ts';
+import { purgeReceivedEmail } from '../../write-side/received-emails/received-email.commands.ts';
 import { forEachItem, ProcessManager } from '../process.ts';
 
 const BATCH = 100;

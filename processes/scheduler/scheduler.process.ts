@@ -1,8 +1,8 @@
+import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../domain/emails/email.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { releaseEmail, systemMeta } from '../../write-side/emails/email.commands.ts';
-import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../write-side/emails/email.events.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';
 

@@ -1,4 +1,4 @@
-import { SIMULATOR_DOMAIN } from '../../write-side/emails/addresses.ts';
+import { SIMULATOR_DOMAIN } from '../../domain/emails/addresses.ts';
 
 /** One simulated happening for one recipient, `afterMs` after the email was sent. */
 export type SimulatedStep =

@@ -1,3 +1,11 @@
+import {
+  acceptedContent,
+  type EmailContent,
+  emailStream,
+  messageIdOf,
+  readyToSend,
+  recipientsOf,
+} from '../../domain/emails/email.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -10,14 +18,6 @@ import {
   startSending,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
-import {
-  acceptedContent,
-  type EmailContent,
-  emailStream,
-  messageIdOf,
-  readyToSend,
-  recipientsOf,
-} from '../../write-side/emails/email.events.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';

@@ -1,6 +1,6 @@
+import { type EmailEvent, emailStream } from '../../domain/emails/email.events.ts';
 import { BoundedMap } from '../../platform/bounded-map.ts';
 import type { EventStore, Stored, StoredEvent, SubscribeOptions } from '../../platform/eventstore/types.ts';
-import { type EmailEvent, emailStream } from '../../write-side/emails/email.events.ts';
 import { type EmailSummary, isEmailSourced, isFirstEmailEvent, summaryOf } from './public-events.v1.ts';
 
 /**

@@ -1,7 +1,7 @@
+import { subscriptionMatches } from '../../domain/webhooks/event-types.ts';
+import { WEBHOOK_EVENT_TYPES, type WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
-import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
-import { WEBHOOK_EVENT_TYPES, type WebhookEvent } from '../../write-side/webhooks/webhook.events.ts';
 import { resetDeliveries } from './deliveries.ts';
 
 /** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */

@@ -1,8 +1,8 @@
+import { TEST_EVENT_TYPE } from '../../domain/webhooks/event-types.ts';
+import { isWebhookEvent, type WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import type { Transaction } from '../../platform/db/database.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
-import { isWebhookEvent, type WebhookEvent } from '../../write-side/webhooks/webhook.events.ts';
 import { LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
 import { insertDeliveries, type NewDelivery, newDelivery, wakeDispatchersAtCommit } from './deliveries.ts';

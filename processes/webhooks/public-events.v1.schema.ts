@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { PublicEventType } from '../../domain/webhooks/event-types.ts';
 import type { WebhookPayload } from '../../platform/http/openapi.ts';
-import type { PublicEventType } from '../../write-side/webhooks/event-types.ts';
 
 /**
  * The schemas of the public webhook payloads, version 1: `public-events.v1.ts` builds each `data` typed by these,

@@ -1,10 +1,10 @@
 import type { z } from 'zod';
+import type { ContactEvent } from '../../domain/contacts/contact.events.ts';
+import type { DomainEvent } from '../../domain/domains/domain.events.ts';
+import type { EmailEvent } from '../../domain/emails/email.events.ts';
+import type { InboundEmailReceived } from '../../domain/received-emails/received-email.events.ts';
+import { type PublicEventType, TEST_EVENT_TYPE } from '../../domain/webhooks/event-types.ts';
 import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
-import type { ContactEvent } from '../../write-side/contacts/contact.events.ts';
-import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
-import type { EmailEvent } from '../../write-side/emails/email.events.ts';
-import type { InboundEmailReceived } from '../../write-side/inbound/received-email.events.ts';
-import { type PublicEventType, TEST_EVENT_TYPE } from '../../write-side/webhooks/event-types.ts';
 import type {
   BouncedData,
   ClickedData,

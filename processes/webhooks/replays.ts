@@ -1,6 +1,6 @@
+import { subscriptionMatches } from '../../domain/webhooks/event-types.ts';
 import type { EventStore } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
 import { insertDeliveries, newDelivery, resetDeliveries, wakeDispatchersAtCommit } from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
 import { isEmailSourced, PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';

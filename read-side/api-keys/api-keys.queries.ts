@@ -1,6 +1,6 @@
+import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { sha256Hex } from '../../platform/crypto.ts';
 import type { Database } from '../../platform/db/database.ts';
-import type { AuthContext } from '../../platform/http/auth-context.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Plan, Tenant } from '../../platform/tenancy.ts';
 import { iso, listPage } from '../pagination.ts';

@@ -1,8 +1,8 @@
+import { ApiKeyList } from '../../domain/api-keys/api-keys.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { listApiKeys } from './api-keys.queries.ts';
-import { ApiKeyList } from './api-keys.response.ts';
 
 export function apiKeyQueryRoutes(api: ApiRouter, services: Services) {
   const apiKeys = queryRoutes(api, { tag: 'API keys', name: 'API key' });

@@ -1,8 +1,13 @@
+import {
+  AUDIENCE_PATHS,
+  AudienceList,
+  AudienceWithCount,
+  aliased,
+} from '../../domain/audiences/audiences.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudienceWithCount, listAudiences } from './audiences.queries.ts';
-import { AUDIENCE_PATHS, AudienceList, AudienceWithCount, aliased } from './audiences.response.ts';
 
 export function audienceQueryRoutes(api: ApiRouter, services: Services) {
   const audiences = queryRoutes(api, { tag: 'Audiences', name: 'Audience' });

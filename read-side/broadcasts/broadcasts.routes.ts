@@ -1,8 +1,8 @@
+import { Broadcast, BroadcastList } from '../../domain/broadcasts/broadcasts.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findBroadcast, listBroadcasts } from './broadcasts.queries.ts';
-import { Broadcast, BroadcastList } from './broadcasts.response.ts';
 
 export function broadcastQueryRoutes(api: ApiRouter, services: Services) {
   const broadcasts = queryRoutes(api, { tag: 'Broadcasts', name: 'Broadcast' });

@@ -1,6 +1,6 @@
+import type { BroadcastStatus } from '../../domain/broadcasts/broadcast.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { BroadcastStatus } from '../../write-side/broadcasts/broadcast.events.ts';
 import type { Json, Timestamp } from '../column-types.ts';
 
 /**

@@ -1,8 +1,8 @@
+import { ContactImport } from '../../domain/contact-imports/contact-imports.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findContactImport } from './contact-imports.queries.ts';
-import { ContactImport } from './contact-imports.response.ts';
 
 export function contactImportQueryRoutes(api: ApiRouter, services: Services) {
   const imports = queryRoutes(api, { tag: 'Contacts', name: 'Contact import' });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Contact, ContactList, ContactTopicList } from '../../domain/contacts/contacts.response.ts';
 import { notFound } from '../../platform/errors.ts';
 import { listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
@@ -6,7 +7,6 @@ import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../audiences/audiences.queries.ts';
 import { contactTopics, findContact, listContacts } from './contacts.queries.ts';
-import { Contact, ContactList, ContactTopicList } from './contacts.response.ts';
 
 const filters = {
   audience_id: z.string().min(1).max(100).optional(),

@@ -1,10 +1,10 @@
 import { domainToASCII } from 'node:url';
 import type { Selectable } from 'kysely';
+import { customReturnPathVerified } from '../../domain/domains/dns-records.ts';
+import type { DomainStatus, Impressum } from '../../domain/domains/domain.events.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { customReturnPathVerified } from '../../write-side/domains/dns-records.ts';
-import type { DomainStatus, Impressum } from '../../write-side/domains/domain.events.ts';
 import { iso, listPage } from '../pagination.ts';
 import { liveRows, readModels } from '../read-models.ts';
 import type { DomainsTable } from './domains.schema.ts';

@@ -1,8 +1,8 @@
+import { Domain, DomainList } from '../../domain/domains/domains.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, listDomains, toApiDomain } from './domains.queries.ts';
-import { Domain, DomainList } from './domains.response.ts';
 
 export function domainQueryRoutes(api: ApiRouter, services: Services) {
   const domains = queryRoutes(api, { tag: 'Domains', name: 'Domain' });

@@ -1,6 +1,6 @@
+import type { DnsRecord, DomainStatus, Impressum } from '../../domain/domains/domain.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { DnsRecord, DomainStatus, Impressum } from '../../write-side/domains/domain.events.ts';
 import type { Json, Timestamp } from '../column-types.ts';
 
 export interface DomainsTable {

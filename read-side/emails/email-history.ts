@@ -1,12 +1,12 @@
-import type { Queryable } from '../../platform/db/database.ts';
-import type { StoredEvent } from '../../platform/eventstore/types.ts';
-import { openPersonalDataMany } from '../../platform/personal-data.ts';
 import {
   type ClientDetails,
   clientDetailsSubject,
   type EmailEvent,
-} from '../../write-side/emails/email.events.ts';
-import { deliveredSmtpCode, publicEmailEventType } from '../../write-side/emails/public-event-types.ts';
+} from '../../domain/emails/email.events.ts';
+import { deliveredSmtpCode, publicEmailEventType } from '../../domain/emails/public-event-types.ts';
+import type { Queryable } from '../../platform/db/database.ts';
+import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { openPersonalDataMany } from '../../platform/personal-data.ts';
 
 /**
  * An email's history as the API shows it (`EmailEvent` in emails.response.ts): each event under its public

@@ -1,9 +1,9 @@
 import { type Selectable, sql } from 'kysely';
+import { publicEmailEventType } from '../../domain/emails/public-event-types.ts';
+import type { EmailStatus } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { publicEmailEventType } from '../../write-side/emails/public-event-types.ts';
-import type { EmailStatus } from '../../write-side/emails/status.ts';
 import { iso, listPage } from '../pagination.ts';
 import { tenantRows } from '../read-models.ts';
 import type { EmailAttachmentsTable, EmailsTable, RecipientEntry } from './emails.schema.ts';

@@ -1,4 +1,15 @@
 import { z } from 'zod';
+import { emailStream } from '../../domain/emails/email.events.ts';
+import {
+  Attachment,
+  AttachmentList,
+  Email,
+  EmailEventList,
+  EmailList,
+  Usage,
+} from '../../domain/emails/emails.response.ts';
+import { EMAIL_STATUSES } from '../../domain/emails/status.ts';
+import { monthOf, PLANS } from '../../domain/organizations/plans.ts';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { notFound } from '../../platform/errors.ts';
 import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
@@ -6,9 +17,6 @@ import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { emailStream } from '../../write-side/emails/email.events.ts';
-import { EMAIL_STATUSES } from '../../write-side/emails/status.ts';
-import { monthOf, PLANS } from '../../write-side/plans.ts';
 import { publicHistory } from './email-history.ts';
 import {
   type AttachmentRow,
@@ -18,7 +26,6 @@ import {
   listEmails,
   monthlyUsage,
 } from './emails.queries.ts';
-import { Attachment, AttachmentList, Email, EmailEventList, EmailList, Usage } from './emails.response.ts';
 
 const listFilters = {
   status: z.enum(EMAIL_STATUSES).optional(),

@@ -1,7 +1,7 @@
 import type { Generated } from 'kysely';
+import type { EmailStatus, Lifecycle, RecipientStatus } from '../../domain/emails/status.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { EmailStatus, Lifecycle, RecipientStatus } from '../../write-side/emails/status.ts';
 import type { Json, Timestamp } from '../column-types.ts';
 
 /** An entry of `emails.recipients` (projections/email-changes.ts): the API's field names. */

@@ -1,6 +1,6 @@
+import { PLANS } from '../../domain/organizations/plans.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Plan } from '../../platform/tenancy.ts';
-import { PLANS } from '../../write-side/plans.ts';
 import { findOrganization } from '../api-keys/api-keys.queries.ts';
 import { iso } from '../pagination.ts';
 

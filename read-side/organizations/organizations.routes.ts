@@ -1,8 +1,8 @@
+import { Organization } from '../../domain/organizations/organizations.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { organizationJson } from './organizations.queries.ts';
-import { Organization } from './organizations.response.ts';
 
 export function organizationQueryRoutes(api: ApiRouter, services: Services) {
   const organization = queryRoutes(api, { tag: 'Organization', name: 'Organization' });

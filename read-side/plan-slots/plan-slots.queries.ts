@@ -1,6 +1,6 @@
+import type { PlanSlotResource } from '../../domain/plan-slots/plan-slot.events.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import type { PlanSlotResource } from '../../write-side/plan-slots/plan-slot.events.ts';
 import { readModels } from '../read-models.ts';
 
 /**

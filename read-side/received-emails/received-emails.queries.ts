@@ -1,17 +1,17 @@
 import type { Selectable } from 'kysely';
-import { blobStoreFor } from '../../platform/blob-store.ts';
-import type { Database } from '../../platform/db/database.ts';
-import type { PageParams } from '../../platform/http/pagination.ts';
-import type { Services } from '../../platform/services.ts';
-import type { Tenant } from '../../platform/tenancy.ts';
 import type {
   MailAddress,
   ReceivedAttachment,
   ReceivedContent,
   ReceivedHeader,
   ReceivedHeaders,
-} from '../../write-side/inbound/received-email.events.ts';
-import { headerListOfMap } from '../../write-side/inbound/received-email.events.ts';
+} from '../../domain/received-emails/received-email.events.ts';
+import { headerListOfMap } from '../../domain/received-emails/received-email.events.ts';
+import { blobStoreFor } from '../../platform/blob-store.ts';
+import type { Database } from '../../platform/db/database.ts';
+import type { PageParams } from '../../platform/http/pagination.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
 import { iso, paginate } from '../pagination.ts';
 import { readModels, tenantRows } from '../read-models.ts';
 import type { ReceivedEmailsTable } from './received-emails.schema.ts';

@@ -1,4 +1,11 @@
 import { z } from 'zod';
+import {
+  RawMessage,
+  ReceivedAttachment,
+  ReceivedAttachmentList,
+  ReceivedEmail,
+  ReceivedEmailList,
+} from '../../domain/received-emails/received-emails.response.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
@@ -13,13 +20,6 @@ import {
   receivedAttachmentJson,
   receivedEmailJson,
 } from './received-emails.queries.ts';
-import {
-  RawMessage,
-  ReceivedAttachment,
-  ReceivedAttachmentList,
-  ReceivedEmail,
-  ReceivedEmailList,
-} from './received-emails.response.ts';
 
 const listFilters = {
   domain: z.string().min(1).max(253).optional(),

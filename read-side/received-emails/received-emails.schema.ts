@@ -1,10 +1,10 @@
-import type { Migration } from '../../platform/db/migrations.ts';
-import type { Mode } from '../../platform/eventstore/types.ts';
 import type {
   Authentication,
   MailAddress,
   ReceivedAttachment,
-} from '../../write-side/inbound/received-email.events.ts';
+} from '../../domain/received-emails/received-email.events.ts';
+import type { Migration } from '../../platform/db/migrations.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Json, Timestamp } from '../column-types.ts';
 
 export interface ReceivedEmailsTable {

@@ -1,10 +1,10 @@
 import type { Selectable } from 'kysely';
+import type { SuppressionReason } from '../../domain/suppressions/suppression.events.ts';
 import { Batcher } from '../../platform/batcher.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import type { SuppressionReason } from '../../write-side/suppressions/suppression.events.ts';
 import { iso, listPage } from '../pagination.ts';
 import { liveRows } from '../read-models.ts';
 import type { SuppressionsTable } from './suppressions.schema.ts';

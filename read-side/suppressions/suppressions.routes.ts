@@ -1,10 +1,10 @@
 import { z } from 'zod';
+import { SuppressionList } from '../../domain/suppressions/suppressions.response.ts';
 import { listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { listSuppressions } from './suppressions.queries.ts';
-import { SuppressionList } from './suppressions.response.ts';
 
 const query = listQuery({ reason: z.enum(['hard_bounce', 'complaint', 'manual']).optional() });
 

@@ -1,6 +1,6 @@
+import type { SuppressionReason } from '../../domain/suppressions/suppression.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { SuppressionReason } from '../../write-side/suppressions/suppression.events.ts';
 import type { Timestamp } from '../column-types.ts';
 
 export interface SuppressionsTable {

@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
+import type { TemplateVariable } from '../../domain/templates/template.events.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import type { TemplateVariable } from '../../write-side/templates/template.events.ts';
 import { iso, listPage } from '../pagination.ts';
 import { liveRows, readModels } from '../read-models.ts';
 import type { TemplatesTable, TemplateVersionsTable } from './templates.schema.ts';

@@ -1,8 +1,8 @@
+import { Template, TemplateList, TemplateVersionList } from '../../domain/templates/templates.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { getTemplate, listTemplates, listTemplateVersions } from './templates.queries.ts';
-import { Template, TemplateList, TemplateVersionList } from './templates.response.ts';
 
 export function templateQueryRoutes(api: ApiRouter, services: Services) {
   const templates = queryRoutes(api, { tag: 'Templates', name: 'Template' });

@@ -1,6 +1,6 @@
+import type { TemplateVariable } from '../../domain/templates/template.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { TemplateVariable } from '../../write-side/templates/template.events.ts';
 import type { Json, Timestamp } from '../column-types.ts';
 
 export interface TemplatesTable {

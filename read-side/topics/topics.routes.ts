@@ -1,8 +1,8 @@
+import { Topic, TopicList } from '../../domain/topics/topics.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findTopic, listTopics } from './topics.queries.ts';
-import { Topic, TopicList } from './topics.response.ts';
 
 export function topicQueryRoutes(api: ApiRouter, services: Services) {
   const topics = queryRoutes(api, { tag: 'Topics', name: 'Topic' });

@@ -1,6 +1,6 @@
+import type { DefaultSubscription } from '../../domain/topics/topic.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { DefaultSubscription } from '../../write-side/topics/topic.events.ts';
 import type { Timestamp } from '../column-types.ts';
 
 export interface TopicsTable {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
+import { Webhook, WebhookDeliveryList, WebhookList } from '../../domain/webhooks/webhooks.response.ts';
 import { listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { DELIVERY_STATUSES, getWebhook, listDeliveries, listWebhooks } from './webhooks.queries.ts';
-import { Webhook, WebhookDeliveryList, WebhookList } from './webhooks.response.ts';
 
 const deliveriesQuery = listQuery({ status: z.enum(DELIVERY_STATUSES).optional() });
 

@@ -1,6 +1,6 @@
+import type { DisabledReason } from '../../domain/webhooks/webhook.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { DisabledReason } from '../../write-side/webhooks/webhook.events.ts';
 import type { Json, Timestamp } from '../column-types.ts';
 
 export interface WebhooksTable {

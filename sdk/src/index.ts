@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import createClient from 'openapi-fetch';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
+import type { components, paths } from '../generated/schema.ts';
 import { type ErrorBody, PostlineError, WebhookVerificationError } from './errors.ts';
 import { retryingFetch } from './retry.ts';
-import type { components, paths } from './schema.ts';
 
+export type { components, paths } from '../generated/schema.ts';
 export { PostlineError, WebhookVerificationError } from './errors.ts';
-export type { components, paths } from './schema.ts';
 
 type Schemas = components['schemas'];
 export type Email = Schemas['Email'];

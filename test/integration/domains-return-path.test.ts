@@ -1,9 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { authenticate } from 'mailauth';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { DnsRecord } from '../../domain/domains/domain.events.ts';
 import { createResolver, mailauthResolver } from '../../platform/dns.ts';
 import { newId } from '../../platform/ids.ts';
-import type { DnsRecord } from '../../write-side/domains/domain.events.ts';
 import { arfComplaint, type Original, postfixDsn } from '../fixtures/reports.ts';
 import { publishDomainRecords } from '../support/domains.ts';
 import { mxClient } from '../support/inbound.ts';

@@ -1,6 +1,7 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { authenticate, dkimSign } from 'mailauth';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { DomainEvent } from '../../domain/domains/domain.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { createResolver, mailauthResolver } from '../../platform/dns.ts';
 import { isOneOf } from '../../platform/eventstore/types.ts';
@@ -10,7 +11,6 @@ import {
   findInboundDomains,
   findSendingDomain,
 } from '../../read-side/domains/domains.queries.ts';
-import type { DomainEvent } from '../../write-side/domains/domain.events.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain, publishDomainRecords } from '../support/domains.ts';
 import type { TestOrg } from '../support/service.ts';

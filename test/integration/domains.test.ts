@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { domainNameStream } from '../../domain/domains/domain.events.ts';
 import { findDomainById, findSendingDomain } from '../../read-side/domains/domains.queries.ts';
-import { domainNameStream } from '../../write-side/domains/domain.events.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 import { expectValidationErrors } from '../support/validation.ts';
 

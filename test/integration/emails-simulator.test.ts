@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { suppressionStream } from '../../domain/suppressions/suppression.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
-import { suppressionStream } from '../../write-side/suppressions/suppression.events.ts';
 import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';

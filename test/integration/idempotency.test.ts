@@ -1,12 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { connectPostgres, openPGlite } from '../../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../../platform/db/unavailable.ts';
 import { AppError } from '../../platform/errors.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
-import type { AuthContext } from '../../platform/http/auth-context.ts';
-import { withIdempotency } from '../../platform/http/idempotency.ts';
+import { withIdempotency } from '../../platform/idempotency/idempotency.ts';
 import { ADMIN_URL, createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';

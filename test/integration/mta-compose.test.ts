@@ -1,9 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { dkimVerify } from 'mailauth';
 import { describe, expect, it } from 'vitest';
+import { parseVerp, verpAddress } from '../../domain/emails/verp.ts';
 import { composeMessage } from '../../processes/delivery/mta/compose.ts';
 import type { OutboundMessage } from '../../processes/delivery/mta/message.ts';
-import { parseVerp, verpAddress } from '../../write-side/emails/verp.ts';
 
 const message = (over: Partial<OutboundMessage> = {}): OutboundMessage => ({
   messageId: '<em_01abc@sender.test>',

@@ -4,9 +4,9 @@ import { createServer } from 'node:net';
 import { dkimVerify } from 'mailauth';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verpAddress } from '../../domain/emails/verp.ts';
 import type { OutboundMessage } from '../../processes/delivery/mta/message.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
-import { verpAddress } from '../../write-side/emails/verp.ts';
 import { startDnsServer } from '../support/dns-server.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 

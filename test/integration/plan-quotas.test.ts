@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { planSlotStream } from '../../domain/plan-slots/plan-slot.events.ts';
+import { webhookDecider } from '../../domain/webhooks/webhook.decider.ts';
+import { webhookStream } from '../../domain/webhooks/webhook.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { takeSlot } from '../../write-side/plan-slots/plan-slot.commands.ts';
-import { planSlotStream } from '../../write-side/plan-slots/plan-slot.events.ts';
 import { createWebhook, WEBHOOK_SLOTS } from '../../write-side/webhooks/webhook.commands.ts';
-import { webhookDecider } from '../../write-side/webhooks/webhook.decider.ts';
-import { webhookStream } from '../../write-side/webhooks/webhook.events.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 const clock = new ManualClock(new Date());

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { receivedEmailStream } from '../../domain/received-emails/received-email.events.ts';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
 import { RetentionProcess } from '../../processes/retention/retention.process.ts';
-import { receivedEmailStream } from '../../write-side/inbound/received-email.events.ts';
 import { receivedEmail } from '../fixtures/received-email.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';

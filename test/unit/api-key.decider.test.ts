@@ -1,7 +1,7 @@
 import { describe, it } from 'vitest';
-import { apiKeyDecider } from '../../write-side/api-keys/api-key.decider.ts';
-import type { ApiKeyEvent } from '../../write-side/api-keys/api-key.events.ts';
-import { organizationDecider } from '../../write-side/organizations/organization.decider.ts';
+import { apiKeyDecider } from '../../domain/api-keys/api-key.decider.ts';
+import type { ApiKeyEvent } from '../../domain/api-keys/api-key.events.ts';
+import { organizationDecider } from '../../domain/organizations/organization.decider.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const created: ApiKeyEvent = {

@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { audienceDecider } from '../../write-side/audiences/audience.decider.ts';
-import type { AudienceEvent } from '../../write-side/audiences/audience.events.ts';
+import { audienceDecider } from '../../domain/audiences/audience.decider.ts';
+import type { AudienceEvent } from '../../domain/audiences/audience.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const caller = { audienceId: 'aud_1', orgId: 'org_1', mode: 'live' as const };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { AuthContext } from '../../platform/auth/auth-context.ts';
+import { AuthFailureLimit } from '../../platform/auth/auth-failure-limit.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import type { AppError } from '../../platform/errors.ts';
-import type { AuthContext } from '../../platform/http/auth-context.ts';
-import { AuthFailureLimit } from '../../platform/http/auth-failure-limit.ts';
 import { MemoryRateLimiter } from '../../platform/http/rate-limit.ts';
 
 const caller: AuthContext = {

@@ -1,9 +1,9 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { broadcastDecider } from '../../write-side/broadcasts/broadcast.decider.ts';
-import type { BroadcastContent, BroadcastEvent } from '../../write-side/broadcasts/broadcast.events.ts';
-import { checkBroadcastContent, withFooter } from '../../write-side/broadcasts/broadcast-content.ts';
-import { UnsubscribeTokens } from '../../write-side/broadcasts/unsubscribe-token.ts';
+import { broadcastDecider } from '../../domain/broadcasts/broadcast.decider.ts';
+import type { BroadcastContent, BroadcastEvent } from '../../domain/broadcasts/broadcast.events.ts';
+import { checkBroadcastContent, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
+import { UnsubscribeTokens } from '../../domain/broadcasts/unsubscribe-token.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const caller = { broadcastId: 'bc_1', orgId: 'org_1', mode: 'live' as const };

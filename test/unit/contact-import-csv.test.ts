@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../platform/errors.ts';
 import {
   CsvFileError,
   type CsvRecord,
@@ -8,8 +7,9 @@ import {
   csvRecords,
   headerOf,
   readHeader,
-} from '../../write-side/contact-imports/contact-import.csv.ts';
-import { InvalidUtf8 } from '../../write-side/contact-imports/invalid-utf8.ts';
+} from '../../domain/contact-imports/contact-import.csv.ts';
+import { InvalidUtf8 } from '../../domain/contact-imports/invalid-utf8.ts';
+import { AppError } from '../../platform/errors.ts';
 
 /** The file's records, fed in pieces of `size` bytes (line breaks and quotes fall across pieces). */
 async function records(text: string | Buffer, size = 3): Promise<CsvRecord[]> {

@@ -2,8 +2,8 @@ import { describe, it } from 'vitest';
 import {
   contactImportDecider,
   INVALID_ROWS_LISTED,
-} from '../../write-side/contact-imports/contact-import.decider.ts';
-import type { ContactImportEvent } from '../../write-side/contact-imports/contact-import.events.ts';
+} from '../../domain/contact-imports/contact-import.decider.ts';
+import type { ContactImportEvent } from '../../domain/contact-imports/contact-import.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const importId = 'imp_1';

@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { contactDecider, contactEmailDecider } from '../../write-side/contacts/contact.decider.ts';
-import type { ContactEvent } from '../../write-side/contacts/contact.events.ts';
+import { contactDecider, contactEmailDecider } from '../../domain/contacts/contact.decider.ts';
+import type { ContactEvent } from '../../domain/contacts/contact.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const caller = { contactId: 'con_1', orgId: 'org_1', mode: 'live' as const };

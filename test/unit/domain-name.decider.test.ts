@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import type { DomainNameEvent } from '../../write-side/domains/domain.events.ts';
-import { domainNameDecider } from '../../write-side/domains/domain-name.decider.ts';
+import type { DomainNameEvent } from '../../domain/domains/domain.events.ts';
+import { domainNameDecider } from '../../domain/domains/domain-name.decider.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeDomainName } from '../../write-side/domains/domain-name.ts';
+import { normalizeDomainName } from '../../domain/domains/domain-name.ts';
 
 describe('domain name normalisation', () => {
   it.each([

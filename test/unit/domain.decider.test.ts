@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { dnsRecordsFor } from '../../write-side/domains/dns-records.ts';
-import { domainDecider, domainStatus } from '../../write-side/domains/domain.decider.ts';
+import { dnsRecordsFor } from '../../domain/domains/dns-records.ts';
+import { domainDecider, domainStatus } from '../../domain/domains/domain.decider.ts';
 import type {
   DnsRecord,
   DomainEvent,
   DomainStatus,
   RecordCheck,
-} from '../../write-side/domains/domain.events.ts';
+} from '../../domain/domains/domain.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';

@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type QuotaEvent,
-  quotaDecider,
-  secondsUntilNextMonth,
-} from '../../write-side/emails/quota.decider.ts';
+import { type QuotaEvent, quotaDecider, secondsUntilNextMonth } from '../../domain/emails/quota.decider.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const consumed = (granted: number): QuotaEvent => ({

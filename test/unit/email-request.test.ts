@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sendEmailInput, updateEmailInput } from '../../write-side/emails/request.ts';
+import { sendEmailInput, updateEmailInput } from '../../domain/emails/request.ts';
 
 const base = { from: 'hi@acme.test', to: 'ann@example.org', subject: 's', text: 't' };
 

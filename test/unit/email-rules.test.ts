@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { asciiDomain, formatMailbox, parseMailbox } from '../../domain/emails/addresses.ts';
+import { addTracking, TrackingTokens } from '../../domain/emails/tracking.ts';
+import { monthOf } from '../../domain/organizations/plans.ts';
 import { simulatedOutcome } from '../../processes/simulator/simulator-plan.ts';
-import { asciiDomain, formatMailbox, parseMailbox } from '../../write-side/emails/addresses.ts';
-import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
-import { monthOf } from '../../write-side/plans.ts';
 
 describe('addresses', () => {
   it.each([

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { addTracking, TrackingTokens } from '../../domain/emails/tracking.ts';
 import { purposeKey } from '../../platform/crypto.ts';
-import { addTracking, TrackingTokens } from '../../write-side/emails/tracking.ts';
 
 const secret = randomBytes(32).toString('base64');
 const tokens = new TrackingTokens(secret, 'https://track.example');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type EmailCommand, emailDecider, statusOf } from '../../write-side/emails/email.decider.ts';
-import type { EmailContent, EmailEvent } from '../../write-side/emails/email.events.ts';
-import { rollUp } from '../../write-side/emails/status.ts';
+import { type EmailCommand, emailDecider, statusOf } from '../../domain/emails/email.decider.ts';
+import type { EmailContent, EmailEvent } from '../../domain/emails/email.events.ts';
+import { rollUp } from '../../domain/emails/status.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const content: EmailContent = {

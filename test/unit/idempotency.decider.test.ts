@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { idempotencyDecider } from '../../platform/http/idempotency-decider.ts';
-import type { IdempotencyEvent } from '../../platform/http/idempotency-events.ts';
+import { idempotencyDecider } from '../../platform/idempotency/idempotency-decider.ts';
+import type { IdempotencyEvent } from '../../platform/idempotency/idempotency-events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const claim = (at: string, attempt: string) => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MIME_LIMITS, MimeShape, mimeShapeProblem } from '../../write-side/inbound/mime-shape.ts';
-import { spamScore } from '../../write-side/inbound/spam-score.ts';
+import { MIME_LIMITS, MimeShape, mimeShapeProblem } from '../../domain/received-emails/mime-shape.ts';
+import { spamScore } from '../../domain/received-emails/spam-score.ts';
 
 const crlf = (lines: string[]) => Buffer.from(`${lines.join('\r\n')}\r\n`);
 

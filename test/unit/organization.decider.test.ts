@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { organizationDecider } from '../../write-side/organizations/organization.decider.ts';
-import type { OrganizationEvent } from '../../write-side/organizations/organization.events.ts';
+import { organizationDecider } from '../../domain/organizations/organization.decider.ts';
+import type { OrganizationEvent } from '../../domain/organizations/organization.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const AT = '2026-11-24T08:00:00.000Z';

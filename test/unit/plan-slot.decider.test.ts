@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { type PlanSlotCommand, planSlotDecider } from '../../write-side/plan-slots/plan-slot.decider.ts';
-import type { PlanSlotEvent } from '../../write-side/plan-slots/plan-slot.events.ts';
+import { type PlanSlotCommand, planSlotDecider } from '../../domain/plan-slots/plan-slot.decider.ts';
+import type { PlanSlotEvent } from '../../domain/plan-slots/plan-slot.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-05T00:00:00.000Z';

@@ -5,9 +5,9 @@ import { projections } from '../../bin/composition.ts';
 import type { Transaction } from '../../platform/db/database.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 
-/** Every event type declared in write-side/<aggregate>/<aggregate>.events.ts. */
+/** Every event type declared in domain/<aggregate>/<aggregate>.events.ts. */
 function knownEventTypes(): string[] {
-  const root = join(import.meta.dirname, '..', '..', 'write-side');
+  const root = join(import.meta.dirname, '..', '..', 'domain');
   const types = new Set<string>();
   for (const file of readdirSync(root, { recursive: true, encoding: 'utf8' })) {
     if (!file.endsWith('.events.ts')) continue;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { receivedEmailDecider } from '../../write-side/inbound/received-email.decider.ts';
-import type { ReceivedEmailEvent } from '../../write-side/inbound/received-email.events.ts';
+import { receivedEmailDecider } from '../../domain/received-emails/received-email.decider.ts';
+import type { ReceivedEmailEvent } from '../../domain/received-emails/received-email.events.ts';
 import { receivedEmail as email } from '../fixtures/received-email.ts';
 import { spec } from '../support/given-when-then.ts';
 

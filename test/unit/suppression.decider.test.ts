@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { suppressionDecider } from '../../write-side/suppressions/suppression.decider.ts';
-import {
-  type SuppressionEvent,
-  suppressionStream,
-} from '../../write-side/suppressions/suppression.events.ts';
+import { suppressionDecider } from '../../domain/suppressions/suppression.decider.ts';
+import { type SuppressionEvent, suppressionStream } from '../../domain/suppressions/suppression.events.ts';
 import { spec } from '../support/given-when-then.ts';
 
 const add = {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { checkTemplateContent, TEMPLATE_LIMITS } from '../../domain/templates/content-rules.ts';
+import type { TemplateContent, TemplateVariable } from '../../domain/templates/template.events.ts';
+import { analyseTemplate, MAX_BLOCK_DEPTH } from '../../domain/templates/template-ast.ts';
 import { AppError } from '../../platform/errors.ts';
-import { checkTemplateContent, TEMPLATE_LIMITS } from '../../write-side/templates/content-rules.ts';
-import type { TemplateContent, TemplateVariable } from '../../write-side/templates/template.events.ts';
-import { analyseTemplate, MAX_BLOCK_DEPTH } from '../../write-side/templates/template-ast.ts';
 
 const used = (source: string) => [...analyseTemplate('html', source).keys()].sort();
 const refusal = (fn: () => unknown): string => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type TemplateCommand, templateDecider } from '../../write-side/templates/template.decider.ts';
+import { type TemplateCommand, templateDecider } from '../../domain/templates/template.decider.ts';
 import type {
   TemplateContent,
   TemplateEvent,
   TemplateVersion,
-} from '../../write-side/templates/template.events.ts';
+} from '../../domain/templates/template.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';

@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { topicDecider } from '../../write-side/topics/topic.decider.ts';
-import type { TopicEvent } from '../../write-side/topics/topic.events.ts';
+import { topicDecider } from '../../domain/topics/topic.decider.ts';
+import type { TopicEvent } from '../../domain/topics/topic.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const caller = { topicId: 'top_1', orgId: 'org_1', mode: 'live' as const };

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { publicEmailEventType } from '../../domain/emails/public-event-types.ts';
+import { isSubscribable, subscriptionMatches } from '../../domain/webhooks/event-types.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import {
   envelope,
@@ -7,8 +9,6 @@ import {
   publicData,
   summaryOf,
 } from '../../processes/webhooks/public-events.v1.ts';
-import { publicEmailEventType } from '../../write-side/emails/public-event-types.ts';
-import { isSubscribable, subscriptionMatches } from '../../write-side/webhooks/event-types.ts';
 import { receivedEmail } from '../fixtures/received-email.ts';
 
 const stored = (type: string, data: any): StoredEvent => ({

@@ -1,6 +1,6 @@
 import { describe, it } from 'vitest';
-import { webhookDecider } from '../../write-side/webhooks/webhook.decider.ts';
-import type { WebhookEvent } from '../../write-side/webhooks/webhook.events.ts';
+import { webhookDecider } from '../../domain/webhooks/webhook.decider.ts';
+import type { WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';

@@ -1,11 +1,11 @@
+import { apiKeyDecider } from '../../domain/api-keys/api-key.decider.ts';
+import { apiKeyStream } from '../../domain/api-keys/api-key.events.ts';
 import { sha256Hex } from '../../platform/crypto.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, Mode } from '../../platform/eventstore/types.ts';
 import { newId, randomToken } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Permission } from '../../platform/tenancy.ts';
-import { apiKeyDecider } from './api-key.decider.ts';
-import { apiKeyStream } from './api-key.events.ts';
 
 export const KEY_PREFIX_LENGTH = 16;
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { metaOf } from '../../platform/http/auth-context.ts';
+import { CreatedApiKey } from '../../domain/api-keys/api-keys.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { CreatedApiKey } from '../../read-side/api-keys/api-keys.response.ts';
 import { createApiKey, deleteApiKey } from './api-key.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -76,6 +76,6 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
 
 /** Throws a 422 unless the domain exists in the caller's organization and mode (wired to the domains read model). */
 export type DomainCheck = (
-  auth: import('../../platform/http/auth-context.ts').AuthContext,
+  auth: import('../../platform/auth/auth-context.ts').AuthContext,
   domainId: string,
 ) => Promise<void>;

@@ -1,9 +1,9 @@
+import { audienceDecider } from '../../domain/audiences/audience.decider.ts';
+import { audienceStream } from '../../domain/audiences/audience.events.ts';
 import { tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { audienceDecider } from './audience.decider.ts';
-import { audienceStream } from './audience.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock'>;
 

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { metaOf } from '../../platform/http/auth-context.ts';
+import { AUDIENCE_PATHS, Audience, aliased } from '../../domain/audiences/audiences.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
-import { AUDIENCE_PATHS, Audience, aliased } from '../../read-side/audiences/audiences.response.ts';
 import { createAudience, deleteAudience, renameAudience } from './audience.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */

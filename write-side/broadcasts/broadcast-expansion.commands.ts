@@ -1,4 +1,11 @@
 import { hash } from 'node:crypto';
+import type { BroadcastContent, SkippedRecipients } from '../../domain/broadcasts/broadcast.events.ts';
+import type { RecipientData } from '../../domain/broadcasts/broadcast-content.ts';
+import { withFooter } from '../../domain/broadcasts/broadcast-content.ts';
+import { envelopeDomain, installationBounceDomain } from '../../domain/domains/dns-records.ts';
+import { domainOf, formatMailbox, parseMailbox } from '../../domain/emails/addresses.ts';
+import type { EmailContent } from '../../domain/emails/email.events.ts';
+import { renderPart } from '../../domain/templates/sandbox.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { base32, encodeTime } from '../../platform/ids.ts';
@@ -7,16 +14,9 @@ import { type AudienceRecipient, audienceRecipients } from '../../read-side/cont
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { envelopeDomain, installationBounceDomain } from '../domains/dns-records.ts';
-import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.ts';
 import { acceptPrepared, consumeQuota } from '../emails/email.commands.ts';
-import type { EmailContent } from '../emails/email.events.ts';
 import { renderVersion } from '../templates/render.ts';
-import { renderPart } from '../templates/sandbox.ts';
 import { readBroadcast, runBroadcast } from './broadcast.commands.ts';
-import type { BroadcastContent, SkippedRecipients } from './broadcast.events.ts';
-import type { RecipientData } from './broadcast-content.ts';
-import { withFooter } from './broadcast-content.ts';
 import { unsubscribeMailbox, unsubscribeTokens } from './unsubscribe.commands.ts';
 
 /**

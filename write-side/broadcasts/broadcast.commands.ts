@@ -1,8 +1,12 @@
+import { broadcastDecider } from '../../domain/broadcasts/broadcast.decider.ts';
+import { type BroadcastContent, broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
+import { checkBroadcastContent } from '../../domain/broadcasts/broadcast-content.ts';
+import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
+import type { AuthContext } from '../../platform/auth/auth-context.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
-import type { AuthContext } from '../../platform/http/auth-context.ts';
-import { metaOf } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
@@ -10,11 +14,7 @@ import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { domainOf, parseMailbox } from '../emails/addresses.ts';
 import { checkSendAt, domainNotVerified } from '../emails/prepare.ts';
-import { broadcastDecider } from './broadcast.decider.ts';
-import { type BroadcastContent, broadcastStream } from './broadcast.events.ts';
-import { checkBroadcastContent } from './broadcast-content.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
 

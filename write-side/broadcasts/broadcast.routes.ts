@@ -1,12 +1,13 @@
 import { z } from 'zod';
-import { metaOf } from '../../platform/http/auth-context.ts';
+import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
+import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { findBroadcast } from '../../read-side/broadcasts/broadcasts.queries.ts';
-import { Broadcast } from '../../read-side/broadcasts/broadcasts.response.ts';
 import {
   cancelBroadcast,
   createBroadcast,
@@ -14,7 +15,6 @@ import {
   sendBroadcast,
   updateBroadcast,
 } from './broadcast.commands.ts';
-import type { BroadcastContent } from './broadcast.events.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const BROADCAST_PROJECTIONS = ['broadcasts'];

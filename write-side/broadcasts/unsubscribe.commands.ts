@@ -1,9 +1,9 @@
+import { UnsubscribeTokens } from '../../domain/broadcasts/unsubscribe-token.ts';
+import { type EmailBroadcastRef, type EmailContent, emailStream } from '../../domain/emails/email.events.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { unsubscribeContact } from '../contacts/contact.commands.ts';
-import { type EmailBroadcastRef, type EmailContent, emailStream } from '../emails/email.events.ts';
-import { UnsubscribeTokens } from './unsubscribe-token.ts';
 
 const tokensByConfig = new WeakMap<object, UnsubscribeTokens>();
 /** The tokens under this configuration's secret key, made once. */

@@ -1,13 +1,4 @@
 import type { Readable } from 'node:stream';
-import { blobStoreFor } from '../../platform/blob-store.ts';
-import { AppError, notFound } from '../../platform/errors.ts';
-import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
-import { type EventMetadata, isOneOf } from '../../platform/eventstore/types.ts';
-import { newId } from '../../platform/ids.ts';
-import type { Services } from '../../platform/services.ts';
-import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
-import { type ImportedBatch, type ImportedContact, importContacts } from '../contacts/contact.commands.ts';
-import { CONTACT_LIMITS } from '../contacts/contact-fields.ts';
 import {
   type Column,
   CsvFileError,
@@ -16,19 +7,28 @@ import {
   csvRecords,
   headerColumns,
   headerOf,
-} from './contact-import.csv.ts';
+} from '../../domain/contact-imports/contact-import.csv.ts';
 import {
   type ContactImportCommand,
   type ContactImportState,
   type ContactImportStatus,
   contactImportDecider,
-} from './contact-import.decider.ts';
+} from '../../domain/contact-imports/contact-import.decider.ts';
 import {
   CONTACT_IMPORT_EVENT_TYPES,
   type ContactImportEvent,
   contactImportStream,
   type InvalidRow,
-} from './contact-import.events.ts';
+} from '../../domain/contact-imports/contact-import.events.ts';
+import { CONTACT_LIMITS } from '../../domain/contacts/contact-fields.ts';
+import { blobStoreFor } from '../../platform/blob-store.ts';
+import { AppError, notFound } from '../../platform/errors.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import { type EventMetadata, isOneOf } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
+import { type ImportedBatch, type ImportedContact, importContacts } from '../contacts/contact.commands.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 

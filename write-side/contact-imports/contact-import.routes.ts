@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
+import { ContactImport } from '../../domain/contact-imports/contact-imports.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
-import { metaOf } from '../../platform/http/auth-context.ts';
 import { idShape, knownId } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, waitAfterCommit } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findContactImport } from '../../read-side/contact-imports/contact-imports.queries.ts';
-import { ContactImport } from '../../read-side/contact-imports/contact-imports.response.ts';
 import { startContactImport } from './contact-import.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */

@@ -1,4 +1,14 @@
 import { createHmac } from 'node:crypto';
+import {
+  type ContactState,
+  contactDecider,
+  contactEmailDecider,
+} from '../../domain/contacts/contact.decider.ts';
+import {
+  type ContactPersonalData,
+  contactEmailStream,
+  contactStream,
+} from '../../domain/contacts/contact.events.ts';
 import { keyObject } from '../../platform/crypto.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
@@ -14,8 +24,6 @@ import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { type ContactState, contactDecider, contactEmailDecider } from './contact.decider.ts';
-import { type ContactPersonalData, contactEmailStream, contactStream } from './contact.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
 

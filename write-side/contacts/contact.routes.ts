@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../../domain/contacts/contact-fields.ts';
+import { Contact, ContactTopicList } from '../../domain/contacts/contacts.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { notFound } from '../../platform/errors.ts';
-import { metaOf } from '../../platform/http/auth-context.ts';
 import { commandRoutes, idShape, knownId } from '../../platform/http/command-routes.ts';
 import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
@@ -8,7 +10,6 @@ import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
-import { Contact, ContactTopicList } from '../../read-side/contacts/contacts.response.ts';
 import {
   changeMembership,
   createContact,
@@ -16,7 +17,6 @@ import {
   setContactTopics,
   updateContact,
 } from './contact.commands.ts';
-import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from './contact-fields.ts';
 
 const { email, personName } = CONTACT_FIELD_RULES;
 

@@ -1,6 +1,6 @@
 import type { Resolver } from 'node:dns/promises';
+import type { DnsRecord, RecordCheck } from '../../domain/domains/domain.events.ts';
 import { isNoAnswer } from '../../platform/dns.ts';
-import type { DnsRecord, RecordCheck } from './domain.events.ts';
 
 const host = (h: string) => h.toLowerCase().replace(/\.$/, '');
 const isSpf = (text: string) => /^v=spf1(\s|$)/i.test(text.trim());

@@ -1,5 +1,16 @@
 import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
+import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from '../../domain/domains/dns-records.ts';
+import { type DomainCommand, domainDecider, type Simulation } from '../../domain/domains/domain.decider.ts';
+import {
+  type DkimKey,
+  DOMAIN_GRACE_PERIOD_MS,
+  domainNameStream,
+  domainStream,
+  type Impressum,
+} from '../../domain/domains/domain.events.ts';
+import { domainNameDecider } from '../../domain/domains/domain-name.decider.ts';
+import { PLANS } from '../../domain/organizations/plans.ts';
 import { createResolver } from '../../platform/dns.ts';
 import { notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
@@ -13,18 +24,7 @@ import {
   SLOT_ABANDONED_AFTER_MS,
   withPlanSlot,
 } from '../plan-slots/plan-slot.commands.ts';
-import { PLANS } from '../plans.ts';
 import { checkDnsRecords } from './dns-check.ts';
-import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from './dns-records.ts';
-import { type DomainCommand, domainDecider, type Simulation } from './domain.decider.ts';
-import {
-  type DkimKey,
-  DOMAIN_GRACE_PERIOD_MS,
-  domainNameStream,
-  domainStream,
-  type Impressum,
-} from './domain.events.ts';
-import { domainNameDecider } from './domain-name.decider.ts';
 
 const generateRsaKeyPair = promisify(generateKeyPair);
 

@@ -1,15 +1,15 @@
 import { z } from 'zod';
+import { domainStream } from '../../domain/domains/domain.events.ts';
+import { normalizeDomainName } from '../../domain/domains/domain-name.ts';
+import { Domain } from '../../domain/domains/domains.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
-import { metaOf } from '../../platform/http/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, toApiDomain } from '../../read-side/domains/domains.queries.ts';
-import { Domain } from '../../read-side/domains/domains.response.ts';
 import { addDomain, deleteDomain, restoreDomain, updateDomain, verifyDomain } from './domain.commands.ts';
-import { domainStream } from './domain.events.ts';
-import { normalizeDomainName } from './domain-name.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const DOMAIN_PROJECTIONS = ['domains'];

@@ -1,7 +1,7 @@
+import { type ClientDetails, clientDetailsSubject } from '../../domain/emails/email.events.ts';
 import { sealPersonalData } from '../../platform/personal-data.ts';
 import type { Services } from '../../platform/services.ts';
 import { tracksClientDetails } from '../../read-side/api-keys/api-keys.queries.ts';
-import { type ClientDetails, clientDetailsSubject } from './email.events.ts';
 
 /**
  * An opener's or clicker's IP address and user agent are personal data: recorded only when the organization

@@ -1,3 +1,15 @@
+import { type DeliveryOutcome, type EmailCommand, emailDecider } from '../../domain/emails/email.decider.ts';
+import {
+  type ClientDetails,
+  type EmailEvent,
+  type EmailQueued,
+  type EmailScheduled,
+  emailStream,
+} from '../../domain/emails/email.events.ts';
+import { quotaDecider, quotaExceeded, quotaStream } from '../../domain/emails/quota.decider.ts';
+import type { SendEmailInput } from '../../domain/emails/request.ts';
+import { monthOf, PLANS } from '../../domain/organizations/plans.ts';
+import { type AuthContext, metaOf } from '../../platform/auth/auth-context.ts';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
@@ -7,22 +19,10 @@ import {
   type Position,
   type StoredEvent,
 } from '../../platform/eventstore/types.ts';
-import { type AuthContext, metaOf } from '../../platform/http/auth-context.ts';
 import { emailOutcomes } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
-import { monthOf, PLANS } from '../plans.ts';
 import { sealClientDetails } from './client-details.ts';
-import { type DeliveryOutcome, type EmailCommand, emailDecider } from './email.decider.ts';
-import {
-  type ClientDetails,
-  type EmailEvent,
-  type EmailQueued,
-  type EmailScheduled,
-  emailStream,
-} from './email.events.ts';
 import { type PreparedEmail, prepareEmail, prepareSubmitted, type SubmittedMessage } from './prepare.ts';
-import { quotaDecider, quotaExceeded, quotaStream } from './quota.decider.ts';
-import type { SendEmailInput } from './request.ts';
 
 export interface Accepted {
   id: string;
@@ -251,8 +251,8 @@ type Deps = Pick<Services, 'store' | 'clock'>;
 /** A command without its time: `onEmail` stamps it with the clock. */
 type Untimed<C> = C extends unknown ? Omit<C, 'at'> : never;
 
-export type { DeliveryOutcome, EmailState } from './email.decider.ts';
-export { attemptable } from './email.decider.ts';
+export type { DeliveryOutcome, EmailState } from '../../domain/emails/email.decider.ts';
+export { attemptable } from '../../domain/emails/email.decider.ts';
 export type { SubmittedMessage } from './prepare.ts';
 
 /** The email's stream and the state it folds to: what a process reads to choose its next command. */

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { AcceptedEmail, BatchResult, Email } from '../../domain/emails/emails.response.ts';
+import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
+import { sendEmailInput, updateEmailInput } from '../../domain/emails/request.ts';
 import { AppError, type ErrorCode } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.ts';
@@ -6,11 +9,8 @@ import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { getEmail } from '../../read-side/emails/emails.queries.ts';
-import { AcceptedEmail, BatchResult, Email } from '../../read-side/emails/emails.response.ts';
 import { type Accepted, cancelEmail, rescheduleEmail, sendBatch, sendEmail } from './email.commands.ts';
-import { EMAIL_LIMITS } from './limits.ts';
 import { checkSendAt } from './prepare.ts';
-import { sendEmailInput, updateEmailInput } from './request.ts';
 
 /** The errors a send may answer beyond every route's (prepare.ts, quota.decider.ts, templates' render.ts). */
 const SEND_ERRORS: ErrorCode[] = [

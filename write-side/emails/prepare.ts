@@ -1,15 +1,15 @@
+import { domainOf, formatMailbox, type Mailbox, parseMailbox } from '../../domain/emails/addresses.ts';
+import type { EmailContent } from '../../domain/emails/email.events.ts';
+import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
+import { OWNED_HEADERS } from '../../domain/emails/owned-headers.ts';
+import type { SendEmailInput } from '../../domain/emails/request.ts';
+import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
-import type { AuthContext } from '../../platform/http/auth-context.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findDomainById, findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { isSuppressed, smallSuppressionList } from '../../read-side/suppressions/suppressions.queries.ts';
 import { renderPublished } from '../templates/render.ts';
-import { domainOf, formatMailbox, type Mailbox, parseMailbox } from './addresses.ts';
-import type { EmailContent } from './email.events.ts';
-import { EMAIL_LIMITS } from './limits.ts';
-import { OWNED_HEADERS } from './owned-headers.ts';
-import type { SendEmailInput } from './request.ts';
 
 /** An accepted request, ready for the decider: content plus the attachment bytes still to be stored. */
 export interface PreparedEmail {

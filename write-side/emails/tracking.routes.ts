@@ -1,9 +1,9 @@
 import type express from 'express';
+import { TrackingTokens } from '../../domain/emails/tracking.ts';
 import { AppError } from '../../platform/errors.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { recordEngagement, systemMeta } from './email.commands.ts';
-import { TrackingTokens } from './tracking.ts';
 
 /** A transparent 1x1 GIF. */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');

@@ -1,12 +1,12 @@
+import { clientDetailsSubjects } from '../../domain/emails/email.events.ts';
+import { organizationDecider } from '../../domain/organizations/organization.decider.ts';
+import { organizationStream } from '../../domain/organizations/organization.events.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import { newId } from '../../platform/ids.ts';
 import { forgetPersonalDataByPrefix } from '../../platform/personal-data.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { createApiKey } from '../api-keys/api-key.commands.ts';
-import { clientDetailsSubjects } from '../emails/email.events.ts';
-import { organizationDecider } from './organization.decider.ts';
-import { organizationStream } from './organization.events.ts';
 
 /** Creates an organization with one live and one test key, both full_access. The keys are shown only now. */
 export async function createOrganization(

@@ -1,9 +1,18 @@
+import {
+  heldSlots,
+  type PlanSlotCommand,
+  type PlanSlotState,
+  planSlotDecider,
+} from '../../domain/plan-slots/plan-slot.decider.ts';
+import {
+  type PlanSlotFreedReason,
+  type PlanSlotResource,
+  planSlotStream,
+} from '../../domain/plan-slots/plan-slot.events.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { countedResourceIds } from '../../read-side/plan-slots/plan-slots.queries.ts';
-import { heldSlots, type PlanSlotCommand, type PlanSlotState, planSlotDecider } from './plan-slot.decider.ts';
-import { type PlanSlotFreedReason, type PlanSlotResource, planSlotStream } from './plan-slot.events.ts';
 
 /**
  * Race-free plan limits for resources counted per organization and mode (domains, templates, webhooks); see

@@ -1,11 +1,15 @@
+import { type SuppressionRecord, suppressionDecider } from '../../domain/suppressions/suppression.decider.ts';
+import {
+  type SuppressionEvent,
+  type SuppressionReason,
+  suppressionStream,
+} from '../../domain/suppressions/suppression.events.ts';
 import { notFound } from '../../platform/errors.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, isOneOf, type Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { findSuppression } from '../../read-side/suppressions/suppressions.queries.ts';
-import { type SuppressionRecord, suppressionDecider } from './suppression.decider.ts';
-import { type SuppressionEvent, type SuppressionReason, suppressionStream } from './suppression.events.ts';
 
 type SuppressionAdded = Extract<SuppressionEvent, { type: 'SuppressionAdded' }>;
 

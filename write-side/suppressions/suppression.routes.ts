@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { metaOf } from '../../platform/http/auth-context.ts';
+import { SuppressionAdded } from '../../domain/suppressions/suppressions.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { suppressionJson } from '../../read-side/suppressions/suppressions.queries.ts';
-import { SuppressionAdded } from '../../read-side/suppressions/suppressions.response.ts';
 import { addSuppression, removeSuppression } from './suppression.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */

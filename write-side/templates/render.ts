@@ -1,9 +1,9 @@
+import { TEMPLATE_LIMITS } from '../../domain/templates/content-rules.ts';
+import { renderPart } from '../../domain/templates/sandbox.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/templates.queries.ts';
-import { TEMPLATE_LIMITS } from './content-rules.ts';
-import { renderPart } from './sandbox.ts';
 
 export interface RenderedTemplate {
   subject: string;

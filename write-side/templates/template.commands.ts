@@ -1,12 +1,16 @@
+import { PLANS } from '../../domain/organizations/plans.ts';
+import {
+  requireTemplate,
+  type TemplateCommand,
+  templateDecider,
+} from '../../domain/templates/template.decider.ts';
+import { type TemplateContent, templateStream } from '../../domain/templates/template.events.ts';
 import { handleCommand, rebuildState, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
-import { PLANS } from '../plans.ts';
-import { requireTemplate, type TemplateCommand, templateDecider } from './template.decider.ts';
-import { type TemplateContent, templateStream } from './template.events.ts';
 
 /**
  * Template commands: ids, time and the quota come in here; the decider validates the Handlebars sources itself

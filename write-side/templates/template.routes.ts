@@ -1,11 +1,13 @@
 import { z } from 'zod';
-import { metaOf } from '../../platform/http/auth-context.ts';
+import { TEMPLATE_NAME_MAX } from '../../domain/templates/template.decider.ts';
+import { templateStream } from '../../domain/templates/template.events.ts';
+import { RenderedTemplate, Template } from '../../domain/templates/templates.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { getTemplate } from '../../read-side/templates/templates.queries.ts';
-import { RenderedTemplate, Template } from '../../read-side/templates/templates.response.ts';
 import { renderPublished } from './render.ts';
 import {
   createTemplate,
@@ -14,8 +16,6 @@ import {
   publishTemplate,
   updateTemplate,
 } from './template.commands.ts';
-import { TEMPLATE_NAME_MAX } from './template.decider.ts';
-import { templateStream } from './template.events.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const TEMPLATE_PROJECTIONS = ['templates'];

@@ -1,9 +1,9 @@
+import { topicDecider } from '../../domain/topics/topic.decider.ts';
+import { type DefaultSubscription, topicStream } from '../../domain/topics/topic.events.ts';
 import { tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { topicDecider } from './topic.decider.ts';
-import { type DefaultSubscription, topicStream } from './topic.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock'>;
 

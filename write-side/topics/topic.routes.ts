@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { metaOf } from '../../platform/http/auth-context.ts';
+import { Topic } from '../../domain/topics/topics.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { Topic } from '../../read-side/topics/topics.response.ts';
 import { createTopic, deleteTopic, updateTopic } from './topic.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { PLANS } from '../../domain/organizations/plans.ts';
+import { webhookDecider } from '../../domain/webhooks/webhook.decider.ts';
+import type { DisabledReason } from '../../domain/webhooks/webhook.events.ts';
+import { webhookStream } from '../../domain/webhooks/webhook.events.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
-import { PLANS } from '../plans.ts';
-import { webhookDecider } from './webhook.decider.ts';
-import type { DisabledReason } from './webhook.events.ts';
-import { webhookStream } from './webhook.events.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'secrets'>;
 

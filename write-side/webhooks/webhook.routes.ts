@@ -1,6 +1,14 @@
 import { z } from 'zod';
+import { isSubscribable, PUBLIC_EVENT_TYPES } from '../../domain/webhooks/event-types.ts';
+import {
+  CreatedWebhook,
+  DeliveryRetry,
+  RotatedSecret,
+  Webhook,
+  WebhookReplay,
+} from '../../domain/webhooks/webhooks.response.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
-import { metaOf } from '../../platform/http/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
@@ -8,14 +16,6 @@ import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/webhooks.queries.ts';
-import {
-  CreatedWebhook,
-  DeliveryRetry,
-  RotatedSecret,
-  Webhook,
-  WebhookReplay,
-} from '../../read-side/webhooks/webhooks.response.ts';
-import { isSubscribable, PUBLIC_EVENT_TYPES } from './event-types.ts';
 import {
   addWebhook,
   deleteWebhook,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { OWNED_HEADERS } from '../../../write-side/emails/owned-headers.ts';
+import { OWNED_HEADERS } from '../../../domain/emails/owned-headers.ts';
 import { signMessage } from './dkim.ts';
 import type { OutboundMessage } from './message.ts';
 

@@ -1,4 +1,4 @@
-import type { EmailContent } from '../../../write-side/emails/email.events.ts';
+import type { EmailContent } from '../../../domain/emails/email.events.ts';
 
 /** The message the MTA sends, as the delivery process hands it over (compose.ts makes its bytes). */
 

@@ -3,7 +3,7 @@ import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { CommandCaller, Plan } from '../../platform/tenancy.ts';
 import { cutText } from '../../platform/unstorable-text.ts';
-import { PLANS } from '../plans.ts';
+import { PLANS } from '../organizations/plans.ts';
 import { checkTemplateContent } from './content-rules.ts';
 import type { TemplateContent, TemplateEvent, TemplateVersion } from './template.events.ts';
 

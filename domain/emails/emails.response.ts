@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { downloadLinkFields, listOf, timestamp } from '../../platform/http/route-schema.ts';
-import { EMAIL_HISTORY_TYPES, type EmailHistoryType } from '../../write-side/emails/public-event-types.ts';
-import { EMAIL_STATUSES } from '../../write-side/emails/status.ts';
+import { EMAIL_HISTORY_TYPES, type EmailHistoryType } from './public-event-types.ts';
+import { EMAIL_STATUSES } from './status.ts';
 
 const status = z.enum(EMAIL_STATUSES as [string, ...string[]]);
 

@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { domainToASCII, domainToUnicode } from 'node:url';
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -11,7 +10,7 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 export function normalizeDomainName(input: string): { name: string } | { error: string } {
   const trimmed = input.trim().replace(/\.$/, '');
   if (!trimmed) return { error: 'is required' };
-  if (isIP(trimmed) || isIP(trimmed.replace(/^\[|\]$/g, '')))
+  if (isIpLiteral(trimmed.replace(/^\[|\]$/g, '')))
     return { error: 'must be a domain name, not an IP address' };
   // Only letters (any script), digits, hyphens and dots: domainToASCII alone would accept URL syntax such as `a.com/x`.
   const name = /^[\p{L}\p{M}\p{N}.-]+$/u.test(trimmed) ? domainToASCII(trimmed.toLowerCase()) : '';
@@ -34,4 +33,12 @@ export function normalizeDomainName(input: string): { name: string } | { error: 
   if (/^[0-9]+$/.test(labels[labels.length - 1]))
     return { error: 'must end in a top-level domain, not a number' };
   return { name };
+}
+
+const OCTET = '(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const IPV4 = new RegExp(`^${OCTET}(\\.${OCTET}){3}$`);
+
+/** An IPv4 address in dotted decimal, or anything shaped like an IPv6 address (hex groups and colons). */
+function isIpLiteral(text: string): boolean {
+  return IPV4.test(text) || (text.includes(':') && /^[0-9a-f:.]+(%\w+)?$/i.test(text));
 }

@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { AuthContext } from '../auth/auth-context.ts';
 import { AppError } from '../errors.ts';
 import { type CommandResult, handleCommand } from '../eventstore/command.ts';
 import type { EventStore, Stored, StoredEvent } from '../eventstore/types.ts';
-import type { AuthContext } from './auth-context.ts';
 import { type IdempotencyState, idempotencyDecider } from './idempotency-decider.ts';
 import { type IdempotencyEvent, idempotencyStream, type StoredReply } from './idempotency-events.ts';
 import { OwedReleases } from './idempotency-releases.ts';

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import type { RateDecision, RateLimiter } from '../http/rate-limit.ts';
 import type { AuthContext, Authenticate } from './auth-context.ts';
-import type { RateDecision, RateLimiter } from './rate-limit.ts';
 
 const WINDOW_MS = 60_000;
 /** Past this many blocked addresses the memory of blocks starts over, so rotating addresses cannot grow it. */

@@ -1,5 +1,7 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
+import type { AuthVerdict } from '../../domain/received-emails/received-email.events.ts';
+import { ReceivedEmail } from '../../domain/received-emails/received-emails.response.ts';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
@@ -9,9 +11,7 @@ import {
   findReceivedEmail,
   receivedEmailJson,
 } from '../../read-side/received-emails/received-emails.queries.ts';
-import { ReceivedEmail } from '../../read-side/received-emails/received-emails.response.ts';
 import { receiveMessage } from './received-email.commands.ts';
-import type { AuthVerdict } from './received-email.events.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const RECEIVED_EMAIL_PROJECTIONS = ['received_emails'];

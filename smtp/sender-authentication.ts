@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 import { authenticate } from 'mailauth';
+import type { Authentication, AuthVerdict } from '../domain/received-emails/received-email.events.ts';
 import { createResolver, type MailauthResolver, mailauthResolver } from '../platform/dns.ts';
 import type { Logger } from '../platform/logger.ts';
 import { storableText } from '../platform/storable-text.ts';
-import type { Authentication, AuthVerdict } from '../write-side/inbound/received-email.events.ts';
 
 const verdict = (result: string, detail?: string | null): AuthVerdict => ({
   result,

@@ -1,4 +1,4 @@
-import type { Plan } from '../platform/tenancy.ts';
+import type { Plan } from '../../platform/tenancy.ts';
 
 /** What a plan costs and includes. `null` for a limit: the plan does not limit it. */
 export interface PlanTerms {

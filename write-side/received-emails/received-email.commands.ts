@@ -1,13 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { AddressObject } from 'mailparser';
-import { type BlobStore, blobStoreFor } from '../../platform/blob-store.ts';
-import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
-import type { EventMetadata, Mode, Position } from '../../platform/eventstore/types.ts';
-import { newId } from '../../platform/ids.ts';
-import type { Services } from '../../platform/services.ts';
-import { storableText } from '../../platform/storable-text.ts';
-import { receivedEmailsSharingRaw } from '../../read-side/received-emails/received-emails.queries.ts';
-import { type ReceivedEmailCommand, receivedEmailDecider } from './received-email.decider.ts';
+import {
+  type ReceivedEmailCommand,
+  receivedEmailDecider,
+} from '../../domain/received-emails/received-email.decider.ts';
 import {
   type Authentication,
   headerListOfMap,
@@ -18,8 +14,15 @@ import {
   type ReceivedHeader,
   type ReceivedHeaders,
   receivedEmailStream,
-} from './received-email.events.ts';
-import { spamScore } from './spam-score.ts';
+} from '../../domain/received-emails/received-email.events.ts';
+import { spamScore } from '../../domain/received-emails/spam-score.ts';
+import { type BlobStore, blobStoreFor } from '../../platform/blob-store.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import type { EventMetadata, Mode, Position } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Services } from '../../platform/services.ts';
+import { storableText } from '../../platform/storable-text.ts';
+import { receivedEmailsSharingRaw } from '../../read-side/received-emails/received-emails.queries.ts';
 import { type ParsedMessage, parseStoredMessage } from './stored-message.ts';
 
 /** Who a received message is for: an organization's inbound domain (or, injected in test mode, none). */
