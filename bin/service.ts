@@ -35,6 +35,7 @@ import {
   projections,
   registerRoutes,
 } from './composition.ts';
+import { lookUps } from './look-ups.ts';
 import { apiDocument } from './openapi-document.ts';
 import { ThreadedProjectionRunner } from './projections-thread.ts';
 
@@ -160,6 +161,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
       suppressions: new ReadModelCache(waiter, 'suppressions', { maxEntries: 1000 }),
     },
     rateLimiter: createRateLimiter(config, db),
+    lookUps,
   };
   if (options.projections !== false) await runner.start();
   const processes = options.processes === false ? [] : backgroundProcesses(services);

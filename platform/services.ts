@@ -16,6 +16,15 @@ export interface CachedLookup {
   get<T>(key: string, load: () => Promise<T>): Promise<T>;
 }
 
+/**
+ * The read-model look-ups the write side needs: does this audience exist, what does the API answer once a change
+ * is readable. `read-side/` and `write-side/` never import each other, so `write-side/look-ups.ts` declares each
+ * member (by augmenting this interface) and the composition root fills it with read-side's query functions
+ * (`bin/look-ups.ts`).
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/look-ups.ts
+export interface LookUps {}
+
 /** What every route, command handler and process gets: the stores and the ports. Built in bin/. */
 export interface Services {
   config: Config;
@@ -31,4 +40,5 @@ export interface Services {
    */
   caches: { apiKeys: CachedLookup; domains: CachedLookup; suppressions: CachedLookup };
   rateLimiter: RateLimiter;
+  lookUps: LookUps;
 }

@@ -207,11 +207,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/topics/topic.routes.ts',
-    to: 'read-side/topics/topics.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/webhooks/webhook.routes.ts',
     to: 'read-side/webhooks/webhooks.queries.ts',
     why: 'look-up not yet passed in by the composition root',

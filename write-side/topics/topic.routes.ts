@@ -5,7 +5,6 @@ import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { createTopic, deleteTopic, updateTopic } from './topic.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -30,7 +29,7 @@ export function topicCommandRoutes(api: ApiRouter, services: Services) {
     param: 'topic_id',
     idPattern: idShape('top'),
     projections: TOPIC_PROJECTIONS,
-    read: (tenant, id) => findTopic(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.findTopic(services.db, tenant, id),
     response: Topic,
   });
 

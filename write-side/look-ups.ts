@@ -1,0 +1,14 @@
+import type { Database } from '../platform/db/database.ts';
+import type { Tenant } from '../platform/tenancy.ts';
+
+/**
+ * What the write side asks of the read models, in its own terms. The composition root passes read-side's query
+ * functions (bin/look-ups.ts); TypeScript checks there that each fits the signature declared here. A member
+ * declares only what the write side reads of the answer.
+ */
+declare module '../platform/services.ts' {
+  interface LookUps {
+    /** The topic as `GET /v1/topics/{id}` answers it, or null. */
+    findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
+  }
+}
