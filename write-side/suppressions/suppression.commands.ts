@@ -22,7 +22,7 @@ export interface AddSuppressionResult {
 
 /**
  * Suppresses an address for the organization and mode in `meta`. Used by the API (`manual`) and by the
- * delivery path (`hard_bounce`, `complaint`). Idempotent: an address already suppressed, in any letter case,
+ * suppression policy (`hard_bounce`, `complaint`). Idempotent: an address already suppressed, in any letter case,
  * keeps its existing record.
  */
 export async function addSuppression(
@@ -51,9 +51,9 @@ export async function addSuppression(
 }
 
 /**
- * The delivery path's suppression for a bounce or complaint of one email: added once per (email, address).
- * Run it whenever the email's history shows the outcome, not only right after recording it, so a crash in
- * between cannot lose it; and a suppression the customer lifted is not put back by the same email again.
+ * The suppression policy's command (processes/suppression-policy/) for a hard bounce or complaint of one email:
+ * added once per (email, address), so a replay or a crash between the outcome and this command cannot add it twice,
+ * and a suppression the customer lifted is not put back by the same email again.
  */
 export async function suppressForEmail(
   services: Pick<Services, 'store' | 'clock'>,
