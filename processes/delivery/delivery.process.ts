@@ -24,7 +24,8 @@ import { DueProcess } from '../due-process.ts';
 import type { DueChange, Task } from '../due-queue.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
 import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
-import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
+import type { RecipientOutcome } from './mta/message.ts';
+import { OutboundMta } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
 import { outcomeOf } from './outcomes.ts';
 
