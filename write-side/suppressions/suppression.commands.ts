@@ -9,7 +9,6 @@ import { handleCommand } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, isOneOf, type Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { findSuppression } from '../../read-side/suppressions/suppressions.queries.ts';
 
 type SuppressionAdded = Extract<SuppressionEvent, { type: 'SuppressionAdded' }>;
 
@@ -70,12 +69,12 @@ export async function suppressForEmail(
 
 /** Lifts a suppression by id; sends to the address are allowed again. Another organization's or mode's id is not found. */
 export async function removeSuppression(
-  services: Pick<Services, 'store' | 'clock' | 'db'>,
+  services: Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>,
   meta: EventMetadata,
   suppressionId: string,
 ) {
   // The id leads to the address, and the address to the stream; the stream's state decides.
-  const found = await findSuppression(services.db, meta, suppressionId);
+  const found = await services.lookUps.findSuppression(services.db, meta, suppressionId);
   if (!found) throw notFound('Suppression', suppressionId);
   const result = await handleCommand(
     services.store,
