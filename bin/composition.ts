@@ -41,6 +41,10 @@ import {
   schedulerMigrations,
 } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
+import {
+  SuppressionPolicyProcess,
+  suppressionPolicyMigrations,
+} from '../processes/suppression-policy/suppression-policy.process.ts';
 import { dueAttempts } from '../processes/webhooks/claims.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
@@ -123,6 +127,7 @@ export const migrations: Migration[] = [
   ...broadcastExpansionMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
+  ...suppressionPolicyMigrations,
   ...webhooksMigrations,
   ...webhookProcessMigrations,
   ...contactImportMigrations,
@@ -213,6 +218,7 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
     new BroadcastExpansionProcess(services),
     new SimulatorProcess(services),
     new DeliveryProcess(services),
+    new SuppressionPolicyProcess(services),
     new ContactImportProcess(services),
   ];
 }

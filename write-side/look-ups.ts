@@ -1,4 +1,6 @@
 import type { Database } from '../platform/db/database.ts';
+import type { Mode } from '../platform/eventstore/types.ts';
+import type { Services } from '../platform/services.ts';
 import type { Tenant } from '../platform/tenancy.ts';
 
 /**
@@ -10,5 +12,15 @@ declare module '../platform/services.ts' {
   interface LookUps {
     /** The topic as `GET /v1/topics/{id}` answers it, or null. */
     findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
+    /** The active suppression with this id, or null. */
+    findSuppression(db: Database, tenant: Tenant, suppressionId: string): Promise<{ email: string } | null>;
+    /** The unpurged received emails (of any organization) whose raw message is `rawKey`, stored around `createdAt`. */
+    receivedEmailsSharingRaw(
+      db: Database,
+      rawKey: string,
+      createdAt: Date,
+    ): Promise<{ id: string; org_id: string; mode: Mode }[]>;
+    /** The received email as `GET /v1/emails/received/{id}` answers it, or null. */
+    receivedEmailAnswer(services: Services, tenant: Tenant, id: string): Promise<unknown>;
   }
 }

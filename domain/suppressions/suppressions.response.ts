@@ -18,6 +18,22 @@ const example = {
   created_at: '2026-01-15T09:30:00.000Z',
 };
 
+/** A suppression as the API answers it (`Suppression`), from a read-model row or a command's record. */
+export const suppressionJson = (r: {
+  id: string;
+  email: string;
+  reason: 'hard_bounce' | 'complaint' | 'manual';
+  source_email_id: string | null;
+  created_at: Date | string;
+}) => ({
+  object: 'suppression' as const,
+  id: r.id,
+  email: r.email,
+  reason: r.reason,
+  source_email_id: r.source_email_id,
+  created_at: new Date(r.created_at).toISOString(),
+});
+
 export const Suppression = z.strictObject(fields).meta({ id: 'Suppression', example });
 
 /** What `POST /v1/suppressions` answers: the suppression, and whether this request created it. */

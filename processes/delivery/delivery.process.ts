@@ -20,12 +20,12 @@ import {
   startSending,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
-import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, Task } from '../due-queue.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
 import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
-import { OutboundMta, type RecipientOutcome } from './mta/outbound.ts';
+import type { RecipientOutcome } from './mta/message.ts';
+import { OutboundMta } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
 import { outcomeOf } from './outcomes.ts';
 
@@ -112,7 +112,6 @@ export class DeliveryProcess extends DueProcess<Job> {
         await this.#recordOutcomes(email, this.#deferAll(email, due));
       }
     }
-    await this.#suppressHardBounces(email);
     return this.#nextLook(email.state, waitUntil);
   }
 
@@ -253,22 +252,6 @@ export class DeliveryProcess extends DueProcess<Job> {
     const stored = { metadata: email.meta, streamId: emailStream(email.id), position: result.position };
     const createdAt = this.services.clock.now();
     email.history.push(...result.events.map((e, i) => ({ ...e, ...stored, revision: first + i, createdAt })));
-  }
-
-  /**
-   * Suppresses the email's hard-bounced recipients: this look's, and those a look that crashed after recording
-   * them never suppressed (the job outlived it, so the email comes back here). An address whose suppression
-   * already came from this email is left alone, so one the customer has lifted since stays lifted.
-   */
-  async #suppressHardBounces(email: Email): Promise<void> {
-    for (const e of email.history as EmailEvent[]) {
-      if (e.type !== 'EmailBounced' || e.data.bounceType !== 'hard') continue;
-      await suppressForEmail(this.services, email.meta, {
-        email: e.data.recipient,
-        reason: 'hard_bounce',
-        sourceEmailId: email.id,
-      });
-    }
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { DeliveryOutcome, EmailState } from '../../write-side/emails/email.commands.ts';
 import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
-import type { RecipientOutcome } from './mta/outbound.ts';
+import type { RecipientOutcome } from './mta/message.ts';
 
 type Known = Extract<EmailState, { exists: true }>;
 

@@ -11,14 +11,12 @@ import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types
 import type { Services } from '../../platform/services.ts';
 import {
   type DeliveryOutcome,
-  type EmailState,
   recordComplaint,
   recordEngagement,
   recordOutcomes,
   startSending,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
-import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
@@ -139,9 +137,7 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       case 'delayed':
       case 'bounced': {
         const outcome = this.#outcome(row.recipient, s);
-        const r = await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome]);
-        // Also when the bounce was recorded before a crash (nothing new now): the suppression is added once.
-        if (s.kind === 'bounced') await this.#suppressIf(r.state, 'bounced', meta, row, 'hard_bounce');
+        await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome]);
         return;
       }
       case 'opened':
@@ -159,11 +155,9 @@ export class SimulatorProcess extends DueProcess<StepRow> {
               },
         );
         return;
-      case 'complained': {
-        const r = await recordComplaint(this.services, meta, row.email_id, row.recipient);
-        await this.#suppressIf(r.state, 'complained', meta, row, 'complaint');
+      case 'complained':
+        await recordComplaint(this.services, meta, row.email_id, row.recipient);
         return;
-      }
     }
   }
 
@@ -191,22 +185,6 @@ export class SimulatorProcess extends DueProcess<StepRow> {
         return { recipient, result: 'bounced', bounceType: 'hard', attempt, smtpCode, smtpResponse };
       }
     }
-  }
-
-  /** Suppresses the step's recipient when the email's state has it `status` (newly or from before a crash). */
-  async #suppressIf(
-    state: EmailState,
-    status: 'bounced' | 'complained',
-    meta: EventMetadata,
-    row: StepRow,
-    reason: 'hard_bounce' | 'complaint',
-  ) {
-    if (!state.exists || state.recipients[row.recipient.toLowerCase()]?.status !== status) return;
-    await suppressForEmail(this.services, meta, {
-      email: row.recipient,
-      reason,
-      sourceEmailId: row.email_id,
-    });
   }
 
   /** "Sends": sending started and sent, then plans each recipient's outcome from now. */

@@ -1,29 +1,14 @@
-import type { Selectable } from 'kysely';
 import type { SuppressionReason } from '../../domain/suppressions/suppression.events.ts';
+import { suppressionJson } from '../../domain/suppressions/suppressions.response.ts';
 import { Batcher } from '../../platform/batcher.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { iso, listPage } from '../pagination.ts';
+import { listPage } from '../pagination.ts';
 import { liveRows } from '../read-models.ts';
-import type { SuppressionsTable } from './suppressions.schema.ts';
 
 const COLUMNS = ['id', 'email', 'reason', 'source_email_id', 'created_at'] as const;
-
-/** A suppression as read, or as a command reports it (its time still an ISO string). */
-type SuppressionFields = Omit<Pick<Selectable<SuppressionsTable>, (typeof COLUMNS)[number]>, 'created_at'> & {
-  created_at: Date | string;
-};
-
-export const suppressionJson = (r: SuppressionFields) => ({
-  object: 'suppression',
-  id: r.id,
-  email: r.email,
-  reason: r.reason,
-  source_email_id: r.source_email_id,
-  created_at: iso(r.created_at),
-});
 
 const active = (db: Database, tenant: Tenant) => liveRows(db, 'suppressions', tenant).select([...COLUMNS]);
 

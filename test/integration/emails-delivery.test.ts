@@ -11,6 +11,7 @@ import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { EMAIL_RETRIES, maxAttempts } from '../../processes/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
+import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import { useDnsService } from '../support/dns-service.ts';
@@ -26,6 +27,8 @@ const MAX_ATTEMPTS = maxAttempts(EMAIL_RETRIES);
 let mx: SmtpSink;
 let acme: TestOrg;
 let delivery: DeliveryProcess;
+/** Suppressions follow bounces in their own process manager: driven after the delivery runs that bounce. */
+let policy: SuppressionPolicyProcess;
 const clock = new ManualClock('2026-07-01T09:00:00Z');
 const FROM = 'Acme <news@acme-send.test>';
 
@@ -45,9 +48,11 @@ beforeAll(async () => {
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-send.test', { open_tracking: true, click_tracking: true });
   delivery = new DeliveryProcess(svc.postline.services);
+  policy = new SuppressionPolicyProcess(svc.postline.services);
 });
 afterAll(async () => {
   await delivery?.stop();
+  await policy?.stop();
   await mx?.close();
 });
 beforeEach(() => mx.reset());
@@ -211,6 +216,7 @@ describe('live delivery through the outbound MTA', () => {
     mx.scriptRecipient('gone@rcpt.test', { code: 550, message: '5.1.1 no such user' }, 'always');
     const id = await send({ to: ['gone@rcpt.test', 'ok@rcpt.test'] });
     await delivery.runOnce();
+    await policy.runOnce();
     const e = await email(id);
     expect(e.status).toBe('delivered');
     expect(e.recipients.find((r: any) => r.email === 'gone@rcpt.test')).toMatchObject({
@@ -500,6 +506,7 @@ describe('live delivery through the outbound MTA', () => {
       services.store.readStream(suppressionStream(acme.orgId, 'live', 'crashed@rcpt.test'));
     // The job was made from EmailQueued; the stream has moved on since: the look goes by the stream.
     await delivery.runOnce();
+    await policy.runOnce();
     expect(mx.rcptLog.map((r) => r.recipient)).not.toContain('crashed@rcpt.test');
     const added = await suppressions();
     expect(added.map((e) => e.type)).toEqual(['SuppressionAdded']);
@@ -511,6 +518,7 @@ describe('live delivery through the outbound MTA', () => {
     expect((await acme.live.delete(`/v1/suppressions/${supId}`)).status).toBe(200);
     clock.advance(RETRY_DELAYS_MS[0]);
     await delivery.runOnce();
+    await policy.runOnce();
     expect((await email(id)).status).toBe('delivered');
     expect((await suppressions()).map((e) => e.type)).toEqual(['SuppressionAdded', 'SuppressionRemoved']);
   });
@@ -550,11 +558,12 @@ describe('live delivery through the outbound MTA', () => {
     } finally {
       await racing.stop();
     }
+    await policy.runOnce();
     // The other process's outcome stands; this look's own is recorded beside it.
     const history = await types(id);
     expect(history.filter((t) => t === 'EmailBounced')).toHaveLength(1);
     expect(history.filter((t) => t === 'EmailDelivered')).toHaveLength(1);
-    // The look read the stream again, so it suppressed the bounce it did not record itself.
+    // The bounce another process recorded is suppressed like any other.
     const suppression = await services.store.readStream(
       suppressionStream(acme.orgId, 'live', 'raced@rcpt.test'),
     );

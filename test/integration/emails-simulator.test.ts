@@ -1,7 +1,8 @@
-import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { suppressionStream } from '../../domain/suppressions/suppression.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
+import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
 import { PATIENCE } from '../support/patience.ts';
@@ -9,6 +10,8 @@ import { type TestOrg, useTestService } from '../support/service.ts';
 
 let acme: TestOrg;
 let simulator: SimulatorProcess;
+/** Suppressions follow bounces and complaints in their own process manager: driven before they are looked for. */
+let policy: SuppressionPolicyProcess;
 const clock = new ManualClock('2026-06-01T10:00:00Z');
 const SIM = 'simulator.postline.dev';
 
@@ -16,7 +19,9 @@ const svc = useTestService(() => ({ clock }));
 beforeAll(async () => {
   acme = await svc.createOrg('pro');
   simulator = new SimulatorProcess(svc.postline.services);
+  policy = new SuppressionPolicyProcess(svc.postline.services);
 });
+afterAll(() => policy?.stop());
 
 const send = async (to: string[], client = acme.test) => {
   const r = await client.post('/v1/emails', {
@@ -30,8 +35,9 @@ const send = async (to: string[], client = acme.test) => {
 };
 const email = (id: string) => readEmail(svc, acme.test, id);
 const types = (id: string) => emailEventTypes(svc, id);
-/** Waits for the suppressions read model to reach the address's last event. */
+/** Has the suppression policy act on what was recorded, then waits for the read model to reach the address's last event. */
 const suppressionSeen = async (address: string) => {
+  await policy.runOnce();
   const last = (
     await svc.postline.services.store.readStream(suppressionStream(acme.orgId, 'test', address))
   ).at(-1);

@@ -177,26 +177,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/received-emails/received-email.commands.ts',
-    to: 'read-side/received-emails/received-emails.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/received-emails/received-email.routes.ts',
-    to: 'read-side/received-emails/received-emails.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/suppressions/suppression.commands.ts',
-    to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/suppressions/suppression.routes.ts',
-    to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/templates/render.ts',
     to: 'read-side/templates/templates.queries.ts',
     why: 'look-up not yet passed in by the composition root',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../../platform/errors.ts';
+import { AppError, ERROR_CATALOGUE, ERROR_REPLIES, type ErrorCode } from '../../platform/errors.ts';
 import { REPLIES, replyForError } from '../../smtp/replies.ts';
 
 /**
@@ -84,5 +84,13 @@ describe('the relay’s reply for each error', () => {
     expect(replyTo('database_unavailable').text).toBe(`4.3.0 ${REPLIES.storageFailure[2]}`);
     // Anything not from the catalogue (a bug, a driver's error) is the 451 that loses nothing.
     expect(replyForError(new Error('boom')).responseCode).toBe(451);
+  });
+});
+
+describe('replies an error shares with the protocol', () => {
+  it('are the same bytes in both catalogues', () => {
+    expect(ERROR_REPLIES.messageTooBig).toEqual(REPLIES.messageTooBig);
+    expect(ERROR_REPLIES.storageFailure).toEqual(REPLIES.storageFailure);
+    expect(ERROR_REPLIES.authFailed).toEqual(REPLIES.authFailed);
   });
 });

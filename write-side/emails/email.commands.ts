@@ -326,8 +326,8 @@ export const recordComplaint = (services: Deps, meta: EventMetadata, emailId: st
   onEmail(services, meta, { type: 'RecordComplaint', emailId, recipient });
 
 /**
- * For the inbound MX: a bounce report (DSN) matched to the email by its VERP return path. The caller adds the
- * `hard_bounce` suppression for a hard one, as the delivery process does.
+ * For the inbound MX: a bounce report (DSN) matched to the email by its VERP return path. A hard one is suppressed
+ * by the suppression policy (processes/suppression-policy/), as every hard bounce is.
  */
 export const recordBounceReport = (
   services: Deps,

@@ -22,7 +22,6 @@ import type { EventMetadata, Mode, Position } from '../../platform/eventstore/ty
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { storableText } from '../../platform/storable-text.ts';
-import { receivedEmailsSharingRaw } from '../../read-side/received-emails/received-emails.queries.ts';
 import { type ParsedMessage, parseStoredMessage } from './stored-message.ts';
 
 /** Who a received message is for: an organization's inbound domain (or, injected in test mode, none). */
@@ -238,7 +237,7 @@ async function readContent(blobs: BlobStore, key: string): Promise<ReceivedConte
  * order, so a crash in between leaves it due and the next run deletes (nothing more) and records it.
  */
 export async function purgeReceivedEmail(
-  services: Pick<Services, 'store' | 'clock' | 'config' | 'db'>,
+  services: Pick<Services, 'store' | 'clock' | 'config' | 'db' | 'lookUps'>,
   meta: EventMetadata,
   receivedEmailId: string,
 ): Promise<void> {
@@ -251,7 +250,11 @@ export async function purgeReceivedEmail(
     await keepHeadersApart(services, meta, receivedEmailId);
     // The records of the message for other organizations share its content blob, which this purge deletes:
     // each keeps its headers first.
-    const others = await receivedEmailsSharingRaw(services.db, state.rawKey, new Date(state.receivedAt));
+    const others = await services.lookUps.receivedEmailsSharingRaw(
+      services.db,
+      state.rawKey,
+      new Date(state.receivedAt),
+    );
     for (const other of others.filter((o) => o.id !== receivedEmailId))
       await keepHeadersApart(
         services,

@@ -7,10 +7,6 @@ import { AppError } from '../../platform/errors.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import {
-  findReceivedEmail,
-  receivedEmailJson,
-} from '../../read-side/received-emails/received-emails.queries.ts';
 import { receiveMessage } from './received-email.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -59,8 +55,7 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
         req.auth.keyId,
       );
       await services.readYourWrites.waitFor(RECEIVED_EMAIL_PROJECTIONS, position);
-      const row = await findReceivedEmail(services.db, req.auth, ids[0]);
-      return created(await receivedEmailJson(services, row!));
+      return created(await services.lookUps.receivedEmailAnswer(services, req.auth, ids[0]));
     },
     {
       schema: {

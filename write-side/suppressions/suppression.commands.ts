@@ -9,7 +9,6 @@ import { handleCommand } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, isOneOf, type Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { findSuppression } from '../../read-side/suppressions/suppressions.queries.ts';
 
 type SuppressionAdded = Extract<SuppressionEvent, { type: 'SuppressionAdded' }>;
 
@@ -22,7 +21,7 @@ export interface AddSuppressionResult {
 
 /**
  * Suppresses an address for the organization and mode in `meta`. Used by the API (`manual`) and by the
- * delivery path (`hard_bounce`, `complaint`). Idempotent: an address already suppressed, in any letter case,
+ * suppression policy (`hard_bounce`, `complaint`). Idempotent: an address already suppressed, in any letter case,
  * keeps its existing record.
  */
 export async function addSuppression(
@@ -51,9 +50,9 @@ export async function addSuppression(
 }
 
 /**
- * The delivery path's suppression for a bounce or complaint of one email: added once per (email, address).
- * Run it whenever the email's history shows the outcome, not only right after recording it, so a crash in
- * between cannot lose it; and a suppression the customer lifted is not put back by the same email again.
+ * The suppression policy's command (processes/suppression-policy/) for a hard bounce or complaint of one email:
+ * added once per (email, address), so a replay or a crash between the outcome and this command cannot add it twice,
+ * and a suppression the customer lifted is not put back by the same email again.
  */
 export async function suppressForEmail(
   services: Pick<Services, 'store' | 'clock'>,
@@ -70,12 +69,12 @@ export async function suppressForEmail(
 
 /** Lifts a suppression by id; sends to the address are allowed again. Another organization's or mode's id is not found. */
 export async function removeSuppression(
-  services: Pick<Services, 'store' | 'clock' | 'db'>,
+  services: Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>,
   meta: EventMetadata,
   suppressionId: string,
 ) {
   // The id leads to the address, and the address to the stream; the stream's state decides.
-  const found = await findSuppression(services.db, meta, suppressionId);
+  const found = await services.lookUps.findSuppression(services.db, meta, suppressionId);
   if (!found) throw notFound('Suppression', suppressionId);
   const result = await handleCommand(
     services.store,

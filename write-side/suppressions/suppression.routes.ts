@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { SuppressionAdded } from '../../domain/suppressions/suppressions.response.ts';
+import { SuppressionAdded, suppressionJson } from '../../domain/suppressions/suppressions.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { suppressionJson } from '../../read-side/suppressions/suppressions.queries.ts';
 import { addSuppression, removeSuppression } from './suppression.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -18,7 +17,7 @@ const createBody = z
       .trim()
       .max(254, 'must be at most 254 characters')
       .pipe(z.email('must be a valid email address')),
-    // hard_bounce and complaint are recorded by the delivery path only.
+    // hard_bounce and complaint are added by the suppression policy only.
     reason: z.literal('manual', { error: 'only `manual` may be supplied' }).default('manual'),
   })
   .strict();

@@ -35,3 +35,20 @@ export interface OutboundMessage
   envelopeFrom: string;
   dkim: DkimKey | null;
 }
+
+/** What became of one recipient of a send. */
+export interface RecipientOutcome {
+  recipient: string;
+  result: 'delivered' | 'deferred' | 'bounced';
+  /**
+   * The SMTP reply code. Set when a server answered the recipient, and for bounces decided locally from DNS
+   * (556 null MX, 550 NXDOMAIN or no address; `mx` is then absent). Absent for refused connections, time-outs
+   * and DNS failures, which are deferrals.
+   */
+  smtpCode?: number;
+  smtpResponse: string;
+  /** The host that answered (MX host name, or the smarthost). */
+  mx?: string;
+  /** Whether the transaction ran over TLS. */
+  tls?: boolean;
+}

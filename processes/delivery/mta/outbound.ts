@@ -7,26 +7,10 @@ import { hostname } from 'node:os';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '../../../platform/logger.ts';
 import { composeMessage } from './compose.ts';
-import { DestinationPool } from './destination-limiter.ts';
-import type { OutboundMessage } from './message.ts';
-import { type MxHost, MxResolver, type Route } from './mx.ts';
-import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
-
-export interface RecipientOutcome {
-  recipient: string;
-  result: 'delivered' | 'deferred' | 'bounced';
-  /**
-   * The SMTP reply code. Set when a server answered the recipient, and for bounces decided locally from DNS
-   * (556 null MX, 550 NXDOMAIN or no address; `mx` is then absent). Absent for refused connections, time-outs
-   * and DNS failures, which are deferrals.
-   */
-  smtpCode?: number;
-  smtpResponse: string;
-  /** The host that answered (MX host name, or the smarthost). */
-  mx?: string;
-  /** Whether the transaction ran over TLS. */
-  tls?: boolean;
-}
+import { HostSessions } from './host-sessions.ts';
+import type { OutboundMessage, RecipientOutcome } from './message.ts';
+import { MxResolver, type Route } from './mx.ts';
+import { parseSmarthost, type Smarthost } from './smarthost.ts';
 
 export interface OutboundMtaOptions {
   /** `host` or `host:port` entries for node:dns Resolver.setServers(); empty means the system resolvers. */
@@ -52,28 +36,6 @@ export interface OutboundMtaOptions {
 const DEFAULT_MAX_CONNECTIONS = 5;
 const DEFAULT_TIMEOUT_MS = 30_000;
 
-interface Smarthost {
-  host: string;
-  port: number;
-  implicitTls: boolean;
-  auth?: { user: string; pass: string };
-}
-
-function parseSmarthost(url: string): Smarthost {
-  const u = new URL(url);
-  if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:')
-    throw new Error('SMARTHOST_URL must be smtp:// or smtps://');
-  const implicitTls = u.protocol === 'smtps:';
-  return {
-    host: u.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: u.port ? Number(u.port) : implicitTls ? 465 : 587,
-    implicitTls,
-    auth: u.username
-      ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) }
-      : undefined,
-  };
-}
-
 /** The ASCII (punycode) form of the recipient's domain, or null when the address has none. */
 function recipientDomain(address: string): string | null {
   const at = address.lastIndexOf('@');
@@ -93,27 +55,27 @@ function asciiAddress(address: string): string {
  * connections to one MX host. Every recipient comes back with an outcome; delivery problems never throw.
  */
 export class OutboundMta {
-  private readonly options: OutboundMtaOptions;
   private readonly log: Logger;
-  private readonly timeoutMs: number;
   private readonly resolver: MxResolver;
   private readonly smarthost: Smarthost | null;
-  private readonly pool: DestinationPool<SmtpSession>;
-  private readonly heloName: string;
+  private readonly sessions: HostSessions;
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
 
   constructor(options: OutboundMtaOptions) {
-    this.options = options;
     this.log = options.log.child({ component: 'mta' });
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.resolver = new MxResolver({ dnsServers: options.dnsServers, timeoutMs: this.timeoutMs });
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.resolver = new MxResolver({ dnsServers: options.dnsServers, timeoutMs });
     this.smarthost = options.smarthostUrl ? parseSmarthost(options.smarthostUrl) : null;
-    this.pool = new DestinationPool({
+    this.sessions = new HostSessions({
+      port: options.port,
+      smarthost: this.smarthost,
       maxPerDestination: options.maxConnectionsPerDestination ?? DEFAULT_MAX_CONNECTIONS,
-      idleMs: Math.min(5_000, Math.floor(this.timeoutMs / 2)),
+      timeoutMs,
+      heloName: options.heloName ?? hostname(),
+      rejectUnauthorized: options.tls?.rejectUnauthorized ?? this.smarthost !== null,
+      log: this.log,
     });
-    this.heloName = options.heloName ?? hostname();
   }
 
   /**
@@ -141,7 +103,7 @@ export class OutboundMta {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.allSettled([...this.inFlight]);
-    this.pool.close();
+    this.sessions.close();
   }
 
   private async deliver(
@@ -232,7 +194,7 @@ export class OutboundMta {
     const original = new Map(envelopeTo.map((a, i) => [a.toLowerCase(), recipients[i]]));
     let lastError = 'no MX host could be reached';
     for (const host of route.hosts) {
-      const attempt = await this.tryHost(host, envelopeTo, message, raw, endAt);
+      const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt);
       if (attempt.outcomes) {
         return attempt.outcomes.map((o) => ({
           ...o,
@@ -246,105 +208,5 @@ export class OutboundMta {
       );
     }
     return recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse: lastError }));
-  }
-
-  /**
-   * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
-   * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
-   * one more try on a fresh one; a connection lost during the transaction defers every recipient. Past `endAt`
-   * no transaction starts (every recipient deferred), and one still running is cut.
-   */
-  private async tryHost(
-    host: MxHost,
-    recipients: string[],
-    message: OutboundMessage,
-    raw: Buffer,
-    endAt: number,
-  ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
-    const port = this.smarthost?.port ?? this.options.port;
-    const key = `${host.name.toLowerCase()}:${port}`;
-    const timeUp = () => ({
-      outcomes: recipients.map((recipient) => ({
-        recipient,
-        result: 'deferred' as const,
-        smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
-      })),
-    });
-    for (let attempt = 0; ; attempt++) {
-      if (Date.now() >= endAt) return timeUp();
-      let opened = false;
-      let inTransaction = false;
-      let reused = false;
-      try {
-        const outcomes = await this.pool.use(
-          key,
-          () => {
-            opened = true;
-            return this.open(host, port);
-          },
-          async (session) => {
-            // A connection that came too late (the pool was busy) goes back unused.
-            if (Date.now() >= endAt) return { value: null, reuse: true };
-            inTransaction = true;
-            reused = !opened;
-            const replies = await session.transaction(message.envelopeFrom, recipients, raw, endAt);
-            return { value: replies.map((r) => ({ ...r, mx: host.name, tls: session.secure })), reuse: true };
-          },
-        );
-        if (!outcomes) return timeUp();
-        this.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
-        return { outcomes };
-      } catch (err) {
-        if (!inTransaction) return { error: describeError(err) };
-        if (reused && attempt === 0 && Date.now() < endAt) continue;
-        const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;
-        this.log.warn({ mx: host.name, error: describeError(err) }, 'connection lost during the transaction');
-        return {
-          outcomes: recipients.map((recipient) => ({
-            recipient,
-            result: 'deferred',
-            smtpResponse: reason,
-            mx: host.name,
-          })),
-        };
-      }
-    }
-  }
-
-  /**
-   * Opens a session to the first of the host's addresses that answers. Towards an MX, TLS is opportunistic
-   * (certificates are not verified unless `tls.rejectUnauthorized` says so) and a failed STARTTLS handshake is
-   * retried once in plain text, as Postfix's `may` level does; towards a smarthost, TLS failures are errors.
-   */
-  private async open(host: MxHost, port: number): Promise<SmtpSession> {
-    const options = {
-      port,
-      servername: host.name,
-      implicitTls: this.smarthost?.implicitTls ?? false,
-      auth: this.smarthost?.auth,
-      timeoutMs: this.timeoutMs,
-      heloName: this.heloName,
-      tls: { rejectUnauthorized: this.options.tls?.rejectUnauthorized ?? this.smarthost !== null },
-      log: this.log,
-    };
-    let last: unknown = new Error(`no address for ${host.name}`);
-    for (const address of host.addresses) {
-      try {
-        return await SmtpSession.open({ ...options, host: address });
-      } catch (err) {
-        last = err;
-        if (!starttlsFailed(err) || this.smarthost) continue;
-        this.log.info(
-          { mx: host.name, error: describeError(err) },
-          'STARTTLS failed, retrying in plain text',
-        );
-        try {
-          return await SmtpSession.open({ ...options, host: address, ignoreStarttls: true });
-        } catch (plainErr) {
-          last = plainErr;
-        }
-      }
-    }
-    throw last;
   }
 }

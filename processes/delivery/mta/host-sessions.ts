@@ -1,0 +1,144 @@
+import type { Logger } from '../../../platform/logger.ts';
+import { DestinationPool } from './destination-limiter.ts';
+import type { OutboundMessage, RecipientOutcome } from './message.ts';
+import type { MxHost } from './mx.ts';
+import type { Smarthost } from './smarthost.ts';
+import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
+
+export interface HostSessionOptions {
+  /** Port to connect to on MX hosts; the smarthost's own otherwise. */
+  port: number;
+  smarthost: Smarthost | null;
+  /** Simultaneous connections to one destination (MX host:port or the smarthost). */
+  maxPerDestination: number;
+  timeoutMs: number;
+  heloName: string;
+  /** Whether certificates are verified (see OutboundMtaOptions.tls). */
+  rejectUnauthorized: boolean;
+  log: Logger;
+}
+
+/**
+ * SMTP sessions to the hosts of a route, pooled per destination: a transaction runs on a pooled connection, and
+ * never more than `maxPerDestination` connections go to one host.
+ */
+export class HostSessions {
+  readonly #o: HostSessionOptions;
+  readonly #pool: DestinationPool<SmtpSession>;
+
+  constructor(o: HostSessionOptions) {
+    this.#o = o;
+    this.#pool = new DestinationPool({
+      maxPerDestination: o.maxPerDestination,
+      idleMs: Math.min(5_000, Math.floor(o.timeoutMs / 2)),
+    });
+  }
+
+  /** Closes every pooled connection. */
+  close(): void {
+    this.#pool.close();
+  }
+
+  /**
+   * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
+   * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
+   * one more try on a fresh one; a connection lost during the transaction defers every recipient. Past `endAt`
+   * no transaction starts (every recipient deferred), and one still running is cut.
+   */
+  async transact(
+    host: MxHost,
+    recipients: string[],
+    message: OutboundMessage,
+    raw: Buffer,
+    endAt: number,
+  ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
+    const port = this.#o.smarthost?.port ?? this.#o.port;
+    const key = `${host.name.toLowerCase()}:${port}`;
+    const timeUp = () => ({
+      outcomes: recipients.map((recipient) => ({
+        recipient,
+        result: 'deferred' as const,
+        smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
+      })),
+    });
+    for (let attempt = 0; ; attempt++) {
+      if (Date.now() >= endAt) return timeUp();
+      let opened = false;
+      let inTransaction = false;
+      let reused = false;
+      try {
+        const outcomes = await this.#pool.use(
+          key,
+          () => {
+            opened = true;
+            return this.#open(host, port);
+          },
+          async (session) => {
+            // A connection that came too late (the pool was busy) goes back unused.
+            if (Date.now() >= endAt) return { value: null, reuse: true };
+            inTransaction = true;
+            reused = !opened;
+            const replies = await session.transaction(message.envelopeFrom, recipients, raw, endAt);
+            return { value: replies.map((r) => ({ ...r, mx: host.name, tls: session.secure })), reuse: true };
+          },
+        );
+        if (!outcomes) return timeUp();
+        this.#o.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
+        return { outcomes };
+      } catch (err) {
+        if (!inTransaction) return { error: describeError(err) };
+        if (reused && attempt === 0 && Date.now() < endAt) continue;
+        const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;
+        this.#o.log.warn(
+          { mx: host.name, error: describeError(err) },
+          'connection lost during the transaction',
+        );
+        return {
+          outcomes: recipients.map((recipient) => ({
+            recipient,
+            result: 'deferred',
+            smtpResponse: reason,
+            mx: host.name,
+          })),
+        };
+      }
+    }
+  }
+
+  /**
+   * Opens a session to the first of the host's addresses that answers. Towards an MX, TLS is opportunistic
+   * (certificates are not verified unless `tls.rejectUnauthorized` says so) and a failed STARTTLS handshake is
+   * retried once in plain text, as Postfix's `may` level does; towards a smarthost, TLS failures are errors.
+   */
+  async #open(host: MxHost, port: number): Promise<SmtpSession> {
+    const options = {
+      port,
+      servername: host.name,
+      implicitTls: this.#o.smarthost?.implicitTls ?? false,
+      auth: this.#o.smarthost?.auth,
+      timeoutMs: this.#o.timeoutMs,
+      heloName: this.#o.heloName,
+      tls: { rejectUnauthorized: this.#o.rejectUnauthorized },
+      log: this.#o.log,
+    };
+    let last: unknown = new Error(`no address for ${host.name}`);
+    for (const address of host.addresses) {
+      try {
+        return await SmtpSession.open({ ...options, host: address });
+      } catch (err) {
+        last = err;
+        if (!starttlsFailed(err) || this.#o.smarthost) continue;
+        this.#o.log.info(
+          { mx: host.name, error: describeError(err) },
+          'STARTTLS failed, retrying in plain text',
+        );
+        try {
+          return await SmtpSession.open({ ...options, host: address, ignoreStarttls: true });
+        } catch (plainErr) {
+          last = plainErr;
+        }
+      }
+    }
+    throw last;
+  }
+}

@@ -1,0 +1,38 @@
+import type { Services } from '../platform/services.ts';
+import {
+  unsubscribeFrom,
+  unsubscribeTarget,
+  unsubscribeTokenOf,
+} from '../write-side/broadcasts/unsubscribe.commands.ts';
+import type { ReplyName } from './replies.ts';
+
+/**
+ * The List-Unsubscribe `mailto:` of broadcast emails (unsubscribe+<token>@<return path's domain>,
+ * docs/broadcasts.md): mail to it unsubscribes the contact. What the message says does not matter: that it was sent
+ * to the address is the request.
+ */
+export function unsubscribeMailto(services: Services, onReturnPathDomain: (address: string) => boolean) {
+  /** The address's target, or null when it names none. */
+  async function targetOf(address: string) {
+    const token = unsubscribeTokenOf(address);
+    if (!token || !onReturnPathDomain(address)) return null;
+    return unsubscribeTarget(services, token);
+  }
+
+  return {
+    takes: (address: string) => unsubscribeTokenOf(address) !== null,
+
+    async refusal(address: string): Promise<ReplyName | null> {
+      return (await targetOf(address)) ? null : 'unknownReturnPath';
+    },
+
+    /** Unsubscribes each address's contact; the message itself is not kept. */
+    async deliver(_message: unknown, addresses: string[]): Promise<boolean> {
+      for (const address of addresses) {
+        const target = await targetOf(address);
+        if (target) await unsubscribeFrom(services, target);
+      }
+      return false;
+    },
+  };
+}
