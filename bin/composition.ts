@@ -82,6 +82,7 @@ import { templateQueryRoutes } from '../read-side/templates/templates.routes.ts'
 import { templatesMigrations } from '../read-side/templates/templates.schema.ts';
 import { topicQueryRoutes } from '../read-side/topics/topics.routes.ts';
 import { topicsMigrations } from '../read-side/topics/topics.schema.ts';
+import { deliveryLogMigrations } from '../read-side/webhooks/delivery-log.schema.ts';
 import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
@@ -124,6 +125,7 @@ export const migrations: Migration[] = [
   ...simulatorMigrations,
   ...deliveryMigrations,
   ...webhooksMigrations,
+  ...deliveryLogMigrations,
   ...webhookProcessMigrations,
   ...contactImportMigrations,
 ];

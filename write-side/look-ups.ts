@@ -10,5 +10,14 @@ declare module '../platform/services.ts' {
   interface LookUps {
     /** The topic as `GET /v1/topics/{id}` answers it, or null. */
     findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
+    /** The webhook as `GET /v1/webhooks/{id}` answers it, or null. */
+    getWebhook(db: Database, tenant: Tenant, webhookId: string): Promise<{ id: string } | null>;
+    /** A delivery of the webhook, as its delivery log lists it, or null. */
+    findDelivery(
+      db: Database,
+      tenant: Tenant,
+      webhookId: string,
+      deliveryId: string,
+    ): Promise<{ id: string } | null>;
   }
 }

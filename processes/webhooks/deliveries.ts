@@ -82,12 +82,8 @@ export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: D
 
 /**
  * Gives deliveries of one endpoint a fresh round of attempts, the first due at `due`: any of them for a retry
- * request, only finished ones for a replay (`finishedOnly`). Returns the ids reset. A first attempt that succeeds (nearly every
- * delivery) is kept in the delivery row itself rather than in a webhook_attempts row of its own: its time and
- * status are the row's completed_at and last_response_status, its latency and excerpt have columns of their own
- * (first_latency_ms, first_response_excerpt), and the delivery log reads it back that way
- * (read-side/webhooks/webhooks.queries.ts). So that attempt moves to webhook_attempts first, in the same transaction, the
- * rows locked, so that a success landing meanwhile is moved too rather than cleared by the reset.
+ * request, only finished ones for a replay (`finishedOnly`). Returns the ids reset; their earlier attempts stay in
+ * the log.
  */
 export async function resetDeliveries(
   tx: Transaction,
@@ -97,19 +93,9 @@ export async function resetDeliveries(
   finishedOnly: boolean,
 ): Promise<string[]> {
   if (ids.length === 0) return [];
-  await tx.query(
-    `WITH old AS (
-       SELECT id, status, completed_at, last_response_status, first_latency_ms, first_response_excerpt
-       FROM webhook_deliveries WHERE webhook_id = $1 AND id = ANY($2) FOR UPDATE
-     )
-     INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
-     SELECT id, 1, completed_at, last_response_status, first_latency_ms, first_response_excerpt FROM old
-     WHERE first_latency_ms IS NOT NULL AND status <> 'pending'`,
-    [webhookId, ids],
-  );
   const { rows } = await tx.query<{ id: string }>(
     `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3, claim_token = NULL,
-       completed_at = NULL, updated_at = $3, first_latency_ms = NULL, first_response_excerpt = NULL
+       completed_at = NULL, updated_at = $3
      WHERE webhook_id = $1 AND id = ANY($2) AND (status <> 'pending' OR NOT $4)
      RETURNING id`,
     [webhookId, ids, due, finishedOnly],

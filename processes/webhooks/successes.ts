@@ -2,11 +2,9 @@ import type { Database } from '../../platform/db/database.ts';
 import type { Claimed } from './claims.ts';
 
 /**
- * Successful attempts of a batch in one statement: the deliveries (still claimed by the same token) marked
- * succeeded, a first attempt kept in the row itself (first_latency_ms, first_response_excerpt; see
- * deliveries.ts, resetDeliveries), any later one in webhook_attempts, as is an attempt whose delivery was reset
- * or replayed while it was in flight (its new round decides); and the endpoints' health. Times as epoch
- * milliseconds (cheaper to send than dates' text).
+ * Successful attempts of a batch in one statement: each attempt in webhook_attempts; the deliveries still claimed
+ * by the same token marked succeeded (one reset or replayed while its attempt was in flight is left to its new
+ * round); and the endpoints' health. Times as epoch milliseconds (cheaper to send than dates' text).
  */
 const RECORD_SQL = `
 WITH r AS (
@@ -15,15 +13,12 @@ WITH r AS (
     latency int, excerpt text)
 ), done AS (
   UPDATE webhook_deliveries w SET status = 'succeeded', attempts = r.attempt, claim_token = NULL,
-    last_response_status = r.status, last_error = NULL, updated_at = r.at, completed_at = r.at,
-    first_latency_ms = CASE WHEN r.attempt = 1 THEN r.latency END,
-    first_response_excerpt = CASE WHEN r.attempt = 1 THEN r.excerpt END
+    last_response_status = r.status, last_error = NULL, updated_at = r.at, completed_at = r.at
   FROM r WHERE w.webhook_id = r.webhook AND w.id = r.id AND w.claim_token = r.token
   RETURNING w.webhook_id, w.id, r.at
 ), a AS (
   INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
   SELECT id, attempt, at, status, latency, excerpt FROM r
-  WHERE attempt > 1 OR NOT EXISTS (SELECT FROM done WHERE done.webhook_id = r.webhook AND done.id = r.id)
 )
 UPDATE webhook_endpoints e SET consecutive_failures = 0, exhausted_streak = 0, last_success_at = s.at
 FROM (SELECT webhook_id, max(at) AS at FROM done GROUP BY webhook_id) s
