@@ -41,8 +41,8 @@ import {
   schedulerMigrations,
 } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
-import { dueAttempts } from '../processes/webhooks/claims.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
+import { dueDeliveries } from '../processes/webhooks/due-deliveries.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';
@@ -182,7 +182,7 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
 /** The work queues `postline_queue_depth` reports, each a count of its process's table. */
 const queueDepths: QueueDepths = {
   deliveries_due: (db, now) => queueDepth(db, DELIVERY_JOBS, now),
-  webhook_attempts_due: (db, now) => dueAttempts(db, now),
+  webhook_attempts_due: (db, now) => queueDepth(db, dueDeliveries(), now),
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
   broadcast_expansions: (db) => queueDepth(db, BROADCAST_EXPANSIONS),
   contact_imports: (db) => queueDepth(db, CONTACT_IMPORT_JOBS),

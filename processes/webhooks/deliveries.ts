@@ -95,7 +95,7 @@ export async function resetDeliveries(
   if (ids.length === 0) return [];
   const { rows } = await tx.query<{ id: string }>(
     `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3, claim_token = NULL,
-       completed_at = NULL, updated_at = $3
+       claimed_until = NULL, completed_at = NULL, updated_at = $3
      WHERE webhook_id = $1 AND id = ANY($2) AND (status <> 'pending' OR NOT $4)
      RETURNING id`,
     [webhookId, ids, due, finishedOnly],

@@ -1,20 +1,17 @@
 import { BoundedMap } from '../../platform/bounded-map.ts';
 import { observeWebhook } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
+import { DueQueue } from '../due-queue.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { type Claimed, claimDue, releaseClaims } from './claims.ts';
 import { DELIVERIES_CHANNEL } from './deliveries.ts';
 import { DispatchQueue } from './dispatch-queue.ts';
+import { type Claimed, type DueDelivery, dueDeliveries, withEndpoints } from './due-deliveries.ts';
 import { recordFailure } from './failures.ts';
-import { Holdings } from './holdings.ts';
 import { type SendOutcome, WebhookSender } from './http-sender.ts';
 import { signatureHeader } from './signer.ts';
 import { SuccessLog } from './successes.ts';
 
-/**
- * How long a claim lasts: past the request time-out, so a crashed dispatcher's work is picked up again. The lease
- * lives in columns no index covers, so claiming can be a HOT update that leaves the indexes alone.
- */
+/** How long a claim lasts past the request time-out (it is renewed while the delivery waits). */
 const LEASE_MARGIN_MS = 30_000;
 /** Claims run ahead of sending by this many times the concurrency (and the per-endpoint cap). */
 const CLAIM_AHEAD = 4;
@@ -31,8 +28,8 @@ export interface DispatcherOptions {
 }
 
 /**
- * Webhook dispatcher: claims due deliveries from the outbox the fan-out writes (claims.ts: FOR UPDATE SKIP LOCKED,
- * then a lease, so no transaction stays open during HTTP), signs and POSTs them, and records each attempt. Claimed
+ * Webhook dispatcher: claims due deliveries from the outbox the fan-out writes (a due table, due-deliveries.ts: no
+ * transaction stays open during HTTP), signs and POSTs them, and records each attempt. Claimed
  * deliveries wait in one lane per endpoint, served in turn, so a slow endpoint cannot hold up the others.
  * Non-2xx or no answer within 30 s is retried on the spec's schedule; 429/503 Retry-After pushes the next attempt
  * back; after 8 attempts the delivery is exhausted. 410 Gone disables the endpoint at once; so do
@@ -50,8 +47,8 @@ export class WebhookDispatcher implements BackgroundProcess {
   readonly #timeoutMs: number;
   readonly #pollMs: number;
   readonly #random: () => number;
-  /** Deliveries held per endpoint: claimed, waiting or in flight. */
-  readonly #held = new Holdings();
+  /** The deliveries due; those claimed here are held (waiting or in flight) until their outcome is known. */
+  readonly #due: DueQueue<DueDelivery>;
   /** Claimed deliveries, one lane per endpoint; those taken from it are in flight until `done`. */
   readonly #queue: DispatchQueue<Claimed>;
   /** Failures being written. */
@@ -81,6 +78,11 @@ export class WebhookDispatcher implements BackgroundProcess {
     this.#pollMs = options.pollMs ?? 1000;
     this.#random = options.random ?? Math.random;
     this.#queue = new DispatchQueue(this.#perEndpoint, (row) => row.webhook_id);
+    const leaseMs = this.#timeoutMs + LEASE_MARGIN_MS;
+    this.#due = new DueQueue(
+      services,
+      dueDeliveries({ perEndpoint: CLAIM_AHEAD * this.#perEndpoint, leaseMs }),
+    );
     this.#successes = new SuccessLog(services.db, (error, count) =>
       services.log.error({ err: error, count }, 'webhook successes failed to record'),
     );
@@ -108,9 +110,7 @@ export class WebhookDispatcher implements BackgroundProcess {
     await this.#loop;
     this.#loop = undefined;
     // Requests in flight finish and are recorded; claimed deliveries not started are given back.
-    const unsent = this.#queue.drain();
-    for (const row of unsent) this.#held.remove(row.webhook_id);
-    await releaseClaims(this.#services.db, unsent);
+    await this.#due.giveBack(this.#queue.drain(), { now: true });
     await this.#settled();
     await this.#sender?.close();
     this.#sender = undefined;
@@ -200,25 +200,15 @@ export class WebhookDispatcher implements BackgroundProcess {
 
   /** Claims run ahead of sending, up to CLAIM_AHEAD times the concurrency, so a free request slot never waits on the database. */
   #room(): number {
-    return CLAIM_AHEAD * this.#concurrency - this.#held.total;
+    return CLAIM_AHEAD * this.#concurrency - this.#queue.waiting - this.#queue.inFlight;
   }
 
-  #claim(limit: number): Promise<Claimed[]> {
-    const now = this.#services.clock.now();
-    return claimDue(this.#services.db, {
-      now,
-      limit,
-      perEndpoint: CLAIM_AHEAD * this.#perEndpoint,
-      held: this.#held.byEndpoint,
-      leasedUntil: new Date(now.getTime() + this.#timeoutMs + LEASE_MARGIN_MS),
-    });
+  async #claim(limit: number): Promise<Claimed[]> {
+    return withEndpoints(this.#services.db, await this.#due.claim(limit));
   }
 
   #dispatch(rows: Claimed[]): void {
-    for (const row of rows) {
-      this.#held.add(row.webhook_id);
-      this.#queue.push(row);
-    }
+    for (const row of rows) this.#queue.push(row);
     this.#fill();
   }
 
@@ -231,11 +221,6 @@ export class WebhookDispatcher implements BackgroundProcess {
       const row = this.#queue.take();
       if (!row) return;
       const now = this.#services.clock.now();
-      // Its lease would end before a request could: leave it to a later claim rather than risk a double send.
-      if (now.getTime() - row.claimedAt > LEASE_MARGIN_MS) {
-        this.#finish(row);
-        continue;
-      }
       const started = performance.now();
       void this.#send(row, now).then((outcome) => {
         this.#finish(row);
@@ -287,10 +272,14 @@ export class WebhookDispatcher implements BackgroundProcess {
     );
   }
 
-  /** The delivery is no longer held: its request slot is free. */
+  /**
+   * The delivery's request slot is free, and it is no longer held; one made due again while in flight (a retry
+   * request, a replay) and claimed meanwhile is sent again, its new round.
+   */
   #finish(row: Claimed): void {
     this.#queue.done(row.webhook_id);
-    this.#held.remove(row.webhook_id);
+    const again = this.#due.settled(row);
+    if (again) this.#queue.push({ ...row, ...again });
     this.#finished++;
     for (const resolve of this.#outcomes.splice(0)) resolve();
     this.#slotFreed();
@@ -331,11 +320,11 @@ export class WebhookDispatcher implements BackgroundProcess {
   async #cancelForInactiveEndpoints(): Promise<void> {
     const now = this.#services.clock.now();
     await this.#services.db.query(
-      `UPDATE webhook_deliveries d SET status = 'canceled', claim_token = NULL, last_error = 'the endpoint is disabled or deleted',
+      `UPDATE webhook_deliveries d SET status = 'canceled', claim_token = NULL, claimed_until = NULL, last_error = 'the endpoint is disabled or deleted',
          updated_at = $1, completed_at = $1
        FROM webhook_endpoints e
        WHERE e.webhook_id = d.webhook_id AND (NOT e.active OR e.deleted) AND d.status = 'pending' AND d.next_attempt_at <= $1
-         AND (d.claim_token IS NULL OR d.leased_until <= $1)`,
+         AND (d.claimed_until IS NULL OR d.claimed_until < $1)`,
       [now],
     );
   }

@@ -1,7 +1,7 @@
 import type { Services } from '../../platform/services.ts';
 import { disableWebhook, recordDeliveryExhausted } from '../../write-side/webhooks/webhook.commands.ts';
 import { retryDelay, WEBHOOK_RETRIES } from '../retry-schedule.ts';
-import type { Claimed } from './claims.ts';
+import type { Claimed } from './due-deliveries.ts';
 import type { SendOutcome } from './http-sender.ts';
 import { parseRetryAfter } from './retry-after.ts';
 
@@ -10,7 +10,7 @@ export const AUTO_DISABLE_AFTER_EXHAUSTED = 3;
 
 /** The delivery's next state, if it is still claimed by this attempt's claim (not reset while in flight). */
 const UPDATE_SQL = `
-UPDATE webhook_deliveries SET status = $5, attempts = $6, next_attempt_at = $7, claim_token = NULL,
+UPDATE webhook_deliveries SET status = $5, attempts = $6, next_attempt_at = $7, claim_token = NULL, claimed_until = NULL,
   last_response_status = $8, last_error = $9, updated_at = $4, completed_at = $10
 WHERE webhook_id = $1 AND id = $2 AND claim_token = $3`;
 

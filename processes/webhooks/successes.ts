@@ -1,5 +1,5 @@
 import type { Database } from '../../platform/db/database.ts';
-import type { Claimed } from './claims.ts';
+import type { Claimed } from './due-deliveries.ts';
 
 /**
  * Successful attempts of a batch in one statement: each attempt in webhook_attempts; the deliveries still claimed
@@ -12,7 +12,7 @@ WITH r AS (
   FROM json_to_recordset($1::json) AS (id text, webhook text, token text, attempt int, at float8, status int,
     latency int, excerpt text)
 ), done AS (
-  UPDATE webhook_deliveries w SET status = 'succeeded', attempts = r.attempt, claim_token = NULL,
+  UPDATE webhook_deliveries w SET status = 'succeeded', attempts = r.attempt, claim_token = NULL, claimed_until = NULL,
     last_response_status = r.status, last_error = NULL, updated_at = r.at, completed_at = r.at
   FROM r WHERE w.webhook_id = r.webhook AND w.id = r.id AND w.claim_token = r.token
   RETURNING w.webhook_id, w.id, r.at

@@ -33,7 +33,7 @@ export interface WebhookDeliveriesTable {
   attempts: number;
   next_attempt_at: Timestamp;
   claim_token: string | null;
-  leased_until: Timestamp | null;
+  claimed_until: Timestamp | null;
   last_response_status: number | null;
   last_error: string | null;
   created_at: Timestamp;
@@ -67,9 +67,9 @@ export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted',
  * rebuilt, since replaying it would resend webhooks.
  * - webhook_endpoints: each endpoint's configuration as of the fan-out's checkpoint, plus its delivery health.
  * - webhook_deliveries: the outbox, one row per (webhook, source event), its id derived from the two, written
- *   by the fan-out with its checkpoint's move and claimed by dispatchers (FOR UPDATE SKIP LOCKED, then a lease in
- *   claim_token and leased_until, columns no index covers, so that a claim can be a HOT update: half of each page
- *   is left free for it). Its primary key (webhook_id, id) is also what the delivery log pages through.
+ *   by the fan-out with its checkpoint's move and claimed by dispatchers as a due table (processes/due-queue.ts;
+ *   the lease in claimed_until and claim_token, columns no index covers, so that a claim can be a HOT update: half
+ *   of each page is left free for it). Its primary key (webhook_id, id) is also what the delivery log pages through.
  * - webhook_attempts: every HTTP attempt, in the order they were recorded.
  */
 export const deliveryLogMigrations: Migration[] = [
@@ -131,11 +131,13 @@ CREATE TABLE webhook_attempts (
   },
   {
     // Every attempt has a row of webhook_attempts: a first attempt that succeeded moves there from its delivery.
+    // A delivery's lease is a due table's (processes/due-queue.ts).
     id: 'delivery-log-002',
     sql: `
 INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
 SELECT id, 1, completed_at, last_response_status, first_latency_ms, first_response_excerpt FROM webhook_deliveries
 WHERE first_latency_ms IS NOT NULL;
-ALTER TABLE webhook_deliveries DROP COLUMN first_latency_ms, DROP COLUMN first_response_excerpt`,
+ALTER TABLE webhook_deliveries DROP COLUMN first_latency_ms, DROP COLUMN first_response_excerpt;
+ALTER TABLE webhook_deliveries RENAME COLUMN leased_until TO claimed_until`,
   },
 ];
