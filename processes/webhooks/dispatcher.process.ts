@@ -1,15 +1,19 @@
 import { BoundedMap } from '../../platform/bounded-map.ts';
-import { observeWebhook } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueQueue } from '../due-queue.ts';
 import type { BackgroundProcess } from '../process.ts';
 import { DELIVERIES_CHANNEL } from './deliveries.ts';
 import { DispatchQueue } from './dispatch-queue.ts';
-import { type Claimed, type DueDelivery, dueDeliveries, withEndpoints } from './due-deliveries.ts';
-import { recordFailure } from './failures.ts';
+import {
+  type Claimed,
+  cancelForInactiveEndpoints,
+  type DueDelivery,
+  dueDeliveries,
+  withEndpoints,
+} from './due-deliveries.ts';
 import { type SendOutcome, WebhookSender } from './http-sender.ts';
+import { Outcomes } from './outcomes.ts';
 import { signatureHeader } from './signer.ts';
-import { SuccessLog } from './successes.ts';
 
 /** How long a claim lasts past the request time-out (it is renewed while the delivery waits). */
 const LEASE_MARGIN_MS = 30_000;
@@ -41,18 +45,15 @@ export class WebhookDispatcher implements BackgroundProcess {
   readonly #senderOptions: ConstructorParameters<typeof WebhookSender>[0];
   /** Its HTTP client (keep-alive connections per endpoint): made for the first request, closed by stop(). */
   #sender?: WebhookSender;
-  readonly #successes: SuccessLog;
+  readonly #outcomes: Outcomes;
   readonly #concurrency: number;
   readonly #perEndpoint: number;
   readonly #timeoutMs: number;
   readonly #pollMs: number;
-  readonly #random: () => number;
   /** The deliveries due; those claimed here are held (waiting or in flight) until their outcome is known. */
   readonly #due: DueQueue<DueDelivery>;
   /** Claimed deliveries, one lane per endpoint; those taken from it are in flight until `done`. */
   readonly #queue: DispatchQueue<Claimed>;
-  /** Failures being written. */
-  readonly #recording = new Set<Promise<void>>();
   /** Endpoint secrets opened, by their sealed text: opening costs a decryption per delivery otherwise. */
   readonly #secrets = new BoundedMap<string, string>(1000);
   /** Requests finished so far (wakes a loop waiting for endpoints at their cap). */
@@ -60,7 +61,7 @@ export class WebhookDispatcher implements BackgroundProcess {
   #wake: () => void = () => {};
   #slotFreed: () => void = () => {};
   /** Called whenever a request finishes (runOnce and stop wait for them this way). */
-  #outcomes: (() => void)[] = [];
+  #responses: (() => void)[] = [];
   #signalled = false;
   /** A refill of free request slots is scheduled for the end of this turn of the event loop. */
   #refillScheduled = false;
@@ -76,16 +77,13 @@ export class WebhookDispatcher implements BackgroundProcess {
     this.#perEndpoint = options.perEndpoint ?? 16;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#pollMs = options.pollMs ?? 1000;
-    this.#random = options.random ?? Math.random;
     this.#queue = new DispatchQueue(this.#perEndpoint, (row) => row.webhook_id);
     const leaseMs = this.#timeoutMs + LEASE_MARGIN_MS;
     this.#due = new DueQueue(
       services,
       dueDeliveries({ perEndpoint: CLAIM_AHEAD * this.#perEndpoint, leaseMs }),
     );
-    this.#successes = new SuccessLog(services.db, (error, count) =>
-      services.log.error({ err: error, count }, 'webhook successes failed to record'),
-    );
+    this.#outcomes = new Outcomes(services, options.random ?? Math.random);
     this.#senderOptions = {
       allowPrivateNetworks: options.allowPrivateNetworks ?? services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       timeoutMs: this.#timeoutMs,
@@ -120,7 +118,7 @@ export class WebhookDispatcher implements BackgroundProcess {
 
   /** Sends everything due now and waits for the outcomes (tests walk the retry schedule with a ManualClock this way). */
   async runOnce(): Promise<number> {
-    await this.#cancelForInactiveEndpoints();
+    await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
     let sent = 0;
     for (;;) {
       const room = this.#room();
@@ -132,15 +130,14 @@ export class WebhookDispatcher implements BackgroundProcess {
         await this.#settled();
         return sent;
       }
-      await new Promise<void>((resolve) => this.#outcomes.push(resolve));
+      await new Promise<void>((resolve) => this.#responses.push(resolve));
     }
   }
 
   /** Once every request in flight has finished and every outcome is written (or failed to be). */
   async #settled(): Promise<void> {
-    while (this.#queue.inFlight > 0) await new Promise<void>((resolve) => this.#outcomes.push(resolve));
-    await Promise.all(this.#recording);
-    await this.#successes.idle();
+    while (this.#queue.inFlight > 0) await new Promise<void>((resolve) => this.#responses.push(resolve));
+    await this.#outcomes.idle();
   }
 
   async #run(): Promise<void> {
@@ -152,7 +149,7 @@ export class WebhookDispatcher implements BackgroundProcess {
       try {
         if (Date.now() - lastSweep >= this.#pollMs) {
           lastSweep = Date.now();
-          await this.#cancelForInactiveEndpoints();
+          await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
         }
         const room = this.#room();
         const claimed = room >= threshold ? await this.#claim(room) : [];
@@ -224,7 +221,7 @@ export class WebhookDispatcher implements BackgroundProcess {
       const started = performance.now();
       void this.#send(row, now).then((outcome) => {
         this.#finish(row);
-        this.#record(row, outcome, Math.round(performance.now() - started), now);
+        this.#outcomes.record(row, outcome, Math.round(performance.now() - started), now);
         this.#refill();
       });
     }
@@ -281,32 +278,10 @@ export class WebhookDispatcher implements BackgroundProcess {
     const again = this.#due.settled(row);
     if (again) this.#queue.push({ ...row, ...again });
     this.#finished++;
-    for (const resolve of this.#outcomes.splice(0)) resolve();
+    for (const resolve of this.#responses.splice(0)) resolve();
     this.#slotFreed();
   }
 
-  /** Successes are written in batches, failures one by one. */
-  #record(row: Claimed, outcome: SendOutcome, latencyMs: number, at: Date): void {
-    observeWebhook(outcome.status, latencyMs);
-    if (outcome.status !== null && outcome.status >= 200 && outcome.status < 300) {
-      this.#successes.add(row, at, outcome.status, latencyMs, outcome.excerpt);
-      return;
-    }
-    const recording: Promise<void> = recordFailure(
-      this.#services,
-      this.#random,
-      row,
-      row.attempts + 1,
-      outcome,
-      latencyMs,
-      { startedAt: at, endedAt: this.#services.clock.now() },
-    )
-      .catch((err) =>
-        this.#services.log.error({ err, delivery: row.id }, 'webhook delivery failed to record'),
-      )
-      .finally(() => this.#recording.delete(recording));
-    this.#recording.add(recording);
-  }
   #open(sealed: string): string {
     let plain = this.#secrets.get(sealed);
     if (!plain) {
@@ -314,18 +289,5 @@ export class WebhookDispatcher implements BackgroundProcess {
       this.#secrets.set(sealed, plain);
     }
     return plain;
-  }
-
-  /** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */
-  async #cancelForInactiveEndpoints(): Promise<void> {
-    const now = this.#services.clock.now();
-    await this.#services.db.query(
-      `UPDATE webhook_deliveries d SET status = 'canceled', claim_token = NULL, claimed_until = NULL, last_error = 'the endpoint is disabled or deleted',
-         updated_at = $1, completed_at = $1
-       FROM webhook_endpoints e
-       WHERE e.webhook_id = d.webhook_id AND (NOT e.active OR e.deleted) AND d.status = 'pending' AND d.next_attempt_at <= $1
-         AND (d.claimed_until IS NULL OR d.claimed_until < $1)`,
-      [now],
-    );
   }
 }

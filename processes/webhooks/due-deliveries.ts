@@ -57,3 +57,15 @@ export async function withEndpoints(q: Queryable, rows: DueDelivery[]): Promise<
     return e ? [{ ...r, ...e }] : [];
   });
 }
+
+/** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */
+export async function cancelForInactiveEndpoints(q: Queryable, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries d SET status = 'canceled', claim_token = NULL, claimed_until = NULL,
+       last_error = 'the endpoint is disabled or deleted', updated_at = $1, completed_at = $1
+     FROM webhook_endpoints e
+     WHERE e.webhook_id = d.webhook_id AND (NOT e.active OR e.deleted) AND d.status = 'pending'
+       AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)`,
+    [now],
+  );
+}
