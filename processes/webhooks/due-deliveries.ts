@@ -51,11 +51,9 @@ export async function withEndpoints(q: Queryable, rows: DueDelivery[]): Promise<
      WHERE webhook_id = ANY($1)`,
     [[...new Set(rows.map((r) => r.webhook_id))]],
   );
+  // An endpoint's row is never deleted (a deleted endpoint is marked so): every claimed delivery has one.
   const byId = new Map(endpoints.map((e) => [e.webhook_id, e]));
-  return rows.flatMap((r) => {
-    const e = byId.get(r.webhook_id);
-    return e ? [{ ...r, ...e }] : [];
-  });
+  return rows.map((r) => ({ ...r, ...byId.get(r.webhook_id)! }));
 }
 
 /** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */
