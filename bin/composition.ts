@@ -41,8 +41,8 @@ import {
   schedulerMigrations,
 } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
+import { dueDeliveries } from '../processes/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
-import { dueDeliveries } from '../processes/webhooks/due-deliveries.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeysProjection } from '../projections/api-keys.projection.ts';

@@ -2,15 +2,15 @@ import { BoundedMap } from '../../platform/bounded-map.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueQueue } from '../due-queue.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { DELIVERIES_CHANNEL } from './deliveries.ts';
-import { DispatchQueue } from './dispatch-queue.ts';
 import {
   type Claimed,
   cancelForInactiveEndpoints,
+  DELIVERIES_CHANNEL,
   type DueDelivery,
   dueDeliveries,
   withEndpoints,
-} from './due-deliveries.ts';
+} from './deliveries.ts';
+import { DispatchQueue } from './dispatch-queue.ts';
 import { type SendOutcome, WebhookSender } from './http-sender.ts';
 import { Outcomes } from './outcomes.ts';
 import { signatureHeader } from './signer.ts';
@@ -32,7 +32,7 @@ export interface DispatcherOptions {
 }
 
 /**
- * Webhook dispatcher: claims due deliveries from the outbox the fan-out writes (a due table, due-deliveries.ts: no
+ * Webhook dispatcher: claims due deliveries from the outbox the fan-out writes (a due table, deliveries.ts: no
  * transaction stays open during HTTP), signs and POSTs them, and records each attempt. Claimed
  * deliveries wait in one lane per endpoint, served in turn, so a slow endpoint cannot hold up the others.
  * Non-2xx or no answer within 30 s is retried on the spec's schedule; 429/503 Retry-After pushes the next attempt

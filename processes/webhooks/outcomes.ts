@@ -3,7 +3,7 @@ import { observeWebhook } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
 import { disableWebhook, recordDeliveryExhausted } from '../../write-side/webhooks/webhook.commands.ts';
 import { retryDelay, WEBHOOK_RETRIES } from '../retry-schedule.ts';
-import type { Claimed } from './due-deliveries.ts';
+import type { Claimed } from './deliveries.ts';
 import type { SendOutcome } from './http-sender.ts';
 import { parseRetryAfter } from './retry-after.ts';
 
