@@ -45,7 +45,7 @@ import {
   SuppressionPolicyProcess,
   suppressionPolicyMigrations,
 } from '../processes/suppression-policy/suppression-policy.process.ts';
-import { dueAttempts } from '../processes/webhooks/claims.ts';
+import { dueDeliveries } from '../processes/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
@@ -86,6 +86,7 @@ import { templateQueryRoutes } from '../read-side/templates/templates.routes.ts'
 import { templatesMigrations } from '../read-side/templates/templates.schema.ts';
 import { topicQueryRoutes } from '../read-side/topics/topics.routes.ts';
 import { topicsMigrations } from '../read-side/topics/topics.schema.ts';
+import { deliveryLogMigrations } from '../read-side/webhooks/delivery-log.schema.ts';
 import { webhookQueryRoutes } from '../read-side/webhooks/webhooks.routes.ts';
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 import { apiKeyCommandRoutes } from '../write-side/api-keys/api-key.routes.ts';
@@ -129,6 +130,7 @@ export const migrations: Migration[] = [
   ...deliveryMigrations,
   ...suppressionPolicyMigrations,
   ...webhooksMigrations,
+  ...deliveryLogMigrations,
   ...webhookProcessMigrations,
   ...contactImportMigrations,
 ];
@@ -185,7 +187,7 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
 /** The work queues `postline_queue_depth` reports, each a count of its process's table. */
 const queueDepths: QueueDepths = {
   deliveries_due: (db, now) => queueDepth(db, DELIVERY_JOBS, now),
-  webhook_attempts_due: (db, now) => dueAttempts(db, now),
+  webhook_attempts_due: (db, now) => queueDepth(db, dueDeliveries(), now),
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
   broadcast_expansions: (db) => queueDepth(db, BROADCAST_EXPANSIONS),
   contact_imports: (db) => queueDepth(db, CONTACT_IMPORT_JOBS),

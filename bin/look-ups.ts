@@ -6,6 +6,7 @@ import {
 } from '../read-side/received-emails/received-emails.queries.ts';
 import { findSuppression } from '../read-side/suppressions/suppressions.queries.ts';
 import { findTopic } from '../read-side/topics/topics.queries.ts';
+import { findDelivery, getWebhook } from '../read-side/webhooks/webhooks.queries.ts';
 
 /** The read-side query functions the write side is given (write-side/look-ups.ts declares what each must be). */
 export const lookUps: LookUps = {
@@ -16,4 +17,6 @@ export const lookUps: LookUps = {
     const row = await findReceivedEmail(services.db, tenant, id);
     return row ? receivedEmailJson(services, row) : null;
   },
+  getWebhook,
+  findDelivery,
 };

@@ -10,7 +10,7 @@ const FIRST_BACK_OFF_MS = 1000;
 const MAX_FAILING_ROWS = 10_000;
 
 /** A row claimed here: `until` is the lease end this process wrote last, null once the row is no longer its own. */
-type Held<Row> = { row: Row; until: Date | null };
+type Held<Row> = { row: Row; until: Date | null; again?: Row };
 
 /**
  * The rows a DueQueue holds in this process (claimed here, not finished yet), their leases kept alive and given
@@ -74,8 +74,10 @@ export class HeldClaims<Row extends object> {
     const fresh: Row[] = [];
     for (const row of rows) {
       const held = this.#held.get(this.keyText(row));
-      if (held) held.until = until;
-      else {
+      if (held) {
+        held.until = until;
+        held.again = row;
+      } else {
         this.#held.set(this.keyText(row), { row, until });
         fresh.push(row);
       }
@@ -135,6 +137,32 @@ export class HeldClaims<Row extends object> {
       entries.push({ ...this.keyOf(row), ours: held.until.toISOString(), free_at: freeAt });
     }
     if (entries.length > 0) await this.#db.query(this.#sql.giveBack, [JSON.stringify(entries)]);
+  }
+
+  /** How many rows held here each group (the value of `column`) has. */
+  perGroup(column: string): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { row } of this.#held.values()) {
+      const group = String((row as Record<string, unknown>)[column]);
+      counts.set(group, (counts.get(group) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  /**
+   * The row's work wrote what became of it: no longer held, unless a claim took it again while its work went on
+   * (it was made due again meanwhile): then it is held as that claim returned it, which this returns.
+   */
+  settled(row: Row): Row | undefined {
+    const key = this.keyText(row);
+    const held = this.#held.get(key);
+    if (!held?.again) {
+      this.finished(row);
+      return undefined;
+    }
+    held.row = held.again;
+    held.again = undefined;
+    return held.row;
   }
 
   /** Every row held here. */

@@ -2,6 +2,7 @@ import type { Clock } from '../platform/clock.ts';
 import type { Database, Queryable } from '../platform/db/database.ts';
 import type { Logger } from '../platform/logger.ts';
 import { HeldClaims } from './due-claims.ts';
+import { claimParameters, dueStatements, plainNames } from './due-sql.ts';
 
 /** A due table: one row per thing to do at a time, with a `claimed_until timestamptz` column for the lease. */
 export interface DueTable {
@@ -17,6 +18,16 @@ export interface DueTable {
    * on (due-claims.ts), so it bounds how long a crashed process's rows wait, not how long work may take.
    */
   leaseMs: number;
+  /** A condition a row must also meet to be due, `$row` standing for the row (e.g. `$row.status = 'pending'`). */
+  where?: string;
+  /** A column each claim sets to a token of its own: work writing its outcome itself (`settled`) checks it. */
+  token?: string;
+  /**
+   * Rows go in groups (`column`), the groups listed by a table of their own (`of`, its rows `where` hold): a
+   * claim takes at most `perGroup` rows of a group, less those of it this process holds, so that one group's
+   * backlog cannot fill every claim.
+   */
+  groups?: { column: string; perGroup: number; of: { table: string; key: string; where?: string } };
 }
 
 /** Work on claimed rows: resolves with how many items it did. */
@@ -34,21 +45,18 @@ export type DueChange =
 
 /** Finished rows written per statement. */
 const FINISH_BATCH = 50;
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-
-/** Names go into the SQL text as they are: only plain lower-case ones, never anything a user wrote. */
-function plainNames(names: string[]): string[] {
-  const bad = names.find((n) => !IDENTIFIER.test(n));
-  if (bad !== undefined) throw new Error(`due table: ${bad} is not a plain SQL name`);
-  return names;
-}
 
 /** How many rows wait in the table (`dueBy`: only those due by then): a queue's depth, for /metrics. */
 export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): Promise<number> {
   const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
-  const { rows } = dueBy
-    ? await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${dueAt} <= $1`, [dueBy])
-    : await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+  const where = [
+    ...(dueBy ? [`${dueAt} <= $1`] : []),
+    ...(spec.where ? [spec.where.replaceAll('$row', table)] : []),
+  ];
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
+    dueBy ? [dueBy] : [],
+  );
   return rows[0].n;
 }
 
@@ -78,28 +86,9 @@ export class DueQueue<Row extends object> {
     this.#clock = o.clock;
     this.#log = o.log;
     this.#spec = spec;
-    plainNames([spec.table, spec.dueAt, ...Object.keys(spec.key), ...spec.columns]);
-    const { table, dueAt } = spec;
-    const keys = Object.keys(spec.key).join(', ');
-    const keyRecord = Object.entries(spec.key).map(([k, type]) => `${k} ${type}`);
-    const sameKey = Object.keys(spec.key)
-      .map((k) => `t.${k} = x.${k}`)
-      .join(' AND ');
+    const { keyRecord, sameKey, ...sql } = dueStatements(spec);
     this.#held = new HeldClaims(o, spec, { keyRecord, sameKey });
-    this.#sql = {
-      // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
-      claim: `WITH claimed AS (
-          UPDATE ${table} SET claimed_until = $2
-          WHERE (${keys}) IN (
-            SELECT ${keys} FROM ${table}
-            WHERE ${dueAt} <= $1 AND (claimed_until IS NULL OR claimed_until < $1)
-            ORDER BY ${dueAt}, ${keys} LIMIT $3 FOR UPDATE SKIP LOCKED)
-          RETURNING ${[keys, dueAt, ...spec.columns].join(', ')})
-        SELECT ${[keys, ...spec.columns].join(', ')} FROM claimed ORDER BY ${dueAt}, ${keys}`,
-      done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
-      later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL
-        FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
-    };
+    this.#sql = sql;
   }
 
   /** Adds rows (column → value; JSON for `jsonb` columns), unclaimed; a row whose key is there already is left alone. */
@@ -155,7 +144,9 @@ export class DueQueue<Row extends object> {
   async claim(limit: number): Promise<Row[]> {
     const now = this.#clock.now();
     const until = new Date(now.getTime() + this.#spec.leaseMs);
-    const { rows } = await this.#db.query<Row>(this.#sql.claim, [now, until, limit]);
+    const held = this.#spec.groups ? this.#held.perGroup(this.#spec.groups.column) : new Map();
+    const parameters = claimParameters(this.#spec, { now, until, limit, held });
+    const { rows } = await this.#db.query<Row>(this.#sql.claim, parameters);
     return this.#held.take(rows, until);
   }
 
@@ -164,9 +155,17 @@ export class DueQueue<Row extends object> {
     return this.#held.renew();
   }
 
-  /** Gives back rows claimed here whose work failed: free again after a short back-off, not after the lease. */
-  giveBack(rows: Row[]): Promise<void> {
-    return this.#track(this.#held.giveBack(rows));
+  /**
+   * Gives back rows claimed here whose work failed: free again after a short back-off, not after the lease; with
+   * `now`, at once (their work never started: the process stops).
+   */
+  giveBack(rows: Row[], o: { now?: boolean } = {}): Promise<void> {
+    return this.#track(this.#held.giveBack(rows, o));
+  }
+
+  /** A row whose work wrote its outcome itself (due-claims.ts `settled`): the row a claim took again, if any. */
+  settled(row: Row): Row | undefined {
+    return this.#held.settled(row);
   }
 
   /** A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch. */

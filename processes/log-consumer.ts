@@ -6,6 +6,9 @@ import type { Logger } from '../platform/logger.ts';
 
 export type BatchHandler = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
 
+/** Work on a batch before its transaction opens (reads of the store: PGlite has one session). */
+export type BatchPreparation = (events: StoredEvent[]) => Promise<void>;
+
 /**
  * Feeds a process manager's own work tables (due lists, job queues) from the log. Each batch is applied in
  * one transaction with the checkpoint row locked FOR UPDATE, so several processes may run the same consumer:
@@ -18,6 +21,7 @@ export class LogConsumer {
   readonly #store: EventStore;
   readonly #log: Logger;
   readonly #handle: BatchHandler;
+  readonly #prepare?: BatchPreparation;
   #subscription?: Subscription;
   #retryTimer?: NodeJS.Timeout;
 
@@ -27,13 +31,20 @@ export class LogConsumer {
    */
   #known?: Position;
 
-  /** `handle` gets each batch of the log that is new to this consumer, in order. */
-  constructor(o: { name: string; db: Database; store: EventStore; log: Logger }, handle: BatchHandler) {
+  /**
+   * `handle` gets each batch of the log that is new to this consumer, in order, in the transaction that moves its
+   * checkpoint; `prepare`, if given, gets each batch read from the log first, outside any transaction.
+   */
+  constructor(
+    o: { name: string; db: Database; store: EventStore; log: Logger; prepare?: BatchPreparation },
+    handle: BatchHandler,
+  ) {
     this.name = o.name;
     this.#db = o.db;
     this.#store = o.store;
     this.#log = o.log;
     this.#handle = handle;
+    this.#prepare = o.prepare;
   }
 
   checkpoint(): Promise<Position> {
@@ -42,6 +53,7 @@ export class LogConsumer {
 
   async #apply(events: StoredEvent[]): Promise<void> {
     this.#known = undefined;
+    await this.#prepare?.(events);
     this.#known = await consume(this.#db, this.#checkpoint, events, this.#handle, { log: this.#log });
   }
 

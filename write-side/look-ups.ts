@@ -22,5 +22,14 @@ declare module '../platform/services.ts' {
     ): Promise<{ id: string; org_id: string; mode: Mode }[]>;
     /** The received email as `GET /v1/emails/received/{id}` answers it, or null. */
     receivedEmailAnswer(services: Services, tenant: Tenant, id: string): Promise<unknown>;
+    /** The webhook as `GET /v1/webhooks/{id}` answers it, or null. */
+    getWebhook(db: Database, tenant: Tenant, webhookId: string): Promise<{ id: string } | null>;
+    /** A delivery of the webhook, as its delivery log lists it, or null. */
+    findDelivery(
+      db: Database,
+      tenant: Tenant,
+      webhookId: string,
+      deliveryId: string,
+    ): Promise<{ id: string } | null>;
   }
 }

@@ -77,3 +77,7 @@ export const WEBHOOK_EVENT_TYPES: WebhookEvent['type'][] = [
 
 export const isWebhookEvent = (e: { type: string }): e is WebhookEvent =>
   (WEBHOOK_EVENT_TYPES as string[]).includes(e.type);
+
+/** The shape of a webhook's id (`wh_`) and of a delivery's (`whl_`): anything else names none. */
+export const WEBHOOK_ID = /^wh_[0-9a-z]{26}$/;
+export const DELIVERY_ID = /^whl_[0-9a-z]{26}$/;

@@ -1,4 +1,5 @@
 import { literal, type Queryable, type Transaction } from '../../platform/db/database.ts';
+import type { DueTable } from '../due-queue.ts';
 import { deliveryId } from './delivery-ids.ts';
 import { envelope } from './public-events.v1.ts';
 
@@ -82,12 +83,8 @@ export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: D
 
 /**
  * Gives deliveries of one endpoint a fresh round of attempts, the first due at `due`: any of them for a retry
- * request, only finished ones for a replay (`finishedOnly`). Returns the ids reset. A first attempt that succeeds (nearly every
- * delivery) is kept in the delivery row itself rather than in a webhook_attempts row of its own: its time and
- * status are the row's completed_at and last_response_status, its latency and excerpt have columns of their own
- * (first_latency_ms, first_response_excerpt), and the delivery log reads it back that way
- * (read-side/webhooks/webhooks.queries.ts). So that attempt moves to webhook_attempts first, in the same transaction, the
- * rows locked, so that a success landing meanwhile is moved too rather than cleared by the reset.
+ * request, only finished ones for a replay (`finishedOnly`). Returns the ids reset; their earlier attempts stay in
+ * the log.
  */
 export async function resetDeliveries(
   tx: Transaction,
@@ -97,22 +94,79 @@ export async function resetDeliveries(
   finishedOnly: boolean,
 ): Promise<string[]> {
   if (ids.length === 0) return [];
-  await tx.query(
-    `WITH old AS (
-       SELECT id, status, completed_at, last_response_status, first_latency_ms, first_response_excerpt
-       FROM webhook_deliveries WHERE webhook_id = $1 AND id = ANY($2) FOR UPDATE
-     )
-     INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)
-     SELECT id, 1, completed_at, last_response_status, first_latency_ms, first_response_excerpt FROM old
-     WHERE first_latency_ms IS NOT NULL AND status <> 'pending'`,
-    [webhookId, ids],
-  );
   const { rows } = await tx.query<{ id: string }>(
     `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3, claim_token = NULL,
-       completed_at = NULL, updated_at = $3, first_latency_ms = NULL, first_response_excerpt = NULL
+       claimed_until = NULL, completed_at = NULL, updated_at = $3
      WHERE webhook_id = $1 AND id = ANY($2) AND (status <> 'pending' OR NOT $4)
      RETURNING id`,
     [webhookId, ids, due, finishedOnly],
   );
   return rows.map((r) => r.id);
+}
+
+/** A delivery's row as a claim returns it (due-queue.ts), with the claim's token. */
+export interface DueDelivery {
+  webhook_id: string;
+  id: string;
+  org_id: string;
+  mode: 'live' | 'test';
+  event_type: string;
+  body: string;
+  attempts: number;
+  /** Outcomes are recorded only while the row still carries it: a delivery reset meanwhile is left alone. */
+  claim_token: string;
+}
+
+/** A claimed delivery with what sending it needs of its endpoint. */
+export interface Claimed extends DueDelivery {
+  url: string;
+  sealed_secret: string;
+  previous_sealed_secret: string | null;
+  previous_valid_until: Date | null;
+}
+
+/**
+ * The deliveries as a due table: pending ones are due at their next attempt and go in groups by endpoint, of
+ * active endpoints only, at most `perEndpoint` of one endpoint claimed by a process at once, so that one endpoint's
+ * backlog cannot take every slot. A claim lasts past the request time-out and is renewed while its delivery waits.
+ * The lease lives in columns no index covers, so a claim can be a HOT update that leaves the indexes alone.
+ */
+export const dueDeliveries = (o = { perEndpoint: 64, leaseMs: 60_000 }): DueTable => ({
+  table: 'webhook_deliveries',
+  key: { webhook_id: 'text', id: 'text' },
+  dueAt: 'next_attempt_at',
+  columns: ['org_id', 'mode', 'event_type', 'body', 'attempts'],
+  where: `$row.status = 'pending'`,
+  token: 'claim_token',
+  leaseMs: o.leaseMs,
+  groups: {
+    column: 'webhook_id',
+    perGroup: o.perEndpoint,
+    of: { table: 'webhook_endpoints', key: 'webhook_id', where: '$row.active AND NOT $row.deleted' },
+  },
+});
+
+/** Claimed deliveries with their endpoints' address and secrets (as they are now: a rotation is seen at once). */
+export async function withEndpoints(q: Queryable, rows: DueDelivery[]): Promise<Claimed[]> {
+  if (rows.length === 0) return [];
+  const { rows: endpoints } = await q.query<Omit<Claimed, keyof DueDelivery> & { webhook_id: string }>(
+    `SELECT webhook_id, url, sealed_secret, previous_sealed_secret, previous_valid_until FROM webhook_endpoints
+     WHERE webhook_id = ANY($1)`,
+    [[...new Set(rows.map((r) => r.webhook_id))]],
+  );
+  // An endpoint's row is never deleted (a deleted endpoint is marked so): every claimed delivery has one.
+  const byId = new Map(endpoints.map((e) => [e.webhook_id, e]));
+  return rows.map((r) => ({ ...r, ...byId.get(r.webhook_id)! }));
+}
+
+/** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */
+export async function cancelForInactiveEndpoints(q: Queryable, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries d SET status = 'canceled', claim_token = NULL, claimed_until = NULL,
+       last_error = 'the endpoint is disabled or deleted', updated_at = $1, completed_at = $1
+     FROM webhook_endpoints e
+     WHERE e.webhook_id = d.webhook_id AND (NOT e.active OR e.deleted) AND d.status = 'pending'
+       AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)`,
+    [now],
+  );
 }

@@ -1,20 +1,21 @@
 import { BoundedMap } from '../../platform/bounded-map.ts';
-import { observeWebhook } from '../../platform/metrics.ts';
 import type { Services } from '../../platform/services.ts';
+import { DueQueue } from '../due-queue.ts';
 import type { BackgroundProcess } from '../process.ts';
-import { type Claimed, claimDue, releaseClaims } from './claims.ts';
-import { DELIVERIES_CHANNEL } from './deliveries.ts';
+import {
+  type Claimed,
+  cancelForInactiveEndpoints,
+  DELIVERIES_CHANNEL,
+  type DueDelivery,
+  dueDeliveries,
+  withEndpoints,
+} from './deliveries.ts';
 import { DispatchQueue } from './dispatch-queue.ts';
-import { recordFailure } from './failures.ts';
-import { Holdings } from './holdings.ts';
 import { type SendOutcome, WebhookSender } from './http-sender.ts';
+import { Outcomes } from './outcomes.ts';
 import { signatureHeader } from './signer.ts';
-import { SuccessLog } from './successes.ts';
 
-/**
- * How long a claim lasts: past the request time-out, so a crashed dispatcher's work is picked up again. The lease
- * lives in columns no index covers, so claiming can be a HOT update that leaves the indexes alone.
- */
+/** How long a claim lasts past the request time-out (it is renewed while the delivery waits). */
 const LEASE_MARGIN_MS = 30_000;
 /** Claims run ahead of sending by this many times the concurrency (and the per-endpoint cap). */
 const CLAIM_AHEAD = 4;
@@ -31,8 +32,8 @@ export interface DispatcherOptions {
 }
 
 /**
- * Webhook dispatcher: claims due deliveries from the outbox the fan-out writes (claims.ts: FOR UPDATE SKIP LOCKED,
- * then a lease, so no transaction stays open during HTTP), signs and POSTs them, and records each attempt. Claimed
+ * Webhook dispatcher: claims due deliveries from the outbox the fan-out writes (a due table, deliveries.ts: no
+ * transaction stays open during HTTP), signs and POSTs them, and records each attempt. Claimed
  * deliveries wait in one lane per endpoint, served in turn, so a slow endpoint cannot hold up the others.
  * Non-2xx or no answer within 30 s is retried on the spec's schedule; 429/503 Retry-After pushes the next attempt
  * back; after 8 attempts the delivery is exhausted. 410 Gone disables the endpoint at once; so do
@@ -44,18 +45,15 @@ export class WebhookDispatcher implements BackgroundProcess {
   readonly #senderOptions: ConstructorParameters<typeof WebhookSender>[0];
   /** Its HTTP client (keep-alive connections per endpoint): made for the first request, closed by stop(). */
   #sender?: WebhookSender;
-  readonly #successes: SuccessLog;
+  readonly #outcomes: Outcomes;
   readonly #concurrency: number;
   readonly #perEndpoint: number;
   readonly #timeoutMs: number;
   readonly #pollMs: number;
-  readonly #random: () => number;
-  /** Deliveries held per endpoint: claimed, waiting or in flight. */
-  readonly #held = new Holdings();
+  /** The deliveries due; those claimed here are held (waiting or in flight) until their outcome is known. */
+  readonly #due: DueQueue<DueDelivery>;
   /** Claimed deliveries, one lane per endpoint; those taken from it are in flight until `done`. */
   readonly #queue: DispatchQueue<Claimed>;
-  /** Failures being written. */
-  readonly #recording = new Set<Promise<void>>();
   /** Endpoint secrets opened, by their sealed text: opening costs a decryption per delivery otherwise. */
   readonly #secrets = new BoundedMap<string, string>(1000);
   /** Requests finished so far (wakes a loop waiting for endpoints at their cap). */
@@ -63,7 +61,7 @@ export class WebhookDispatcher implements BackgroundProcess {
   #wake: () => void = () => {};
   #slotFreed: () => void = () => {};
   /** Called whenever a request finishes (runOnce and stop wait for them this way). */
-  #outcomes: (() => void)[] = [];
+  #responses: (() => void)[] = [];
   #signalled = false;
   /** A refill of free request slots is scheduled for the end of this turn of the event loop. */
   #refillScheduled = false;
@@ -79,11 +77,13 @@ export class WebhookDispatcher implements BackgroundProcess {
     this.#perEndpoint = options.perEndpoint ?? 16;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#pollMs = options.pollMs ?? 1000;
-    this.#random = options.random ?? Math.random;
     this.#queue = new DispatchQueue(this.#perEndpoint, (row) => row.webhook_id);
-    this.#successes = new SuccessLog(services.db, (error, count) =>
-      services.log.error({ err: error, count }, 'webhook successes failed to record'),
+    const leaseMs = this.#timeoutMs + LEASE_MARGIN_MS;
+    this.#due = new DueQueue(
+      services,
+      dueDeliveries({ perEndpoint: CLAIM_AHEAD * this.#perEndpoint, leaseMs }),
     );
+    this.#outcomes = new Outcomes(services, options.random ?? Math.random);
     this.#senderOptions = {
       allowPrivateNetworks: options.allowPrivateNetworks ?? services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       timeoutMs: this.#timeoutMs,
@@ -108,9 +108,7 @@ export class WebhookDispatcher implements BackgroundProcess {
     await this.#loop;
     this.#loop = undefined;
     // Requests in flight finish and are recorded; claimed deliveries not started are given back.
-    const unsent = this.#queue.drain();
-    for (const row of unsent) this.#held.remove(row.webhook_id);
-    await releaseClaims(this.#services.db, unsent);
+    await this.#due.giveBack(this.#queue.drain(), { now: true });
     await this.#settled();
     await this.#sender?.close();
     this.#sender = undefined;
@@ -120,7 +118,7 @@ export class WebhookDispatcher implements BackgroundProcess {
 
   /** Sends everything due now and waits for the outcomes (tests walk the retry schedule with a ManualClock this way). */
   async runOnce(): Promise<number> {
-    await this.#cancelForInactiveEndpoints();
+    await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
     let sent = 0;
     for (;;) {
       const room = this.#room();
@@ -132,15 +130,14 @@ export class WebhookDispatcher implements BackgroundProcess {
         await this.#settled();
         return sent;
       }
-      await new Promise<void>((resolve) => this.#outcomes.push(resolve));
+      await new Promise<void>((resolve) => this.#responses.push(resolve));
     }
   }
 
   /** Once every request in flight has finished and every outcome is written (or failed to be). */
   async #settled(): Promise<void> {
-    while (this.#queue.inFlight > 0) await new Promise<void>((resolve) => this.#outcomes.push(resolve));
-    await Promise.all(this.#recording);
-    await this.#successes.idle();
+    while (this.#queue.inFlight > 0) await new Promise<void>((resolve) => this.#responses.push(resolve));
+    await this.#outcomes.idle();
   }
 
   async #run(): Promise<void> {
@@ -152,7 +149,7 @@ export class WebhookDispatcher implements BackgroundProcess {
       try {
         if (Date.now() - lastSweep >= this.#pollMs) {
           lastSweep = Date.now();
-          await this.#cancelForInactiveEndpoints();
+          await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
         }
         const room = this.#room();
         const claimed = room >= threshold ? await this.#claim(room) : [];
@@ -200,25 +197,15 @@ export class WebhookDispatcher implements BackgroundProcess {
 
   /** Claims run ahead of sending, up to CLAIM_AHEAD times the concurrency, so a free request slot never waits on the database. */
   #room(): number {
-    return CLAIM_AHEAD * this.#concurrency - this.#held.total;
+    return CLAIM_AHEAD * this.#concurrency - this.#queue.waiting - this.#queue.inFlight;
   }
 
-  #claim(limit: number): Promise<Claimed[]> {
-    const now = this.#services.clock.now();
-    return claimDue(this.#services.db, {
-      now,
-      limit,
-      perEndpoint: CLAIM_AHEAD * this.#perEndpoint,
-      held: this.#held.byEndpoint,
-      leasedUntil: new Date(now.getTime() + this.#timeoutMs + LEASE_MARGIN_MS),
-    });
+  async #claim(limit: number): Promise<Claimed[]> {
+    return withEndpoints(this.#services.db, await this.#due.claim(limit));
   }
 
   #dispatch(rows: Claimed[]): void {
-    for (const row of rows) {
-      this.#held.add(row.webhook_id);
-      this.#queue.push(row);
-    }
+    for (const row of rows) this.#queue.push(row);
     this.#fill();
   }
 
@@ -231,15 +218,10 @@ export class WebhookDispatcher implements BackgroundProcess {
       const row = this.#queue.take();
       if (!row) return;
       const now = this.#services.clock.now();
-      // Its lease would end before a request could: leave it to a later claim rather than risk a double send.
-      if (now.getTime() - row.claimedAt > LEASE_MARGIN_MS) {
-        this.#finish(row);
-        continue;
-      }
       const started = performance.now();
       void this.#send(row, now).then((outcome) => {
         this.#finish(row);
-        this.#record(row, outcome, Math.round(performance.now() - started), now);
+        this.#outcomes.record(row, outcome, Math.round(performance.now() - started), now);
         this.#refill();
       });
     }
@@ -287,37 +269,19 @@ export class WebhookDispatcher implements BackgroundProcess {
     );
   }
 
-  /** The delivery is no longer held: its request slot is free. */
+  /**
+   * The delivery's request slot is free, and it is no longer held; one made due again while in flight (a retry
+   * request, a replay) and claimed meanwhile is sent again, its new round.
+   */
   #finish(row: Claimed): void {
     this.#queue.done(row.webhook_id);
-    this.#held.remove(row.webhook_id);
+    const again = this.#due.settled(row);
+    if (again) this.#queue.push({ ...row, ...again });
     this.#finished++;
-    for (const resolve of this.#outcomes.splice(0)) resolve();
+    for (const resolve of this.#responses.splice(0)) resolve();
     this.#slotFreed();
   }
 
-  /** Successes are written in batches, failures one by one. */
-  #record(row: Claimed, outcome: SendOutcome, latencyMs: number, at: Date): void {
-    observeWebhook(outcome.status, latencyMs);
-    if (outcome.status !== null && outcome.status >= 200 && outcome.status < 300) {
-      this.#successes.add(row, at, outcome.status, latencyMs, outcome.excerpt);
-      return;
-    }
-    const recording: Promise<void> = recordFailure(
-      this.#services,
-      this.#random,
-      row,
-      row.attempts + 1,
-      outcome,
-      latencyMs,
-      { startedAt: at, endedAt: this.#services.clock.now() },
-    )
-      .catch((err) =>
-        this.#services.log.error({ err, delivery: row.id }, 'webhook delivery failed to record'),
-      )
-      .finally(() => this.#recording.delete(recording));
-    this.#recording.add(recording);
-  }
   #open(sealed: string): string {
     let plain = this.#secrets.get(sealed);
     if (!plain) {
@@ -325,18 +289,5 @@ export class WebhookDispatcher implements BackgroundProcess {
       this.#secrets.set(sealed, plain);
     }
     return plain;
-  }
-
-  /** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */
-  async #cancelForInactiveEndpoints(): Promise<void> {
-    const now = this.#services.clock.now();
-    await this.#services.db.query(
-      `UPDATE webhook_deliveries d SET status = 'canceled', claim_token = NULL, last_error = 'the endpoint is disabled or deleted',
-         updated_at = $1, completed_at = $1
-       FROM webhook_endpoints e
-       WHERE e.webhook_id = d.webhook_id AND (NOT e.active OR e.deleted) AND d.status = 'pending' AND d.next_attempt_at <= $1
-         AND (d.claim_token IS NULL OR d.leased_until <= $1)`,
-      [now],
-    );
   }
 }

@@ -63,7 +63,7 @@ export class EndpointSet {
     return out;
   }
 
-  /** Applies a webhook event to the endpoint table and to this set. */
+  /** Applies a webhook event to the endpoint table and to this set (a replay request is the fan-out's). */
   async apply(tx: Transaction, e: StoredEvent): Promise<void> {
     if (!isOneOf<WebhookEvent>(e, WEBHOOK_EVENT_TYPES)) return;
     switch (e.type) {
@@ -121,15 +121,6 @@ export class EndpointSet {
       case 'WebhookDeliveryRetryRequested': {
         const d = e.data;
         await resetDeliveries(tx, d.webhookId, [d.deliveryId], d.requestedAt, false);
-        return;
-      }
-      case 'WebhookReplayRequested': {
-        const d = e.data;
-        await tx.query(
-          `INSERT INTO webhook_replays (id, webhook_id, since, until, up_to, requested_at)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
-          [d.replayId, d.webhookId, d.since, d.until, e.position, d.requestedAt],
-        );
         return;
       }
     }

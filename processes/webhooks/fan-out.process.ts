@@ -1,7 +1,7 @@
 import { TEST_EVENT_TYPE } from '../../domain/webhooks/event-types.ts';
 import { isWebhookEvent, type WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import type { Transaction } from '../../platform/db/database.ts';
-import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
+import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { LogConsumer } from '../log-consumer.ts';
 import type { BackgroundProcess } from '../process.ts';
@@ -14,50 +14,76 @@ import { WebhookReplays } from './replays.ts';
 export const FAN_OUT_NAME = 'webhook-fanout';
 
 type WebhookCreated = Extract<WebhookEvent, { type: 'WebhookCreated' }>;
+type ReplayRequested = Extract<WebhookEvent, { type: 'WebhookReplayRequested' }>;
+
+/** A replay's due row, due at its request; it reaches up to the request's position. */
+const replayOf = ({ data, position }: Stored<ReplayRequested>) => ({
+  id: data.replayId,
+  webhook_id: data.webhookId,
+  since: data.since,
+  until: data.until,
+  up_to: position,
+  requested_at: data.requestedAt,
+});
 
 /** A created webhook names its organization in its data; every other event in its metadata. */
 const orgOf = (e: StoredEvent): string =>
   isOneOf<WebhookCreated>(e, ['WebhookCreated']) ? e.data.orgId : e.metadata.orgId;
+
+/** How often replays whose claim ran out (a crashed process's) are looked for, besides after each batch. */
+const REPLAY_POLL_MS = 30_000;
 
 /**
  * Webhook fan-out: a consumer of the log (LogConsumer) that keeps each endpoint's subscription as of the event in
  * hand (webhook events pass through here in order too) and records one delivery per (webhook, event) in the
  * transaction that moves its checkpoint: the deliveries table is the outbox the dispatcher claims from. A batch
  * applied again (after a crash, or by another process) writes nothing twice: a delivery's id is derived from its
- * webhook and event, and the primary key holds one row per id. Replays requested on the way are worked after each
- * batch.
+ * webhook and event, and the primary key holds one row per id. Replays requested on the way become due rows
+ * (replays.ts), worked after each batch.
  */
 export class WebhookFanOut implements BackgroundProcess {
-  readonly name = 'webhook-fanout';
+  readonly name = FAN_OUT_NAME;
   readonly #services: Services;
   readonly #summaries: EmailSummaries;
   readonly #consumer: LogConsumer;
   readonly #replays: WebhookReplays;
   #replaying?: Promise<number>;
+  #timer?: NodeJS.Timeout;
+  #stopping = new AbortController();
 
   constructor(services: Services) {
     this.#services = services;
     this.#summaries = new EmailSummaries(services.store);
-    const store = this.#summaries.readingThrough(services.store, (events) => this.#watched(events));
     this.#consumer = new LogConsumer(
-      { name: FAN_OUT_NAME, db: services.db, store, log: services.log },
+      {
+        name: FAN_OUT_NAME,
+        db: services.db,
+        store: services.store,
+        log: services.log,
+        prepare: (events) => this.#summaries.fillIn(services.db, events, (e) => this.#watched(e)),
+      },
       (tx, events) => this.#apply(tx, events),
     );
-    this.#replays = new WebhookReplays(services, store, this.#summaries);
+    this.#replays = new WebhookReplays(services, this.#summaries);
   }
 
   start(): void {
     this.#consumer.start(() => void this.#replay());
+    this.#timer ??= setInterval(() => void this.#replay(), REPLAY_POLL_MS).unref();
     void this.#replay();
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#stopping.abort();
     await this.#consumer.stop();
     await this.#replaying;
+    this.#stopping = new AbortController();
   }
 
   /**
-   * Fans out everything committed so far, then works pending replays (tests and tools drive it this way); resolves
+   * Fans out everything committed so far, then works the replays due (tests and tools drive it this way); resolves
    * with how many deliveries the replays recorded or reset.
    */
   async runOnce(): Promise<number> {
@@ -65,10 +91,10 @@ export class WebhookFanOut implements BackgroundProcess {
     return this.#replay();
   }
 
-  /** Runs pending replays; a call while they run shares the run (it goes on until none is left). */
+  /** Works the replays due; a call while they run shares the run (it goes on until none is left). */
   #replay(): Promise<number> {
     this.#replaying ??= this.#replays
-      .run()
+      .run(this.#stopping.signal)
       .catch((err) => {
         this.#services.log.error({ err }, 'webhook replay failed');
         return 0;
@@ -96,6 +122,8 @@ export class WebhookFanOut implements BackgroundProcess {
    */
   async #apply(tx: Transaction, events: StoredEvent[]): Promise<void> {
     const endpoints = await EndpointSet.load(tx, [...new Set(events.map(orgOf))]);
+    await this.#summaries.record(tx, events);
+    const summaries = await this.#summaries.of(tx, events);
     const now = this.#services.clock.now();
     let pending: NewDelivery[] = [];
     let recorded = 0;
@@ -107,6 +135,8 @@ export class WebhookFanOut implements BackgroundProcess {
       if (isWebhookEvent(event)) {
         await flush();
         await endpoints.apply(tx, event);
+        if (isOneOf<ReplayRequested>(event, ['WebhookReplayRequested']))
+          await this.#replays.due.add(tx, [replayOf(event)]);
         if (event.type === 'WebhookCreated' && event.data.active) {
           const endpoint = endpoints.get(event.data.webhookId)!;
           pending.push(newDelivery(endpoint, event, TEST_EVENT_TYPE, testEventData(endpoint.webhookId)));
@@ -117,7 +147,10 @@ export class WebhookFanOut implements BackgroundProcess {
       if (!type) continue;
       const targets = endpoints.matching(event.metadata.orgId, event.metadata.mode, type);
       if (targets.length === 0) continue;
-      const data = publicData(event, isEmailSourced(event) ? this.#summaries.get(event.data.emailId) : null);
+      const data = publicData(
+        event,
+        isEmailSourced(event) ? (summaries.get(event.data.emailId) ?? null) : null,
+      );
       if (!data) continue;
       for (const endpoint of targets) pending.push(newDelivery(endpoint, event, type, data));
     }

@@ -1,17 +1,17 @@
+import { DELIVERY_ID, WEBHOOK_ID } from '../../domain/webhooks/webhook.events.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { iso, listPage } from '../pagination.ts';
 import { readModels } from '../read-models.ts';
+import type { DELIVERY_STATUSES, DeliveryLog } from './delivery-log.schema.ts';
 
 /**
- * The webhooks read model joined with the dispatcher's health counters (webhook_endpoints) and delivery log
- * (webhook_deliveries, webhook_attempts). Those are process-manager state, read here, written only by
- * processes/webhooks. Every query is filtered by organization and mode.
+ * The webhooks read model joined with the delivery log (delivery-log.schema.ts): the endpoints' delivery health
+ * (webhook_endpoints), their deliveries and attempts. Every query is filtered by organization and mode.
  */
 
-export const WEBHOOK_ID = /^wh_[0-9a-z]{26}$/;
-export const DELIVERY_ID = /^whl_[0-9a-z]{26}$/;
+const deliveryLog = (db: Database) => readModels(db).withTables<DeliveryLog>();
 
 const webhookColumns = [
   'w.id as id',
@@ -30,21 +30,8 @@ const webhookColumns = [
   'e.last_failure_at as last_failure_at',
 ] as const;
 
-/**
- * The dispatcher's health counters of an endpoint, as this read joins them. The table is process-manager state
- * (processes/webhooks/webhooks.schema.ts, untyped there), so only the columns read here are declared.
- */
-interface EndpointHealth {
-  webhook_id: string;
-  consecutive_failures: number;
-  total_failures: number;
-  last_success_at: Date | null;
-  last_failure_at: Date | null;
-}
-
 function webhooks(db: Database, tenant: Tenant) {
-  return readModels(db)
-    .withTables<{ webhook_endpoints: EndpointHealth }>()
+  return deliveryLog(db)
     .selectFrom('webhooks as w')
     .leftJoin('webhook_endpoints as e', 'e.webhook_id', 'w.id')
     .select(webhookColumns)
@@ -88,12 +75,10 @@ export async function listWebhooks(db: Database, tenant: Tenant, page: PageParam
   return listPage(webhooks(db, tenant), page, (rows) => rows.map(toView), 'w.id');
 }
 
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted', 'canceled'] as const;
-
 export async function findDelivery(db: Database, tenant: Tenant, webhookId: string, deliveryId: string) {
   if (!DELIVERY_ID.test(deliveryId)) return null;
   return (
-    (await db.kysely
+    (await deliveryLog(db)
       .selectFrom('webhook_deliveries')
       .select(['id', 'status'])
       .where('id', '=', deliveryId)
@@ -113,22 +98,31 @@ interface AttemptView {
   error: string | null;
 }
 
-/**
- * A first attempt that succeeded is kept in the delivery row rather than in webhook_attempts (see
- * moveFirstAttempts in processes/webhooks/deliveries.ts): its time and status are the row's completion time and
- * last status.
- */
-const firstAttemptOf = (d: any): AttemptView | null =>
-  d.first_latency_ms === null
-    ? null
-    : {
-        attempt: 1,
-        attempted_at: iso(d.completed_at),
-        response_status: d.last_response_status,
-        latency_ms: d.first_latency_ms,
-        response_excerpt: d.first_response_excerpt,
-        error: null,
-      };
+/** The attempts of these deliveries, each delivery's in the order they were recorded. */
+async function attemptsOf(db: Database, deliveryIds: string[]): Promise<Map<string, AttemptView[]>> {
+  const byDelivery = new Map<string, AttemptView[]>();
+  if (deliveryIds.length === 0) return byDelivery;
+  const attempts = await deliveryLog(db)
+    .selectFrom('webhook_attempts')
+    .select([
+      'delivery_id',
+      'attempt',
+      'attempted_at',
+      'response_status',
+      'latency_ms',
+      'response_excerpt',
+      'error',
+    ])
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('id')
+    .execute();
+  for (const { delivery_id, attempted_at, ...a } of attempts) {
+    const list = byDelivery.get(delivery_id) ?? [];
+    list.push({ ...a, attempted_at: iso(attempted_at) });
+    byDelivery.set(delivery_id, list);
+  }
+  return byDelivery;
+}
 
 /** The delivery log of one webhook, newest first, each delivery with its attempts. */
 export async function listDeliveries(
@@ -137,14 +131,13 @@ export async function listDeliveries(
   webhookId: string,
   page: PageParams & { status?: string },
 ) {
-  let q = db.kysely
+  let q = deliveryLog(db)
     .selectFrom('webhook_deliveries')
     .select([
       'id',
       'webhook_id',
       'event_type',
       'status',
-      'attempts',
       'next_attempt_at',
       'last_response_status',
       'last_error',
@@ -152,53 +145,16 @@ export async function listDeliveries(
       'created_at',
       'updated_at',
       'completed_at',
-      'first_latency_ms',
-      'first_response_excerpt',
     ])
     .where('webhook_id', '=', webhookId)
     .where('org_id', '=', tenant.orgId)
     .where('mode', '=', tenant.mode);
-  if (page.status) q = q.where('status', '=', page.status);
-  return listPage(q, page, async (rows: any[]) => {
-    const ids = rows.map((d) => d.id);
-    const attempts = ids.length
-      ? await db.kysely
-          .selectFrom('webhook_attempts')
-          .select([
-            'delivery_id',
-            'attempt',
-            'attempted_at',
-            'response_status',
-            'latency_ms',
-            'response_excerpt',
-            'error',
-          ])
-          .where('delivery_id', 'in', ids)
-          .orderBy('id')
-          .execute()
-      : [];
-    const byDelivery = new Map<string, AttemptView[]>();
-    for (const a of attempts) {
-      const list = byDelivery.get(a.delivery_id) ?? [];
-      list.push({
-        attempt: a.attempt,
-        attempted_at: iso(a.attempted_at),
-        response_status: a.response_status,
-        latency_ms: a.latency_ms,
-        response_excerpt: a.response_excerpt,
-        error: a.error,
-      });
-      byDelivery.set(a.delivery_id, list);
-    }
-    for (const d of rows) {
-      const first = firstAttemptOf(d);
-      if (!first) continue;
-      const list = byDelivery.get(d.id) ?? [];
-      list.push(first);
-      // By time: attempts of an earlier round recorded after the delivery was reset come before it.
-      list.sort((a, b) => Date.parse(a.attempted_at!) - Date.parse(b.attempted_at!));
-      byDelivery.set(d.id, list);
-    }
+  if (page.status) q = q.where('status', '=', page.status as (typeof DELIVERY_STATUSES)[number]);
+  return listPage(q, page, async (rows) => {
+    const attempts = await attemptsOf(
+      db,
+      rows.map((d) => d.id),
+    );
     return rows.map((d) => ({
       id: d.id,
       object: 'webhook_delivery',
@@ -209,7 +165,7 @@ export async function listDeliveries(
       last_response_status: d.last_response_status,
       last_error: d.last_error,
       payload: JSON.parse(d.body),
-      attempts: byDelivery.get(d.id) ?? [],
+      attempts: attempts.get(d.id) ?? [],
       created_at: iso(d.created_at),
       updated_at: iso(d.updated_at),
       completed_at: iso(d.completed_at),

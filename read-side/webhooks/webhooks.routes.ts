@@ -4,7 +4,8 @@ import { listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
-import { DELIVERY_STATUSES, getWebhook, listDeliveries, listWebhooks } from './webhooks.queries.ts';
+import { DELIVERY_STATUSES } from './delivery-log.schema.ts';
+import { getWebhook, listDeliveries, listWebhooks } from './webhooks.queries.ts';
 
 const deliveriesQuery = listQuery({ status: z.enum(DELIVERY_STATUSES).optional() });
 

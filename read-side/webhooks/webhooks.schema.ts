@@ -20,7 +20,7 @@ export interface WebhooksTable {
   deleted_at: Timestamp | null;
 }
 
-/** The webhooks read model (projection `webhooks`). Delivery logs are dispatcher state: processes/webhooks/webhooks.schema.ts. */
+/** The webhooks read model (projection `webhooks`). The delivery log beside it: delivery-log.schema.ts. */
 export const webhooksMigrations: Migration[] = [
   {
     id: 'webhooks-001',

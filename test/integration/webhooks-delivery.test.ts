@@ -203,7 +203,7 @@ describe('webhook fan-out and dispatch', () => {
     expect(r.received.at(-1)!.body).toBe(r.received.at(-2)!.body);
   });
 
-  it('keeps a first attempt that succeeded in the delivery row, and moves it to the attempts on a retry', async () => {
+  it("keeps a first attempt that succeeded in the delivery log, and a retry's attempt beside it", async () => {
     const { org, r, wh } = await subscribed();
     r.respond = () => ({ status: 200, body: 'first' });
     await (await sendEmail(org)).sent();
@@ -227,7 +227,7 @@ describe('webhook fan-out and dispatch', () => {
         error: null,
       },
     ]);
-    expect(await attemptRows(first.id)).toBe(0);
+    expect(await attemptRows(first.id)).toBe(1);
 
     const firstAt = clock.now().toISOString();
     clock.advance(1000);
@@ -250,7 +250,7 @@ describe('webhook fan-out and dispatch', () => {
         response_excerpt: 'again',
       }),
     ]);
-    expect(await attemptRows(first.id)).toBe(1);
+    expect(await attemptRows(first.id)).toBe(2);
   });
 
   it('records a 2xx whose body carries NUL bytes as succeeded, the excerpt cleaned', async () => {
@@ -320,11 +320,11 @@ describe('webhook fan-out and dispatch', () => {
     expect(replayed.every((d) => d.verifiedWith.length === 1)).toBe(true);
     const log = await deliveries(org, wh.id);
     expect(log.filter((d) => d.status === 'succeeded')).toHaveLength(3);
-    const { rows } = await svc.postline.services.db.query(
-      'SELECT done, replayed FROM webhook_replays WHERE id = $1',
-      [replay.body.id],
-    );
-    expect(rows[0]).toEqual({ done: true, replayed: 2 });
+    // The replay reached its end: its due row is gone.
+    const { rows } = await svc.postline.services.db.query('SELECT id FROM webhook_replays WHERE id = $1', [
+      replay.body.id,
+    ]);
+    expect(rows).toEqual([]);
   });
 
   it('does not let a slow endpoint hold up the others', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { maxAttempts, WEBHOOK_RETRIES } from '../../processes/retry-schedule.ts';
-import { AUTO_DISABLE_AFTER_EXHAUSTED } from '../../processes/webhooks/failures.ts';
+import { AUTO_DISABLE_AFTER_EXHAUSTED } from '../../processes/webhooks/outcomes.ts';
 import type { TestOrg } from '../support/service.ts';
 import { useWebhookProcesses } from '../support/webhook-processes.ts';
 import { appendSentEmail, logMarker } from '../support/webhook-receiver.ts';

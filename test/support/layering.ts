@@ -42,21 +42,6 @@ const IO_PACKAGES = new Set([
  */
 export const ALLOWED: { from: string; to: string; why: string }[] = [
   {
-    from: 'read-side/webhooks/webhooks.queries.ts',
-    to: 'table:webhook_endpoints',
-    why: 'webhook delivery log read by the read side',
-  },
-  {
-    from: 'read-side/webhooks/webhooks.queries.ts',
-    to: 'table:webhook_deliveries',
-    why: 'webhook delivery log read by the read side',
-  },
-  {
-    from: 'read-side/webhooks/webhooks.queries.ts',
-    to: 'table:webhook_attempts',
-    why: 'webhook delivery log read by the read side',
-  },
-  {
     from: 'write-side/audiences/audience.routes.ts',
     to: 'read-side/audiences/audiences.queries.ts',
     why: 'look-up not yet passed in by the composition root',
@@ -184,11 +169,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
   {
     from: 'write-side/templates/template.routes.ts',
     to: 'read-side/templates/templates.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/webhooks/webhook.routes.ts',
-    to: 'read-side/webhooks/webhooks.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },
 ];

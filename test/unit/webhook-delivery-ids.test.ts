@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { DELIVERY_ID } from '../../domain/webhooks/webhook.events.ts';
 import { deliveryId } from '../../processes/webhooks/delivery-ids.ts';
-import { DELIVERY_ID } from '../../read-side/webhooks/webhooks.queries.ts';
 
 describe('delivery ids', () => {
   const at = new Date('2026-11-22T10:00:00.123Z');

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { DispatchQueue } from '../../processes/webhooks/dispatch-queue.ts';
-import { Holdings } from '../../processes/webhooks/holdings.ts';
 
 interface Item {
   webhookId: string;
@@ -44,24 +43,5 @@ describe('dispatch queue (lanes per endpoint)', () => {
     ).toEqual(['a2', 'b1']);
     expect(q.waiting).toBe(0);
     expect(q.take()).toBeUndefined();
-  });
-});
-
-describe('holdings (the dispatcher)', () => {
-  it('tells the claim what is held per endpoint', () => {
-    const h = new Holdings();
-    h.add('a');
-    h.add('a');
-    h.add('b');
-    expect(h.total).toBe(3);
-    expect([...h.byEndpoint]).toEqual([
-      ['a', 2],
-      ['b', 1],
-    ]);
-    h.remove('a');
-    h.remove('a');
-    h.remove('b');
-    expect(h.total).toBe(0);
-    expect([...h.byEndpoint]).toEqual([]);
   });
 });

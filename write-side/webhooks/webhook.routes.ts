@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isSubscribable, PUBLIC_EVENT_TYPES } from '../../domain/webhooks/event-types.ts';
+import { WEBHOOK_ID } from '../../domain/webhooks/webhook.events.ts';
 import {
   CreatedWebhook,
   DeliveryRetry,
@@ -15,7 +16,6 @@ import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { findDelivery, getWebhook, WEBHOOK_ID } from '../../read-side/webhooks/webhooks.queries.ts';
 import {
   addWebhook,
   deleteWebhook,
@@ -63,7 +63,7 @@ const replayBody = z.object({ since: zonedDateTime, until: zonedDateTime.nullish
 export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   /** After a write the webhook is in the read model: its absence is a bug, not a 404. */
   const view = async (tenant: Tenant, id: string) => {
-    const w = await getWebhook(services.db, tenant, id);
+    const w = await services.lookUps.getWebhook(services.db, tenant, id);
     if (!w) throw new AppError('internal_error', `Webhook ${id} is missing from the read model`);
     return w;
   };
@@ -145,8 +145,8 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     async (req) => {
       const id = webhooks.id(req);
       const deliveryId = req.params.delivery_id;
-      if (!(await getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
-      if (!(await findDelivery(services.db, req.auth, id, deliveryId)))
+      if (!(await services.lookUps.getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
+      if (!(await services.lookUps.findDelivery(services.db, req.auth, id, deliveryId)))
         throw notFound('Webhook delivery', deliveryId);
       const { requestedAt } = await requestDeliveryRetry(services, metaOf(req.auth), id, deliveryId);
       return {

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { DueTable } from './due-queue.ts';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** Names go into the SQL text as they are: only plain lower-case ones, never anything a user wrote. */
+export function plainNames(names: string[]): string[] {
+  const bad = names.find((n) => !IDENTIFIER.test(n));
+  if (bad !== undefined) throw new Error(`due table: ${bad} is not a plain SQL name`);
+  return names;
+}
+
+/**
+ * The statements of a due table, its names checked (`where` clauses are the code's own SQL, never a user's).
+ * A claim's parameters: $1 now, $2 the lease's end, $3 how many rows; then the claim's token (`token`), and for
+ * `groups` the cap per group and this process's holdings (groups, counts). `claimParameters` lists them.
+ */
+export function dueStatements(spec: DueTable) {
+  const { table, dueAt, token, groups } = spec;
+  plainNames([table, dueAt, ...Object.keys(spec.key), ...spec.columns, ...(token ? [token] : [])]);
+  if (groups) plainNames([groups.column, groups.of.table, groups.of.key]);
+  const keyNames = Object.keys(spec.key);
+  const keys = keyNames.join(', ');
+  const keyRecord = keyNames.map((k) => `${k} ${spec.key[k]}`);
+  const sameKey = keyNames.map((k) => `t.${k} = x.${k}`).join(' AND ');
+  let n = 4;
+  const tokenAt = token ? `$${n++}` : '';
+  const [capAt, groupsAt, countsAt] = groups ? [`$${n++}`, `$${n++}`, `$${n++}`] : [];
+  const where = (row: string) => (spec.where ? ` AND ${spec.where.replaceAll('$row', row)}` : '');
+  const setToken = token ? `, ${token} = ${tokenAt}` : '';
+  const returned = [...keyNames, ...spec.columns, ...(token ? [token] : [])];
+  // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
+  const claim = groups
+    ? // The groups are walked from their own table and each gives its oldest rows, at most the cap less what this
+      // process holds of it: a claim locks no more rows than it could take.
+      `WITH chosen AS (
+          SELECT ${keyNames.map((k) => `c.${k}`).join(', ')} FROM ${groups.of.table} g
+          LEFT JOIN unnest(${groupsAt}::text[], ${countsAt}::int[]) AS b(grp, n) ON b.grp = g.${groups.of.key}
+          CROSS JOIN LATERAL (
+            SELECT ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt} FROM ${table} d
+            WHERE d.${groups.column} = g.${groups.of.key} AND d.${dueAt} <= $1
+              AND (d.claimed_until IS NULL OR d.claimed_until < $1)${where('d')}
+            ORDER BY d.${dueAt} LIMIT greatest(0, least(${capAt} - coalesce(b.n, 0), $3))
+            FOR UPDATE OF d SKIP LOCKED) c
+          ${groups.of.where ? `WHERE ${groups.of.where.replaceAll('$row', 'g')}` : ''}
+          ORDER BY c.${dueAt}, ${keyNames.map((k) => `c.${k}`).join(', ')} LIMIT $3
+        ), claimed AS (
+          UPDATE ${table} t SET claimed_until = $2${setToken}
+          FROM chosen WHERE ${keyNames.map((k) => `t.${k} = chosen.${k}`).join(' AND ')}
+          RETURNING ${[...keyNames, dueAt, ...spec.columns, ...(token ? [token] : [])].map((c) => `t.${c}`).join(', ')})
+        SELECT ${returned.join(', ')} FROM claimed ORDER BY ${dueAt}, ${keys}`
+    : `WITH claimed AS (
+          UPDATE ${table} SET claimed_until = $2${setToken}
+          WHERE (${keys}) IN (
+            SELECT ${keys} FROM ${table}
+            WHERE ${dueAt} <= $1 AND (claimed_until IS NULL OR claimed_until < $1)${where(table)}
+            ORDER BY ${dueAt}, ${keys} LIMIT $3 FOR UPDATE SKIP LOCKED)
+          RETURNING ${[keys, dueAt, ...spec.columns, ...(token ? [token] : [])].join(', ')})
+        SELECT ${returned.join(', ')} FROM claimed ORDER BY ${dueAt}, ${keys}`;
+  return {
+    keyRecord,
+    sameKey,
+    claim,
+    done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
+    later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL
+        FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
+  };
+}
+
+/** A claim's parameters (dueStatements), `held` the rows this process holds per group. */
+export function claimParameters(
+  spec: DueTable,
+  o: { now: Date; until: Date; limit: number; held: Map<string, number> },
+): unknown[] {
+  const parameters: unknown[] = [o.now, o.until, o.limit];
+  if (spec.token) parameters.push(randomUUID());
+  if (spec.groups) parameters.push(spec.groups.perGroup, [...o.held.keys()], [...o.held.values()]);
+  return parameters;
+}

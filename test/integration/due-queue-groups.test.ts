@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/database.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { DueQueue, type DueTable, queueDepth } from '../../processes/due-queue.ts';
+import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+
+type Row = { owner: string; n: number; note: string; token: string };
+
+const TABLE: DueTable = {
+  table: 'due_grouped',
+  key: { owner: 'text', n: 'integer' },
+  dueAt: 'due_at',
+  columns: ['note'],
+  where: `$row.state = 'open'`,
+  token: 'token',
+  leaseMs: 60_000,
+  groups: { column: 'owner', perGroup: 2, of: { table: 'due_owners', key: 'owner', where: '$row.active' } },
+};
+
+describe.each(DATABASE_KINDS)('DueQueue with groups, a token and a condition (%s)', (kind) => {
+  let db: Database;
+  let dispose: () => Promise<void>;
+  const clock = new ManualClock('2026-06-01T00:00:00Z');
+  const log = createLogger('error', { write: () => {} });
+  const queue = () => new DueQueue<Row>({ db, clock, log }, TABLE);
+  const at = (ms: number) => new Date(clock.now().getTime() + ms).toISOString();
+  const add = (owner: string, n: number, dueIn = -1000, state = 'open') =>
+    db.query('INSERT INTO due_grouped (owner, n, note, due_at, state) VALUES ($1, $2, $3, $4, $5)', [
+      owner,
+      n,
+      `${owner}${n}`,
+      at(dueIn - n),
+      state,
+    ]);
+
+  beforeAll(async () => {
+    ({ db, dispose } = await openTestDatabase(kind));
+    await db.query(`CREATE TABLE due_owners (owner text PRIMARY KEY, active boolean NOT NULL)`);
+    await db.query(`CREATE TABLE due_grouped (
+      owner text NOT NULL, n integer NOT NULL, note text NOT NULL, due_at timestamptz NOT NULL,
+      state text NOT NULL, token text, claimed_until timestamptz, PRIMARY KEY (owner, n))`);
+  });
+  afterAll(() => dispose?.());
+  beforeEach(async () => {
+    await db.query('DELETE FROM due_grouped');
+    await db.query('DELETE FROM due_owners');
+    await db.query(`INSERT INTO due_owners VALUES ('a', true), ('b', true), ('off', false)`);
+  });
+
+  it('claims at most the cap of a group, less what this process holds of it, of active groups, rows that meet the condition', async () => {
+    for (const n of [1, 2, 3]) await add('a', n);
+    await add('b', 1);
+    await add('b', 2, -1000, 'closed');
+    await add('off', 1);
+    const q = queue();
+    const first = await q.claim(10);
+    expect(first.map((r) => r.note).sort()).toEqual(['a2', 'a3', 'b1']);
+    expect(await q.claim(10)).toEqual([]);
+    // One of `a` settled: room for one more of it.
+    expect(q.settled(first.find((r) => r.note === 'a3')!)).toBeUndefined();
+    await db.query(`UPDATE due_grouped SET state = 'done', claimed_until = NULL WHERE note = 'a3'`);
+    expect((await q.claim(10)).map((r) => r.note)).toEqual(['a1']);
+    // Another process holds none: the cap alone limits it, and the rows are leased.
+    expect(await queue().claim(10)).toEqual([]);
+    expect(await queueDepth(db, TABLE, clock.now())).toBe(4);
+  });
+
+  it('marks each claim with a token of its own; a row made due again while held is claimed again and handed back when settled', async () => {
+    await add('a', 1);
+    const q = queue();
+    const [row] = await q.claim(10);
+    expect(row.token).toEqual(expect.any(String));
+    // Reset while its work goes on: due at once, its claim gone.
+    await db.query('UPDATE due_grouped SET claimed_until = NULL, token = NULL');
+    expect(await q.claim(10)).toEqual([]);
+    const again = q.settled(row);
+    expect(again).toMatchObject({ owner: 'a', n: 1 });
+    expect(again!.token).not.toBe(row.token);
+    const { rows } = await db.query<{ token: string }>('SELECT token FROM due_grouped');
+    expect(rows[0].token).toBe(again!.token);
+    expect(q.settled(again!)).toBeUndefined();
+  });
+});
