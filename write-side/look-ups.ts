@@ -1,3 +1,5 @@
+import type { Impressum } from '../domain/domains/domain.events.ts';
+import type { TemplateVariable } from '../domain/templates/template.events.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Tenant } from '../platform/tenancy.ts';
 
@@ -10,5 +12,44 @@ declare module '../platform/services.ts' {
   interface LookUps {
     /** The topic as `GET /v1/topics/{id}` answers it, or null. */
     findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
+    /** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
+    findSendingDomain(db: Database, tenant: Tenant, name: string): Promise<SendingDomainLookUp | null>;
+    /** A domain of the tenant by id (a key restricted to it sends only from its name), or null. */
+    findDomainById(db: Database, tenant: Tenant, domainId: string): Promise<{ name: string } | null>;
+    /** Whether an address is on the tenant's suppression list. */
+    isSuppressed(db: Database, tenant: Tenant, address: string): Promise<boolean>;
+    /** The tenant's suppressed addresses (lower case) when the list is short; else null. */
+    smallSuppressionList(db: Database, tenant: Tenant): Promise<Set<string> | null>;
+    /** The template's published version (or `versionId`), as the sending path renders it. */
+    findPublishedVersion(
+      db: Database,
+      tenant: Tenant,
+      templateId: string,
+      versionId?: string,
+    ): Promise<
+      | { status: 'not_found' }
+      | { status: 'not_published' }
+      | { status: 'published'; version: PublishedTemplate }
+    >;
   }
+}
+
+/** What a send reads of its sending domain. */
+export interface SendingDomainLookUp {
+  id: string;
+  name: string;
+  canSendLive: boolean;
+  returnPathDomain: string;
+  customReturnPath: boolean;
+  impressum: Impressum | null;
+}
+
+/** What rendering reads of a template's version. */
+export interface PublishedTemplate {
+  templateId: string;
+  versionId: string;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  variables: TemplateVariable[];
 }

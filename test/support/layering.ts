@@ -62,26 +62,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/broadcasts/broadcast-expansion.commands.ts',
-    to: 'read-side/contacts/contacts.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast-expansion.commands.ts',
-    to: 'read-side/domains/domains.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast-expansion.commands.ts',
-    to: 'read-side/templates/templates.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast-expansion.commands.ts',
-    to: 'read-side/topics/topics.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/broadcasts/broadcast.commands.ts',
     to: 'read-side/audiences/audiences.queries.ts',
     why: 'look-up not yet passed in by the composition root',
@@ -162,16 +142,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/emails/prepare.ts',
-    to: 'read-side/domains/domains.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/emails/prepare.ts',
-    to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/plan-slots/plan-slot.commands.ts',
     to: 'read-side/plan-slots/plan-slots.queries.ts',
     why: 'look-up not yet passed in by the composition root',
@@ -194,11 +164,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
   {
     from: 'write-side/suppressions/suppression.routes.ts',
     to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/templates/render.ts',
-    to: 'read-side/templates/templates.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },
   {

@@ -14,7 +14,8 @@ import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { checkSendAt, domainNotVerified } from '../emails/prepare.ts';
+import { checkSendAt } from '../emails/email-limits.ts';
+import { domainNotVerified } from '../emails/sending-domain.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
 
