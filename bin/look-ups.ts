@@ -1,4 +1,5 @@
 import type { LookUps } from '../platform/services.ts';
+import { findAudience } from '../read-side/audiences/audiences.queries.ts';
 import { findDomainById, findSendingDomain } from '../read-side/domains/domains.queries.ts';
 import { isSuppressed, smallSuppressionList } from '../read-side/suppressions/suppressions.queries.ts';
 import { findPublishedVersion } from '../read-side/templates/templates.queries.ts';
@@ -12,4 +13,5 @@ export const lookUps: LookUps = {
   isSuppressed,
   smallSuppressionList,
   findPublishedVersion,
+  findAudience,
 };

@@ -11,7 +11,11 @@ import type { Tenant } from '../platform/tenancy.ts';
 declare module '../platform/services.ts' {
   interface LookUps {
     /** The topic as `GET /v1/topics/{id}` answers it, or null. */
-    findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
+    findTopic(
+      db: Database,
+      tenant: Tenant,
+      topicId: string,
+    ): Promise<{ id: string; default_subscription: 'opt_in' | 'opt_out' } | null>;
     /** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
     findSendingDomain(db: Database, tenant: Tenant, name: string): Promise<SendingDomainLookUp | null>;
     /** A domain of the tenant by id (a key restricted to it sends only from its name), or null. */
@@ -31,6 +35,8 @@ declare module '../platform/services.ts' {
       | { status: 'not_published' }
       | { status: 'published'; version: PublishedTemplate }
     >;
+    /** The audience, or null (unknown, deleted, another tenant's). */
+    findAudience(db: Database, tenant: Tenant, audienceId: string): Promise<{ id: string } | null>;
   }
 }
 

@@ -97,23 +97,8 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/contact-imports/contact-import.commands.ts',
-    to: 'read-side/audiences/audiences.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/contact-imports/contact-import.routes.ts',
     to: 'read-side/contact-imports/contact-imports.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/contacts/contact.commands.ts',
-    to: 'read-side/audiences/audiences.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/contacts/contact.commands.ts',
-    to: 'read-side/topics/topics.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },
   {

@@ -88,7 +88,12 @@ export async function renderPublished(
   /** Render this version of the template instead of the published one (the dashboard's preview of a draft). */
   versionId?: string,
 ): Promise<RenderedTemplate> {
-  const found = await services.lookUps.findPublishedVersion(services.db, { orgId, mode }, templateId, versionId);
+  const found = await services.lookUps.findPublishedVersion(
+    services.db,
+    { orgId, mode },
+    templateId,
+    versionId,
+  );
   if (found.status === 'not_found')
     throw versionId === undefined
       ? notFound('Template', templateId)
