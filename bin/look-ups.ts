@@ -1,8 +1,13 @@
 import type { LookUps } from '../platform/services.ts';
+import { tracksClientDetails } from '../read-side/api-keys/api-keys.queries.ts';
 import { findAudience } from '../read-side/audiences/audiences.queries.ts';
+import { findBroadcast } from '../read-side/broadcasts/broadcasts.queries.ts';
+import { findContactImport } from '../read-side/contact-imports/contact-imports.queries.ts';
+import { contactTopics, findContact } from '../read-side/contacts/contacts.queries.ts';
 import { findDomainById, findSendingDomain } from '../read-side/domains/domains.queries.ts';
+import { getEmail } from '../read-side/emails/emails.queries.ts';
 import { isSuppressed, smallSuppressionList } from '../read-side/suppressions/suppressions.queries.ts';
-import { findPublishedVersion } from '../read-side/templates/templates.queries.ts';
+import { findPublishedVersion, getTemplate } from '../read-side/templates/templates.queries.ts';
 import { findTopic } from '../read-side/topics/topics.queries.ts';
 
 /** The read-side query functions the write side is given (write-side/look-ups.ts declares what each must be). */
@@ -14,4 +19,11 @@ export const lookUps: LookUps = {
   smallSuppressionList,
   findPublishedVersion,
   findAudience,
+  getEmail,
+  findBroadcast,
+  findContact,
+  contactTopics,
+  findContactImport,
+  getTemplate,
+  tracksClientDetails,
 };

@@ -15,7 +15,7 @@ declare module '../platform/services.ts' {
       db: Database,
       tenant: Tenant,
       topicId: string,
-    ): Promise<{ id: string; default_subscription: 'opt_in' | 'opt_out' } | null>;
+    ): Promise<{ id: string; name: string; default_subscription: 'opt_in' | 'opt_out' } | null>;
     /** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
     findSendingDomain(db: Database, tenant: Tenant, name: string): Promise<SendingDomainLookUp | null>;
     /** A domain of the tenant by id (a key restricted to it sends only from its name), or null. */
@@ -37,7 +37,32 @@ declare module '../platform/services.ts' {
     >;
     /** The audience, or null (unknown, deleted, another tenant's). */
     findAudience(db: Database, tenant: Tenant, audienceId: string): Promise<{ id: string } | null>;
+    /** The email as `GET /v1/emails/{id}` answers it, or null. */
+    getEmail(db: Database, tenant: Tenant, emailId: string): Promise<object | null>;
+    /** The broadcast as `GET /v1/broadcasts/{id}` answers it, or null. */
+    findBroadcast(db: Database, tenant: Tenant, broadcastId: string): Promise<object | null>;
+    /** The contact as `GET /v1/contacts/{id}` answers it, or null. */
+    findContact(
+      db: Database,
+      tenant: Tenant,
+      contactId: string,
+    ): Promise<{ email: string; unsubscribed: boolean } | null>;
+    /** The contact's choice for every topic of its tenant, as `GET /v1/contacts/{id}/topics` answers it. */
+    contactTopics(db: Database, tenant: Tenant, contactId: string): Promise<ContactTopicsLookUp>;
+    /** The import as `GET /v1/contact-imports/{id}` answers it, or null. */
+    findContactImport(db: Database, tenant: Tenant, importId: string): Promise<object | null>;
+    /** The template as `GET /v1/templates/{id}` answers it, or null. */
+    getTemplate(db: Database, tenant: Tenant, templateId: string): Promise<object | null>;
+    /** Whether the organization records who opened and clicked (client details). */
+    tracksClientDetails(db: Database, orgId: string): Promise<boolean>;
   }
+}
+
+/** A contact's topic choices, as the API lists them. */
+export interface ContactTopicsLookUp {
+  object: string;
+  data: { id: string; name: string; description: string | null; subscription: 'opt_in' | 'opt_out' }[];
+  has_more: boolean;
 }
 
 /** What a send reads of its sending domain. */

@@ -62,68 +62,8 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/broadcasts/broadcast.commands.ts',
-    to: 'read-side/audiences/audiences.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast.commands.ts',
-    to: 'read-side/domains/domains.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast.commands.ts',
-    to: 'read-side/templates/templates.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast.commands.ts',
-    to: 'read-side/topics/topics.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/broadcast.routes.ts',
-    to: 'read-side/broadcasts/broadcasts.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/unsubscribe.routes.ts',
-    to: 'read-side/contacts/contacts.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/broadcasts/unsubscribe.routes.ts',
-    to: 'read-side/topics/topics.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/contact-imports/contact-import.routes.ts',
-    to: 'read-side/contact-imports/contact-imports.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/contacts/contact.routes.ts',
-    to: 'read-side/audiences/audiences.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/contacts/contact.routes.ts',
-    to: 'read-side/contacts/contacts.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/domains/domain.routes.ts',
     to: 'read-side/domains/domains.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/emails/client-details.ts',
-    to: 'read-side/api-keys/api-keys.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/emails/email.routes.ts',
-    to: 'read-side/emails/emails.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },
   {
@@ -149,11 +89,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
   {
     from: 'write-side/suppressions/suppression.routes.ts',
     to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/templates/template.routes.ts',
-    to: 'read-side/templates/templates.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },
   {

@@ -10,14 +10,10 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
-import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
-import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
-import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
-import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { checkSendAt } from '../emails/email-limits.ts';
 import { domainNotVerified } from '../emails/sending-domain.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 
 const invalid = (field: string, message: string) =>
   new AppError('validation_error', `\`${field}\`: ${message}`);
@@ -46,12 +42,12 @@ async function checkContent(services: Deps, tenant: Tenant, content: BroadcastCo
     if ('error' in m) throw invalid(`reply_to[${i}]`, m.error);
   });
   checkBroadcastContent(content);
-  if (!(await findAudience(services.db, tenant, content.audienceId)))
+  if (!(await services.lookUps.findAudience(services.db, tenant, content.audienceId)))
     throw invalid('audience_id', `audience ${content.audienceId} not found`);
-  if (content.topicId && !(await findTopic(services.db, tenant, content.topicId)))
+  if (content.topicId && !(await services.lookUps.findTopic(services.db, tenant, content.topicId)))
     throw invalid('topic_id', `topic ${content.topicId} not found`);
   if (!content.templateId) return { template: null };
-  const template = await findPublishedVersion(services.db, tenant, content.templateId);
+  const template = await services.lookUps.findPublishedVersion(services.db, tenant, content.templateId);
   if (template.status === 'not_found')
     throw invalid('template_id', `template ${content.templateId} not found`);
   return { template };
@@ -106,7 +102,7 @@ export async function sendBroadcast(
     const { content } = state;
     const { template } = await checkContent(services, auth, content);
     const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
-    const domain = await findSendingDomain(services.db, auth, domainName);
+    const domain = await services.lookUps.findSendingDomain(services.db, auth, domainName);
     if (auth.mode === 'live') {
       if (!domain?.canSendLive) throw domainNotVerified(domainName, Boolean(domain));
       if (!domain.impressum)

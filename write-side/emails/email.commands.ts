@@ -110,7 +110,7 @@ export const recordDelayReport = (
  * kept only as `sealClientDetails` allows.
  */
 export const recordEngagement = async (
-  services: Deps & Pick<Services, 'db'>,
+  services: Deps & Pick<Services, 'db' | 'lookUps'>,
   meta: EventMetadata,
   e: { type: 'RecordOpen' | 'RecordClick'; emailId: string; client: ClientDetails; link?: string },
 ) => {

@@ -9,7 +9,6 @@ import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.
 import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { getEmail } from '../../read-side/emails/emails.queries.ts';
 import { acceptEmail } from './accept-email.ts';
 import { cancelEmail, rescheduleEmail } from './email.commands.ts';
 import type { Accepted } from './email-draft.ts';
@@ -122,7 +121,7 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
     name: 'Email',
     param: 'email_id',
     projections: EMAIL_PROJECTIONS,
-    read: (tenant, id) => getEmail(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.getEmail(services.db, tenant, id),
     response: Email,
   });
 
