@@ -15,7 +15,7 @@ import {
   type Deps,
   emailKeysOf,
   readContact,
-} from '../../write-side/contacts/contact-email.ts';
+} from '../../write-side/contacts/contact-streams.ts';
 
 /** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
 export interface ImportedContact {

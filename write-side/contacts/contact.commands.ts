@@ -1,11 +1,17 @@
-import { contactDecider } from '../../domain/contacts/contact.decider.ts';
-import { type ContactPersonalData, contactStream } from '../../domain/contacts/contact.events.ts';
+import type { ContactState } from '../../domain/contacts/contact.decider.ts';
+import type { ContactPersonalData } from '../../domain/contacts/contact.events.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
-import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import { forgetPersonalData, openPersonalData, sealPersonalData } from '../../platform/personal-data.ts';
-import { at, claimEmail, type Deps, emailKeyOf, readContact, releaseEmail } from './contact-email.ts';
+import {
+  claimEmail,
+  type Deps,
+  emailKeyOf,
+  onContact,
+  readContact,
+  releaseEmail,
+} from './contact-streams.ts';
 
 async function requireAudiences(services: Deps, meta: EventMetadata, audienceIds: string[]) {
   for (const id of audienceIds) {
@@ -19,6 +25,7 @@ export interface ContactInput extends ContactPersonalData {
   consentGivenAt: string | null;
 }
 
+/** A new contact: its audiences must exist, its address be free (claimed first). */
 export async function createContact(
   services: Deps,
   meta: EventMetadata,
@@ -28,26 +35,11 @@ export async function createContact(
   const contactId = newId('con', services.clock.now().getTime());
   const emailKey = emailKeyOf(services, meta, input.email);
   await claimEmail(services, meta, emailKey, contactId);
-  const { email, firstName, lastName, properties } = input;
-  const result = await handleCommand(
-    services.store,
-    contactStream(contactId),
-    contactDecider,
-    {
-      type: 'CreateContact',
-      contactId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      emailKey,
-      personal: await sealPersonalData(services.db, contactId, { email, firstName, lastName, properties }),
-      unsubscribed: input.unsubscribed,
-      consentGivenAt: input.consentGivenAt,
-      audienceIds: [...new Set(input.audienceIds)],
-      at: at(services),
-    },
-    meta,
-    { history: [] },
-  );
+  const { email, firstName, lastName, properties, unsubscribed, consentGivenAt } = input;
+  const personal = await sealPersonalData(services.db, contactId, { email, firstName, lastName, properties });
+  const audienceIds = [...new Set(input.audienceIds)];
+  const fields = { emailKey, personal, unsubscribed, consentGivenAt, audienceIds };
+  const result = await onContact(services, meta, 'CreateContact', contactId, fields, { history: [] });
   return { contactId, position: result.position };
 }
 
@@ -63,7 +55,25 @@ export async function updateContact(
     throw notFound('Contact', contactId);
   const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
   if (!current) throw notFound('Contact', contactId);
-  const next: ContactPersonalData = {
+  const next = patched(state, current, patch);
+  // Nothing changes: nothing is appended (and no webhook fires).
+  if (!next) return { position: undefined };
+  const emailKey = emailKeyOf(services, meta, next.personal.email);
+  if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
+  const personal = await sealPersonalData(services.db, contactId, next.personal);
+  const fields = { emailKey, personal, unsubscribed: next.unsubscribed, consentGivenAt: next.consentGivenAt };
+  const result = await onContact(services, meta, 'UpdateContact', contactId, fields);
+  if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);
+  return { position: result.position };
+}
+
+/** The contact once `patch` applies; null when nothing would change. */
+function patched(
+  state: Extract<ContactState, { exists: true }>,
+  current: ContactPersonalData,
+  patch: Partial<ContactInput>,
+) {
+  const personal: ContactPersonalData = {
     email: patch.email ?? current.email,
     firstName: patch.firstName === undefined ? current.firstName : patch.firstName,
     lastName: patch.lastName === undefined ? current.lastName : patch.lastName,
@@ -71,46 +81,16 @@ export async function updateContact(
   };
   const unsubscribed = patch.unsubscribed ?? state.unsubscribed;
   const consentGivenAt = patch.consentGivenAt === undefined ? state.consentGivenAt : patch.consentGivenAt;
-  // Nothing changes: nothing is appended (and no webhook fires).
-  if (
-    JSON.stringify(next) === JSON.stringify(current) &&
+  const same =
+    JSON.stringify(personal) === JSON.stringify(current) &&
     unsubscribed === state.unsubscribed &&
-    consentGivenAt === state.consentGivenAt
-  )
-    return { position: undefined };
-  const emailKey = emailKeyOf(services, meta, next.email);
-  if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
-  const result = await handleCommand(
-    services.store,
-    contactStream(contactId),
-    contactDecider,
-    {
-      type: 'UpdateContact',
-      contactId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      emailKey,
-      personal: await sealPersonalData(services.db, contactId, next),
-      unsubscribed,
-      consentGivenAt,
-      at: at(services),
-    },
-    meta,
-  );
-  if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);
-  return { position: result.position };
+    consentGivenAt === state.consentGivenAt;
+  return same ? null : { personal, unsubscribed, consentGivenAt };
 }
 
 /** Deletes the contact, frees its address and forgets its personal data (the events keep it sealed, unreadable). */
 export async function deleteContact(services: Deps, meta: EventMetadata, contactId: string) {
-  const caller = { contactId, orgId: meta.orgId, mode: meta.mode, at: at(services) };
-  const result = await handleCommand(
-    services.store,
-    contactStream(contactId),
-    contactDecider,
-    { ...caller, type: 'DeleteContact' },
-    meta,
-  );
+  const result = await onContact(services, meta, 'DeleteContact', contactId, {});
   if (result.state.exists) await releaseEmail(services, meta, result.state.emailKey, contactId);
   await forgetPersonalData(services.db, contactId);
   return { position: result.position };
@@ -125,20 +105,8 @@ export async function changeMembership(
 ) {
   if (!(await services.lookUps.findAudience(services.db, meta, audienceId)))
     throw notFound('Audience', audienceId);
-  const result = await handleCommand(
-    services.store,
-    contactStream(contactId),
-    contactDecider,
-    {
-      type: member ? 'AddContactToAudience' : 'RemoveContactFromAudience',
-      contactId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      audienceId,
-      at: at(services),
-    },
-    meta,
-  );
+  const type = member ? 'AddContactToAudience' : 'RemoveContactFromAudience';
+  const result = await onContact(services, meta, type, contactId, { audienceId });
   return { position: result.position };
 }
 
@@ -155,21 +123,7 @@ export async function setContactTopics(
     if (!topic) throw new AppError('validation_error', `\`topic_id\`: topic ${topicId} not found`);
     defaults[topicId] = topic.default_subscription;
   }
-  const result = await handleCommand(
-    services.store,
-    contactStream(contactId),
-    contactDecider,
-    {
-      type: 'SetContactTopics',
-      contactId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      subscriptions,
-      defaults,
-      at: at(services),
-    },
-    meta,
-  );
+  const result = await onContact(services, meta, 'SetContactTopics', contactId, { subscriptions, defaults });
   return { position: result.position };
 }
 
@@ -184,22 +138,11 @@ export async function unsubscribeContact(
   from: { topicId: string | null; broadcastId: string | null },
 ) {
   const topic = from.topicId ? await services.lookUps.findTopic(services.db, meta, from.topicId) : null;
-  const result = await handleCommand(
-    services.store,
-    contactStream(contactId),
-    contactDecider,
-    {
-      type: 'UnsubscribeContact',
-      contactId,
-      orgId: meta.orgId,
-      mode: meta.mode,
-      // A topic deleted since: the contact leaves everything rather than nothing.
-      topicId: topic ? from.topicId : null,
-      topicDefault: topic?.default_subscription ?? null,
-      broadcastId: from.broadcastId,
-      at: at(services),
-    },
-    meta,
-  );
+  const result = await onContact(services, meta, 'UnsubscribeContact', contactId, {
+    // A topic deleted since: the contact leaves everything rather than nothing.
+    topicId: topic ? from.topicId : null,
+    topicDefault: topic?.default_subscription ?? null,
+    broadcastId: from.broadcastId,
+  });
   return { position: result.position };
 }

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import {
+  type ContactCommand,
   type ContactState,
   contactDecider,
   contactEmailDecider,
@@ -12,8 +13,6 @@ import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 
 export type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config' | 'lookUps'>;
-
-// One address, one contact: a contact holds its address through a claim stream keyed by the address's hash.
 
 /** The address's claim key: a hash keyed by POSTLINE_SECRET_KEY, so no stream name or event holds the address. */
 export const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, email: string) =>
@@ -68,4 +67,27 @@ export const releaseEmail = (services: Deps, meta: EventMetadata, emailKey: stri
     contactEmailDecider,
     { type: 'ReleaseContactEmail', contactId, at: at(services) },
     meta,
+  );
+
+type Fields<T extends ContactCommand['type']> = Omit<
+  Extract<ContactCommand, { type: T }>,
+  'type' | 'contactId' | 'orgId' | 'mode' | 'at'
+>;
+
+/** Decides a command on the contact's stream, as the caller's organization and mode, stamped with the clock. */
+export const onContact = <T extends ContactCommand['type']>(
+  services: Deps,
+  meta: EventMetadata,
+  type: T,
+  contactId: string,
+  fields: Fields<T>,
+  options?: { history: [] },
+) =>
+  handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    { type, contactId, orgId: meta.orgId, mode: meta.mode, ...fields, at: at(services) } as ContactCommand,
+    meta,
+    options,
   );
