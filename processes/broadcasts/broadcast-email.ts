@@ -60,6 +60,8 @@ export interface BroadcastSending {
   domain: Pick<SendingDomain, 'id' | 'name' | 'impressum'> | null;
   domainName: string;
   version: PublishedVersion | null;
+  /** The text of the broadcast for one contact (`renderer`). */
+  render: Renderer;
   /** `https://…/unsubscribe/` and the List-Unsubscribe mailto's domain (where the emails' bounces go). */
   unsubscribeBase: string;
   returnPath: string;

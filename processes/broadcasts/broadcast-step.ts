@@ -87,6 +87,7 @@ class BroadcastStep {
       content.topicId ? findTopic(db, tenant, content.topicId) : null,
       content.templateId ? findPublishedVersion(db, tenant, content.templateId) : null,
     ]);
+    const version = template?.status === 'published' ? template.version : null;
     const page = await audienceRecipients(db, tenant, content.audienceId, {
       topicId: topic ? content.topicId : null,
       after: state.cursor,
@@ -99,7 +100,8 @@ class BroadcastStep {
       topicDefault: topic?.default_subscription ?? null,
       domain,
       domainName,
-      version: template?.status === 'published' ? template.version : null,
+      version,
+      render: renderer(this.broadcastId, content, version),
       unsubscribeBase: `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`,
       // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
       returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),
@@ -154,11 +156,7 @@ class BroadcastStep {
       properties: r.properties,
     };
     try {
-      const text = renderer(
-        this.broadcastId,
-        sending.content,
-        sending.version,
-      )({
+      const text = sending.render({
         contact,
         unsubscribe_url: `${sending.unsubscribeBase}${token}`,
       });
