@@ -3,13 +3,16 @@ import { type AddressObject, simpleParser } from 'mailparser';
 import { z } from 'zod';
 import { domainOf, formatMailbox, parseMailbox } from '../domain/emails/addresses.ts';
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
-import type { AuthContext } from '../platform/auth/auth-context.ts';
+import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
 import { requestHash, withIdempotency } from '../platform/idempotency/idempotency.ts';
 import { newId } from '../platform/ids.ts';
 import type { Services } from '../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
-import { type Accepted, type SubmittedMessage, sendSubmitted } from '../write-side/emails/email.commands.ts';
+import { acceptEmail } from '../write-side/emails/accept-email.ts';
+import type { Accepted } from '../write-side/emails/email-draft.ts';
+import { messageDraft, type SubmittedMessage } from '../write-side/emails/message-draft.ts';
+import { oneEmail } from '../write-side/emails/quota.commands.ts';
 import { type HeaderField, headerField, joinMessage, rfc5322Date, splitMessage } from './message-headers.ts';
 
 /** The SMTP session a message came in, for its Received header. */
@@ -138,7 +141,9 @@ export async function submitMessage(
       tags,
       ...(sendAt && { sendAt }),
     };
-    return sendSubmitted(services, auth, message, ids);
+    const chosen = { emailId: ids.ids[0], resumed: ids.resumed };
+    const draft = messageDraft(auth, message, chosen, oneEmail(services, auth, chosen.emailId));
+    return acceptEmail(services, { ...metaOf(auth), actor: 'smtp' }, draft);
   };
   const newIds = () => [newId('em', services.clock.now().getTime())];
   if (idempotencyKey === undefined) return send({ ids: newIds(), resumed: false });

@@ -1,3 +1,5 @@
+import type { Impressum } from '../domain/domains/domain.events.ts';
+import type { TemplateVariable } from '../domain/templates/template.events.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
@@ -10,8 +12,6 @@ import type { Tenant } from '../platform/tenancy.ts';
  */
 declare module '../platform/services.ts' {
   interface LookUps {
-    /** The topic as `GET /v1/topics/{id}` answers it, or null. */
-    findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
     /** The active suppression with this id, or null. */
     findSuppression(db: Database, tenant: Tenant, suppressionId: string): Promise<{ email: string } | null>;
     /** The unpurged received emails (of any organization) whose raw message is `rawKey`, stored around `createdAt`. */
@@ -31,5 +31,76 @@ declare module '../platform/services.ts' {
       webhookId: string,
       deliveryId: string,
     ): Promise<{ id: string } | null>;
+    findTopic(
+      db: Database,
+      tenant: Tenant,
+      topicId: string,
+    ): Promise<{ id: string; name: string; default_subscription: 'opt_in' | 'opt_out' } | null>;
+    /** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
+    findSendingDomain(db: Database, tenant: Tenant, name: string): Promise<SendingDomainLookUp | null>;
+    /** A domain of the tenant by id (a key restricted to it sends only from its name), or null. */
+    findDomainById(db: Database, tenant: Tenant, domainId: string): Promise<{ name: string } | null>;
+    /** Whether an address is on the tenant's suppression list. */
+    isSuppressed(db: Database, tenant: Tenant, address: string): Promise<boolean>;
+    /** The tenant's suppressed addresses (lower case) when the list is short; else null. */
+    smallSuppressionList(db: Database, tenant: Tenant): Promise<Set<string> | null>;
+    /** The template's published version (or `versionId`), as the sending path renders it. */
+    findPublishedVersion(
+      db: Database,
+      tenant: Tenant,
+      templateId: string,
+      versionId?: string,
+    ): Promise<
+      | { status: 'not_found' }
+      | { status: 'not_published' }
+      | { status: 'published'; version: PublishedTemplate }
+    >;
+    /** The audience, or null (unknown, deleted, another tenant's). */
+    findAudience(db: Database, tenant: Tenant, audienceId: string): Promise<{ id: string } | null>;
+    /** The email as `GET /v1/emails/{id}` answers it, or null. */
+    getEmail(db: Database, tenant: Tenant, emailId: string): Promise<object | null>;
+    /** The broadcast as `GET /v1/broadcasts/{id}` answers it, or null. */
+    findBroadcast(db: Database, tenant: Tenant, broadcastId: string): Promise<object | null>;
+    /** The contact as `GET /v1/contacts/{id}` answers it, or null. */
+    findContact(
+      db: Database,
+      tenant: Tenant,
+      contactId: string,
+    ): Promise<{ email: string; unsubscribed: boolean } | null>;
+    /** The contact's choice for every topic of its tenant, as `GET /v1/contacts/{id}/topics` answers it. */
+    contactTopics(db: Database, tenant: Tenant, contactId: string): Promise<ContactTopicsLookUp>;
+    /** The import as `GET /v1/contact-imports/{id}` answers it, or null. */
+    findContactImport(db: Database, tenant: Tenant, importId: string): Promise<object | null>;
+    /** The template as `GET /v1/templates/{id}` answers it, or null. */
+    getTemplate(db: Database, tenant: Tenant, templateId: string): Promise<object | null>;
+    /** Whether the organization records who opened and clicked (client details). */
+    tracksClientDetails(db: Database, orgId: string): Promise<boolean>;
   }
+}
+
+/** A contact's topic choices, as the API lists them. */
+export interface ContactTopicsLookUp {
+  object: string;
+  data: { id: string; name: string; description: string | null; subscription: 'opt_in' | 'opt_out' }[];
+  has_more: boolean;
+}
+
+/** What a send reads of its sending domain. */
+export interface SendingDomainLookUp {
+  id: string;
+  name: string;
+  canSendLive: boolean;
+  returnPathDomain: string;
+  customReturnPath: boolean;
+  impressum: Impressum | null;
+}
+
+/** What rendering reads of a template's version. */
+export interface PublishedTemplate {
+  templateId: string;
+  versionId: string;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  variables: TemplateVariable[];
 }

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.ts';
 import { listParked } from '../../platform/eventstore/parked-events.ts';
+import { workContactImport } from '../../processes/contact-import/contact-import-run.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
 import {
   findApiKeyById,
@@ -16,7 +17,6 @@ import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.co
 import {
   contactImportReport,
   startContactImport,
-  workContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
 import {
   changePlan,

@@ -42,6 +42,48 @@ export type ContactState =
 
 const owned = (state: ContactState, c: Caller) => visibleTo(state, c, 'Contact', c.contactId);
 
+/** Topic choices and unsubscribes: a change of choice, and `ContactUnsubscribed` when it leaves a topic. */
+function subscriptionEvents(
+  command: Extract<ContactCommand, { type: 'SetContactTopics' | 'UnsubscribeContact' }>,
+  state: ContactState,
+): ContactEvent[] {
+  const { contactId, at } = command;
+  switch (command.type) {
+    case 'SetContactTopics': {
+      const contact = owned(state, command);
+      const events: ContactEvent[] = [];
+      for (const { topicId, subscription } of command.subscriptions) {
+        const now = contact.topics[topicId] ?? command.defaults[topicId];
+        if (contact.topics[topicId] === subscription) continue;
+        events.push({
+          type: 'ContactTopicSubscriptionChanged',
+          data: { contactId, topicId, subscription, changedAt: at },
+        });
+        if (subscription === 'opt_out' && now === 'opt_in')
+          events.push({ type: 'ContactUnsubscribed', data: { contactId, topicId, unsubscribedAt: at } });
+      }
+      return events;
+    }
+    case 'UnsubscribeContact': {
+      const contact = owned(state, command);
+      const { topicId, broadcastId } = command;
+      const from = broadcastId ? { broadcastId } : {};
+      if (!topicId) {
+        if (contact.unsubscribed) return [];
+        return [{ type: 'ContactUnsubscribed', data: { contactId, ...from, unsubscribedAt: at } }];
+      }
+      if ((contact.topics[topicId] ?? command.topicDefault) === 'opt_out') return [];
+      return [
+        {
+          type: 'ContactTopicSubscriptionChanged',
+          data: { contactId, topicId, subscription: 'opt_out', changedAt: at },
+        },
+        { type: 'ContactUnsubscribed', data: { contactId, topicId, ...from, unsubscribedAt: at } },
+      ];
+    }
+  }
+}
+
 export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState> = {
   initialState: { exists: false },
   evolve(state, event) {
@@ -118,38 +160,9 @@ export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState>
       case 'DeleteContact':
         owned(state, command);
         return [{ type: 'ContactDeleted', data: { contactId, deletedAt: at } }];
-      case 'SetContactTopics': {
-        const contact = owned(state, command);
-        const events: ContactEvent[] = [];
-        for (const { topicId, subscription } of command.subscriptions) {
-          const now = contact.topics[topicId] ?? command.defaults[topicId];
-          if (contact.topics[topicId] === subscription) continue;
-          events.push({
-            type: 'ContactTopicSubscriptionChanged',
-            data: { contactId, topicId, subscription, changedAt: at },
-          });
-          if (subscription === 'opt_out' && now === 'opt_in')
-            events.push({ type: 'ContactUnsubscribed', data: { contactId, topicId, unsubscribedAt: at } });
-        }
-        return events;
-      }
-      case 'UnsubscribeContact': {
-        const contact = owned(state, command);
-        const { topicId, broadcastId } = command;
-        const from = broadcastId ? { broadcastId } : {};
-        if (!topicId) {
-          if (contact.unsubscribed) return [];
-          return [{ type: 'ContactUnsubscribed', data: { contactId, ...from, unsubscribedAt: at } }];
-        }
-        if ((contact.topics[topicId] ?? command.topicDefault) === 'opt_out') return [];
-        return [
-          {
-            type: 'ContactTopicSubscriptionChanged',
-            data: { contactId, topicId, subscription: 'opt_out', changedAt: at },
-          },
-          { type: 'ContactUnsubscribed', data: { contactId, topicId, ...from, unsubscribedAt: at } },
-        ];
-      }
+      case 'SetContactTopics':
+      case 'UnsubscribeContact':
+        return subscriptionEvents(command, state);
     }
   },
 };

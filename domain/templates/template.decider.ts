@@ -73,6 +73,66 @@ function checkQuota(command: NewTemplate) {
   }
 }
 
+/** A new template: its first version, written or copied from another template's. */
+function creationEvents(
+  command: Extract<TemplateCommand, { type: 'CreateTemplate' | 'DuplicateTemplate' }>,
+  state: TemplateState,
+): TemplateEvent[] {
+  switch (command.type) {
+    case 'CreateTemplate': {
+      if (state.status !== 'none')
+        throw new AppError('conflict', `Template ${command.templateId} already exists`);
+      if (command.engine !== 'handlebars')
+        throw new AppError('validation_error', '`engine`: only `handlebars` is supported');
+      checkQuota(command);
+      checkTemplateContent(command.content);
+      const version = {
+        ...contentOf(command.content),
+        versionId: command.versionId,
+        number: 1,
+        createdAt: command.at,
+      };
+      const { templateId, orgId, mode, name, at } = command;
+      return [
+        {
+          type: 'TemplateCreated',
+          data: { templateId, orgId, mode, name, engine: 'handlebars', version, createdAt: at },
+        },
+      ];
+    }
+    case 'DuplicateTemplate': {
+      if (state.status !== 'none')
+        throw new AppError('conflict', `Template ${command.templateId} already exists`);
+      checkQuota(command);
+      const { templateId, orgId, mode, at, source } = command;
+      // Cut, never between the halves of a surrogate pair: a lone half cannot be stored.
+      const name = command.name ?? cutText(`Copy of ${source.name}`, TEMPLATE_NAME_MAX);
+      const version = {
+        ...contentOf(source.version),
+        versionId: command.versionId,
+        number: 1,
+        createdAt: at,
+      };
+      return [
+        {
+          type: 'TemplateDuplicated',
+          data: {
+            templateId,
+            orgId,
+            mode,
+            name,
+            engine: 'handlebars',
+            version,
+            createdAt: at,
+            sourceTemplateId: source.templateId,
+            sourceVersionId: source.version.versionId,
+          },
+        },
+      ];
+    }
+  }
+}
+
 export const templateDecider: Decider<TemplateCommand, TemplateEvent, TemplateState> = {
   initialState: { status: 'none' },
   evolve(state, event) {
@@ -104,57 +164,9 @@ export const templateDecider: Decider<TemplateCommand, TemplateEvent, TemplateSt
   },
   decide(command, state) {
     switch (command.type) {
-      case 'CreateTemplate': {
-        if (state.status !== 'none')
-          throw new AppError('conflict', `Template ${command.templateId} already exists`);
-        if (command.engine !== 'handlebars')
-          throw new AppError('validation_error', '`engine`: only `handlebars` is supported');
-        checkQuota(command);
-        checkTemplateContent(command.content);
-        const version = {
-          ...contentOf(command.content),
-          versionId: command.versionId,
-          number: 1,
-          createdAt: command.at,
-        };
-        const { templateId, orgId, mode, name, at } = command;
-        return [
-          {
-            type: 'TemplateCreated',
-            data: { templateId, orgId, mode, name, engine: 'handlebars', version, createdAt: at },
-          },
-        ];
-      }
-      case 'DuplicateTemplate': {
-        if (state.status !== 'none')
-          throw new AppError('conflict', `Template ${command.templateId} already exists`);
-        checkQuota(command);
-        const { templateId, orgId, mode, at, source } = command;
-        // Cut, never between the halves of a surrogate pair: a lone half cannot be stored.
-        const name = command.name ?? cutText(`Copy of ${source.name}`, TEMPLATE_NAME_MAX);
-        const version = {
-          ...contentOf(source.version),
-          versionId: command.versionId,
-          number: 1,
-          createdAt: at,
-        };
-        return [
-          {
-            type: 'TemplateDuplicated',
-            data: {
-              templateId,
-              orgId,
-              mode,
-              name,
-              engine: 'handlebars',
-              version,
-              createdAt: at,
-              sourceTemplateId: source.templateId,
-              sourceVersionId: source.version.versionId,
-            },
-          },
-        ];
-      }
+      case 'CreateTemplate':
+      case 'DuplicateTemplate':
+        return creationEvents(command, state);
       case 'UpdateTemplate': {
         const template = requireTemplate(state, command);
         const events: TemplateEvent[] = [];

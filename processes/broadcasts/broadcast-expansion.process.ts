@@ -2,9 +2,9 @@ import type { BroadcastEvent } from '../../domain/broadcasts/broadcast.events.ts
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { expandNextBatch } from '../../write-side/broadcasts/broadcast-expansion.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';
+import { expandNextBatch } from './broadcast-step.ts';
 
 export const broadcastExpansionMigrations: Migration[] = [
   {
@@ -41,7 +41,7 @@ const TYPES: BroadcastEvent['type'][] = [
 
 /**
  * Broadcast expansion: a broadcast sent (or scheduled, from its time) is turned into emails one step at a time
- * (write-side/broadcasts/broadcast-expansion.ts), each step a claim of its row in the due list: the row is due
+ * (broadcast-step.ts), each step a claim of its row in the due list: the row is due
  * again at once after a step, so other broadcasts and every request get their turn between steps, and a crash
  * leaves the row to come back when its lease runs out, resuming at the broadcast's recorded cursor. A broadcast
  * that starts sending while claimed stays claimed: one process at a time expands it.

@@ -5,12 +5,10 @@ import {
 import type { Migration } from '../../platform/db/migrations.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import {
-  type ContactImportCursor,
-  workContactImport,
-} from '../../write-side/contact-imports/contact-import.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import type { DueChange, DueTable, Task } from '../due-queue.ts';
+import type { ContactImportCursor } from './contact-import-cursor.ts';
+import { workContactImport } from './contact-import-run.ts';
 
 export const contactImportMigrations: Migration[] = [
   {

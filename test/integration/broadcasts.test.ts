@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
-import { expandNextBatch } from '../../write-side/broadcasts/broadcast-expansion.commands.ts';
+import { expandNextBatch } from '../../processes/broadcasts/broadcast-step.ts';
 import { expectHiddenFromOutsiders, outsiders } from '../support/resources.ts';
 import type { ApiClient } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';

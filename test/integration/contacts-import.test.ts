@@ -3,14 +3,13 @@ import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { blobStoreFor } from '../../platform/blob-store.ts';
 import { ContactImportProcess } from '../../processes/contact-import/contact-import.process.ts';
+import { ContactImportCursor } from '../../processes/contact-import/contact-import-cursor.ts';
+import { IMPORT_BATCH_ROWS, workContactImport } from '../../processes/contact-import/contact-import-run.ts';
+import { importContacts } from '../../processes/contact-import/import-contacts.ts';
 import {
-  ContactImportCursor,
-  IMPORT_BATCH_ROWS,
   readContactImport,
   startContactImport,
-  workContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
-import { importContacts } from '../../write-side/contacts/contact.commands.ts';
 import { useTwoOrgs } from '../support/service.ts';
 
 const MAX_BYTES = 64 * 1024;

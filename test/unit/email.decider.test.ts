@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type EmailCommand, emailDecider, statusOf } from '../../domain/emails/email.decider.ts';
+import { type EmailCommand, emailDecider } from '../../domain/emails/email.decider.ts';
 import type { EmailContent, EmailEvent } from '../../domain/emails/email.events.ts';
+import { statusOf } from '../../domain/emails/email.state.ts';
 import { rollUp } from '../../domain/emails/status.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 

@@ -1,25 +1,16 @@
 import { broadcastDecider } from '../../domain/broadcasts/broadcast.decider.ts';
 import { type BroadcastContent, broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
-import { checkBroadcastContent } from '../../domain/broadcasts/broadcast-content.ts';
-import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { notFound } from '../../platform/errors.ts';
 import { rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import type { Tenant } from '../../platform/tenancy.ts';
-import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
-import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
-import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
-import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { checkSendAt, domainNotVerified } from '../emails/prepare.ts';
+import { checkSendAt } from '../emails/email-limits.ts';
+import { checkContent, checkSendable } from './broadcast-checks.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
-
-const invalid = (field: string, message: string) =>
-  new AppError('validation_error', `\`${field}\`: ${message}`);
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 
 export async function readBroadcast(services: Pick<Services, 'store'>, broadcastId: string) {
   const history = await services.store.readStream(broadcastStream(broadcastId));
@@ -32,29 +23,6 @@ const onBroadcast = async (...args: Parameters<typeof runBroadcast>) => ({
   broadcastId: args[2],
   position: (await runBroadcast(...args)).position,
 });
-
-/**
- * The content's rules, then what it names: a From address, the audience, the topic, the template (its look-up is
- * returned, for a send to check it is published).
- */
-async function checkContent(services: Deps, tenant: Tenant, content: BroadcastContent) {
-  const from = parseMailbox(content.from);
-  if ('error' in from) throw invalid('from', from.error);
-  content.replyTo.forEach((r, i) => {
-    const m = parseMailbox(r);
-    if ('error' in m) throw invalid(`reply_to[${i}]`, m.error);
-  });
-  checkBroadcastContent(content);
-  if (!(await findAudience(services.db, tenant, content.audienceId)))
-    throw invalid('audience_id', `audience ${content.audienceId} not found`);
-  if (content.topicId && !(await findTopic(services.db, tenant, content.topicId)))
-    throw invalid('topic_id', `topic ${content.topicId} not found`);
-  if (!content.templateId) return { template: null };
-  const template = await findPublishedVersion(services.db, tenant, content.templateId);
-  if (template.status === 'not_found')
-    throw invalid('template_id', `template ${content.templateId} not found`);
-  return { template };
-}
 
 export async function createBroadcast(services: Deps, meta: EventMetadata, content: BroadcastContent) {
   await checkContent(services, meta, content);
@@ -86,11 +54,7 @@ export const deleteBroadcast = (services: Deps, meta: EventMetadata, broadcastId
 export const cancelBroadcast = (services: Deps, meta: EventMetadata, broadcastId: string) =>
   onBroadcast(services, meta, broadcastId, { type: 'CancelBroadcast' });
 
-/**
- * Sends a draft now or at `sendAt`. What must hold for its emails to go is checked here, so the sender hears it
- * now rather than finding every email refused: a live broadcast needs a verified domain with an impressum (the
- * footer prints it), a template a published version, the audience and topic must still exist.
- */
+/** Sends a draft now or at `sendAt`, once what its emails need holds (`checkSendable`). */
 export async function sendBroadcast(
   services: Deps,
   auth: AuthContext,
@@ -102,23 +66,7 @@ export async function sendBroadcast(
     throw notFound('Broadcast', broadcastId);
   if (state.status === 'draft') {
     sendAt = checkSendAt(sendAt, services.clock.now());
-    const { content } = state;
-    const { template } = await checkContent(services, auth, content);
-    const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
-    const domain = await findSendingDomain(services.db, auth, domainName);
-    if (auth.mode === 'live') {
-      if (!domain?.canSendLive) throw domainNotVerified(domainName, Boolean(domain));
-      if (!domain.impressum)
-        throw invalid(
-          'from',
-          `domain ${domainName} has no impressum; broadcasts print it in their footer (PATCH /v1/domains/${domain.id})`,
-        );
-    }
-    if (template && template.status !== 'published')
-      throw new AppError(
-        'template_not_published',
-        `Template ${content.templateId} has no published version; publish it first.`,
-      );
+    await checkSendable(services, auth, state.content);
   }
   return onBroadcast(services, metaOf(auth), broadcastId, { type: 'SendBroadcast', plan: auth.plan, sendAt });
 }

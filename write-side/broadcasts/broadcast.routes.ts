@@ -7,7 +7,6 @@ import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { findBroadcast } from '../../read-side/broadcasts/broadcasts.queries.ts';
 import {
   cancelBroadcast,
   createBroadcast,
@@ -82,7 +81,7 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
     param: 'broadcast_id',
     idPattern: idShape('bc'),
     projections: BROADCAST_PROJECTIONS,
-    read: (tenant, id) => findBroadcast(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.findBroadcast(services.db, tenant, id),
     response: Broadcast,
   });
 

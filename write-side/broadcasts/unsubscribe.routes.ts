@@ -1,8 +1,6 @@
 import express from 'express';
 import Handlebars from 'handlebars';
 import type { Services } from '../../platform/services.ts';
-import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
-import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { setContactTopics } from '../contacts/contact.commands.ts';
 import { type UnsubscribeTarget, unsubscribeFrom, unsubscribeTarget } from './unsubscribe.commands.ts';
 
@@ -53,16 +51,16 @@ function formOf(req: express.Request): { oneClick: boolean; preferences?: Set<st
 export function mountUnsubscribe(app: express.Express, services: Services): void {
   const target = (token: string) => unsubscribeTarget(services, token);
   const describe = async (t: UnsubscribeTarget) => {
-    const topic = t.topicId ? await findTopic(services.db, t.meta, t.topicId) : null;
+    const topic = t.topicId ? await services.lookUps.findTopic(services.db, t.meta, t.topicId) : null;
     return topic ? `emails about “${topic.name}”` : `all emails from ${t.from}`;
   };
 
   app.get('/unsubscribe/:token', async (req, res) => {
     res.set(PAGE_HEADERS);
     const t = await target(req.params.token);
-    const contact = t && (await findContact(services.db, t.meta, t.contactId));
+    const contact = t && (await services.lookUps.findContact(services.db, t.meta, t.contactId));
     if (!t || !contact) return void res.status(404).send(unknownLink());
-    const topics = (await contactTopics(services.db, t.meta, t.contactId)).data;
+    const topics = (await services.lookUps.contactTopics(services.db, t.meta, t.contactId)).data;
     const preferences = topics.length
       ? `<form method="post"><fieldset><legend>Or choose what you receive</legend>
 ${topics
@@ -94,8 +92,8 @@ ${topics
         page('You are unsubscribed', `<p>You will no longer receive ${esc(await describe(t))}.</p>`),
       );
     }
-    if (form.preferences && (await findContact(services.db, t.meta, t.contactId))) {
-      const topics = (await contactTopics(services.db, t.meta, t.contactId)).data;
+    if (form.preferences && (await services.lookUps.findContact(services.db, t.meta, t.contactId))) {
+      const topics = (await services.lookUps.contactTopics(services.db, t.meta, t.contactId)).data;
       await setContactTopics(
         services,
         t.meta,

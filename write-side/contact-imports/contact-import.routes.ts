@@ -6,7 +6,6 @@ import { AppError } from '../../platform/errors.ts';
 import { idShape, knownId } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, waitAfterCommit } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
-import { findContactImport } from '../../read-side/contact-imports/contact-imports.queries.ts';
 import { startContactImport } from './contact-import.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -38,7 +37,7 @@ export function contactImportCommandRoutes(api: ApiRouter, services: Services) {
         throw error;
       });
       await waitAfterCommit(services, CONTACT_IMPORT_PROJECTIONS, position, { id: importId });
-      return { status: 202, body: await findContactImport(services.db, req.auth, importId) };
+      return { status: 202, body: await services.lookUps.findContactImport(services.db, req.auth, importId) };
     },
     {
       schema: {

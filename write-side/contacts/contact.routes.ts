@@ -8,8 +8,6 @@ import { zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
-import { contactTopics, findContact } from '../../read-side/contacts/contacts.queries.ts';
 import {
   changeMembership,
   createContact,
@@ -95,7 +93,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     param: 'contact_id',
     idPattern: idShape('con'),
     projections: CONTACT_PROJECTIONS,
-    read: (tenant, id) => findContact(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.findContact(services.db, tenant, id),
     response: Contact,
   });
   const audienceIdOf = (req: ApiRequest) => knownId(req.params.audience_id, AUDIENCE_ID, 'Audience');
@@ -127,7 +125,8 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     async (req) => {
       const audienceId = audienceIdOf(req);
       const body = parse(createInAudienceBody, req.body);
-      if (!(await findAudience(services.db, req.auth, audienceId))) throw notFound('Audience', audienceId);
+      if (!(await services.lookUps.findAudience(services.db, req.auth, audienceId)))
+        throw notFound('Audience', audienceId);
       const { contactId: id, position } = await createContact(
         services,
         metaOf(req.auth),
@@ -172,7 +171,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
         body.map((t) => ({ topicId: t.topic_id, subscription: t.subscription })),
       );
       await contacts.answer(req.auth, id, position);
-      return ok(await contactTopics(services.db, req.auth, id));
+      return ok(await services.lookUps.contactTopics(services.db, req.auth, id));
     },
     {
       schema: {

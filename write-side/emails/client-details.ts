@@ -1,7 +1,6 @@
 import { type ClientDetails, clientDetailsSubject } from '../../domain/emails/email.events.ts';
 import { sealPersonalData } from '../../platform/personal-data.ts';
 import type { Services } from '../../platform/services.ts';
-import { tracksClientDetails } from '../../read-side/api-keys/api-keys.queries.ts';
 
 /**
  * An opener's or clicker's IP address and user agent are personal data: recorded only when the organization
@@ -9,10 +8,10 @@ import { tracksClientDetails } from '../../read-side/api-keys/api-keys.queries.t
  * data), so deleting that key erases them from the append-only log. Undefined: nothing is recorded.
  */
 export async function sealClientDetails(
-  services: Pick<Services, 'db'>,
+  services: Pick<Services, 'db' | 'lookUps'>,
   email: { orgId: string; emailId: string },
   details: ClientDetails,
 ): Promise<string | undefined> {
-  if (!(await tracksClientDetails(services.db, email.orgId))) return undefined;
+  if (!(await services.lookUps.tracksClientDetails(services.db, email.orgId))) return undefined;
   return sealPersonalData(services.db, clientDetailsSubject(email.orgId, email.emailId), details);
 }

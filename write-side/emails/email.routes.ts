@@ -2,17 +2,22 @@ import { z } from 'zod';
 import { AcceptedEmail, BatchResult, Email } from '../../domain/emails/emails.response.ts';
 import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
 import { sendEmailInput, updateEmailInput } from '../../domain/emails/request.ts';
+import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError, type ErrorCode } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { getEmail } from '../../read-side/emails/emails.queries.ts';
-import { type Accepted, cancelEmail, rescheduleEmail, sendBatch, sendEmail } from './email.commands.ts';
-import { checkSendAt } from './prepare.ts';
+import { acceptEmail } from './accept-email.ts';
+import { cancelEmail, rescheduleEmail } from './email.commands.ts';
+import type { Accepted } from './email-draft.ts';
+import { checkSendAt } from './email-limits.ts';
+import { oneEmail } from './quota.commands.ts';
+import { requestDraft } from './request-draft.ts';
+import { sendBatch } from './send-batch.ts';
 
-/** The errors a send may answer beyond every route's (prepare.ts, quota.decider.ts, templates' render.ts). */
+/** The errors a send may answer beyond every route's (the acceptance pipeline, accept-email.ts). */
 const SEND_ERRORS: ErrorCode[] = [
   'domain_not_verified',
   'domain_not_allowed',
@@ -50,7 +55,12 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/emails',
     async (req) => {
-      const accepted = await sendEmail(services, req.auth, parse(sendEmailInput, req.body), req.idempotency);
+      const input = parse(sendEmailInput, req.body);
+      const chosen = req.idempotency;
+      const emailId = chosen?.ids[0] ?? newId('em', services.clock.now().getTime());
+      const quota = oneEmail(services, req.auth, chosen?.ids[0]);
+      const draft = requestDraft(req.auth, input, { emailId, resumed: Boolean(chosen?.resumed) }, quota);
+      const accepted = await acceptEmail(services, metaOf(req.auth), draft);
       await waitAfterCommit(services, EMAIL_PROJECTIONS, accepted.position, { id: accepted.id });
       return ok(acceptedBody(accepted));
     },
@@ -111,7 +121,7 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
     name: 'Email',
     param: 'email_id',
     projections: EMAIL_PROJECTIONS,
-    read: (tenant, id) => getEmail(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.getEmail(services.db, tenant, id),
     response: Email,
   });
 

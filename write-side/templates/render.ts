@@ -3,7 +3,7 @@ import { renderPart } from '../../domain/templates/sandbox.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { findPublishedVersion, type PublishedVersion } from '../../read-side/templates/templates.queries.ts';
+import type { PublishedTemplate as PublishedVersion } from '../look-ups.ts';
 
 export interface RenderedTemplate {
   subject: string;
@@ -79,7 +79,7 @@ export function renderVersion(version: PublishedVersion, data: Record<string, un
  * or `template_render_error` (missing required variables, wrong types, limits, a broken subject).
  */
 export async function renderPublished(
-  services: Pick<Services, 'db'>,
+  services: Pick<Services, 'db' | 'lookUps'>,
   orgId: string,
   mode: Mode,
   templateId: string,
@@ -88,7 +88,12 @@ export async function renderPublished(
   /** Render this version of the template instead of the published one (the dashboard's preview of a draft). */
   versionId?: string,
 ): Promise<RenderedTemplate> {
-  const found = await findPublishedVersion(services.db, { orgId, mode }, templateId, versionId);
+  const found = await services.lookUps.findPublishedVersion(
+    services.db,
+    { orgId, mode },
+    templateId,
+    versionId,
+  );
   if (found.status === 'not_found')
     throw versionId === undefined
       ? notFound('Template', templateId)

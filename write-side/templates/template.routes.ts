@@ -7,7 +7,6 @@ import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { getTemplate } from '../../read-side/templates/templates.queries.ts';
 import { renderPublished } from './render.ts';
 import {
   createTemplate,
@@ -80,7 +79,7 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     param: 'template_id',
     idPattern: idShape('tmpl'),
     projections: TEMPLATE_PROJECTIONS,
-    read: (tenant, id) => getTemplate(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.getTemplate(services.db, tenant, id),
     response: Template,
     idempotent: { idPrefix: 'tmpl', stream: templateStream },
   });

@@ -1,0 +1,118 @@
+import type { EmailEvent } from './email.events.ts';
+import type { EmailState } from './email.state.ts';
+import { isFinal, type Lifecycle } from './status.ts';
+
+/** One recipient's result of one delivery attempt (from the MTA or the simulator). */
+export interface DeliveryOutcome {
+  recipient: string;
+  result: 'delivered' | 'delayed' | 'bounced';
+  /** 1-based attempt this outcome belongs to. */
+  attempt: number;
+  smtpCode?: number;
+  smtpResponse: string;
+  mx?: string;
+  tls?: boolean;
+  /** For `delayed`: when the next attempt is due. */
+  nextAttemptAt?: string;
+  /** For `bounced`: hard (5xx) or soft (retries exhausted). */
+  bounceType?: 'hard' | 'soft';
+}
+
+/** The events of a delivery attempt's outcomes: one per recipient still waiting for this attempt's. */
+export function outcomeEvents(
+  state: Extract<EmailState, { exists: true }>,
+  emailId: string,
+  at: string,
+  outcomes: DeliveryOutcome[],
+) {
+  const events: EmailEvent[] = [];
+  for (const o of outcomes) {
+    const r = state.recipients[o.recipient];
+    // Unknown recipients, final ones and replays of an attempt already recorded change nothing (at-least-once).
+    if (!r || isFinal(r.status)) continue;
+    if (o.result === 'delayed') {
+      if (o.attempt <= r.attempts) continue;
+      events.push({
+        type: 'EmailDeliveryDelayed',
+        data: {
+          emailId,
+          recipient: o.recipient,
+          attempt: o.attempt,
+          nextAttemptAt: o.nextAttemptAt ?? at,
+          smtpResponse: o.smtpResponse,
+          ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
+          delayedAt: at,
+        },
+      });
+    } else if (o.result === 'delivered') {
+      events.push({
+        type: 'EmailDelivered',
+        data: {
+          emailId,
+          recipient: o.recipient,
+          smtpResponse: o.smtpResponse,
+          deliveredAt: at,
+          ...(o.mx !== undefined && { mx: o.mx }),
+          ...(o.tls !== undefined && { tls: o.tls }),
+        },
+      });
+    } else {
+      events.push({
+        type: 'EmailBounced',
+        data: {
+          emailId,
+          recipient: o.recipient,
+          bounceType: o.bounceType ?? 'hard',
+          smtpCode: o.smtpCode ?? null,
+          smtpResponse: o.smtpResponse,
+          bouncedAt: at,
+        },
+      });
+    }
+  }
+  return events;
+}
+
+/**
+ * Who a delivery attempt at `at` may go to: recipients without an outcome and delayed ones whose retry time has
+ * come, except those with an attempt in flight (started, no outcome, `endsBy` not reached: another process may
+ * still be sending to them). `outcomeUnknown`: those of them whose last attempt ended without an outcome.
+ */
+export function attemptable(
+  state: EmailState,
+  at: string,
+  among?: string[],
+): { recipients: string[]; outcomeUnknown: string[] } {
+  const recipients: string[] = [];
+  const outcomeUnknown: string[] = [];
+  if (!state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
+    return { recipients, outcomeUnknown };
+  const now = Date.parse(at);
+  const wanted = among && new Set(among.map((r) => r.toLowerCase()));
+  for (const [address, r] of Object.entries(state.recipients)) {
+    if (wanted && !wanted.has(address)) continue;
+    const due =
+      r.status === 'pending' ||
+      (r.status === 'delayed' && (!r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now));
+    if (!due) continue;
+    if (r.inFlight) {
+      if (now < Date.parse(r.inFlight.endsBy)) continue;
+      outcomeUnknown.push(address);
+    }
+    recipients.push(address);
+  }
+  return { recipients, outcomeUnknown };
+}
+
+export const wentOut = (l: Lifecycle) => l === 'sent';
+
+/**
+ * The recipient (lower-cased) while a remote report on it is news: the email went out and the recipient has not
+ * bounced or complained. Accepted first, bounced later is how most remote bounces arrive: delivered may still
+ * become bounced, and a delay matters only while the recipient may still be reached.
+ */
+export function reportable(state: EmailState, recipient: string): string | null {
+  const address = recipient.toLowerCase();
+  const r = state.exists && wentOut(state.lifecycle) ? state.recipients[address] : undefined;
+  return r && r.status !== 'bounced' && r.status !== 'complained' ? address : null;
+}

@@ -1,0 +1,106 @@
+import { hash } from 'node:crypto';
+import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
+import { type RecipientData, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
+import { renderPart } from '../../domain/templates/sandbox.ts';
+import { AppError } from '../../platform/errors.ts';
+import { base32, encodeTime } from '../../platform/ids.ts';
+import type { AudienceRecipient } from '../../read-side/contacts/contacts.queries.ts';
+import type { SendingDomain } from '../../read-side/domains/domains.queries.ts';
+import type { PublishedVersion } from '../../read-side/templates/templates.queries.ts';
+import { unsubscribeMailbox } from '../../write-side/broadcasts/unsubscribe.commands.ts';
+import type { EmailDraft, ReadyBody } from '../../write-side/emails/email-draft.ts';
+import { renderVersion } from '../../write-side/templates/render.ts';
+
+/**
+ * The email id a contact gets from a broadcast: the same on every attempt, so a step done again after a crash
+ * finds the emails it queued before (their streams exist) instead of sending them twice. Time-ordered by the
+ * broadcast's start, like every id.
+ */
+export function broadcastEmailId(broadcastId: string, contactId: string, startedAt: string): string {
+  const digest = hash('sha256', `${broadcastId}\0${contactId}`, 'buffer');
+  return `em_${encodeTime(Date.parse(startedAt))}${base32(digest.subarray(0, 10))}`;
+}
+
+type Text = Pick<ReadyBody, 'subject' | 'html' | 'text'>;
+export type Renderer = (data: RecipientData) => Text;
+
+/** The broadcast's text for one contact: its template's published version, or its own sources. */
+export function renderer(
+  broadcastId: string,
+  content: BroadcastContent,
+  version: PublishedVersion | null,
+): Renderer {
+  const own = (part: 'subject' | 'html' | 'text', source: string, data: RecipientData) =>
+    renderPart(`broadcast ${broadcastId}`, part, source, data as unknown as Record<string, unknown>);
+  const subjectOf = (data: RecipientData) => {
+    const subject = own('subject', content.subject ?? '', data);
+    if (/[\r\n]/.test(subject))
+      throw new AppError('template_render_error', 'The rendered subject contains a line break.');
+    return subject;
+  };
+  if (version)
+    return (data) => {
+      const r = renderVersion(version, data as unknown as Record<string, unknown>);
+      return { subject: content.subject ? subjectOf(data) : r.subject, html: r.html, text: r.text };
+    };
+  return (data) => ({
+    subject: subjectOf(data),
+    html: content.html === null ? null : own('html', content.html, data),
+    text: content.text === null ? null : own('text', content.text, data),
+  });
+}
+
+/** What every email of one step shares. */
+export interface BroadcastSending {
+  broadcastId: string;
+  content: BroadcastContent;
+  topicId: string | null;
+  /** The topic's default subscription when the broadcast names one. */
+  topicDefault: 'opt_in' | 'opt_out' | null;
+  domain: Pick<SendingDomain, 'id' | 'name' | 'impressum'> | null;
+  domainName: string;
+  version: PublishedVersion | null;
+  /** The text of the broadcast for one contact (`renderer`). */
+  render: Renderer;
+  /** `https://…/unsubscribe/` and the List-Unsubscribe mailto's domain (where the emails' bounces go). */
+  unsubscribeBase: string;
+  returnPath: string;
+}
+
+/**
+ * A contact of the audience as a draft for `acceptEmail`: its text rendered with the contact's data and the
+ * footer, its unsubscribe link (page and mailto). The step took the quota for its page before.
+ */
+export function broadcastDraft(
+  b: BroadcastSending,
+  r: AudienceRecipient,
+  emailId: string,
+  token: string,
+  text: Text,
+): EmailDraft {
+  const unsubscribeUrl = `${b.unsubscribeBase}${token}`;
+  return {
+    emailId,
+    from: b.content.from,
+    to: [{ name: [r.first_name, r.last_name].filter(Boolean).join(' ') || null, address: r.email }],
+    cc: [],
+    bcc: [],
+    replyTo: b.content.replyTo,
+    body: {
+      ready: {
+        subject: text.subject,
+        ...withFooter(text, b.domain?.impressum ?? null, unsubscribeUrl),
+        ...(b.version && { templateId: b.version.templateId, templateVersionId: b.version.versionId }),
+      },
+    },
+    headers: {
+      'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${unsubscribeMailbox(token, b.returnPath)}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    },
+    tags: [],
+    attachments: [],
+    broadcast: { broadcastId: b.broadcastId, contactId: r.id, topicId: b.topicId },
+    sender: { broadcast: { domainId: b.domain?.id ?? null, domainName: b.domain?.name ?? b.domainName } },
+    quota: async () => {},
+  };
+}

@@ -1,0 +1,210 @@
+import type { SkippedRecipients } from '../../domain/broadcasts/broadcast.events.ts';
+import { envelopeDomain, installationBounceDomain } from '../../domain/domains/dns-records.ts';
+import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
+import { AppError } from '../../platform/errors.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { Services } from '../../platform/services.ts';
+import { type AudienceRecipient, audienceRecipients } from '../../read-side/contacts/contacts.queries.ts';
+import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
+import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
+import { findTopic } from '../../read-side/topics/topics.queries.ts';
+import { readBroadcast, runBroadcast } from '../../write-side/broadcasts/broadcast.commands.ts';
+import { unsubscribeTokens } from '../../write-side/broadcasts/unsubscribe.commands.ts';
+import { acceptEmail } from '../../write-side/emails/accept-email.ts';
+import type { EmailDraft } from '../../write-side/emails/email-draft.ts';
+import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
+import { type BroadcastSending, broadcastDraft, broadcastEmailId, renderer } from './broadcast-email.ts';
+
+/** Emails rendered and handed to the store between two turns of the event loop. */
+const SLICE = 50;
+
+type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
+type Sending = Extract<BroadcastState, { exists: true }>;
+type Step = { next: Date | null; queued: number };
+
+/**
+ * One step of a broadcast's sending: a scheduled broadcast that is due starts; then the next contacts of its
+ * audience (after the cursor) become ordinary emails, each accepted under its own id, and the step is recorded on
+ * the broadcast (`BroadcastBatchExpanded`, and `BroadcastSent` after the last). Safe to run again: the emails of a
+ * step keep their ids, and a step recorded already is not recorded twice. Returns when the next step is due (null:
+ * the broadcast needs none), and how many emails this one queued.
+ */
+export const expandNextBatch = (services: Services, broadcastId: string): Promise<Step> =>
+  new BroadcastStep(services, broadcastId).run();
+
+class BroadcastStep {
+  readonly services: Services;
+  readonly broadcastId: string;
+  #meta!: EventMetadata;
+
+  constructor(services: Services, broadcastId: string) {
+    this.services = services;
+    this.broadcastId = broadcastId;
+  }
+
+  async run(): Promise<Step> {
+    const state = await this.#startIfDue();
+    if (!state.exists || state.status !== 'sending')
+      return {
+        next: state.exists && state.status === 'scheduled' ? new Date(state.sendAt!) : null,
+        queued: 0,
+      };
+    const { page, sending } = await this.#nextPage(state);
+    const { candidates, skipped } = this.#eligible(page, sending);
+    const granted = await this.#takeQuota(state, candidates.length);
+    skipped.quota = candidates.length - granted;
+    const results = await this.#queue(sending, candidates.slice(0, granted), state.startedAt!);
+    const queued = results.filter(Boolean).length;
+    skipped.failed = results.length - queued;
+    const last = page.length < this.services.config.BROADCAST_EXPANSION_BATCH;
+    await this.#recordStep({
+      cursor: page.at(-1)?.id ?? state.cursor,
+      after: state.cursor,
+      queued,
+      skipped,
+      last,
+    });
+    return { next: last ? null : this.services.clock.now(), queued };
+  }
+
+  /** The broadcast as it stands; a scheduled one that is due starts sending (a rescheduled one waits). */
+  async #startIfDue(): Promise<BroadcastState> {
+    const { state } = await readBroadcast(this.services, this.broadcastId);
+    if (!state.exists || state.deleted) return { exists: false } as BroadcastState;
+    this.#meta = { orgId: state.orgId, mode: state.mode, actor: 'system' };
+    if (state.status !== 'scheduled') return state;
+    return (await this.#decide({ type: 'StartSending' })).state;
+  }
+
+  /** The next contacts of the audience after the cursor, and what each email of the step shares. */
+  async #nextPage(state: Sending): Promise<{ page: AudienceRecipient[]; sending: BroadcastSending }> {
+    const { db, config } = this.services;
+    const tenant = { orgId: state.orgId, mode: state.mode };
+    const { content } = state;
+    const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
+    const [domain, topic, template] = await Promise.all([
+      findSendingDomain(db, tenant, domainName),
+      content.topicId ? findTopic(db, tenant, content.topicId) : null,
+      content.templateId ? findPublishedVersion(db, tenant, content.templateId) : null,
+    ]);
+    const version = template?.status === 'published' ? template.version : null;
+    const page = await audienceRecipients(db, tenant, content.audienceId, {
+      topicId: topic ? content.topicId : null,
+      after: state.cursor,
+      limit: config.BROADCAST_EXPANSION_BATCH,
+    });
+    const sending: BroadcastSending = {
+      broadcastId: this.broadcastId,
+      content,
+      topicId: topic ? content.topicId : null,
+      topicDefault: topic?.default_subscription ?? null,
+      domain,
+      domainName,
+      version,
+      render: renderer(this.broadcastId, content, version),
+      unsubscribeBase: `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`,
+      // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
+      returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),
+    };
+    return { page, sending };
+  }
+
+  /** The contacts sent to; the others counted by why not (unsubscribed, suppressed, not subscribed to the topic). */
+  #eligible(page: AudienceRecipient[], sending: BroadcastSending) {
+    const skipped: SkippedRecipients = {
+      unsubscribed: 0,
+      suppressed: 0,
+      notSubscribed: 0,
+      quota: 0,
+      failed: 0,
+    };
+    const skipReason = (r: AudienceRecipient): keyof SkippedRecipients | null => {
+      if (r.unsubscribed) return 'unsubscribed';
+      if (r.suppressed) return 'suppressed';
+      if (sending.topicDefault && (r.subscription ?? sending.topicDefault) !== 'opt_in')
+        return 'notSubscribed';
+      return null;
+    };
+    const candidates = page.filter((r) => {
+      const reason = skipReason(r);
+      if (reason) skipped[reason]++;
+      return !reason;
+    });
+    return { candidates, skipped };
+  }
+
+  /** The quota is asked once per step; a step done again gets the grant it had (`request`). */
+  async #takeQuota(state: Sending, wanted: number): Promise<number> {
+    if (wanted === 0) return 0;
+    const payer = { orgId: state.orgId, mode: state.mode, plan: state.plan! };
+    try {
+      return await consumeQuota(this.services, payer, wanted, `${this.broadcastId} ${state.cursor}`);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'monthly_quota_exceeded') throw error;
+      return 0;
+    }
+  }
+
+  /** The contact's draft: its text rendered with its data; null (logged) when its data does not render. */
+  #render(sending: BroadcastSending, r: AudienceRecipient, startedAt: string): EmailDraft | null {
+    const emailId = broadcastEmailId(this.broadcastId, r.id, startedAt);
+    const token = unsubscribeTokens(this.services.config).sign(emailId);
+    const contact = {
+      email: r.email,
+      first_name: r.first_name,
+      last_name: r.last_name,
+      properties: r.properties,
+    };
+    try {
+      const text = sending.render({
+        contact,
+        unsubscribe_url: `${sending.unsubscribeBase}${token}`,
+      });
+      return broadcastDraft(sending, r, emailId, token, text);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      this.services.log.warn(
+        { broadcastId: this.broadcastId, contactId: r.id, reason: error.message },
+        'broadcast email not rendered',
+      );
+      return null;
+    }
+  }
+
+  /**
+   * Each contact's email through `acceptEmail`; whether it was queued. Rendering is CPU work: between slices the
+   * event loop serves requests. The appends of the slices are in flight together and share the store's group commits.
+   */
+  async #queue(sending: BroadcastSending, recipients: AudienceRecipient[], startedAt: string) {
+    const queue = async (r: AudienceRecipient) => {
+      const draft = this.#render(sending, r, startedAt);
+      if (!draft) return false;
+      await acceptEmail(this.services, this.#meta, draft);
+      return true;
+    };
+    const pending: Promise<boolean>[] = [];
+    for (let i = 0; i < recipients.length; i += SLICE) {
+      for (const p of recipients.slice(i, i + SLICE).map(queue)) {
+        p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
+        pending.push(p);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return Promise.all(pending);
+  }
+
+  /** The step on the broadcast: its cursor, counts, and `BroadcastSent` after the last. */
+  #recordStep(step: {
+    after: string;
+    cursor: string;
+    queued: number;
+    skipped: SkippedRecipients;
+    last: boolean;
+  }) {
+    return this.#decide({ type: 'RecordBatch', ...step });
+  }
+
+  #decide(command: Parameters<typeof runBroadcast>[3]) {
+    return runBroadcast(this.services, this.#meta, this.broadcastId, command);
+  }
+}

@@ -1,0 +1,167 @@
+import { contactDecider, contactEmailDecider } from '../../domain/contacts/contact.decider.ts';
+import {
+  type ContactPersonalData,
+  contactEmailStream,
+  contactStream,
+} from '../../domain/contacts/contact.events.ts';
+import { AppError } from '../../platform/errors.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { openPersonalData, sealPersonalDataMany } from '../../platform/personal-data.ts';
+import { updateContact } from '../../write-side/contacts/contact.commands.ts';
+import {
+  at,
+  claimEmail,
+  type Deps,
+  emailKeysOf,
+  readContact,
+} from '../../write-side/contacts/contact-streams.ts';
+
+/** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
+export interface ImportedContact {
+  contactId: string;
+  line: number;
+  email: string;
+  /** Undefined: the row gave none (an existing contact keeps its own). */
+  firstName?: string;
+  lastName?: string;
+  properties: Record<string, string>;
+}
+
+export interface ImportedBatch {
+  created: number;
+  updated: number;
+  skipped: { line: number; reason: string }[];
+}
+
+/**
+ * Writes a batch of imported rows (distinct addresses) under the address rule. A row whose address is free gets
+ * a new contact in `audienceId`; one whose address belongs to a contact updates it: the names the row gives, its
+ * properties merged by name (at most `maxProperties`), and it joins the audience. The appends of the whole batch
+ * are in flight together and share statements (the store's group commit); streams are not read first unless
+ * `mayExist`. A row written already by an earlier run of the same import is found as its own and counted as
+ * created again.
+ */
+export async function importContacts(
+  services: Deps,
+  meta: EventMetadata,
+  rows: ImportedContact[],
+  o: {
+    audienceId: string | null;
+    maxProperties: number;
+    /** The batch may have been written before (a run resumed after a crash): each stream is read first. */
+    mayExist?: boolean;
+  },
+): Promise<ImportedBatch> {
+  const unwritten = !o.mayExist;
+  const now = at(services);
+  const keyOf = emailKeysOf(services, meta);
+  const claims = await Promise.all(
+    rows.map(async (row) => {
+      const emailKey = keyOf(row.email);
+      // A holder that released the address between the refusal and the read: claimed again, once.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await claimEmail(services, meta, emailKey, row.contactId, {
+            likelyFree: unwritten && attempt === 0,
+          });
+          return { row, emailKey, holder: null };
+        } catch (error) {
+          if (!(error instanceof AppError && error.code === 'contact_exists')) throw error;
+          const claim = await services.store.readStream(contactEmailStream(emailKey));
+          const { holder } = rebuildState(contactEmailDecider, claim);
+          if (holder !== null || attempt > 0) return { row, emailKey, holder: holder ?? row.contactId };
+        }
+      }
+    }),
+  );
+  const fresh = claims.filter((c) => c.holder === null);
+  const sealed = await sealPersonalDataMany(
+    services.db,
+    fresh.map(({ row }) => ({
+      subject: row.contactId,
+      value: {
+        email: row.email,
+        firstName: row.firstName ?? null,
+        lastName: row.lastName ?? null,
+        properties: row.properties,
+      } satisfies ContactPersonalData,
+    })),
+  );
+  await Promise.all(
+    fresh.map(({ row, emailKey }, i) =>
+      handleCommand(
+        services.store,
+        contactStream(row.contactId),
+        contactDecider,
+        {
+          type: 'CreateContact',
+          contactId: row.contactId,
+          orgId: meta.orgId,
+          mode: meta.mode,
+          emailKey,
+          personal: sealed[i],
+          unsubscribed: false,
+          consentGivenAt: null,
+          audienceIds: o.audienceId ? [o.audienceId] : [],
+          at: now,
+        },
+        meta,
+        // A new contact's stream needs no read: the append expects none (a conflict reads it then).
+        unwritten ? { history: [] } : {},
+      ),
+    ),
+  );
+  const skipped: ImportedBatch['skipped'] = [];
+  let updated = 0;
+  await Promise.all(
+    claims
+      .filter((c) => c.holder !== null)
+      .map(async ({ row, holder }) => {
+        const reason = await mergeImported(services, meta, holder!, row, o);
+        if (reason) skipped.push({ line: row.line, reason });
+        else updated++;
+      }),
+  );
+  return { created: fresh.length, updated, skipped: skipped.sort((a, b) => a.line - b.line) };
+}
+
+/** An imported row into the contact that has its address; why not, when it cannot be. */
+async function mergeImported(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  row: ImportedContact,
+  o: { audienceId: string | null; maxProperties: number },
+): Promise<string | null> {
+  const state = await readContact(services, contactId);
+  const current =
+    state.exists && !state.deleted
+      ? await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal)
+      : null;
+  if (!current) return 'email: its contact was being deleted; import the row again';
+  const properties = { ...current.properties, ...row.properties };
+  if (Object.keys(properties).length > o.maxProperties)
+    return `properties: the existing contact would have more than ${o.maxProperties}`;
+  await updateContact(services, meta, contactId, {
+    firstName: row.firstName,
+    lastName: row.lastName,
+    properties,
+  });
+  if (o.audienceId)
+    await handleCommand(
+      services.store,
+      contactStream(contactId),
+      contactDecider,
+      {
+        type: 'AddContactToAudience',
+        contactId,
+        orgId: meta.orgId,
+        mode: meta.mode,
+        audienceId: o.audienceId,
+        at: at(services),
+      },
+      meta,
+    );
+  return null;
+}

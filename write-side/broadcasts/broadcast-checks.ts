@@ -1,0 +1,60 @@
+import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
+import { checkBroadcastContent } from '../../domain/broadcasts/broadcast-content.ts';
+import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
+import type { AuthContext } from '../../platform/auth/auth-context.ts';
+import { AppError } from '../../platform/errors.ts';
+import type { Services } from '../../platform/services.ts';
+import type { Tenant } from '../../platform/tenancy.ts';
+import { domainNotVerified } from '../emails/sending-domain.ts';
+
+type Deps = Pick<Services, 'db' | 'lookUps'>;
+
+const invalid = (field: string, message: string) =>
+  new AppError('validation_error', `\`${field}\`: ${message}`);
+
+/**
+ * The content's rules, then what it names: a From address, the audience, the topic, the template (its look-up is
+ * returned, for a send to check it is published).
+ */
+export async function checkContent(services: Deps, tenant: Tenant, content: BroadcastContent) {
+  const from = parseMailbox(content.from);
+  if ('error' in from) throw invalid('from', from.error);
+  content.replyTo.forEach((r, i) => {
+    const m = parseMailbox(r);
+    if ('error' in m) throw invalid(`reply_to[${i}]`, m.error);
+  });
+  checkBroadcastContent(content);
+  if (!(await services.lookUps.findAudience(services.db, tenant, content.audienceId)))
+    throw invalid('audience_id', `audience ${content.audienceId} not found`);
+  if (content.topicId && !(await services.lookUps.findTopic(services.db, tenant, content.topicId)))
+    throw invalid('topic_id', `topic ${content.topicId} not found`);
+  if (!content.templateId) return { template: null };
+  const template = await services.lookUps.findPublishedVersion(services.db, tenant, content.templateId);
+  if (template.status === 'not_found')
+    throw invalid('template_id', `template ${content.templateId} not found`);
+  return { template };
+}
+
+/**
+ * What must hold for a draft's emails to go, checked when it is sent so the sender hears it now rather than finding
+ * every email refused: a live broadcast needs a verified domain with an impressum (the footer prints it), a
+ * template a published version, the audience and topic must still exist.
+ */
+export async function checkSendable(services: Deps, auth: AuthContext, content: BroadcastContent) {
+  const { template } = await checkContent(services, auth, content);
+  const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
+  const domain = await services.lookUps.findSendingDomain(services.db, auth, domainName);
+  if (auth.mode === 'live') {
+    if (!domain?.canSendLive) throw domainNotVerified(domainName, Boolean(domain));
+    if (!domain.impressum)
+      throw invalid(
+        'from',
+        `domain ${domainName} has no impressum; broadcasts print it in their footer (PATCH /v1/domains/${domain.id})`,
+      );
+  }
+  if (template && template.status !== 'published')
+    throw new AppError(
+      'template_not_published',
+      `Template ${content.templateId} has no published version; publish it first.`,
+    );
+}

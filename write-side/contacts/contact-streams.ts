@@ -1,0 +1,93 @@
+import { createHmac } from 'node:crypto';
+import {
+  type ContactCommand,
+  type ContactState,
+  contactDecider,
+  contactEmailDecider,
+} from '../../domain/contacts/contact.decider.ts';
+import { contactEmailStream, contactStream } from '../../domain/contacts/contact.events.ts';
+import { keyObject } from '../../platform/crypto.ts';
+import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
+import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { resolveSecretKey } from '../../platform/secret-key.ts';
+import type { Services } from '../../platform/services.ts';
+
+export type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config' | 'lookUps'>;
+
+/** The address's claim key: a hash keyed by POSTLINE_SECRET_KEY, so no stream name or event holds the address. */
+export const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, email: string) =>
+  emailKeysOf(services, meta)(email);
+
+/** `emailKeyOf` for many addresses: the secret is resolved once. */
+export const emailKeysOf = (services: Pick<Services, 'config'>, meta: EventMetadata) => {
+  const secret = keyObject(Buffer.from(resolveSecretKey(services.config), 'base64'));
+  return (email: string) =>
+    createHmac('sha256', secret)
+      .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)
+      .digest('hex');
+};
+
+export const at = (services: Pick<Services, 'clock'>) => services.clock.now().toISOString();
+
+export async function readContact(services: Deps, contactId: string): Promise<ContactState> {
+  return rebuildState(contactDecider, await services.store.readStream(contactStream(contactId)));
+}
+
+/**
+ * Claims the address for the contact. A holder whose contact stream was never written (a crash between the claim
+ * and the contact) or was deleted does not keep it.
+ */
+export async function claimEmail(
+  services: Deps,
+  meta: EventMetadata,
+  emailKey: string,
+  contactId: string,
+  options: { likelyFree?: boolean } = {},
+) {
+  await handleCommand(
+    services.store,
+    contactEmailStream(emailKey),
+    contactEmailDecider,
+    async (state) => {
+      const holder =
+        state.holder && state.holder !== contactId ? await readContact(services, state.holder) : null;
+      const abandoned = holder && (!holder.exists || holder.deleted) ? state.holder : null;
+      return { type: 'ClaimContactEmail' as const, contactId, abandoned, at: at(services) };
+    },
+    meta,
+    // An address never claimed needs no read first: the append expects no stream, and a claim there is read then.
+    options.likelyFree ? { history: [] } : {},
+  );
+}
+
+export const releaseEmail = (services: Deps, meta: EventMetadata, emailKey: string, contactId: string) =>
+  handleCommand(
+    services.store,
+    contactEmailStream(emailKey),
+    contactEmailDecider,
+    { type: 'ReleaseContactEmail', contactId, at: at(services) },
+    meta,
+  );
+
+type Fields<T extends ContactCommand['type']> = Omit<
+  Extract<ContactCommand, { type: T }>,
+  'type' | 'contactId' | 'orgId' | 'mode' | 'at'
+>;
+
+/** Decides a command on the contact's stream, as the caller's organization and mode, stamped with the clock. */
+export const onContact = <T extends ContactCommand['type']>(
+  services: Deps,
+  meta: EventMetadata,
+  type: T,
+  contactId: string,
+  fields: Fields<T>,
+  options?: { history: [] },
+) =>
+  handleCommand(
+    services.store,
+    contactStream(contactId),
+    contactDecider,
+    { type, contactId, orgId: meta.orgId, mode: meta.mode, ...fields, at: at(services) } as ContactCommand,
+    meta,
+    options,
+  );

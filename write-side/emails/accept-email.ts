@@ -1,0 +1,137 @@
+import { emailDecider } from '../../domain/emails/email.decider.ts';
+import {
+  type EmailContent,
+  type EmailQueued,
+  type EmailScheduled,
+  emailStream,
+} from '../../domain/emails/email.events.ts';
+import { blobStoreFor } from '../../platform/blob-store.ts';
+import { AppError } from '../../platform/errors.ts';
+import { handleCommand } from '../../platform/eventstore/command.ts';
+import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
+import type { Services } from '../../platform/services.ts';
+import { emailBody } from './email-body.ts';
+import type { Accepted, EmailDraft } from './email-draft.ts';
+import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt } from './email-limits.ts';
+import { countOutcomes } from './email-outcomes.ts';
+import { sendingDomain } from './sending-domain.ts';
+import { deliverable } from './suppressed-recipients.ts';
+
+/**
+ * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
+ * earlier attempt, then the limits, the sending domain, the text, the suppression list, the quota, and the append
+ * (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming the field; nothing is written
+ * before the quota.
+ */
+export async function acceptEmail(
+  services: Services,
+  meta: EventMetadata,
+  draft: EmailDraft,
+): Promise<Accepted> {
+  const earlier = draft.resumed ? await acceptedAs(services, draft.emailId) : undefined;
+  if (earlier) return earlier;
+  const now = services.clock.now();
+  const { sendAt, attachments } = limits(draft, now);
+  const domain = await sendingDomain(services, draft.sender);
+  const body = await emailBody(services, meta, draft.body);
+  const recipients = await deliverable(services, draft);
+  await draft.quota();
+  const content = {
+    emailId: draft.emailId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    from: draft.from,
+    ...recipients,
+    replyTo: draft.replyTo,
+    subject: body.subject,
+    html: body.html,
+    text: body.text,
+    headers: draft.headers,
+    tags: draft.tags,
+    ...domain,
+    ...(body.templateId && { templateId: body.templateId, templateVersionId: body.templateVersionId }),
+    createdAt: now.toISOString(),
+  };
+  return append(services, meta, { content, attachments, raw: draft.raw, sendAt, broadcast: draft.broadcast });
+}
+
+/** The limits every email keeps: recipients, `send_at`, custom headers, attachments. */
+function limits(draft: EmailDraft, now: Date) {
+  checkRecipients(draft);
+  const sendAt = checkSendAt(draft.sendAt, now);
+  checkHeaders(draft.headers);
+  return { sendAt, attachments: attachmentBytes(draft.attachments, now.getTime()) };
+}
+
+interface Checked {
+  content: Omit<EmailContent, 'attachments' | 'raw' | 'broadcast'>;
+  attachments: ReturnType<typeof attachmentBytes>;
+  raw?: EmailDraft['raw'];
+  sendAt?: string;
+  broadcast?: EmailDraft['broadcast'];
+}
+
+/**
+ * Stores the attachment bytes and a submitted message's (the log gets their keys), then appends EmailQueued or
+ * EmailScheduled. An email queued already under the chosen id (an earlier attempt's) is the answer.
+ */
+async function append(services: Services, meta: EventMetadata, checked: Checked): Promise<Accepted> {
+  const blobs = blobStoreFor(services.config);
+  const { raw: submitted, sendAt, broadcast } = checked;
+  // Written side by side: each put waits for its own sync, and they share their folder's.
+  const [attachments, raw] = await Promise.all([
+    Promise.all(
+      checked.attachments.map(async ({ bytes, ...rest }) => ({
+        ...rest,
+        size: bytes.length,
+        blobKey: await blobs.put(bytes),
+      })),
+    ),
+    submitted &&
+      blobs.put(submitted.bytes).then((blobKey) => ({
+        blobKey,
+        size: submitted.bytes.length,
+        messageId: submitted.messageId,
+      })),
+  ]);
+  const content = { ...checked.content, attachments, ...(raw && { raw }), ...(broadcast && { broadcast }) };
+  const result = await handleCommand(
+    services.store,
+    emailStream(content.emailId),
+    emailDecider,
+    { type: 'QueueEmail', content, sendAt },
+    meta,
+    { history: [] },
+  ).catch(async (error) => {
+    // An id chosen in advance (Idempotency-Key, a broadcast's) that another attempt queued first: that email is
+    // this attempt's answer.
+    const earlier =
+      error instanceof AppError && error.code === 'conflict' && (await acceptedAs(services, content.emailId));
+    if (earlier) return earlier;
+    throw error;
+  });
+  if ('id' in result) return result;
+  countOutcomes(meta, result);
+  return {
+    id: content.emailId,
+    status: sendAt ? 'scheduled' : 'queued',
+    ...(sendAt && { sendAt }),
+    suppressedRecipients: content.suppressedRecipients,
+    position: result.position,
+  };
+}
+
+/** The email `emailId` as it was accepted, if it exists: what an earlier attempt of a request committed. */
+async function acceptedAs(services: Pick<Services, 'store'>, emailId: string): Promise<Accepted | undefined> {
+  const [first] = await services.store.readStream(emailStream(emailId));
+  if (first?.type !== 'EmailQueued' && first?.type !== 'EmailScheduled') return undefined;
+  const data = (first as StoredEvent<EmailQueued['type'] | EmailScheduled['type'], EmailScheduled['data']>)
+    .data;
+  return {
+    id: emailId,
+    status: first.type === 'EmailScheduled' ? 'scheduled' : 'queued',
+    ...(first.type === 'EmailScheduled' && { sendAt: data.sendAt }),
+    suppressedRecipients: data.suppressedRecipients,
+    position: first.position,
+  };
+}

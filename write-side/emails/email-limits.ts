@@ -1,0 +1,73 @@
+import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
+import { OWNED_HEADERS } from '../../domain/emails/owned-headers.ts';
+import { AppError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import type { DraftAttachment, EmailDraft } from './email-draft.ts';
+
+export const invalid = (field: string, message: string) =>
+  new AppError('validation_error', `\`${field}\`: ${message}`);
+
+/** At least one recipient, and at most the limit over to, cc and bcc. */
+export function checkRecipients(draft: Pick<EmailDraft, 'to' | 'cc' | 'bcc'>): void {
+  const count = draft.to.length + draft.cc.length + draft.bcc.length;
+  if (count === 0) throw invalid('to', 'needs at least one recipient');
+  if (count > EMAIL_LIMITS.recipients) {
+    throw invalid('to', `at most ${EMAIL_LIMITS.recipients} recipients in all (to, cc and bcc)`);
+  }
+}
+
+/** `send_at` as an ISO string, once it is in the future and within the horizon; for emails and broadcasts. */
+export function checkSendAt(sendAt: string | undefined, now: Date): string | undefined {
+  if (sendAt === undefined) return undefined;
+  const t = Date.parse(sendAt);
+  if (t <= now.getTime()) throw invalid('send_at', 'must be in the future');
+  if (t > now.getTime() + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
+    throw invalid('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
+  }
+  return new Date(t).toISOString();
+}
+
+/** Custom headers: few, well-formed, one line each, none that Postline writes itself. */
+export function checkHeaders(headers: Record<string, string>): Record<string, string> {
+  const entries = Object.entries(headers);
+  if (entries.length > EMAIL_LIMITS.headers)
+    throw invalid('headers', `must have at most ${EMAIL_LIMITS.headers} entries`);
+  for (const [name, value] of entries) {
+    if (!/^[!-9;-~]{1,100}$/.test(name)) throw invalid(`headers.${name}`, 'is not a valid header name');
+    const lower = name.toLowerCase();
+    if (OWNED_HEADERS.has(lower) || lower.startsWith('x-postline-')) {
+      throw invalid(
+        `headers.${name}`,
+        'is set by Postline and cannot be overridden (use the request fields instead)',
+      );
+    }
+    if (/[\r\n\0]/.test(value)) throw invalid(`headers.${name}`, 'must not contain line breaks (CR or LF)');
+    if (value.length > EMAIL_LIMITS.headerValueChars) {
+      throw invalid(`headers.${name}`, `must be at most ${EMAIL_LIMITS.headerValueChars} characters`);
+    }
+  }
+  return headers;
+}
+
+/** The attachments' bytes (base64 decoded), each with its id; at most the limit in all. */
+export function attachmentBytes(list: DraftAttachment[], at: number) {
+  let total = 0;
+  return list.map(({ content, ...a }, i) => {
+    const bytes = Buffer.isBuffer(content) ? content : decodeBase64(content.base64, i);
+    total += bytes.length;
+    if (total > EMAIL_LIMITS.attachmentBytes) {
+      throw invalid(
+        'attachments',
+        `must be at most ${EMAIL_LIMITS.attachmentBytes / 1024 / 1024} MB in all (decoded)`,
+      );
+    }
+    return { id: newId('att', at), ...a, bytes };
+  });
+}
+
+function decodeBase64(content: string, i: number): Buffer {
+  // Whitespace (line-wrapped base64) goes first, so the check is one linear pass.
+  const compact = content.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw invalid(`attachments[${i}].content`, 'must be base64');
+  return Buffer.from(compact, 'base64');
+}
