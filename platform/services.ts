@@ -1,3 +1,4 @@
+import type { BlobStore } from './blob-store.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { SecretBox } from './crypto.ts';
@@ -11,10 +12,27 @@ export interface ReadYourWrites {
   waitFor(projections: string[], position: Position | undefined): Promise<void>;
 }
 
-/** A read-model look-up kept in memory until the projection behind it changes (projections/read-model-cache.ts). */
-export interface CachedLookup {
-  get<T>(key: string, load: () => Promise<T>): Promise<T>;
+/**
+ * A read-model look-up kept in memory until the projection behind it changes (projections/read-model-cache.ts):
+ * its loader is given where it is built, in the composition root.
+ */
+export interface CachedLookup<K extends unknown[], V> {
+  get(...key: K): Promise<V>;
 }
+
+/**
+ * The cached look-ups every send makes (API keys, sending domains, short suppression lists): declared, with the
+ * fields their callers read, in `write-side/look-ups.ts`; built in `bin/caches.ts`.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/look-ups.ts
+export interface Caches {}
+
+/**
+ * The signed-token factories (tracking links, unsubscribe links), keyed by the secret key: their classes live
+ * in domain/, which this floor cannot name, so `write-side/tokens.ts` declares the members; built in bin/.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/tokens.ts
+export interface Tokens {}
 
 /**
  * The read-model look-ups the write side needs: does this audience exist, what does the API answer once a change
@@ -32,13 +50,14 @@ export interface Services {
   store: EventStore;
   clock: Clock;
   log: Logger;
+  /** POSTLINE_SECRET_KEY, or the key generated once into the data dir (platform/secret-key.ts). */
+  secretKey: string;
   secrets: SecretBox;
+  /** Attachments and raw messages, and their signed download links. */
+  blobs: BlobStore;
+  tokens: Tokens;
   readYourWrites: ReadYourWrites;
-  /**
-   * Look-ups every send makes: API keys (`api_keys`), sending domains (`domains`) and the suppression lists of
-   * organizations that have few (`suppressions`).
-   */
-  caches: { apiKeys: CachedLookup; domains: CachedLookup; suppressions: CachedLookup };
+  caches: Caches;
   rateLimiter: RateLimiter;
   lookUps: LookUps;
 }

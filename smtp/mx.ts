@@ -4,11 +4,10 @@ import { installationBounceDomain } from '../domain/domains/dns-records.ts';
 import { domainOf } from '../domain/emails/addresses.ts';
 import { parseVerp } from '../domain/emails/verp.ts';
 import { MimeShape } from '../domain/received-emails/mime-shape.ts';
-import { type BlobWriter, blobStoreFor } from '../platform/blob-store.ts';
+import type { BlobWriter } from '../platform/blob-store.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
 import { storableText } from '../platform/storable-text.ts';
-import { findInboundDomains } from '../read-side/domains/domains.queries.ts';
 import {
   unsubscribeFrom,
   unsubscribeTarget,
@@ -55,7 +54,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
   const feedback = feedbackAddress(config.POSTLINE_MX_HOST);
   const authenticate = inboundAuthenticator(config.DNS_SERVERS, door.hostname, door.log);
   const rspamd = rspamdScorer(config.RSPAMD_URL, door.log);
-  const blobs = blobStoreFor(config);
+  const { blobs } = services;
 
   /** The live email a return path names, or null. */
   async function returnPathEmail(address: string) {
@@ -71,9 +70,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
    */
   async function inboundDomainsFor(address: string) {
     const name = domainOf(address).toLowerCase();
-    const found = await services.caches.domains.get(`inbound ${name}`, () =>
-      findInboundDomains(services.db, name),
-    );
+    const found = await services.caches.inboundDomains.get(name);
     return found.filter((d) => d.mode === 'live' && d.inboundVerified);
   }
 

@@ -163,11 +163,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
   },
   {
     from: 'write-side/emails/prepare.ts',
-    to: 'read-side/domains/domains.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/emails/prepare.ts',
     to: 'read-side/suppressions/suppressions.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },

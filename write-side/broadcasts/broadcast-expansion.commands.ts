@@ -17,7 +17,7 @@ import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { acceptPrepared, consumeQuota } from '../emails/email.commands.ts';
 import { renderVersion } from '../templates/render.ts';
 import { readBroadcast, runBroadcast } from './broadcast.commands.ts';
-import { unsubscribeMailbox, unsubscribeTokens } from './unsubscribe.commands.ts';
+import { unsubscribeMailbox } from './unsubscribe.commands.ts';
 
 /**
  * The email id a contact gets from a broadcast: the same on every attempt, so a step done again after a crash
@@ -140,7 +140,7 @@ export async function expandNextBatch(
   skipped.quota = candidates.length - granted;
 
   const render = renderer(broadcastId, content, template?.status === 'published' ? template.version : null);
-  const tokens = unsubscribeTokens(services.config);
+  const tokens = services.tokens.unsubscribe;
   const base = services.config.PUBLIC_URL.replace(/\/$/, '');
   // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
   const returnPath = domain

@@ -21,7 +21,6 @@ import {
   type InvalidRow,
 } from '../../domain/contact-imports/contact-import.events.ts';
 import { CONTACT_LIMITS } from '../../domain/contacts/contact-fields.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, isOneOf } from '../../platform/eventstore/types.ts';
@@ -30,7 +29,7 @@ import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { type ImportedBatch, type ImportedContact, importContacts } from '../contacts/contact.commands.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'blobs' | 'secretKey'>;
 
 /** Rows written per batch: their appends share statements, and each batch records its progress once. */
 export const IMPORT_BATCH_ROWS = 1000;
@@ -50,7 +49,7 @@ export async function startContactImport(
 ) {
   if (input.audienceId && !(await findAudience(services.db, meta, input.audienceId)))
     throw notFound('Audience', input.audienceId);
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const now = services.clock.now().getTime();
   const blob = await blobs.writer(now);
   try {
@@ -195,7 +194,7 @@ export async function workContactImport(
   o: WorkOptions = {},
 ): Promise<ContactImportState> {
   const read = await readImport(services, importId);
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   if (!read.state.exists) return read.state;
   if (read.state.status === 'completed' || read.state.status === 'failed') {
     // A run that stopped between the end and the delete: the file goes now.

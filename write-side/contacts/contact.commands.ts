@@ -20,20 +20,19 @@ import {
   sealPersonalData,
   sealPersonalDataMany,
 } from '../../platform/personal-data.ts';
-import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'secretKey'>;
 
 /** The address's claim key: a hash keyed by POSTLINE_SECRET_KEY, so no stream name or event holds the address. */
-const emailKeyOf = (services: Pick<Services, 'config'>, meta: EventMetadata, email: string) =>
+const emailKeyOf = (services: Pick<Services, 'secretKey'>, meta: EventMetadata, email: string) =>
   emailKeysOf(services, meta)(email);
 
 /** `emailKeyOf` for many addresses: the secret is resolved once. */
-const emailKeysOf = (services: Pick<Services, 'config'>, meta: EventMetadata) => {
-  const secret = keyObject(Buffer.from(resolveSecretKey(services.config), 'base64'));
+const emailKeysOf = (services: Pick<Services, 'secretKey'>, meta: EventMetadata) => {
+  const secret = keyObject(Buffer.from(services.secretKey, 'base64'));
   return (email: string) =>
     createHmac('sha256', secret)
       .update(`contact email\0${meta.orgId}\0${meta.mode}\0${email.trim().toLowerCase()}`)

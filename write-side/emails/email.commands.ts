@@ -10,7 +10,6 @@ import { quotaDecider, quotaExceeded, quotaStream } from '../../domain/emails/qu
 import type { SendEmailInput } from '../../domain/emails/request.ts';
 import { monthOf, PLANS } from '../../domain/organizations/plans.ts';
 import { type AuthContext, metaOf } from '../../platform/auth/auth-context.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import {
@@ -92,7 +91,7 @@ export async function acceptPrepared(
   meta: EventMetadata,
   prepared: PreparedEmail,
 ): Promise<Accepted> {
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   // Written side by side: each put waits for its own sync, and they share their folder's.
   const [attachments, raw] = await Promise.all([
     Promise.all(

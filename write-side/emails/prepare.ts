@@ -7,8 +7,7 @@ import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { findDomainById, findSendingDomain } from '../../read-side/domains/domains.queries.ts';
-import { isSuppressed, smallSuppressionList } from '../../read-side/suppressions/suppressions.queries.ts';
+import { isSuppressed } from '../../read-side/suppressions/suppressions.queries.ts';
 import { renderPublished } from '../templates/render.ts';
 
 /** An accepted request, ready for the decider: content plus the attachment bytes still to be stored. */
@@ -126,12 +125,10 @@ export const domainNotVerified = (name: string, known: boolean) =>
  */
 async function sendingDomain(services: Services, auth: AuthContext, from: Mailbox) {
   const name = domainOf(from.address);
-  const { domains } = services.caches;
-  const scope = `${auth.orgId} ${auth.mode}`;
-  const domain = await domains.get(`${scope} name ${name}`, () => findSendingDomain(services.db, auth, name));
+  const domain = await services.caches.sendingDomains.get(auth, name);
   if (auth.domainId) {
     const id = auth.domainId;
-    const allowed = await domains.get(`${scope} id ${id}`, () => findDomainById(services.db, auth, id));
+    const allowed = await services.caches.domainsById.get(auth, id);
     if (!allowed || allowed.name !== name) {
       throw new AppError(
         'domain_not_allowed',
@@ -182,9 +179,7 @@ async function render(services: Services, auth: AuthContext, input: SendEmailInp
 /** From memory for an organization with a short list (most have one), else one batched query per address. */
 async function suppressed(services: Services, auth: AuthContext, list: Mailbox[]) {
   const unique = [...new Set(list.map((m) => m.address.toLowerCase()))];
-  const small = await services.caches.suppressions.get(`${auth.orgId} ${auth.mode}`, () =>
-    smallSuppressionList(services.db, auth),
-  );
+  const small = await services.caches.suppressions.get(auth);
   const flags = small
     ? unique.map((a) => small.has(a))
     : await Promise.all(unique.map((a) => isSuppressed(services.db, auth, a)));
