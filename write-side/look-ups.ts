@@ -1,3 +1,4 @@
+import type { PlanSlotResource } from '../domain/plan-slots/plan-slot.events.ts';
 import type { AuthContext } from '../platform/auth/auth-context.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
@@ -13,6 +14,12 @@ declare module '../platform/services.ts' {
   interface LookUps {
     /** The topic as `GET /v1/topics/{id}` answers it, or null. */
     findTopic(db: Database, tenant: Tenant, topicId: string): Promise<{ id: string } | null>;
+    /** The audience as `GET /v1/audiences/{id}` answers it, or null. */
+    findAudience(db: Database, tenant: Tenant, audienceId: string): Promise<{ id: string } | null>;
+    /** The domain as `GET /v1/domains/{id}` answers it, or null. */
+    findApiDomain(db: Database, tenant: Tenant, domainId: string): Promise<{ id: string } | null>;
+    /** The ids of the organization's resources of a kind that count toward its plan (not deleted). */
+    countedResourceIds(db: Database, tenant: Tenant, resource: PlanSlotResource): Promise<string[]>;
   }
 }
 

@@ -57,11 +57,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'webhook delivery log read by the read side',
   },
   {
-    from: 'write-side/audiences/audience.routes.ts',
-    to: 'read-side/audiences/audiences.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/broadcasts/broadcast-expansion.commands.ts',
     to: 'read-side/contacts/contacts.queries.ts',
     why: 'look-up not yet passed in by the composition root',
@@ -147,11 +142,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/domains/domain.routes.ts',
-    to: 'read-side/domains/domains.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/emails/client-details.ts',
     to: 'read-side/api-keys/api-keys.queries.ts',
     why: 'look-up not yet passed in by the composition root',
@@ -164,11 +154,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
   {
     from: 'write-side/emails/prepare.ts',
     to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
-    from: 'write-side/plan-slots/plan-slot.commands.ts',
-    to: 'read-side/plan-slots/plan-slots.queries.ts',
     why: 'look-up not yet passed in by the composition root',
   },
   {

@@ -36,7 +36,7 @@ export const DOMAIN_SLOTS: PlanSlotKind = {
   restoredBy: ['DomainRestored'],
 };
 
-type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db' | 'lookUps'>;
 
 /**
  * A fresh RSA 2048 key. The selector carries the month and a random part: it names this key in DNS, so a
