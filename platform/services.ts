@@ -29,7 +29,7 @@ export interface Caches {}
 
 /**
  * The signed-token factories (tracking links, unsubscribe links), keyed by the secret key: their classes live
- * in domain/, which this floor cannot name, so `write-side/tokens.ts` declares the members; built in bin/.
+ * in domain/, which this floor cannot name, so `write-side/tokens.ts` declares the members; built in bin/service.ts.
  */
 // biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/tokens.ts
 export interface Tokens {}
@@ -43,7 +43,10 @@ export interface Tokens {}
 // biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/look-ups.ts
 export interface LookUps {}
 
-/** What every route, command handler and process gets: the stores and the ports. Built in bin/. */
+/**
+ * What every route, command handler and process gets: the stores, the ports and the shared services, each built
+ * once in bin/service.ts. No module looks one of them up by itself (by config, database or store).
+ */
 export interface Services {
   config: Config;
   db: Database;
