@@ -10,11 +10,11 @@ import {
   findInboundDomains,
   findSendingDomain,
 } from '../read-side/domains/domains.queries.ts';
-import { smallSuppressionList } from '../read-side/suppressions/suppressions.queries.ts';
+import { smallSuppressionList, suppressionChecks } from '../read-side/suppressions/suppressions.queries.ts';
 
 const scoped = (tenant: Tenant, name: string) => `${tenant.orgId} ${tenant.mode} ${name}`;
 
-/** The cached look-ups of `Services` (write-side/look-ups.ts declares them), each with its read-side query. */
+/** The shared look-ups of `Services` (write-side/look-ups.ts declares them), each with its read-side query. */
 export function readModelCaches(waiter: ProjectionWaiter, db: Database): Caches {
   return {
     // An unknown key is kept 2 s at most (and dropped when api_keys changes), so a guess repeated costs no
@@ -42,5 +42,6 @@ export function readModelCaches(waiter: ProjectionWaiter, db: Database): Caches 
       load: (tenant: Tenant) => smallSuppressionList(db, tenant),
       maxEntries: 1000,
     }),
+    suppressed: suppressionChecks(db),
   };
 }

@@ -13,16 +13,17 @@ export interface ReadYourWrites {
 }
 
 /**
- * A read-model look-up kept in memory until the projection behind it changes (projections/read-model-cache.ts):
- * its loader is given where it is built, in the composition root.
+ * A read-model look-up that every request shares, built in the composition root with its query: its answers kept
+ * in memory until the projection behind it changes (projections/read-model-cache.ts), or the queries of requests
+ * in flight together batched into one.
  */
-export interface CachedLookup<K extends unknown[], V> {
+export interface SharedLookup<K extends unknown[], V> {
   get(...key: K): Promise<V>;
 }
 
 /**
- * The cached look-ups every send makes (API keys, sending domains, short suppression lists): declared, with the
- * fields their callers read, in `write-side/look-ups.ts`; built in `bin/caches.ts`.
+ * The shared look-ups every send makes (API keys, sending domains, suppressions): declared, with the fields their
+ * callers read, in `write-side/look-ups.ts`; built in `bin/caches.ts`.
  */
 // biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/look-ups.ts
 export interface Caches {}

@@ -1,5 +1,5 @@
 import { BoundedMap } from '../platform/bounded-map.ts';
-import type { CachedLookup } from '../platform/services.ts';
+import type { SharedLookup } from '../platform/services.ts';
 import type { ProjectionWaiter } from './waiter.ts';
 
 /** A cached answer is read again after this long even without a change notice (a lost NOTIFY heals). */
@@ -16,7 +16,7 @@ const MAX_ENTRIES = 10_000;
  * database, as a change made meanwhile would go unannounced (the waiter empties the cache once it hears again).
  * Concurrent misses of one key share one load.
  */
-export class ReadModelCache<K extends unknown[], V> implements CachedLookup<K, V> {
+export class ReadModelCache<K extends unknown[], V> implements SharedLookup<K, V> {
   readonly #entries: BoundedMap<string, { value: Promise<V>; at: number; maxAge: number; pending: boolean }>;
   readonly #waiter: Pick<ProjectionWaiter, 'onChange'> & { readonly hearing?: boolean };
   readonly #key: (...key: K) => string;

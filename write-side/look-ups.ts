@@ -2,7 +2,7 @@ import type { PlanSlotResource } from '../domain/plan-slots/plan-slot.events.ts'
 import type { AuthContext } from '../platform/auth/auth-context.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
-import type { CachedLookup } from '../platform/services.ts';
+import type { SharedLookup } from '../platform/services.ts';
 import type { Tenant } from '../platform/tenancy.ts';
 
 /**
@@ -24,26 +24,28 @@ declare module '../platform/services.ts' {
 }
 
 /**
- * The cached look-ups every send makes, each kept until its projection changes (bin/caches.ts builds them with
- * read-side's queries as loaders). A member declares only what its callers read of the answer.
+ * The shared look-ups every send makes, cached until their projection changes or batched (bin/caches.ts builds
+ * them with read-side's queries). A member declares only what its callers read of the answer.
  */
 declare module '../platform/services.ts' {
   interface Caches {
     /** The API key presented (kept by its SHA-256 hash), or null when it is unknown or deleted. */
-    apiKeys: CachedLookup<[key: string], AuthContext | null>;
+    apiKeys: SharedLookup<[key: string], AuthContext | null>;
     /** The domain of the organization and mode a From address names, or null. */
-    sendingDomains: CachedLookup<
+    sendingDomains: SharedLookup<
       [tenant: Tenant, name: string],
       { id: string; name: string; canSendLive: boolean } | null
     >;
     /** A domain of the organization and mode by id (a key restricted to a domain), or null. */
-    domainsById: CachedLookup<[tenant: Tenant, domainId: string], { name: string } | null>;
+    domainsById: SharedLookup<[tenant: Tenant, domainId: string], { name: string } | null>;
     /** The domains, of any organization and mode, that asked for inbound mail under this name. */
-    inboundDomains: CachedLookup<
+    inboundDomains: SharedLookup<
       [name: string],
       { id: string; orgId: string; mode: Mode; name: string; inboundVerified: boolean }[]
     >;
     /** The organization's suppressed addresses (lower case) when the list is short, else null. */
-    suppressions: CachedLookup<[tenant: Tenant], ReadonlySet<string> | null>;
+    suppressions: SharedLookup<[tenant: Tenant], ReadonlySet<string> | null>;
+    /** Whether sending to the address is blocked for the organization and mode (one batched query). */
+    suppressed: SharedLookup<[tenant: Tenant, address: string], boolean>;
   }
 }

@@ -152,11 +152,6 @@ export const ALLOWED: { from: string; to: string; why: string }[] = [
     why: 'look-up not yet passed in by the composition root',
   },
   {
-    from: 'write-side/emails/prepare.ts',
-    to: 'read-side/suppressions/suppressions.queries.ts',
-    why: 'look-up not yet passed in by the composition root',
-  },
-  {
     from: 'write-side/received-emails/received-email.commands.ts',
     to: 'read-side/received-emails/received-emails.queries.ts',
     why: 'look-up not yet passed in by the composition root',

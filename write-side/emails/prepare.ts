@@ -7,7 +7,6 @@ import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { isSuppressed } from '../../read-side/suppressions/suppressions.queries.ts';
 import { renderPublished } from '../templates/render.ts';
 
 /** An accepted request, ready for the decider: content plus the attachment bytes still to be stored. */
@@ -182,7 +181,7 @@ async function suppressed(services: Services, auth: AuthContext, list: Mailbox[]
   const small = await services.caches.suppressions.get(auth);
   const flags = small
     ? unique.map((a) => small.has(a))
-    : await Promise.all(unique.map((a) => isSuppressed(services.db, auth, a)));
+    : await Promise.all(unique.map((a) => services.caches.suppressed.get(auth, a)));
   return new Set(unique.filter((_, i) => flags[i]));
 }
 
