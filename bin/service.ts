@@ -21,6 +21,7 @@ import { HttpDrain } from '../platform/http/drain.ts';
 import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import { ApiRouter } from '../platform/http/router.ts';
 import { listenHttp } from '../platform/http/server.ts';
+import { IdempotencyKeys } from '../platform/idempotency/idempotency.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
@@ -162,6 +163,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
       unsubscribe: new UnsubscribeTokens(secretKey),
     },
     readYourWrites: waiter,
+    idempotency: new IdempotencyKeys(store),
     caches: readModelCaches(waiter, db),
     rateLimiter: createRateLimiter(config, db),
     lookUps,

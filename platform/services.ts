@@ -5,6 +5,7 @@ import type { SecretBox } from './crypto.ts';
 import type { Database } from './db/database.ts';
 import type { EventStore, Position } from './eventstore/types.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
+import type { IdempotencyKeys } from './idempotency/idempotency.ts';
 import type { Logger } from './logger.ts';
 
 /** Read-your-writes: wait until the named projections have applied the event at `position`. */
@@ -61,6 +62,8 @@ export interface Services {
   blobs: BlobStore;
   tokens: Tokens;
   readYourWrites: ReadYourWrites;
+  /** Idempotency-Key claims, with the releases this process owes. */
+  idempotency: IdempotencyKeys;
   caches: Caches;
   rateLimiter: RateLimiter;
   lookUps: LookUps;
