@@ -1,6 +1,5 @@
 import type express from 'express';
 import { Redis } from 'ioredis';
-import { blobStoreFor } from '../platform/blob-store.ts';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
@@ -200,7 +199,7 @@ const queueDepths: QueueDepths = {
 export function mountHandlers(app: express.Express, services: Services): void {
   mountOperations(app, services);
   app.use(['/blobs', '/t', '/unsubscribe'], publicRateLimit(services));
-  blobStoreFor(services.config).mount(app, () => services.clock.now());
+  services.blobs.mount(app, () => services.clock.now());
   mountTracking(app, services);
   mountUnsubscribe(app, services);
 }

@@ -4,18 +4,15 @@ import { findAudience } from '../read-side/audiences/audiences.queries.ts';
 import { findBroadcast } from '../read-side/broadcasts/broadcasts.queries.ts';
 import { findContactImport } from '../read-side/contact-imports/contact-imports.queries.ts';
 import { contactTopics, findContact } from '../read-side/contacts/contacts.queries.ts';
-import { findDomainById, findSendingDomain } from '../read-side/domains/domains.queries.ts';
+import { findApiDomain, findSendingDomain } from '../read-side/domains/domains.queries.ts';
 import { getEmail } from '../read-side/emails/emails.queries.ts';
+import { countedResourceIds } from '../read-side/plan-slots/plan-slots.queries.ts';
 import {
   findReceivedEmail,
   receivedEmailJson,
   receivedEmailsSharingRaw,
 } from '../read-side/received-emails/received-emails.queries.ts';
-import {
-  findSuppression,
-  isSuppressed,
-  smallSuppressionList,
-} from '../read-side/suppressions/suppressions.queries.ts';
+import { findSuppression } from '../read-side/suppressions/suppressions.queries.ts';
 import { findPublishedVersion, getTemplate } from '../read-side/templates/templates.queries.ts';
 import { findTopic } from '../read-side/topics/topics.queries.ts';
 import { findDelivery, getWebhook } from '../read-side/webhooks/webhooks.queries.ts';
@@ -31,12 +28,7 @@ export const lookUps: LookUps = {
   },
   getWebhook,
   findDelivery,
-  findSendingDomain,
-  findDomainById,
-  isSuppressed,
-  smallSuppressionList,
   findPublishedVersion,
-  findAudience,
   getEmail,
   findBroadcast,
   findContact,
@@ -44,4 +36,8 @@ export const lookUps: LookUps = {
   findContactImport,
   getTemplate,
   tracksClientDetails,
+  findAudience,
+  findApiDomain,
+  findSendingDomain,
+  countedResourceIds,
 };

@@ -1,11 +1,15 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type express from 'express';
+import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
+import { TrackingTokens } from '../domain/emails/tracking.ts';
 import type { Authenticate } from '../platform/auth/auth-context.ts';
+import { BlobStore } from '../platform/blob-store.ts';
 import { type Clock, systemClock } from '../platform/clock.ts';
 import type { Config } from '../platform/config.ts';
-import { SecretBox, sha256Hex } from '../platform/crypto.ts';
+import { SecretBox } from '../platform/crypto.ts';
 import { type Database, openDatabase } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
@@ -17,15 +21,15 @@ import { HttpDrain } from '../platform/http/drain.ts';
 import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import { ApiRouter } from '../platform/http/router.ts';
 import { listenHttp } from '../platform/http/server.ts';
+import { IdempotencyKeys } from '../platform/idempotency/idempotency.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
-import { ReadModelCache } from '../projections/read-model-cache.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
-import { authenticateKey } from '../read-side/api-keys/api-keys.queries.ts';
 import { type SmtpListeners, startSmtp } from '../smtp/listeners.ts';
+import { readModelCaches } from './caches.ts';
 import {
   backgroundProcesses,
   createRateLimiter,
@@ -144,22 +148,23 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     options.projections === false ? undefined : runner,
     config.PROJECTION_WAIT_MS,
   );
+  const secretKey = resolveSecretKey(config);
   const services: Services = {
     config,
     db,
     store,
     clock: options.clock ?? systemClock,
     log,
-    secrets: new SecretBox(resolveSecretKey(config)),
-    readYourWrites: waiter,
-    caches: {
-      // An unknown key is kept 2 s at most (and dropped when api_keys changes), so a guess repeated costs no
-      // look-up, yet a key created a moment ago in another process works within 2 s even if no NOTIFY came.
-      apiKeys: new ReadModelCache(waiter, 'api_keys', { nullMaxAgeMs: 2000 }),
-      domains: new ReadModelCache(waiter, 'domains'),
-      // Whole lists of at most SMALL_SUPPRESSION_LIST addresses each: 1,000 of them stay under about 60 MB.
-      suppressions: new ReadModelCache(waiter, 'suppressions', { maxEntries: 1000 }),
+    secretKey,
+    secrets: new SecretBox(secretKey),
+    blobs: new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), secretKey),
+    tokens: {
+      tracking: TrackingTokens.fromConfig(config, secretKey),
+      unsubscribe: new UnsubscribeTokens(secretKey),
     },
+    readYourWrites: waiter,
+    idempotency: new IdempotencyKeys(store),
+    caches: readModelCaches(waiter, db),
     rateLimiter: createRateLimiter(config, db),
     lookUps,
   };
@@ -167,8 +172,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   const processes = options.processes === false ? [] : backgroundProcesses(services);
   for (const p of processes) p.start();
 
-  const authenticate: Authenticate = (key) =>
-    services.caches.apiKeys.get(sha256Hex(key), () => authenticateKey(db, key));
+  const authenticate: Authenticate = (key) => services.caches.apiKeys.get(key);
   let app: express.Express | undefined;
   let server: Server | undefined;
   const drain = new HttpDrain();

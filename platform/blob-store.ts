@@ -4,11 +4,9 @@ import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promis
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
-import type { Config } from './config.ts';
 import { purposeKey } from './crypto.ts';
 import { AppError } from './errors.ts';
 import { newId } from './ids.ts';
-import { resolveSecretKey } from './secret-key.ts';
 
 /**
  * Files (attachments, raw messages) under `POSTLINE_DATA_DIR/blobs`, addressed by a key that names them. The
@@ -266,15 +264,3 @@ export class BlobStore {
 }
 
 const BLOB_KEY = /^blob_[0-9a-z]{26}$/;
-
-const stores = new WeakMap<object, BlobStore>();
-
-/** The blob store of a running service (one per configuration object), under POSTLINE_DATA_DIR/blobs. */
-export function blobStoreFor(config: Config): BlobStore {
-  let store = stores.get(config);
-  if (!store) {
-    store = new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), resolveSecretKey(config));
-    stores.set(config, store);
-  }
-  return store;
-}

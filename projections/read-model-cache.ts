@@ -1,4 +1,5 @@
 import { BoundedMap } from '../platform/bounded-map.ts';
+import type { SharedLookup } from '../platform/services.ts';
 import type { ProjectionWaiter } from './waiter.ts';
 
 /** A cached answer is read again after this long even without a change notice (a lost NOTIFY heals). */
@@ -15,24 +16,32 @@ const MAX_ENTRIES = 10_000;
  * database, as a change made meanwhile would go unannounced (the waiter empties the cache once it hears again).
  * Concurrent misses of one key share one load.
  */
-export class ReadModelCache {
-  readonly #entries: BoundedMap<
-    string,
-    { value: Promise<unknown>; at: number; maxAge: number; pending: boolean }
-  >;
+export class ReadModelCache<K extends unknown[], V> implements SharedLookup<K, V> {
+  readonly #entries: BoundedMap<string, { value: Promise<V>; at: number; maxAge: number; pending: boolean }>;
   readonly #waiter: Pick<ProjectionWaiter, 'onChange'> & { readonly hearing?: boolean };
+  readonly #key: (...key: K) => string;
+  readonly #load: (...key: K) => Promise<V>;
   readonly #keepNull: boolean;
   readonly #nullMaxAgeMs: number;
 
   /**
-   * `maxEntries`: for caches of big values (fewer of them fit). `nullMaxAgeMs`: a null answer ("not there") is
-   * read again after this long, for look-ups where something may appear that no change notice has announced yet.
+   * `key`: the entry's name for a look-up's arguments; `load`: the read-model query. `maxEntries`: for caches of
+   * big values (fewer of them fit). `nullMaxAgeMs`: a null answer ("not there") is read again after this long,
+   * for look-ups where something may appear that no change notice has announced yet.
    */
   constructor(
     waiter: Pick<ProjectionWaiter, 'onChange'> & { readonly hearing?: boolean },
     projection: string,
-    options: { keepNull?: boolean; nullMaxAgeMs?: number; maxEntries?: number } = {},
+    options: {
+      key: (...key: K) => string;
+      load: (...key: K) => Promise<V>;
+      keepNull?: boolean;
+      nullMaxAgeMs?: number;
+      maxEntries?: number;
+    },
   ) {
+    this.#key = options.key;
+    this.#load = options.load;
     this.#keepNull = options.keepNull ?? true;
     this.#nullMaxAgeMs = Math.min(options.nullMaxAgeMs ?? MAX_AGE_MS, MAX_AGE_MS);
     this.#entries = new BoundedMap(options.maxEntries ?? MAX_ENTRIES);
@@ -40,12 +49,13 @@ export class ReadModelCache {
     waiter.onChange(projection, () => this.#entries.clear());
   }
 
-  get<T>(key: string, load: () => Promise<T>): Promise<T> {
+  get(...args: K): Promise<V> {
+    const key = this.#key(...args);
     const now = Date.now();
     const hearing = this.#waiter.hearing ?? true;
     const hit = this.#entries.get(key);
-    if (hit && (hit.pending || (hearing && now - hit.at < hit.maxAge))) return hit.value as Promise<T>;
-    const entry = { value: load() as Promise<unknown>, at: now, maxAge: MAX_AGE_MS, pending: true };
+    if (hit && (hit.pending || (hearing && now - hit.at < hit.maxAge))) return hit.value;
+    const entry = { value: this.#load(...args), at: now, maxAge: MAX_AGE_MS, pending: true };
     this.#entries.set(key, entry);
     const forget = () => {
       if (this.#entries.get(key) === entry) this.#entries.delete(key);
@@ -55,6 +65,6 @@ export class ReadModelCache {
       if (!hearing || (v === null && !this.#keepNull)) forget();
       else if (v === null) entry.maxAge = this.#nullMaxAgeMs;
     }, forget);
-    return entry.value as Promise<T>;
+    return entry.value;
   }
 }

@@ -2,7 +2,7 @@ import { normaliseAddress, type SuppressionEvent } from '../domain/suppressions/
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
 
-/** The suppression list that the API lists and the sending path checks (`isSuppressed`). */
+/** The suppression list that the API lists and the sending path checks (`services.caches.suppressed`). */
 export const suppressionsProjection: Projection<SuppressionEvent> = {
   name: 'suppressions',
   tables: ['suppressions'],

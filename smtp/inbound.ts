@@ -25,9 +25,7 @@ export function inbound(door: FrontDoor, services: Services) {
    */
   async function inboundDomainsFor(address: string) {
     const name = domainOf(address).toLowerCase();
-    const found = await services.caches.domains.get(`inbound ${name}`, () =>
-      findInboundDomains(services.db, name),
-    );
+    const found = await services.caches.inboundDomains.get(name);
     return found.filter((d) => d.mode === 'live' && d.inboundVerified);
   }
 

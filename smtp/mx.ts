@@ -1,5 +1,4 @@
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
-import { blobStoreFor } from '../platform/blob-store.ts';
 import type { Services } from '../platform/services.ts';
 import { bounceReports } from './bounce-reports.ts';
 import { inbound } from './inbound.ts';
@@ -27,7 +26,7 @@ interface Route {
  */
 export function mxHooks(door: FrontDoor, services: Services) {
   const returnPath = onReturnPathDomain(services.config);
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const unsubscribe = unsubscribeMailto(services, returnPath);
   const reports = bounceReports(door, services, returnPath);
   const received = inbound(door, services);

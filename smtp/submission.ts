@@ -5,7 +5,7 @@ import { domainOf, formatMailbox, parseMailbox } from '../domain/emails/addresse
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
 import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
-import { requestHash, withIdempotency } from '../platform/idempotency/idempotency.ts';
+import { requestHash } from '../platform/idempotency/idempotency.ts';
 import { newId } from '../platform/ids.ts';
 import type { Services } from '../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
@@ -149,8 +149,7 @@ export async function submitMessage(
   if (idempotencyKey === undefined) return send({ ids: newIds(), resumed: false });
 
   const digest = createHash('sha256').update(submitted).digest('hex');
-  const reply = await withIdempotency(
-    services.store,
+  const reply = await services.idempotency.run(
     auth,
     idempotencyKey,
     requestHash('SMTP', 'submission', { to: envelopeTo, message: digest }),

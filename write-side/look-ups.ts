@@ -1,8 +1,10 @@
 import type { Impressum } from '../domain/domains/domain.events.ts';
+import type { PlanSlotResource } from '../domain/plan-slots/plan-slot.events.ts';
 import type { TemplateVariable } from '../domain/templates/template.events.ts';
+import type { AuthContext } from '../platform/auth/auth-context.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
-import type { Services } from '../platform/services.ts';
+import type { Services, SharedLookup } from '../platform/services.ts';
 import type { Tenant } from '../platform/tenancy.ts';
 
 /**
@@ -36,14 +38,8 @@ declare module '../platform/services.ts' {
       tenant: Tenant,
       topicId: string,
     ): Promise<{ id: string; name: string; default_subscription: 'opt_in' | 'opt_out' } | null>;
-    /** The sending domain for a From address's domain (any case, Unicode or punycode), or null. */
+    /** The sending domain for a From address's domain (any case, Unicode or punycode), with its impressum, or null. */
     findSendingDomain(db: Database, tenant: Tenant, name: string): Promise<SendingDomainLookUp | null>;
-    /** A domain of the tenant by id (a key restricted to it sends only from its name), or null. */
-    findDomainById(db: Database, tenant: Tenant, domainId: string): Promise<{ name: string } | null>;
-    /** Whether an address is on the tenant's suppression list. */
-    isSuppressed(db: Database, tenant: Tenant, address: string): Promise<boolean>;
-    /** The tenant's suppressed addresses (lower case) when the list is short; else null. */
-    smallSuppressionList(db: Database, tenant: Tenant): Promise<Set<string> | null>;
     /** The template's published version (or `versionId`), as the sending path renders it. */
     findPublishedVersion(
       db: Database,
@@ -75,6 +71,37 @@ declare module '../platform/services.ts' {
     getTemplate(db: Database, tenant: Tenant, templateId: string): Promise<object | null>;
     /** Whether the organization records who opened and clicked (client details). */
     tracksClientDetails(db: Database, orgId: string): Promise<boolean>;
+    /** The domain as `GET /v1/domains/{id}` answers it, or null. */
+    findApiDomain(db: Database, tenant: Tenant, domainId: string): Promise<{ id: string } | null>;
+    /** The ids of the organization's resources of a kind that count toward its plan (not deleted). */
+    countedResourceIds(db: Database, tenant: Tenant, resource: PlanSlotResource): Promise<string[]>;
+  }
+}
+
+/**
+ * The shared look-ups every send makes, cached until their projection changes or batched (bin/caches.ts builds
+ * them with read-side's queries). A member declares only what its callers read of the answer.
+ */
+declare module '../platform/services.ts' {
+  interface Caches {
+    /** The API key presented (kept by its SHA-256 hash), or null when it is unknown or deleted. */
+    apiKeys: SharedLookup<[key: string], AuthContext | null>;
+    /** The domain of the organization and mode a From address names, or null. */
+    sendingDomains: SharedLookup<
+      [tenant: Tenant, name: string],
+      { id: string; name: string; canSendLive: boolean } | null
+    >;
+    /** A domain of the organization and mode by id (a key restricted to a domain), or null. */
+    domainsById: SharedLookup<[tenant: Tenant, domainId: string], { name: string } | null>;
+    /** The domains, of any organization and mode, that asked for inbound mail under this name. */
+    inboundDomains: SharedLookup<
+      [name: string],
+      { id: string; orgId: string; mode: Mode; name: string; inboundVerified: boolean }[]
+    >;
+    /** The organization's suppressed addresses (lower case) when the list is short, else null. */
+    suppressions: SharedLookup<[tenant: Tenant], ReadonlySet<string> | null>;
+    /** Whether sending to the address is blocked for the organization and mode (one batched query). */
+    suppressed: SharedLookup<[tenant: Tenant, address: string], boolean>;
   }
 }
 

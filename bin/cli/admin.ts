@@ -3,7 +3,8 @@ import express from 'express';
 import { AppError } from '../../platform/errors.ts';
 import { refuseUnstorableText } from '../../platform/unstorable-text.ts';
 import type { Postline } from '../service.ts';
-import { runCommand, UsageError } from './commands.ts';
+import { UsageError } from './cli.ts';
+import { runCommand } from './commands.ts';
 
 /**
  * POST /admin/cli runs a CLI command inside the running service, streaming its output back. Embedded mode

@@ -3,6 +3,7 @@ import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import { currentRecords, inboundRecord } from './dns-records.ts';
 import type { DnsRecord, DomainEvent, DomainStatus, Impressum, RecordCheck } from './domain.events.ts';
+import { answerFor, checked } from './record-checks.ts';
 
 export type DomainCommand =
   | ({ type: 'AddDomain'; at: string } & Omit<
@@ -76,78 +77,94 @@ type Existing = Extract<DomainState, { exists: true }>;
 /** What a test-mode simulation may make of a domain's records. */
 export type Simulation = 'verified' | 'failed';
 
-/** Status from the required records: all verified, some verified, any failed, else still pending. */
-export function domainStatus(records: DnsRecord[]): DomainStatus {
-  const required = records.filter((r) => r.required);
-  if (required.every((r) => r.status === 'verified')) return 'verified';
-  if (required.some((r) => r.status === 'verified')) return 'partially_verified';
-  if (required.some((r) => r.status === 'failed')) return 'failed';
-  return 'pending';
-}
-
-const sameRecord = (
-  a: Pick<DnsRecord, 'type' | 'name' | 'purpose'>,
-  b: Pick<DnsRecord, 'type' | 'name' | 'purpose'>,
-) => a.type === b.type && a.name === b.name && a.purpose === b.purpose;
-
-function applyChecks(records: DnsRecord[], checks: RecordCheck[]): DnsRecord[] {
-  return records.map((r) => {
-    const check = checks.find((c) => sameRecord(c, r));
-    if (!check || check.outcome === 'inconclusive') return r;
-    return { ...r, status: check.outcome, found: check.found };
-  });
-}
-
-/** What DNS answers for a record published as asked: MX answers carry their priority. */
-const answerFor = (r: DnsRecord) => (r.type === 'MX' ? `${r.priority ?? 10} ${r.value}` : r.value);
-
-/**
- * The events of a check: the records' new statuses, the records that were verified and broke
- * (`DomainDnsChanged`), and `DomainVerified` when the domain becomes verified.
- */
-function checked(
-  domain: Existing,
-  checks: RecordCheck[],
-  command: { trigger: 'manual' | 'periodic'; at: string },
-  simulated = false,
-): DomainEvent[] {
-  const records = applyChecks(domain.records, checks);
-  const status = domainStatus(records);
-  const base = { domainId: domain.domainId, name: domain.name };
-  const mark = simulated ? { simulated: true as const } : {};
-  const events: DomainEvent[] = [
-    {
-      type: 'DomainVerificationChecked',
-      data: { ...base, trigger: command.trigger, status, records, checkedAt: command.at, ...mark },
-    },
-  ];
-  const broken = records.filter((r, i) => domain.records[i].status === 'verified' && r.status === 'failed');
-  if (broken.length > 0) {
-    events.push({
-      type: 'DomainDnsChanged',
-      data: {
-        ...base,
-        records: broken.map((r) => ({
-          type: r.type,
-          name: r.name,
-          purpose: r.purpose,
-          expected: r.value,
-          found: r.found ?? [],
-        })),
-        status,
-        detectedAt: command.at,
-        ...mark,
-      },
-    });
-  }
-  if (status === 'verified' && domain.status !== 'verified') {
-    events.push({ type: 'DomainVerified', data: { ...base, verifiedAt: command.at, ...mark } });
-  }
-  return events;
-}
-
 const visible = (state: DomainState, command: { domainId: string; orgId: string; mode: Mode }): Existing =>
   visibleTo(state, command, 'Domain', command.domainId);
+
+type Command<T extends DomainCommand['type']> = Extract<DomainCommand, { type: T }>;
+
+function addDomain(command: Command<'AddDomain'>, state: DomainState): DomainEvent[] {
+  if (state.exists) throw new AppError('conflict', `Domain ${command.domainId} already exists`);
+  const { type: _, at, ...data } = command;
+  return [{ type: 'DomainAdded', data: { ...data, region: 'eu', addedAt: at } }];
+}
+
+function simulateDnsCheck(command: Command<'SimulateDnsCheck'>, domain: Existing): DomainEvent[] {
+  if (domain.mode !== 'test')
+    throw new AppError(
+      'test_mode_only',
+      'Only test-mode domains (pk_test_ keys) can simulate verification; a live domain verifies over DNS.',
+    );
+  const checks = domain.records.map(
+    (r): RecordCheck => ({
+      type: r.type,
+      name: r.name,
+      purpose: r.purpose,
+      outcome: command.outcome,
+      found: command.outcome === 'verified' ? [answerFor(r)] : [],
+    }),
+  );
+  return checked(domain, checks, command, true);
+}
+
+function updateDomain(command: Command<'UpdateDomain'>, domain: Existing): DomainEvent[] {
+  const next = {
+    openTracking: command.openTracking ?? domain.openTracking,
+    clickTracking: command.clickTracking ?? domain.clickTracking,
+    inboundEnabled: command.inboundEnabled ?? domain.inboundEnabled,
+    impressum: command.impressum === undefined ? domain.impressum : command.impressum,
+  };
+  let records = domain.records;
+  if (next.inboundEnabled && !domain.inboundEnabled)
+    records = [...records, inboundRecord(domain.name, command.inboundMxHost)];
+  if (!next.inboundEnabled && domain.inboundEnabled) records = records.filter((r) => r.purpose !== 'inbound');
+  const unchanged =
+    records === domain.records &&
+    next.openTracking === domain.openTracking &&
+    next.clickTracking === domain.clickTracking &&
+    JSON.stringify(next.impressum) === JSON.stringify(domain.impressum);
+  if (unchanged) return [];
+  return [
+    {
+      type: 'DomainUpdated',
+      data: { domainId: domain.domainId, name: domain.name, ...next, records, updatedAt: command.at },
+    },
+  ];
+}
+
+function deleteDomain(command: Command<'DeleteDomain'>, domain: Existing): DomainEvent[] {
+  const { domainId, name } = domain;
+  return [
+    {
+      type: 'DomainDeleted',
+      data: { domainId, name, deletedAt: command.at, purgeAfter: command.purgeAfter },
+    },
+  ];
+}
+
+function restoreDomain(command: Command<'RestoreDomain'>, state: DomainState): DomainEvent[] {
+  // Another organization's or mode's, or purged: not found, as for every other command.
+  if (!state.exists || state.purged || state.orgId !== command.orgId || state.mode !== command.mode) {
+    throw notFound('Domain', command.domainId);
+  }
+  if (!state.deleted) throw new AppError('conflict', `Domain ${command.domainId} is not deleted`);
+  if (state.purgeAfter && command.at >= state.purgeAfter) {
+    throw notFound('Domain', command.domainId);
+  }
+  return [
+    { type: 'DomainRestored', data: { domainId: state.domainId, name: state.name, restoredAt: command.at } },
+  ];
+}
+
+function purgeDomain(command: Command<'PurgeDomain'>, state: DomainState): DomainEvent[] {
+  if (!state.exists) throw notFound('Domain', command.domainId);
+  if (state.purged) return [];
+  if (!state.deleted || !state.purgeAfter || command.at < state.purgeAfter) {
+    throw new AppError('conflict', `Domain ${command.domainId} is not due for purging`);
+  }
+  return [
+    { type: 'DomainPurged', data: { domainId: state.domainId, name: state.name, purgedAt: command.at } },
+  ];
+}
 
 export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
   initialState: { exists: false },
@@ -198,106 +215,20 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
 
   decide(command, state) {
     switch (command.type) {
-      case 'AddDomain': {
-        if (state.exists) throw new AppError('conflict', `Domain ${command.domainId} already exists`);
-        const { type: _, at, ...data } = command;
-        return [{ type: 'DomainAdded', data: { ...data, region: 'eu', addedAt: at } }];
-      }
-
+      case 'AddDomain':
+        return addDomain(command, state);
       case 'RecordDnsCheck':
         return checked(visible(state, command), command.checks, command);
-
-      case 'SimulateDnsCheck': {
-        const domain = visible(state, command);
-        if (domain.mode !== 'test')
-          throw new AppError(
-            'test_mode_only',
-            'Only test-mode domains (pk_test_ keys) can simulate verification; a live domain verifies over DNS.',
-          );
-        const checks = domain.records.map(
-          (r): RecordCheck => ({
-            type: r.type,
-            name: r.name,
-            purpose: r.purpose,
-            outcome: command.outcome,
-            found: command.outcome === 'verified' ? [answerFor(r)] : [],
-          }),
-        );
-        return checked(domain, checks, command, true);
-      }
-
-      case 'UpdateDomain': {
-        const domain = visible(state, command);
-        const next = {
-          openTracking: command.openTracking ?? domain.openTracking,
-          clickTracking: command.clickTracking ?? domain.clickTracking,
-          inboundEnabled: command.inboundEnabled ?? domain.inboundEnabled,
-          impressum: command.impressum === undefined ? domain.impressum : command.impressum,
-        };
-        let records = domain.records;
-        if (next.inboundEnabled && !domain.inboundEnabled)
-          records = [...records, inboundRecord(domain.name, command.inboundMxHost)];
-        if (!next.inboundEnabled && domain.inboundEnabled)
-          records = records.filter((r) => r.purpose !== 'inbound');
-        const unchanged =
-          records === domain.records &&
-          next.openTracking === domain.openTracking &&
-          next.clickTracking === domain.clickTracking &&
-          JSON.stringify(next.impressum) === JSON.stringify(domain.impressum);
-        if (unchanged) return [];
-        return [
-          {
-            type: 'DomainUpdated',
-            data: { domainId: domain.domainId, name: domain.name, ...next, records, updatedAt: command.at },
-          },
-        ];
-      }
-
-      case 'DeleteDomain': {
-        const domain = visible(state, command);
-        return [
-          {
-            type: 'DomainDeleted',
-            data: {
-              domainId: domain.domainId,
-              name: domain.name,
-              deletedAt: command.at,
-              purgeAfter: command.purgeAfter,
-            },
-          },
-        ];
-      }
-
-      case 'RestoreDomain': {
-        // Another organization's or mode's, or purged: not found, as for every other command.
-        if (!state.exists || state.purged || state.orgId !== command.orgId || state.mode !== command.mode) {
-          throw notFound('Domain', command.domainId);
-        }
-        if (!state.deleted) throw new AppError('conflict', `Domain ${command.domainId} is not deleted`);
-        if (state.purgeAfter && command.at >= state.purgeAfter) {
-          throw notFound('Domain', command.domainId);
-        }
-        return [
-          {
-            type: 'DomainRestored',
-            data: { domainId: state.domainId, name: state.name, restoredAt: command.at },
-          },
-        ];
-      }
-
-      case 'PurgeDomain': {
-        if (!state.exists) throw notFound('Domain', command.domainId);
-        if (state.purged) return [];
-        if (!state.deleted || !state.purgeAfter || command.at < state.purgeAfter) {
-          throw new AppError('conflict', `Domain ${command.domainId} is not due for purging`);
-        }
-        return [
-          {
-            type: 'DomainPurged',
-            data: { domainId: state.domainId, name: state.name, purgedAt: command.at },
-          },
-        ];
-      }
+      case 'SimulateDnsCheck':
+        return simulateDnsCheck(command, visible(state, command));
+      case 'UpdateDomain':
+        return updateDomain(command, visible(state, command));
+      case 'DeleteDomain':
+        return deleteDomain(command, visible(state, command));
+      case 'RestoreDomain':
+        return restoreDomain(command, state);
+      case 'PurgeDomain':
+        return purgeDomain(command, state);
     }
   },
 };

@@ -56,6 +56,69 @@ function requireActive(state: Existing, webhookId: string) {
 
 const sameList = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
+type Command<T extends WebhookCommand['type']> = Extract<WebhookCommand, { type: T }>;
+
+function createWebhook(command: Command<'CreateWebhook'>, state: WebhookState): WebhookEvent[] {
+  if (state.status !== 'none') throw new AppError('conflict', `Webhook ${command.webhookId} already exists`);
+  if (command.planLimit !== null && command.existingEndpoints >= command.planLimit) {
+    throw new AppError(
+      'plan_limit_exceeded',
+      `Your plan allows ${command.planLimit} webhook endpoint${command.planLimit === 1 ? '' : 's'}; delete one or upgrade.`,
+    );
+  }
+  const { webhookId, orgId, mode, url, events, active, sealedSecret, at } = command;
+  return [
+    {
+      type: 'WebhookCreated',
+      data: { webhookId, orgId, mode, url, events, active, sealedSecret, createdAt: at },
+    },
+  ];
+}
+
+function updateWebhook(command: Command<'UpdateWebhook'>, s: Existing): WebhookEvent[] {
+  const next = {
+    url: command.url ?? s.url,
+    events: command.events ?? s.events,
+    active: command.active ?? s.active,
+  };
+  if (next.url === s.url && sameList(next.events, s.events) && next.active === s.active) return [];
+  return [{ type: 'WebhookUpdated', data: { webhookId: command.webhookId, ...next, updatedAt: command.at } }];
+}
+
+function rotateSecret(command: Command<'RotateWebhookSecret'>, s: Existing): WebhookEvent[] {
+  const previousValidUntil = new Date(Date.parse(command.at) + ROTATION_OVERLAP_MS).toISOString();
+  return [
+    {
+      type: 'WebhookSecretRotated',
+      data: {
+        webhookId: command.webhookId,
+        sealedSecret: command.sealedSecret,
+        previousSealedSecret: s.sealedSecret,
+        previousValidUntil,
+        rotatedAt: command.at,
+      },
+    },
+  ];
+}
+
+function requestReplay(command: Command<'RequestWebhookReplay'>): WebhookEvent[] {
+  if (Date.parse(command.since) > Date.parse(command.at)) {
+    throw new AppError('validation_error', '`since`: must not be in the future');
+  }
+  if (command.until !== null && Date.parse(command.until) < Date.parse(command.since)) {
+    throw new AppError('validation_error', '`until`: must not be before `since`');
+  }
+  const { webhookId, replayId, since, until, at } = command;
+  return [{ type: 'WebhookReplayRequested', data: { webhookId, replayId, since, until, requestedAt: at } }];
+}
+
+function disableWebhook(command: Command<'DisableWebhook'>, state: WebhookState): WebhookEvent[] {
+  // Already off (by its owner, an earlier failure or deletion): nothing to record.
+  if (state.status !== 'exists' || !state.active) return [];
+  const { webhookId, reason, detail, at } = command;
+  return [{ type: 'WebhookDisabled', data: { webhookId, reason, detail, disabledAt: at } }];
+}
+
 export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState> = {
   initialState: { status: 'none' },
   evolve(state, event) {
@@ -79,51 +142,12 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
   },
   decide(command, state) {
     switch (command.type) {
-      case 'CreateWebhook': {
-        if (state.status !== 'none')
-          throw new AppError('conflict', `Webhook ${command.webhookId} already exists`);
-        if (command.planLimit !== null && command.existingEndpoints >= command.planLimit) {
-          throw new AppError(
-            'plan_limit_exceeded',
-            `Your plan allows ${command.planLimit} webhook endpoint${command.planLimit === 1 ? '' : 's'}; delete one or upgrade.`,
-          );
-        }
-        const { webhookId, orgId, mode, url, events, active, sealedSecret, at } = command;
-        return [
-          {
-            type: 'WebhookCreated',
-            data: { webhookId, orgId, mode, url, events, active, sealedSecret, createdAt: at },
-          },
-        ];
-      }
-      case 'UpdateWebhook': {
-        const s = owned(state, command);
-        const next = {
-          url: command.url ?? s.url,
-          events: command.events ?? s.events,
-          active: command.active ?? s.active,
-        };
-        if (next.url === s.url && sameList(next.events, s.events) && next.active === s.active) return [];
-        return [
-          { type: 'WebhookUpdated', data: { webhookId: command.webhookId, ...next, updatedAt: command.at } },
-        ];
-      }
-      case 'RotateWebhookSecret': {
-        const s = owned(state, command);
-        const previousValidUntil = new Date(Date.parse(command.at) + ROTATION_OVERLAP_MS).toISOString();
-        return [
-          {
-            type: 'WebhookSecretRotated',
-            data: {
-              webhookId: command.webhookId,
-              sealedSecret: command.sealedSecret,
-              previousSealedSecret: s.sealedSecret,
-              previousValidUntil,
-              rotatedAt: command.at,
-            },
-          },
-        ];
-      }
+      case 'CreateWebhook':
+        return createWebhook(command, state);
+      case 'UpdateWebhook':
+        return updateWebhook(command, owned(state, command));
+      case 'RotateWebhookSecret':
+        return rotateSecret(command, owned(state, command));
       case 'DeleteWebhook':
         owned(state, command);
         return [{ type: 'WebhookDeleted', data: { webhookId: command.webhookId, deletedAt: command.at } }];
@@ -135,33 +159,11 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
             data: { webhookId: command.webhookId, deliveryId: command.deliveryId, requestedAt: command.at },
           },
         ];
-      case 'RequestWebhookReplay': {
+      case 'RequestWebhookReplay':
         requireActive(owned(state, command), command.webhookId);
-        if (Date.parse(command.since) > Date.parse(command.at)) {
-          throw new AppError('validation_error', '`since`: must not be in the future');
-        }
-        if (command.until !== null && Date.parse(command.until) < Date.parse(command.since)) {
-          throw new AppError('validation_error', '`until`: must not be before `since`');
-        }
-        const { webhookId, replayId, since, until, at } = command;
-        return [
-          { type: 'WebhookReplayRequested', data: { webhookId, replayId, since, until, requestedAt: at } },
-        ];
-      }
+        return requestReplay(command);
       case 'DisableWebhook':
-        // Already off (by its owner, an earlier failure or deletion): nothing to record.
-        if (state.status !== 'exists' || !state.active) return [];
-        return [
-          {
-            type: 'WebhookDisabled',
-            data: {
-              webhookId: command.webhookId,
-              reason: command.reason,
-              detail: command.detail,
-              disabledAt: command.at,
-            },
-          },
-        ];
+        return disableWebhook(command, state);
       case 'RecordDeliveryExhausted': {
         if (state.status === 'none') return [];
         const { webhookId, deliveryId, eventType, attempts, at } = command;

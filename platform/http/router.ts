@@ -3,7 +3,7 @@ import { match } from 'path-to-regexp';
 import type { AuthContext } from '../auth/auth-context.ts';
 import { AppError } from '../errors.ts';
 import type { Position } from '../eventstore/types.ts';
-import { type IdempotentRun, requestHash, withIdempotency } from '../idempotency/idempotency.ts';
+import { type IdempotentRun, requestHash } from '../idempotency/idempotency.ts';
 import type { Services } from '../services.ts';
 import { applyRateLimit } from './rate-limit-middleware.ts';
 import type { RouteSchema } from './route-schema.ts';
@@ -149,8 +149,7 @@ export class ApiRouter {
       if (idempotent && key !== undefined) {
         const hash = requestHash(route.method, req.path, req.body);
         const now = () => services.clock.now();
-        reply = await withIdempotency(
-          services.store,
+        reply = await services.idempotency.run(
           auth,
           key,
           hash,

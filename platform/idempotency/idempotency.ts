@@ -20,14 +20,6 @@ export interface IdempotentRun {
   resumed: boolean;
 }
 
-/** The releases each store's process owes (one store per process, several in tests). */
-const owedReleases = new WeakMap<EventStore, OwedReleases>();
-const owedBy = (store: EventStore) => {
-  const owed = owedReleases.get(store) ?? new OwedReleases();
-  owedReleases.set(store, owed);
-  return owed;
-};
-
 export function requestHash(method: string, path: string, body: unknown): string {
   return createHash('sha256')
     .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
@@ -44,8 +36,31 @@ export function requestHash(method: string, path: string, body: unknown): string
  * releases the key at once; when the release cannot be written (the database is away), it is owed and written
  * as soon as the database answers again (`OwedReleases`), so a retry is not kept waiting for the lease.
  */
-export async function withIdempotency(
+export class IdempotencyKeys {
+  readonly #store: EventStore;
+  /** The releases this process owes its store. */
+  readonly #owed = new OwedReleases();
+
+  /** One per process (`services.idempotency`, built in bin/service.ts), shared by the API and the SMTP relay. */
+  constructor(store: EventStore) {
+    this.#store = store;
+  }
+
+  run(
+    auth: AuthContext,
+    key: string,
+    hash: string,
+    now: () => Date,
+    run: (claim: IdempotentRun) => Promise<StoredReply>,
+    options: { leaseMs?: number; newIds?: () => string[] } = {},
+  ): Promise<StoredReply & { replayed?: boolean }> {
+    return withIdempotency(this.#store, this.#owed, auth, key, hash, now, run, options);
+  }
+}
+
+async function withIdempotency(
   store: EventStore,
+  owed: OwedReleases,
   auth: AuthContext,
   key: string,
   hash: string,
@@ -59,7 +74,6 @@ export async function withIdempotency(
   const stream = idempotencyStream(auth.orgId, auth.mode, key);
   const metadata = { orgId: auth.orgId, mode: auth.mode, actor: auth.keyId };
   const leaseMs = options.leaseMs ?? IN_FLIGHT_LEASE_MS;
-  const owed = owedBy(store);
   // An earlier attempt of this process that could not release the key does so first.
   await owed.settle(stream);
   const attempt = randomUUID();

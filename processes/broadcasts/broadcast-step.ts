@@ -9,7 +9,6 @@ import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { readBroadcast, runBroadcast } from '../../write-side/broadcasts/broadcast.commands.ts';
-import { unsubscribeTokens } from '../../write-side/broadcasts/unsubscribe.commands.ts';
 import { acceptEmail } from '../../write-side/emails/accept-email.ts';
 import type { EmailDraft } from '../../write-side/emails/email-draft.ts';
 import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
@@ -148,7 +147,7 @@ class BroadcastStep {
   /** The contact's draft: its text rendered with its data; null (logged) when its data does not render. */
   #render(sending: BroadcastSending, r: AudienceRecipient, startedAt: string): EmailDraft | null {
     const emailId = broadcastEmailId(this.broadcastId, r.id, startedAt);
-    const token = unsubscribeTokens(this.services.config).sign(emailId);
+    const token = this.services.tokens.unsubscribe.sign(emailId);
     const contact = {
       email: r.email,
       first_name: r.first_name,

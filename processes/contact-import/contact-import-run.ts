@@ -5,7 +5,7 @@ import type {
 } from '../../domain/contact-imports/contact-import.decider.ts';
 import type { InvalidRow } from '../../domain/contact-imports/contact-import.events.ts';
 import { CONTACT_LIMITS } from '../../domain/contacts/contact-fields.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
+import type { BlobStore } from '../../platform/blob-store.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import {
@@ -16,7 +16,7 @@ import {
 import { ContactImportCursor, countRows } from './contact-import-cursor.ts';
 import { type ImportedBatch, importContacts } from './import-contacts.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config' | 'lookUps'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config' | 'lookUps' | 'blobs'>;
 type Job = ContactImportState & { exists: true };
 
 /** Rows written per batch: their appends share statements, and each batch records its progress once. */
@@ -48,7 +48,7 @@ export async function workContactImport(
   if (!read.state.exists) return read.state;
   if (read.state.status === 'completed' || read.state.status === 'failed') {
     // A run that stopped between the end and the delete: the file goes now.
-    await blobStoreFor(services.config).delete(read.state.blobKey);
+    await services.blobs.delete(read.state.blobKey);
     return read.state;
   }
   // Everything an import writes is caused by whoever started it.
@@ -68,7 +68,7 @@ class ImportRun {
   readonly importId: string;
   readonly meta: EventMetadata;
   readonly o: WorkOptions;
-  readonly blobs: ReturnType<typeof blobStoreFor>;
+  readonly blobs: BlobStore;
   #state: Job;
   /** The batches a run that finds the job running may have to write again: it may follow one that stopped with
    * PIPELINED_BATCHES in flight. */
@@ -79,7 +79,7 @@ class ImportRun {
     this.importId = importId;
     this.meta = meta;
     this.o = o;
-    this.blobs = blobStoreFor(services.config);
+    this.blobs = services.blobs;
     this.#state = state;
     this.#mayExist = state.status === 'running' ? PIPELINED_BATCHES : 0;
   }

@@ -1,15 +1,11 @@
 import { customReturnPathVerified, envelopeDomain } from '../../domain/domains/dns-records.ts';
 import { type EmailContent, messageIdOf } from '../../domain/emails/email.events.ts';
-import { addTracking, TrackingTokens } from '../../domain/emails/tracking.ts';
+import { addTracking } from '../../domain/emails/tracking.ts';
 import { verpAddress } from '../../domain/emails/verp.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import type { SecretBox } from '../../platform/crypto.ts';
-import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import type { DomainRow } from '../../read-side/domains/domains.queries.ts';
 import type { DkimKey, OutboundMessage } from './mta/message.ts';
-
-const tokensByConfig = new WeakMap<object, TrackingTokens>();
 
 /** A sending domain with its DKIM key opened, once for the many emails that share it. */
 export type SendingDomain = { row: DomainRow; dkim: DkimKey };
@@ -37,12 +33,8 @@ export async function buildOutboundMessage(
   content: EmailContent,
   { row: domain, dkim }: SendingDomain,
 ): Promise<OutboundMessage> {
-  const blobs = blobStoreFor(services.config);
-  let tokens = tokensByConfig.get(services.config);
-  if (!tokens) {
-    tokens = TrackingTokens.fromConfig(services.config, resolveSecretKey(services.config));
-    tokensByConfig.set(services.config, tokens);
-  }
+  const blobs = services.blobs;
+  const tokens = services.tokens.tracking;
   const claim = { emailId: content.emailId, orgId: content.orgId, mode: content.mode };
   const html =
     content.html && !content.raw && (domain.open_tracking || domain.click_tracking)

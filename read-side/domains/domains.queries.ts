@@ -74,6 +74,12 @@ export async function findDomainById(
   return (await live(db, tenant).where('id', '=', domainId).executeTakeFirst()) ?? null;
 }
 
+/** The domain as `GET /v1/domains/{id}` answers it, or null. */
+export async function findApiDomain(db: Database, tenant: Tenant, domainId: string) {
+  const row = await findDomainById(db, tenant, domainId);
+  return row && toApiDomain(row);
+}
+
 export async function listDomains(db: Database, tenant: Tenant, page: PageParams) {
   return listPage(live(db, tenant), page, (rows) => rows.map(toApiDomain));
 }

@@ -10,7 +10,6 @@ import {
 } from '../../domain/emails/emails.response.ts';
 import { EMAIL_STATUSES } from '../../domain/emails/status.ts';
 import { monthOf, PLANS } from '../../domain/organizations/plans.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { notFound } from '../../platform/errors.ts';
 import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
@@ -100,7 +99,7 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
       const rows = await listAttachments(services.db, req.auth, req.params.email_id);
       const a = rows.find((r) => r.id === req.params.attachment_id);
       if (!a) throw notFound('Attachment', req.params.attachment_id);
-      const link = blobStoreFor(services.config).downloadLink(services.config.PUBLIC_URL, a.blob_key, {
+      const link = services.blobs.downloadLink(services.config.PUBLIC_URL, a.blob_key, {
         filename: a.filename,
         contentType: a.content_type,
         now: services.clock.now(),

@@ -7,7 +7,6 @@ import type {
   ReceivedHeaders,
 } from '../../domain/received-emails/received-email.events.ts';
 import { headerListOfMap } from '../../domain/received-emails/received-email.events.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Services } from '../../platform/services.ts';
@@ -81,26 +80,24 @@ export const receivedAttachmentJson = (row: ReceivedEmailRow, a: ReceivedAttachm
 
 /** A signed link to one of its blobs (platform/blob-store.ts). */
 export const downloadLink = (
-  services: Pick<Services, 'config' | 'clock'>,
+  services: Pick<Services, 'config' | 'clock' | 'blobs'>,
   key: string,
   filename: string,
   contentType: string,
 ) =>
-  blobStoreFor(services.config).downloadLink(services.config.PUBLIC_URL, key, {
+  services.blobs.downloadLink(services.config.PUBLIC_URL, key, {
     filename,
     contentType,
     now: services.clock.now(),
   });
 
 /** A JSON blob read back, or null when it is gone (the retention ran between the read of the row and now). */
-const readJson = <T>(services: Pick<Services, 'config'>, key: string | null): Promise<T | null> =>
+const readJson = <T>(services: Pick<Services, 'blobs'>, key: string | null): Promise<T | null> =>
   key
-    ? blobStoreFor(services.config)
-        .get(key)
-        .then(
-          (bytes) => JSON.parse(bytes.toString('utf8')) as T,
-          () => null,
-        )
+    ? services.blobs.get(key).then(
+        (bytes) => JSON.parse(bytes.toString('utf8')) as T,
+        () => null,
+      )
     : Promise.resolve(null);
 
 /**
@@ -120,7 +117,7 @@ function headerMap(list: ReceivedHeader[]): Record<string, string> {
  * The ReceivedEmail of the API. Its bodies are read from the content blob until the retention ends; its headers
  * from their own blob, which the retention keeps (a message recorded before they had one: from the content blob).
  */
-export async function receivedEmailJson(services: Pick<Services, 'config'>, row: ReceivedEmailRow) {
+export async function receivedEmailJson(services: Pick<Services, 'config' | 'blobs'>, row: ReceivedEmailRow) {
   const [content, kept] = await Promise.all([
     readJson<ReceivedContent>(services, row.purged_at ? null : row.content_key),
     readJson<ReceivedHeaders>(services, row.headers_key),

@@ -29,17 +29,20 @@ async function suppressedAmong(db: Database, recipients: Recipient[]): Promise<b
   return recipients.map((r) => found.has(recipientKey(r)));
 }
 
-/** Every send checks its recipients: the checks of requests in flight together share one query. */
-const checks = new WeakMap<Database, Batcher<Recipient, boolean>>();
-
-/** Whether sending to `address` is blocked for this organization and mode; addresses compare case-insensitively. */
-export function isSuppressed(db: Database, { orgId, mode }: Tenant, address: string): Promise<boolean> {
-  let batcher = checks.get(db);
-  if (!batcher) {
-    batcher = new Batcher({ run: (recipients) => suppressedAmong(db, recipients), maxWeight: 1000 });
-    checks.set(db, batcher);
-  }
-  return batcher.add({ orgId, mode, address: address.trim().toLowerCase() });
+/**
+ * Whether sending to an address is blocked for an organization and mode; addresses compare case-insensitively.
+ * Every send checks its recipients: the checks of requests in flight together share one query. Built once per
+ * service, in the composition root (`services.caches.suppressed`).
+ */
+export function suppressionChecks(db: Database) {
+  const batcher = new Batcher<Recipient, boolean>({
+    run: (recipients: Recipient[]) => suppressedAmong(db, recipients),
+    maxWeight: 1000,
+  });
+  return {
+    get: ({ orgId, mode }: Tenant, address: string): Promise<boolean> =>
+      batcher.add({ orgId, mode, address: address.trim().toLowerCase() }),
+  };
 }
 
 /** Lists up to this long are read whole and kept in memory by the send path; longer ones are asked per address. */

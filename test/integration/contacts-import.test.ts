@@ -1,7 +1,6 @@
 import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { ContactImportProcess } from '../../processes/contact-import/contact-import.process.ts';
 import { ContactImportCursor } from '../../processes/contact-import/contact-import-cursor.ts';
 import { IMPORT_BATCH_ROWS, workContactImport } from '../../processes/contact-import/contact-import-run.ts';
@@ -111,7 +110,7 @@ describe('contact import from CSV', () => {
     // The file is gone once the import finished: the contacts hold what it brought.
     const [startedEvent] = await svc.postline.services.store.readStream(`contactimport-${id}`);
     const blobKey = (startedEvent.data as { blobKey: string }).blobKey;
-    expect(await blobStoreFor(svc.postline.services.config).exists(blobKey)).toBe(false);
+    expect(await svc.postline.services.blobs.exists(blobKey)).toBe(false);
 
     const inAudience = await members(audience);
     const byEmail = Object.fromEntries(inAudience.map((c) => [c.email.toLowerCase(), c]));
@@ -349,7 +348,7 @@ describe('contact import from CSV', () => {
     expect(state.exists && state.processed).toBe(2 * IMPORT_BATCH_ROWS);
     // It had written the next batch's contacts too, and crashed before recording that batch.
     const blob = state.exists ? state.blobKey : '';
-    const cursor = await ContactImportCursor.open(blobStoreFor(services.config).stream(blob), id);
+    const cursor = await ContactImportCursor.open(services.blobs.stream(blob), id);
     await cursor.take(2 * IMPORT_BATCH_ROWS);
     const third = await cursor.take(IMPORT_BATCH_ROWS);
     await cursor.close();

@@ -6,7 +6,7 @@ import { connectPostgres, openPGlite } from '../../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../../platform/db/unavailable.ts';
 import { AppError } from '../../platform/errors.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
-import { withIdempotency } from '../../platform/idempotency/idempotency.ts';
+import { IdempotencyKeys } from '../../platform/idempotency/idempotency.ts';
 import { ADMIN_URL, createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
@@ -20,6 +20,7 @@ const auth: AuthContext = {
   domainId: null,
 };
 let store: PostgresEventStore;
+let keys: IdempotencyKeys;
 let close: () => Promise<void>;
 const clock = new ManualClock('2026-03-01T00:00:00Z');
 const now = () => clock.now();
@@ -27,6 +28,7 @@ const now = () => clock.now();
 beforeAll(async () => {
   const db = await openPGlite();
   store = await PostgresEventStore.create(db);
+  keys = new IdempotencyKeys(store);
   close = async () => {
     await store.close();
     await db.close();
@@ -41,16 +43,18 @@ describe('Idempotency-Key', () => {
       release = r;
     });
     let runs = 0;
-    const first = withIdempotency(store, auth, 'k-flight', 'h1', now, async () => {
+    const first = keys.run(auth, 'k-flight', 'h1', now, async () => {
       runs++;
       await gate;
       return { status: 200, body: { id: 'em_1' } };
     });
     await vi.waitFor(() => expect(runs).toBe(1), PATIENCE); // the first holds the claim
-    const second = await withIdempotency(store, auth, 'k-flight', 'h1', now, async () => {
-      runs++;
-      return { status: 200, body: { id: 'em_2' } };
-    }).catch((e) => e);
+    const second = await keys
+      .run(auth, 'k-flight', 'h1', now, async () => {
+        runs++;
+        return { status: 200, body: { id: 'em_2' } };
+      })
+      .catch((e) => e);
     expect(second).toBeInstanceOf(AppError);
     expect(second.code).toBe('idempotency_request_in_flight');
     release();
@@ -66,8 +70,8 @@ describe('Idempotency-Key', () => {
       return { status: 200, body: { n: runs } };
     };
     const results = await Promise.allSettled([
-      withIdempotency(store, auth, 'k-race', 'h', now, run),
-      withIdempotency(store, auth, 'k-race', 'h', now, run),
+      keys.run(auth, 'k-race', 'h', now, run),
+      keys.run(auth, 'k-race', 'h', now, run),
     ]);
     expect(runs).toBe(1);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
@@ -76,52 +80,49 @@ describe('Idempotency-Key', () => {
   it('forgets a key after 24 hours', async () => {
     let runs = 0;
     const run = async () => ({ status: 200, body: { n: ++runs } });
-    await withIdempotency(store, auth, 'k-window', 'h', now, run);
+    await keys.run(auth, 'k-window', 'h', now, run);
     clock.advance(23 * 3600_000);
-    expect((await withIdempotency(store, auth, 'k-window', 'h', now, run)).replayed).toBe(true);
+    expect((await keys.run(auth, 'k-window', 'h', now, run)).replayed).toBe(true);
     clock.advance(2 * 3600_000);
-    const fresh = await withIdempotency(store, auth, 'k-window', 'h-other-body', now, run);
+    const fresh = await keys.run(auth, 'k-window', 'h-other-body', now, run);
     expect(fresh.replayed).toBeUndefined();
     expect(runs).toBe(2);
   });
 
   it('runs a request that failed on the server side again, on the ids of its first claim', async () => {
     const newIds = () => [`em_${Math.random()}`];
-    const first = await withIdempotency(
-      store,
-      auth,
-      'k-fail',
-      'h',
-      now,
-      async (claim) => {
-        expect(claim.resumed).toBe(false);
-        throw new AppError('projection_timeout', 'saved, not readable yet', {}, { id: claim.ids[0] });
-      },
-      { newIds },
-    ).catch((e) => e);
+    const first = await keys
+      .run(
+        auth,
+        'k-fail',
+        'h',
+        now,
+        async (claim) => {
+          expect(claim.resumed).toBe(false);
+          throw new AppError('projection_timeout', 'saved, not readable yet', {}, { id: claim.ids[0] });
+        },
+        { newIds },
+      )
+      .catch((e) => e);
     expect(first.code).toBe('projection_timeout');
-    const retry = await withIdempotency(
-      store,
-      auth,
-      'k-fail',
-      'h',
-      now,
-      async (claim) => ({ status: 200, body: claim }),
-      { newIds },
-    );
+    const retry = await keys.run(auth, 'k-fail', 'h', now, async (claim) => ({ status: 200, body: claim }), {
+      newIds,
+    });
     expect(retry).toEqual({ status: 200, body: { ids: [first.details.id], resumed: true } });
   });
 
   it('keeps a key that failed on the server side bound to its body', async () => {
     await expect(
-      withIdempotency(store, auth, 'k-fail-bound', 'h', now, async () => {
+      keys.run(auth, 'k-fail-bound', 'h', now, async () => {
         throw new Error('database down');
       }),
     ).rejects.toThrow('database down');
-    const other = await withIdempotency(store, auth, 'k-fail-bound', 'h-other', now, async () => ({
-      status: 200,
-      body: {},
-    })).catch((e) => e);
+    const other = await keys
+      .run(auth, 'k-fail-bound', 'h-other', now, async () => ({
+        status: 200,
+        body: {},
+      }))
+      .catch((e) => e);
     expect(other.code).toBe('idempotency_key_reused');
   });
 
@@ -129,8 +130,7 @@ describe('Idempotency-Key', () => {
     let n = 0;
     const newIds = () => [`em_${++n}`];
     let claimed = false;
-    const crashed = withIdempotency(
-      store,
+    const crashed = keys.run(
       auth,
       'k-crash',
       'h',
@@ -143,29 +143,18 @@ describe('Idempotency-Key', () => {
     );
     void crashed;
     await vi.waitFor(() => expect(claimed).toBe(true), PATIENCE);
-    const early = await withIdempotency(
-      store,
-      auth,
-      'k-crash',
-      'h',
-      now,
-      async () => ({ status: 200, body: {} }),
-      {
+    const early = await keys
+      .run(auth, 'k-crash', 'h', now, async () => ({ status: 200, body: {} }), {
         newIds,
         leaseMs: 60_000,
-      },
-    ).catch((e) => e);
+      })
+      .catch((e) => e);
     expect(early.code).toBe('idempotency_request_in_flight');
     clock.advance(61_000);
-    const late = await withIdempotency(
-      store,
-      auth,
-      'k-crash',
-      'h',
-      now,
-      async (claim) => ({ status: 200, body: claim }),
-      { newIds, leaseMs: 60_000 },
-    );
+    const late = await keys.run(auth, 'k-crash', 'h', now, async (claim) => ({ status: 200, body: claim }), {
+      newIds,
+      leaseMs: 60_000,
+    });
     expect(late.body).toEqual({ ids: ['em_1'], resumed: true });
   });
 });
@@ -260,9 +249,11 @@ describe('Idempotency-Key when PostgreSQL goes away in the middle of a request',
   let admin: pg.Client;
   let name: string;
   let cleanup: () => Promise<void>;
-  /** Two stores on one database, as two processes of the service. */
-  let processA: PostgresEventStore;
-  let processB: PostgresEventStore;
+  /** Two stores on one database, as two processes of the service, each with its Idempotency-Key claims. */
+  let storeA: PostgresEventStore;
+  let storeB: PostgresEventStore;
+  let processA: IdempotencyKeys;
+  let processB: IdempotencyKeys;
   let poolA: ReturnType<typeof connectPostgres>;
 
   beforeAll(async () => {
@@ -272,12 +263,14 @@ describe('Idempotency-Key when PostgreSQL goes away in the middle of a request',
     await admin.connect();
     poolA = connectPostgres(url, TEST_POOL_SIZE);
     const poolB = connectPostgres(url, TEST_POOL_SIZE);
-    processA = await PostgresEventStore.create(poolA);
-    processB = await PostgresEventStore.create(poolB);
+    storeA = await PostgresEventStore.create(poolA);
+    storeB = await PostgresEventStore.create(poolB);
+    processA = new IdempotencyKeys(storeA);
+    processB = new IdempotencyKeys(storeB);
     cleanup = async () => {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
       await admin.end();
-      for (const s of [processA, processB]) await s.close();
+      for (const s of [storeA, storeB]) await s.close();
       for (const p of [poolA, poolB]) await p.close();
       await drop();
     };
@@ -293,39 +286,34 @@ describe('Idempotency-Key when PostgreSQL goes away in the middle of a request',
 
   /** A request under `key` in process A during which the database goes away: it ends without an answer. */
   async function cutOff(key: string) {
-    const error = await withIdempotency(
-      processA,
-      auth,
-      key,
-      'h',
-      at,
-      async () => {
-        await allowConnections(false);
-        await terminateAll();
-        await poolA.query('SELECT 1'); // what the request does next fails: the database is away
-        return { status: 200, body: {} };
-      },
-      { leaseMs: LEASE_MS, newIds: () => [`em_${key}`] },
-    ).catch((e) => e);
-    expect(isDatabaseUnavailable(error), String(error)).toBe(true);
-  }
-
-  /** The request under `key` in `store`, sent again until the database answers; every other answer is kept. */
-  async function retry(store: PostgresEventStore, key: string, until: (answer: unknown) => boolean) {
-    const answers: unknown[] = [];
-    for (let i = 0; i < 400; i++) {
-      const answer = await withIdempotency(
-        store,
+    const error = await processA
+      .run(
         auth,
         key,
         'h',
         at,
-        async (claim) => ({ status: 200, body: claim }),
-        {
+        async () => {
+          await allowConnections(false);
+          await terminateAll();
+          await poolA.query('SELECT 1'); // what the request does next fails: the database is away
+          return { status: 200, body: {} };
+        },
+        { leaseMs: LEASE_MS, newIds: () => [`em_${key}`] },
+      )
+      .catch((e) => e);
+    expect(isDatabaseUnavailable(error), String(error)).toBe(true);
+  }
+
+  /** The request under `key` in the process of `claims`, sent again until the database answers; every other answer is kept. */
+  async function retry(claims: IdempotencyKeys, key: string, until: (answer: unknown) => boolean) {
+    const answers: unknown[] = [];
+    for (let i = 0; i < 400; i++) {
+      const answer = await claims
+        .run(auth, key, 'h', at, async (claim) => ({ status: 200, body: claim }), {
           leaseMs: LEASE_MS,
           newIds: () => ['em_other'],
-        },
-      ).catch((e) => e);
+        })
+        .catch((e) => e);
       if (isDatabaseUnavailable(answer)) {
         await new Promise((r) => setTimeout(r, 50)); // the pool is still reconnecting
         continue;

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { receivedEmailStream } from '../../domain/received-emails/received-email.events.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
 import { RetentionProcess } from '../../processes/retention/retention.process.ts';
@@ -261,8 +260,7 @@ describe('the headers of a received email', () => {
   });
 
   it('stored before headers were kept apart: read from the content, then kept apart when the retention ends, for every organization it was for', async () => {
-    const { store, config, readYourWrites } = svc.postline.services;
-    const blobs = blobStoreFor(config);
+    const { store, readYourWrites, blobs } = svc.postline.services;
     const at = clock.now().getTime();
     const rawKey = await blobs.put(Buffer.from(raw.replace(/\n/g, '\r\n')), at);
     // The content blob as it was written then: bodies and headers together, a repeated header as a list.

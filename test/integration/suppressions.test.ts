@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { isSuppressed } from '../../read-side/suppressions/suppressions.queries.ts';
 import { addSuppression } from '../../write-side/suppressions/suppression.commands.ts';
 import { type TestOrg, useTwoOrgs } from '../support/service.ts';
 import { expectValidationErrors } from '../support/validation.ts';
@@ -7,7 +6,7 @@ import { expectValidationErrors } from '../support/validation.ts';
 const { svc, orgs } = useTwoOrgs();
 
 const suppressed = (org: TestOrg, mode: 'live' | 'test', address: string) =>
-  isSuppressed(svc.postline.services.db, { orgId: org.orgId, mode: mode }, address);
+  svc.postline.services.caches.suppressed.get({ orgId: org.orgId, mode: mode }, address);
 
 describe('suppressions API', () => {
   it('adds an address (reason manual by default) and lists it', async () => {

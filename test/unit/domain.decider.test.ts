@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { dnsRecordsFor } from '../../domain/domains/dns-records.ts';
-import { domainDecider, domainStatus } from '../../domain/domains/domain.decider.ts';
+import { domainDecider } from '../../domain/domains/domain.decider.ts';
 import type {
   DnsRecord,
   DomainEvent,
   DomainStatus,
   RecordCheck,
 } from '../../domain/domains/domain.events.ts';
+import { domainStatus } from '../../domain/domains/record-checks.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const at = '2026-01-01T00:00:00.000Z';

@@ -13,10 +13,30 @@ function changeFeed() {
   };
 }
 
+/** A cache whose loader each `get` names, as the cases below read: the loader given at build time calls it. */
+function cacheOf(
+  feed: ReturnType<typeof changeFeed> & { hearing?: boolean },
+  projection: string,
+  options: { keepNull?: boolean; nullMaxAgeMs?: number } = {},
+) {
+  let next: () => Promise<unknown> = async () => undefined;
+  const cache = new ReadModelCache<[string], unknown>(feed, projection, {
+    ...options,
+    key: (k) => k,
+    load: () => next(),
+  });
+  return {
+    get: (key: string, load: () => Promise<unknown>) => {
+      next = load;
+      return cache.get(key);
+    },
+  };
+}
+
 describe('ReadModelCache', () => {
   it('loads once, answers from memory, and loads again after its projection changed', async () => {
     const feed = changeFeed();
-    const cache = new ReadModelCache(feed, 'domains');
+    const cache = cacheOf(feed, 'domains');
     let loads = 0;
     const load = async () => ++loads;
     expect(await Promise.all([cache.get('k', load), cache.get('k', load)])).toEqual([1, 1]);
@@ -29,7 +49,7 @@ describe('ReadModelCache', () => {
   });
 
   it('keeps no failed load, and no null when told so', async () => {
-    const cache = new ReadModelCache(changeFeed(), 'api_keys', { keepNull: false });
+    const cache = cacheOf(changeFeed(), 'api_keys', { keepNull: false });
     await expect(cache.get('k', async () => Promise.reject(new Error('db down')))).rejects.toThrow('db down');
     expect(await cache.get('k', async () => null)).toBeNull();
     expect(await cache.get('k', async () => 'found')).toBe('found');
@@ -37,14 +57,14 @@ describe('ReadModelCache', () => {
   });
 
   it('keeps null by default (a domain that is not there is an answer too)', async () => {
-    const cache = new ReadModelCache(changeFeed(), 'domains');
+    const cache = cacheOf(changeFeed(), 'domains');
     expect(await cache.get('k', async () => null)).toBeNull();
     expect(await cache.get('k', async () => 'late')).toBeNull();
   });
 
   it('answers nothing from memory while its change notices cannot be heard, and caches again once they can', async () => {
     const feed = { ...changeFeed(), hearing: true };
-    const cache = new ReadModelCache(feed, 'api_keys');
+    const cache = cacheOf(feed, 'api_keys');
     expect(await cache.get('k', async () => 'before')).toBe('before');
     feed.hearing = false; // the LISTEN connection is lost: a change elsewhere would go unannounced
     expect(await cache.get('k', async () => 'deleted meanwhile')).toBe('deleted meanwhile');
@@ -62,7 +82,7 @@ describe('ReadModelCache', () => {
     it('answers null from memory until its projection changes or nullMaxAgeMs passes; found values stay longer', async () => {
       vi.useFakeTimers({ toFake: ['Date'], now: 1_000_000 });
       const feed = changeFeed();
-      const cache = new ReadModelCache(feed, 'api_keys', { nullMaxAgeMs: 2000 });
+      const cache = cacheOf(feed, 'api_keys', { nullMaxAgeMs: 2000 });
       expect(await cache.get('k', async () => null)).toBeNull();
       expect(await cache.get('k', async () => 'created')).toBeNull();
       feed.change('api_keys');

@@ -5,7 +5,6 @@ import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { findAudience } from '../../read-side/audiences/audiences.queries.ts';
 import { createAudience, deleteAudience, renameAudience } from './audience.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -22,7 +21,7 @@ export function audienceCommandRoutes(api: ApiRouter, services: Services) {
     param: 'audience_id',
     idPattern: idShape('aud'),
     projections: AUDIENCE_PROJECTIONS,
-    read: (tenant, id) => findAudience(services.db, tenant, id),
+    read: (tenant, id) => services.lookUps.findAudience(services.db, tenant, id),
     response: Audience,
   });
 

@@ -1,20 +1,7 @@
-import { UnsubscribeTokens } from '../../domain/broadcasts/unsubscribe-token.ts';
 import { type EmailBroadcastRef, type EmailContent, emailStream } from '../../domain/emails/email.events.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
-import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { unsubscribeContact } from '../contacts/contact.commands.ts';
-
-const tokensByConfig = new WeakMap<object, UnsubscribeTokens>();
-/** The tokens under this configuration's secret key, made once. */
-export function unsubscribeTokens(config: Services['config']): UnsubscribeTokens {
-  let tokens = tokensByConfig.get(config);
-  if (!tokens) {
-    tokens = new UnsubscribeTokens(resolveSecretKey(config));
-    tokensByConfig.set(config, tokens);
-  }
-  return tokens;
-}
 
 export interface UnsubscribeTarget extends EmailBroadcastRef {
   meta: EventMetadata;
@@ -27,10 +14,10 @@ export interface UnsubscribeTarget extends EmailBroadcastRef {
  * names any other email.
  */
 export async function unsubscribeTarget(
-  services: Pick<Services, 'store' | 'config'>,
+  services: Pick<Services, 'store' | 'tokens'>,
   token: string,
 ): Promise<UnsubscribeTarget | null> {
-  const emailId = unsubscribeTokens(services.config).verify(token);
+  const emailId = services.tokens.unsubscribe.verify(token);
   if (!emailId) return null;
   const [first] = await services.store.readStream(emailStream(emailId));
   if (first?.type !== 'EmailQueued' && first?.type !== 'EmailScheduled') return null;

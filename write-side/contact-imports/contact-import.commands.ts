@@ -13,7 +13,7 @@ import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { storeImportFile } from './import-file.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config' | 'lookUps'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'config' | 'lookUps' | 'blobs'>;
 
 /**
  * Stores the file and queues its import: the audience must be the caller's, the file one `storeImportFile`

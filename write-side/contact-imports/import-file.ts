@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import { headerOf } from '../../domain/contact-imports/contact-import.csv.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 
@@ -9,13 +8,13 @@ import type { Services } from '../../platform/services.ts';
  * otherwise). A refused file leaves nothing behind.
  */
 export async function storeImportFile(
-  services: Pick<Services, 'config'>,
+  services: Pick<Services, 'blobs'>,
   file: Readable | AsyncIterable<Buffer>,
   maxBytes: number,
   /** The time the file's name is made from. */
   at: number,
 ): Promise<{ blobKey: string; bytes: number }> {
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const blob = await blobs.writer(at);
   try {
     for await (const chunk of file) {

@@ -1,9 +1,5 @@
-import { generateKeyPair, randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
-import { dnsRecordsFor, dnsSettings, TRACKING_LABEL } from '../../domain/domains/dns-records.ts';
 import { type DomainCommand, domainDecider, type Simulation } from '../../domain/domains/domain.decider.ts';
 import {
-  type DkimKey,
   DOMAIN_GRACE_PERIOD_MS,
   domainNameStream,
   domainStream,
@@ -18,15 +14,9 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
-import {
-  freeSlot,
-  type PlanSlotKind,
-  SLOT_ABANDONED_AFTER_MS,
-  withPlanSlot,
-} from '../plan-slots/plan-slot.commands.ts';
+import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 import { checkDnsRecords } from './dns-check.ts';
-
-const generateRsaKeyPair = promisify(generateKeyPair);
+import { nameRegistration, newDomainCommand } from './new-domain.ts';
 
 /** Domains count against the plan until deleted (soft delete frees the slot, as the list stops showing it). */
 export const DOMAIN_SLOTS: PlanSlotKind = {
@@ -36,67 +26,7 @@ export const DOMAIN_SLOTS: PlanSlotKind = {
   restoredBy: ['DomainRestored'],
 };
 
-type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db'>;
-
-/**
- * A fresh RSA 2048 key. The selector carries the month and a random part: it names this key in DNS, so a
- * rotated key gets a new selector and both can be published while mail signed with the old one is in flight.
- * Two organizations registering the same name get different selectors, so their records do not collide.
- */
-async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
-  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'der' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  });
-  const month = at.toISOString().slice(0, 7).replace('-', '');
-  return {
-    selector: `pl${month}${randomBytes(3).toString('hex')}`,
-    publicKey: publicKey.toString('base64'),
-    sealedPrivateKey: services.secrets.seal(privateKey),
-    createdAt: at.toISOString(),
-  };
-}
-
-/**
- * Registers the name in its claim stream; registrations whose domain was never written (a crash) are freed.
- * Only old ones: a young one may belong to a request still running, which would otherwise lose its name.
- */
-/**
- * The registration of a domain's name as a command on the name's stream, read now: the registrations of this
- * organization and mode that were abandoned (their domain never came into being) are released by it.
- */
-async function nameRegistration(
-  services: Deps,
-  meta: EventMetadata,
-  name: string,
-  domainId: string,
-  at: string,
-) {
-  const stream = domainNameStream(name);
-  const history = await services.store.readStream(stream);
-  const state = rebuildState(domainNameDecider, history);
-  const abandoned: string[] = [];
-  for (const [id, r] of Object.entries(state.registrations)) {
-    if (
-      r.orgId === meta.orgId &&
-      r.mode === meta.mode &&
-      Date.parse(at) - Date.parse(r.since) > SLOT_ABANDONED_AFTER_MS &&
-      (await services.store.readStream(domainStream(id))).length === 0
-    )
-      abandoned.push(id);
-  }
-  const command = {
-    type: 'RegisterDomainName' as const,
-    name,
-    domainId,
-    orgId: meta.orgId,
-    mode: meta.mode,
-    abandoned,
-    at,
-  };
-  return { stream, history, state, command };
-}
+export type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db' | 'lookUps'>;
 
 export interface NewDomain {
   name: string;
@@ -127,36 +57,12 @@ export async function addDomain(
   domainNameDecider.decide(registration.command, registration.state);
   return withPlanSlot(services, meta, DOMAIN_SLOTS, { id: domainId, limit, refusal }, async () => {
     // The name first: a taken name is refused before the key pair costs its CPU time.
-    const { stream, history, command } = await nameRegistration(services, meta, input.name, domainId, at);
-    await handleCommand(services.store, stream, domainNameDecider, command, meta, { history });
-    const dkim = await newDkimKey(services, now);
-    const settings = dnsSettings(services.config);
-    const result = await handleCommand(
-      services.store,
-      domainStream(domainId),
-      domainDecider,
-      {
-        type: 'AddDomain',
-        domainId,
-        orgId: meta.orgId,
-        mode: meta.mode,
-        ...input,
-        dkim,
-        returnPathDomain: `${settings.returnPathSubdomain}.${input.name}`,
-        trackingDomain: `${TRACKING_LABEL}.${input.name}`,
-        records: dnsRecordsFor(
-          {
-            name: input.name,
-            selector: dkim.selector,
-            publicKey: dkim.publicKey,
-            inboundEnabled: input.inboundEnabled,
-          },
-          settings,
-        ),
-        at,
-      },
-      meta,
-    );
+    const name = await nameRegistration(services, meta, input.name, domainId, at);
+    await handleCommand(services.store, name.stream, domainNameDecider, name.command, meta, {
+      history: name.history,
+    });
+    const add = await newDomainCommand(services, meta, { ...input, domainId, at: now });
+    const result = await handleCommand(services.store, domainStream(domainId), domainDecider, add, meta);
     return { domainId, position: result.position };
   });
 }

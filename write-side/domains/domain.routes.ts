@@ -8,7 +8,6 @@ import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { findDomainById, toApiDomain } from '../../read-side/domains/domains.queries.ts';
 import { addDomain, deleteDomain, restoreDomain, updateDomain, verifyDomain } from './domain.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
@@ -88,10 +87,7 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
     param: 'domain_id',
     idPattern: idShape('dom'),
     projections: DOMAIN_PROJECTIONS,
-    read: async (tenant, id) => {
-      const row = await findDomainById(services.db, tenant, id);
-      return row && toApiDomain(row);
-    },
+    read: (tenant, id) => services.lookUps.findApiDomain(services.db, tenant, id),
     response: Domain,
     idempotent: { idPrefix: 'dom', stream: domainStream },
   });

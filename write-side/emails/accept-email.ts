@@ -5,7 +5,6 @@ import {
   type EmailScheduled,
   emailStream,
 } from '../../domain/emails/email.events.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
@@ -76,7 +75,7 @@ interface Checked {
  * EmailScheduled. An email queued already under the chosen id (an earlier attempt's) is the answer.
  */
 async function append(services: Services, meta: EventMetadata, checked: Checked): Promise<Accepted> {
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const { raw: submitted, sendAt, broadcast } = checked;
   // Written side by side: each put waits for its own sync, and they share their folder's.
   const [attachments, raw] = await Promise.all([

@@ -17,19 +17,16 @@ export const domainNotVerified = (name: string, known: boolean) =>
  * only from it (403). A broadcast's was checked when it was sent.
  */
 export async function sendingDomain(
-  services: Pick<Services, 'db' | 'caches' | 'lookUps'>,
+  services: Pick<Services, 'caches'>,
   sender: Sender,
 ): Promise<{ domainId: string | null; domainName: string }> {
   if ('broadcast' in sender) return sender.broadcast;
   const { key: auth, fromDomain: name } = sender;
-  const { caches, lookUps, db } = services;
-  const scope = `${auth.orgId} ${auth.mode}`;
-  const domain = await caches.domains.get(`${scope} name ${name}`, () =>
-    lookUps.findSendingDomain(db, auth, name),
-  );
+  const { caches } = services;
+  const domain = await caches.sendingDomains.get(auth, name);
   if (auth.domainId) {
     const id = auth.domainId;
-    const allowed = await caches.domains.get(`${scope} id ${id}`, () => lookUps.findDomainById(db, auth, id));
+    const allowed = await caches.domainsById.get(auth, id);
     if (!allowed || allowed.name !== name) {
       throw new AppError(
         'domain_not_allowed',

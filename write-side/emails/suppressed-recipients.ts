@@ -4,18 +4,16 @@ import { AppError } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 import type { EmailDraft } from './email-draft.ts';
 
-type Deps = Pick<Services, 'db' | 'caches' | 'lookUps'>;
+type Deps = Pick<Services, 'caches'>;
 
 /** From memory for an organization with a short list (most have one), else one batched query per address. */
 async function suppressed(services: Deps, auth: AuthContext, list: Mailbox[]) {
   const unique = [...new Set(list.map((m) => m.address.toLowerCase()))];
-  const { db, lookUps } = services;
-  const small = await services.caches.suppressions.get(`${auth.orgId} ${auth.mode}`, () =>
-    lookUps.smallSuppressionList(db, auth),
-  );
+  const { caches } = services;
+  const small = await caches.suppressions.get(auth);
   const flags = small
     ? unique.map((a) => small.has(a))
-    : await Promise.all(unique.map((a) => lookUps.isSuppressed(db, auth, a)));
+    : await Promise.all(unique.map((a) => caches.suppressed.get(auth, a)));
   return new Set(unique.filter((_, i) => flags[i]));
 }
 

@@ -1,7 +1,6 @@
 import type express from 'express';
-import { TrackingTokens } from '../../domain/emails/tracking.ts';
+import type { TrackingTokens } from '../../domain/emails/tracking.ts';
 import { AppError } from '../../platform/errors.ts';
-import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 import { recordEngagement, systemMeta } from './email.commands.ts';
 
@@ -14,7 +13,7 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
  * not verify gets the pixel anyway (a broken image helps nobody) or a 404 for a click: never a redirect.
  */
 export function mountTracking(app: express.Express, services: Services): void {
-  const tokens = TrackingTokens.fromConfig(services.config, resolveSecretKey(services.config));
+  const tokens = services.tokens.tracking;
   const record = async (
     req: express.Request,
     claim: NonNullable<ReturnType<TrackingTokens['verify']>>,

@@ -12,7 +12,6 @@ import {
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { countedResourceIds } from '../../read-side/plan-slots/plan-slots.queries.ts';
 
 /**
  * Race-free plan limits for resources counted per organization and mode (domains, templates, webhooks); see
@@ -41,14 +40,14 @@ export const SLOT_ABANDONED_AFTER_MS = 5 * 60_000;
 /** Every writer reads, decides and appends once per round; a round lets at least one of them through. */
 const MAX_ATTEMPTS = 10;
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 
 /**
  * The resources that exist now, by the read model (the same rule as its count: not deleted). Only read for the
  * first write to a slot stream; a resource deleted but not yet projected is freed later as stale.
  */
 const existingIds = (services: Deps, resource: PlanSlotResource, meta: EventMetadata) =>
-  countedResourceIds(services.db, meta, resource);
+  services.lookUps.countedResourceIds(services.db, meta, resource);
 
 /** Held slots that no longer count: the resource was deleted, or its stream is still empty long after. */
 async function staleSlots(services: Deps, kind: PlanSlotKind, held: [string, string][], at: string) {

@@ -16,7 +16,7 @@ import {
   receivedEmailStream,
 } from '../../domain/received-emails/received-email.events.ts';
 import { spamScore } from '../../domain/received-emails/spam-score.ts';
-import { type BlobStore, blobStoreFor } from '../../platform/blob-store.ts';
+import type { BlobStore } from '../../platform/blob-store.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, Mode, Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
@@ -99,12 +99,12 @@ async function parse(
  * `parseError`. Resolves once every event is committed: only then may the MX answer 250.
  */
 export async function receiveMessage(
-  services: Pick<Services, 'store' | 'clock' | 'config'>,
+  services: Pick<Services, 'store' | 'clock' | 'config' | 'blobs'>,
   message: ArrivedMessage,
   targets: InboundTarget[],
   actor: string,
 ): Promise<{ ids: string[]; position?: Position }> {
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const at = services.clock.now().getTime();
   const parsed = await parse(blobs, message.read(), at);
   const mail = 'mail' in parsed ? parsed.mail : null;
@@ -200,7 +200,7 @@ export async function receiveMessage(
  * kept apart already; a content blob that cannot be read (gone) leaves the headers unknown.
  */
 async function keepHeadersApart(
-  services: Pick<Services, 'store' | 'clock' | 'config'>,
+  services: Pick<Services, 'store' | 'clock' | 'config' | 'blobs'>,
   meta: EventMetadata,
   receivedEmailId: string,
 ): Promise<void> {
@@ -208,7 +208,7 @@ async function keepHeadersApart(
   const history = await services.store.readStream(stream);
   const state = rebuildState(receivedEmailDecider, history);
   if (!state.exists || state.purged || state.headersKey !== undefined || !state.contentKey) return;
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const content = await readContent(blobs, state.contentKey);
   if (!content) return;
   const headers: ReceivedHeaders = { headers: headerListOfMap(content.headers ?? {}) };
@@ -237,11 +237,11 @@ async function readContent(blobs: BlobStore, key: string): Promise<ReceivedConte
  * order, so a crash in between leaves it due and the next run deletes (nothing more) and records it.
  */
 export async function purgeReceivedEmail(
-  services: Pick<Services, 'store' | 'clock' | 'config' | 'db' | 'lookUps'>,
+  services: Pick<Services, 'store' | 'clock' | 'config' | 'db' | 'lookUps' | 'blobs'>,
   meta: EventMetadata,
   receivedEmailId: string,
 ): Promise<void> {
-  const blobs = blobStoreFor(services.config);
+  const blobs = services.blobs;
   const state = rebuildState(
     receivedEmailDecider,
     await services.store.readStream(receivedEmailStream(receivedEmailId)),

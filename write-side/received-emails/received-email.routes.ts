@@ -2,7 +2,6 @@ import { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { AuthVerdict } from '../../domain/received-emails/received-email.events.ts';
 import { ReceivedEmail } from '../../domain/received-emails/received-emails.response.ts';
-import { blobStoreFor } from '../../platform/blob-store.ts';
 import { AppError } from '../../platform/errors.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
@@ -39,7 +38,7 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
         );
       const body = parse(injectBody, req.body);
       const raw = Buffer.from(body.raw.replace(/\r?\n/g, '\r\n'), 'utf8');
-      const rawKey = await blobStoreFor(services.config).put(raw, services.clock.now().getTime());
+      const rawKey = await services.blobs.put(raw, services.clock.now().getTime());
       const { ids, position } = await receiveMessage(
         services,
         {

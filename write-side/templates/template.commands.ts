@@ -17,7 +17,7 @@ import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-sl
  * (parsing is pure). The quota is a plan slot taken before the template is written (write-side/plan-slots), so
  * two creates racing for the last one cannot both pass; the decider's own check then sees the slots held.
  */
-type Deps = Pick<Services, 'store' | 'clock' | 'db'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 
 /** Active templates count against the plan; a deleted one frees its slot. */
 export const TEMPLATE_SLOTS: PlanSlotKind = {

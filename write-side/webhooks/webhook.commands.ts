@@ -37,7 +37,7 @@ export interface NewWebhook {
  * so two creates racing for the last one cannot both pass. The secret is returned in clear only here.
  */
 export async function addWebhook(
-  services: Deps & Pick<Services, 'db'>,
+  services: Deps & Pick<Services, 'db' | 'lookUps'>,
   meta: EventMetadata,
   plan: Plan,
   input: NewWebhook,

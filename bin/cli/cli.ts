@@ -1,0 +1,42 @@
+import type { Writable } from 'node:stream';
+import type { z } from 'zod';
+import { findOrganization } from '../../read-side/api-keys/api-keys.queries.ts';
+import type { Postline } from '../service.ts';
+
+/** Wrong or missing arguments: the CLI prints what the command needs and exits 2. */
+export class UsageError extends Error {}
+
+/** What every subcommand works with: the open Postline, where to write, and how to check its input. */
+export interface Cli {
+  services: Postline['services'];
+  runner: Postline['runner'];
+  out: Writable;
+  /** Writes one line. */
+  write(s: string): void;
+  /** The command's input, checked; `usage` says what it needs when it is not right. */
+  parse<T extends z.ZodType>(schema: T, input: unknown, usage: string): z.output<T>;
+  /** Whether the organization exists; says so when it does not. */
+  knownOrganization(orgId: string): Promise<boolean>;
+}
+
+export function cliOf({ services, runner }: Postline, out: Writable): Cli {
+  const write = (s: string) => {
+    out.write(s.endsWith('\n') ? s : `${s}\n`);
+  };
+  return {
+    services,
+    runner,
+    out,
+    write,
+    parse(schema, input, usage) {
+      const parsed = schema.safeParse(input);
+      if (!parsed.success) throw new UsageError(usage);
+      return parsed.data;
+    },
+    async knownOrganization(orgId) {
+      if (await findOrganization(services.db, orgId)) return true;
+      write(`No organization ${orgId} (npx postline orgs list shows them).`);
+      return false;
+    },
+  };
+}

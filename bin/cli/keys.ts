@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { findApiKeyById } from '../../read-side/api-keys/api-keys.queries.ts';
+import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
+import type { Cli } from './cli.ts';
+
+/** A new API key for an organization (one that has none left, too). */
+export async function keysCreate(
+  { services, write, parse, knownOrganization }: Cli,
+  rest: string[],
+): Promise<number> {
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      org: { type: 'string' },
+      mode: { type: 'string', default: 'live' },
+      permission: { type: 'string', default: 'full_access' },
+      name: { type: 'string', default: 'CLI' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const { org, mode, permission, name } = parse(
+    z.object({
+      org: z.string().min(1),
+      mode: z.enum(['live', 'test']),
+      permission: z.enum(['full_access', 'sending_access']),
+      name: z.string().trim().min(1).max(200),
+    }),
+    values,
+    'keys create needs --org <org_id>, and takes --mode live|test, --permission full_access|sending_access, --name',
+  );
+  if (!(await knownOrganization(org))) return 1;
+  const key = await createApiKey(
+    services,
+    { orgId: org, mode, actor: 'cli' },
+    { name, permission, domainId: null },
+  );
+  await services.readYourWrites.waitFor(['api_keys'], key.position);
+  if (values.json) write(JSON.stringify({ key_id: key.keyId, key: key.key, mode, permission }));
+  else {
+    write(`API key ${key.keyId} created for ${org} (${mode}, ${permission}): ${key.key}`);
+    write('Store the key now: it is not shown again.');
+  }
+  return 0;
+}
+
+/** Deletes an API key: refused at once in every process. */
+export async function keysRevoke({ services, write }: Cli, rest: string[]): Promise<number> {
+  const found = await findApiKeyById(services.db, rest[0]);
+  if (!found) {
+    write(`No API key ${rest[0]} in use.`);
+    return 1;
+  }
+  const { position } = await deleteApiKey(
+    services,
+    { orgId: found.org_id, mode: found.mode, actor: 'cli' },
+    found.id,
+  );
+  await services.readYourWrites.waitFor(['api_keys'], position);
+  write(`API key ${found.id} of ${found.org_id} (${found.mode}) revoked.`);
+  return 0;
+}
