@@ -1,7 +1,6 @@
 import type { SMTPServerSession } from 'smtp-server';
 import { domainOf } from '../domain/emails/addresses.ts';
 import type { Services } from '../platform/services.ts';
-import { findInboundDomains } from '../read-side/domains/domains.queries.ts';
 import { type InboundTarget, receiveMessage } from '../write-side/received-emails/received-email.commands.ts';
 import type { ArrivedMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
