@@ -250,7 +250,7 @@ export function unusedAllowances(sources: Map<string, string>, allowed = ALLOWED
   return allowed.filter((a) => !all.some((v) => v.from === a.from && v.to === a.to));
 }
 
-/** Every .ts file of the repository by relative path (node_modules, data and dot-folders left out). */
+/** Every .ts and .tsx file of the repository by relative path (node_modules, data and dot-folders left out). */
 export function repositorySources(root: string): Map<string, string> {
   const sources = new Map<string, string>();
   const walk = (dir: string) => {
@@ -258,7 +258,7 @@ export function repositorySources(root: string): Map<string, string> {
       if (entry.name.startsWith('.') || entry.name === 'node_modules' || entry.name === 'data') continue;
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts'))
+      else if (/\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts'))
         sources.set(relative(root, path).split('\\').join('/'), readFileSync(path, 'utf8'));
     }
   };
