@@ -276,12 +276,21 @@ describe('text the stores cannot hold', () => {
     ]);
     expect(batch.body.data[0].error.code, JSON.stringify(batch.body)).toBe('template_render_error');
     expect(batch.body.data[0].error.message).toMatch(/^`text`/);
-    // Nothing of an email was appended (the head alone may still move: the publish's own appends can become
-    // visible to readers only now, once an older transaction ended).
+    // Nothing of an email from this template was appended (the head alone may still move: the publish's own
+    // appends, and an earlier test's, can become visible to readers only now, once an older transaction ended).
     const since = await svc.postline.services.store.readAll({ from: before });
-    expect(since.filter((e) => e.type.startsWith('Email')).map((e) => e.type)).toEqual([]);
+    const fromTemplate = since.filter(
+      (e) => e.type.startsWith('Email') && JSON.stringify(e.data).includes(t.body.id),
+    );
+    expect(fromTemplate.map((e) => e.type)).toEqual([]);
     const whole = await org.test.post('/v1/emails', { ...send, template_data: { name: 'Ann' } });
     expect(whole.status, JSON.stringify(whole.body)).toBeLessThan(300);
+    // The filter above sees an email of this template: the one just sent, alone.
+    const after = await svc.postline.services.store.readAll({ from: before });
+    const queued = after.filter(
+      (e) => e.type === 'EmailQueued' && JSON.stringify(e.data).includes(t.body.id),
+    );
+    expect(queued.map((e) => e.streamId)).toEqual([`email-${whole.body.id}`]);
   });
 
   it('in a query parameter, or escaped in the JSON text, it is refused the same way', async () => {
