@@ -2,8 +2,13 @@ import type { z } from 'zod';
 import type { ContactEvent } from '../../domain/contacts/contact.events.ts';
 import type { DomainEvent } from '../../domain/domains/domain.events.ts';
 import type { EmailEvent } from '../../domain/emails/email.events.ts';
+import { PUBLIC_EMAIL_EVENT_TYPE } from '../../domain/emails/public-event-types.ts';
 import type { InboundEmailReceived } from '../../domain/received-emails/received-email.events.ts';
-import { type PublicEventType, TEST_EVENT_TYPE } from '../../domain/webhooks/event-types.ts';
+import {
+  PUBLIC_EVENT_TYPES,
+  type PublicEventType,
+  TEST_EVENT_TYPE,
+} from '../../domain/webhooks/event-types.ts';
 import { isOneOf, type Stored, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type {
   BouncedData,
@@ -30,17 +35,19 @@ type Of<S extends z.ZodType> = z.output<S>;
  *
  * Envelope: `{type, id, created_at, data}`; `id` is the delivery id (`whl_…`), stable across retries.
  */
+/**
+ * An email event's webhook type is its public name (domain/emails/public-event-types.ts), where a webhook of that
+ * name exists: `email.queued` and the like are in the email's history but have no webhook.
+ */
+const EMAIL_WEBHOOK_TYPES = Object.fromEntries(
+  Object.entries(PUBLIC_EMAIL_EVENT_TYPE).filter(([, type]) =>
+    (PUBLIC_EVENT_TYPES as readonly (string | null)[]).includes(type),
+  ),
+) as Record<string, PublicEventType>;
+
 /** Which internal event feeds which public type. Types not listed here have no source yet (see docs/webhooks.md). */
 export const PUBLIC_TYPE_OF: Record<string, PublicEventType> = {
-  EmailSent: 'email.sent',
-  EmailDelivered: 'email.delivered',
-  EmailDeliveryDelayed: 'email.delivery_delayed',
-  EmailDelayReported: 'email.delivery_delayed',
-  EmailBounced: 'email.bounced',
-  EmailComplained: 'email.complained',
-  EmailOpened: 'email.opened',
-  EmailClicked: 'email.clicked',
-  EmailCanceled: 'email.canceled',
+  ...EMAIL_WEBHOOK_TYPES,
   InboundEmailReceived: 'email.received',
   ContactCreated: 'contact.created',
   ContactUpdated: 'contact.updated',
