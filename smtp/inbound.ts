@@ -1,7 +1,8 @@
 import type { SMTPServerSession } from 'smtp-server';
 import { domainOf } from '../domain/emails/addresses.ts';
 import type { Services } from '../platform/services.ts';
-import { type InboundTarget, receiveMessage } from '../write-side/received-emails/received-email.commands.ts';
+import { receiveMessage } from '../write-side/received-emails/received-email.commands.ts';
+import type { InboundTarget } from '../write-side/received-emails/received-message.ts';
 import type { ArrivedMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
 import { rspamdScorer } from './rspamd.ts';

@@ -1,0 +1,185 @@
+import type { Readable } from 'node:stream';
+import type { AddressObject } from 'mailparser';
+import type {
+  Authentication,
+  InboundEmailReceived,
+  MailAddress,
+  ReceivedAttachment,
+  ReceivedContent,
+  ReceivedHeader,
+  ReceivedHeaders,
+} from '../../domain/received-emails/received-email.events.ts';
+import { spamScore } from '../../domain/received-emails/spam-score.ts';
+import type { BlobStore } from '../../platform/blob-store.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
+import { storableText } from '../../platform/storable-text.ts';
+import { type ParsedMessage, parseStoredMessage } from './stored-message.ts';
+
+/** Who a received message is for: an organization's inbound domain (or, injected in test mode, none). */
+export interface InboundTarget {
+  orgId: string;
+  mode: Mode;
+  domainId: string | null;
+  domain: string | null;
+  /** The envelope recipients of this organization. */
+  recipients: string[];
+}
+
+export interface ArrivedMessage {
+  /** The message as it arrived, already in the blob store (synced), and how to read it back. */
+  rawKey: string;
+  size: number;
+  read: () => Readable;
+  mailFrom: string;
+  remoteAddress: string | null;
+  helo: string | null;
+  authentication: Authentication;
+  /** A spam filter's score (rspamd's), when one scored it; else Postline's own (spam-score.ts). */
+  spamScore?: number | null;
+}
+
+const TEXT_CHARS = 10 * 1024 * 1024;
+const FIELD_CHARS = 998;
+
+const field = (value: unknown) =>
+  typeof value === 'string' && value ? storableText(value, FIELD_CHARS) : null;
+
+const addresses = (value: unknown): MailAddress[] => {
+  const objects = (Array.isArray(value) ? value : value ? [value] : []) as AddressObject[];
+  return objects
+    .flatMap((o) => o.value ?? [])
+    .flatMap((m) => (m.address ? [{ email: field(m.address)!, name: field(m.name) }] : []));
+};
+
+/**
+ * Every header in the order of the message: the name in lower case, the value unfolded, decoded where mailparser
+ * reads the header as text (`subject`); a header that repeats (Received) is there each time, with its own value.
+ */
+function headersOf(mail: ParsedMessage): ReceivedHeader[] {
+  return mail.headerLines.map(({ key, line }) => {
+    const decoded = mail.headers.get(key);
+    const raw = line
+      .slice(line.indexOf(':') + 1)
+      .replace(/\r?\n[ \t]+/g, ' ')
+      .trim();
+    return {
+      name: storableText(key, 200),
+      value: storableText(typeof decoded === 'string' ? decoded : raw, FIELD_CHARS * 8),
+    };
+  });
+}
+
+/** The message read from the blob store, or why it could not be: it is kept raw either way. */
+async function parse(
+  blobs: BlobStore,
+  raw: Readable,
+  at: number,
+): Promise<{ mail: ParsedMessage } | { error: string }> {
+  try {
+    return { mail: await parseStoredMessage(blobs, raw, at) };
+  } catch (error) {
+    return { error: storableText(String((error as Error)?.message ?? error), 300) };
+  }
+}
+
+/** What a received message is for every organization it is for: parsed, its bodies and headers stored. */
+export interface ReadMessage {
+  parsed: { mail: ParsedMessage } | { error: string };
+  subject: string | null;
+  from: MailAddress | null;
+  spamScore: number;
+  contentKey: string | null;
+  headersKey: string | null;
+}
+
+/**
+ * Reads an arrived message from the blob store: parses it (each attachment decoded into a blob of its own), scores
+ * it when no spam filter did, and stores its bodies and its headers in one blob each.
+ */
+export async function readArrivedMessage(
+  blobs: BlobStore,
+  message: ArrivedMessage,
+  at: number,
+): Promise<ReadMessage> {
+  const parsed = await parse(blobs, message.read(), at);
+  const mail = 'mail' in parsed ? parsed.mail : null;
+  const headers = mail ? headersOf(mail) : [];
+  const named = new Set(headers.map((h) => h.name));
+  const content: ReceivedContent = {
+    text: typeof mail?.text === 'string' ? storableText(mail.text, TEXT_CHARS) : null,
+    html: typeof mail?.html === 'string' ? storableText(mail.html, TEXT_CHARS) : null,
+  };
+  const subject = field(mail?.headers.get('subject'));
+  const from = addresses(mail?.headers.get('from'))[0] ?? null;
+  const score =
+    message.spamScore ??
+    spamScore({
+      authentication: message.authentication,
+      hasFrom: from !== null,
+      hasDate: named.has('date'),
+      hasMessageId: named.has('message-id'),
+      subject,
+      hasText: content.text !== null,
+      hasHtml: content.html !== null,
+    });
+  // Side by side: puts in flight together share their folder's sync.
+  const [contentKey, headersKey] = mail
+    ? await Promise.all([
+        blobs.put(Buffer.from(JSON.stringify(content)), at),
+        blobs.put(Buffer.from(JSON.stringify({ headers } satisfies ReceivedHeaders)), at),
+      ])
+    : [null, null];
+  return { parsed, subject, from, spamScore: score, contentKey, headersKey };
+}
+
+/** The record of a read message for one organization it is for, received at `now`. */
+export function receivedEmailData(
+  read: ReadMessage,
+  message: ArrivedMessage,
+  target: InboundTarget,
+  now: Date,
+  config: Pick<Config, 'INBOUND_SPAM_THRESHOLD'>,
+): InboundEmailReceived['data'] {
+  const mail = 'mail' in read.parsed ? read.parsed.mail : null;
+  return {
+    receivedEmailId: newId('in', now.getTime()),
+    orgId: target.orgId,
+    mode: target.mode,
+    domainId: target.domainId,
+    domain: target.domain,
+    envelope: {
+      mailFrom: storableText(message.mailFrom, FIELD_CHARS),
+      rcptTo: target.recipients.map((r) => storableText(r, FIELD_CHARS)),
+      remoteAddress: message.remoteAddress,
+      helo: field(message.helo),
+    },
+    from: read.from,
+    to: addresses(mail?.headers.get('to')),
+    cc: addresses(mail?.headers.get('cc')),
+    replyTo: addresses(mail?.headers.get('reply-to')),
+    subject: read.subject,
+    messageId: field(mail?.headers.get('message-id')),
+    inReplyTo: field(mail?.headers.get('in-reply-to')),
+    rawKey: message.rawKey,
+    size: message.size,
+    contentKey: read.contentKey,
+    headersKey: read.headersKey,
+    attachments: (mail?.attachments ?? []).map(
+      (a): ReceivedAttachment => ({
+        attachmentId: newId('att', now.getTime()),
+        filename: storableText((a.filename ?? 'attachment').replace(/[\r\n/\\]/g, '_'), 255) || 'attachment',
+        contentType: field(a.contentType) ?? 'application/octet-stream',
+        contentId: field(a.contentId?.replace(/^<|>$/g, '')),
+        size: a.size,
+        blobKey: a.blobKey,
+      }),
+    ),
+    authentication: message.authentication,
+    spamScore: read.spamScore,
+    isSpam: read.spamScore >= config.INBOUND_SPAM_THRESHOLD,
+    parseError: 'error' in read.parsed ? read.parsed.error : null,
+    receivedAt: now.toISOString(),
+  };
+}
