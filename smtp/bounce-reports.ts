@@ -14,7 +14,7 @@ import type { ArrivedMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
 import { type Report, readReport } from './reports.ts';
 import { feedbackAddress } from './return-paths.ts';
-import type { FrontDoor } from './smtp-server.ts';
+import type { SmtpServers } from './smtp-server.ts';
 
 /**
  * Bounce and complaint reports (docs/bounces.md): what arrives at the return paths of Postline's own live emails
@@ -23,7 +23,7 @@ import type { FrontDoor } from './smtp-server.ts';
  * policy's (processes/suppression-policy/).
  */
 export function bounceReports(
-  door: FrontDoor,
+  servers: SmtpServers,
   services: Services,
   onReturnPathDomain: (address: string) => boolean,
 ) {
@@ -101,7 +101,7 @@ export function bounceReports(
       for (const emailId of emailIds) recorded = (await apply(emailId, report)) || recorded;
       if (recorded) return false;
       // Never an error for the sender: what matches nothing is kept for an operator to look at.
-      door.log.warn(
+      servers.log.warn(
         { blobKey: blob.key, kind: report.kind, emails: [...emailIds] },
         'MX message matched no email',
       );

@@ -7,17 +7,17 @@ import type { ArrivedMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
 import { rspamdScorer } from './rspamd.ts';
 import { inboundAuthenticator } from './sender-authentication.ts';
-import type { FrontDoor } from './smtp-server.ts';
+import type { SmtpServers } from './smtp-server.ts';
 
 /**
  * Inbound receipt (docs/receiving.md): mail for the inbound domains of organizations (live, inbound enabled, its MX
  * record verified), authenticated (SPF, DKIM, DMARC, ARC), scored for spam, and recorded as received email for
  * each organization it was sent to.
  */
-export function inbound(door: FrontDoor, services: Services) {
+export function inbound(servers: SmtpServers, services: Services) {
   const { config } = services;
-  const authenticate = inboundAuthenticator(config.DNS_SERVERS, door.hostname, door.log);
-  const rspamd = rspamdScorer(config.RSPAMD_URL, door.log);
+  const authenticate = inboundAuthenticator(config.DNS_SERVERS, servers.hostname, servers.log);
+  const rspamd = rspamdScorer(config.RSPAMD_URL, servers.log);
 
   /**
    * The live inbound domains, one per organization, that take mail for `address`: from memory until the
@@ -59,7 +59,7 @@ export function inbound(door: FrontDoor, services: Services) {
       if (targets.length === 0) {
         await synced;
         // Inbound was turned off between RCPT and the end of DATA: the message is kept for an operator.
-        door.log.warn(
+        servers.log.warn(
           { blobKey: blob.key, recipients: addresses },
           'MX message for a domain no longer inbound',
         );
@@ -71,7 +71,7 @@ export function inbound(door: FrontDoor, services: Services) {
       const [, authentication, spamScore] = await Promise.all([
         synced,
         authenticate(blob.reader(), arrival),
-        rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: door.hostname }) ?? null,
+        rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: servers.hostname }) ?? null,
       ]);
       const { ids } = await receiveMessage(
         services,
@@ -88,7 +88,7 @@ export function inbound(door: FrontDoor, services: Services) {
         targets,
         'mx',
       );
-      door.log.info({ receivedEmailIds: ids, client: session.remoteAddress }, 'MX message received');
+      servers.log.info({ receivedEmailIds: ids, client: session.remoteAddress }, 'MX message received');
       return true;
     },
   };

@@ -2,7 +2,7 @@ import type { Authenticate } from '../platform/auth/auth-context.ts';
 import type { Services } from '../platform/services.ts';
 import { mxHooks } from './mx.ts';
 import { relayHooks } from './relay.ts';
-import { FrontDoor } from './smtp-server.ts';
+import { SmtpServers } from './smtp-server.ts';
 
 export interface SmtpListeners {
   /** The ports listened on (0 in the configuration picks a free one); absent when turned off. */
@@ -20,13 +20,13 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
     SMTP_MX_PORT: mx,
   } = services.config;
   if (submission === null && submissions === null && mx === null) return { close: async () => {} };
-  const door = await FrontDoor.open(services);
-  const listeners: SmtpListeners = { close: () => door.close() };
+  const servers = await SmtpServers.open(services);
+  const listeners: SmtpListeners = { close: () => servers.close() };
   try {
     const relay = {
       banner: 'Postline relay',
       auth: true,
-      hooks: relayHooks(door, services, authenticate),
+      hooks: relayHooks(servers, services, authenticate),
     };
     // Submission with STARTTLS, submissions with TLS from the first byte (RFC 8314).
     const relayPorts = [
@@ -34,22 +34,26 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
       ['submissions', submissions, true],
     ] as const;
     for (const [name, port, implicitTls] of relayPorts)
-      if (port !== null) listeners[`${name}Port`] = await door.listen({ ...relay, name, port, implicitTls });
+      if (port !== null)
+        listeners[`${name}Port`] = await servers.listen({ ...relay, name, port, implicitTls });
     if (mx !== null) {
-      listeners.mxPort = await door.listen({
+      listeners.mxPort = await servers.listen({
         name: 'mx',
         port: mx,
         implicitTls: false,
         banner: 'Postline',
         auth: false,
-        hooks: mxHooks(door, services),
+        hooks: mxHooks(servers, services),
       });
     }
   } catch (error) {
-    await door.close();
+    await servers.close();
     throw error;
   }
   const { submissionPort, submissionsPort, mxPort } = listeners;
-  door.log.info({ submission: submissionPort, submissions: submissionsPort, mx: mxPort }, 'SMTP listening');
+  servers.log.info(
+    { submission: submissionPort, submissions: submissionsPort, mx: mxPort },
+    'SMTP listening',
+  );
   return listeners;
 }

@@ -5,7 +5,7 @@ import { inbound } from './inbound.ts';
 import { type ArrivedMessage, storeArriving } from './mx-message.ts';
 import { answer, type ReplyName, SmtpReply } from './replies.ts';
 import { onReturnPathDomain } from './return-paths.ts';
-import type { FrontDoor } from './smtp-server.ts';
+import type { SmtpServers } from './smtp-server.ts';
 import { unsubscribeMailto } from './unsubscribe-mailto.ts';
 
 /** Recipients one message may have at the MX. */
@@ -24,23 +24,23 @@ interface Route {
  * emails, to the bounce and complaint reports (Postline's own return paths and feedback address), or to inbound
  * receipt (anything else, refused unless on an organization's inbound domain): never an open relay.
  */
-export function mxHooks(door: FrontDoor, services: Services) {
+export function mxHooks(servers: SmtpServers, services: Services) {
   const returnPath = onReturnPathDomain(services.config);
   const blobs = services.blobs;
   const unsubscribe = unsubscribeMailto(services, returnPath);
-  const reports = bounceReports(door, services, returnPath);
-  const received = inbound(door, services);
+  const reports = bounceReports(servers, services, returnPath);
+  const received = inbound(servers, services);
   const routeOf = (address: string): Route =>
     unsubscribe.takes(address) ? unsubscribe : reports.takes(address) ? reports : received;
 
   async function onRcptTo(address: string, session: SMTPServerSession) {
     if (session.envelope.rcptTo.length >= MAX_RECIPIENTS)
-      throw door.refuse(
+      throw servers.refuse(
         session,
         new SmtpReply('tooManyRecipients', `Too many recipients: at most ${MAX_RECIPIENTS}`),
       );
     const refusal = await routeOf(address).refusal(address);
-    if (refusal) throw door.refuse(session, refusal);
+    if (refusal) throw servers.refuse(session, refusal);
   }
 
   /** The message is stored, then handled by each route for its recipients; removed unless one keeps it. */
@@ -48,7 +48,7 @@ export function mxHooks(door: FrontDoor, services: Services) {
     const message = await storeArriving(stream, session, {
       blobs,
       clock: services.clock,
-      refuse: (reply) => door.refuse(session, reply),
+      refuse: (reply) => servers.refuse(session, reply),
     });
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     let kept = false;
@@ -68,14 +68,14 @@ export function mxHooks(door: FrontDoor, services: Services) {
       callback();
     },
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
-      answer(onRcptTo(address.address, session), callback, door.log, 'MX recipient not checked');
+      answer(onRcptTo(address.address, session), callback, servers.log, 'MX recipient not checked');
     },
     onData(
       stream: SMTPServerDataStream,
       session: SMTPServerSession,
       callback: (err: Error | null, message?: string) => void,
     ) {
-      answer(onData(stream, session), callback, door.log, 'MX message not recorded');
+      answer(onData(stream, session), callback, servers.log, 'MX message not recorded');
     },
   };
 }

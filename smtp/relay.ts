@@ -8,7 +8,7 @@ import { AppError } from '../platform/errors.ts';
 import type { Services } from '../platform/services.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, asReply, replyForError, SmtpReply } from './replies.ts';
-import type { FrontDoor } from './smtp-server.ts';
+import type { SmtpServers } from './smtp-server.ts';
 import { submitMessage } from './submission.ts';
 
 /** A failed AUTH is answered after this delay times the session's refusals so far, up to the cap. */
@@ -19,7 +19,7 @@ const AUTH_FAILURE_DELAY_CAP_MS = 3000;
  * The SMTP relay's policy (docs/smtp.md): AUTH with an API key as the password, nothing accepted without it, and
  * each message into the path of `POST /v1/emails`. Every reply of ours comes from `replies.ts`.
  */
-export function relayHooks(door: FrontDoor, services: Services, authenticate: Authenticate) {
+export function relayHooks(servers: SmtpServers, services: Services, authenticate: Authenticate) {
   const { config } = services;
   const authFailures = new AuthFailureLimit(
     services.rateLimiter,
@@ -29,7 +29,7 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
 
   /** The session's key as it is now: a key deleted since AUTH is refused at its next message. */
   const currentAuth = async (session: SMTPServerSession) => {
-    const key = door.session(session)?.key;
+    const key = servers.session(session)?.key;
     return key === undefined ? null : authenticate(key);
   };
 
@@ -38,18 +38,18 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
     const address = session.remoteAddress;
     try {
       const context = await authFailures.authenticate(address, password || undefined, authenticate);
-      door.session(session)!.key = password;
+      servers.session(session)!.key = password;
       return { user: context.keyId };
     } catch (error) {
       if (!(error instanceof AppError)) {
-        door.log.error({ err: error }, 'SMTP key could not be checked');
+        servers.log.error({ err: error }, 'SMTP key could not be checked');
         throw new SmtpReply('authUnavailable');
       }
       // Logged without the key, nor the user name (a key pasted into the wrong field is still a key).
-      door.log.warn({ client: address, method }, 'SMTP authentication failed');
+      servers.log.warn({ client: address, method }, 'SMTP authentication failed');
       if (error.code === 'rate_limit_exceeded') throw new SmtpReply('tooManyAuthFailures');
-      const reply = door.refuse(session, 'authFailed');
-      const errors = door.session(session)?.errors ?? 1;
+      const reply = servers.refuse(session, 'authFailed');
+      const errors = servers.session(session)?.errors ?? 1;
       await sleep(Math.min(AUTH_FAILURE_DELAY_CAP_MS, AUTH_FAILURE_DELAY_MS * errors));
       throw reply;
     }
@@ -59,10 +59,10 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
     const args = (session.envelope.mailFrom || undefined)?.args || undefined;
     const eightBit = String(args?.BODY ?? '').toUpperCase() === '8BITMIME';
     const read = await readMessage(stream, eightBit);
-    if (stream.sizeExceeded) throw door.refuse(session, 'messageTooBig');
-    if (read.problem) throw door.refuse(session, read.problem);
+    if (stream.sizeExceeded) throw servers.refuse(session, 'messageTooBig');
+    if (read.problem) throw servers.refuse(session, read.problem);
     const context = await currentAuth(session);
-    if (!context) throw door.refuse(session, 'keyDeleted');
+    if (!context) throw servers.refuse(session, 'keyDeleted');
     try {
       const accepted = await submitMessage(
         services,
@@ -72,15 +72,15 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
         {
           heloName: session.hostNameAppearsAs,
           clientAddress: session.remoteAddress,
-          hostname: door.hostname,
+          hostname: servers.hostname,
           secure: session.secure,
         },
       );
       return `2.0.0 Ok: queued as ${accepted.id}`;
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500)
-        door.log.error({ err: error }, 'SMTP message not accepted');
-      throw door.refuse(session, replyForError(error));
+        servers.log.error({ err: error }, 'SMTP message not accepted');
+      throw servers.refuse(session, replyForError(error));
     }
   }
 
@@ -93,26 +93,26 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
       answer(
         onAuth(auth.password ?? '', auth.method, session),
         callback,
-        door.log,
+        servers.log,
         'SMTP authentication not checked',
       );
     },
 
     onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error) => void) {
-      if (!session.user) return callback(door.refuse(session, 'authRequired'));
+      if (!session.user) return callback(servers.refuse(session, 'authRequired'));
       currentAuth(session).then(
-        (context) => callback(context ? undefined : door.refuse(session, 'keyDeleted')),
-        (error) => callback(asReply(error, door.log, 'SMTP key could not be checked')),
+        (context) => callback(context ? undefined : servers.refuse(session, 'keyDeleted')),
+        (error) => callback(asReply(error, servers.log, 'SMTP key could not be checked')),
       );
     },
 
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error) => void) {
       if (session.envelope.rcptTo.length >= EMAIL_LIMITS.recipients)
-        return callback(door.refuse(session, 'tooManyRecipients'));
+        return callback(servers.refuse(session, 'tooManyRecipients'));
       const parsed = parseAddress(address.address);
       if ('error' in parsed) {
         return callback(
-          door.refuse(session, new SmtpReply('invalidAddress', `Invalid address: ${parsed.error}`)),
+          servers.refuse(session, new SmtpReply('invalidAddress', `Invalid address: ${parsed.error}`)),
         );
       }
       callback();
@@ -123,7 +123,7 @@ export function relayHooks(door: FrontDoor, services: Services, authenticate: Au
       session: SMTPServerSession,
       callback: (err: Error | null, message?: string) => void,
     ) {
-      answer(onData(stream, session), callback, door.log, 'SMTP message not read');
+      answer(onData(stream, session), callback, servers.log, 'SMTP message not read');
     },
   };
 }

@@ -11,7 +11,7 @@ type Connection = SMTPServer['connections'] extends Set<infer C> ? C : never;
 /** Refused commands one session may make before it is closed with 421. */
 const MAX_ERRORS_PER_SESSION = 10;
 
-/** What the front door keeps of a session while it is open. */
+/** What the front servers keeps of a session while it is open. */
 export interface SessionState {
   address: string;
   errors: number;
@@ -39,12 +39,12 @@ export interface ListenerOptions {
 }
 
 /**
- * The SMTP front door (docs/smtp.md): the listeners of the relay and the MX, built on smtp-server with what they
+ * The SMTP front servers (docs/smtp.md): the listeners of the relay and the MX, built on smtp-server with what they
  * share: the certificate (reloaded when its files change), limits of sessions per listener and per address, the
  * time-outs (no progress, and the session's whole time), AUTH offered only once TLS is up, and a session's
  * allowance of refusals. Each listener brings its own hooks.
  */
-export class FrontDoor {
+export class SmtpServers {
   readonly hostname: string;
   readonly log: Logger;
   readonly #services: Services;
@@ -64,8 +64,8 @@ export class FrontDoor {
     });
   }
 
-  static async open(services: Services): Promise<FrontDoor> {
-    return new FrontDoor(services, await loadCertificate(services.config, services.log));
+  static async open(services: Services): Promise<SmtpServers> {
+    return new SmtpServers(services, await loadCertificate(services.config, services.log));
   }
 
   session(session: SMTPServerSession): SessionState | undefined {
