@@ -12,11 +12,10 @@ import { notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
-import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 import { checkDnsRecords } from './dns-check.ts';
-import { nameRegistration, newDomainCommand } from './new-domain.ts';
+import { type Deps, type NewDomain, nameRegistration, newDomainCommand } from './new-domain.ts';
 
 /** Domains count against the plan until deleted (soft delete frees the slot, as the list stops showing it). */
 export const DOMAIN_SLOTS: PlanSlotKind = {
@@ -25,15 +24,6 @@ export const DOMAIN_SLOTS: PlanSlotKind = {
   releasedBy: ['DomainDeleted', 'DomainPurged'],
   restoredBy: ['DomainRestored'],
 };
-
-export type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db' | 'lookUps'>;
-
-export interface NewDomain {
-  name: string;
-  openTracking: boolean;
-  clickTracking: boolean;
-  inboundEnabled: boolean;
-}
 
 /** The plan limit is a slot taken before anything is written (plan-slots): racing adds cannot overshoot it. */
 export async function addDomain(

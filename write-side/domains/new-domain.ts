@@ -6,8 +6,17 @@ import { type DkimKey, domainNameStream, domainStream } from '../../domain/domai
 import { domainNameDecider } from '../../domain/domains/domain-name.decider.ts';
 import { rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { Services } from '../../platform/services.ts';
 import { SLOT_ABANDONED_AFTER_MS } from '../plan-slots/plan-slot.commands.ts';
-import type { Deps, NewDomain } from './domain.commands.ts';
+
+export type Deps = Pick<Services, 'store' | 'clock' | 'config' | 'secrets' | 'db' | 'lookUps'>;
+
+export interface NewDomain {
+  name: string;
+  openTracking: boolean;
+  clickTracking: boolean;
+  inboundEnabled: boolean;
+}
 
 // What adding a domain needs besides its handler (domain.commands.ts): its name's registration, DKIM key and records.
 
