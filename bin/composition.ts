@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
+import { queueDepth } from '../platform/due/due-queue.ts';
 import { AppError } from '../platform/errors.ts';
 import { checkpointMigrations } from '../platform/eventstore/checkpoints.ts';
 import { parkedEventsMigrations } from '../platform/eventstore/parked-events.ts';
@@ -31,7 +32,6 @@ import {
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
-import { queueDepth } from '../processes/due-queue.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
 import {

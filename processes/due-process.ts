@@ -1,7 +1,7 @@
 import type { Transaction } from '../platform/db/database.ts';
+import { type DueChange, DueQueue, type DueTable, type Task } from '../platform/due/due-queue.ts';
 import type { StoredEvent } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
-import { type DueChange, DueQueue, type DueTable, type Task } from './due-queue.ts';
 import { ProcessManager } from './process.ts';
 
 /**

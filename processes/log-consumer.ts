@@ -1,6 +1,7 @@
 import type { Database, Transaction } from '../platform/db/database.ts';
-import { consume, readCheckpoint, retryParkedEvents } from '../platform/eventstore/checkpoints.ts';
+import { consume, parkedRetries, readCheckpoint } from '../platform/eventstore/checkpoints.ts';
 import { PARKED_RETRY_MS } from '../platform/eventstore/parked-events.ts';
+import type { ParkedRetries } from '../platform/eventstore/parked-retries.ts';
 import type { EventStore, Position, StoredEvent, Subscription } from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 
@@ -22,6 +23,7 @@ export class LogConsumer {
   readonly #log: Logger;
   readonly #handle: BatchHandler;
   readonly #prepare?: BatchPreparation;
+  readonly #parked: ParkedRetries;
   #subscription?: Subscription;
   #retryTimer?: NodeJS.Timeout;
 
@@ -45,6 +47,7 @@ export class LogConsumer {
     this.#log = o.log;
     this.#handle = handle;
     this.#prepare = o.prepare;
+    this.#parked = parkedRetries(o.db, this.#checkpoint, handle, o.log);
   }
 
   checkpoint(): Promise<Position> {
@@ -61,9 +64,9 @@ export class LogConsumer {
     return { table: 'process_checkpoints' as const, name: this.name };
   }
 
-  /** Retries this consumer's parked events that are due (parked-events.ts); runs every PARKED_RETRY_MS. */
+  /** Retries this consumer's parked streams that are due (parked-retries.ts); runs every PARKED_RETRY_MS. */
   retryParked(): Promise<number> {
-    return retryParkedEvents(this.#db, this.#checkpoint, this.#handle, this.#log);
+    return this.#parked.retry();
   }
 
   /** Live: follows the log in the background. `onBatch` runs after each committed batch (to wake a worker). */

@@ -3,10 +3,11 @@ import type { Database, Queryable, Transaction } from '../platform/db/database.t
 import {
   consume,
   LockTaken,
+  parkedRetries,
   readCheckpoint as readStoredCheckpoint,
-  retryParkedEvents,
 } from '../platform/eventstore/checkpoints.ts';
 import { PARKED_RETRY_MS } from '../platform/eventstore/parked-events.ts';
+import type { ParkedRetries } from '../platform/eventstore/parked-retries.ts';
 import {
   type EventStore,
   isOneOf,
@@ -101,6 +102,8 @@ export class ProjectionRunner {
   #subscription?: Subscription;
   #retryTimer?: NodeJS.Timeout;
   #retrying?: Promise<number>;
+  /** Each projection's parked streams, retried from the due queue. */
+  readonly #parked: Map<string, ParkedRetries>;
   readonly #state = new Map<string, ProjectionState>();
   /**
    * Emits `checkpoint` (name, position) after each batch a projection has consumed in this process, and before
@@ -113,6 +116,12 @@ export class ProjectionRunner {
     this.#store = store;
     this.projections = projections;
     this.#log = log;
+    this.#parked = new Map(
+      projections.map((p) => [
+        p.name,
+        parkedRetries(db, checkpointOf(p, { live: true, changed: true }), handlerOf(p), log),
+      ]),
+    );
     this.events.setMaxListeners(0);
   }
 
@@ -172,8 +181,7 @@ export class ProjectionRunner {
     this.#retrying ??= (async () => {
       let applied = 0;
       for (const p of this.projections) {
-        const checkpoint = checkpointOf(p, { live: true, changed: true });
-        const n = await retryParkedEvents(this.#db, checkpoint, handlerOf(p), this.#log);
+        const n = await this.#parked.get(p.name)!.retry();
         if (n > 0) this.events.emit('changed', p.name);
         applied += n;
       }

@@ -1,7 +1,8 @@
 import { type Database, literal, type Queryable, type Transaction } from '../db/database.ts';
 import type { Migration } from '../db/migrations.ts';
 import type { Logger } from '../logger.ts';
-import { applyEachOrPark, isTransient, parkBehind, parkedStreamsSql, retryParked } from './parked-events.ts';
+import { applyEachOrPark, isTransient, parkBehind, parkedStreamsSql } from './parked-events.ts';
+import { ParkedRetries } from './parked-retries.ts';
 import { type Position, START, type StoredEvent } from './types.ts';
 
 /**
@@ -155,20 +156,20 @@ export async function consume(
 }
 
 /**
- * Retries the consumer's parked events that are due (parked-events.ts), each stream in a transaction that holds
- * the consumer's lock and checkpoint row as its batches do. Returns how many events were applied.
+ * The retries of the consumer's parked streams (parked-retries.ts), each stream in a transaction that holds the
+ * consumer's lock and checkpoint row as its batches do.
  */
-export function retryParkedEvents(
+export function parkedRetries(
   db: Database,
   checkpoint: CheckpointOptions,
   handle: Handle,
   log: Logger,
-): Promise<number> {
-  return retryParked(
+): ParkedRetries {
+  return new ParkedRetries({
     db,
-    consumerId(checkpoint),
+    consumer: consumerId(checkpoint),
     handle,
-    async (tx) => (await tx.query<{ locked: boolean }>(lockingSelect(checkpoint))).rows[0].locked,
+    lock: async (tx) => (await tx.query<{ locked: boolean }>(lockingSelect(checkpoint))).rows[0].locked,
     log,
-  );
+  });
 }

@@ -1,4 +1,4 @@
-import type { Database, Queryable, Transaction } from '../db/database.ts';
+import type { Queryable, Transaction } from '../db/database.ts';
 import type { Migration } from '../db/migrations.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { Logger } from '../logger.ts';
@@ -30,6 +30,24 @@ CREATE TABLE parked_events (
 );
 CREATE INDEX parked_events_due ON parked_events (next_attempt_at)`,
   },
+  {
+    // Each parked stream is a row of the one due queue (parked-retries.ts), due at the earliest next attempt of
+    // its events.
+    id: 'parked-events-002',
+    sql: `
+CREATE TABLE parked_streams (
+  consumer text NOT NULL,
+  stream text NOT NULL,
+  due_at timestamptz NOT NULL,
+  claimed_until timestamptz,
+  claim_token text,
+  PRIMARY KEY (consumer, stream)
+);
+CREATE INDEX parked_streams_due ON parked_streams (consumer, due_at);
+INSERT INTO parked_streams (consumer, stream, due_at)
+  SELECT consumer, stream, min(next_attempt_at) FROM parked_events GROUP BY consumer, stream;
+DROP INDEX parked_events_due`,
+  },
 ];
 
 /** How often a consumer looks for parked events that are due for a retry. */
@@ -51,7 +69,7 @@ export function isTransient(error: unknown): boolean {
 }
 
 /** What is kept of an error: its SQLSTATE or class and first line, never the data that a detail may quote. */
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   const e = error as { code?: string; name?: string; message?: string };
   // PostgreSQL quotes offending values in some messages ("invalid input syntax …: "…""): they stay out.
   const first = String(e?.message ?? error)
@@ -72,13 +90,13 @@ export interface ParkedEvent {
   nextAttemptAt: string;
 }
 
-type Handle = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
+export type Handle = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
 
 /**
  * Runs `handle` on `events` in a savepoint, their `atCommit` statements in it too (so that their failure shows
  * here), and answers the error when it rolled back.
  */
-async function attempt(tx: Transaction, handle: Handle, events: StoredEvent[]): Promise<unknown> {
+export async function attempt(tx: Transaction, handle: Handle, events: StoredEvent[]): Promise<unknown> {
   await tx.query('SAVEPOINT consume');
   const deferred: string[] = [];
   try {
@@ -150,13 +168,22 @@ export function parkBehind(tx: Transaction, consumer: string, events: StoredEven
   );
 }
 
+/**
+ * Parks events, and makes their streams due rows (parked-retries.ts): a stream is due at the earliest next attempt
+ * of its events, so an event parked behind a stream that waits longer makes it due at the event's first retry.
+ */
 async function park(tx: Transaction, rows: ReturnType<typeof row>[]): Promise<void> {
   if (rows.length === 0) return;
   await tx.query(
-    `INSERT INTO parked_events (consumer, position, stream, type, event, error, next_attempt_at)
-     SELECT r.consumer, r.position, r.stream, r.type, r.event::json, r.error, now() + make_interval(secs => $2)
-     FROM json_to_recordset($1::json) AS r(consumer text, position text, stream text, type text, event text, error text)
-     ON CONFLICT (consumer, position) DO NOTHING`,
+    `WITH parked AS (
+       INSERT INTO parked_events (consumer, position, stream, type, event, error, next_attempt_at)
+       SELECT r.consumer, r.position, r.stream, r.type, r.event::json, r.error, now() + make_interval(secs => $2)
+       FROM json_to_recordset($1::json) AS r(consumer text, position text, stream text, type text, event text, error text)
+       ON CONFLICT (consumer, position) DO NOTHING
+       RETURNING consumer, stream, next_attempt_at)
+     INSERT INTO parked_streams AS s (consumer, stream, due_at)
+     SELECT consumer, stream, min(next_attempt_at) FROM parked GROUP BY consumer, stream
+     ON CONFLICT (consumer, stream) DO UPDATE SET due_at = least(s.due_at, excluded.due_at)`,
     [JSON.stringify(rows), retryDelaySeconds(1)],
   );
 }
@@ -164,61 +191,6 @@ async function park(tx: Transaction, rows: ReturnType<typeof row>[]): Promise<vo
 /** The streams of a consumer that have parked events (a SQL expression for a consumer's first query). */
 export const parkedStreamsSql = (consumerLiteral: string) =>
   `(SELECT coalesce(array_agg(DISTINCT stream), '{}') FROM parked_events WHERE consumer = ${consumerLiteral})`;
-
-const revive = (json: string | StoredEvent): StoredEvent => {
-  const e = typeof json === 'string' ? JSON.parse(json) : json;
-  return { ...e, createdAt: new Date(e.createdAt) };
-};
-
-/**
- * Retries the parked streams of `consumer` that are due: each stream's events in order, in a savepoint of the
- * transaction `lock` opened (which must serialise with the consumer's batches). Applied, they leave the table; a
- * failure counts an attempt and pushes the stream's next one back. Returns how many events were applied.
- */
-export async function retryParked(
-  db: Database,
-  consumer: string,
-  handle: Handle,
-  lock: (tx: Transaction) => Promise<boolean>,
-  log: Logger,
-): Promise<number> {
-  const { rows: due } = await db.query<{ stream: string }>(
-    `SELECT stream FROM parked_events WHERE consumer = $1
-     GROUP BY stream HAVING min(next_attempt_at) <= now() ORDER BY min(position) LIMIT 20`,
-    [consumer],
-  );
-  let applied = 0;
-  for (const { stream } of due) {
-    applied += await db.transaction(async (tx) => {
-      if (!(await lock(tx))) return 0;
-      const { rows } = await tx.query<{ event: string | StoredEvent; attempts: number }>(
-        `SELECT event, attempts FROM parked_events WHERE consumer = $1 AND stream = $2 ORDER BY position FOR UPDATE`,
-        [consumer, stream],
-      );
-      if (rows.length === 0) return 0;
-      const events = rows.map((r) => revive(r.event));
-      const error = await attempt(tx, handle, events);
-      if (error === undefined) {
-        await tx.query('DELETE FROM parked_events WHERE consumer = $1 AND stream = $2', [consumer, stream]);
-        log.info({ consumer, stream, events: events.length }, 'parked events applied on retry');
-        return events.length;
-      }
-      const attempts = Math.max(...rows.map((r) => r.attempts)) + 1;
-      await tx.query(
-        `UPDATE parked_events SET attempts = $3, next_attempt_at = now() + make_interval(secs => $4),
-           error = CASE WHEN position = $5 THEN $6 ELSE error END
-         WHERE consumer = $1 AND stream = $2`,
-        [consumer, stream, attempts, retryDelaySeconds(attempts), events[0].position, describe(error)],
-      );
-      log.error(
-        { consumer, stream, position: events[0].position, attempts, error: describe(error) },
-        'parked event failed again; retried with back-off',
-      );
-      return 0;
-    });
-  }
-  return applied;
-}
 
 /** Every parked event, oldest first (readiness, `postline projections status`). */
 export async function listParked(q: Queryable, limit = 100): Promise<ParkedEvent[]> {

@@ -1,9 +1,9 @@
 import type { BroadcastEvent } from '../../domain/broadcasts/broadcast.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
+import type { DueChange, DueTable, Task } from '../../platform/due/due-queue.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueProcess } from '../due-process.ts';
-import type { DueChange, DueTable, Task } from '../due-queue.ts';
 import { expandNextBatch } from './broadcast-step.ts';
 
 export const broadcastExpansionMigrations: Migration[] = [

@@ -3,10 +3,10 @@ import {
   type ContactImportEvent,
 } from '../../domain/contact-imports/contact-import.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
+import type { DueChange, DueTable, Task } from '../../platform/due/due-queue.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueProcess } from '../due-process.ts';
-import type { DueChange, DueTable, Task } from '../due-queue.ts';
 import type { ContactImportCursor } from './contact-import-cursor.ts';
 import { workContactImport } from './contact-import-run.ts';
 

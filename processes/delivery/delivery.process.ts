@@ -7,6 +7,7 @@ import {
   readyToSend,
 } from '../../domain/emails/email.events.ts';
 import { isFinal } from '../../domain/emails/status.ts';
+import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -21,7 +22,6 @@ import {
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
-import type { DueChange, Task } from '../due-queue.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
 import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
 import type { RecipientOutcome } from './mta/message.ts';

@@ -7,6 +7,7 @@ import {
   recipientsOf,
 } from '../../domain/emails/email.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
+import type { DueChange, DueTable, Task } from '../../platform/due/due-queue.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import {
@@ -18,7 +19,6 @@ import {
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
-import type { DueChange, DueTable, Task } from '../due-queue.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
 
 export const simulatorMigrations: Migration[] = [

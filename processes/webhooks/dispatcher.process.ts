@@ -1,6 +1,6 @@
 import { BoundedMap } from '../../platform/bounded-map.ts';
+import { DueQueue } from '../../platform/due/due-queue.ts';
 import type { Services } from '../../platform/services.ts';
-import { DueQueue } from '../due-queue.ts';
 import type { BackgroundProcess } from '../process.ts';
 import {
   type Claimed,

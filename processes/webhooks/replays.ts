@@ -1,7 +1,7 @@
 import { subscriptionMatches } from '../../domain/webhooks/event-types.ts';
+import { DueQueue, type DueTable } from '../../platform/due/due-queue.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { DueQueue, type DueTable } from '../due-queue.ts';
 import { insertDeliveries, newDelivery, resetDeliveries, wakeDispatchersAtCommit } from './deliveries.ts';
 import type { EmailSummaries } from './email-summaries.ts';
 import { isEmailSourced, PUBLIC_TYPE_OF, publicData } from './public-events.v1.ts';

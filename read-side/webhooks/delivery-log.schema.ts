@@ -67,7 +67,7 @@ export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted',
  * rebuilt, since replaying it would resend webhooks.
  * - webhook_endpoints: each endpoint's configuration as of the fan-out's checkpoint, plus its delivery health.
  * - webhook_deliveries: the outbox, one row per (webhook, source event), its id derived from the two, written
- *   by the fan-out with its checkpoint's move and claimed by dispatchers as a due table (processes/due-queue.ts;
+ *   by the fan-out with its checkpoint's move and claimed by dispatchers as a due table (platform/due/due-queue.ts;
  *   the lease in claimed_until and claim_token, columns no index covers, so that a claim can be a HOT update: half
  *   of each page is left free for it). Its primary key (webhook_id, id) is also what the delivery log pages through.
  * - webhook_attempts: every HTTP attempt, in the order they were recorded.
@@ -131,7 +131,7 @@ CREATE TABLE webhook_attempts (
   },
   {
     // Every attempt has a row of webhook_attempts: a first attempt that succeeded moves there from its delivery.
-    // A delivery's lease is a due table's (processes/due-queue.ts).
+    // A delivery's lease is a due table's (platform/due/due-queue.ts).
     id: 'delivery-log-002',
     sql: `
 INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt)

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
+import { DueQueue, type DueTable } from '../../platform/due/due-queue.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { DueQueue, type DueTable } from '../../processes/due-queue.ts';
 import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
 
 type Row = { owner: string; n: number; note: string };

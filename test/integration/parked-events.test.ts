@@ -151,7 +151,9 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     (await listParked(db))
       .filter((p) => p.consumer === consumer)
       .map((p) => `${p.stream}:${p.type}:${p.attempts}`);
-  const makeDue = () => db.query('UPDATE parked_events SET next_attempt_at = now()');
+  // A parked stream is due when its row in the due queue is (parked-retries.ts); a claim compares the due time
+  // with the process's clock, to the millisecond, so the row is made due a second ago.
+  const makeDue = () => db.query(`UPDATE parked_streams SET due_at = now() - interval '1 second'`);
 
   it('a projection parks the event, retries it with back-off, and applies its stream in order once it can', async () => {
     broken = true;
@@ -222,6 +224,81 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     expect((await seen()).filter((s) => s.startsWith('q-'))).toEqual(['q-1@0', 'q-2@0']);
   });
 
+  it('a parked stream is retried through its due row: claimed, due later on failure, removed on success', async () => {
+    broken = true;
+    const consumerName = `due_${kind}`;
+    const consumer = `process:${consumerName}`;
+    const claims: { claimed: boolean; token: boolean }[] = [];
+    const pm = new LogConsumer({ name: consumerName, db, store, log }, async (tx, events) => {
+      for (const e of events) {
+        if (!e.streamId.startsWith('s-')) continue;
+        const { rows } = await tx.query<{ claimed: boolean; token: boolean }>(
+          `SELECT claimed_until > now() AS claimed, claim_token IS NOT NULL AS token FROM parked_streams
+           WHERE consumer = $1 AND stream = $2`,
+          [consumer, e.streamId],
+        );
+        if (rows[0]) claims.push(rows[0]);
+        await apply(tx, e);
+      }
+    });
+    const dueRow = async () =>
+      (
+        await db.query<{ wait: number; claimed: boolean; token: boolean }>(
+          `SELECT extract(epoch FROM due_at - now())::float AS wait, claimed_until IS NOT NULL AS claimed,
+             claim_token IS NOT NULL AS token
+           FROM parked_streams WHERE consumer = $1 AND stream = 's-1'`,
+          [consumer],
+        )
+      ).rows;
+    await store.append(
+      's-1',
+      [
+        { type: 'X', data: { poison: true }, metadata: meta },
+        { type: 'Y', data: {}, metadata: meta },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    await pm.catchUp();
+    expect(await parkedOf(consumer)).toEqual(['s-1:X:1', 's-1:Y:1']);
+    // One due row for the stream, due at its first retry (5 s), claimed by nobody.
+    const [parked] = await dueRow();
+    expect(parked).toMatchObject({ claimed: false, token: false });
+    expect(parked.wait).toBeGreaterThan(0);
+    expect(parked.wait).toBeLessThanOrEqual(5);
+    expect(await pm.retryParked()).toBe(0);
+    expect(claims).toEqual([]);
+
+    // Due, still failing: the claim held the row while it was tried; then it is due after the back-off (10 s).
+    await makeDue();
+    expect(await pm.retryParked()).toBe(0);
+    expect(claims).toEqual([{ claimed: true, token: true }]);
+    const [later] = await dueRow();
+    expect(later).toMatchObject({ claimed: false, token: false });
+    expect(later.wait).toBeGreaterThan(5);
+    expect(later.wait).toBeLessThanOrEqual(10);
+    expect(await parkedOf(consumer)).toEqual(['s-1:X:2', 's-1:Y:2']);
+
+    // Applied: the events and the due row are gone.
+    broken = false;
+    await makeDue();
+    expect(await pm.retryParked()).toBe(2);
+    expect((await seen()).filter((x) => x.startsWith('s-'))).toEqual(['s-1@0', 's-1@1']);
+    expect(await parkedOf(consumer)).toEqual([]);
+    expect(await dueRow()).toEqual([]);
+
+    // A due row whose events an operator removed is removed once due.
+    broken = true;
+    await store.append('s-2', [{ type: 'X', data: { poison: true }, metadata: meta }], {
+      expectedRevision: 'no_stream',
+    });
+    await pm.catchUp();
+    await db.query('DELETE FROM parked_events WHERE consumer = $1', [consumer]);
+    await makeDue();
+    expect(await pm.retryParked()).toBe(0);
+    expect((await db.query('SELECT 1 FROM parked_streams WHERE consumer = $1', [consumer])).rows).toEqual([]);
+    broken = false;
+  });
+
   it('does not park anything when the database itself fails: the batch is retried whole', async () => {
     const consumer = new LogConsumer({ name: `flaky_${kind}`, db, store, log }, async () => {
       // As the server would answer when it shuts down (57P01 admin_shutdown).
@@ -232,5 +309,34 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     await store.append('r-1', [{ type: 'Z', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
     await expect(consumer.catchUp(500)).rejects.toThrow(/administrator command/);
     expect(await parkedOf(`process:flaky_${kind}`)).toEqual([]);
+  });
+});
+
+describe.each(DATABASE_KINDS)('parked events migrated to due rows on %s', (kind) => {
+  it('gives every parked stream its due row, due at the earliest next attempt of its events', async () => {
+    const { db, dispose } = await openTestDatabase(kind);
+    try {
+      await migrate(db, [parkedEventsMigrations[0]]);
+      await db.query(
+        `INSERT INTO parked_events (consumer, position, stream, type, event, error, next_attempt_at) VALUES
+           ('projection:a', '1', 's-1', 'A', '{}', 'e', '2026-01-01T00:00:10Z'),
+           ('projection:a', '2', 's-1', 'B', '{}', 'e', '2026-01-01T00:00:05Z'),
+           ('projection:a', '3', 's-2', 'A', '{}', 'e', '2026-01-01T00:01:00Z'),
+           ('process:b', '1', 's-1', 'A', '{}', 'e', '2026-01-01T00:02:00Z')`,
+      );
+      await migrate(db, parkedEventsMigrations);
+      const { rows } = await db.query<{ row: string }>(
+        `SELECT consumer || ' ' || stream || ' ' || to_char(due_at AT TIME ZONE 'UTC', 'HH24:MI:SS')
+           || ' ' || (claimed_until IS NULL) AS row
+         FROM parked_streams ORDER BY consumer, stream`,
+      );
+      expect(rows.map((r) => r.row)).toEqual([
+        'process:b s-1 00:02:00 true',
+        'projection:a s-1 00:00:05 true',
+        'projection:a s-2 00:01:00 true',
+      ]);
+    } finally {
+      await dispose();
+    }
   });
 });

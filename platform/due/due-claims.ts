@@ -1,7 +1,7 @@
-import { BoundedMap } from '../platform/bounded-map.ts';
-import type { Clock } from '../platform/clock.ts';
-import type { Database } from '../platform/db/database.ts';
-import type { Logger } from '../platform/logger.ts';
+import { BoundedMap } from '../bounded-map.ts';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import type { Logger } from '../logger.ts';
 import type { DueTable } from './due-queue.ts';
 
 /** A row given back after failed work is due again after this, doubling per failure in a row, up to the lease. */

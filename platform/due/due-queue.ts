@@ -1,6 +1,6 @@
-import type { Clock } from '../platform/clock.ts';
-import type { Database, Queryable } from '../platform/db/database.ts';
-import type { Logger } from '../platform/logger.ts';
+import type { Clock } from '../clock.ts';
+import type { Database, Queryable } from '../db/database.ts';
+import type { Logger } from '../logger.ts';
 import { HeldClaims } from './due-claims.ts';
 import { claimParameters, dueStatements, plainNames } from './due-sql.ts';
 
