@@ -1,5 +1,6 @@
 import type { Transaction } from '../platform/db/database.ts';
-import { type DueChange, DueQueue, type DueTable, type Task } from '../platform/due/due-queue.ts';
+import { type DueChange, DueQueue, type Task } from '../platform/due/due-queue.ts';
+import type { DueTable } from '../platform/due/due-sql.ts';
 import type { StoredEvent } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
 import { ProcessManager } from './process.ts';

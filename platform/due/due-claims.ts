@@ -2,7 +2,7 @@ import { BoundedMap } from '../bounded-map.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
-import type { DueTable } from './due-queue.ts';
+import type { DueTable } from './due-sql.ts';
 
 /** A row given back after failed work is due again after this, doubling per failure in a row, up to the lease. */
 const FIRST_BACK_OFF_MS = 1000;

@@ -2,33 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { HeldClaims } from './due-claims.ts';
-import { claimParameters, dueStatements, plainNames } from './due-sql.ts';
-
-/** A due table: one row per thing to do at a time, with a `claimed_until timestamptz` column for the lease. */
-export interface DueTable {
-  table: string;
-  /** The primary key's columns, with their SQL types (finishes name rows by them). */
-  key: Record<string, 'text' | 'integer'>;
-  /** The `timestamptz` column saying when a row is due. */
-  dueAt: string;
-  /** Columns a claim returns beside the key. */
-  columns: string[];
-  /**
-   * How long a claim lasts unless renewed: the claims held are renewed every third of it while their work goes
-   * on (due-claims.ts), so it bounds how long a crashed process's rows wait, not how long work may take.
-   */
-  leaseMs: number;
-  /** A condition a row must also meet to be due, `$row` standing for the row (e.g. `$row.status = 'pending'`). */
-  where?: string;
-  /** A column each claim sets to a token of its own: work writing its outcome itself (`settled`) checks it. */
-  token?: string;
-  /**
-   * Rows go in groups (`column`), the groups listed by a table of their own (`of`, its rows `where` hold): a
-   * claim takes at most `perGroup` rows of a group, less those of it this process holds, so that one group's
-   * backlog cannot fill every claim.
-   */
-  groups?: { column: string; perGroup: number; of: { table: string; key: string; where?: string } };
-}
+import { claimParameters, type DueTable, dueStatements, plainNames } from './due-sql.ts';
 
 /** Work on claimed rows: resolves with how many items it did. */
 export type Task = () => Promise<number>;

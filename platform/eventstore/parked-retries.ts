@@ -1,6 +1,7 @@
 import { systemClock } from '../clock.ts';
 import { type Database, literal, type Transaction } from '../db/database.ts';
-import { DueQueue, type DueTable } from '../due/due-queue.ts';
+import { DueQueue } from '../due/due-queue.ts';
+import type { DueTable } from '../due/due-sql.ts';
 import type { Logger } from '../logger.ts';
 import { attempt, describe, type Handle, retryDelaySeconds } from './parked-events.ts';
 import type { StoredEvent } from './types.ts';

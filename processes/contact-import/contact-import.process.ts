@@ -3,7 +3,8 @@ import {
   type ContactImportEvent,
 } from '../../domain/contact-imports/contact-import.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
-import type { DueChange, DueTable, Task } from '../../platform/due/due-queue.ts';
+import type { DueChange, Task } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueProcess } from '../due-process.ts';

@@ -1,5 +1,5 @@
 import type { Migration } from '../../platform/db/migrations.ts';
-import type { DueTable } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 
 export const deliveryMigrations: Migration[] = [
   {

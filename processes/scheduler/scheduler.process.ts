@@ -1,6 +1,7 @@
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../domain/emails/email.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
-import type { DueChange, DueTable, Task } from '../../platform/due/due-queue.ts';
+import type { DueChange, Task } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { releaseEmail, systemMeta } from '../../write-side/emails/email.commands.ts';

@@ -7,7 +7,8 @@ import {
   recipientsOf,
 } from '../../domain/emails/email.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
-import type { DueChange, DueTable, Task } from '../../platform/due/due-queue.ts';
+import type { DueChange, Task } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import {

@@ -1,5 +1,5 @@
 import { literal, type Queryable, type Transaction } from '../../platform/db/database.ts';
-import type { DueTable } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 import { deliveryId } from './delivery-ids.ts';
 import { envelope } from './public-events.v1.ts';
 

@@ -1,5 +1,6 @@
 import { subscriptionMatches } from '../../domain/webhooks/event-types.ts';
-import { DueQueue, type DueTable } from '../../platform/due/due-queue.ts';
+import { DueQueue } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { insertDeliveries, newDelivery, resetDeliveries, wakeDispatchersAtCommit } from './deliveries.ts';

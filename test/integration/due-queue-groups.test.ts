@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
-import { DueQueue, type DueTable, queueDepth } from '../../platform/due/due-queue.ts';
+import { DueQueue, queueDepth } from '../../platform/due/due-queue.ts';
+import type { DueTable } from '../../platform/due/due-sql.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
 
