@@ -9,16 +9,18 @@ import { AppError } from '../../platform/errors.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
+import { findUnstorableText, UNSTORABLE_TEXT } from '../../platform/unstorable-text.ts';
 import { emailBody } from './email-body.ts';
 import type { Accepted, EmailDraft } from './email-draft.ts';
-import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt } from './email-limits.ts';
+import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt, invalid } from './email-limits.ts';
 import { countOutcomes } from './email-outcomes.ts';
 import { sendingDomain } from './sending-domain.ts';
 import { deliverable } from './suppressed-recipients.ts';
 
 /**
  * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
- * earlier attempt, then the limits, the sending domain, the text, the suppression list, the quota, and the append
+ * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list, the
+ * quota, and the append
  * (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming the field; nothing is written
  * before the quota.
  */
@@ -33,6 +35,7 @@ export async function acceptEmail(
   const { sendAt, attachments } = limits(draft, now);
   const domain = await sendingDomain(services, draft.sender);
   const body = await emailBody(services, meta, draft.body);
+  storable(draft, body);
   const recipients = await deliverable(services, draft);
   await draft.quota();
   const content = {
@@ -60,6 +63,29 @@ function limits(draft: EmailDraft, now: Date) {
   const sendAt = checkSendAt(draft.sendAt, now);
   checkHeaders(draft.headers);
   return { sendAt, attachments: attachmentBytes(draft.attachments, now.getTime()) };
+}
+
+/**
+ * Nothing is appended that the stores cannot hold (a lone surrogate, a NUL): the last word on every field of the
+ * email as it will be recorded. Each door refuses such text first in its own terms (every JSON body in app.ts,
+ * the MIME parse in smtp/submission.ts, rendered templates in the sandbox), so this names what a door missed.
+ */
+function storable(draft: EmailDraft, body: { subject: string; html: string | null; text: string | null }) {
+  const { from, to, cc, bcc, replyTo, headers, tags, attachments } = draft;
+  const field = findUnstorableText({
+    from,
+    to,
+    cc,
+    bcc,
+    replyTo,
+    subject: body.subject,
+    html: body.html,
+    text: body.text,
+    headers,
+    tags,
+    attachments: attachments.map((a) => a.filename),
+  });
+  if (field !== undefined) throw invalid(field, UNSTORABLE_TEXT);
 }
 
 interface Checked {
