@@ -1,4 +1,9 @@
-import { type DomainCommand, domainDecider, type Simulation } from '../../domain/domains/domain.decider.ts';
+import {
+  type DomainCommand,
+  type DomainState,
+  domainDecider,
+  type Simulation,
+} from '../../domain/domains/domain.decider.ts';
 import {
   DOMAIN_GRACE_PERIOD_MS,
   domainNameStream,
@@ -10,7 +15,7 @@ import { PLANS } from '../../domain/organizations/plans.ts';
 import { createResolver } from '../../platform/dns.ts';
 import { notFound } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { EventMetadata, Mode } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
@@ -76,17 +81,14 @@ export async function verifyDomain(
   const state = rebuildState(domainDecider, history);
   if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
     throw notFound('Domain', domainId);
-  const target = { domainId, orgId: meta.orgId, mode: meta.mode, trigger };
   const at = services.clock.now().toISOString();
-  const simulation = simulate ?? (trigger === 'periodic' ? state.simulation : null);
-  const command: DomainCommand = simulation
-    ? { type: 'SimulateDnsCheck', ...target, outcome: simulation, at }
-    : {
-        type: 'RecordDnsCheck',
-        ...target,
-        checks: await checkDnsRecords(createResolver(services.config.DNS_SERVERS), state.records),
-        at,
-      };
+  const command = await dnsCheck(
+    services,
+    { domainId, orgId: meta.orgId, mode: meta.mode, trigger },
+    state,
+    at,
+    simulate,
+  );
   const outcome = domainDecider.decide(command, state);
   const verified = outcome.some(
     (e) => e.type === 'DomainVerificationChecked' && e.data.status === 'verified',
@@ -102,6 +104,20 @@ export async function verifyDomain(
   }
   const result = await handleCommand(services.store, stream, domainDecider, command, meta, { history });
   return { position: result.position, events: result.events };
+}
+
+/** The check to record: the simulated outcome (given, or a simulated domain's periodic re-check), else DNS's. */
+async function dnsCheck(
+  services: Deps,
+  target: { domainId: string; orgId: string; mode: Mode; trigger: 'manual' | 'periodic' },
+  state: Extract<DomainState, { exists: true }>,
+  at: string,
+  simulate?: Simulation,
+): Promise<DomainCommand> {
+  const simulation = simulate ?? (target.trigger === 'periodic' ? state.simulation : null);
+  if (simulation) return { type: 'SimulateDnsCheck', ...target, outcome: simulation, at };
+  const checks = await checkDnsRecords(createResolver(services.config.DNS_SERVERS), state.records);
+  return { type: 'RecordDnsCheck', ...target, checks, at };
 }
 
 export interface DomainPatch {
