@@ -1376,6 +1376,11 @@ export interface components {
                 bounce: {
                     /** @enum {string} */
                     type: "hard" | "soft";
+                    /**
+                     * @description Why the server refused: docs/bounces.md
+                     * @enum {string}
+                     */
+                    classification: "invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown";
                     smtp_code: number | null;
                     message: string | null;
                 };
@@ -2453,6 +2458,8 @@ export interface components {
                 smtp_code: number | null;
                 smtp_response: string | null;
                 bounce_type: ("hard" | "soft") | null;
+                /** @description For a bounced recipient: why its server refused (docs/bounces.md). */
+                classification: ("invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown") | null;
                 next_attempt_at: string | null;
                 /** Format: date-time */
                 updated_at: string;
