@@ -155,8 +155,14 @@ const HISTORY: Record<EmailHistoryType, { recipient: boolean; data: z.ZodRawShap
   },
   'email.bounced': {
     recipient: true,
-    data: { bounce_type: z.enum(['hard', 'soft']), smtp_code: smtpCode, smtp_response: z.string() },
-    description: 'The recipient’s server refused the email (hard), or the attempts ran out (soft).',
+    data: {
+      bounce_type: z.enum(['hard', 'soft']),
+      classification: z.enum(BOUNCE_CLASSES),
+      smtp_code: smtpCode,
+      smtp_response: z.string(),
+    },
+    description:
+      'The recipient’s server refused the email: hard for a dead address, soft for any other refusal or when the attempts ran out; `classification` says why (docs/bounces.md).',
   },
   'email.complained': { recipient: true, data: {}, description: 'The recipient marked the email as spam.' },
   'email.opened': {

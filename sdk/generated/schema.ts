@@ -2627,7 +2627,7 @@ export interface components {
                 smtp_response: string;
             };
         };
-        /** @description The recipient’s server refused the email (hard), or the attempts ran out (soft). */
+        /** @description The recipient’s server refused the email: hard for a dead address, soft for any other refusal or when the attempts ran out; `classification` says why (docs/bounces.md). */
         EmailEvent_email_bounced: {
             /** @constant */
             object: "email_event";
@@ -2642,6 +2642,8 @@ export interface components {
             data: {
                 /** @enum {string} */
                 bounce_type: "hard" | "soft";
+                /** @enum {string} */
+                classification: "invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown";
                 /** @description The SMTP reply code; null when no server answered. */
                 smtp_code: number | null;
                 smtp_response: string;
