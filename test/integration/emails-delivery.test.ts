@@ -303,6 +303,31 @@ describe('live delivery through the outbound MTA', () => {
     );
   });
 
+  it.each([
+    ['ms606', '5.7.606 Access denied, banned sending IP [127.0.0.1].', 'spam_or_reputation_block'],
+    [
+      'gm726',
+      '5.7.26 This mail is unauthenticated, which poses a security risk to the sender and Gmail users.',
+      'authentication_failure',
+    ],
+  ] as const)(
+    'bounces a provider refusal (%s) softly with its class, never suppressed',
+    async (name, reply, cls) => {
+      const to = `${name}@rcpt.test`;
+      mx.scriptRecipient(to, { code: 550, message: reply }, 'always');
+      const id = await send({ to: [to] });
+      await delivery.runOnce();
+      await policy.runOnce();
+      expect((await email(id)).recipients[0]).toMatchObject({
+        status: 'bounced',
+        bounce_type: 'soft',
+        classification: cls,
+      });
+      expect((await bouncedWebhookData(id, to)).bounce).toMatchObject({ type: 'soft', classification: cls });
+      expect((await acme.live.get('/v1/suppressions')).body.data.map((s: any) => s.email)).not.toContain(to);
+    },
+  );
+
   it(`gives up after ${MAX_ATTEMPTS} temporary failures: bounced soft, not suppressed`, async () => {
     mx.scriptRecipient('full@rcpt.test', { code: 452, message: '4.2.2 mailbox full' }, 'always');
     const id = await send({ to: ['full@rcpt.test'] });
