@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
+import { operatorRulesOf } from '../domain/emails/bounce-classes.ts';
 import { TrackingTokens } from '../domain/emails/tracking.ts';
 import type { Authenticate } from '../platform/auth/auth-context.ts';
 import { BlobStore } from '../platform/blob-store.ts';
 import { type Clock, systemClock } from '../platform/clock.ts';
-import type { Config } from '../platform/config.ts';
+import { type Config, ConfigError } from '../platform/config.ts';
 import { SecretBox } from '../platform/crypto.ts';
 import { type Database, openDatabase } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
@@ -121,8 +122,18 @@ async function openEventStore(
   });
 }
 
+/** The operator's bounce rules are checked before anything starts: a faulty file stops start-up. */
+function checkBounceRules(config: Config) {
+  try {
+    operatorRulesOf(config);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  BOUNCE_RULES_FILE: ${(err as Error).message}`);
+  }
+}
+
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
+  checkBounceRules(config);
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   const db = options.db ?? (await openDatabase(config));
   const runnerStore =

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
@@ -136,6 +137,8 @@ const schema = z.object({
   /** Received messages and their attachments are deleted this many days after they arrived (metadata stays). */
   INBOUND_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
   /** Bind address of the SMTP listeners. */
+  /** A JSON file of bounce classification rules, tried before the defaults (docs/bounces.md). */
+  BOUNCE_RULES_FILE: z.string().min(1).optional(),
   SMTP_HOST: z.string().min(1).default('0.0.0.0'),
   /** Name in the SMTP greeting and Received headers (default: the host of PUBLIC_URL). */
   SMTP_HOSTNAME: z.string().min(1).optional(),
@@ -159,7 +162,12 @@ const schema = z.object({
 /** Every environment variable Postline reads (docs/configuration.md must describe each). */
 export const CONFIG_VARIABLES = Object.keys(schema.shape);
 
-export type Config = z.infer<typeof schema> & { PUBLIC_URL: string; embedded: boolean };
+export type Config = z.infer<typeof schema> & {
+  PUBLIC_URL: string;
+  embedded: boolean;
+  /** The JSON of BOUNCE_RULES_FILE, read at start-up; its rules are checked by domain/emails/bounce-classes.ts. */
+  bounceRules?: unknown;
+};
 
 export class ConfigError extends Error {}
 
@@ -184,7 +192,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return {
     ...c,
+    ...(c.BOUNCE_RULES_FILE && { bounceRules: readJsonFile('BOUNCE_RULES_FILE', c.BOUNCE_RULES_FILE) }),
     PUBLIC_URL: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`,
     embedded: !c.DATABASE_URL,
   };
+}
+
+function readJsonFile(variable: string, path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${variable}: ${(err as Error).message}`);
+  }
 }

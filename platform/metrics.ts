@@ -49,6 +49,12 @@ export const emailOutcomes = counter(
   ['outcome', 'mode'],
 );
 
+export const bounces = counter(
+  'postline_bounces_total',
+  'Recipients bounced, by class (docs/bounces.md), type (hard, soft) and mode, as recorded by this process.',
+  ['classification', 'type', 'mode'],
+);
+
 export const smtpSessions = counter(
   'postline_smtp_outbound_sessions_total',
   'Outbound SMTP connections to MX hosts or the smarthost: opened (greeted, TLS and AUTH done) or failed.',

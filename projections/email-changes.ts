@@ -1,3 +1,4 @@
+import { classOfBounce } from '../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../domain/emails/email.events.ts';
 import { deliveredSmtpCode } from '../domain/emails/public-event-types.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../domain/emails/status.ts';
@@ -54,6 +55,7 @@ export function changeOf(e: Stored<EmailEvent>): EmailChange | null {
       return on(e.data.recipient, e.data.bouncedAt, {
         status: 'bounced',
         bounce_type: e.data.bounceType,
+        classification: classOfBounce(e.data),
         smtp_code: e.data.smtpCode,
         smtp_response: e.data.smtpResponse,
         next_attempt_at: null,
@@ -77,6 +79,7 @@ export const pendingRecipient = (address: string, at: string) => ({
   smtp_code: null,
   smtp_response: null,
   bounce_type: null,
+  classification: null,
   next_attempt_at: null,
   updated_at: at,
 });

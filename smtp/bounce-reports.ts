@@ -1,5 +1,6 @@
 import { buffer } from 'node:stream/consumers';
 import type { SMTPServerSession } from 'smtp-server';
+import { operatorRulesOf, refusalOf } from '../domain/emails/bounce-classes.ts';
 import { parseVerp } from '../domain/emails/verp.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
@@ -69,9 +70,13 @@ export function bounceReports(
       };
       recorded = true;
       // A transient status: the receiving side tries again; news, not a bounce.
-      if (bounced.status.startsWith('5'))
-        await recordBounceReport(services, meta, emailId, { ...outcome, bounceType: 'hard' });
-      else await recordDelayReport(services, meta, emailId, outcome);
+      if (bounced.status.startsWith('5')) {
+        const refusal = refusalOf(
+          `${bounced.status} ${bounced.diagnostic}`,
+          operatorRulesOf(services.config),
+        );
+        await recordBounceReport(services, meta, emailId, { ...outcome, ...refusal });
+      } else await recordDelayReport(services, meta, emailId, outcome);
     }
     return recorded;
   }

@@ -1,3 +1,4 @@
+import type { BounceClass } from './bounce-classes.ts';
 import type { EmailEvent } from './email.events.ts';
 import type { EmailState } from './email.state.ts';
 import { isFinal, type Lifecycle } from './status.ts';
@@ -16,6 +17,8 @@ export interface DeliveryOutcome {
   nextAttemptAt?: string;
   /** For `bounced`: hard (5xx) or soft (retries exhausted). */
   bounceType?: 'hard' | 'soft';
+  /** For `bounced`: why the server refused (domain/emails/bounce-classes.ts). */
+  classification?: BounceClass;
 }
 
 /** The events of a delivery attempt's outcomes: one per recipient still waiting for this attempt's. */
@@ -65,6 +68,7 @@ export function outcomeEvents(
           bounceType: o.bounceType ?? 'hard',
           smtpCode: o.smtpCode ?? null,
           smtpResponse: o.smtpResponse,
+          ...(o.classification && { classification: o.classification }),
           bouncedAt: at,
         },
       });

@@ -1,6 +1,7 @@
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
+import type { BounceClass } from './bounce-classes.ts';
 import {
   attemptable,
   type DeliveryOutcome,
@@ -35,6 +36,7 @@ export type EmailCommand =
       emailId: string;
       recipient: string;
       bounceType: 'hard' | 'soft';
+      classification?: BounceClass;
       smtpCode: number | null;
       smtpResponse: string;
       at: string;

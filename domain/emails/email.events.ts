@@ -1,4 +1,5 @@
 import type { Mode, TypedEvent } from '../../platform/eventstore/types.ts';
+import type { BounceClass } from './bounce-classes.ts';
 
 /**
  * The email aggregate's events, stream `email-<em_id>`. Internal schema: the webhooks team maps these to the
@@ -123,8 +124,13 @@ export type EmailBounced = {
   data: {
     emailId: string;
     recipient: string;
-    /** hard: 5xx, the address is suppressed; soft: retries exhausted. */
+    /**
+     * hard: a refusal that says the address is dead (its class suppresses); soft: any other refusal, or retries
+     * exhausted. An event recorded before classes: hard is any 5xx.
+     */
     bounceType: 'hard' | 'soft';
+    /** Why (domain/emails/bounce-classes.ts); absent on events recorded before classes. */
+    classification?: BounceClass;
     /** null when no server answered (DNS failure, refused connection) on the last attempt. */
     smtpCode: number | null;
     smtpResponse: string;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { downloadLinkFields, listOf, timestamp } from '../../platform/http/route-schema.ts';
+import { BOUNCE_CLASSES } from './bounce-classes.ts';
 import { EMAIL_HISTORY_TYPES, type EmailHistoryType } from './public-event-types.ts';
 import { EMAIL_STATUSES } from './status.ts';
 
@@ -37,6 +38,10 @@ const Recipient = z.strictObject({
   smtp_code: z.int().nullable(),
   smtp_response: z.string().nullable(),
   bounce_type: z.enum(['hard', 'soft']).nullable(),
+  classification: z
+    .enum(BOUNCE_CLASSES)
+    .nullable()
+    .meta({ description: 'For a bounced recipient: why its server refused (docs/bounces.md).' }),
   next_attempt_at: timestamp.nullable(),
   updated_at: timestamp,
 });
@@ -150,8 +155,14 @@ const HISTORY: Record<EmailHistoryType, { recipient: boolean; data: z.ZodRawShap
   },
   'email.bounced': {
     recipient: true,
-    data: { bounce_type: z.enum(['hard', 'soft']), smtp_code: smtpCode, smtp_response: z.string() },
-    description: 'The recipient’s server refused the email (hard), or the attempts ran out (soft).',
+    data: {
+      bounce_type: z.enum(['hard', 'soft']),
+      classification: z.enum(BOUNCE_CLASSES),
+      smtp_code: smtpCode,
+      smtp_response: z.string(),
+    },
+    description:
+      'The recipient’s server refused the email: hard for a dead address, soft for any other refusal or when the attempts ran out; `classification` says why (docs/bounces.md).',
   },
   'email.complained': { recipient: true, data: {}, description: 'The recipient marked the email as spam.' },
   'email.opened': {

@@ -1,3 +1,4 @@
+import { operatorRulesOf } from '../../domain/emails/bounce-classes.ts';
 import {
   acceptedContent,
   type EmailContent,
@@ -211,7 +212,8 @@ export class DeliveryProcess extends DueProcess<Job> {
    */
   async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
     const now = this.services.clock.now();
-    const decided = outcomes.map((o) => outcomeOf(email.state, o, now));
+    const rules = operatorRulesOf(this.services.config);
+    const decided = outcomes.map((o) => outcomeOf(email.state, o, now, rules));
     const grace = this.services.config.SHUTDOWN_GRACE_MS;
     const result = await writeUntilWritten(
       {

@@ -1,3 +1,4 @@
+import { type BounceRule, classifyBounce, refusalOf } from '../../domain/emails/bounce-classes.ts';
 import type { DeliveryOutcome, EmailState } from '../../write-side/emails/email.commands.ts';
 import { EMAIL_RETRIES, nextAttemptAt } from '../retry-schedule.ts';
 import type { RecipientOutcome } from './mta/message.ts';
@@ -6,9 +7,15 @@ type Known = Extract<EmailState, { exists: true }>;
 
 /**
  * What a server's answer to a recipient becomes, as the attempt after the last one recorded for it: delivered;
- * a 5xx bounces (hard); anything temporary is delayed until its retry time, or bounces (soft) after the last.
+ * a 5xx bounces, hard or soft by its class (refusalOf); anything temporary is delayed until its retry time, or
+ * bounces (soft, with the class of its last answer) after the last.
  */
-export function outcomeOf(state: Known, o: RecipientOutcome, now: Date): DeliveryOutcome {
+export function outcomeOf(
+  state: Known,
+  o: RecipientOutcome,
+  now: Date,
+  rules: readonly BounceRule[] = [],
+): DeliveryOutcome {
   const recipient = o.recipient.toLowerCase();
   const attempt = (state.recipients[recipient]?.attempts ?? 0) + 1;
   const base = {
@@ -24,7 +31,7 @@ export function outcomeOf(state: Known, o: RecipientOutcome, now: Date): Deliver
       ...(o.mx && { mx: o.mx }),
       ...(o.tls !== undefined && { tls: o.tls }),
     };
-  if (o.result === 'bounced') return { ...base, result: 'bounced', bounceType: 'hard' };
+  if (o.result === 'bounced') return { ...base, result: 'bounced', ...refusalOf(o.smtpResponse, rules) };
   const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
   return next
     ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
@@ -32,6 +39,7 @@ export function outcomeOf(state: Known, o: RecipientOutcome, now: Date): Deliver
         ...base,
         result: 'bounced',
         bounceType: 'soft',
+        classification: classifyBounce(o.smtpResponse, rules),
         smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
       };
 }

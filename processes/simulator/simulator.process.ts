@@ -1,3 +1,4 @@
+import { operatorRulesOf, refusalOf } from '../../domain/emails/bounce-classes.ts';
 import {
   acceptedContent,
   type EmailContent,
@@ -183,7 +184,8 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       }
       case 'bounced': {
         const { smtpCode, smtpResponse } = s;
-        return { recipient, result: 'bounced', bounceType: 'hard', attempt, smtpCode, smtpResponse };
+        const refusal = refusalOf(smtpResponse, operatorRulesOf(this.services.config));
+        return { recipient, result: 'bounced', ...refusal, attempt, smtpCode, smtpResponse };
       }
     }
   }

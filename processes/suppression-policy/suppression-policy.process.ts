@@ -1,3 +1,4 @@
+import { suppresses } from '../../domain/emails/bounce-classes.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../domain/emails/email.events.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
@@ -38,14 +39,20 @@ export const SUPPRESSIONS_DUE: DueTable = {
 };
 
 /**
- * What puts an address on the suppression list, in one place: a hard bounce or a complaint of one of the
- * organization's emails, whoever recorded it (delivery, the test-mode simulator, a report that came back to the
- * MX). Which outcome counts is decided here and nowhere else.
+ * What puts an address on the suppression list, in one place: a hard bounce whose class says the address is dead
+ * (invalid_recipient, bad_domain, inactive_mailbox), or a complaint, of one of the organization's emails, whoever
+ * recorded it (delivery, the test-mode simulator, a report that came back to the MX). A hard bounce recorded
+ * before classes (no classification) suppresses, as it did then. Which outcome counts is decided here and nowhere
+ * else.
  */
 export function suppressingOutcome(
   event: EmailEvent,
 ): { reason: Reason; emailId: string; recipient: string; at: string } | null {
-  if (event.type === 'EmailBounced' && event.data.bounceType === 'hard') {
+  if (
+    event.type === 'EmailBounced' &&
+    event.data.bounceType === 'hard' &&
+    (event.data.classification === undefined || suppresses(event.data.classification))
+  ) {
     const { emailId, recipient, bouncedAt: at } = event.data;
     return { reason: 'hard_bounce', emailId, recipient, at };
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BOUNCE_CLASSES } from '../../domain/emails/bounce-classes.ts';
 import type { PublicEventType } from '../../domain/webhooks/event-types.ts';
 import type { WebhookPayload } from '../../platform/http/openapi.ts';
 
@@ -25,6 +26,7 @@ export const BouncedData = z.strictObject({
   ...withRecipient,
   bounce: z.strictObject({
     type: z.enum(['hard', 'soft']),
+    classification: z.enum(BOUNCE_CLASSES).meta({ description: 'Why the server refused: docs/bounces.md' }),
     smtp_code: z.int().nullable(),
     message: z.string().nullable(),
   }),

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ContactEvent } from '../../domain/contacts/contact.events.ts';
 import type { DomainEvent } from '../../domain/domains/domain.events.ts';
+import { classOfBounce } from '../../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../../domain/emails/email.events.ts';
 import { PUBLIC_EMAIL_EVENT_TYPE } from '../../domain/emails/public-event-types.ts';
 import type { InboundEmailReceived } from '../../domain/received-emails/received-email.events.ts';
@@ -117,7 +118,12 @@ function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, un
     case 'EmailBounced':
       return {
         ...toRecipient(e.data.bouncedAt, e.data.recipient),
-        bounce: { type: e.data.bounceType, smtp_code: e.data.smtpCode, message: e.data.smtpResponse },
+        bounce: {
+          type: e.data.bounceType,
+          classification: classOfBounce(e.data),
+          smtp_code: e.data.smtpCode,
+          message: e.data.smtpResponse,
+        },
       } satisfies Of<typeof BouncedData>;
     case 'EmailComplained':
       return toRecipient(e.data.complainedAt, e.data.recipient);

@@ -1,3 +1,4 @@
+import { classOfBounce } from '../../domain/emails/bounce-classes.ts';
 import {
   type ClientDetails,
   clientDetailsSubject,
@@ -86,6 +87,7 @@ export async function publicHistory(db: Queryable, stream: StoredEvent[]) {
         out.push(
           at(d.recipient, {
             bounce_type: d.bounceType,
+            classification: classOfBounce(d),
             smtp_code: d.smtpCode,
             smtp_response: d.smtpResponse,
           }),

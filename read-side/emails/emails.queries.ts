@@ -59,6 +59,7 @@ const toApiRecipient = (r: RecipientEntry) => ({
   smtp_code: r.smtp_code,
   smtp_response: r.smtp_response,
   bounce_type: r.bounce_type,
+  classification: r.classification ?? null,
   next_attempt_at: r.next_attempt_at,
   updated_at: r.updated_at,
 });

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { BounceClass } from '../../domain/emails/bounce-classes.ts';
 import type { EmailStatus, Lifecycle, RecipientStatus } from '../../domain/emails/status.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
@@ -12,6 +13,8 @@ export interface RecipientEntry {
   smtp_code: number | null;
   smtp_response: string | null;
   bounce_type: 'hard' | 'soft' | null;
+  /** Absent from entries written before bounce classes. */
+  classification?: BounceClass | null;
   next_attempt_at: string | null;
   updated_at: string;
 }

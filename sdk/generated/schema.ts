@@ -1376,6 +1376,11 @@ export interface components {
                 bounce: {
                     /** @enum {string} */
                     type: "hard" | "soft";
+                    /**
+                     * @description Why the server refused: docs/bounces.md
+                     * @enum {string}
+                     */
+                    classification: "invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown";
                     smtp_code: number | null;
                     message: string | null;
                 };
@@ -2453,6 +2458,8 @@ export interface components {
                 smtp_code: number | null;
                 smtp_response: string | null;
                 bounce_type: ("hard" | "soft") | null;
+                /** @description For a bounced recipient: why its server refused (docs/bounces.md). */
+                classification: ("invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown") | null;
                 next_attempt_at: string | null;
                 /** Format: date-time */
                 updated_at: string;
@@ -2620,7 +2627,7 @@ export interface components {
                 smtp_response: string;
             };
         };
-        /** @description The recipient’s server refused the email (hard), or the attempts ran out (soft). */
+        /** @description The recipient’s server refused the email: hard for a dead address, soft for any other refusal or when the attempts ran out; `classification` says why (docs/bounces.md). */
         EmailEvent_email_bounced: {
             /** @constant */
             object: "email_event";
@@ -2635,6 +2642,8 @@ export interface components {
             data: {
                 /** @enum {string} */
                 bounce_type: "hard" | "soft";
+                /** @enum {string} */
+                classification: "invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown";
                 /** @description The SMTP reply code; null when no server answered. */
                 smtp_code: number | null;
                 smtp_response: string;

@@ -167,6 +167,9 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await go('/emails');
     await page.getByRole('link', { name: 'Order bounced' }).waitFor();
     await shot('emails');
+    // A bounced recipient shows its class beside its bounce type.
+    await page.getByRole('link', { name: 'Order bounced' }).click();
+    await page.getByText('invalid recipient').waitFor();
   });
 
   it('adds a domain and shows its records; an invalid name is shown beside the field', async () => {

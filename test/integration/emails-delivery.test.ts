@@ -7,11 +7,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { suppressionStream } from '../../domain/suppressions/suppression.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { createLogger } from '../../platform/logger.ts';
+import { registry } from '../../platform/metrics.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { EMAIL_RETRIES, maxAttempts } from '../../processes/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
+import { publicData, summaryOf } from '../../processes/webhooks/public-events.v1.ts';
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import { useDnsService } from '../support/dns-service.ts';
@@ -236,6 +238,95 @@ describe('live delivery through the outbound MTA', () => {
     });
     expect(again.body.error.code).toBe('all_recipients_suppressed');
   });
+
+  /** The email.bounced webhook data of an email's bounce of `recipient`, as the webhooks process builds it. */
+  async function bouncedWebhookData(id: string, recipient: string) {
+    const history = await emailHistory(svc, id);
+    const bounced = history.find((e) => e.type === 'EmailBounced' && (e.data as any).recipient === recipient);
+    return publicData(bounced!, summaryOf(history)) as any;
+  }
+
+  it('bounces a 550 5.1.1 hard as invalid_recipient, suppressed, the class in the API and the webhook', async () => {
+    mx.scriptRecipient(
+      'nobody@rcpt.test',
+      { code: 550, message: '5.1.1 <nobody@rcpt.test>: user does not exist' },
+      'always',
+    );
+    const id = await send({ to: ['nobody@rcpt.test'] });
+    await delivery.runOnce();
+    await policy.runOnce();
+    const e = await email(id);
+    expect(e.recipients[0]).toMatchObject({
+      status: 'bounced',
+      bounce_type: 'hard',
+      classification: 'invalid_recipient',
+    });
+    expect((await bouncedWebhookData(id, 'nobody@rcpt.test')).bounce).toMatchObject({
+      type: 'hard',
+      classification: 'invalid_recipient',
+    });
+    const last = (
+      await svc.postline.services.store.readStream(suppressionStream(acme.orgId, 'live', 'nobody@rcpt.test'))
+    ).at(-1);
+    expect(last?.type).toBe('SuppressionAdded');
+  });
+
+  it('bounces a Spamhaus block softly with its class, never suppressed, counted in /metrics', async () => {
+    mx.scriptRecipient(
+      'blocked@rcpt.test',
+      { code: 550, message: '5.7.1 Service unavailable, Client host [127.0.0.1] blocked using Spamhaus.' },
+      'always',
+    );
+    const id = await send({ to: ['blocked@rcpt.test'] });
+    await delivery.runOnce();
+    await policy.runOnce();
+    const e = await email(id);
+    expect(e.status).toBe('bounced');
+    expect(e.recipients[0]).toMatchObject({
+      status: 'bounced',
+      bounce_type: 'soft',
+      classification: 'spam_or_reputation_block',
+      smtp_code: 550,
+    });
+    expect(mx.rcptLog.filter((r) => r.recipient === 'blocked@rcpt.test')).toHaveLength(1);
+    expect((await bouncedWebhookData(id, 'blocked@rcpt.test')).bounce).toEqual({
+      type: 'soft',
+      classification: 'spam_or_reputation_block',
+      smtp_code: 550,
+      message: expect.stringMatching(/Spamhaus/),
+    });
+    expect((await acme.live.get('/v1/suppressions')).body.data.map((s: any) => s.email)).not.toContain(
+      'blocked@rcpt.test',
+    );
+    expect(await registry.getSingleMetricAsString('postline_bounces_total')).toMatch(
+      /postline_bounces_total\{classification="spam_or_reputation_block",type="soft",mode="live"\} [1-9]/,
+    );
+  });
+
+  it.each([
+    ['ms606', '5.7.606 Access denied, banned sending IP [127.0.0.1].', 'spam_or_reputation_block'],
+    [
+      'gm726',
+      '5.7.26 This mail is unauthenticated, which poses a security risk to the sender and Gmail users.',
+      'authentication_failure',
+    ],
+  ] as const)(
+    'bounces a provider refusal (%s) softly with its class, never suppressed',
+    async (name, reply, cls) => {
+      const to = `${name}@rcpt.test`;
+      mx.scriptRecipient(to, { code: 550, message: reply }, 'always');
+      const id = await send({ to: [to] });
+      await delivery.runOnce();
+      await policy.runOnce();
+      expect((await email(id)).recipients[0]).toMatchObject({
+        status: 'bounced',
+        bounce_type: 'soft',
+        classification: cls,
+      });
+      expect((await bouncedWebhookData(id, to)).bounce).toMatchObject({ type: 'soft', classification: cls });
+      expect((await acme.live.get('/v1/suppressions')).body.data.map((s: any) => s.email)).not.toContain(to);
+    },
+  );
 
   it(`gives up after ${MAX_ATTEMPTS} temporary failures: bounced soft, not suppressed`, async () => {
     mx.scriptRecipient('full@rcpt.test', { code: 452, message: '4.2.2 mailbox full' }, 'always');

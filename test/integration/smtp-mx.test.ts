@@ -104,6 +104,35 @@ describe('bounces that come back', () => {
     },
   );
 
+  it('a DSN reporting a block bounces the recipient softly with its class, never suppressed', async () => {
+    const to = `blocked-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+    const original = await delivered(to);
+    const dsn = postfixDsn(
+      original,
+      '5.7.1',
+      '550 5.7.1 Service unavailable, Client host [192.0.2.1] blocked using Spamhaus.',
+    );
+    expect((await report(original.returnPath, dsn)).response).toBe('250 2.0.0 Ok: received');
+    const email = await until(original.id, (e) => e.status === 'bounced');
+    expect(email.recipients[0]).toMatchObject({
+      email: to,
+      status: 'bounced',
+      bounce_type: 'soft',
+      classification: 'spam_or_reputation_block',
+    });
+    await expect
+      .poll(
+        () =>
+          live.receiver
+            .ofType('email.bounced')
+            .filter((r) => r.payload.data.email_id === original.id)
+            .map((r) => r.payload.data.bounce),
+        POLL,
+      )
+      .toEqual([expect.objectContaining({ type: 'soft', classification: 'spam_or_reputation_block' })]);
+    expect(await suppression(to)).toBeUndefined();
+  });
+
   it.each([
     ['failed', '4.2.2'],
     ['delayed', '4.4.7'],

@@ -135,7 +135,12 @@ describe('webhook fan-out and dispatch', () => {
       tags: ['welcome'],
       timestamp: '2026-05-01T10:00:00.000Z',
       recipient: 'ada@example.test',
-      bounce: { type: 'hard', smtp_code: 550, message: '550 5.1.1 unknown user' },
+      bounce: {
+        type: 'hard',
+        classification: 'invalid_recipient',
+        smtp_code: 550,
+        message: '550 5.1.1 unknown user',
+      },
     });
     // An event of an earlier version holds the clicker's client in clear: the payload still carries none of it.
     expect(live.received[2].payload.data.click).toEqual({

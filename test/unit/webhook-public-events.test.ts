@@ -60,7 +60,12 @@ describe('public webhook events (v1)', () => {
       ...base,
       timestamp: 'T2',
       recipient: 'a@x.test',
-      bounce: { type: 'hard', smtp_code: 550, message: '550 no such user' },
+      bounce: {
+        type: 'hard',
+        classification: 'invalid_recipient',
+        smtp_code: 550,
+        message: '550 no such user',
+      },
     });
     expect(
       publicData(

@@ -1,6 +1,7 @@
+import { classOfBounce } from '../../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../../domain/emails/email.events.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
-import { emailOutcomes } from '../../platform/metrics.ts';
+import { bounces, emailOutcomes } from '../../platform/metrics.ts';
 
 /** The events `postline_emails_total` counts, by its `outcome` label. */
 const OUTCOMES: Partial<Record<EmailEvent['type'], string>> = {
@@ -18,6 +19,10 @@ export function countOutcomes<R extends { events: { type: string }[] }>(meta: Ev
   for (const e of result.events) {
     const outcome = OUTCOMES[e.type as EmailEvent['type']];
     if (outcome) emailOutcomes.inc({ outcome, mode: meta.mode });
+    if (e.type === 'EmailBounced') {
+      const { data } = e as Extract<EmailEvent, { type: 'EmailBounced' }>;
+      bounces.inc({ classification: classOfBounce(data), type: data.bounceType, mode: meta.mode });
+    }
   }
   return result;
 }

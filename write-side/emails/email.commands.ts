@@ -1,3 +1,4 @@
+import type { BounceClass } from '../../domain/emails/bounce-classes.ts';
 import type { DeliveryOutcome } from '../../domain/emails/delivery-attempts.ts';
 import { type EmailCommand, emailDecider } from '../../domain/emails/email.decider.ts';
 import { type ClientDetails, emailStream } from '../../domain/emails/email.events.ts';
@@ -95,7 +96,13 @@ export const recordBounceReport = (
   services: Deps,
   meta: EventMetadata,
   emailId: string,
-  report: { recipient: string; bounceType: 'hard' | 'soft'; smtpCode: number | null; smtpResponse: string },
+  report: {
+    recipient: string;
+    bounceType: 'hard' | 'soft';
+    classification: BounceClass;
+    smtpCode: number | null;
+    smtpResponse: string;
+  },
 ) => onEmail(services, meta, { type: 'RecordBounceReport', emailId, ...report });
 
 export const recordDelayReport = (

@@ -70,6 +70,7 @@ export function Email({ id }: { id: string }) {
             <td>{r.email}</td>
             <td>
               <Badge value={r.status} /> {r.bounce_type && <span class="muted">{r.bounce_type}</span>}
+              {r.classification && <div class="muted">{r.classification.replaceAll('_', ' ')}</div>}
             </td>
             <td>{r.attempts}</td>
             <td class="wrap">
