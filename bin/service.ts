@@ -122,10 +122,10 @@ async function openEventStore(
   });
 }
 
-/** The operator's bounce rules are checked before anything starts: a faulty file stops start-up. */
-function checkBounceRules(config: Config) {
+/** The operator's bounce rules, checked before anything starts: a faulty file stops start-up. */
+function bounceRules(config: Config) {
   try {
-    operatorRulesOf(config);
+    return operatorRulesOf(config);
   } catch (err) {
     throw new ConfigError(`Invalid configuration:\n  BOUNCE_RULES_FILE: ${(err as Error).message}`);
   }
@@ -133,7 +133,7 @@ function checkBounceRules(config: Config) {
 
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
-  checkBounceRules(config);
+  const policies = { bounceRules: bounceRules(config) };
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   const db = options.db ?? (await openDatabase(config));
   const runnerStore =
@@ -173,6 +173,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
       tracking: TrackingTokens.fromConfig(config, secretKey),
       unsubscribe: new UnsubscribeTokens(secretKey),
     },
+    policies,
     readYourWrites: waiter,
     idempotency: new IdempotencyKeys(store),
     caches: readModelCaches(waiter, db),

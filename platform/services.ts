@@ -37,6 +37,13 @@ export interface Caches {}
 export interface Tokens {}
 
 /**
+ * What the operator configured beyond plain settings, checked and parsed once at start-up (bin/service.ts): their
+ * types live in domain/, which this floor cannot name, so `write-side/policies.ts` declares the members.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: declared here, filled in write-side/policies.ts
+export interface Policies {}
+
+/**
  * The read-model look-ups the write side needs: does this audience exist, what does the API answer once a change
  * is readable. `read-side/` and `write-side/` never import each other, so `write-side/look-ups.ts` declares each
  * member (by augmenting this interface) and the composition root fills it with read-side's query functions
@@ -61,6 +68,7 @@ export interface Services {
   /** Attachments and raw messages, and their signed download links. */
   blobs: BlobStore;
   tokens: Tokens;
+  policies: Policies;
   readYourWrites: ReadYourWrites;
   /** Idempotency-Key claims, with the releases this process owes. */
   idempotency: IdempotencyKeys;

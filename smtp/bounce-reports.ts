@@ -1,6 +1,6 @@
 import { buffer } from 'node:stream/consumers';
 import type { SMTPServerSession } from 'smtp-server';
-import { operatorRulesOf, refusalOf } from '../domain/emails/bounce-classes.ts';
+import { refusalOf } from '../domain/emails/bounce-classes.ts';
 import { parseVerp } from '../domain/emails/verp.ts';
 import type { EventMetadata } from '../platform/eventstore/types.ts';
 import type { Services } from '../platform/services.ts';
@@ -71,10 +71,7 @@ export function bounceReports(
       recorded = true;
       // A transient status: the receiving side tries again; news, not a bounce.
       if (bounced.status.startsWith('5')) {
-        const refusal = refusalOf(
-          `${bounced.status} ${bounced.diagnostic}`,
-          operatorRulesOf(services.config),
-        );
+        const refusal = refusalOf(`${bounced.status} ${bounced.diagnostic}`, services.policies.bounceRules);
         await recordBounceReport(services, meta, emailId, { ...outcome, ...refusal });
       } else await recordDelayReport(services, meta, emailId, outcome);
     }

@@ -104,19 +104,9 @@ function matches(rule: BounceRule, reply: string, status: string | undefined): b
   return rule.status !== undefined || rule.text !== undefined;
 }
 
-const parsed = new WeakMap<object, BounceRule[]>();
-
-/** The operator's rules as the configuration holds them (the rules file's JSON), checked once. */
-export function operatorRulesOf(config: { bounceRules?: unknown }): BounceRule[] {
-  const raw = config.bounceRules;
-  if (raw === undefined || raw === null) return [];
-  const key = raw as object;
-  const known = parsed.get(key);
-  if (known) return known;
-  const rules = parseBounceRules(raw);
-  parsed.set(key, rules);
-  return rules;
-}
+/** The operator's rules as the configuration holds them (the rules file's JSON, if any), checked. */
+export const operatorRulesOf = (config: { bounceRules?: unknown }): BounceRule[] =>
+  config.bounceRules === undefined || config.bounceRules === null ? [] : parseBounceRules(config.bounceRules);
 
 /** The class of a refusal: the first of the operator's rules, then of the defaults, that matches the reply. */
 export function classifyBounce(reply: string, operatorRules: readonly BounceRule[] = []): BounceClass {

@@ -1,4 +1,3 @@
-import { operatorRulesOf } from '../../domain/emails/bounce-classes.ts';
 import {
   acceptedContent,
   type EmailContent,
@@ -212,7 +211,7 @@ export class DeliveryProcess extends DueProcess<Job> {
    */
   async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
     const now = this.services.clock.now();
-    const rules = operatorRulesOf(this.services.config);
+    const rules = this.services.policies.bounceRules;
     const decided = outcomes.map((o) => outcomeOf(email.state, o, now, rules));
     const grace = this.services.config.SHUTDOWN_GRACE_MS;
     const result = await writeUntilWritten(

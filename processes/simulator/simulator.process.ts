@@ -1,4 +1,4 @@
-import { operatorRulesOf, refusalOf } from '../../domain/emails/bounce-classes.ts';
+import { refusalOf } from '../../domain/emails/bounce-classes.ts';
 import {
   acceptedContent,
   type EmailContent,
@@ -184,7 +184,7 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       }
       case 'bounced': {
         const { smtpCode, smtpResponse } = s;
-        const refusal = refusalOf(smtpResponse, operatorRulesOf(this.services.config));
+        const refusal = refusalOf(smtpResponse, this.services.policies.bounceRules);
         return { recipient, result: 'bounced', ...refusal, attempt, smtpCode, smtpResponse };
       }
     }
