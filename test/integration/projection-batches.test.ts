@@ -268,6 +268,7 @@ describe('projections with applyBatch', () => {
           smtp_code: 250,
           smtp_response: '250 ok',
           bounce_type: null,
+          classification: null,
           next_attempt_at: null,
           updated_at: '2026-11-22T10:06:00.000Z',
         },
@@ -278,6 +279,8 @@ describe('projections with applyBatch', () => {
           smtp_code: 550,
           smtp_response: '550 no such user',
           bounce_type: 'hard',
+          // Recorded without a class (an earlier version): the class the default rules give its reply.
+          classification: 'invalid_recipient',
           next_attempt_at: null,
           updated_at: '2026-11-22T10:00:05.000Z',
         },
