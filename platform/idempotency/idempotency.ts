@@ -46,7 +46,7 @@ export class IdempotencyKeys {
     this.#store = store;
   }
 
-  run(
+  async run(
     auth: AuthContext,
     key: string,
     hash: string,
@@ -54,87 +54,76 @@ export class IdempotencyKeys {
     run: (claim: IdempotentRun) => Promise<StoredReply>,
     options: { leaseMs?: number; newIds?: () => string[] } = {},
   ): Promise<StoredReply & { replayed?: boolean }> {
-    return withIdempotency(this.#store, this.#owed, auth, key, hash, now, run, options);
-  }
-}
-
-async function withIdempotency(
-  store: EventStore,
-  owed: OwedReleases,
-  auth: AuthContext,
-  key: string,
-  hash: string,
-  now: () => Date,
-  run: (claim: IdempotentRun) => Promise<StoredReply>,
-  options: { leaseMs?: number; newIds?: () => string[] } = {},
-): Promise<StoredReply & { replayed?: boolean }> {
-  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
-    throw new AppError('invalid_header', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
-  }
-  const stream = idempotencyStream(auth.orgId, auth.mode, key);
-  const metadata = { orgId: auth.orgId, mode: auth.mode, actor: auth.keyId };
-  const leaseMs = options.leaseMs ?? IN_FLIGHT_LEASE_MS;
-  // An earlier attempt of this process that could not release the key does so first.
-  await owed.settle(stream);
-  const attempt = randomUUID();
-  const release = (history?: Stored<IdempotencyEvent>[]) =>
-    handleCommand(store, stream, idempotencyDecider, { type: 'Release', attempt }, metadata, {
-      history,
-      retries: 2,
-    });
-  const owe = () => owed.owe(stream, () => release(), Date.now() + leaseMs);
-  let claim: CommandResult<IdempotencyEvent, IdempotencyState>;
-  try {
-    claim = await handleCommand(
-      store,
-      stream,
-      idempotencyDecider,
-      {
-        type: 'Claim',
-        hash,
-        at: now().toISOString(),
-        ids: options.newIds?.() ?? [],
-        attempt,
-        leaseMs,
-        windowMs: IDEMPOTENCY_WINDOW_MS,
-      },
-      metadata,
-      { retries: 2 },
-    );
-  } catch (error) {
-    // The claim may have been written although its answer was lost: released, if so, once it can be.
-    if (!(error instanceof AppError)) owe();
-    throw error;
-  }
-  const claimed = claim.events[0];
-  if (claimed?.type !== 'IdempotencyKeyClaimed') {
-    return { ...(claim.state as Extract<IdempotencyState, { kind: 'completed' }>).reply, replayed: true };
-  }
-  // The stream as it is after the claim, so that finishing it costs no read unless someone appended meanwhile.
-  const history = [justAppended(stream, claim, claimed, metadata)];
-  let reply: StoredReply;
-  try {
-    reply = await run({ ids: claimed.data.ids ?? [], resumed: claimed.data.resumed === true });
-  } catch (error) {
-    if (!(error instanceof AppError) || error.status >= 500 || error.status === 429) {
-      // Not a final answer (server trouble, a time-out after the write, a quota): the next retry runs again on
-      // the same ids, at once.
-      await release(history).catch(owe);
+    const store = this.#store;
+    const owed = this.#owed;
+    if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+      throw new AppError('invalid_header', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+    }
+    const stream = idempotencyStream(auth.orgId, auth.mode, key);
+    const metadata = { orgId: auth.orgId, mode: auth.mode, actor: auth.keyId };
+    const leaseMs = options.leaseMs ?? IN_FLIGHT_LEASE_MS;
+    // An earlier attempt of this process that could not release the key does so first.
+    await owed.settle(stream);
+    const attempt = randomUUID();
+    const release = (history?: Stored<IdempotencyEvent>[]) =>
+      handleCommand(store, stream, idempotencyDecider, { type: 'Release', attempt }, metadata, {
+        history,
+        retries: 2,
+      });
+    const owe = () => owed.owe(stream, () => release(), Date.now() + leaseMs);
+    let claim: CommandResult<IdempotencyEvent, IdempotencyState>;
+    try {
+      claim = await handleCommand(
+        store,
+        stream,
+        idempotencyDecider,
+        {
+          type: 'Claim',
+          hash,
+          at: now().toISOString(),
+          ids: options.newIds?.() ?? [],
+          attempt,
+          leaseMs,
+          windowMs: IDEMPOTENCY_WINDOW_MS,
+        },
+        metadata,
+        { retries: 2 },
+      );
+    } catch (error) {
+      // The claim may have been written although its answer was lost: released, if so, once it can be.
+      if (!(error instanceof AppError)) owe();
       throw error;
     }
-    reply = { status: error.status, body: error.toJSON() };
+    const claimed = claim.events[0];
+    if (claimed?.type !== 'IdempotencyKeyClaimed') {
+      return { ...(claim.state as Extract<IdempotencyState, { kind: 'completed' }>).reply, replayed: true };
+    }
+    // The stream as it is after the claim, so that finishing it costs no read unless someone appended meanwhile.
+    const history = [justAppended(stream, claim, claimed, metadata)];
+    let reply: StoredReply;
+    try {
+      reply = await run({ ids: claimed.data.ids ?? [], resumed: claimed.data.resumed === true });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status >= 500 || error.status === 429) {
+        // Not a final answer (server trouble, a time-out after the write, a quota): the next retry runs again on
+        // the same ids, at once.
+        await release(history).catch(owe);
+        throw error;
+      }
+      reply = { status: error.status, body: error.toJSON() };
+    }
+    try {
+      await handleCommand(store, stream, idempotencyDecider, { type: 'Complete', hash, reply }, metadata, {
+        history,
+        retries: 2,
+      });
+    } catch (error) {
+      // The answer is lost with the database: a retry runs again on the same ids and finds what this one did.
+      owe();
+      throw error;
+    }
+    return reply;
   }
-  try {
-    await handleCommand(store, stream, idempotencyDecider, { type: 'Complete', hash, reply }, metadata, {
-      history,
-      retries: 2,
-    });
-  } catch (error) {
-    // The answer is lost with the database: a retry runs again on the same ids and finds what this one did.
-    owe();
-    throw error;
-  }
-  return reply;
 }
 
 function justAppended(
