@@ -1,7 +1,6 @@
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { BounceClass } from './bounce-classes.ts';
 import {
   attemptable,
   type DeliveryOutcome,
@@ -9,7 +8,7 @@ import {
   reportable,
   wentOut,
 } from './delivery-attempts.ts';
-import { type EmailContent, type EmailEvent, recipientsOf } from './email.events.ts';
+import { type EmailBounced, type EmailContent, type EmailEvent, recipientsOf } from './email.events.ts';
 import { type EmailState, evolveEmail, initialEmailState, statusOf } from './email.state.ts';
 
 type Caller = { emailId: string; orgId: string; mode: Mode; at: string };
@@ -31,16 +30,7 @@ export type EmailCommand =
     }
   | { type: 'RecordComplaint'; emailId: string; recipient: string; at: string }
   /** A bounce report (DSN) that came back after the receiving server had accepted the message. */
-  | {
-      type: 'RecordBounceReport';
-      emailId: string;
-      recipient: string;
-      bounceType: 'hard' | 'soft';
-      classification?: BounceClass;
-      smtpCode: number | null;
-      smtpResponse: string;
-      at: string;
-    }
+  | ({ type: 'RecordBounceReport'; at: string } & Omit<EmailBounced['data'], 'bouncedAt'>)
   /** A delay report (DSN, transient status) that came back after the receiving server had accepted the message. */
   | {
       type: 'RecordDelayReport';
