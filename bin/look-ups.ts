@@ -4,7 +4,7 @@ import { findAudience } from '../read-side/audiences/audiences.queries.ts';
 import { findBroadcast } from '../read-side/broadcasts/broadcasts.queries.ts';
 import { findContactImport } from '../read-side/contact-imports/contact-imports.queries.ts';
 import { contactTopics, findContact } from '../read-side/contacts/contacts.queries.ts';
-import { findApiDomain, findSendingDomain } from '../read-side/domains/domains.queries.ts';
+import { findApiDomain } from '../read-side/domains/domains.queries.ts';
 import { getEmail } from '../read-side/emails/emails.queries.ts';
 import { countedResourceIds } from '../read-side/plan-slots/plan-slots.queries.ts';
 import {
@@ -38,6 +38,5 @@ export const lookUps: LookUps = {
   tracksClientDetails,
   findAudience,
   findApiDomain,
-  findSendingDomain,
   countedResourceIds,
 };

@@ -38,8 +38,6 @@ declare module '../platform/services.ts' {
       tenant: Tenant,
       topicId: string,
     ): Promise<{ id: string; name: string; default_subscription: 'opt_in' | 'opt_out' } | null>;
-    /** The sending domain for a From address's domain (any case, Unicode or punycode), with its impressum, or null. */
-    findSendingDomain(db: Database, tenant: Tenant, name: string): Promise<SendingDomainLookUp | null>;
     /** The template's published version (or `versionId`), as the sending path renders it. */
     findPublishedVersion(
       db: Database,
@@ -86,11 +84,8 @@ declare module '../platform/services.ts' {
   interface Caches {
     /** The API key presented (kept by its SHA-256 hash), or null when it is unknown or deleted. */
     apiKeys: SharedLookup<[key: string], AuthContext | null>;
-    /** The domain of the organization and mode a From address names, or null. */
-    sendingDomains: SharedLookup<
-      [tenant: Tenant, name: string],
-      { id: string; name: string; canSendLive: boolean } | null
-    >;
+    /** The domain of the organization and mode a From address names (any case, Unicode or punycode), or null. */
+    sendingDomains: SharedLookup<[tenant: Tenant, name: string], SendingDomainLookUp | null>;
     /** A domain of the organization and mode by id (a key restricted to a domain), or null. */
     domainsById: SharedLookup<[tenant: Tenant, domainId: string], { name: string } | null>;
     /** The domains, of any organization and mode, that asked for inbound mail under this name. */

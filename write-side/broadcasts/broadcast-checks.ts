@@ -7,7 +7,7 @@ import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { domainNotVerified } from '../emails/sending-domain.ts';
 
-type Deps = Pick<Services, 'db' | 'lookUps'>;
+type Deps = Pick<Services, 'db' | 'lookUps' | 'caches'>;
 
 const invalid = (field: string, message: string) =>
   new AppError('validation_error', `\`${field}\`: ${message}`);
@@ -43,7 +43,7 @@ export async function checkContent(services: Deps, tenant: Tenant, content: Broa
 export async function checkSendable(services: Deps, auth: AuthContext, content: BroadcastContent) {
   const { template } = await checkContent(services, auth, content);
   const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
-  const domain = await services.lookUps.findSendingDomain(services.db, auth, domainName);
+  const domain = await services.caches.sendingDomains.get(auth, domainName);
   if (auth.mode === 'live') {
     if (!domain?.canSendLive) throw domainNotVerified(domainName, Boolean(domain));
     if (!domain.impressum)

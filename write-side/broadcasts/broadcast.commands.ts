@@ -10,7 +10,7 @@ import type { Services } from '../../platform/services.ts';
 import { checkSendAt } from '../emails/email-limits.ts';
 import { checkContent, checkSendable } from './broadcast-checks.ts';
 
-type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps' | 'caches'>;
 
 export async function readBroadcast(services: Pick<Services, 'store'>, broadcastId: string) {
   const history = await services.store.readStream(broadcastStream(broadcastId));
