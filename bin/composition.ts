@@ -30,7 +30,7 @@ import {
   contactImportMigrations,
 } from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
-import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
+import { deliveryJobs } from '../processes/delivery/delivery-jobs.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
@@ -185,7 +185,7 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
 
 /** The work queues `postline_queue_depth` reports, each a count of its process's table. */
 const queueDepths: QueueDepths = {
-  deliveries_due: (db, now) => queueDepth(db, DELIVERY_JOBS, now),
+  deliveries_due: (db, now) => queueDepth(db, deliveryJobs(), now),
   webhook_attempts_due: (db, now) => queueDepth(db, dueDeliveries(), now),
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
   broadcast_expansions: (db) => queueDepth(db, BROADCAST_EXPANSIONS),

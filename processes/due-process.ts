@@ -26,8 +26,8 @@ export abstract class DueProcess<Row extends object> extends ProcessManager {
     this.#drain = { batch: o.batch, concurrency: o.concurrency };
   }
 
-  /** What an event does to the due table, if anything. */
-  protected abstract dueChange(event: StoredEvent): DueChange | undefined;
+  /** What an event does to the due table, if anything (one change, or several). */
+  protected abstract dueChange(event: StoredEvent): DueChange | DueChange[] | undefined;
 
   /** The tasks that work claimed rows (DueQueue.drain). */
   protected abstract plan(rows: Row[]): Task[];

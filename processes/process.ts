@@ -64,6 +64,11 @@ export abstract class ProcessManager implements BackgroundProcess {
     return this.#runDue();
   }
 
+  /** Work added by the run itself: the run looks again once done, rather than at the next tick. */
+  protected workAgain(): void {
+    void this.#runDue();
+  }
+
   /** A call during a run shares it, and has it look again when done: what woke the call may have come too late for it. */
   #runDue(): Promise<number> {
     if (this.#running) {

@@ -88,3 +88,12 @@ export const domainOf = (address: string) => address.slice(address.lastIndexOf('
 
 /** Addresses at this domain never leave Postline in test mode: the simulator answers for them (docs/emails.md). */
 export const SIMULATOR_DOMAIN = 'simulator.postline.dev';
+
+/**
+ * The destination of a recipient's mail: its domain in ASCII and lower case, as the MTA resolves it. The delivery
+ * queue, its pauses and its view are per destination.
+ */
+export function destinationOf(address: string): string {
+  const domain = address.slice(address.lastIndexOf('@') + 1);
+  return asciiDomain(domain) ?? domain.toLowerCase();
+}

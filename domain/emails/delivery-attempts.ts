@@ -80,12 +80,14 @@ export function outcomeEvents(
 /**
  * Who a delivery attempt at `at` may go to: recipients without an outcome and delayed ones whose retry time has
  * come, except those with an attempt in flight (started, no outcome, `endsBy` not reached: another process may
- * still be sending to them). `outcomeUnknown`: those of them whose last attempt ended without an outcome.
+ * still be sending to them). `outcomeUnknown`: those of them whose last attempt ended without an outcome. `early`:
+ * delayed recipients are due whatever their retry time (the operator asked for a retry now).
  */
 export function attemptable(
   state: EmailState,
   at: string,
   among?: string[],
+  early = false,
 ): { recipients: string[]; outcomeUnknown: string[] } {
   const recipients: string[] = [];
   const outcomeUnknown: string[] = [];
@@ -97,7 +99,7 @@ export function attemptable(
     if (wanted && !wanted.has(address)) continue;
     const due =
       r.status === 'pending' ||
-      (r.status === 'delayed' && (!r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now));
+      (r.status === 'delayed' && (early || !r.nextAttemptAt || Date.parse(r.nextAttemptAt) <= now));
     if (!due) continue;
     if (r.inFlight) {
       if (now < Date.parse(r.inFlight.endsBy)) continue;

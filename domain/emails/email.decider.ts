@@ -19,8 +19,18 @@ export type EmailCommand =
   | ({ type: 'CancelEmail' } & Caller)
   | { type: 'ReleaseEmail'; emailId: string; at: string }
   | { type: 'StartSending'; emailId: string; at: string }
-  /** The MTA is about to send to `recipients` (those of them it may: `attemptable`); the attempt ends by `endsBy`. */
-  | { type: 'StartDeliveryAttempt'; emailId: string; recipients: string[]; endsBy: string; at: string }
+  /**
+   * The MTA is about to send to `recipients` (those of them it may: `attemptable`); the attempt ends by `endsBy`.
+   * `early`: the operator asked for a retry now, so delayed recipients go before their retry time.
+   */
+  | {
+      type: 'StartDeliveryAttempt';
+      emailId: string;
+      recipients: string[];
+      endsBy: string;
+      early?: boolean;
+      at: string;
+    }
   | {
       type: 'RecordDeliveryOutcomes';
       emailId: string;
@@ -109,7 +119,7 @@ function decideLifecycle(
 function startAttempt(command: Command<'StartDeliveryAttempt'>, state: EmailState): EmailEvent[] {
   if (!state.exists) return [];
   // Decided on the stream as it stands: of two processes about to send, the second sees the first's attempt.
-  const { recipients, outcomeUnknown } = attemptable(state, command.at, command.recipients);
+  const { recipients, outcomeUnknown } = attemptable(state, command.at, command.recipients, command.early);
   if (recipients.length === 0) return [];
   const { emailId, at, endsBy } = command;
   const events: EmailEvent[] = [];

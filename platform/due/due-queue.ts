@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { HeldClaims } from './due-claims.ts';
-import { claimParameters, type DueTable, dueStatements, plainNames } from './due-sql.ts';
+import { claimParameters, conditionOf, type DueTable, dueStatements, plainNames } from './due-sql.ts';
 
 /** Work on claimed rows: resolves with how many items it did. */
 export type Task = () => Promise<number>;
@@ -25,7 +25,7 @@ export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): P
   const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
   const where = [
     ...(dueBy ? [`${dueAt} <= $1`] : []),
-    ...(spec.where ? [spec.where.replaceAll('$row', table)] : []),
+    ...(spec.where ? [conditionOf(spec.where, table, 'now()')] : []),
   ];
   const { rows } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
@@ -159,7 +159,8 @@ export class DueQueue<Row extends object> {
    * Works off every row due now: claims `batch` rows at a time and hands them to `plan`, which turns them into tasks
    * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
    * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
-   * during the run are the run's too). A task finishes its rows; once every task of a claim has ended, the rows of
+   * during the run are the run's too; a claim that found nothing only because this process holds each group's
+   * cap is made again once a task has ended). A task finishes its rows; once every task of a claim has ended, the rows of
    * that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once `signal` aborts (the
    * process stops), no task is started any more: the tasks running finish, and the rows claimed but not finished
    * are given back at once, for another process to take without waiting for the lease. Returns the sum of what
@@ -173,12 +174,17 @@ export class DueQueue<Row extends object> {
     const tasks: { task: Task; claimed: Claimed }[] = [];
     let done = 0;
     let exhausted = false;
+    // The last claim found nothing only because this process holds each group's cap: claim again once a task ends.
+    let capped = false;
+    let running = 0;
+    let taskEnded = Promise.withResolvers<void>();
     let failure: unknown;
     let claiming: Promise<void> | undefined;
     const claimAhead = () => {
       claiming ??= this.claim(o.batch)
         .then((rows) => {
-          if (rows.length === 0) exhausted = true;
+          if (rows.length === 0 && this.#spec.groups && this.#held.size > 0) capped = true;
+          else if (rows.length === 0) exhausted = true;
           const planned = plan(rows);
           const claimed = { rows, running: planned.length };
           if (planned.length === 0) void this.giveBack(rows);
@@ -196,15 +202,20 @@ export class DueQueue<Row extends object> {
     const next = async () => {
       for (;;) {
         if (o.signal?.aborted) return undefined;
-        if (!exhausted && tasks.length <= o.concurrency) claimAhead();
+        if (!exhausted && !capped && tasks.length <= o.concurrency) claimAhead();
         const task = tasks.shift();
         if (task || (exhausted && !claiming)) return task;
-        await claiming;
+        if (capped && !claiming) {
+          if (running === 0) exhausted = true;
+          else await taskEnded.promise;
+          capped = false;
+        } else await claiming;
       }
     };
     const worker = async () => {
       for (let entry = await next(); entry; entry = await next()) {
         const { task, claimed } = entry;
+        running++;
         try {
           // Not `done += await task()`: that reads `done` before the await and loses the other workers' counts.
           const n = await task();
@@ -213,6 +224,9 @@ export class DueQueue<Row extends object> {
           this.#log.error({ err, table: this.#spec.table }, 'due work failed; its rows are given back');
         }
         if (--claimed.running === 0) void this.giveBack(claimed.rows);
+        running--;
+        taskEnded.resolve();
+        taskEnded = Promise.withResolvers<void>();
       }
     };
     try {

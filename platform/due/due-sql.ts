@@ -14,8 +14,15 @@ export interface DueTable {
    * on (due-claims.ts), so it bounds how long a crashed process's rows wait, not how long work may take.
    */
   leaseMs: number;
-  /** A condition a row must also meet to be due, `$row` standing for the row (e.g. `$row.status = 'pending'`). */
+  /**
+   * A condition a row must also meet to be due, `$row` standing for the row and `$now` for the claim's time (e.g.
+   * `$row.status = 'pending'`).
+   */
   where?: string;
+  /** With `groups`: a boolean of the row sorted first (false before true) ahead of the due time, e.g. a lane. */
+  priority?: string;
+  /** Boolean columns a finish sets back to false (flags that asked for one look, such as a retry now). */
+  finishResets?: string[];
   /** A column each claim sets to a token of its own: work writing its outcome itself (`settled`) checks it. */
   token?: string;
   /**
@@ -44,6 +51,7 @@ export function dueStatements(spec: DueTable) {
   const { table, dueAt, token, groups } = spec;
   plainNames([table, dueAt, ...Object.keys(spec.key), ...spec.columns, ...(token ? [token] : [])]);
   if (groups) plainNames([groups.column, groups.of.table, groups.of.key]);
+  plainNames(spec.finishResets ?? []);
   const keyNames = Object.keys(spec.key);
   const keys = keyNames.join(', ');
   const keyRecord = keyNames.map((k) => `${k} ${spec.key[k]}`);
@@ -51,7 +59,9 @@ export function dueStatements(spec: DueTable) {
   let n = 4;
   const tokenAt = token ? `$${n++}` : '';
   const [capAt, groupsAt, countsAt] = groups ? [`$${n++}`, `$${n++}`, `$${n++}`] : [];
-  const where = (row: string) => (spec.where ? ` AND ${spec.where.replaceAll('$row', row)}` : '');
+  const where = (row: string) => (spec.where ? ` AND ${conditionOf(spec.where, row, '$1')}` : '');
+  const first = spec.priority ? `, (${spec.priority.replaceAll('$row', 'd')}) AS first` : '';
+  const resets = (spec.finishResets ?? []).map((c) => `, ${c} = false`).join('');
   const setToken = token ? `, ${token} = ${tokenAt}` : '';
   const returned = [...keyNames, ...spec.columns, ...(token ? [token] : [])];
   // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
@@ -62,18 +72,19 @@ export function dueStatements(spec: DueTable) {
           SELECT ${keyNames.map((k) => `c.${k}`).join(', ')} FROM ${groups.of.table} g
           LEFT JOIN unnest(${groupsAt}::text[], ${countsAt}::int[]) AS b(grp, n) ON b.grp = g.${groups.of.key}
           CROSS JOIN LATERAL (
-            SELECT ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt} FROM ${table} d
+            SELECT ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt}${first} FROM ${table} d
             WHERE d.${groups.column} = g.${groups.of.key} AND d.${dueAt} <= $1
               AND (d.claimed_until IS NULL OR d.claimed_until < $1)${where('d')}
             ORDER BY d.${dueAt} LIMIT greatest(0, least(${capAt} - coalesce(b.n, 0), $3))
             FOR UPDATE OF d SKIP LOCKED) c
           ${groups.of.where ? `WHERE ${groups.of.where.replaceAll('$row', 'g')}` : ''}
-          ORDER BY c.${dueAt}, ${keyNames.map((k) => `c.${k}`).join(', ')} LIMIT $3
+          ORDER BY ${spec.priority ? 'c.first, ' : ''}c.${dueAt}, ${keyNames.map((k) => `c.${k}`).join(', ')} LIMIT $3
         ), claimed AS (
           UPDATE ${table} t SET claimed_until = $2${setToken}
           FROM chosen WHERE ${keyNames.map((k) => `t.${k} = chosen.${k}`).join(' AND ')}
           RETURNING ${[...keyNames, dueAt, ...spec.columns, ...(token ? [token] : [])].map((c) => `t.${c}`).join(', ')})
-        SELECT ${returned.join(', ')} FROM claimed ORDER BY ${dueAt}, ${keys}`
+        SELECT ${returned.join(', ')} FROM claimed
+        ORDER BY ${spec.priority ? `${spec.priority.replaceAll('$row', 'claimed')}, ` : ''}${dueAt}, ${keys}`
     : `WITH claimed AS (
           UPDATE ${table} SET claimed_until = $2${setToken}
           WHERE (${keys}) IN (
@@ -87,9 +98,14 @@ export function dueStatements(spec: DueTable) {
     sameKey,
     claim,
     done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
-    later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL
+    later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL${resets}
         FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
   };
+}
+
+/** A `where` clause for `row`, its time being `now` (a parameter, or `now()`). */
+export function conditionOf(where: string, row: string, now: string): string {
+  return where.replaceAll('$row', row).replaceAll('$now', now);
 }
 
 /** A claim's parameters (dueStatements), `held` the rows this process holds per group. */

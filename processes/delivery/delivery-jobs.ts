@@ -1,5 +1,9 @@
+import { type EmailContent, readyToSend, recipientsOf } from '../../domain/emails/email.events.ts';
+import type { Queryable } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
+import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { destinationsOf } from './look-times.ts';
 
 export const deliveryMigrations: Migration[] = [
   {
@@ -13,16 +17,149 @@ export const deliveryMigrations: Migration[] = [
 );
 CREATE INDEX IF NOT EXISTS delivery_jobs_due ON delivery_jobs (due_at)`,
   },
+  {
+    // A job per (email, destination); a job of the earlier shape (every destination, '') is split at its look.
+    id: 'delivery-002',
+    sql: `ALTER TABLE delivery_jobs
+  ADD COLUMN destination text NOT NULL DEFAULT '',
+  ADD COLUMN lane text NOT NULL DEFAULT 'transactional',
+  ADD COLUMN queue text,
+  ADD COLUMN queued_at timestamptz NOT NULL DEFAULT now(),
+  ADD COLUMN expedite boolean NOT NULL DEFAULT false,
+  ADD COLUMN give_up boolean NOT NULL DEFAULT false;
+UPDATE delivery_jobs SET queue = org_id || ':transactional';
+ALTER TABLE delivery_jobs ALTER COLUMN queue SET NOT NULL,
+  DROP CONSTRAINT delivery_jobs_pkey, ADD PRIMARY KEY (email_id, destination);
+DROP INDEX IF EXISTS delivery_jobs_due;
+CREATE INDEX delivery_jobs_queue_due ON delivery_jobs (queue, due_at);
+CREATE INDEX delivery_jobs_destination ON delivery_jobs (destination);
+CREATE TABLE delivery_queues (queue text PRIMARY KEY);
+INSERT INTO delivery_queues SELECT DISTINCT queue FROM delivery_jobs;
+CREATE TABLE IF NOT EXISTS delivery_pauses (
+  org_id text NOT NULL,
+  destination text NOT NULL,
+  until timestamptz NOT NULL,
+  reason text,
+  paused_by text,
+  PRIMARY KEY (org_id, destination)
+);
+CREATE TABLE IF NOT EXISTS shaping_groups (
+  grp text PRIMARY KEY,
+  minute_tat timestamptz,
+  hour_tat timestamptz,
+  rate_factor real NOT NULL DEFAULT 1,
+  backoff_level int NOT NULL DEFAULT 0,
+  held_until timestamptz,
+  held_reason text,
+  updated_at timestamptz
+);
+CREATE TABLE delivery_destinations (
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  destination text NOT NULL,
+  grp text NOT NULL DEFAULT '',
+  last_response text,
+  last_code int,
+  last_classification text,
+  last_at timestamptz,
+  PRIMARY KEY (org_id, mode, destination)
+);
+CREATE INDEX delivery_destinations_destination ON delivery_destinations (destination);
+CREATE TABLE delivery_replies (
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  destination text NOT NULL,
+  at timestamptz NOT NULL,
+  smtp_code int,
+  response text NOT NULL,
+  classification text
+);
+CREATE INDEX delivery_replies_destination ON delivery_replies (org_id, mode, destination, at)`,
+  },
 ];
 
-/** "Look at this email at this time": the stream says who still needs an attempt. */
-export type Job = { email_id: string; org_id: string; mode: 'live' };
+/** Mail of broadcasts travels in a lane of its own, behind nothing and ahead of nothing transactional. */
+export type Lane = 'transactional' | 'broadcast';
 
-export const DELIVERY_JOBS: DueTable = {
+/**
+ * "Look at this email's recipients at this destination (their domain) at this time": the stream says who still
+ * needs an attempt. `expedite`: the operator asked for a retry now (delayed recipients are due); `give_up`: the
+ * operator gave the destination's queued mail up (its recipients bounce softly). Destination '' is a job of an
+ * email released from its schedule: its look splits it into a job per destination.
+ */
+export type Job = {
+  email_id: string;
+  destination: string;
+  org_id: string;
+  mode: 'live';
+  lane: Lane;
+  queue: string;
+  expedite: boolean;
+  give_up: boolean;
+};
+
+/** The fairness group of a job: each organization's lanes are queues of their own, claimed in turn. */
+export const queueOf = (orgId: string, lane: Lane) => `${orgId}:${lane}`;
+
+/**
+ * Jobs are claimed per queue (organization and lane), at most `perQueue` of one queue held by a process at once,
+ * transactional ones first: one organization's broadcast never fills every worker, nor waits in front of a
+ * password reset. A job is not claimed while its destination is paused by the operator (for its organization or
+ * for every one) or its shaping group is held (a pause from a reply rule, or a back-off), unless it gives up.
+ */
+export const deliveryJobs = (o = { perQueue: 40 }): DueTable => ({
   table: 'delivery_jobs',
-  key: { email_id: 'text' },
+  key: { email_id: 'text', destination: 'text' },
   dueAt: 'due_at',
-  columns: ['org_id', 'mode'],
+  columns: ['org_id', 'mode', 'lane', 'queue', 'expedite', 'give_up'],
   // Renewed while a look goes on: after a crash, the jobs it held are taken again within half a minute.
   leaseMs: 30_000,
-};
+  where: `($row.give_up OR (
+      NOT EXISTS (SELECT 1 FROM delivery_pauses p WHERE p.destination = $row.destination
+        AND p.org_id IN ('', $row.org_id) AND p.until > $now)
+      AND NOT EXISTS (SELECT 1 FROM delivery_destinations d JOIN shaping_groups g ON g.grp = d.grp
+        WHERE d.org_id = $row.org_id AND d.mode = $row.mode AND d.destination = $row.destination
+          AND g.held_until > $now)))`,
+  priority: `$row.lane = 'broadcast'`,
+  finishResets: ['expedite'],
+  groups: { column: 'queue', perGroup: o.perQueue, of: { table: 'delivery_queues', key: 'queue' } },
+});
+
+/** A new job's row: due at `dueAt`, in its organization's queue of its lane. */
+export const jobRow = (
+  j: Pick<Job, 'email_id' | 'destination' | 'org_id' | 'lane'> & { mode: string },
+  dueAt: string,
+): Record<string, unknown> => ({
+  email_id: j.email_id,
+  destination: j.destination,
+  org_id: j.org_id,
+  mode: j.mode,
+  lane: j.lane,
+  queue: queueOf(j.org_id, j.lane),
+  due_at: dueAt,
+});
+
+/**
+ * The jobs an event of the log makes: a live email accepted is a job per destination, due at once; one released
+ * by the scheduler is one job ('') that its look splits (the release does not name the recipients).
+ */
+export function jobsOf(event: StoredEvent): Record<string, unknown>[] {
+  const ready = event.metadata.mode === 'live' ? readyToSend(event) : undefined;
+  if (!ready) return [];
+  const { orgId, mode } = event.metadata;
+  const content = event.type === 'EmailQueued' ? (event.data as EmailContent) : undefined;
+  const destinations = content ? destinationsOf(recipientsOf(content)) : [''];
+  const lane: Lane = content?.broadcast ? 'broadcast' : 'transactional';
+  return destinations.map((destination) =>
+    jobRow({ email_id: ready.emailId, destination, org_id: orgId, mode, lane }, ready.since),
+  );
+}
+
+/** The queues of new jobs, listed for the claim's turns (`groups.of`). */
+export async function listQueues(q: Queryable, jobs: Record<string, unknown>[]): Promise<void> {
+  const queues = [...new Set(jobs.map((j) => j.queue as string))];
+  if (queues.length > 0)
+    await q.query('INSERT INTO delivery_queues (queue) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [
+      queues,
+    ]);
+}

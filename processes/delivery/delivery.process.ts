@@ -4,16 +4,15 @@ import {
   type EmailEvent,
   emailStream,
   messageIdOf,
-  readyToSend,
 } from '../../domain/emails/email.events.ts';
 import { isFinal } from '../../domain/emails/status.ts';
+import type { Transaction } from '../../platform/db/database.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { findDomainById } from '../../read-side/domains/domains.queries.ts';
 import {
-  attemptable,
+  type DeliveryOutcome,
   type EmailState,
   readEmail,
   recordOutcomes,
@@ -23,11 +22,13 @@ import {
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
-import { DELIVERY_JOBS, type Job } from './delivery-jobs.ts';
+import { deliveryJobs, type Job, jobRow, jobsOf, listQueues } from './delivery-jobs.ts';
+import { DestinationLog } from './destination-log.ts';
+import { destinationsOf, dueRecipients, nextLook, recipientsAt } from './look-times.ts';
 import type { RecipientOutcome } from './mta/message.ts';
 import { OutboundMta } from './mta/outbound.ts';
-import { buildOutboundMessage, type SendingDomain, sendingDomain } from './outbound-message.ts';
-import { outcomeOf } from './outcomes.ts';
+import { buildOutboundMessage, type SendingDomain, SendingDomains } from './outbound-message.ts';
+import { givenUp, outcomeOf } from './outcomes.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
 
@@ -36,14 +37,22 @@ type Known = Extract<EmailState, { exists: true }>;
  * An email as a look sees it: its content as accepted, its stream (read once, then with this look's own events)
  * and the state it folds to. Commands are decided on `history` rather than on a fresh read of the stream.
  */
-type Email = { id: string; meta: EventMetadata; content: EmailContent; history: StoredEvent[]; state: Known };
-/** Sending domains looked up once per claimed batch (many emails share one), by id. */
-type DomainCache = Map<string, Promise<SendingDomain | null>>;
+type Email = {
+  id: string;
+  meta: EventMetadata;
+  content: EmailContent;
+  history: StoredEvent[];
+  state: Known;
+  /** The job's destination: only its recipients are looked at. */
+  destination: string;
+};
 
 /**
- * Delivery: every live email is a job in `delivery_jobs` (fed from the log by the process's consumer), claimed in
- * batches from a DueQueue so several processes share the work. The email's stream is the truth about who still
- * needs an attempt: a job only says "look at this email at this time". Each look runs the steps of `#look`.
+ * Delivery: every live email is a job per destination (its recipients' domains) in `delivery_jobs`, fed from the
+ * log by the process's consumer, claimed in batches from a DueQueue so several processes share the work, fairly
+ * across organizations and lanes (delivery-jobs.ts). The email's stream is the truth about who still needs an
+ * attempt: a job only says "look at this email's recipients there at this time". Each look runs the steps of
+ * `#look`.
  * Every attempt is recorded before it sends and sends nothing after ATTEMPT_LIMIT_MS (attempts.ts); what the remote
  * server answered is written until it is written. Recipients whose outcome is recorded are never sent to again;
  * one whose attempt is in flight is left alone until the attempt's `endsBy`; only an attempt cut short by a crash
@@ -52,6 +61,7 @@ type DomainCache = Map<string, Promise<SendingDomain | null>>;
 export class DeliveryProcess extends DueProcess<Job> {
   readonly #mta: OutboundMta;
   readonly #unknown: UnknownOutcomes;
+  readonly #destinations: DestinationLog;
   /** When stop() was called (ms since the epoch): outcomes not yet written are given up the grace after. */
   #stoppingSince?: number;
 
@@ -59,7 +69,7 @@ export class DeliveryProcess extends DueProcess<Job> {
     super(services, {
       name: 'delivery',
       everyMs: 1000,
-      table: DELIVERY_JOBS,
+      table: deliveryJobs(),
       batch: 100,
       concurrency: options.concurrency ?? 50,
     });
@@ -74,19 +84,24 @@ export class DeliveryProcess extends DueProcess<Job> {
         ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
       });
     this.#unknown = new UnknownOutcomes(services.clock);
+    this.#destinations = new DestinationLog(services);
   }
 
-  /** Live emails accepted (queued, or released by the scheduler) become jobs due at once. */
-  protected dueChange(event: StoredEvent): DueChange | undefined {
-    const ready = event.metadata.mode === 'live' ? readyToSend(event) : undefined;
-    if (!ready) return undefined;
-    const { orgId, mode } = event.metadata;
-    return { add: { email_id: ready.emailId, org_id: orgId, mode, due_at: ready.since } };
+  /** Live emails accepted become a job per destination, due at once (delivery-jobs.ts). */
+  protected dueChange(event: StoredEvent): DueChange[] {
+    return jobsOf(event).map((add) => ({ add }));
   }
 
-  /** Looks at the emails claimed, sharing their domains' look-ups; a task resolves with 1 when its look succeeded. */
+  /** The jobs' queues are listed for the claim's turns, in the consumer's transaction. */
+  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
+    const jobs = events.flatMap((e) => jobsOf(e));
+    await this.due.add(tx, jobs);
+    await listQueues(tx, jobs);
+  }
+
+  /** Looks at the jobs claimed, sharing their domains' look-ups; a task resolves with 1 when its look succeeded. */
   protected plan(jobs: Job[]): Task[] {
-    const domains: DomainCache = new Map();
+    const domains = new SendingDomains(this.services);
     return jobs.map((job) => async () => {
       try {
         this.due.finish(job, await this.#look(job, domains));
@@ -99,20 +114,29 @@ export class DeliveryProcess extends DueProcess<Job> {
     });
   }
 
-  /** One look at an email: sends to the recipients that are due; returns when to look again (null: never). */
-  async #look(job: Job, domains: DomainCache): Promise<string | null> {
+  /**
+   * One look at an email's recipients at the job's destination: gives them up (the operator said so), or sends to
+   * those that are due once the destination's shaping admits a message; returns when to look again (null: never).
+   */
+  async #look(job: Job, domains: SendingDomains): Promise<string | null> {
     const email = await this.#readEmail(job);
     if (!email) return null;
-    const { due, waitUntil } = this.#dueRecipients(email);
-    if (due.length > 0) {
-      const domain = await this.#checkDomain(email, domains);
-      if (domain) await this.#attempt(email, domain, due);
-      else {
+    if (job.destination === '') return this.#split(job, email);
+    if (job.give_up) await this.#giveUp(email);
+    const now = this.services.clock.now();
+    const { due, waitUntil } = dueRecipients(email, { now, unknown: this.#unknown, early: job.expedite });
+    if (due.length > 0 && !job.give_up) {
+      const domain = await domains.of(email.content, email.meta);
+      if (domain) {
+        const held = await this.#admit(email);
+        if (held) return held;
+        await this.#attempt(email, domain, due, job.expedite);
+      } else {
         await this.#startSending(email);
-        await this.#recordOutcomes(email, this.#deferAll(email, due));
+        await this.#recordOutcomes(email, this.#decide(email, this.#deferAll(email, due)));
       }
     }
-    return this.#nextLook(email.state, waitUntil);
+    return nextLook(email, this.services.clock.now().getTime(), waitUntil);
   }
 
   /** The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled). */
@@ -122,50 +146,44 @@ export class DeliveryProcess extends DueProcess<Job> {
     if (!content || !state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
       return null;
     const meta = systemMeta({ orgId: job.org_id, mode: job.mode });
-    return { id: job.email_id, meta, content, history, state };
+    return { id: job.email_id, meta, content, history, state, destination: job.destination };
+  }
+
+  /** A job for every destination (an email released from its schedule) becomes a job per destination. */
+  async #split(job: Job, email: Email): Promise<null> {
+    const waiting = Object.entries(email.state.recipients).filter(([, r]) => !isFinal(r.status));
+    const now = this.services.clock.now().toISOString();
+    const jobs = destinationsOf(waiting.map(([address]) => address)).map((destination) =>
+      jobRow({ ...job, destination }, now),
+    );
+    await this.due.add(this.services.db, jobs);
+    this.workAgain();
+    return null;
+  }
+
+  /**
+   * Whether the destination may take a message now (traffic shaping, shared by every process): null when it may,
+   * else when to look again. Nothing is recorded for a message held back: it has not been attempted.
+   */
+  async #admit(_email: Email): Promise<string | null> {
+    return null;
+  }
+
+  /** The operator gave the destination up: its recipients waiting (not in flight) bounce softly. */
+  async #giveUp(email: Email): Promise<void> {
+    const waiting = recipientsAt(email.state, email.destination).filter(
+      ([, r]) => !isFinal(r.status) && !r.inFlight,
+    );
+    if (waiting.length === 0) return;
+    await this.#startSending(email);
+    const outcomes = waiting.map(([address, r]) => givenUp(address, r.attempts, email.destination));
+    await this.#recordOutcomes(email, outcomes);
   }
 
   /** A queued email becomes `sending` (EmailSendingStarted) before outcomes that no attempt gave (no domain). */
   async #startSending(email: Email): Promise<void> {
     if (email.state.lifecycle !== 'queued') return;
     await this.#took(email, await startSending(this.services, email.meta, email.id, email.history));
-  }
-
-  /**
-   * Recipients without an outcome yet, and delayed ones whose retry time has come (`attemptable`: none whose
-   * attempt is in flight). One whose last attempt ended without an outcome also waits until UNKNOWN_GRACE_MS after
-   * this process first saw that attempt (`waitUntil`: when the first of them may go).
-   */
-  #dueRecipients(email: Email): { due: string[]; waitUntil?: number } {
-    const now = this.services.clock.now();
-    const retryAt = new Map<string, number>();
-    for (const [address, r] of Object.entries(email.state.recipients))
-      if (r.inFlight && !isFinal(r.status))
-        retryAt.set(address, this.#unknown.retryAt(email.id, r.inFlight.startedAt));
-    const { recipients, outcomeUnknown } = attemptable(email.state, now.toISOString());
-    let waitUntil: number | undefined;
-    const due = recipients.filter((address) => {
-      if (!outcomeUnknown.includes(address)) return true;
-      const at = retryAt.get(address)!;
-      if (at <= now.getTime()) return true;
-      waitUntil = Math.min(waitUntil ?? at, at);
-      return false;
-    });
-    return { due, waitUntil };
-  }
-
-  /** The sending domain with its DKIM key opened; null when it is gone. */
-  #checkDomain(email: Email, domains: DomainCache): Promise<SendingDomain | null> {
-    const id = email.content.domainId;
-    if (!id) return Promise.resolve(null);
-    let domain = domains.get(id);
-    if (!domain) {
-      const { db, secrets } = this.services;
-      const { orgId, mode } = email.meta;
-      domain = findDomainById(db, { orgId, mode }, id).then((row) => row && sendingDomain(row, secrets));
-      domains.set(id, domain);
-    }
-    return domain;
   }
 
   /** Without a sending domain every due recipient is deferred, as a 4xx would: its retry may find it back. */
@@ -180,7 +198,7 @@ export class DeliveryProcess extends DueProcess<Job> {
    * destination, DKIM-signed, nothing of it later than ATTEMPT_LIMIT_MS after the record. Then records what the
    * servers said.
    */
-  async #attempt(email: Email, domain: SendingDomain, recipients: string[]): Promise<void> {
+  async #attempt(email: Email, domain: SendingDomain, recipients: string[], early: boolean): Promise<void> {
     const message = await buildOutboundMessage(this.services, email.content, domain);
     const startedAt = this.services.clock.now().getTime();
     const endsBy = new Date(startedAt + ATTEMPT_LIMIT_MS + ATTEMPT_MARGIN_MS).toISOString();
@@ -189,7 +207,7 @@ export class DeliveryProcess extends DueProcess<Job> {
       this.services,
       email.meta,
       email.id,
-      { recipients, endsBy },
+      { recipients, endsBy, ...(early && { early }) },
       email.history,
     );
     await this.#took(email, started);
@@ -201,18 +219,27 @@ export class DeliveryProcess extends DueProcess<Job> {
     }
     // The limit counts from the record, whatever its append took.
     const withinMs = startedAt + ATTEMPT_LIMIT_MS - this.services.clock.now().getTime();
-    await this.#recordOutcomes(email, await this.#mta.send(message, attempt.data.recipients, { withinMs }));
+    const sent = await this.#mta.send(message, attempt.data.recipients, { withinMs });
+    const decided = this.#decide(email, sent);
+    const at = this.services.clock.now().toISOString();
+    this.#destinations.noteOutcomes(
+      { ...email.meta, destination: email.destination, group: '', at },
+      decided,
+    );
+    await this.#recordOutcomes(email, decided);
+  }
+
+  /** What each server's answer becomes: delivered, delayed until its retry, or bounced with its class. */
+  #decide(email: Email, outcomes: RecipientOutcome[]): DeliveryOutcome[] {
+    const now = this.services.clock.now();
+    return outcomes.map((o) => outcomeOf(email.state, o, now, this.services.policies.bounceRules));
   }
 
   /**
-   * Records each recipient's outcome; a temporary failure gets its retry time, or bounces (soft) after the last.
-   * What the servers said is kept until it is written (writeUntilWritten): a database that is away delays the
+   * Records each recipient's outcome. What the servers said is kept until it is written (writeUntilWritten): a database that is away delays the
    * record, it never loses it while the process lives.
    */
-  async #recordOutcomes(email: Email, outcomes: RecipientOutcome[]): Promise<void> {
-    const now = this.services.clock.now();
-    const rules = this.services.policies.bounceRules;
-    const decided = outcomes.map((o) => outcomeOf(email.state, o, now, rules));
+  async #recordOutcomes(email: Email, decided: DeliveryOutcome[]): Promise<void> {
     const grace = this.services.config.SHUTDOWN_GRACE_MS;
     const result = await writeUntilWritten(
       {
@@ -255,28 +282,12 @@ export class DeliveryProcess extends DueProcess<Job> {
     email.history.push(...result.events.map((e, i) => ({ ...e, ...stored, revision: first + i, createdAt })));
   }
 
-  /**
-   * When to look again: the earliest of a delayed recipient's retry, the end of an attempt in flight, and
-   * `waitUntil` (an attempt whose outcome is unknown); null when no recipient waits for anything (the job is done).
-   */
-  #nextLook(state: Known, waitUntil?: number): string | null {
-    const now = this.services.clock.now().getTime();
-    const times = waitUntil === undefined ? [] : [waitUntil];
-    for (const r of Object.values(state.recipients)) {
-      if (isFinal(r.status)) continue;
-      // An attempt past its end without an outcome waits for `waitUntil`.
-      if (r.inFlight) times.push(Math.max(Date.parse(r.inFlight.endsBy), waitUntil ?? now));
-      else if (r.status === 'delayed' && r.nextAttemptAt) times.push(Date.parse(r.nextAttemptAt));
-      else times.push(now);
-    }
-    return times.length === 0 ? null : new Date(Math.min(...times)).toISOString();
-  }
-
   override async stop(): Promise<void> {
     this.#stoppingSince = Date.now();
     try {
       await super.stop();
       await this.#mta.close();
+      await this.#destinations.flush();
     } finally {
       this.#stoppingSince = undefined;
     }

@@ -3,8 +3,9 @@ import { type EmailContent, messageIdOf } from '../../domain/emails/email.events
 import { addTracking } from '../../domain/emails/tracking.ts';
 import { verpAddress } from '../../domain/emails/verp.ts';
 import type { SecretBox } from '../../platform/crypto.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import type { DomainRow } from '../../read-side/domains/domains.queries.ts';
+import { type DomainRow, findDomainById } from '../../read-side/domains/domains.queries.ts';
 import type { DkimKey, OutboundMessage } from './mta/message.ts';
 
 /** A sending domain with its DKIM key opened, once for the many emails that share it. */
@@ -18,6 +19,29 @@ export const sendingDomain = (row: DomainRow, secrets: SecretBox): SendingDomain
     privateKey: secrets.open(row.sealed_dkim_private_key),
   },
 });
+
+/** Sending domains looked up once per claimed batch (many emails share one), by id. */
+export class SendingDomains {
+  readonly #services: Pick<Services, 'db' | 'secrets'>;
+  readonly #domains = new Map<string, Promise<SendingDomain | null>>();
+
+  constructor(services: Pick<Services, 'db' | 'secrets'>) {
+    this.#services = services;
+  }
+
+  /** The email's sending domain with its DKIM key opened; null when it is gone. */
+  of(content: EmailContent, tenant: { orgId: string; mode: Mode }): Promise<SendingDomain | null> {
+    const id = content.domainId;
+    if (!id) return Promise.resolve(null);
+    let domain = this.#domains.get(id);
+    if (!domain) {
+      const { db, secrets } = this.#services;
+      domain = findDomainById(db, tenant, id).then((row) => row && sendingDomain(row, secrets));
+      this.#domains.set(id, domain);
+    }
+    return domain;
+  }
+}
 
 const trackingCnameVerified = (domain: DomainRow) =>
   domain.dns_records.some((r) => r.purpose === 'tracking' && r.status === 'verified');

@@ -43,3 +43,15 @@ export function outcomeOf(
         smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
       };
 }
+
+/** A recipient of mail the operator gave up for its destination (`postline queue bounce`): a soft bounce. */
+export function givenUp(recipient: string, attempts: number, destination: string): DeliveryOutcome {
+  return {
+    recipient,
+    attempt: attempts + 1,
+    result: 'bounced',
+    bounceType: 'soft',
+    classification: 'unknown',
+    smtpResponse: `local: delivery to ${destination} was given up by the operator`,
+  };
+}

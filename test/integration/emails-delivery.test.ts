@@ -85,7 +85,8 @@ describe('live delivery through the outbound MTA', () => {
         },
       ],
     });
-    expect(await delivery.runOnce()).toBe(1);
+    // One look per destination: rcpt.test and other.test.
+    expect(await delivery.runOnce()).toBe(2);
     expect(mx.messages).toHaveLength(2); // one transaction per recipient domain
     const all = mx.messages.flatMap((m) => m.rcptTo).sort();
     expect(all).toEqual(['ann@rcpt.test', 'bob@other.test', 'carl@rcpt.test']);
@@ -118,22 +119,26 @@ describe('live delivery through the outbound MTA', () => {
     expect(dkim.results[0].status.result).toBe('pass');
     expect(dkim.results[0].signingDomain).toBe('acme-send.test');
 
-    expect(await types(id)).toEqual([
-      'EmailQueued',
-      'EmailSendingStarted',
+    // An attempt per destination (recipient domain), each with its own transaction, in either order.
+    const recorded = await types(id);
+    expect(recorded.slice(0, 2)).toEqual(['EmailQueued', 'EmailSendingStarted']);
+    expect(recorded.slice(2).sort()).toEqual([
+      'EmailDelivered',
+      'EmailDelivered',
+      'EmailDelivered',
+      'EmailDeliveryAttemptStarted',
       'EmailDeliveryAttemptStarted',
       'EmailSent',
-      'EmailDelivered',
-      'EmailDelivered',
-      'EmailDelivered',
     ]);
-    const attempt = (await history(id)).find((e) => e.type === 'EmailDeliveryAttemptStarted');
-    expect(attempt?.data).toEqual({
-      emailId: id,
-      recipients: ['ann@rcpt.test', 'bob@other.test', 'carl@rcpt.test'],
-      startedAt: clock.now().toISOString(),
-      endsBy: new Date(clock.now().getTime() + 35_000).toISOString(),
-    });
+    const attempts = (await history(id)).filter((e) => e.type === 'EmailDeliveryAttemptStarted');
+    const started = { startedAt: clock.now().toISOString() };
+    const endsBy = new Date(clock.now().getTime() + 35_000).toISOString();
+    expect(
+      attempts.map((a) => a.data).sort((a: any, b: any) => a.recipients[0].localeCompare(b.recipients[0])),
+    ).toEqual([
+      { emailId: id, recipients: ['ann@rcpt.test', 'carl@rcpt.test'], ...started, endsBy },
+      { emailId: id, recipients: ['bob@other.test'], ...started, endsBy },
+    ]);
     const e = await email(id);
     expect(e.status).toBe('delivered');
     expect(e.recipients.every((r: any) => r.status === 'delivered')).toBe(true);
@@ -400,7 +405,8 @@ describe('live delivery through the outbound MTA', () => {
     // A crash between recording and removing the job leaves the job behind: the next run finds the outcome
     // in the stream and sends nothing.
     await svc.postline.services.db.query(
-      `INSERT INTO delivery_jobs (email_id, org_id, mode, due_at) VALUES ($1, $2, 'live', $3)`,
+      `INSERT INTO delivery_jobs (email_id, destination, org_id, mode, lane, queue, due_at)
+       VALUES ($1, 'rcpt.test', $2, 'live', 'transactional', $2 || ':transactional', $3)`,
       [id, acme.orgId, clock.now()],
     );
     const restarted = new DeliveryProcess(svc.postline.services);
@@ -685,9 +691,13 @@ describe('smarthost mode', () => {
       await delivery.runOnce(); // nothing pending for the MX path
       const id = await send({ to: ['nomx@nowhere.invalid', 'ann@rcpt.test'] });
       await viaRelay.runOnce();
-      expect(relay.messages).toHaveLength(1);
-      expect(relay.messages[0].user).toBe('relay-user');
-      expect(relay.messages[0].rcptTo.sort()).toEqual(['ann@rcpt.test', 'nomx@nowhere.invalid']);
+      // One transaction per destination, as through MX hosts.
+      expect(relay.messages).toHaveLength(2);
+      expect(relay.messages.every((m) => m.user === 'relay-user')).toBe(true);
+      expect(relay.messages.flatMap((m) => m.rcptTo).sort()).toEqual([
+        'ann@rcpt.test',
+        'nomx@nowhere.invalid',
+      ]);
       expect(mx.messages).toHaveLength(0);
       expect((await email(id)).status).toBe('delivered');
     } finally {
