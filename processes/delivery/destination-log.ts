@@ -1,4 +1,5 @@
 import type { DeliveryOutcome } from '../../domain/emails/delivery-attempts.ts';
+import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Logger } from '../../platform/logger.ts';
 
@@ -32,14 +33,16 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 export class DestinationLog {
   readonly #db: Database;
   readonly #log: Logger;
+  readonly #clock: Clock;
   #buffer: DestinationReply[] = [];
   #timer?: NodeJS.Timeout;
   #writing: Promise<void> = Promise.resolve();
   #prunedAt = 0;
 
-  constructor(o: { db: Database; log: Logger }) {
+  constructor(o: { db: Database; log: Logger; clock: Clock }) {
     this.#db = o.db;
     this.#log = o.log;
+    this.#clock = o.clock;
   }
 
   /** The servers' replies of an attempt at one destination, decided as the email records them. */
@@ -110,8 +113,8 @@ export class DestinationLog {
   }
 
   async #prune(): Promise<void> {
-    const now = Date.now();
-    if (now - this.#prunedAt < PRUNE_EVERY_MS) return;
+    const now = this.#clock.now().getTime();
+    if (Math.abs(now - this.#prunedAt) < PRUNE_EVERY_MS) return;
     this.#prunedAt = now;
     await this.#db.query('DELETE FROM delivery_replies WHERE at < $1', [new Date(now - KEEP_REPLIES_MS)]);
   }

@@ -99,6 +99,16 @@ export class OutboundMta {
     }
   }
 
+  /**
+   * Where mail for `domain` goes, as traffic shaping groups destinations: the names of its MX hosts (empty when it
+   * has none or its look-up failed), or `smarthost` when every message goes through one.
+   */
+  async hostsOf(domain: string): Promise<{ smarthost: boolean; hosts: string[] }> {
+    if (this.smarthost) return { smarthost: true, hosts: [this.smarthost.host] };
+    const route = await this.resolver.route(domain);
+    return { smarthost: false, hosts: route.kind === 'hosts' ? route.hosts.map((h) => h.name) : [] };
+  }
+
   /** Stops taking work, waits for sends in flight, closes every pooled connection. */
   async close(): Promise<void> {
     this.closed = true;
