@@ -31,10 +31,11 @@ import {
 } from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
+import { QueueControlsProcess } from '../processes/delivery/queue-controls.process.ts';
+import { queueTablesTmpMigrations } from '../processes/delivery/queue-tables.tmp.ts';
+import { queueMessageCounts, queueRows, recentReplies } from '../processes/delivery/queue-view.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
-import { QueueControlsProcess } from '../processes/queue/queue-controls.process.ts';
-import { queueTablesTmpMigrations } from '../processes/queue/queue-tables.tmp.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
 import {
   SCHEDULED_EMAILS,
@@ -80,7 +81,6 @@ import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
 import { emailQueryRoutes } from '../read-side/emails/emails.routes.ts';
 import { emailsMigrations } from '../read-side/emails/emails.schema.ts';
 import { organizationQueryRoutes } from '../read-side/organizations/organizations.routes.ts';
-import { queueMessageCounts } from '../read-side/queue/queue.queries.ts';
 import { queueQueryRoutes } from '../read-side/queue/queue.routes.ts';
 import { queueMigrations } from '../read-side/queue/queue.schema.ts';
 import { receivedEmailQueryRoutes } from '../read-side/received-emails/received-emails.routes.ts';
@@ -133,7 +133,7 @@ export const migrations: Migration[] = [
   ...broadcastExpansionMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
-  // TEMPORARY: the fair-queue rework's delivery tables (processes/queue/queue-tables.tmp.ts says why).
+  // TEMPORARY: the fair-queue rework's delivery tables (processes/delivery/queue-tables.tmp.ts says why).
   ...queueTablesTmpMigrations,
   ...queueMigrations,
   ...suppressionPolicyMigrations,
@@ -186,7 +186,7 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   contactImportQueryRoutes(api, services);
   webhookCommandRoutes(api, services);
   webhookQueryRoutes(api, services);
-  queueQueryRoutes(api, services);
+  queueQueryRoutes(api, services, { rows: queueRows, replies: recentReplies });
   // Emails last: GET /emails/:email_id would otherwise shadow fixed paths such as /emails/received.
   receivedEmailCommandRoutes(api, services);
   receivedEmailQueryRoutes(api, services);

@@ -105,7 +105,7 @@ export type QueueDepths = Record<string, (db: Database, now: Date) => Promise<nu
 
 /**
  * The outbound queue's messages per (destination, lane, state), for `postline_queue_messages`: the largest
- * destinations by name and the rest summed as `other` (read-side/queue/queue.queries.ts).
+ * destinations by name and the rest summed as `other` (processes/delivery/queue-view.ts).
  */
 export type QueueMessages = (
   db: Database,

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { queueDestination } from '../../domain/queue/queue.decider.ts';
 import { AppError } from '../../platform/errors.ts';
-import { livePauses, queueRows } from '../../read-side/queue/queue.queries.ts';
+import { livePauses, queueRows } from '../../processes/delivery/queue-view.ts';
 import {
   giveUpDelivery,
   pauseDelivery,

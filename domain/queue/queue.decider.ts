@@ -54,7 +54,9 @@ export const queueDecider: Decider<QueueCommand, QueueEvent, QueueState> = {
     switch (command.type) {
       case 'PauseDelivery': {
         const until = pauseUntil(command);
-        return [{ type: 'DeliveryPaused', data: { ...target, until, reason: command.reason, at: command.at } }];
+        return [
+          { type: 'DeliveryPaused', data: { ...target, until, reason: command.reason, at: command.at } },
+        ];
       }
       case 'ResumeDelivery': {
         // Nothing to resume: no pause, or one that has ended on its own.

@@ -1,5 +1,58 @@
 import { z } from 'zod';
+import type { Queryable } from '../../platform/db/database.ts';
+import type { Mode } from '../../platform/eventstore/types.ts';
 import { timestamp } from '../../platform/http/route-schema.ts';
+
+/** One destination's mail in one lane, for one organization and mode. */
+export interface QueueRow {
+  org_id: string;
+  mode: Mode;
+  destination: string;
+  lane: string;
+  queued: number;
+  deferred: number;
+  in_flight: number;
+  oldest_queued_at: Date | null;
+  /** The latest end of what holds it now: this organization's pause, every organization's, its shaping group's. */
+  paused_until: Date | null;
+  last_response: string | null;
+  last_classification: string | null;
+}
+
+/** A destination's queue row as the API answers it (`QueueDestination`). */
+export const queueRowJson = (r: QueueRow) => ({
+  destination: r.destination,
+  lane: r.lane,
+  queued: r.queued,
+  deferred: r.deferred,
+  in_flight: r.in_flight,
+  oldest_queued_at: r.oldest_queued_at && new Date(r.oldest_queued_at).toISOString(),
+  paused_until: r.paused_until && new Date(r.paused_until).toISOString(),
+  last_response: r.last_response,
+  last_classification: r.last_classification,
+});
+
+/** A destination's replies to an organization's mail, newest first. */
+export interface QueueReplyRow {
+  at: Date;
+  smtp_code: number | null;
+  response: string | null;
+  classification: string | null;
+}
+
+/** How the read routes read the queue (given by the composition root: the tables are the delivery process's). */
+export interface QueueView {
+  rows(
+    db: Queryable,
+    filter: { orgId: string; mode: Mode; destination?: string },
+    now: Date,
+  ): Promise<QueueRow[]>;
+  replies(
+    db: Queryable,
+    target: { orgId: string; mode: Mode; destination: string },
+    now: Date,
+  ): Promise<QueueReplyRow[]>;
+}
 
 export const QueueDestination = z
   .strictObject({

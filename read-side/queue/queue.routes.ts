@@ -1,18 +1,25 @@
 import { z } from 'zod';
 import { queueDestination } from '../../domain/queue/queue.decider.ts';
-import { QueueList, QueueReplyList } from '../../domain/queue/queue.response.ts';
+import {
+  QueueList,
+  QueueReplyList,
+  type QueueView,
+  queueRowJson,
+} from '../../domain/queue/queue.response.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { queueRowJson, queueRows, recentReplies } from './queue.queries.ts';
 
 const query = z.strictObject({
   destination: z.string().optional().meta({ description: 'Only this recipient domain.' }),
 });
 
-/** The organization's outbound queue in its key's mode: what waits for which destination, and why. */
-export function queueQueryRoutes(api: ApiRouter, services: Services) {
+/**
+ * The organization's outbound queue in its key's mode: what waits for which destination, and why. `view` reads it
+ * (the composition root gives the delivery process's reads: its tables are that process's).
+ */
+export function queueQueryRoutes(api: ApiRouter, services: Services, view: QueueView) {
   const queue = queryRoutes(api, { tag: 'Queue', name: 'Destination' });
   queue.get(
     '/queue',
@@ -27,7 +34,7 @@ export function queueQueryRoutes(api: ApiRouter, services: Services) {
       const q = parse(query, req.query, 'query');
       const destination = q.destination === undefined ? undefined : queueDestination(q.destination);
       const { orgId, mode } = req.auth;
-      const rows = await queueRows(services.db, { orgId, mode, destination }, services.clock.now());
+      const rows = await view.rows(services.db, { orgId, mode, destination }, services.clock.now());
       return { object: 'list', data: rows.map(queueRowJson) };
     },
   );
@@ -42,7 +49,7 @@ export function queueQueryRoutes(api: ApiRouter, services: Services) {
     async (req) => {
       const destination = queueDestination(req.params.destination);
       const { orgId, mode } = req.auth;
-      const rows = await recentReplies(services.db, { orgId, mode, destination }, services.clock.now());
+      const rows = await view.replies(services.db, { orgId, mode, destination }, services.clock.now());
       return {
         object: 'list',
         data: rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() })),

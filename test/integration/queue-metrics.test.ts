@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
-import { METRIC_DESTINATIONS } from '../../read-side/queue/queue.queries.ts';
+import { METRIC_DESTINATIONS } from '../../processes/delivery/queue-view.ts';
 import { useTestService } from '../support/service.ts';
 
 const clock = new ManualClock('2026-06-01T10:00:00Z');

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
-import { QueueControlsProcess } from '../../processes/queue/queue-controls.process.ts';
+import { QueueControlsProcess } from '../../processes/delivery/queue-controls.process.ts';
 import { deliveryPausesProjection } from '../../projections/delivery-pauses.projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import {

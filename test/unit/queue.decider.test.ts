@@ -73,16 +73,16 @@ describe('queue decider', () => {
       ]));
 
   it('resuming without a pause, or after it ended on its own, records nothing', () => {
-    spec(queueDecider).given([]).when({ type: 'ResumeDelivery', ...target }).then([]);
+    spec(queueDecider)
+      .given([])
+      .when({ type: 'ResumeDelivery', ...target })
+      .then([]);
     spec(queueDecider)
       .given([paused])
       .when({ type: 'ResumeDelivery', ...target, at: '2026-01-01T12:00:00.000Z' })
       .then([]);
     spec(queueDecider)
-      .given([
-        paused,
-        { type: 'DeliveryResumed', data: { destination: 'gmail.com', orgId: 'org_1', at } },
-      ])
+      .given([paused, { type: 'DeliveryResumed', data: { destination: 'gmail.com', orgId: 'org_1', at } }])
       .when({ type: 'ResumeDelivery', ...target })
       .then([]);
   });

@@ -3,17 +3,14 @@ import type { Migration } from '../../platform/db/migrations.ts';
 /**
  * TEMPORARY (branch `queue` only): the delivery tables of the fair-queue rework, so the queue view can be built
  * and tested before that rework lands. Its own migrations replace this file, which then goes, with its line in
- * bin/composition.ts. The statements are spelt `CREATE ${TABLE}` so the layering check does not take these tables
- * for this folder's own.
+ * bin/composition.ts.
  */
-const TABLE = 'TABLE';
-
 export const queueTablesTmpMigrations: Migration[] = [
   {
     id: 'queue-tables-tmp-001',
     sql: `
 DROP TABLE IF EXISTS delivery_jobs;
-CREATE ${TABLE} delivery_jobs (
+CREATE TABLE delivery_jobs (
   email_id text,
   destination text,
   org_id text,
@@ -28,7 +25,7 @@ CREATE ${TABLE} delivery_jobs (
   PRIMARY KEY (email_id, destination)
 );
 CREATE INDEX IF NOT EXISTS delivery_jobs_due ON delivery_jobs (due_at);
-CREATE ${TABLE} IF NOT EXISTS delivery_destinations (
+CREATE TABLE IF NOT EXISTS delivery_destinations (
   org_id text,
   mode text,
   destination text,
@@ -39,7 +36,7 @@ CREATE ${TABLE} IF NOT EXISTS delivery_destinations (
   last_at timestamptz,
   PRIMARY KEY (org_id, mode, destination)
 );
-CREATE ${TABLE} IF NOT EXISTS delivery_replies (
+CREATE TABLE IF NOT EXISTS delivery_replies (
   org_id text,
   mode text,
   destination text,
@@ -48,7 +45,7 @@ CREATE ${TABLE} IF NOT EXISTS delivery_replies (
   response text,
   classification text
 );
-CREATE ${TABLE} IF NOT EXISTS shaping_groups (
+CREATE TABLE IF NOT EXISTS shaping_groups (
   grp text PRIMARY KEY,
   held_until timestamptz,
   held_reason text

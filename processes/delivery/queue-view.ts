@@ -1,21 +1,12 @@
+import type { QueueReplyRow, QueueRow } from '../../domain/queue/queue.response.ts';
 import type { Queryable } from '../../platform/db/database.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 
-/** One destination's mail in one lane, for one organization and mode. */
-export interface QueueRow {
-  org_id: string;
-  mode: Mode;
-  destination: string;
-  lane: string;
-  queued: number;
-  deferred: number;
-  in_flight: number;
-  oldest_queued_at: Date | null;
-  /** The latest end of what holds it now: this organization's pause, every organization's, its shaping group's. */
-  paused_until: Date | null;
-  last_response: string | null;
-  last_classification: string | null;
-}
+/*
+ * The queue as operators and organizations see it, read from this process's tables (delivery_jobs,
+ * delivery_destinations, delivery_replies, shaping_groups) and the pauses' read model (delivery_pauses). The API's
+ * read route gets these functions from the composition root; the CLI and /metrics call them.
+ */
 
 export interface QueueFilter {
   orgId?: string;
@@ -63,19 +54,6 @@ export async function queueRows(db: Queryable, filter: QueueFilter, now: Date): 
   return rows as QueueRow[];
 }
 
-/** A destination's queue row as the API answers it (`QueueDestination`). */
-export const queueRowJson = (r: QueueRow) => ({
-  destination: r.destination,
-  lane: r.lane,
-  queued: r.queued,
-  deferred: r.deferred,
-  in_flight: r.in_flight,
-  oldest_queued_at: r.oldest_queued_at && new Date(r.oldest_queued_at).toISOString(),
-  paused_until: r.paused_until && new Date(r.paused_until).toISOString(),
-  last_response: r.last_response,
-  last_classification: r.last_classification,
-});
-
 /** The pauses in force at `now`; `org_id` '' pauses every organization's mail. */
 export async function livePauses(
   db: Queryable,
@@ -99,7 +77,7 @@ export async function recentReplies(
   db: Queryable,
   target: { orgId: string; mode: Mode; destination: string },
   now: Date,
-): Promise<{ at: Date; smtp_code: number | null; response: string | null; classification: string | null }[]> {
+): Promise<QueueReplyRow[]> {
   const { rows } = await db.query(
     `SELECT at, smtp_code, response, classification FROM delivery_replies
      WHERE org_id = $1 AND mode = $2 AND destination = $3 AND at > $4::timestamptz - interval '1 day'
