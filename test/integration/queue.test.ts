@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { QueueControlsProcess } from '../../processes/delivery/queue-controls.process.ts';
+import { pausedJobSql } from '../../processes/delivery/queue-view.ts';
 import { deliveryPausesProjection } from '../../projections/delivery-pauses.projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import {
@@ -153,6 +154,24 @@ describe('GET /v1/queue', () => {
     expect(resumed.changed).toBe(true);
     await waitForPauses(resumed.position);
     expect(await list()).toMatchObject({ 'yahoo.com transactional': null });
+    // The delivery claim's rule: the jobs a pause in force holds.
+    const held = async () =>
+      (
+        await svc.postline.services.db.query(
+          `SELECT j.email_id FROM delivery_jobs j WHERE j.mode = 'live' AND ${pausedJobSql('j', '$1')} ORDER BY 1`,
+          [clock.now()],
+        )
+      ).rows.map((r) => r.email_id);
+    expect(await held()).toEqual([]);
+    const othersPause = await pauseDelivery(
+      controls(),
+      { destination: 'gmail.com', orgId: other.orgId, actor: 'cli' },
+      { until: at(10) },
+    );
+    await waitForPauses(othersPause.position);
+    expect(await held()).toEqual(['em_8']);
+    clock.advance(10 * 60_000);
+    expect(await held()).toEqual([]);
     const again = await resumeDelivery(controls(), {
       destination: 'yahoo.com',
       orgId: acme.orgId,
