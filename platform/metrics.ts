@@ -103,8 +103,17 @@ const LAG_SQL = `SELECT c.kind, c.name, (SELECT count(*) FROM (SELECT 1 FROM eve
 /** A queue's depth: a cheap count of a process's table (the processes own them: see bin/composition.ts). */
 export type QueueDepths = Record<string, (db: Database, now: Date) => Promise<number>>;
 
+/**
+ * The outbound queue's messages per (destination, lane, state), for `postline_queue_messages`: the largest
+ * destinations by name and the rest summed as `other` (processes/delivery/queue-view.ts).
+ */
+export type QueueMessages = (
+  db: Database,
+  now: Date,
+) => Promise<{ destination: string; lane: string; state: string; count: number }[]>;
+
 /** Where the scrape-time gauges read: the service whose /metrics is being scraped (one per process, but tests). */
-let source: { services: Services; queues: QueueDepths } | undefined;
+let source: { services: Services; queues: QueueDepths; messages?: QueueMessages } | undefined;
 
 /** A gauge computed at scrape time; when the database does not answer it is left out, the rest still served. */
 function scrapeGauge<L extends string>(
@@ -165,13 +174,29 @@ scrapeGauge(
   },
 );
 
+scrapeGauge(
+  'postline_queue_messages',
+  'Messages waiting for delivery per destination (the 50 with the most mail; the rest as "other"), lane and state (queued, deferred, in_flight).',
+  ['destination', 'lane', 'state'],
+  async ({ services, messages }) =>
+    (messages ? await messages(services.db, services.clock.now()) : []).map((r) => ({
+      labels: { destination: r.destination, lane: r.lane ?? '', state: r.state },
+      value: r.count,
+    })),
+);
+
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
  * Mounts `GET /metrics` (Prometheus text format). With METRICS_TOKEN set it needs `Authorization: Bearer <token>`,
  * else 401 `invalid_metrics_token`.
  */
-export function mountMetrics(app: express.Express, services: Services, queues: QueueDepths): void {
+export function mountMetrics(
+  app: express.Express,
+  services: Services,
+  queues: QueueDepths,
+  messages?: QueueMessages,
+): void {
   const token = services.config.METRICS_TOKEN;
   app.get('/metrics', async (req, res) => {
     if (token) {
@@ -179,7 +204,7 @@ export function mountMetrics(app: express.Express, services: Services, queues: Q
       if (!timingSafeEqual(digest(presented), digest(token)))
         throw new AppError('invalid_metrics_token', 'Send Authorization: Bearer <METRICS_TOKEN>.');
     }
-    source = { services, queues };
+    source = { services, queues, messages };
     res.type(registry.contentType).send(await registry.metrics());
   });
 }

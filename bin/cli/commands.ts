@@ -5,6 +5,7 @@ import { contactsImport } from './contacts-import.ts';
 import { keysCreate, keysRevoke } from './keys.ts';
 import { projectionsRebuild, projectionsStatus, streamsShow } from './operations.ts';
 import { orgsCreate, orgsList, orgsSetClientDetails, orgsSetPlan } from './orgs.ts';
+import { queueBounce, queueList, queuePause, queueResume, queueRetry } from './queue.ts';
 
 export const USAGE = `Usage: postline <command>
 
@@ -28,6 +29,15 @@ export const USAGE = `Usage: postline <command>
                                                 (exit code 1 while there are any)
   projections rebuild [name]                    rebuild one projection (or all) from the event log
   streams show <stream-id>                      the history of one stream (e.g. email-em_…), for auditors
+  queue [--org <org_id>] [--destination <domain>] [--json]
+                                                the mail waiting for delivery per organization, destination
+                                                and lane, and the pauses in force
+  queue pause <domain> [--for <duration>] [--org <org_id>] [--reason <text>]
+                                                hold delivery there (every organization's mail unless --org)
+                                                for 1h or --for (30m, 2h, 1d; at most 30d); mail waits
+  queue resume <domain> [--org <org_id>]        end a pause before its time
+  queue retry <domain> [--org <org_id>]         make the mail waiting for a retry there due now
+  queue bounce <domain> [--org <org_id>]        give up its queued mail: each recipient bounces softly
 `;
 
 /** Each subcommand, by its group and action. */
@@ -42,6 +52,10 @@ const COMMANDS: Record<string, (cli: Cli, rest: string[]) => Promise<number>> = 
   'projections status': projectionsStatus,
   'projections rebuild': projectionsRebuild,
   'streams show': streamsShow,
+  'queue pause': queuePause,
+  'queue resume': queueResume,
+  'queue retry': queueRetry,
+  'queue bounce': queueBounce,
 };
 
 /** Subcommands that name what they act on: without it, the usage is the answer. */
@@ -49,6 +63,9 @@ const NEEDS_ARGUMENT = new Set(['keys revoke', 'streams show']);
 
 /** Runs one CLI command against an open Postline (local, or inside the running server). Returns the exit code. */
 export async function runCommand(argv: string[], postline: Postline, out: Writable): Promise<number> {
+  // `queue` alone, or with its options only, lists; its other actions are words.
+  if (argv[0] === 'queue' && (argv[1] === undefined || argv[1].startsWith('--')))
+    return queueList(cliOf(postline, out), argv.slice(1));
   const [group, action, ...rest] = argv;
   const name = `${group} ${action}`;
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;

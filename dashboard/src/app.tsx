@@ -10,6 +10,7 @@ import { Domain, Domains } from './screens/domains.tsx';
 import { Email } from './screens/email.tsx';
 import { Emails } from './screens/emails.tsx';
 import { Overview } from './screens/overview.tsx';
+import { Queue, QueueDestinationScreen } from './screens/queue.tsx';
 import { Received, ReceivedEmail } from './screens/received.tsx';
 import { SignIn } from './screens/sign-in.tsx';
 import { Suppressions } from './screens/suppressions.tsx';
@@ -26,6 +27,7 @@ const NAV: [string, string][] = [
   ['/webhooks', 'Webhooks'],
   ['/api-keys', 'API keys'],
   ['/suppressions', 'Suppressions'],
+  ['/queue', 'Queue'],
   ['/received', 'Received'],
   ['/contacts', 'Contacts'],
 ];
@@ -50,6 +52,8 @@ function screenFor(path: string) {
       return <ApiKeys />;
     case 'suppressions':
       return <Suppressions />;
+    case 'queue':
+      return id ? <QueueDestinationScreen destination={decodeURIComponent(id)} /> : <Queue />;
     case 'received':
       return id ? <ReceivedEmail id={decodeURIComponent(id)} /> : <Received />;
     case 'contacts':

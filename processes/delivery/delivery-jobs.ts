@@ -4,6 +4,7 @@ import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { destinationsOf } from './look-times.ts';
+import { pausedJobSql } from './queue-view.ts';
 
 export const deliveryMigrations: Migration[] = [
   {
@@ -35,14 +36,6 @@ CREATE INDEX delivery_jobs_queue_due ON delivery_jobs (queue, due_at);
 CREATE INDEX delivery_jobs_destination ON delivery_jobs (destination);
 CREATE TABLE delivery_queues (queue text PRIMARY KEY);
 INSERT INTO delivery_queues SELECT DISTINCT queue FROM delivery_jobs;
-CREATE TABLE IF NOT EXISTS delivery_pauses (
-  org_id text NOT NULL,
-  destination text NOT NULL,
-  until timestamptz NOT NULL,
-  reason text,
-  paused_by text,
-  PRIMARY KEY (org_id, destination)
-);
 CREATE TABLE IF NOT EXISTS shaping_groups (
   grp text PRIMARY KEY,
   minute_tat timestamptz,
@@ -115,8 +108,7 @@ export const deliveryJobs = (o = { perQueue: 40 }): DueTable => ({
   // Renewed while a look goes on: after a crash, the jobs it held are taken again within half a minute.
   leaseMs: 30_000,
   where: `($row.give_up OR (
-      NOT EXISTS (SELECT 1 FROM delivery_pauses p WHERE p.destination = $row.destination
-        AND p.org_id IN ('', $row.org_id) AND p.until > $now)
+      NOT ${pausedJobSql('$row', '$now')}
       AND NOT EXISTS (SELECT 1 FROM delivery_destinations d JOIN shaping_groups g ON g.grp = d.grp
         WHERE d.org_id = $row.org_id AND d.mode = $row.mode AND d.destination = $row.destination
           AND g.held_until > $now)))`,

@@ -58,11 +58,10 @@ const db = () => svc.postline.services.db;
 const recipient = async (id: string, address: string) =>
   (await readEmail(svc, acme.live, id)).recipients.find((r: { email: string }) => r.email === address);
 const pause = (destination: string, orgId: string, until: Date) =>
-  db().query(`INSERT INTO delivery_pauses (org_id, destination, until, reason) VALUES ($1, $2, $3, 'test')`, [
-    orgId,
-    destination,
-    until,
-  ]);
+  db().query(
+    `INSERT INTO delivery_pauses (org_id, destination, until, reason, paused_by) VALUES ($1, $2, $3, 'test', 'test')`,
+    [orgId, destination, until],
+  );
 
 describe('the queue controls in the delivery look', () => {
   it.each([
