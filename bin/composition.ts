@@ -31,6 +31,7 @@ import {
 } from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { DELIVERY_JOBS } from '../processes/delivery/delivery-jobs.ts';
+import { shapingMigrations } from '../processes/delivery/shaping/shaping-table.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
@@ -127,6 +128,7 @@ export const migrations: Migration[] = [
   ...broadcastExpansionMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
+  ...shapingMigrations,
   ...suppressionPolicyMigrations,
   ...webhooksMigrations,
   ...deliveryLogMigrations,

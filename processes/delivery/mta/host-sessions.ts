@@ -1,5 +1,5 @@
 import type { Logger } from '../../../platform/logger.ts';
-import { DestinationPool } from './destination-limiter.ts';
+import { DestinationPool, type UseLimits } from './destination-limiter.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
 import type { MxHost } from './mx.ts';
 import type { Smarthost } from './smarthost.ts';
@@ -43,7 +43,8 @@ export class HostSessions {
    * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
    * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
    * one more try on a fresh one; a connection lost during the transaction defers every recipient. Past `endAt`
-   * no transaction starts (every recipient deferred), and one still running is cut.
+   * no transaction starts (every recipient deferred), and one still running is cut. `limits` (the destination's
+   * shaping group's) caps the connections to this host and the transactions each connection runs.
    */
   async transact(
     host: MxHost,
@@ -51,6 +52,7 @@ export class HostSessions {
     message: OutboundMessage,
     raw: Buffer,
     endAt: number,
+    limits: UseLimits = {},
   ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
     const port = this.#o.smarthost?.port ?? this.#o.port;
     const key = `${host.name.toLowerCase()}:${port}`;
@@ -81,6 +83,7 @@ export class HostSessions {
             const replies = await session.transaction(message.envelopeFrom, recipients, raw, endAt);
             return { value: replies.map((r) => ({ ...r, mx: host.name, tls: session.secure })), reuse: true };
           },
+          limits,
         );
         if (!outcomes) return timeUp();
         this.#o.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '../../../platform/logger.ts';
 import { composeMessage } from './compose.ts';
+import type { UseLimits } from './destination-limiter.ts';
 import { HostSessions } from './host-sessions.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
 import { MxResolver, type Route } from './mx.ts';
@@ -31,6 +32,14 @@ export interface OutboundMtaOptions {
   tls?: { rejectUnauthorized?: boolean };
   /** EHLO name. Default: the machine's host name. */
   heloName?: string;
+}
+
+/** A send's limits from its destination's shaping group (processes/delivery/shaping/). */
+export interface SendLimits {
+  /** Connections to each MX host of the destination at most (instead of `maxConnectionsPerDestination`). */
+  connections?: number;
+  /** Messages (transactions) a connection carries before it is closed. */
+  messagesPerConnection?: number;
 }
 
 const DEFAULT_MAX_CONNECTIONS = 5;
@@ -82,15 +91,20 @@ export class OutboundMta {
    * Delivers `message` to `recipients` (its to, cc and bcc, or a subset on retry). One outcome per recipient.
    * `withinMs`: nothing of the send reaches a server after it: no transaction starts later (its recipients are
    * deferred), and one still running is cut (deferred too, as a connection lost during the transaction).
+   * `limits`: the connection limits of the recipients' shaping group (one group per send).
    */
   async send(
     message: OutboundMessage,
     recipients: string[],
-    options: { withinMs?: number } = {},
+    options: { withinMs?: number; limits?: SendLimits } = {},
   ): Promise<RecipientOutcome[]> {
     if (this.closed) throw new Error('the MTA is closed');
     const endAt = Date.now() + (options.withinMs ?? Number.POSITIVE_INFINITY);
-    const work = this.deliver(message, recipients, endAt);
+    const limits = {
+      connections: options.limits?.connections,
+      usesPerConnection: options.limits?.messagesPerConnection,
+    };
+    const work = this.deliver(message, recipients, endAt, limits);
     this.inFlight.add(work);
     try {
       return await work;
@@ -106,10 +120,25 @@ export class OutboundMta {
     this.sessions.close();
   }
 
+  /**
+   * The MX host names of a domain, most preferred first (equal preferences by name), for its shaping group
+   * (`TrafficShaping.groupOf`); empty when the domain has no route (its send bounces or defers anyway) or a
+   * smarthost takes every message.
+   */
+  async mxHostsOf(domain: string): Promise<string[]> {
+    if (this.smarthost) return [];
+    const route = await this.resolver.route(domain);
+    if (route.kind !== 'hosts') return [];
+    return [...route.hosts]
+      .sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name))
+      .map((h) => h.name.toLowerCase());
+  }
+
   private async deliver(
     message: OutboundMessage,
     recipients: string[],
     endAt: number,
+    limits: UseLimits,
   ): Promise<RecipientOutcome[]> {
     const unique = [...new Map(recipients.map((r) => [r.toLowerCase(), r])).values()];
     const outcomes = new Map<string, RecipientOutcome>();
@@ -149,7 +178,7 @@ export class OutboundMta {
     await Promise.all(
       [...byDomain].map(async ([domain, rcpts]) => {
         try {
-          for (const o of await this.deliverToDomain(domain, rcpts, message, raw, endAt)) record(o);
+          for (const o of await this.deliverToDomain(domain, rcpts, message, raw, endAt, limits)) record(o);
         } catch (err) {
           // A bug or a close() racing the send must not lose recipients: they are retried later.
           this.log.error({ err, domain }, 'delivery failed unexpectedly');
@@ -168,6 +197,7 @@ export class OutboundMta {
     message: OutboundMessage,
     raw: Buffer,
     endAt: number,
+    limits: UseLimits,
   ): Promise<RecipientOutcome[]> {
     const route: Route = this.smarthost
       ? {
@@ -194,7 +224,7 @@ export class OutboundMta {
     const original = new Map(envelopeTo.map((a, i) => [a.toLowerCase(), recipients[i]]));
     let lastError = 'no MX host could be reached';
     for (const host of route.hosts) {
-      const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt);
+      const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt, limits);
       if (attempt.outcomes) {
         return attempt.outcomes.map((o) => ({
           ...o,
