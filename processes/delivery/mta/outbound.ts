@@ -7,8 +7,7 @@ import { hostname } from 'node:os';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '../../../platform/logger.ts';
 import { composeMessage } from './compose.ts';
-import type { UseLimits } from './destination-limiter.ts';
-import { HostSessions } from './host-sessions.ts';
+import { type ConnectionSlotPort, HostSessions, type SessionLimits } from './host-sessions.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
 import { MxResolver, type Route } from './mx.ts';
 import { parseSmarthost, type Smarthost } from './smarthost.ts';
@@ -32,6 +31,8 @@ export interface OutboundMtaOptions {
   tls?: { rejectUnauthorized?: boolean };
   /** EHLO name. Default: the machine's host name. */
   heloName?: string;
+  /** Connection slots per shaping group shared by every process (`ConnectionSlots`); unset, per process only. */
+  connectionSlots?: ConnectionSlotPort;
 }
 
 /** A send's limits from its destination's shaping group (processes/delivery/shaping/). */
@@ -40,6 +41,8 @@ export interface SendLimits {
   connections?: number;
   /** Messages (transactions) a connection carries before it is closed. */
   messagesPerConnection?: number;
+  /** The shaping group: with `connectionSlots`, its `connections` hold across every process. */
+  group?: string;
 }
 
 const DEFAULT_MAX_CONNECTIONS = 5;
@@ -84,6 +87,7 @@ export class OutboundMta {
       heloName: options.heloName ?? hostname(),
       rejectUnauthorized: options.tls?.rejectUnauthorized ?? this.smarthost !== null,
       log: this.log,
+      slots: options.connectionSlots,
     });
   }
 
@@ -103,6 +107,7 @@ export class OutboundMta {
     const limits = {
       connections: options.limits?.connections,
       usesPerConnection: options.limits?.messagesPerConnection,
+      group: options.limits?.group,
     };
     const work = this.deliver(message, recipients, endAt, limits);
     this.inFlight.add(work);
@@ -138,7 +143,7 @@ export class OutboundMta {
     message: OutboundMessage,
     recipients: string[],
     endAt: number,
-    limits: UseLimits,
+    limits: SessionLimits,
   ): Promise<RecipientOutcome[]> {
     const unique = [...new Map(recipients.map((r) => [r.toLowerCase(), r])).values()];
     const outcomes = new Map<string, RecipientOutcome>();
@@ -197,7 +202,7 @@ export class OutboundMta {
     message: OutboundMessage,
     raw: Buffer,
     endAt: number,
-    limits: UseLimits,
+    limits: SessionLimits,
   ): Promise<RecipientOutcome[]> {
     const route: Route = this.smarthost
       ? {

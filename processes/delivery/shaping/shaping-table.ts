@@ -4,6 +4,7 @@ import type { Migration } from '../../../platform/db/migrations.ts';
  * One row per shaping group, shared by every worker process: the GCRA's theoretical arrival times of both rates,
  * the rate factor a `halve` rule lowered (and when), the back-off level, and the hold that pauses and back-offs
  * set. `held_until` is what the delivery queue's claim reads: no job of a held group is claimed before it.
+ * `shaping_connections`: a group's connection slots, each leased by the process that holds a connection open.
  */
 export const shapingMigrations: Migration[] = [
   {
@@ -19,6 +20,17 @@ export const shapingMigrations: Migration[] = [
   held_reason text,
   updated_at timestamptz
 )`,
+  },
+  {
+    id: 'shaping-002',
+    sql: `CREATE TABLE IF NOT EXISTS shaping_connections (
+  grp text NOT NULL,
+  slot int NOT NULL,
+  holder text NOT NULL,
+  until timestamptz NOT NULL,
+  PRIMARY KEY (grp, slot)
+);
+CREATE INDEX IF NOT EXISTS shaping_connections_holder ON shaping_connections (holder)`,
   },
 ];
 
