@@ -76,11 +76,10 @@ RETURNING slot`,
         released = true;
         if (--this.#held === 0) this.#stopRenewing();
         try {
-          await this.#o.db.query('DELETE FROM shaping_connections WHERE grp = $1 AND slot = $2 AND holder = $3', [
-            group,
-            slot,
-            this.holder,
-          ]);
+          await this.#o.db.query(
+            'DELETE FROM shaping_connections WHERE grp = $1 AND slot = $2 AND holder = $3',
+            [group, slot, this.holder],
+          );
         } catch (err) {
           // The lease runs out by itself.
           this.#o.log.warn({ err, group, slot }, 'could not release a connection slot');
@@ -93,7 +92,10 @@ RETURNING slot`,
   async renew(): Promise<void> {
     const until = new Date(this.#o.clock.now().getTime() + this.#o.leaseMs).toISOString();
     try {
-      await this.#o.db.query('UPDATE shaping_connections SET until = $2 WHERE holder = $1', [this.holder, until]);
+      await this.#o.db.query('UPDATE shaping_connections SET until = $2 WHERE holder = $1', [
+        this.holder,
+        until,
+      ]);
     } catch (err) {
       this.#o.log.warn({ err }, 'could not renew the connection slots');
     }
