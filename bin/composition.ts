@@ -33,6 +33,7 @@ import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/deliv
 import { deliveryJobs } from '../processes/delivery/delivery-jobs.ts';
 import { QueueControlsProcess } from '../processes/delivery/queue-controls.process.ts';
 import { queueMessageCounts, queueRows, recentReplies } from '../processes/delivery/queue-view.ts';
+import { shapingMigrations } from '../processes/delivery/shaping/shaping-table.ts';
 import { DomainVerifierProcess } from '../processes/domain-verifier/domain-verifier.process.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { RetentionProcess } from '../processes/retention/retention.process.ts';
@@ -132,8 +133,8 @@ export const migrations: Migration[] = [
   ...broadcastExpansionMigrations,
   ...simulatorMigrations,
   ...deliveryMigrations,
-  // TEMPORARY: the fair-queue rework's delivery tables (processes/delivery/queue-tables.tmp.ts says why).
   ...queueMigrations,
+  ...shapingMigrations,
   ...suppressionPolicyMigrations,
   ...webhooksMigrations,
   ...deliveryLogMigrations,

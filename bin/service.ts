@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
+import { shapingPolicyOf } from '../domain/delivery/shaping-file.ts';
 import { operatorRulesOf } from '../domain/emails/bounce-classes.ts';
 import { TrackingTokens } from '../domain/emails/tracking.ts';
 import type { Authenticate } from '../platform/auth/auth-context.ts';
@@ -131,9 +132,18 @@ function bounceRules(config: Config) {
   }
 }
 
+/** The shaping policy, checked before anything starts: a faulty SHAPING_FILE stops start-up. */
+function shaping(config: Config) {
+  try {
+    return shapingPolicyOf(config);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  SHAPING_FILE: ${(err as Error).message}`);
+  }
+}
+
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
-  const policies = { bounceRules: bounceRules(config) };
+  const policies = { bounceRules: bounceRules(config), shaping: shaping(config) };
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   const db = options.db ?? (await openDatabase(config));
   const runnerStore =

@@ -139,6 +139,8 @@ const schema = z.object({
   /** Bind address of the SMTP listeners. */
   /** A JSON file of bounce classification rules, tried before the defaults (docs/bounces.md). */
   BOUNCE_RULES_FILE: z.string().min(1).optional(),
+  /** A JSON file of traffic-shaping groups over the shipped ones (docs/deliverability.md, "Traffic shaping"). */
+  SHAPING_FILE: z.string().min(1).optional(),
   SMTP_HOST: z.string().min(1).default('0.0.0.0'),
   /** Name in the SMTP greeting and Received headers (default: the host of PUBLIC_URL). */
   SMTP_HOSTNAME: z.string().min(1).optional(),
@@ -167,6 +169,8 @@ export type Config = z.infer<typeof schema> & {
   embedded: boolean;
   /** The JSON of BOUNCE_RULES_FILE, read at start-up; its rules are checked by domain/emails/bounce-classes.ts. */
   bounceRules?: unknown;
+  /** The JSON of SHAPING_FILE, read at start-up; checked by domain/delivery/shaping-file.ts. */
+  shaping?: unknown;
 };
 
 export class ConfigError extends Error {}
@@ -193,6 +197,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     ...c,
     ...(c.BOUNCE_RULES_FILE && { bounceRules: readJsonFile('BOUNCE_RULES_FILE', c.BOUNCE_RULES_FILE) }),
+    ...(c.SHAPING_FILE && { shaping: readJsonFile('SHAPING_FILE', c.SHAPING_FILE) }),
     PUBLIC_URL: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`,
     embedded: !c.DATABASE_URL,
   };

@@ -1,3 +1,4 @@
+import type { ShapingPolicy } from '../domain/delivery/shaping-groups.ts';
 import type { BounceRule } from '../domain/emails/bounce-classes.ts';
 
 /** The operator's policies in `Services` (parsed once in bin/service.ts), named here because their types live in domain/. */
@@ -5,5 +6,7 @@ declare module '../platform/services.ts' {
   interface Policies {
     /** BOUNCE_RULES_FILE's rules, tried before the defaults (docs/bounces.md). */
     bounceRules: readonly BounceRule[];
+    /** The shipped shaping groups with SHAPING_FILE's over them (docs/deliverability.md, "Traffic shaping"). */
+    shaping: ShapingPolicy;
   }
 }

@@ -36,16 +36,6 @@ CREATE INDEX delivery_jobs_queue_due ON delivery_jobs (queue, due_at);
 CREATE INDEX delivery_jobs_destination ON delivery_jobs (destination);
 CREATE TABLE delivery_queues (queue text PRIMARY KEY);
 INSERT INTO delivery_queues SELECT DISTINCT queue FROM delivery_jobs;
-CREATE TABLE IF NOT EXISTS shaping_groups (
-  grp text PRIMARY KEY,
-  minute_tat timestamptz,
-  hour_tat timestamptz,
-  rate_factor real NOT NULL DEFAULT 1,
-  backoff_level int NOT NULL DEFAULT 0,
-  held_until timestamptz,
-  held_reason text,
-  updated_at timestamptz
-);
 CREATE TABLE delivery_destinations (
   org_id text NOT NULL,
   mode text NOT NULL,

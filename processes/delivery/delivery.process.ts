@@ -1,3 +1,4 @@
+import type { ShapingGroup } from '../../domain/delivery/shaping-groups.ts';
 import {
   acceptedContent,
   type EmailContent,
@@ -24,11 +25,13 @@ import { DueProcess } from '../due-process.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
 import { deliveryJobs, type Job, jobRow, jobsOf, listQueues } from './delivery-jobs.ts';
 import { DestinationLog } from './destination-log.ts';
+import { type DestinationShaping, outbound } from './destination-shaping.ts';
 import { destinationsOf, dueRecipients, nextLook, recipientsAt } from './look-times.ts';
 import type { RecipientOutcome } from './mta/message.ts';
-import { OutboundMta } from './mta/outbound.ts';
+import type { OutboundMta } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, SendingDomains } from './outbound-message.ts';
 import { givenUp, outcomeOf } from './outcomes.ts';
+import type { ConnectionSlots } from './shaping/connection-slots.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
 
@@ -62,6 +65,9 @@ export class DeliveryProcess extends DueProcess<Job> {
   readonly #mta: OutboundMta;
   readonly #unknown: UnknownOutcomes;
   readonly #destinations: DestinationLog;
+  readonly #shaping: DestinationShaping;
+  /** Connections per shaping group, held across every process (unset when a test hands in its own MTA). */
+  readonly #slots?: ConnectionSlots;
   /** When stop() was called (ms since the epoch): outcomes not yet written are given up the grace after. */
   #stoppingSince?: number;
 
@@ -73,16 +79,7 @@ export class DeliveryProcess extends DueProcess<Job> {
       batch: 100,
       concurrency: options.concurrency ?? 50,
     });
-    const c = services.config;
-    this.#mta =
-      options.mta ??
-      new OutboundMta({
-        dnsServers: c.DNS_SERVERS,
-        port: c.OUTBOUND_SMTP_PORT,
-        smarthostUrl: c.SMARTHOST_URL,
-        log: services.log,
-        ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
-      });
+    ({ mta: this.#mta, slots: this.#slots, shaping: this.#shaping } = outbound(services, options.mta));
     this.#unknown = new UnknownOutcomes(services.clock);
     this.#destinations = new DestinationLog(services);
   }
@@ -128,9 +125,11 @@ export class DeliveryProcess extends DueProcess<Job> {
     if (due.length > 0 && !job.give_up) {
       const domain = await domains.of(email.content, email.meta);
       if (domain) {
-        const held = await this.#admit(email);
-        if (held) return held;
-        await this.#attempt(email, domain, due, job.expedite);
+        // Nothing is recorded for a message the destination's shaping holds back: it has not been attempted.
+        const group = await this.#shaping.groupOf(email.destination);
+        const heldUntil = await this.#shaping.admit(group);
+        if (heldUntil) return heldUntil;
+        await this.#attempt(email, domain, { recipients: due, early: job.expedite, group });
       } else {
         await this.#startSending(email);
         await this.#recordOutcomes(email, this.#decide(email, this.#deferAll(email, due)));
@@ -158,14 +157,6 @@ export class DeliveryProcess extends DueProcess<Job> {
     );
     await this.due.add(this.services.db, jobs);
     this.workAgain();
-    return null;
-  }
-
-  /**
-   * Whether the destination may take a message now (traffic shaping, shared by every process): null when it may,
-   * else when to look again. Nothing is recorded for a message held back: it has not been attempted.
-   */
-  async #admit(_email: Email): Promise<string | null> {
     return null;
   }
 
@@ -198,7 +189,11 @@ export class DeliveryProcess extends DueProcess<Job> {
    * destination, DKIM-signed, nothing of it later than ATTEMPT_LIMIT_MS after the record. Then records what the
    * servers said.
    */
-  async #attempt(email: Email, domain: SendingDomain, recipients: string[], early: boolean): Promise<void> {
+  async #attempt(
+    email: Email,
+    domain: SendingDomain,
+    { recipients, early, group }: { recipients: string[]; early: boolean; group: ShapingGroup },
+  ): Promise<void> {
     const message = await buildOutboundMessage(this.services, email.content, domain);
     const startedAt = this.services.clock.now().getTime();
     const endsBy = new Date(startedAt + ATTEMPT_LIMIT_MS + ATTEMPT_MARGIN_MS).toISOString();
@@ -219,14 +214,14 @@ export class DeliveryProcess extends DueProcess<Job> {
     }
     // The limit counts from the record, whatever its append took.
     const withinMs = startedAt + ATTEMPT_LIMIT_MS - this.services.clock.now().getTime();
-    const sent = await this.#mta.send(message, attempt.data.recipients, { withinMs });
+    const limits = { ...group.limits, group: group.name };
+    const sent = await this.#mta.send(message, attempt.data.recipients, { withinMs, limits });
     const decided = this.#decide(email, sent);
     const at = this.services.clock.now().toISOString();
-    this.#destinations.noteOutcomes(
-      { ...email.meta, destination: email.destination, group: '', at },
-      decided,
-    );
+    const where = { ...email.meta, destination: email.destination, group: group.name, at };
+    this.#destinations.noteOutcomes(where, decided);
     await this.#recordOutcomes(email, decided);
+    await this.#shaping.observe(group, decided);
   }
 
   /** What each server's answer becomes: delivered, delayed until its retry, or bounced with its class. */
@@ -287,6 +282,7 @@ export class DeliveryProcess extends DueProcess<Job> {
     try {
       await super.stop();
       await this.#mta.close();
+      this.#slots?.close();
       await this.#destinations.flush();
     } finally {
       this.#stoppingSince = undefined;

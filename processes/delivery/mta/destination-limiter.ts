@@ -3,11 +3,20 @@
  *
  * A destination holds at most `max` open connections, busy or idle. `acquire` hands out an idle connection when
  * there is one, opens a new one while under the cap, and otherwise waits for a release. Idle connections are
- * closed after `idleMs`, or as soon as the server drops them.
+ * closed after `idleMs`, or as soon as the server drops them. A use may bring limits of its own (its shaping
+ * group's): a lower cap of connections for its destination, and a number of uses after which a connection closes.
  */
 export interface Reusable {
   readonly usable: boolean;
   close(): void;
+}
+
+/** Limits of one use, from the destination's shaping group; absent, the pool's own cap and no use limit. */
+export interface UseLimits {
+  /** Connections open to the destination at most (busy or idle). */
+  connections?: number;
+  /** A connection closes (QUIT) after this many uses: messages per connection. */
+  usesPerConnection?: number;
 }
 
 interface Destination<T extends Reusable> {
@@ -20,6 +29,8 @@ export class DestinationPool<T extends Reusable> {
   private readonly destinations = new Map<string, Destination<T>>();
   private readonly max: number;
   private readonly idleMs: number;
+  /** How many uses each open connection has served. */
+  private readonly uses = new WeakMap<T, number>();
   private closed = false;
 
   constructor(options: { maxPerDestination: number; idleMs: number }) {
@@ -35,15 +46,18 @@ export class DestinationPool<T extends Reusable> {
     key: string,
     open: () => Promise<T>,
     work: (session: T) => Promise<{ value: R; reuse: boolean }>,
+    limits: UseLimits = {},
   ): Promise<R> {
-    const session = await this.acquire(key, open);
+    const session = await this.acquire(key, open, Math.max(1, limits.connections ?? this.max));
     let reuse = false;
     try {
       const outcome = await work(session);
       reuse = outcome.reuse;
       return outcome.value;
     } finally {
-      this.release(key, session, reuse);
+      const used = (this.uses.get(session) ?? 0) + 1;
+      this.uses.set(session, used);
+      this.release(key, session, reuse && used < (limits.usesPerConnection ?? Number.POSITIVE_INFINITY));
     }
   }
 
@@ -56,7 +70,7 @@ export class DestinationPool<T extends Reusable> {
     return d;
   }
 
-  private async acquire(key: string, open: () => Promise<T>): Promise<T> {
+  private async acquire(key: string, open: () => Promise<T>, max: number): Promise<T> {
     for (;;) {
       if (this.closed) throw new Error('the MTA is closed');
       // Looked up on every turn: an emptied destination is dropped from the map while we wait.
@@ -68,7 +82,7 @@ export class DestinationPool<T extends Reusable> {
         this.retire(key, idle.session);
         continue;
       }
-      if (d.open < this.max) {
+      if (d.open < max) {
         d.open++;
         try {
           return await open();

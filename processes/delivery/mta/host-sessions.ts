@@ -1,9 +1,20 @@
 import type { Logger } from '../../../platform/logger.ts';
-import { DestinationPool } from './destination-limiter.ts';
+import { DestinationPool, type UseLimits } from './destination-limiter.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
 import type { MxHost } from './mx.ts';
 import type { Smarthost } from './smarthost.ts';
 import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
+
+/** Connection slots shared across processes per shaping group (processes/delivery/shaping/connection-slots.ts). */
+export interface ConnectionSlotPort {
+  acquire(group: string, connections: number): Promise<{ release(): Promise<void> } | null>;
+}
+
+/** A send's limits: the pool's, and the group whose connection slots its connections hold. */
+export type SessionLimits = UseLimits & { group?: string };
+
+/** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
+const SLOT_POLL_MS = 250;
 
 export interface HostSessionOptions {
   /** Port to connect to on MX hosts; the smarthost's own otherwise. */
@@ -16,6 +27,8 @@ export interface HostSessionOptions {
   /** Whether certificates are verified (see OutboundMtaOptions.tls). */
   rejectUnauthorized: boolean;
   log: Logger;
+  /** When set, a send with a group and `connections` opens a connection only while it holds one of its slots. */
+  slots?: ConnectionSlotPort;
 }
 
 /**
@@ -43,7 +56,8 @@ export class HostSessions {
    * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
    * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
    * one more try on a fresh one; a connection lost during the transaction defers every recipient. Past `endAt`
-   * no transaction starts (every recipient deferred), and one still running is cut.
+   * no transaction starts (every recipient deferred), and one still running is cut. `limits` (the destination's
+   * shaping group's) caps the connections to this host and the transactions each connection runs.
    */
   async transact(
     host: MxHost,
@@ -51,6 +65,7 @@ export class HostSessions {
     message: OutboundMessage,
     raw: Buffer,
     endAt: number,
+    limits: SessionLimits = {},
   ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
     const port = this.#o.smarthost?.port ?? this.#o.port;
     const key = `${host.name.toLowerCase()}:${port}`;
@@ -71,7 +86,7 @@ export class HostSessions {
           key,
           () => {
             opened = true;
-            return this.#open(host, port);
+            return this.#openInSlot(host, port, limits, endAt);
           },
           async (session) => {
             // A connection that came too late (the pool was busy) goes back unused.
@@ -81,6 +96,7 @@ export class HostSessions {
             const replies = await session.transaction(message.envelopeFrom, recipients, raw, endAt);
             return { value: replies.map((r) => ({ ...r, mx: host.name, tls: session.secure })), reuse: true };
           },
+          limits,
         );
         if (!outcomes) return timeUp();
         this.#o.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
@@ -102,6 +118,34 @@ export class HostSessions {
           })),
         };
       }
+    }
+  }
+
+  /**
+   * Opens a session while holding one of the group's connection slots, given back when the session closes;
+   * waits for a free slot until the connection time-out (or `endAt`), then fails as a connection that could
+   * not be opened.
+   */
+  async #openInSlot(host: MxHost, port: number, limits: SessionLimits, endAt: number): Promise<SmtpSession> {
+    const { slots } = this.#o;
+    const { group, connections } = limits;
+    if (!slots || !group || !connections) return this.#open(host, port);
+    const giveUpAt = Math.min(endAt, Date.now() + this.#o.timeoutMs);
+    for (;;) {
+      const lease = await slots.acquire(group, connections);
+      if (lease) {
+        try {
+          const session = await this.#open(host, port);
+          session.onClose(() => void lease.release());
+          return session;
+        } catch (err) {
+          await lease.release();
+          throw err;
+        }
+      }
+      if (Date.now() + SLOT_POLL_MS >= giveUpAt)
+        throw new Error(`all ${connections} connections of the shaping group ${group} are in use`);
+      await new Promise((resolve) => setTimeout(resolve, SLOT_POLL_MS));
     }
   }
 

@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '../../../platform/logger.ts';
 import { composeMessage } from './compose.ts';
-import { HostSessions } from './host-sessions.ts';
+import { type ConnectionSlotPort, HostSessions, type SessionLimits } from './host-sessions.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
 import { MxResolver, type Route } from './mx.ts';
 import { parseSmarthost, type Smarthost } from './smarthost.ts';
@@ -31,6 +31,18 @@ export interface OutboundMtaOptions {
   tls?: { rejectUnauthorized?: boolean };
   /** EHLO name. Default: the machine's host name. */
   heloName?: string;
+  /** Connection slots per shaping group shared by every process (`ConnectionSlots`); unset, per process only. */
+  connectionSlots?: ConnectionSlotPort;
+}
+
+/** A send's limits from its destination's shaping group (processes/delivery/shaping/). */
+export interface SendLimits {
+  /** Connections to each MX host of the destination at most (instead of `maxConnectionsPerDestination`). */
+  connections?: number;
+  /** Messages (transactions) a connection carries before it is closed. */
+  messagesPerConnection?: number;
+  /** The shaping group: with `connectionSlots`, its `connections` hold across every process. */
+  group?: string;
 }
 
 const DEFAULT_MAX_CONNECTIONS = 5;
@@ -75,6 +87,7 @@ export class OutboundMta {
       heloName: options.heloName ?? hostname(),
       rejectUnauthorized: options.tls?.rejectUnauthorized ?? this.smarthost !== null,
       log: this.log,
+      slots: options.connectionSlots,
     });
   }
 
@@ -82,31 +95,27 @@ export class OutboundMta {
    * Delivers `message` to `recipients` (its to, cc and bcc, or a subset on retry). One outcome per recipient.
    * `withinMs`: nothing of the send reaches a server after it: no transaction starts later (its recipients are
    * deferred), and one still running is cut (deferred too, as a connection lost during the transaction).
+   * `limits`: the connection limits of the recipients' shaping group (one group per send).
    */
   async send(
     message: OutboundMessage,
     recipients: string[],
-    options: { withinMs?: number } = {},
+    options: { withinMs?: number; limits?: SendLimits } = {},
   ): Promise<RecipientOutcome[]> {
     if (this.closed) throw new Error('the MTA is closed');
     const endAt = Date.now() + (options.withinMs ?? Number.POSITIVE_INFINITY);
-    const work = this.deliver(message, recipients, endAt);
+    const limits = {
+      connections: options.limits?.connections,
+      usesPerConnection: options.limits?.messagesPerConnection,
+      group: options.limits?.group,
+    };
+    const work = this.deliver(message, recipients, endAt, limits);
     this.inFlight.add(work);
     try {
       return await work;
     } finally {
       this.inFlight.delete(work);
     }
-  }
-
-  /**
-   * Where mail for `domain` goes, as traffic shaping groups destinations: the names of its MX hosts (empty when it
-   * has none or its look-up failed), or `smarthost` when every message goes through one.
-   */
-  async hostsOf(domain: string): Promise<{ smarthost: boolean; hosts: string[] }> {
-    if (this.smarthost) return { smarthost: true, hosts: [this.smarthost.host] };
-    const route = await this.resolver.route(domain);
-    return { smarthost: false, hosts: route.kind === 'hosts' ? route.hosts.map((h) => h.name) : [] };
   }
 
   /** Stops taking work, waits for sends in flight, closes every pooled connection. */
@@ -116,10 +125,25 @@ export class OutboundMta {
     this.sessions.close();
   }
 
+  /**
+   * The MX host names of a domain, most preferred first (equal preferences by name), for its shaping group
+   * (`TrafficShaping.groupOf`); empty when the domain has no route (its send bounces or defers anyway) or a
+   * smarthost takes every message.
+   */
+  async mxHostsOf(domain: string): Promise<string[]> {
+    if (this.smarthost) return [];
+    const route = await this.resolver.route(domain);
+    if (route.kind !== 'hosts') return [];
+    return [...route.hosts]
+      .sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name))
+      .map((h) => h.name.toLowerCase());
+  }
+
   private async deliver(
     message: OutboundMessage,
     recipients: string[],
     endAt: number,
+    limits: SessionLimits,
   ): Promise<RecipientOutcome[]> {
     const unique = [...new Map(recipients.map((r) => [r.toLowerCase(), r])).values()];
     const outcomes = new Map<string, RecipientOutcome>();
@@ -159,7 +183,7 @@ export class OutboundMta {
     await Promise.all(
       [...byDomain].map(async ([domain, rcpts]) => {
         try {
-          for (const o of await this.deliverToDomain(domain, rcpts, message, raw, endAt)) record(o);
+          for (const o of await this.deliverToDomain(domain, rcpts, message, raw, endAt, limits)) record(o);
         } catch (err) {
           // A bug or a close() racing the send must not lose recipients: they are retried later.
           this.log.error({ err, domain }, 'delivery failed unexpectedly');
@@ -178,6 +202,7 @@ export class OutboundMta {
     message: OutboundMessage,
     raw: Buffer,
     endAt: number,
+    limits: SessionLimits,
   ): Promise<RecipientOutcome[]> {
     const route: Route = this.smarthost
       ? {
@@ -204,7 +229,7 @@ export class OutboundMta {
     const original = new Map(envelopeTo.map((a, i) => [a.toLowerCase(), recipients[i]]));
     let lastError = 'no MX host could be reached';
     for (const host of route.hosts) {
-      const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt);
+      const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt, limits);
       if (attempt.outcomes) {
         return attempt.outcomes.map((o) => ({
           ...o,

@@ -77,6 +77,7 @@ export class SmtpSession {
   readonly destination: string;
   private readonly connection: SMTPConnection;
   private broken = false;
+  private closers: (() => void)[] = [];
 
   private constructor(connection: SMTPConnection, destination: string) {
     this.connection = connection;
@@ -248,8 +249,14 @@ export class SmtpSession {
     );
   }
 
+  /** `fn` runs once, when the session is closed (a connection slot given back). */
+  onClose(fn: () => void): void {
+    this.closers.push(fn);
+  }
+
   /** QUIT, then close whether or not the server answers. */
   close(): void {
+    for (const fn of this.closers.splice(0)) fn();
     const wasUsable = this.usable;
     this.broken = true;
     if (!wasUsable) {

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verpAddress } from '../../domain/emails/verp.ts';
+import { ManualClock } from '../../platform/clock.ts';
+import { connectPostgres, type Database } from '../../platform/db/database.ts';
+import { migrate } from '../../platform/db/migrations.ts';
+import { createLogger } from '../../platform/logger.ts';
+import type { OutboundMessage } from '../../processes/delivery/mta/message.ts';
+import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
+import { ConnectionSlots, type SlotLease } from '../../processes/delivery/shaping/connection-slots.ts';
+import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
+import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
+import { startDnsServer } from '../support/dns-server.ts';
+import { PATIENCE } from '../support/patience.ts';
+import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
+
+const log = createLogger('silent');
+const clock = new ManualClock('2026-06-01T00:00:00Z');
+const pools: Database[] = [];
+let slots: ConnectionSlots[] = [];
+let drop: () => Promise<void>;
+
+const held = async (group: string) =>
+  (
+    await pools[0].query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM shaping_connections WHERE grp = $1 AND until > $2',
+      [group, clock.now().toISOString()],
+    )
+  ).rows[0].n;
+
+beforeAll(async () => {
+  const made = await createTestDatabaseUrl();
+  drop = made.drop;
+  for (let i = 0; i < 3; i++) pools.push(connectPostgres(made.url, TEST_POOL_SIZE));
+  await migrate(pools[0], shapingMigrations);
+  slots = pools.map((db) => new ConnectionSlots({ db, clock, log, leaseMs: 30_000 }));
+});
+
+afterAll(async () => {
+  for (const s of slots) s.close();
+  for (const db of pools) await db.close();
+  await drop?.();
+});
+
+describe('ConnectionSlots: a group’s connections across processes', () => {
+  it('given three processes asking at once, never lease more slots than the group has', async () => {
+    // When: 3 × 5 requests at once for a group of 4 connections
+    const got = await Promise.all(
+      slots.flatMap((s) => Array.from({ length: 5 }, () => s.acquire('g-race', 4))),
+    );
+    const leases = got.filter((l): l is SlotLease => l !== null);
+    // Then
+    expect(leases.length).toBeLessThanOrEqual(4);
+    for (let more = await slots[0].acquire('g-race', 4); more; more = await slots[1].acquire('g-race', 4))
+      leases.push(more);
+    expect(leases.map((l) => l.slot).sort()).toEqual([0, 1, 2, 3]);
+    expect(await slots[2].acquire('g-race', 4)).toBeNull();
+    // A slot given back is free for another process
+    await leases[0].release();
+    await leases[0].release();
+    expect((await slots[2].acquire('g-race', 4))?.slot).toBe(leases[0].slot);
+  });
+
+  it('given a process that stops renewing (it died), its slots are free once their lease ended', async () => {
+    const dead = new ConnectionSlots({ db: pools[0], clock, log, leaseMs: 30_000 });
+    expect(await dead.acquire('g-dead', 1)).not.toBeNull();
+    dead.close();
+    expect(await slots[1].acquire('g-dead', 1)).toBeNull();
+    // A live holder's renewal keeps its slot past the first lease
+    const live = await slots[2].acquire('g-live', 1);
+    clock.advance(20_000);
+    await slots[2].renew();
+    clock.advance(20_000);
+    expect(await slots[1].acquire('g-dead', 1)).not.toBeNull();
+    expect(await slots[1].acquire('g-live', 1)).toBeNull();
+    await live?.release();
+  });
+});
+
+describe('outbound MTA with connection slots', () => {
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  let sink: SmtpSink;
+  const mtas: OutboundMta[] = [];
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    sink = await startSmtpSink({ dataDelayMs: 50 });
+  });
+  afterAll(async () => {
+    await Promise.all(mtas.map((m) => m.close()));
+    await sink?.close();
+    await dns?.close();
+  });
+
+  let seq = 0;
+  const message = (to: string): OutboundMessage => {
+    const id = `em_01slots${++seq}`;
+    return {
+      messageId: `<${id}@sender.test>`,
+      date: new Date('2026-03-01T10:00:00Z'),
+      from: 'hello@sender.test',
+      to: [to],
+      cc: [],
+      bcc: [],
+      replyTo: [],
+      subject: 'Test',
+      text: 'Hello',
+      headers: {},
+      attachments: [],
+      envelopeFrom: verpAddress(id, 'bounces.sender.test'),
+      dkim: null,
+    };
+  };
+
+  it("given two processes sending to one group, the group's connections hold across both", async () => {
+    // Given: two MTAs (two processes), each allowing 2 connections per host; the group allows 2 in all
+    dns.set('slots.test', 'MX', [{ exchange: 'mx.slots.test', priority: 10 }]);
+    dns.set('mx.slots.test', 'A', ['127.0.0.1']);
+    for (let i = 0; i < 2; i++)
+      mtas.push(
+        new OutboundMta({
+          dnsServers: [dns.serverAddress],
+          port: sink.port,
+          log,
+          // A process waits for a slot up to this long; the other's idle connections hold theirs for 5 s at most.
+          timeoutMs: 20_000,
+          heloName: 'out.postline.test',
+          connectionSlots: new ConnectionSlots({ db: pools[i], clock, log }),
+        }),
+      );
+    // When: six sends from each at once
+    const sends = mtas.flatMap((mta, m) =>
+      Array.from({ length: 6 }, (_, i) => {
+        const to = `r${m}-${i}@slots.test`;
+        return mta.send(message(to), [to], { limits: { group: 'g-mta', connections: 2 } });
+      }),
+    );
+    const outcomes = (await Promise.all(sends)).flat();
+    // Then
+    expect(outcomes.every((o) => o.result === 'delivered')).toBe(true);
+    expect(sink.connections.maxConcurrent).toBeLessThanOrEqual(2);
+    // Closing the MTAs closes their connections and gives their slots back
+    await Promise.all(mtas.map((m) => m.close()));
+    await expect.poll(() => held('g-mta'), PATIENCE).toBe(0);
+  });
+});
