@@ -89,6 +89,7 @@ export const queueOf = (orgId: string, lane: Lane) => `${orgId}:${lane}`;
  * transactional ones first: one organization's broadcast never fills every worker, nor waits in front of a
  * password reset. A job is not claimed while its destination is paused by the operator (for its organization or
  * for every one) or its shaping group is held (a pause from a reply rule, or a back-off), unless it gives up.
+ * The subquery's aliases are its own: `$row` becomes the claim's alias for the job (`d`), which they must not shadow.
  */
 export const deliveryJobs = (o = { perQueue: 40 }): DueTable => ({
   table: 'delivery_jobs',
@@ -99,9 +100,9 @@ export const deliveryJobs = (o = { perQueue: 40 }): DueTable => ({
   leaseMs: 30_000,
   where: `($row.give_up OR (
       NOT ${pausedJobSql('$row', '$now')}
-      AND NOT EXISTS (SELECT 1 FROM delivery_destinations d JOIN shaping_groups g ON g.grp = d.grp
-        WHERE d.org_id = $row.org_id AND d.mode = $row.mode AND d.destination = $row.destination
-          AND g.held_until > $now)))`,
+      AND NOT EXISTS (SELECT 1 FROM delivery_destinations held_d JOIN shaping_groups held_g ON held_g.grp = held_d.grp
+        WHERE held_d.org_id = $row.org_id AND held_d.mode = $row.mode AND held_d.destination = $row.destination
+          AND held_g.held_until > $now)))`,
   priority: `$row.lane = 'broadcast'`,
   finishResets: ['expedite'],
   groups: { column: 'queue', perGroup: o.perQueue, of: { table: 'delivery_queues', key: 'queue' } },
