@@ -42,14 +42,21 @@ export interface SmtpSinkOptions {
   auth?: { user: string; pass: string };
   /** Hold the reply to each message's DATA this long, so that concurrent deliveries overlap. */
   dataDelayMs?: number;
+  /** Hold the reply to each message's DATA until this resolves (a destination that answers when a test says). */
+  hold?: () => Promise<void>;
+  /**
+   * Where to listen (default 127.0.0.1, a free port): a second destination on the same port at another loopback
+   * address (127.0.0.2), as the MTA connects to every MX host on one port.
+   */
+  listen?: { host: string; port: number };
 }
 
 export interface SmtpSink {
-  host: '127.0.0.1';
+  host: string;
   port: number;
   messages: ReceivedMessage[];
   connections: { current: number; total: number; maxConcurrent: number };
-  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`). */
+  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`, `hold`). */
   holding: number;
   /** Every RCPT TO the sink saw, with the code it answered. */
   rcptLog: { recipient: string; code: number }[];
@@ -82,7 +89,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const disabled = [...(tls && !options.implicitTls ? [] : ['STARTTLS']), ...(options.auth ? [] : ['AUTH'])];
 
   const sink: SmtpSink = {
-    host: '127.0.0.1',
+    host: options.listen?.host ?? '127.0.0.1',
     port: 0,
     messages: [],
     connections: { current: 0, total: 0, maxConcurrent: 0 },
@@ -176,19 +183,21 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
           events.emit('message');
           callback(null, 'Ok: queued');
         };
-        if (!options.dataDelayMs) return finish();
+        const { dataDelayMs, hold } = options;
+        if (!dataDelayMs && !hold) return finish();
         sink.holding++;
-        setTimeout(() => {
+        const held = hold ? hold() : new Promise((r) => setTimeout(r, dataDelayMs));
+        void held.then(() => {
           sink.holding--;
           finish();
-        }, options.dataDelayMs);
+        });
       });
     },
   });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.listen?.port ?? 0, sink.host, () => resolve());
   });
   server.on('error', () => {
     // Client-side resets (a test closing its MTA mid-session) are not the sink's problem.
