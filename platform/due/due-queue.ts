@@ -128,9 +128,8 @@ export class DueQueue<Row extends object> {
   }
 
   /**
-   * Rows may have become due (another transaction added them and committed): a drain that waits for one of its
-   * tasks to end, because it holds each group's cap, claims again at once. A destination that holds every task of
-   * one group for long (a slow or silent server) must not keep another group's new row waiting for them.
+   * Rows may have become due (added and committed elsewhere): a drain waiting at each group's cap claims again at
+   * once, so that tasks one group holds for long (a slow server) keep no other group's new row waiting.
    */
   wake(): void {
     this.#wakes++;
@@ -174,11 +173,11 @@ export class DueQueue<Row extends object> {
    * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
    * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
    * during the run are the run's too; a claim that found nothing only because this process holds each group's
-   * cap is made again once a task has ended, or once `wake` is called). A task finishes its rows; once every task of a claim has ended, the rows of
-   * that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once `signal` aborts (the
-   * process stops), no task is started any more: the tasks running finish, and the rows claimed but not finished
-   * are given back at once, for another process to take without waiting for the lease. Returns the sum of what
-   * the tasks resolved with, once their finishes are written.
+   * cap is made again once a task has ended, or on `wake`). A task finishes its rows; once every task of a claim
+   * has ended, the rows of that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once
+   * `signal` aborts (the process stops), no task is started any more: the tasks running finish, and the rows
+   * claimed but not finished are given back at once, for another process to take without waiting for the lease.
+   * Returns the sum of what the tasks resolved with, once their finishes are written.
    */
   async drain(
     o: { batch: number; concurrency: number; signal?: AbortSignal },
@@ -198,7 +197,7 @@ export class DueQueue<Row extends object> {
       const wakes = this.#wakes;
       claiming ??= this.claim(o.batch)
         .then((rows) => {
-          // Woken during the claim: rows committed after it began may be due, so it is not taken as capped.
+          // Woken during the claim: rows committed after it began may be due (not capped: claim again).
           if (rows.length === 0 && this.#spec.groups && this.#held.size > 0) capped = wakes === this.#wakes;
           else if (rows.length === 0) exhausted = true;
           const planned = plan(rows);
