@@ -59,33 +59,30 @@ const send = async (client: ApiClient, from: string, to: string) =>
 const count = async (sql: string) => (await svc.postline.services.db.query<{ n: number }>(sql)).rows[0].n;
 
 describe('delivery lanes', () => {
-  it('claims a transactional job first, and no more of one queue than its cap per process', async () => {
+  it('claims a transactional job first, no more of one queue than its cap, and broadcasts in turn within theirs', async () => {
     const { db, clock, log } = svc.postline.services;
-    const jobs = [
-      ...Array.from({ length: 200 }, (_, i) =>
-        jobRow(
-          {
-            email_id: `em_claim${i}`,
-            destination: 'slow.test',
-            org_id: 'org_claim_a',
-            mode: 'live',
-            lane: 'broadcast',
-          },
-          new Date(Date.parse('2026-01-01T00:00:00Z') + i).toISOString(),
-        ),
-      ),
+    const job = (email_id: string, org_id: string, lane: Job['lane'], dueAt: string) =>
       jobRow(
         {
-          email_id: 'em_claim_tx',
-          destination: 'rcpt.test',
-          org_id: 'org_claim_b',
+          email_id,
+          destination: lane === 'broadcast' ? 'slow.test' : 'rcpt.test',
+          org_id,
           mode: 'live',
-          lane: 'transactional',
+          lane,
         },
-        clock.now().toISOString(),
+        dueAt,
+      );
+    const longAgo = (i: number) => new Date(Date.parse('2026-01-01T00:00:00Z') + i).toISOString();
+    const jobs = [
+      // Two organizations' broadcasts, A's 200 emails older than C's 50.
+      ...Array.from({ length: 200 }, (_, i) => job(`em_claim${i}`, 'org_claim_a', 'broadcast', longAgo(i))),
+      ...Array.from({ length: 50 }, (_, i) =>
+        job(`em_claim_c${i}`, 'org_claim_c', 'broadcast', longAgo(1000 + i)),
       ),
+      job('em_claim_tx', 'org_claim_b', 'transactional', clock.now().toISOString()),
     ];
-    const queue = new DueQueue<Job>({ db, clock, log }, deliveryJobs());
+    await db.query(`DELETE FROM delivery_jobs`);
+    const queue = new DueQueue<Job>({ db, clock, log }, deliveryJobs({ perQueue: 20, broadcastHeld: 30 }));
     await queue.add(db, jobs);
     await listQueues(db, jobs);
     try {
@@ -94,8 +91,11 @@ describe('delivery lanes', () => {
         ['em_claim_tx', 'transactional'],
         ...Array.from({ length: 9 }, (_, i) => [`em_claim${i}`, 'broadcast']),
       ]);
-      // The cap (40) counts what this process holds of the queue already.
-      expect(await queue.claim(100)).toHaveLength(40 - 9);
+      // The caps count what this process holds already: 20 of A's queue, 30 broadcast jobs in all, so C's get
+      // their turn beside A's older ones.
+      const then = await queue.claim(100);
+      const of = (rows: Job[], org: string) => rows.filter((j) => j.org_id === org).length;
+      expect([of([...first, ...then], 'org_claim_a'), of(then, 'org_claim_c')]).toEqual([20, 10]);
       expect(await queue.claim(100)).toEqual([]);
     } finally {
       await db.query(`DELETE FROM delivery_jobs WHERE org_id LIKE 'org_claim_%'`);
@@ -125,10 +125,11 @@ describe('delivery lanes', () => {
 
     delivery = new DeliveryProcess(svc.postline.services);
     delivery.start();
-    // The slow destination holds every connection the MTA opens to it (5), the rest of the claimed jobs wait.
+    // The slow destination holds every connection the MTA opens to it (5); the other broadcast jobs claimed (30 at most
+    // a process) wait for one.
     await vi.waitFor(() => expect(slow.holding).toBe(5), PATIENCE);
     const held = `SELECT count(*)::int AS n FROM delivery_jobs WHERE lane = 'broadcast' AND claimed_until > now()`;
-    await vi.waitFor(async () => expect(await count(held)).toBe(40), PATIENCE);
+    await vi.waitFor(async () => expect(await count(held)).toBe(30), PATIENCE);
 
     const theirs = await send(other.live, 'Other <hi@other-send.test>', 'bob@rcpt.test');
     const own = await send(acme.live, 'Acme <hi@acme-send.test>', 'ann@rcpt.test');
