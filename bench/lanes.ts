@@ -11,6 +11,7 @@
  * broadcast expands.
  */
 import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { startPostline } from '../bin/service.ts';
 import { emailStream } from '../domain/emails/email.events.ts';
@@ -19,9 +20,12 @@ import { createLogger } from '../platform/logger.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
 import { publishDomainRecords, recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { startSmtpSink } from '../test/support/smtp-sink.ts';
+import {
+  readContactImport,
+  startContactImport,
+} from '../write-side/contact-imports/contact-import.commands.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
 import { benchDatabase } from './bench-database.ts';
-import { measureContactImport } from './contacts-import.ts';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
 const SENDS = Number(process.env.BENCH_LANE_SENDS ?? 50);
@@ -31,6 +35,8 @@ const BROADCASTERS = Number(process.env.BENCH_BROADCASTERS ?? 1);
 const SLOW_MS = Number(process.env.BENCH_SLOW_MS ?? 200);
 /** The sends of one measurement are spread evenly over this time. */
 const SPREAD_MS = 5_000;
+/** The recipients of the broadcasts: their MX is the slow destination. */
+const SLOW_DOMAIN = 'bench.example.org';
 const IMPRESSUM = { company_name: 'Acme', address: 'Street 1', country: 'DE', email: 'legal@acme.example' };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -49,7 +55,7 @@ export async function measureLanes(o: { redisUrl: string }): Promise<string[]> {
   const fast = await startSmtpSink();
   const slow = await startSmtpSink({ listen: { host: '127.0.0.2', port: fast.port }, dataDelayMs: SLOW_MS });
   recipientDomainOnLoopback(dns);
-  dns.set('bench.example.org', 'MX', [{ exchange: 'mx.slow.test', priority: 10 }]);
+  dns.set(SLOW_DOMAIN, 'MX', [{ exchange: 'mx.slow.test', priority: 10 }]);
   dns.set('mx.slow.test', 'A', ['127.0.0.2']);
   const config = loadConfig({
     ...env,
@@ -148,7 +154,29 @@ export async function measureLanes(o: { redisUrl: string }): Promise<string[]> {
     /** A live broadcast of `org` to BACKLOG contacts at the slow destination, created (not sent yet). */
     const broadcastOf = async (org: typeof a) => {
       const audience = await call(org.liveKey, 'POST', '/audiences', { name: 'Everyone' });
-      await measureContactImport(services, { orgId: org.orgId, mode: 'live' }, audience.id, BACKLOG);
+      // Imported by the service's own contact-import process.
+      const csv = Buffer.from(
+        [
+          'email,first_name',
+          ...Array.from({ length: BACKLOG }, (_, i) => `person${i}@${SLOW_DOMAIN},First${i}`),
+        ].join('\n'),
+      );
+      const { importId } = await startContactImport(
+        services,
+        { orgId: org.orgId, mode: 'live', actor: 'bench' },
+        { audienceId: audience.id, file: Readable.from([csv]), maxBytes: csv.length },
+      );
+      for (;;) {
+        const state = await readContactImport(services, importId);
+        if (state.exists && state.status === 'completed') break;
+        if (state.exists && state.status === 'failed')
+          throw new Error(`import failed: ${JSON.stringify(state)}`);
+        await sleep(200);
+      }
+      await services.readYourWrites.waitFor(
+        ['contacts'],
+        await services.store.headPosition({ committed: true }),
+      );
       return (
         await call(org.liveKey, 'POST', '/broadcasts', {
           name: 'News',
