@@ -51,6 +51,8 @@ export interface SmtpSinkOptions {
   host?: string;
   /** Listen on this port (0, a free one, by default). */
   port?: number;
+  /** Hold the reply to each message's DATA until this resolves (a destination that answers when a test says). */
+  hold?: () => Promise<void>;
 }
 
 export interface SmtpSink {
@@ -60,7 +62,7 @@ export interface SmtpSink {
   /** Messages whose DATA got a refusal (`scriptData` or `refuseAfter`), with when. */
   refused: { rcptTo: string[]; reply: SmtpReply; at: Date }[];
   connections: { current: number; total: number; maxConcurrent: number };
-  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`). */
+  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`, `hold`). */
   holding: number;
   /** Every RCPT TO the sink saw, with the code it answered. */
   rcptLog: { recipient: string; code: number }[];
@@ -195,12 +197,14 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
           events.emit('message');
           callback(null, 'Ok: queued');
         };
-        if (!options.dataDelayMs) return finish();
+        const { dataDelayMs, hold } = options;
+        if (!dataDelayMs && !hold) return finish();
         sink.holding++;
-        setTimeout(() => {
+        const held = hold ? hold() : new Promise((r) => setTimeout(r, dataDelayMs));
+        void held.then(() => {
           sink.holding--;
           finish();
-        }, options.dataDelayMs);
+        });
       });
     },
   });
