@@ -6,9 +6,10 @@
  * against a loopback DNS server), its raw bytes, content and attachment written and synced, and its event
  * committed; and the CPU per message of Postline's process and its PostgreSQL backends.
  *
- * Compare with Haraka as an MX on the same load, measured one after the other on the same machine (see
- * bench/README.md). Settings: BENCH_MESSAGES (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000),
- * BENCH_RUNS (3), TEST_DATABASE_ADMIN_URL (as the tests).
+ * Beside it, in the same run, Haraka from npm (bench/peers/haraka.ts) with a queue plugin that syncs each message
+ * to a file before `250`, on the same load, and its CPU per message. The sides alternate, each run after Postline
+ * has gone quiet; every run prints both and the ratio, then the medians. Settings: BENCH_MESSAGES (default 5000),
+ * BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -7,9 +7,11 @@
  * - accept: messages/s answered `250` (each after its events are committed);
  * - end to end: messages/s from the first MAIL to the receiver's acceptance of the last one, DKIM-signed.
  *
- * Compare with Postfix on the same shape of work, measured one after the other on the same machine (see
- * bench/README.md). Settings: BENCH_MESSAGES (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000),
- * BENCH_RUNS (3), BENCH_REDIS_URL (default redis://127.0.0.1:6379), TEST_DATABASE_ADMIN_URL (as the tests).
+ * Beside it, in the same run, Postfix (bench/peers/postfix.ts) when Debian's `postfix` package is installed: the
+ * same load (without AUTH) into its smtpd, relayed to the same receiver. The sides alternate, each run after
+ * Postline has gone quiet; every run prints both and the ratio, then the medians. Settings: BENCH_MESSAGES
+ * (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), BENCH_REDIS_URL (default
+ * redis://127.0.0.1:6379), TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';

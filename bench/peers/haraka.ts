@@ -50,7 +50,15 @@ exports.hook_queue = function (next, connection) {
 async function harakaBin(): Promise<string> {
   const { stdout } = await run(
     'npm',
-    ['exec', '--yes', '--prefer-offline', '--loglevel=error', `--package=${HARAKA}`, '-c', 'command -v haraka'],
+    [
+      'exec',
+      '--yes',
+      '--prefer-offline',
+      '--loglevel=error',
+      `--package=${HARAKA}`,
+      '-c',
+      'command -v haraka',
+    ],
     { cwd: os.tmpdir(), timeout: 300_000 },
   );
   return realpathSync(stdout.trim());
