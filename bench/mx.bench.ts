@@ -20,8 +20,8 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
 import { freePort, startServer } from '../test/support/process.ts';
 import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
-import { processFamily, startHaraka } from './peers/haraka.ts';
-import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
+import { startHaraka } from './peers/haraka.ts';
+import { alternately, median, type Peer, processFamily, quiet, ratio } from './peers/processes.ts';
 import { runLoad, type SmtpLoad } from './smtp-load.ts';
 import { organizationWithDomain } from './verified-domain.ts';
 

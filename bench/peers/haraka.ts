@@ -4,7 +4,7 @@
  * writes each message to a file of its own and syncs it before `250`, a durable MX that neither parses,
  * authenticates nor records the message. No DNS plugins; logging at the level Postline runs with.
  */
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import {
   closeSync,
   mkdirSync,
@@ -20,7 +20,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../test/support/process.ts';
-import { type Peer, stopPid, waitForPort } from './processes.ts';
+import { type Peer, processFamily, stopPid, waitForPort } from './processes.ts';
 
 const run = promisify(execFile);
 export const HARAKA = 'haraka@3.3.4';
@@ -64,14 +64,6 @@ async function harakaBin(): Promise<string> {
   return realpathSync(stdout.trim());
 }
 
-/** Haraka's master and its cluster worker (one by default): pid and its children, from /proc. */
-export function processFamily(pid: number): number[] {
-  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
-    readFileSync(`/proc/${pid}/task/${task}/children`, 'latin1').split(' ').filter(Boolean).map(Number),
-  );
-  return [pid, ...children];
-}
-
 export interface Haraka extends Peer {
   /** The master's pid; its worker is its child. */
   pid: number;
@@ -86,45 +78,47 @@ export async function startHaraka(domain: string, logLevel: string): Promise<Har
     bin = await harakaBin();
   } catch (error) {
     console.log(
-      `Haraka could not be fetched from npm (${(error as Error).message.split('\n')[0]}): the bench runs \`npx --yes ${HARAKA}\` itself; it needs the npm registry once, then npm's cache`,
+      `Haraka could not be fetched from npm (${(error as Error).message.split('\n')[0]}): the bench runs \`npx --yes ${HARAKA}\` itself, which needs the npm registry once (run that command where it is reachable), then npm's cache`,
     );
     return undefined;
   }
   const tmp = mkdtempSync(join(os.tmpdir(), 'postline-bench-haraka-'));
-  const dir = join(tmp, 'haraka');
-  const spool = join(tmp, 'spool');
-  mkdirSync(spool);
-  await run(process.execPath, [bin, '-i', dir]);
-  const port = await freePort();
-  const config = (file: string, text: string) => writeFileSync(join(dir, 'config', file), text);
-  config(
-    'smtp.ini',
-    `listen=127.0.0.1:${port}\npublic_ip=127.0.0.1\ninactivity_timeout=300\nforce_shutdown_timeout=5\n`,
-  );
-  config('log.ini', `[main]\nlevel=${logLevel}\ntimestamps=false\nformat=default\n`);
-  config('me', 'haraka.peer.test\n');
-  config('host_list', `${domain}\n`);
-  config('plugins', 'rcpt_to.in_host_list\nqueue_fsync\n');
-  mkdirSync(join(dir, 'plugins'), { recursive: true });
-  writeFileSync(join(dir, 'plugins', 'queue_fsync.js'), QUEUE_FSYNC);
-  const log = openSync(join(tmp, 'haraka.log'), 'w');
-  const child = spawn(process.execPath, [bin, '-c', dir], {
-    env: { ...process.env, BENCH_SPOOL_DIR: spool },
-    stdio: ['ignore', log, log],
-  });
-  closeSync(log);
+  let child: ChildProcess | undefined;
   const stop = async () => {
-    const family = child.pid && child.exitCode === null ? processFamily(child.pid) : [];
+    const family = child?.pid && child.exitCode === null ? processFamily(child.pid) : [];
     for (const pid of family) await stopPid(pid);
     rmSync(tmp, { recursive: true, force: true });
   };
   try {
-    await waitForPort(port, 60_000, () => child.exitCode === null);
+    const dir = join(tmp, 'haraka');
+    const spool = join(tmp, 'spool');
+    mkdirSync(spool);
+    await run(process.execPath, [bin, '-i', dir]);
+    const port = await freePort();
+    const config = (file: string, text: string) => writeFileSync(join(dir, 'config', file), text);
+    config(
+      'smtp.ini',
+      `listen=127.0.0.1:${port}\npublic_ip=127.0.0.1\ninactivity_timeout=300\nforce_shutdown_timeout=5\n`,
+    );
+    config('log.ini', `[main]\nlevel=${logLevel}\ntimestamps=false\nformat=default\n`);
+    config('me', 'haraka.peer.test\n');
+    config('host_list', `${domain}\n`);
+    config('plugins', 'rcpt_to.in_host_list\nqueue_fsync\n');
+    mkdirSync(join(dir, 'plugins'), { recursive: true });
+    writeFileSync(join(dir, 'plugins', 'queue_fsync.js'), QUEUE_FSYNC);
+    const log = openSync(join(tmp, 'haraka.log'), 'w');
+    const started = spawn(process.execPath, [bin, '-c', dir], {
+      env: { ...process.env, BENCH_SPOOL_DIR: spool },
+      stdio: ['ignore', log, log],
+    });
+    child = started;
+    closeSync(log);
+    await waitForPort(port, 60_000, () => started.exitCode === null);
     const { version } = JSON.parse(readFileSync(join(bin, '..', '..', 'package.json'), 'utf8'));
     return {
       name: `Haraka ${version} (fsync to file)`,
       port,
-      pid: child.pid!,
+      pid: started.pid!,
       stored: () => readdirSync(spool).length,
       stop,
     };

@@ -1,4 +1,5 @@
 /** Starting and stopping the peers' processes: wait for a port, stop by pid (TERM, then KILL). */
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -32,6 +33,14 @@ export async function waitForPort(
     if (Date.now() > deadline) throw new Error(`nothing listens on port ${port} after ${ms} ms`);
     await sleep(50);
   }
+}
+
+/** A process and its children (Haraka's master and its cluster worker), from /proc. */
+export function processFamily(pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'latin1').split(' ').filter(Boolean).map(Number),
+  );
+  return [pid, ...children];
 }
 
 export function isRunning(pid: number): boolean {
