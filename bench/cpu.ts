@@ -58,3 +58,9 @@ export function cpuMeter(url: string) {
 /** CPU per unit of work: this process (server, load generator and sink alike) and the database's backends. */
 export const cpuText = (c: { node: number; pg: number | null; total: number }) =>
   `${c.total.toFixed(0)} µs (Node ${c.node.toFixed(0)}${c.pg === null ? '' : ` + PostgreSQL ${c.pg.toFixed(0)}`})`;
+
+/** CPU seconds a process of this machine has used so far (utime + stime), from /proc. */
+export function processCpu(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}

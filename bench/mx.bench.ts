@@ -6,20 +6,23 @@
  * against a loopback DNS server), its raw bytes, content and attachment written and synced, and its event
  * committed; and the CPU per message of Postline's process and its PostgreSQL backends.
  *
- * Compare with Haraka as an MX on the same load, measured one after the other on the same machine (see
- * bench/README.md). Settings: BENCH_MESSAGES (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000),
- * BENCH_RUNS (3), TEST_DATABASE_ADMIN_URL (as the tests).
+ * Beside it, in the same run, Haraka from npm (bench/peers/haraka.ts) with a queue plugin that syncs each message
+ * to a file before `250`, on the same load, and its CPU per message. The sides alternate, each run after Postline
+ * has gone quiet; every run prints both and the ratio, then the medians. Settings: BENCH_MESSAGES (default 5000),
+ * BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
 import { freePort, startServer } from '../test/support/process.ts';
-import { type RawSmtp, rawSmtp } from '../test/support/raw-smtp.ts';
-import { postgresCpu, postgresCpuSince } from './cpu.ts';
+import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
+import { startHaraka } from './peers/haraka.ts';
+import { alternately, median, type Peer, processFamily, quiet, ratio } from './peers/processes.ts';
+import { runLoad, type SmtpLoad } from './smtp-load.ts';
 import { organizationWithDomain } from './verified-domain.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
@@ -51,38 +54,34 @@ function message(i: number): string {
   return `${head}${line.repeat(lines)}${tail}.\r\n`;
 }
 
-async function expectReply(c: RawSmtp, line: string | null, code: number) {
-  const reply = line === null ? await c.reply() : await c.command(line);
-  if (reply.code !== code) throw new Error(`${line ?? 'DATA'}: ${reply.code} ${reply.text}`);
+/** The same load for Postline and Haraka: smtp-source's shape, from a remote sender to the inbound domain. */
+const LOAD: SmtpLoad = {
+  sessions: SESSIONS,
+  ehlo: 'mx.remote.test',
+  from: 'ann@remote.test',
+  to: () => `support@${DOMAIN}`,
+  message,
+};
+
+/** Messages/s answered 250, and CPU ms per message of the processes a meter reads (it returns seconds since). */
+async function measure(port: number, first: number, meter: () => () => number, postlinePid: number) {
+  await quiet(postlinePid, processCpu);
+  const cpuSince = meter();
+  const t0 = performance.now();
+  await runLoad(port, LOAD, first, MESSAGES);
+  const t1 = performance.now();
+  return { rate: MESSAGES / ((t1 - t0) / 1000), cpuMs: (cpuSince() * 1000) / MESSAGES };
 }
 
-/** One session as smtp-source's: its messages one after the other on the same connection. */
-async function session(port: number, messages: number[]) {
-  const c = await rawSmtp(port);
-  await expectReply(c, 'EHLO mx.remote.test', 250);
-  for (const i of messages) {
-    await expectReply(c, 'MAIL FROM:<ann@remote.test>', 250);
-    await expectReply(c, `RCPT TO:<support@${DOMAIN}>`, 250);
-    await expectReply(c, 'DATA', 354);
-    c.write(message(i));
-    await expectReply(c, null, 250);
-  }
-  await c.command('QUIT');
-  c.close();
-}
+/** CPU of a process and its children, in seconds since the meter started. */
+const processMeter = (pid: number) => () => {
+  const cpu = () => processFamily(pid).reduce((sum, p) => sum + processCpu(p), 0);
+  const start = cpu();
+  return () => cpu() - start;
+};
 
-async function load(port: number, first: number, count: number) {
-  const shares = Array.from({ length: SESSIONS }, (_, s) =>
-    Array.from({ length: count }, (_, i) => first + i).filter((_, i) => i % SESSIONS === s),
-  );
-  await Promise.all(shares.map((share) => session(port, share)));
-}
-
-/** CPU seconds a process has used so far (utime + stime), from /proc. */
-function processCpu(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const figures = (r: { rate: number; cpuMs: number }) =>
+  `${r.rate.toFixed(0)} msg/s, CPU ${r.cpuMs.toFixed(2)} ms/msg`;
 
 async function main() {
   const { url, drop } = await createTestDatabaseUrl();
@@ -109,34 +108,51 @@ async function main() {
     POSTLINE_SPF_INCLUDE: 'spf.postline.test',
   };
   const server = await startServer(env);
+  let peer: Peer | undefined;
   try {
     await organizationWithDomain(env, httpPort, dns, DOMAIN, { inbound_enabled: true });
 
+    const haraka = await startHaraka(DOMAIN, env.LOG_LEVEL);
+    peer = haraka;
     // Warm-up: connections, caches, the JIT.
     let sent = 0;
-    await load(mxPort, sent, 200);
+    await runLoad(mxPort, LOAD, sent, 200);
+    if (haraka) await runLoad(haraka.port, LOAD, sent, 200);
     sent += 200;
 
     const pid = server.child.pid!;
-    const results: { rate: number; cpuMs: number }[] = [];
+    const postlineMeter = () => {
+      const [node, pg] = [processMeter(pid)(), postgresCpu(database)];
+      return () => node() + postgresCpuSince(pg, postgresCpu(database));
+    };
+    const results: { postline: { rate: number; cpuMs: number }; haraka?: { rate: number; cpuMs: number } }[] =
+      [];
     for (let run = 1; run <= RUNS; run++) {
-      const cpu0 = { node: processCpu(pid), pg: postgresCpu(database) };
-      const t0 = performance.now();
-      await load(mxPort, sent, MESSAGES);
-      const t1 = performance.now();
-      const cpu = processCpu(pid) - cpu0.node + postgresCpuSince(cpu0.pg, postgresCpu(database));
+      const [postline, other] = await alternately(
+        run,
+        () => measure(mxPort, sent, postlineMeter, pid),
+        haraka && (() => measure(haraka.port, sent, processMeter(haraka.pid), pid)),
+      );
       sent += MESSAGES;
-      const r = { rate: MESSAGES / ((t1 - t0) / 1000), cpuMs: (cpu * 1000) / MESSAGES };
-      results.push(r);
+      if (haraka && haraka.stored() !== sent)
+        throw new Error(`Haraka stored ${haraka.stored()} of ${sent} messages`);
+      results.push({ postline, haraka: other });
       console.log(
-        `run ${run}: ${MESSAGES} messages, ${SESSIONS} sessions, ${message(0).length} B: ${r.rate.toFixed(0)} msg/s received (250 after parse, authentication, fsync and commit), CPU ${r.cpuMs.toFixed(2)} ms per message (Postline + PostgreSQL)`,
+        `run ${run}: ${MESSAGES} messages, ${SESSIONS} sessions, ${message(0).length} B: Postline ${figures(postline)} (250 after parse, authentication, fsync and commit; Postline + PostgreSQL)` +
+          (other && haraka ? `; ${haraka.name} ${figures(other)}: ${ratio(postline.rate, other.rate)}` : ''),
       );
     }
-    const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const med = (pick: (r: (typeof results)[number]) => number) => median(results.map(pick));
+    const postline = { rate: med((r) => r.postline.rate), cpuMs: med((r) => r.postline.cpuMs) };
+    const other = haraka && { rate: med((r) => r.haraka!.rate), cpuMs: med((r) => r.haraka!.cpuMs) };
     console.log(
-      `MEDIAN Postline MX (${RUNS} runs, N=${MESSAGES}, ${os.cpus().length} cores): ${median(results.map((r) => r.rate)).toFixed(0)} msg/s, CPU ${median(results.map((r) => r.cpuMs)).toFixed(2)} ms per message`,
+      `MEDIAN MX (${RUNS} runs alternating, N=${MESSAGES}, ${os.cpus().length} cores): Postline ${figures(postline)}` +
+        (other
+          ? `; ${haraka.name} ${figures(other)}; Postline/Haraka ${ratio(postline.rate, other.rate)}`
+          : ''),
     );
   } finally {
+    await peer?.stop();
     await server.stop();
     await dns.close();
     await drop();

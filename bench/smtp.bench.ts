@@ -7,11 +7,12 @@
  * - accept: messages/s answered `250` (each after its events are committed);
  * - end to end: messages/s from the first MAIL to the receiver's acceptance of the last one, DKIM-signed.
  *
- * Compare with Postfix on the same shape of work, measured one after the other on the same machine (see
- * bench/README.md). Settings: BENCH_MESSAGES (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000),
- * BENCH_RUNS (3), BENCH_REDIS_URL (default redis://127.0.0.1:6379), TEST_DATABASE_ADMIN_URL (as the tests).
+ * Beside it, in the same run, Postfix (bench/peers/postfix.ts) when Debian's `postfix` package is installed: the
+ * same load (without AUTH) into its smtpd, relayed to the same receiver. The sides alternate, each run after
+ * Postline has gone quiet; every run prints both and the ratio, then the medians. Settings: BENCH_MESSAGES
+ * (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), BENCH_REDIS_URL (default
+ * redis://127.0.0.1:6379), TEST_DATABASE_ADMIN_URL (as the tests).
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +22,11 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer } from '../test/support/dns-server.ts';
 import { recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { freePort, startServer } from '../test/support/process.ts';
-import { authPlain, type RawSmtp, rawSmtp } from '../test/support/raw-smtp.ts';
+import { processCpu } from './cpu.ts';
+import { startPostfix } from './peers/postfix.ts';
+import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
+import { type Receiver, startReceiver } from './receiver.ts';
+import { runLoad, type SmtpLoad } from './smtp-load.ts';
 import { organizationWithDomain } from './verified-domain.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
@@ -37,59 +42,35 @@ function message(i: number): string {
   return `${head}${line.repeat(Math.max(1, Math.round((MESSAGE_BYTES - head.length) / line.length)))}.\r\n`;
 }
 
-/** The receiving server's process: resolves its port; `until(n)` resolves when it has accepted n messages. */
-async function startReceiver() {
-  const child: ChildProcess = fork(join(import.meta.dirname, 'smtp-sink.process.ts'), { stdio: 'inherit' });
-  let count = 0;
-  let waiting: { n: number; resolve: (at: number) => void } | undefined;
-  const port = await new Promise<number>((resolve) =>
-    child.on('message', (m: { port?: number; count?: number }) => {
-      if (m.port) resolve(m.port);
-      if (m.count !== undefined) {
-        count = m.count;
-        if (waiting && count >= waiting.n) waiting.resolve(performance.now());
-      }
-    }),
-  );
-  return {
-    port,
-    count: () => count,
-    until: (n: number) =>
-      new Promise<number>((resolve) => {
-        if (count >= n) resolve(performance.now());
-        else waiting = { n, resolve };
-      }),
-    close: () => child.kill(),
-  };
+/** The same load for Postline and Postfix; only Postline is asked to authenticate (Postfix relays for loopback). */
+const load = (key?: string): SmtpLoad => ({
+  sessions: SESSIONS,
+  ehlo: 'bench.test',
+  key,
+  from: 'hello@acme-bench.test',
+  to: (i) => `r${i}@rcpt.test`,
+  message,
+});
+
+interface Rates {
+  accept: number;
+  e2e: number;
 }
 
-async function expectReply(c: RawSmtp, line: string | null, code: number) {
-  const reply = line === null ? await c.reply() : await c.command(line);
-  if (reply.code !== code) throw new Error(`${line ?? 'DATA'}: ${reply.code} ${reply.text}`);
+/** Accept: all answered 250; end to end: from the first MAIL until the receiver has accepted the last. */
+async function measure(port: number, smtp: SmtpLoad, receiver: Receiver, first: number, postlinePid: number) {
+  await quiet(postlinePid, processCpu);
+  const delivered = receiver.count() + MESSAGES;
+  const t0 = performance.now();
+  await runLoad(port, smtp, first, MESSAGES);
+  const t1 = performance.now();
+  const t2 = await receiver.until(delivered);
+  return { accept: MESSAGES / ((t1 - t0) / 1000), e2e: MESSAGES / ((t2 - t0) / 1000) };
 }
 
-/** One session as smtp-source's: AUTH once, then its messages one after the other on the same connection. */
-async function session(port: number, key: string, messages: number[]) {
-  const c = await rawSmtp(port);
-  await expectReply(c, 'EHLO bench.test', 250);
-  await expectReply(c, `AUTH PLAIN ${authPlain(key)}`, 235);
-  for (const i of messages) {
-    await expectReply(c, 'MAIL FROM:<hello@acme-bench.test>', 250);
-    await expectReply(c, `RCPT TO:<r${i}@rcpt.test>`, 250);
-    await expectReply(c, 'DATA', 354);
-    c.write(message(i));
-    await expectReply(c, null, 250);
-  }
-  await c.command('QUIT');
-  c.close();
-}
-
-async function load(port: number, key: string, first: number, count: number) {
-  const shares = Array.from({ length: SESSIONS }, (_, s) =>
-    Array.from({ length: count }, (_, i) => first + i).filter((_, i) => i % SESSIONS === s),
-  );
-  await Promise.all(shares.map((share) => session(port, key, share)));
-}
+const figures = (r: Rates) => `accept ${r.accept.toFixed(0)} msg/s, end to end ${r.e2e.toFixed(0)} msg/s`;
+const ratios = (p: Rates, o: Rates) =>
+  `accept ${ratio(p.accept, o.accept)}, end to end ${ratio(p.e2e, o.e2e)}`;
 
 async function main() {
   const { url, drop } = await createTestDatabaseUrl();
@@ -117,33 +98,50 @@ async function main() {
     POSTLINE_SPF_INCLUDE: 'spf.postline.test',
   };
   const server = await startServer(env);
+  let peer: Peer | undefined;
   try {
     const key = await organizationWithDomain(env, httpPort, dns, 'acme-bench.test');
 
+    const postfix = await startPostfix(receiver.port);
+    peer = postfix;
+    const [postline, other] = [load(key), load()];
     // Warm-up: connections, caches, the JIT.
     let sent = 0;
-    await load(smtpPort, key, sent, 200);
+    await runLoad(smtpPort, postline, sent, 200);
+    await receiver.until(200);
+    if (postfix) await runLoad(postfix.port, other, sent, 200);
+    await receiver.until(postfix ? 400 : 200);
     sent += 200;
-    await receiver.until(sent);
 
-    const results: { accept: number; e2e: number }[] = [];
+    const pid = server.child.pid!;
+    const results: { postline: Rates; postfix?: Rates }[] = [];
     for (let run = 1; run <= RUNS; run++) {
-      const t0 = performance.now();
-      await load(smtpPort, key, sent, MESSAGES);
-      const t1 = performance.now();
+      const [p, o] = await alternately(
+        run,
+        () => measure(smtpPort, postline, receiver, sent, pid),
+        postfix && (() => measure(postfix.port, other, receiver, sent, pid)),
+      );
       sent += MESSAGES;
-      const t2 = await receiver.until(sent);
-      const r = { accept: MESSAGES / ((t1 - t0) / 1000), e2e: MESSAGES / ((t2 - t0) / 1000) };
-      results.push(r);
+      results.push({ postline: p, postfix: o });
       console.log(
-        `run ${run}: ${MESSAGES} messages, ${SESSIONS} sessions, ${MESSAGE_BYTES} B: accept ${r.accept.toFixed(0)} msg/s (250 after commit), end to end ${r.e2e.toFixed(0)} msg/s (DKIM-signed, delivered)`,
+        `run ${run}: ${MESSAGES} messages, ${SESSIONS} sessions, ${MESSAGE_BYTES} B: Postline ${figures(p)} (250 after commit; DKIM-signed, delivered)` +
+          (o && postfix
+            ? `; ${postfix.name} ${figures(o)} (250 after its queue file's fsync): ${ratios(p, o)}`
+            : ''),
       );
     }
-    const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const med = (side: (r: (typeof results)[number]) => Rates) => ({
+      accept: median(results.map((r) => side(r).accept)),
+      e2e: median(results.map((r) => side(r).e2e)),
+    });
+    const p = med((r) => r.postline);
+    const o = postfix && med((r) => r.postfix!);
     console.log(
-      `MEDIAN Postline SMTP relay (${RUNS} runs, N=${MESSAGES}, ${os.cpus().length} cores): accept ${median(results.map((r) => r.accept)).toFixed(0)} msg/s, end to end ${median(results.map((r) => r.e2e)).toFixed(0)} msg/s`,
+      `MEDIAN SMTP relay (${RUNS} runs alternating, N=${MESSAGES}, ${os.cpus().length} cores): Postline ${figures(p)}` +
+        (o && postfix ? `; ${postfix.name} ${figures(o)}; Postline/Postfix ${ratios(p, o)}` : ''),
     );
   } finally {
+    await peer?.stop();
     await server.stop();
     receiver.close();
     await dns.close();
