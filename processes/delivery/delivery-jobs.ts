@@ -88,9 +88,10 @@ export const queueOf = (orgId: string, lane: Lane) => `${orgId}:${lane}`;
  * Jobs are claimed per queue (organization and lane), at most `perQueue` of one queue held by a process at once,
  * transactional ones first, and at most `broadcastHeld` broadcast jobs of every queue together, taken from each
  * in turn: broadcasts never fill every worker (50 a process), even where a slow server holds each of their jobs
- * for long, nor wait in front of a password reset. A job is not claimed while its destination is paused by the operator (for its organization or
- * for every one) or its shaping group is held (a pause from a reply rule, or a back-off), unless it gives up.
- * The subquery's aliases are its own: `$row` becomes the claim's alias for the job (`d`), which they must not shadow.
+ * for long, nor wait in front of a password reset. A job is not claimed while its destination is paused by the
+ * operator (for its organization or for every one) or its shaping group is held (a pause from a reply rule, or a
+ * back-off), unless it gives up. The subquery's aliases are its own: `$row` becomes the claim's alias for the job
+ * (`d`), which they must not shadow.
  */
 export const deliveryJobs = (o = { perQueue: 40, broadcastHeld: 30 }): DueTable => ({
   table: 'delivery_jobs',
