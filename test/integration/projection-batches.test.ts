@@ -8,7 +8,7 @@ import { openTestDatabase } from '../support/databases.ts';
 
 /** A fresh, migrated PostgreSQL database (PGlite would do, but its migrations take seconds on a busy machine). */
 async function migrated() {
-  const opened = await openTestDatabase('postgres');
+  const opened = await openTestDatabase();
   await migrate(opened.db, migrations);
   return opened;
 }

@@ -14,7 +14,7 @@ import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
-/** How long a server a test starts gets to be ready: PGlite's first start (initdb) is slow when busy. */
+/** How long a server a test starts gets to be ready: an embedded first start (initdb) is slow when busy. */
 export const SERVER_START_MS = 90_000;
 
 /**
