@@ -33,24 +33,46 @@ async function serve(given: Config) {
   const log = createLogger(given.LOG_LEVEL, undefined, given.LOG_FORMAT);
   const { config, owner, embedded } = await withDatabase(given, { port: given.PORT, host: given.HOST });
   let postline: Postline | undefined;
+  let starting: Promise<unknown> = Promise.resolve();
+  let stopping = false;
+  // In place before the start: a signal during it still stops the embedded server, which is no process of the
+  // terminal's group (embedded-postgres.ts), once what started is closed.
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await starting.catch(() => {});
+    await postline?.close();
+    await embedded?.stop();
+    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception; stopping');
+    embedded?.stopNow();
+    process.exit(1);
+  });
   const roles = config.POSTLINE_ROLES;
+  starting = startPostline(config, {
+    log,
+    // Every process serves HTTP on PORT: the API with the `api` role, else only health checks and metrics.
+    http: true,
+    api: roles.has('api'),
+    smtp: roles.has('smtp'),
+    projections: roles.has('projections'),
+    processes: roles.has('workers'),
+    mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
+  }).then((started) => (postline = started));
   try {
-    postline = await startPostline(config, {
-      log,
-      // Every process serves HTTP on PORT: the API with the `api` role, else only health checks and metrics.
-      http: true,
-      api: roles.has('api'),
-      smtp: roles.has('smtp'),
-      projections: roles.has('projections'),
-      processes: roles.has('workers'),
-      mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
-    });
+    await starting;
   } catch (error) {
     // A start that fails leaves no server of its own behind.
     await embedded?.stop();
     if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
     throw error;
   }
+  if (stopping || !postline) return;
   const { rows } = await postline.services.db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM organizations',
   );
@@ -69,22 +91,6 @@ async function serve(given: Config) {
       `\nNo organization yet. Create one and get your first API keys with:\n\n  npx postline orgs create --name "My Company"\n\n`,
     );
   }
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    await postline!.close();
-    await embedded?.stop();
-    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
-    process.exit(0);
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
-  process.on('uncaughtException', (err) => {
-    log.fatal({ err }, 'uncaught exception; stopping');
-    embedded?.stopNow();
-    process.exit(1);
-  });
 }
 
 /** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
