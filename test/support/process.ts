@@ -127,7 +127,8 @@ export async function startServer(
     child,
     output: () => output,
     stop: async () => {
-      if (child.exitCode !== null) return;
+      // Exited already: by itself (an exit code) or killed (a signal).
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
