@@ -8,10 +8,14 @@
  *   outbound MTA to a local SMTP sink (MX on a loopback DNS server); ceiling: nodemailer sending the same
  *   messages (DKIM-signed too) to the same sink with the same number of connections.
  *
- * - Embedded: `npm start` as a process of its own with its process managers, on its embedded PostgreSQL (no
- *   DATABASE_URL) and on the machine's PostgreSQL: POST /v1/emails at 50 connections, resident memory once ready and under load (bench/embedded.ts).
+ * - Lanes: transactional sends from two organizations while one's broadcast backlog of 20,000 waits for a slow
+ *   destination, against the same sends on an idle queue (bench/lanes.ts).
  *
- * Settings: BENCH_PARTS (default `single,batch,delivery,embedded`: which measurements run),
+ * - Embedded: `npm start` as a process of its own with its process managers, on its embedded PostgreSQL (no
+ *   DATABASE_URL) and on the machine's PostgreSQL: POST /v1/emails at 50 connections, resident memory once ready
+ *   and under load (bench/embedded.ts).
+ *
+ * Settings: BENCH_PARTS (default `single,batch,delivery,lanes,embedded`: which measurements run),
  * BENCH_SECONDS per HTTP measurement (default 8), BENCH_DELIVERY (emails, default 2000),
  * BENCH_REDIS_URL (rate-limit counters, default redis://127.0.0.1:6379 as the tests; empty: PostgreSQL counters,
  * whose one row per organization serialises the requests), TEST_DATABASE_ADMIN_URL (as the tests).
@@ -32,6 +36,7 @@ import { benchDatabase } from './bench-database.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
 import { measureEmbedded } from './embedded.ts';
+import { measureLanes } from './lanes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 /** Each HTTP measurement alternates baseline and Postline this many times, SECONDS / ROUNDS each. */
@@ -42,7 +47,7 @@ const MTA_CONNECTIONS = 5;
 const pct = (a: number, b: number) => `${Math.round((a / b) * 100)}%`;
 
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'single,batch,delivery,embedded').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'single,batch,delivery,lanes,embedded').split(','));
 
 const autocannon = (await import('autocannon' as string)).default as (
   o: Record<string, unknown>,
@@ -239,6 +244,7 @@ async function inProcess(results: string[]) {
 async function main() {
   const results: string[] = [];
   if (['single', 'batch', 'delivery'].some((p) => PARTS.has(p))) await inProcess(results);
+  if (PARTS.has('lanes')) results.push(...(await measureLanes({ redisUrl: REDIS_URL })));
   if (PARTS.has('embedded'))
     results.push(
       ...(await measureEmbedded({

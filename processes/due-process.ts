@@ -39,6 +39,11 @@ export abstract class DueProcess<Row extends object> extends ProcessManager {
     );
   }
 
+  /** A drain waiting for its tasks at each group's cap claims again: the log may have brought rows due now. */
+  protected override woken(): void {
+    this.due.wake();
+  }
+
   /** Works off every row due now; resolves with how many items the tasks did. */
   protected work(): Promise<number> {
     return this.due.drain({ ...this.#drain, signal: this.stopping }, (rows) => this.plan(rows));

@@ -46,6 +46,9 @@ export abstract class ProcessManager implements BackgroundProcess {
   /** Does what is due now; resolves with how many items it did. */
   protected abstract work(): Promise<number>;
 
+  /** A run was asked for while one goes on (new work from the log, or the timer): a run that waits may look now. */
+  protected woken?(): void;
+
   /** Aborts when stop() is called: work in hand finishes, nothing new starts (`DueQueue.drain` takes it). */
   protected get stopping(): AbortSignal {
     return this.#stopping.signal;
@@ -73,6 +76,7 @@ export abstract class ProcessManager implements BackgroundProcess {
   #runDue(): Promise<number> {
     if (this.#running) {
       this.#again = true;
+      this.woken?.();
       return this.#running;
     }
     const run = async () => {

@@ -53,6 +53,9 @@ export class DueQueue<Row extends object> {
   /** Rows claimed here and not finished yet: their leases renewed, given back when their work fails or stops. */
   readonly #held: HeldClaims<Row>;
   readonly #writing = new Set<Promise<void>>();
+  /** Wake-ups so far (`wake`), and the promise the next one resolves. */
+  #wakes = 0;
+  #woken = Promise.withResolvers<void>();
 
   /** `heartbeatMs`: how often the leases held are renewed (default a third of the lease). */
   constructor(o: { db: Database; clock: Clock; log: Logger; heartbeatMs?: number }, spec: DueTable) {
@@ -124,6 +127,16 @@ export class DueQueue<Row extends object> {
     return this.#held.take(rows, until);
   }
 
+  /**
+   * Rows may have become due (added and committed elsewhere): a drain waiting at each group's cap claims again at
+   * once, so that tasks one group holds for long (a slow server) keep no other group's new row waiting.
+   */
+  wake(): void {
+    this.#wakes++;
+    this.#woken.resolve();
+    this.#woken = Promise.withResolvers<void>();
+  }
+
   /** Renews the leases of the rows held here (what the heartbeat does every third of the lease). */
   renew(): Promise<void> {
     return this.#held.renew();
@@ -160,11 +173,11 @@ export class DueQueue<Row extends object> {
    * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
    * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
    * during the run are the run's too; a claim that found nothing only because this process holds each group's
-   * cap is made again once a task has ended). A task finishes its rows; once every task of a claim has ended, the rows of
-   * that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once `signal` aborts (the
-   * process stops), no task is started any more: the tasks running finish, and the rows claimed but not finished
-   * are given back at once, for another process to take without waiting for the lease. Returns the sum of what
-   * the tasks resolved with, once their finishes are written.
+   * cap is made again once a task has ended, or on `wake`). A task finishes its rows; once every task of a claim
+   * has ended, the rows of that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once
+   * `signal` aborts (the process stops), no task is started any more: the tasks running finish, and the rows
+   * claimed but not finished are given back at once, for another process to take without waiting for the lease.
+   * Returns the sum of what the tasks resolved with, once their finishes are written.
    */
   async drain(
     o: { batch: number; concurrency: number; signal?: AbortSignal },
@@ -181,9 +194,11 @@ export class DueQueue<Row extends object> {
     let failure: unknown;
     let claiming: Promise<void> | undefined;
     const claimAhead = () => {
+      const wakes = this.#wakes;
       claiming ??= this.claim(o.batch)
         .then((rows) => {
-          if (rows.length === 0 && this.#spec.groups && this.#held.size > 0) capped = true;
+          // Woken during the claim: rows committed after it began may be due (not capped: claim again).
+          if (rows.length === 0 && this.#spec.groups && this.#held.size > 0) capped = wakes === this.#wakes;
           else if (rows.length === 0) exhausted = true;
           const planned = plan(rows);
           const claimed = { rows, running: planned.length };
@@ -207,7 +222,7 @@ export class DueQueue<Row extends object> {
         if (task || (exhausted && !claiming)) return task;
         if (capped && !claiming) {
           if (running === 0) exhausted = true;
-          else await taskEnded.promise;
+          else await Promise.race([taskEnded.promise, this.#woken.promise]);
           capped = false;
         } else await claiming;
       }

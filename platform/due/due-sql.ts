@@ -30,7 +30,18 @@ export interface DueTable {
    * claim takes at most `perGroup` rows of a group, less those of it this process holds, so that one group's
    * backlog cannot fill every claim.
    */
-  groups?: { column: string; perGroup: number; of: { table: string; key: string; where?: string } };
+  groups?: {
+    column: string;
+    perGroup: number;
+    of: { table: string; key: string; where?: string };
+    /**
+     * Groups whose rows wait behind the others (`group`: a condition on the group's key, `$group`): a claim takes
+     * at most `held` of their rows, less those of them this process holds, taken in turn from each such group, so
+     * that work they hold for long (a slow server) never fills every worker. The rest of the workers stay free for
+     * the other groups' rows.
+     */
+    later?: { group: string; held: number };
+  };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -65,20 +76,33 @@ export function dueStatements(spec: DueTable) {
   const setToken = token ? `, ${token} = ${tokenAt}` : '';
   const returned = [...keyNames, ...spec.columns, ...(token ? [token] : [])];
   // RETURNING gives the rows in no particular order: they are sorted again, oldest first.
+  const later = groups?.later;
+  const isLater = (g: string) => (later ? `(${later.group.replaceAll('$group', g)})` : 'false');
+  // Room for rows of later groups: their cap less what this process holds of them.
+  const laterRoom = later
+    ? `greatest(0, ${later.held} - (SELECT coalesce(sum(h.n), 0) FROM unnest(${groupsAt}::text[], ${countsAt}::int[]) AS h(grp, n) WHERE ${isLater('h.grp')}))`
+    : '';
   const claim = groups
     ? // The groups are walked from their own table and each gives its oldest rows, at most the cap less what this
-      // process holds of it: a claim locks no more rows than it could take.
-      `WITH chosen AS (
-          SELECT ${keyNames.map((k) => `c.${k}`).join(', ')} FROM ${groups.of.table} g
+      // process holds of it: a claim locks no more rows than it could take. Later groups share their room in turn.
+      `WITH candidates AS (
+          SELECT ${keyNames.map((k) => `c.${k}`).join(', ')}, c.${dueAt}, c.first, ${isLater('g.' + groups.of.key)} AS later,
+            row_number() OVER (PARTITION BY g.${groups.of.key} ORDER BY c.${dueAt}) AS nth FROM ${groups.of.table} g
           LEFT JOIN unnest(${groupsAt}::text[], ${countsAt}::int[]) AS b(grp, n) ON b.grp = g.${groups.of.key}
           CROSS JOIN LATERAL (
-            SELECT ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt}${first} FROM ${table} d
+            SELECT ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt}${first || ', false AS first'} FROM ${table} d
             WHERE d.${groups.column} = g.${groups.of.key} AND d.${dueAt} <= $1
               AND (d.claimed_until IS NULL OR d.claimed_until < $1)${where('d')}
-            ORDER BY d.${dueAt} LIMIT greatest(0, least(${capAt} - coalesce(b.n, 0), $3))
+            ORDER BY d.${dueAt} LIMIT greatest(0, least(${capAt} - coalesce(b.n, 0), $3${
+              later ? `, CASE WHEN ${isLater('g.' + groups.of.key)} THEN ${laterRoom} ELSE $3 END` : ''
+            }))
             FOR UPDATE OF d SKIP LOCKED) c
           ${groups.of.where ? `WHERE ${groups.of.where.replaceAll('$row', 'g')}` : ''}
-          ORDER BY ${spec.priority ? 'c.first, ' : ''}c.${dueAt}, ${keyNames.map((k) => `c.${k}`).join(', ')} LIMIT $3
+        ), chosen AS (
+          SELECT ${keys}, ${dueAt}, first FROM (
+            SELECT *, row_number() OVER (PARTITION BY later ORDER BY nth, ${dueAt}, ${keys}) AS turn FROM candidates) r
+          WHERE ${later ? `NOT r.later OR r.turn <= ${laterRoom}` : 'true'}
+          ORDER BY ${spec.priority ? 'first, ' : ''}${dueAt}, ${keys} LIMIT $3
         ), claimed AS (
           UPDATE ${table} t SET claimed_until = $2${setToken}
           FROM chosen WHERE ${keyNames.map((k) => `t.${k} = chosen.${k}`).join(' AND ')}

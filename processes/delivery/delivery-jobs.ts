@@ -86,11 +86,13 @@ export const queueOf = (orgId: string, lane: Lane) => `${orgId}:${lane}`;
 
 /**
  * Jobs are claimed per queue (organization and lane), at most `perQueue` of one queue held by a process at once,
- * transactional ones first: one organization's broadcast never fills every worker, nor waits in front of a
- * password reset. A job is not claimed while its destination is paused by the operator (for its organization or
+ * transactional ones first, and at most `broadcastHeld` broadcast jobs of every queue together, taken from each
+ * in turn: broadcasts never fill every worker (50 a process), even where a slow server holds each of their jobs
+ * for long, nor wait in front of a password reset. A job is not claimed while its destination is paused by the operator (for its organization or
  * for every one) or its shaping group is held (a pause from a reply rule, or a back-off), unless it gives up.
+ * The subquery's aliases are its own: `$row` becomes the claim's alias for the job (`d`), which they must not shadow.
  */
-export const deliveryJobs = (o = { perQueue: 40 }): DueTable => ({
+export const deliveryJobs = (o = { perQueue: 40, broadcastHeld: 30 }): DueTable => ({
   table: 'delivery_jobs',
   key: { email_id: 'text', destination: 'text' },
   dueAt: 'due_at',
@@ -99,12 +101,17 @@ export const deliveryJobs = (o = { perQueue: 40 }): DueTable => ({
   leaseMs: 30_000,
   where: `($row.give_up OR (
       NOT ${pausedJobSql('$row', '$now')}
-      AND NOT EXISTS (SELECT 1 FROM delivery_destinations d JOIN shaping_groups g ON g.grp = d.grp
-        WHERE d.org_id = $row.org_id AND d.mode = $row.mode AND d.destination = $row.destination
-          AND g.held_until > $now)))`,
+      AND NOT EXISTS (SELECT 1 FROM delivery_destinations held_d JOIN shaping_groups held_g ON held_g.grp = held_d.grp
+        WHERE held_d.org_id = $row.org_id AND held_d.mode = $row.mode AND held_d.destination = $row.destination
+          AND held_g.held_until > $now)))`,
   priority: `$row.lane = 'broadcast'`,
   finishResets: ['expedite'],
-  groups: { column: 'queue', perGroup: o.perQueue, of: { table: 'delivery_queues', key: 'queue' } },
+  groups: {
+    column: 'queue',
+    perGroup: o.perQueue,
+    of: { table: 'delivery_queues', key: 'queue' },
+    later: { group: `$group LIKE '%:broadcast'`, held: o.broadcastHeld },
+  },
 });
 
 /** A new job's row: due at `dueAt`, in its organization's queue of its lane. */

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verpAddress } from '../../domain/emails/verp.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { connectPostgres, type Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import { createLogger } from '../../platform/logger.ts';
-import type { OutboundMessage } from '../../processes/delivery/mta/message.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { ConnectionSlots, type SlotLease } from '../../processes/delivery/shaping/connection-slots.ts';
 import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { startDnsServer } from '../support/dns-server.ts';
+import { outboundMessage } from '../support/outbound-message.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
@@ -90,25 +89,7 @@ describe('outbound MTA with connection slots', () => {
     await dns?.close();
   });
 
-  let seq = 0;
-  const message = (to: string): OutboundMessage => {
-    const id = `em_01slots${++seq}`;
-    return {
-      messageId: `<${id}@sender.test>`,
-      date: new Date('2026-03-01T10:00:00Z'),
-      from: 'hello@sender.test',
-      to: [to],
-      cc: [],
-      bcc: [],
-      replyTo: [],
-      subject: 'Test',
-      text: 'Hello',
-      headers: {},
-      attachments: [],
-      envelopeFrom: verpAddress(id, 'bounces.sender.test'),
-      dkim: null,
-    };
-  };
+  const message = (to: string) => outboundMessage({ to: [to] });
 
   it("given two processes sending to one group, the group's connections hold across both", async () => {
     // Given: two MTAs (two processes), each allowing 2 connections per host; the group allows 2 in all

@@ -3,7 +3,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
 import { useDnsService } from '../support/dns-service.ts';
-import { addVerifiedDomain } from '../support/domains.ts';
+import { addVerifiedDomain, recipientDomainOnLoopback } from '../support/domains.ts';
 import { emailHistory, readEmail } from '../support/emails.ts';
 import type { TestOrg } from '../support/service.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
@@ -25,10 +25,7 @@ beforeAll(async () => {
 });
 const { svc, dns } = useDnsService(() => ({ clock, env: { OUTBOUND_SMTP_PORT: String(mx.port) } }));
 beforeAll(async () => {
-  for (const d of ['paused.test', 'open.test']) {
-    dns.set(d, 'MX', [{ exchange: `mx.${d}`, priority: 10 }]);
-    dns.set(`mx.${d}`, 'A', ['127.0.0.1']);
-  }
+  recipientDomainOnLoopback(dns, ['paused.test', 'open.test']);
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-flags.test');
   delivery = new DeliveryProcess(svc.postline.services);

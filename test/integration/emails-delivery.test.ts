@@ -17,7 +17,7 @@ import { publicData, summaryOf } from '../../processes/webhooks/public-events.v1
 import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import { useDnsService } from '../support/dns-service.ts';
-import { addVerifiedDomain, publishDomainRecords } from '../support/domains.ts';
+import { addVerifiedDomain, publishDomainRecords, recipientDomainOnLoopback } from '../support/domains.ts';
 import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
 import { parseMime } from '../support/mime.ts';
 import type { TestOrg } from '../support/service.ts';
@@ -43,10 +43,7 @@ const { svc, dns } = useDnsService(() => ({
 }));
 beforeAll(async () => {
   // Recipients at rcpt.test and other.test: MX on the loopback sink.
-  for (const d of ['rcpt.test', 'other.test']) {
-    dns.set(d, 'MX', [{ exchange: `mx.${d}`, priority: 10 }]);
-    dns.set(`mx.${d}`, 'A', ['127.0.0.1']);
-  }
+  recipientDomainOnLoopback(dns, ['rcpt.test', 'other.test']);
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-send.test', { open_tracking: true, click_tracking: true });
   delivery = new DeliveryProcess(svc.postline.services);

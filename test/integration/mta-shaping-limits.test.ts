@@ -2,17 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SHAPING } from '../../domain/delivery/shaping-defaults.ts';
 import { groupOf } from '../../domain/delivery/shaping-rules.ts';
 import { classifyBounce } from '../../domain/emails/bounce-classes.ts';
-import { verpAddress } from '../../domain/emails/verp.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { connectPostgres, type Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import { createLogger } from '../../platform/logger.ts';
-import type { OutboundMessage } from '../../processes/delivery/mta/message.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
 import { TrafficShaping } from '../../processes/delivery/shaping/traffic-shaping.ts';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { startDnsServer } from '../support/dns-server.ts';
+import { outboundMessage } from '../support/outbound-message.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
 const log = createLogger('silent');
@@ -48,25 +47,7 @@ function mta(port: number, maxConnectionsPerDestination = 5) {
   return m;
 }
 
-let seq = 0;
-const message = (to: string): OutboundMessage => {
-  const id = `em_01shaping${++seq}`;
-  return {
-    messageId: `<${id}@sender.test>`,
-    date: new Date('2026-03-01T10:00:00Z'),
-    from: 'Acme <hello@sender.test>',
-    to: [to],
-    cc: [],
-    bcc: [],
-    replyTo: [],
-    subject: 'Test',
-    text: 'Hello',
-    headers: {},
-    attachments: [],
-    envelopeFrom: verpAddress(id, 'bounces.sender.test'),
-    dkim: null,
-  };
-};
+const message = (to: string) => outboundMessage({ to: [to] });
 
 beforeAll(async () => {
   dns = await startDnsServer();

@@ -4,10 +4,9 @@ import { createServer } from 'node:net';
 import { dkimVerify } from 'mailauth';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verpAddress } from '../../domain/emails/verp.ts';
-import type { OutboundMessage } from '../../processes/delivery/mta/message.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { startDnsServer } from '../support/dns-server.ts';
+import { outboundMessage } from '../support/outbound-message.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
 type Dns = Awaited<ReturnType<typeof startDnsServer>>;
@@ -52,26 +51,7 @@ function mta(port: number, over: Partial<ConstructorParameters<typeof OutboundMt
   return m;
 }
 
-let seq = 0;
-function message(over: Partial<OutboundMessage> = {}): OutboundMessage {
-  const id = `em_01test${++seq}`;
-  return {
-    messageId: `<${id}@sender.test>`,
-    date: new Date('2026-03-01T10:00:00Z'),
-    from: 'Acme <hello@sender.test>',
-    to: [],
-    cc: [],
-    bcc: [],
-    replyTo: [],
-    subject: 'Test',
-    text: 'Hello',
-    headers: {},
-    attachments: [],
-    envelopeFrom: verpAddress(id, 'bounces.sender.test'),
-    dkim: null,
-    ...over,
-  };
-}
+const message = outboundMessage;
 
 /** A TCP port with nothing listening on it. */
 async function closedPort(): Promise<number> {

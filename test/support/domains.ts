@@ -10,10 +10,15 @@ export const domainEnv = (dns: TestDnsServer): Record<string, string> => ({
   POSTLINE_TRACKING_HOST: 'track.postline.test',
 });
 
-/** `rcpt.test`'s MX is `mx.rcpt.test` on 127.0.0.1: where the tests' receiving SMTP server listens. */
-export function recipientDomainOnLoopback(dns: TestDnsServer) {
-  dns.set('rcpt.test', 'MX', [{ exchange: 'mx.rcpt.test', priority: 10 }]);
-  dns.set('mx.rcpt.test', 'A', ['127.0.0.1']);
+/**
+ * Each domain's MX is `mx.<domain>` on 127.0.0.1 (by default `rcpt.test`): where the tests' receiving SMTP server
+ * listens.
+ */
+export function recipientDomainOnLoopback(dns: TestDnsServer, domains = ['rcpt.test']) {
+  for (const d of domains) {
+    dns.set(d, 'MX', [{ exchange: `mx.${d}`, priority: 10 }]);
+    dns.set(`mx.${d}`, 'A', ['127.0.0.1']);
+  }
 }
 
 /**

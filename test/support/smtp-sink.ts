@@ -6,6 +6,9 @@
  *   sink.scriptRecipient('later@example.com', { code: 451, message: '4.3.0 try again later' }); // once, then 250
  *   sink.scriptRecipient('gone@example.com', { code: 550, message: '5.1.1 no such user' }, 'always');
  *   ... await sink.waitForMessages(1); sink.messages[0].secure === true
+ *
+ * A throttling provider: `startSmtpSink({ refuseAfter: { messages: 20, reply: { code: 421, message: '4.7.28 …' } } })`
+ * accepts 20 messages, then answers every further message's DATA with the reply (kept in `sink.refused`).
  */
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -42,14 +45,24 @@ export interface SmtpSinkOptions {
   auth?: { user: string; pass: string };
   /** Hold the reply to each message's DATA this long, so that concurrent deliveries overlap. */
   dataDelayMs?: number;
+  /** Once this many messages are accepted, every further message's DATA gets `reply` (a throttling provider). */
+  refuseAfter?: { messages: number; reply: SmtpReply };
+  /** Listen on this loopback address (127.0.0.1 by default): two sinks on one port stand for two MX hosts. */
+  host?: string;
+  /** Listen on this port (0, a free one, by default). */
+  port?: number;
+  /** Hold the reply to each message's DATA until this resolves (a destination that answers when a test says). */
+  hold?: () => Promise<void>;
 }
 
 export interface SmtpSink {
-  host: '127.0.0.1';
+  host: string;
   port: number;
   messages: ReceivedMessage[];
+  /** Messages whose DATA got a refusal (`scriptData` or `refuseAfter`), with when. */
+  refused: { rcptTo: string[]; reply: SmtpReply; at: Date }[];
   connections: { current: number; total: number; maxConcurrent: number };
-  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`). */
+  /** Messages whose whole data has arrived and whose reply the sink still holds back (`dataDelayMs`, `hold`). */
   holding: number;
   /** Every RCPT TO the sink saw, with the code it answered. */
   rcptLog: { recipient: string; code: number }[];
@@ -82,9 +95,10 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const disabled = [...(tls && !options.implicitTls ? [] : ['STARTTLS']), ...(options.auth ? [] : ['AUTH'])];
 
   const sink: SmtpSink = {
-    host: '127.0.0.1',
+    host: options.host ?? '127.0.0.1',
     port: 0,
     messages: [],
+    refused: [],
     connections: { current: 0, total: 0, maxConcurrent: 0 },
     holding: 0,
     rcptLog: [],
@@ -123,6 +137,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     },
     reset() {
       sink.messages.length = 0;
+      sink.refused.length = 0;
       sink.rcptLog.length = 0;
       recipientScripts.clear();
       dataScript = [];
@@ -170,25 +185,33 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
         const finish = () => {
-          const reply = dataScript.shift();
-          if (reply) return callback(smtpError(reply));
+          const limit = options.refuseAfter;
+          const reply =
+            dataScript.shift() ?? (limit && sink.messages.length >= limit.messages ? limit.reply : undefined);
+          if (reply) {
+            const rcptTo = session.envelope.rcptTo.map((r) => r.address);
+            sink.refused.push({ rcptTo, reply, at: new Date() });
+            return callback(smtpError(reply));
+          }
           sink.messages.push(record(session, Buffer.concat(chunks)));
           events.emit('message');
           callback(null, 'Ok: queued');
         };
-        if (!options.dataDelayMs) return finish();
+        const { dataDelayMs, hold } = options;
+        if (!dataDelayMs && !hold) return finish();
         sink.holding++;
-        setTimeout(() => {
+        const held = hold ? hold() : new Promise((r) => setTimeout(r, dataDelayMs));
+        void held.then(() => {
           sink.holding--;
           finish();
-        }, options.dataDelayMs);
+        });
       });
     },
   });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, sink.host, () => resolve());
   });
   server.on('error', () => {
     // Client-side resets (a test closing its MTA mid-session) are not the sink's problem.
