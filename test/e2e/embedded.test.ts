@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { describe, expect, it, vi } from 'vitest';
@@ -18,8 +18,6 @@ const alive = (pid: number) => {
 
 const dataDir = useTempDir('e2e');
 const crashDir = useTempDir('e2e-crash');
-// Started as root, the embedded PostgreSQL runs as an unprivileged user, who must reach the data dirs.
-for (const dir of [dataDir, crashDir]) chmodSync(dir, 0o755);
 
 describe('embedded mode (no database configured), as a user runs it', () => {
   it('serves /v1, tells how to get a first key, and the CLI works with and without the server', async () => {
