@@ -110,6 +110,20 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
   return false;
 }
 
+/** The command line of a process (`''` when it cannot be read): /proc on Linux, `ps` elsewhere. */
+function commandOf(pid: number): string {
+  try {
+    const proc = `/proc/${pid}/cmdline`;
+    if (existsSync('/proc/self')) return readFileSync(proc, 'utf8');
+    return execFileSync('ps', ['-p', String(pid), '-o', 'command='], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+  } catch {
+    return '';
+  }
+}
+
 /**
  * A server left behind by a process that ended without stopping it (kill -9): its `postmaster.pid` names a live
  * process. If that process is this cluster's server it is shut down (only one Postline owns a data dir, and none
@@ -121,8 +135,7 @@ async function clearStaleServer(dir: string): Promise<void> {
   if (!existsSync(lock)) return;
   const pid = Number(readFileSync(lock, 'utf8').split('\n')[0]);
   if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
-  const cmdline = `/proc/${pid}/cmdline`;
-  const ours = !existsSync('/proc') || (existsSync(cmdline) && readFileSync(cmdline, 'utf8').includes(dir));
+  const ours = commandOf(pid).includes(dir);
   if (!ours) {
     rmSync(lock, { force: true });
     return;
