@@ -79,9 +79,8 @@ export interface Postline {
 }
 
 /**
- * The process managers (this process's store) hear of appends this much later, the appends in
- * between sharing the wake-up: under load each wake-up would otherwise cost every process manager three
- * statements per email. The projection runner, in its own thread and store, still hears at once.
+ * The process managers (this process's store) hear of appends this much later, the appends in between sharing
+ * the wake-up: under load each wake-up would otherwise cost every process manager three statements per email. The projection runner, in its own thread and store, still hears at once.
  */
 const POSTGRES_PROCESS_WAKE_MS = 20;
 
@@ -133,7 +132,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   const store = await openEventStore(config, db);
   await migrate(db, migrations);
 
-  // The runner gets a thread of its own (bin/projections-thread.ts), with its own connections to the database.
+  // With the log in PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); with KurrentDB, here.
   const runner =
     config.DATABASE_URL && store instanceof PostgresEventStore
       ? new ThreadedProjectionRunner(projections, {
