@@ -11,7 +11,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'sdk/test/**/*.test.ts'],
     // Time-outs catch a test that hangs; they are no measure of speed. A test's own work (starting services,
-    // worker threads, PGlite) takes many times as long on a machine busy with other work as on a quiet one.
+    // worker threads, an embedded PostgreSQL) takes many times as long on a machine busy with other work as on a quiet one.
     testTimeout: 120_000,
     hookTimeout: 180_000,
     pool: 'forks',

@@ -1,12 +1,12 @@
 /**
  * `bench:send`'s embedded part: Postline as `npm start` runs it, a process of its own with its process managers,
- * on PGlite (no DATABASE_URL) and, under the same load, on PostgreSQL (a fresh database). For each: resident
+ * on its embedded PostgreSQL (no DATABASE_URL) and, under the same load, on PostgreSQL (a fresh database). For each: resident
  * memory once it answers /readyz (and 2 s more), `POST /v1/emails` with a test key at 50 connections
  * (autocannon), the peak resident memory under that load, and the CPU of the service's process per email (its
  * PostgreSQL backends' too, when they are on this machine). See bench/README.md.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
@@ -28,7 +28,7 @@ const cpuOf = (pid: number) => {
 type Autocannon = (o: Record<string, unknown>) => Promise<any>;
 
 export interface EmbeddedResult {
-  backend: 'PGlite' | 'PostgreSQL';
+  backend: 'embedded PostgreSQL' | 'PostgreSQL';
   startMs: number;
   rssStart: number;
   rssPeak: number;
@@ -76,6 +76,8 @@ async function measureOne(
   autocannon: Autocannon,
 ): Promise<EmbeddedResult> {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'postline-bench-embedded-'));
+  // Started as root, the embedded server runs as another user, who must reach the data dir.
+  chmodSync(dataDir, 0o755);
   const database = backend === 'PostgreSQL' ? await createTestDatabaseUrl() : undefined;
   const port = await freePort();
   const env = {
@@ -141,7 +143,7 @@ async function measureOne(
   }
 }
 
-/** PGlite and PostgreSQL one after the other, `rounds` times, alternating. */
+/** The embedded PostgreSQL and the machine's one after the other, `rounds` times, alternating. */
 export async function measureEmbedded(o: {
   seconds: number;
   rounds: number;
@@ -150,7 +152,7 @@ export async function measureEmbedded(o: {
 }): Promise<string[]> {
   const lines: string[] = [];
   for (let i = 0; i < o.rounds; i++) {
-    for (const backend of ['PGlite', 'PostgreSQL'] as const) {
+    for (const backend of ['embedded PostgreSQL', 'PostgreSQL'] as const) {
       const r = await measureOne(backend, o.seconds, o.body, o.autocannon);
       lines.push(
         `\`npm start\` on ${r.backend}: POST /v1/emails, 50 connections, ${r.rps.toFixed(0)} emails/s, p50 ${r.p50} ms, p99 ${r.p99} ms` +

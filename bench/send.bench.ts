@@ -11,8 +11,9 @@
  * - Lanes: transactional sends from two organizations while one's broadcast backlog of 20,000 waits for a slow
  *   destination, against the same sends on an idle queue (bench/lanes.ts).
  *
- * - Embedded: `npm start` as a process of its own with its process managers, on PGlite (no DATABASE_URL) and on
- *   PostgreSQL: POST /v1/emails at 50 connections, resident memory once ready and under load (bench/embedded.ts).
+ * - Embedded: `npm start` as a process of its own with its process managers, on its embedded PostgreSQL (no
+ *   DATABASE_URL) and on the machine's PostgreSQL: POST /v1/emails at 50 connections, resident memory once ready
+ *   and under load (bench/embedded.ts).
  *
  * Settings: BENCH_PARTS (default `single,batch,delivery,lanes,embedded`: which measurements run),
  * BENCH_SECONDS per HTTP measurement (default 8), BENCH_DELIVERY (emails, default 2000),
@@ -255,7 +256,7 @@ async function main() {
     );
   const header =
     `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, load average ${os.loadavg()[0].toFixed(1)}, Node ${process.version}, ` +
-    `${new Date().toISOString().slice(0, 10)}; rate-limit counters in ${REDIS_URL ? 'Redis' : 'PostgreSQL'} (the npm start runs: none configured, so in memory on PGlite, in PostgreSQL on PostgreSQL)`;
+    `${new Date().toISOString().slice(0, 10)}; rate-limit counters in ${REDIS_URL ? 'Redis' : 'PostgreSQL'} (the npm start runs: none configured, so in PostgreSQL, the embedded one too)`;
   process.stdout.write(`${header}\n${results.map((r) => `- ${r}`).join('\n')}\n`);
 }
 

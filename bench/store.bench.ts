@@ -1,5 +1,5 @@
 /**
- * `npm run bench:store`: the event store on PostgreSQL and on PGlite against a raw baseline measured in the same run.
+ * `npm run bench:store`: the event store on PostgreSQL against a raw baseline measured in the same run.
  *
  * - appends/s with 1 and with 16 concurrent writers: each append is one event to a stream of its own with an
  *   expected revision (`no_stream`, as a command that creates an aggregate does), through `PostgresEventStore`;
@@ -9,14 +9,13 @@
  *
  * Settings (environment): BENCH_SECONDS per append measurement (default 6,
  * spent in 3 alternating rounds), BENCH_EVENTS for catch-up
- * (default 50000), BENCH_BACKENDS (default `postgres,pglite`), TEST_DATABASE_ADMIN_URL (as the tests).
+ * (default 50000), BENCH_BACKENDS (default `postgres`), TEST_DATABASE_ADMIN_URL (as the tests).
  * See bench/README.md.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { connectPostgres, type Database, openPGlite } from '../platform/db/database.ts';
+import { connectPostgres, type Database } from '../platform/db/database.ts';
 import { eventStoreMigrations } from '../platform/eventstore/postgres/schema.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import { START } from '../platform/eventstore/types.ts';
@@ -24,7 +23,7 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 50_000);
-const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',').map((s) => s.trim());
+const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres').split(',').map((s) => s.trim());
 const WRITERS = [1, 16];
 const ROUNDS = 3;
 const BATCH = 500;
@@ -102,21 +101,7 @@ async function openBackend(name: string): Promise<Backend> {
       },
     };
   }
-  if (name === 'pglite') {
-    // Two in-memory instances in this process: one behind Postline, one queried directly for the baseline.
-    const db = await openPGlite();
-    const pglite = await PGlite.create();
-    return {
-      name: 'PGlite',
-      db,
-      raw: { query: (sql, params) => pglite.query(sql, params as any[]), close: () => pglite.close() },
-      close: async () => {
-        await db.close();
-        await pglite.close().catch(() => {});
-      },
-    };
-  }
-  throw new Error(`unknown backend ${name} (postgres or pglite)`);
+  throw new Error(`unknown backend ${name} (postgres)`);
 }
 
 /** Runs `writers` loops of `op` for `seconds`; returns operations per second. */

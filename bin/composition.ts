@@ -8,7 +8,6 @@ import { AppError } from '../platform/errors.ts';
 import { checkpointMigrations } from '../platform/eventstore/checkpoints.ts';
 import { parkedEventsMigrations } from '../platform/eventstore/parked-events.ts';
 import {
-  MemoryRateLimiter,
   PostgresRateLimiter,
   type RateLimiter,
   RedisRateLimiter,
@@ -245,5 +244,5 @@ export function createRateLimiter(config: Config, db: Database): RateLimiter {
         enableAutoPipelining: true,
       }),
     );
-  return config.embedded ? new MemoryRateLimiter() : new PostgresRateLimiter(db);
+  return new PostgresRateLimiter(db);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { request } from 'undici';
-import { ConfigError, loadConfig } from '../platform/config.ts';
+import { type Config, ConfigError, loadConfig } from '../platform/config.ts';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../platform/db/embedded-postgres.ts';
 import { createLogger } from '../platform/logger.ts';
 import { mountAdmin } from './cli/admin.ts';
 import { UsageError } from './cli/cli.ts';
@@ -9,14 +10,51 @@ import { claimDataDir, currentOwner, type Owner, releaseDataDir } from './cli/da
 import { standaloneApiDocument } from './openapi-document.ts';
 import { type Postline, startPostline } from './service.ts';
 
-async function serve(config: ReturnType<typeof loadConfig>) {
-  const log = createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
-  const owner = config.embedded
-    ? claimDataDir(config.POSTLINE_DATA_DIR, { port: config.PORT, host: config.HOST })
-    : null;
+/**
+ * Without DATABASE_URL the process owns the data dir and starts its PostgreSQL server (embedded-postgres.ts);
+ * from there on it runs as with any PostgreSQL, its DATABASE_URL pointing at that server.
+ */
+async function withDatabase(
+  config: Config,
+  server?: { port: number; host: string },
+): Promise<{ config: Config; owner: Owner | null; embedded?: EmbeddedPostgres }> {
+  if (!config.embedded) return { config, owner: null };
+  const owner = claimDataDir(config.POSTLINE_DATA_DIR, server);
+  try {
+    const embedded = await startEmbeddedPostgres(config.POSTLINE_DATA_DIR);
+    return { config: { ...config, DATABASE_URL: embedded.url }, owner, embedded };
+  } catch (error) {
+    releaseDataDir(config.POSTLINE_DATA_DIR);
+    throw error;
+  }
+}
+
+async function serve(given: Config) {
+  const log = createLogger(given.LOG_LEVEL, undefined, given.LOG_FORMAT);
+  const { config, owner, embedded } = await withDatabase(given, { port: given.PORT, host: given.HOST });
   let postline: Postline | undefined;
+  let starting: Promise<unknown> = Promise.resolve();
+  let stopping = false;
+  // In place before the start: a signal during it still stops the embedded server, which is no process of the
+  // terminal's group (embedded-postgres.ts), once what started is closed.
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await starting.catch(() => {});
+    await postline?.close();
+    await embedded?.stop();
+    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception; stopping');
+    embedded?.stopNow();
+    process.exit(1);
+  });
   const roles = config.POSTLINE_ROLES;
-  postline = await startPostline(config, {
+  starting = startPostline(config, {
     log,
     // Every process serves HTTP on PORT: the API with the `api` role, else only health checks and metrics.
     http: true,
@@ -25,7 +63,16 @@ async function serve(config: ReturnType<typeof loadConfig>) {
     projections: roles.has('projections'),
     processes: roles.has('workers'),
     mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
-  });
+  }).then((started) => (postline = started));
+  try {
+    await starting;
+  } catch (error) {
+    // A start that fails leaves no server of its own behind.
+    await embedded?.stop();
+    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
+    throw error;
+  }
+  if (stopping || !postline) return;
   const { rows } = await postline.services.db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM organizations',
   );
@@ -33,7 +80,7 @@ async function serve(config: ReturnType<typeof loadConfig>) {
     {
       roles: [...roles],
       port: postline.port,
-      database: config.embedded ? `PGlite in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL',
+      database: embedded ? `embedded PostgreSQL in ${config.POSTLINE_DATA_DIR}` : 'PostgreSQL',
     },
     roles.has('api')
       ? `Postline serving ${config.PUBLIC_URL}/v1 (API reference: ${config.PUBLIC_URL}/docs)`
@@ -44,20 +91,6 @@ async function serve(config: ReturnType<typeof loadConfig>) {
       `\nNo organization yet. Create one and get your first API keys with:\n\n  npx postline orgs create --name "My Company"\n\n`,
     );
   }
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    await postline!.close();
-    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
-    process.exit(0);
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
-  process.on('uncaughtException', (err) => {
-    log.fatal({ err }, 'uncaught exception; stopping');
-    process.exit(1);
-  });
 }
 
 /** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
@@ -104,19 +137,23 @@ async function main(argv: string[]): Promise<number> {
     await new Promise<void>((done) => process.stdout.write(text, () => done()));
     return 0;
   }
-  const config = loadConfig();
+  const given = loadConfig();
   if (argv[0] === 'serve') {
-    await serve(config);
+    await serve(given);
     return -1;
   }
-  const owner = config.embedded ? currentOwner(config.POSTLINE_DATA_DIR) : null;
-  if (owner?.port && owner.adminToken) return viaServer(owner, owner.adminToken, argv);
-  if (config.embedded) claimDataDir(config.POSTLINE_DATA_DIR);
-  const postline = await startPostline({ ...config, LOG_LEVEL: 'warn' }, { http: false, processes: false });
+  const running = given.embedded ? currentOwner(given.POSTLINE_DATA_DIR) : null;
+  if (running?.port && running.adminToken) return viaServer(running, running.adminToken, argv);
+  const { config, embedded } = await withDatabase(given);
   try {
-    return await runCommand(argv, postline, process.stdout);
+    const postline = await startPostline({ ...config, LOG_LEVEL: 'warn' }, { http: false, processes: false });
+    try {
+      return await runCommand(argv, postline, process.stdout);
+    } finally {
+      await postline.close();
+    }
   } finally {
-    await postline.close();
+    await embedded?.stop();
     if (config.embedded) releaseDataDir(config.POSTLINE_DATA_DIR);
   }
 }

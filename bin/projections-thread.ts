@@ -25,9 +25,9 @@ const STABLE_MS = 10_000;
 export const RUNNER_THREAD_NAME = 'projections';
 
 /**
- * The projection runner in a worker thread of its own, for PostgreSQL (PGlite's one session lives in the main
- * thread). A request waiting for its write to reach a read model used to wait, at each of the runner's dozen
- * awaits (log read, connection, three round trips, wake-up), for its turn behind the HTTP work of every other
+ * The projection runner in a worker thread of its own, for the event store on PostgreSQL. A request waiting for
+ * its write to reach a read model used to wait, at each of the runner's dozen awaits (log read, connection, three
+ * round trips, wake-up), for its turn behind the HTTP work of every other
  * request on the main event loop; in a thread of its own the runner's awaits do not queue, and building its rows
  * does not take the main thread's time. The main thread sees the same surface as a `ProjectionRunner`: `events`
  * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. The thread's reader is woken by the

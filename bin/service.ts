@@ -12,7 +12,7 @@ import { BlobStore } from '../platform/blob-store.ts';
 import { type Clock, systemClock } from '../platform/clock.ts';
 import { type Config, ConfigError } from '../platform/config.ts';
 import { SecretBox } from '../platform/crypto.ts';
-import { type Database, openDatabase } from '../platform/db/database.ts';
+import { connectPostgres, type Database } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
@@ -79,17 +79,8 @@ export interface Postline {
 }
 
 /**
- * On PGlite, how much later than an append its subscribers hear of it, the appends in between sharing the
- * wake-up (see platform/eventstore/postgres/notifier.ts). Process managers and requests queue for the one
- * session, and each wake-up costs every process manager a handful of statements: they hear 50 ms later. The
- * projection runner, which requests wait for, hears 2 ms later, as other processes hear PostgreSQL's NOTIFY.
- */
-const PGLITE_PROCESS_WAKE_MS = 50;
-const PGLITE_RUNNER_WAKE_MS = 2;
-/**
- * On PostgreSQL, the process managers (this process's store) hear of appends this much later, the appends in
- * between sharing the wake-up: under load each wake-up would otherwise cost every process manager three
- * statements per email. The projection runner, in its own thread and store, still hears at once.
+ * The process managers (this process's store) hear of appends this much later, the appends in between sharing
+ * the wake-up: under load each wake-up would otherwise cost every process manager three statements per email. The projection runner, in its own thread and store, still hears at once.
  */
 const POSTGRES_PROCESS_WAKE_MS = 20;
 
@@ -103,24 +94,12 @@ async function withinGrace(work: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** `runnerStore`: PGlite's projection runner reads through a store of its own, told of every append. */
-async function openEventStore(
-  config: Config,
-  db: Database,
-  runnerStore?: PostgresEventStore,
-): Promise<EventStore> {
+async function openEventStore(config: Config, db: Database): Promise<EventStore> {
   if (config.KURRENTDB_URL) {
     const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
     return KurrentEventStore.connect(config.KURRENTDB_URL);
   }
-  return PostgresEventStore.create(db, {
-    pollMs: config.LOG_POLL_MS,
-    ...(db.kind === 'postgres' && { wakeAfterMs: POSTGRES_PROCESS_WAKE_MS }),
-    ...(runnerStore && {
-      wakeAfterMs: PGLITE_PROCESS_WAKE_MS,
-      onAppend: (position) => runnerStore.wakeSoon(position),
-    }),
-  });
+  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: POSTGRES_PROCESS_WAKE_MS });
 }
 
 /** The operator's bounce rules, checked before anything starts: a faulty file stops start-up. */
@@ -145,17 +124,17 @@ function shaping(config: Config) {
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
   const policies = { bounceRules: bounceRules(config), shaping: shaping(config) };
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
-  const db = options.db ?? (await openDatabase(config));
-  const runnerStore =
-    db.kind === 'pglite' && !config.KURRENTDB_URL
-      ? new PostgresEventStore(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: PGLITE_RUNNER_WAKE_MS })
-      : undefined;
-  const store = await openEventStore(config, db, runnerStore);
+  if (!options.db && !config.DATABASE_URL)
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_URL: required (bin/postline.ts starts the embedded one)',
+    );
+  const db = options.db ?? connectPostgres(config.DATABASE_URL!, config.DATABASE_POOL_SIZE);
+  const store = await openEventStore(config, db);
   await migrate(db, migrations);
 
-  // On PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); PGlite has one session, here.
+  // With the log in PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); with KurrentDB, here.
   const runner =
-    db.kind === 'postgres' && config.DATABASE_URL && store instanceof PostgresEventStore
+    config.DATABASE_URL && store instanceof PostgresEventStore
       ? new ThreadedProjectionRunner(projections, {
           databaseUrl: config.DATABASE_URL,
           pollMs: config.LOG_POLL_MS,
@@ -163,7 +142,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
           log,
           logFormat: config.LOG_FORMAT,
         })
-      : new ProjectionRunner(db, runnerStore ?? store, projections, log);
+      : new ProjectionRunner(db, store, projections, log);
   const waiter = new ProjectionWaiter(
     db,
     options.projections === false ? undefined : runner,
@@ -253,7 +232,6 @@ export async function startPostline(config: Config, options: StartOptions = {}):
         withinGrace(Promise.all(processes.map((p) => p.stop())), grace),
       ]);
       await runner.stop();
-      await runnerStore?.close();
       await waiter.close();
       await services.rateLimiter.close();
       await store.close();

@@ -7,7 +7,7 @@ import type { Logger } from '../platform/logger.ts';
 
 export type BatchHandler = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
 
-/** Work on a batch before its transaction opens (reads of the store: PGlite has one session). */
+/** Work on a batch before its transaction opens: reads of the store, which would hold the transaction open. */
 export type BatchPreparation = (events: StoredEvent[]) => Promise<void>;
 
 /**

@@ -26,11 +26,8 @@ export class ProjectionWaiter {
   readonly #changeListeners = new Map<string, Set<() => void>>();
   readonly #timeoutMs: number;
   #unlisten?: Promise<() => Promise<void>>;
-  /**
-   * Whether checkpoints of other processes are heard (LISTEN in place). PGlite has one owner, this process: its
-   * changes all come from the local runner.
-   */
-  #hearing: boolean;
+  /** Whether checkpoints of other processes are heard (LISTEN in place). */
+  #hearing = false;
   /** With projections running in this process the first answer usually comes from memory. */
   readonly #localRunner: boolean;
 
@@ -43,7 +40,6 @@ export class ProjectionWaiter {
     this.#db = db;
     this.#timeoutMs = timeoutMs;
     this.#localRunner = runner !== undefined;
-    this.#hearing = db.kind === 'pglite';
     this.#wakeRunner = runner?.wake ? (position) => runner.wake!(position) : () => {};
     runner?.events.on('checkpoint', (name: string, position: Position) => this.#learn(name, position));
     runner?.events.on('changed', (name: string) => this.#changed(name));

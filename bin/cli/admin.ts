@@ -8,8 +8,8 @@ import { runCommand } from './commands.ts';
 
 /**
  * POST /admin/cli runs a CLI command inside the running service, streaming its output back. Embedded mode
- * needs it: PGlite allows one owner of the data dir, so `postline orgs create` talks to the server that owns
- * it. Guarded by the admin token the server wrote into the data dir (readable only by its user).
+ * needs it: the data dir, and the PostgreSQL server in it, have one owner, so `postline orgs create` talks to
+ * the service that owns it. Guarded by the admin token the server wrote into the data dir (readable only by its user).
  */
 export function mountAdmin(app: express.Express, token: string, postline: () => Postline) {
   app.post('/admin/cli', express.json({ limit: '64kb' }), async (req, res) => {

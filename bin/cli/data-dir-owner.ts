@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 
 /**
- * PGlite allows one owner of the data dir. The owner writes `owner.json` (pid; for a server also its port and
+ * The data dir of embedded mode has one owner, the process that runs its PostgreSQL server
+ * (platform/db/embedded-postgres.ts). The owner writes `owner.json` (pid; for a server also its port and
  * an admin token, mode 0600). A CLI command finds the running server there and routes itself through it.
  */
 export interface Owner {

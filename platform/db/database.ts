@@ -1,10 +1,6 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { type ChannelHandlers, PgListener } from './listener.ts';
-import { PGlitePool } from './pglite-pool.ts';
 
 export interface QueryResult<R> {
   rows: R[];
@@ -31,20 +27,19 @@ export const literal = (value: string): string => pg.escapeLiteral(value);
 const lastOf = (r: any) => (Array.isArray(r) ? r[r.length - 1] : r);
 
 /**
- * One relational database, PostgreSQL or embedded PGlite, behind the same small interface.
+ * The PostgreSQL database behind a small interface (the embedded one of `npm start` too: embedded-postgres.ts).
  * Kysely serves typed read-model queries; `query`/`transaction` serve the event store and projections.
  */
 export interface Database extends Queryable {
-  readonly kind: 'postgres' | 'pglite';
   readonly kysely: Kysely<any>;
-  /** Runs `fn` in one transaction. With PGlite there is one connection: never touch `db` inside `fn`, only `tx`. */
+  /** Runs `fn` in one transaction, on a connection of its own: statements of `fn` go through `tx`. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Runs several statements at once (migrations). */
   exec(sql: string): Promise<void>;
   /**
    * LISTEN on a channel; returns the function that stops listening. Never fails for a database that is away:
    * the connection is made again with back-off. `onResume` is called once LISTEN is in place and again each
-   * time it is after being lost (`onLost`): notifications in between were missed. PGlite never loses it.
+   * time it is after being lost (`onLost`): notifications in between were missed.
    */
   listen(
     channel: string,
@@ -54,24 +49,9 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
-interface PoolLike {
-  query(sql: string, params?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
-  connect(): Promise<{
-    query(sql: string, params?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
-    release(): void;
-  }>;
-  end(): Promise<void>;
-}
-
-function wrap(
-  kind: Database['kind'],
-  pool: PoolLike,
-  listen: Database['listen'],
-  onClose: () => Promise<void>,
-) {
-  const kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool: pool as any }) });
+function wrap(pool: pg.Pool, listen: Database['listen'], onClose: () => Promise<void>) {
+  const kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
   const db: Database = {
-    kind,
     kysely,
     async query(sql, params) {
       const r = await pool.query(sql, params);
@@ -147,46 +127,8 @@ export function connectPostgres(url: string, max = 20): Database {
   const listener = new PgListener({ connectionString: url, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS });
   const listen: Database['listen'] = (channel, onNotify, handlers) =>
     listener.add(channel, { onNotify, ...handlers });
-  return wrap('postgres', pool, listen, async () => {
+  return wrap(pool, listen, async () => {
     await listener.close();
     await pool.end().catch(() => {});
   });
-}
-
-/**
- * PGlite's own start parameters, plus a buffer cache of 32 MB instead of its default 128 MB: the cache lives in
- * the process's WebAssembly memory, and the operating system's file cache sits under it anyway (PGlite reads and
- * writes real files), so the default's extra 100 MB of resident memory bought little.
- */
-const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB'];
-
-/** Embedded PostgreSQL. `dataDir` undefined keeps everything in memory (tests). */
-export async function openPGlite(dataDir?: string): Promise<Database> {
-  let pglite: PGlite;
-  if (dataDir) {
-    const pgData = join(dataDir, 'pglite');
-    mkdirSync(dataDir, { recursive: true });
-    // A new data dir is initialised by an instance of its own, closed at once: given start parameters, PGlite
-    // hands them to its initdb instance too, which then stays in memory (about 250 MB more after the first start).
-    if (!existsSync(join(pgData, 'PG_VERSION'))) await (await PGlite.create(pgData)).close();
-    pglite = await PGlite.create(pgData, { startParams: PGLITE_START_PARAMS });
-  } else pglite = await PGlite.create();
-  const pool = new PGlitePool(pglite);
-  const listen: Database['listen'] = async (channel, onNotify) => {
-    const unlisten = await pool.withLock(() => pglite.listen(channel, onNotify));
-    return () => pool.withLock(() => unlisten());
-  };
-  return wrap('pglite', pool, listen, async () => {
-    await pool.end();
-  });
-}
-
-export async function openDatabase(config: {
-  DATABASE_URL?: string;
-  DATABASE_POOL_SIZE: number;
-  POSTLINE_DATA_DIR: string;
-}) {
-  return config.DATABASE_URL
-    ? connectPostgres(config.DATABASE_URL, config.DATABASE_POOL_SIZE)
-    : openPGlite(config.POSTLINE_DATA_DIR);
 }

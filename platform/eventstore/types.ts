@@ -1,5 +1,5 @@
 /**
- * The event store port. Adapters: PostgreSQL and PGlite (`postgres/`, same SQL) and KurrentDB (`kurrentdb.ts`),
+ * The event store port. Adapters: PostgreSQL (`postgres/`) and KurrentDB (`kurrentdb.ts`),
  * held to one contract suite (test/contract/event-store.contract.ts).
  */
 

@@ -12,8 +12,8 @@ export interface RateDecision {
 
 /**
  * Fixed windows per key (one second unless `windowMs` says otherwise; at most MAX_WINDOW_MS). The counter store
- * is shared by every process when there are several: Redis when REDIS_URL is set, else the database; in memory
- * only in embedded mode (one process).
+ * is shared by every process: Redis when REDIS_URL is set, else the database (the embedded one too). The one in
+ * memory serves a single process (tests).
  */
 export interface RateLimiter {
   hit(key: string, limit: number, now: number, windowMs?: number): Promise<RateDecision>;

@@ -20,8 +20,8 @@ async function insert(q: Queryable, summaries: Map<string, EmailSummary | null>)
  * from/to/subject/tags of emails (webhook_email_summaries), which every later event of an email needs for its
  * payload. An email's first event carries them and never changes: the fan-out records them as it meets first
  * events, in its transaction (`record`). An email whose first event came before the table was there has its
- * stream read (`fillIn`), before a transaction opens: PGlite has one session, so nothing may read the store from
- * inside a transaction.
+ * stream read (`fillIn`), before a transaction opens: stream reads inside it would keep its locks that much
+ * longer.
  */
 export class EmailSummaries {
   readonly #store: EventStore;

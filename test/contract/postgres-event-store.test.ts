@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
-import { openPGlite } from '../../platform/db/database.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { START, type StoredEvent } from '../../platform/eventstore/types.ts';
 import { openTestDatabase } from '../support/databases.ts';
@@ -8,18 +7,13 @@ import { PATIENCE } from '../support/patience.ts';
 import { eventStoreContract } from './event-store.contract.ts';
 
 eventStoreContract('PostgreSQL', async () => {
-  const { db, dispose } = await openTestDatabase('postgres');
+  const { db, dispose } = await openTestDatabase();
   return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), dispose };
-});
-
-eventStoreContract('PGlite', async () => {
-  const db = await openPGlite();
-  return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), dispose: () => db.close() };
 });
 
 describe('PostgreSQL event store under out-of-order commits', () => {
   it('stops a subscription at once, not at its next poll (an hour away here)', async () => {
-    const { db, dispose } = await openTestDatabase('postgres');
+    const { db, dispose } = await openTestDatabase();
     const store = await PostgresEventStore.create(db, { pollMs: 3_600_000 });
     const seen: StoredEvent[] = [];
     const sub = store.subscribe({ from: START }, async (events) => {
@@ -36,7 +30,7 @@ describe('PostgreSQL event store under out-of-order commits', () => {
   });
 
   it('delivers every event exactly once, in position order, although a transaction commits late', async () => {
-    const { db, url, dispose } = await openTestDatabase('postgres');
+    const { db, url, dispose } = await openTestDatabase();
     const store = await PostgresEventStore.create(db, { pollMs: 50 });
     const seen: StoredEvent[] = [];
     const sub = store.subscribe({ from: START, batchSize: 7 }, async (events) => {
@@ -88,8 +82,8 @@ describe('PostgreSQL event store under out-of-order commits', () => {
   });
 
   it('is not held back by a long write in another database of the same server', async () => {
-    const ours = await openTestDatabase('postgres');
-    const theirs = await openTestDatabase('postgres');
+    const ours = await openTestDatabase();
+    const theirs = await openTestDatabase();
     const store = await PostgresEventStore.create(ours.db, { pollMs: 100 });
     // Another application's transaction: it has written (so it has a transaction id) and stays open.
     const other = new pg.Client({ connectionString: theirs.url });
@@ -118,34 +112,26 @@ describe('PostgreSQL event store under out-of-order commits', () => {
 });
 
 describe('PostgreSQL event store times', () => {
-  for (const kind of ['postgres', 'pglite'] as const) {
-    it(`reads an event's time to the millisecond, microseconds cut off (${kind})`, async () => {
-      const { db, dispose } = await (kind === 'pglite'
-        ? openPGlite().then((d) => ({ db: d, dispose: () => d.close() }))
-        : openTestDatabase('postgres'));
-      const store = await PostgresEventStore.create(db);
-      const times = [
-        '2026-11-22T10:00:00.999999Z',
-        '2026-11-22T10:00:01.564Z',
-        '1969-12-31T23:59:59.000500Z',
-      ];
-      await db.exec(
-        times
-          .map(
-            (t, i) =>
-              `INSERT INTO events (stream_id, stream_revision, type, data, metadata, created_at)
+  it("reads an event's time to the millisecond, microseconds cut off", async () => {
+    const { db, dispose } = await openTestDatabase();
+    const store = await PostgresEventStore.create(db);
+    const times = ['2026-11-22T10:00:00.999999Z', '2026-11-22T10:00:01.564Z', '1969-12-31T23:59:59.000500Z'];
+    await db.exec(
+      times
+        .map(
+          (t, i) =>
+            `INSERT INTO events (stream_id, stream_revision, type, data, metadata, created_at)
                VALUES ('t-1', ${i}, 'T', '{}', '{"orgId":"o","mode":"test"}', '${t}');`,
-          )
-          .join('\n'),
-      );
-      const events = await store.readStream('t-1');
-      expect(events.map((e) => e.createdAt.toISOString())).toEqual([
-        '2026-11-22T10:00:00.999Z',
-        '2026-11-22T10:00:01.564Z',
-        '1969-12-31T23:59:59.000Z',
-      ]);
-      await store.close();
-      await dispose();
-    });
-  }
+        )
+        .join('\n'),
+    );
+    const events = await store.readStream('t-1');
+    expect(events.map((e) => e.createdAt.toISOString())).toEqual([
+      '2026-11-22T10:00:00.999Z',
+      '2026-11-22T10:00:01.564Z',
+      '1969-12-31T23:59:59.000Z',
+    ]);
+    await store.close();
+    await dispose();
+  });
 });

@@ -1,17 +1,33 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import nodemailer from 'nodemailer';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { PATIENCE } from '../support/patience.ts';
 import { createOrgWithCli, expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: any) {
+    return e.code === 'EPERM';
+  }
+};
+
 const dataDir = useTempDir('e2e');
+const crashDir = useTempDir('e2e-crash');
 
 describe('embedded mode (no database configured), as a user runs it', () => {
   it('serves /v1, tells how to get a first key, and the CLI works with and without the server', async () => {
     const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' };
     const port = await freePort();
     const smtpPort = await freePort();
+    const started = Date.now();
     let server = await startServer({ ...env, PORT: String(port), SMTP_SUBMISSION_PORT: String(smtpPort) });
+    // A figure for the reader (the issue asks under 15 s on an idle machine), not an assertion: machines differ.
+    console.info(`first start on an empty data dir, ready in ${Date.now() - started} ms`);
     let org: any;
     try {
       const created = await runCli(['orgs', 'create', '--name', 'Acme', '--json'], env);
@@ -80,6 +96,87 @@ describe('embedded mode (no database configured), as a user runs it', () => {
       await server.stop();
     }
     expect(server.output()).not.toContain('npx postline orgs create');
+  }, 300_000);
+
+  it('recovers after the service is killed (kill -9): its server left behind is stopped, every accepted email kept', async () => {
+    const env = { POSTLINE_DATA_DIR: crashDir, DATABASE_URL: '', REDIS_URL: '' };
+    const port = await freePort();
+    const smtpPort = await freePort();
+    // Rate limits high: the senders and the reads that check them go as fast as they can.
+    const serverEnv = {
+      ...env,
+      PORT: String(port),
+      SMTP_SUBMISSION_PORT: String(smtpPort),
+      RATE_LIMIT_RPS: '100000',
+    };
+    let server = await startServer(serverEnv);
+    const accepted: string[] = [];
+    let org: { test_key: string };
+    try {
+      org = await createOrgWithCli(env, 'Crash');
+      const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
+      const relay = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: smtpPort,
+        requireTLS: true,
+        auth: { user: 'postline', pass: org.test_key },
+        tls: { rejectUnauthorized: false },
+      });
+      // Senders keep going until the process dies under them; only what was answered 200 or 250 counts.
+      let killed = false;
+      const viaApi = async () => {
+        while (!killed) {
+          const r = await api
+            .post('/v1/emails', {
+              from: 'Acme <hi@acme.test>',
+              to: ['delivered@simulator.postline.dev'],
+              subject: 'before the crash',
+              html: '<p>x</p>',
+            })
+            .catch(() => undefined);
+          if (r?.status === 200) accepted.push(r.body.id);
+        }
+      };
+      const viaSmtp = async () => {
+        while (!killed) {
+          const sent = await relay
+            .sendMail({
+              from: 'dev@example.test',
+              to: 'delivered@simulator.postline.dev',
+              subject: 's',
+              text: 'x',
+            })
+            .catch(() => undefined);
+          const id = sent && /queued as (em_\w+)/.exec(sent.response)?.[1];
+          if (id) accepted.push(id);
+        }
+      };
+      const senders = [viaApi(), viaApi(), viaSmtp(), viaSmtp()];
+      await vi.waitFor(() => expect(accepted.length).toBeGreaterThanOrEqual(20), PATIENCE);
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+      killed = true;
+      await Promise.all(senders);
+      relay.close();
+    } finally {
+      await server.stop();
+    }
+    // Its PostgreSQL server outlived it (a process group of its own), still holding the data dir.
+    const leftBehind = Number(
+      readFileSync(join(crashDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    expect(alive(leftBehind)).toBe(true);
+
+    // The PostgreSQL server of the killed process is still running on the data dir: the next start stops it first.
+    server = await startServer(serverEnv);
+    try {
+      const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
+      for (const id of accepted) expect((await api.get(`/v1/emails/${id}`)).status, id).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    expectCleanExit(server);
+    expect(alive(leftBehind)).toBe(false);
   }, 300_000);
 
   it('stops with a message naming the variable when configuration is invalid', async () => {

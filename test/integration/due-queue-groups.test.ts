@@ -4,7 +4,7 @@ import type { Database } from '../../platform/db/database.ts';
 import { DueQueue, queueDepth } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+import { openTestDatabase } from '../support/databases.ts';
 
 type Row = { owner: string; n: number; note: string; token: string };
 
@@ -19,7 +19,7 @@ const TABLE: DueTable = {
   groups: { column: 'owner', perGroup: 2, of: { table: 'due_owners', key: 'owner', where: '$row.active' } },
 };
 
-describe.each(DATABASE_KINDS)('DueQueue with groups, a token and a condition (%s)', (kind) => {
+describe('DueQueue with groups, a token and a condition', () => {
   let db: Database;
   let dispose: () => Promise<void>;
   const clock = new ManualClock('2026-06-01T00:00:00Z');
@@ -36,7 +36,7 @@ describe.each(DATABASE_KINDS)('DueQueue with groups, a token and a condition (%s
     ]);
 
   beforeAll(async () => {
-    ({ db, dispose } = await openTestDatabase(kind));
+    ({ db, dispose } = await openTestDatabase());
     await db.query(`CREATE TABLE due_owners (owner text PRIMARY KEY, active boolean NOT NULL)`);
     await db.query(`CREATE TABLE due_grouped (
       owner text NOT NULL, n integer NOT NULL, note text NOT NULL, due_at timestamptz NOT NULL,

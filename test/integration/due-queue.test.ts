@@ -4,7 +4,7 @@ import type { Database } from '../../platform/db/database.ts';
 import { DueQueue } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+import { openTestDatabase } from '../support/databases.ts';
 
 type Row = { owner: string; n: number; note: string };
 
@@ -16,7 +16,7 @@ const TABLE: DueTable = {
   leaseMs: 60_000,
 };
 
-describe.each(DATABASE_KINDS)('DueQueue (%s)', (kind) => {
+describe('DueQueue', () => {
   let db: Database;
   let dispose: () => Promise<void>;
   const clock = new ManualClock('2026-06-01T00:00:00Z');
@@ -32,7 +32,7 @@ describe.each(DATABASE_KINDS)('DueQueue (%s)', (kind) => {
     ).rows;
 
   beforeAll(async () => {
-    ({ db, dispose } = await openTestDatabase(kind));
+    ({ db, dispose } = await openTestDatabase());
     // `tries` is named by no row: adding rows leaves it its default (NOT NULL would refuse a null).
     await db.query(`CREATE TABLE due_things (
       owner text NOT NULL, n integer NOT NULL, note text NOT NULL, due_at timestamptz NOT NULL,

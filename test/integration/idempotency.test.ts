@@ -2,12 +2,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { ManualClock } from '../../platform/clock.ts';
-import { connectPostgres, openPGlite } from '../../platform/db/database.ts';
+import { connectPostgres } from '../../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../../platform/db/unavailable.ts';
 import { AppError } from '../../platform/errors.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { IdempotencyKeys } from '../../platform/idempotency/idempotency.ts';
-import { ADMIN_URL, createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
+import { ADMIN_URL, createTestDatabaseUrl, openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
@@ -26,12 +26,12 @@ const clock = new ManualClock('2026-03-01T00:00:00Z');
 const now = () => clock.now();
 
 beforeAll(async () => {
-  const db = await openPGlite();
+  const { db, dispose } = await openTestDatabase();
   store = await PostgresEventStore.create(db);
   keys = new IdempotencyKeys(store);
   close = async () => {
     await store.close();
-    await db.close();
+    await dispose();
   };
 });
 afterAll(() => close());

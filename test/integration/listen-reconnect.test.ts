@@ -16,7 +16,7 @@ let url: string;
 let dispose: () => Promise<void>;
 let admin: pg.Client;
 beforeAll(async () => {
-  const opened = await openTestDatabase('postgres');
+  const opened = await openTestDatabase();
   ({ db, dispose } = opened);
   url = opened.url!;
   admin = new pg.Client({ connectionString: ADMIN_URL });

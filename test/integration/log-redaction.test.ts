@@ -16,7 +16,7 @@ const ADDRESS = 'alice.wonder@private.example';
 let db: Database;
 let dispose: () => Promise<void>;
 beforeAll(async () => {
-  ({ db, dispose } = await openTestDatabase('postgres'));
+  ({ db, dispose } = await openTestDatabase());
   await db.exec(
     'CREATE TABLE outbox (id text PRIMARY KEY, recipient text NOT NULL, CONSTRAINT outbox_recipient_key UNIQUE (recipient))',
   );

@@ -2,16 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { migrations } from '../../bin/composition.ts';
 import { type Migration, migrate } from '../../platform/db/migrations.ts';
 import { eventStoreMigrations } from '../../platform/eventstore/postgres/schema.ts';
-import { DATABASE_KINDS, openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';
+import { openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';
 
 const applied = async (db: Awaited<ReturnType<typeof openTestDatabase>>['db']) =>
   (await db.query<{ id: string }>('SELECT id FROM schema_migrations ORDER BY applied_at, id')).rows.map(
     (r) => r.id,
   );
 
-describe.each(DATABASE_KINDS)('migrations on %s', (kind) => {
+describe('migrations', () => {
   it('apply every schema once, in order, and a second run changes nothing', async () => {
-    const { db, dispose } = await openTestDatabase(kind);
+    const { db, dispose } = await openTestDatabase();
     try {
       const all = [...eventStoreMigrations, ...migrations];
       await migrate(db, all);
@@ -24,7 +24,7 @@ describe.each(DATABASE_KINDS)('migrations on %s', (kind) => {
   });
 
   it('commit each migration on its own: a failing one leaves the ones before it applied', async () => {
-    const { db, dispose } = await openTestDatabase(kind);
+    const { db, dispose } = await openTestDatabase();
     try {
       const steps: Migration[] = [
         { id: 'a-001', sql: 'CREATE TABLE a (x int)' },
@@ -40,7 +40,7 @@ describe.each(DATABASE_KINDS)('migrations on %s', (kind) => {
 });
 
 it('are applied once when several processes start at once (PostgreSQL)', async () => {
-  const { db, url, dispose } = await openTestDatabase('postgres');
+  const { db, url, dispose } = await openTestDatabase();
   const { connectPostgres } = await import('../../platform/db/database.ts');
   const others = [connectPostgres(url!, TEST_POOL_SIZE), connectPostgres(url!, TEST_POOL_SIZE)];
   try {

@@ -9,7 +9,7 @@ import { createLogger } from '../../platform/logger.ts';
 import { LogConsumer } from '../../processes/log-consumer.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { ProjectionRunner, readCheckpoint } from '../../projections/runner.ts';
-import { DATABASE_KINDS, openTestDatabase } from '../support/databases.ts';
+import { openTestDatabase } from '../support/databases.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
 const log = createLogger('silent');
@@ -116,12 +116,12 @@ describe('an event a projection cannot apply (PostgreSQL, the service as it runs
   });
 });
 
-describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
+describe('parked events', () => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>['db'];
   let dispose: () => Promise<void>;
   let store: PostgresEventStore;
   beforeAll(async () => {
-    ({ db, dispose } = await openTestDatabase(kind));
+    ({ db, dispose } = await openTestDatabase());
     store = await PostgresEventStore.create(db, { pollMs: 50 });
     await db.exec(`CREATE TABLE seen (stream_id text, revision int, PRIMARY KEY (stream_id, revision));`);
     await migrate(db, [...checkpointMigrations, ...parkedEventsMigrations]);
@@ -157,7 +157,7 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
 
   it('a projection parks the event, retries it with back-off, and applies its stream in order once it can', async () => {
     broken = true;
-    const projection: Projection = { name: `p_${kind}`, tables: ['seen'], apply };
+    const projection: Projection = { name: `p_pg`, tables: ['seen'], apply };
     await store.append(
       'p-1',
       [
@@ -175,15 +175,15 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     await runner.caughtUp();
     expect(await readCheckpoint(db, projection.name)).toBe(head);
     expect(await seen()).toEqual(['p-1@0', 'p-2@0']);
-    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:1', 'p-1:C:1']);
+    expect(await parkedOf(`projection:p_pg`)).toEqual(['p-1:B:1', 'p-1:C:1']);
 
     // Not due yet: nothing is tried.
     expect(await runner.retryParked()).toBe(0);
-    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:1', 'p-1:C:1']);
+    expect(await parkedOf(`projection:p_pg`)).toEqual(['p-1:B:1', 'p-1:C:1']);
     // Due, still failing: one more attempt, and the next one further away.
     await makeDue();
     expect(await runner.retryParked()).toBe(0);
-    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:2', 'p-1:C:2']);
+    expect(await parkedOf(`projection:p_pg`)).toEqual(['p-1:B:2', 'p-1:C:2']);
     const [{ wait }] = (
       await db.query<{ wait: number }>(
         `SELECT extract(epoch FROM next_attempt_at - now())::float AS wait FROM parked_events WHERE stream = 'p-1' LIMIT 1`,
@@ -195,20 +195,20 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     // A later event of the parked stream waits behind it too.
     await store.append('p-1', [{ type: 'D', data: {}, metadata: meta }], { expectedRevision: 2 });
     await runner.caughtUp();
-    expect(await parkedOf(`projection:p_${kind}`)).toEqual(['p-1:B:2', 'p-1:C:2', 'p-1:D:1']);
+    expect(await parkedOf(`projection:p_pg`)).toEqual(['p-1:B:2', 'p-1:C:2', 'p-1:D:1']);
 
     broken = false;
     await makeDue();
     expect(await runner.retryParked()).toBe(3);
     expect(await seen()).toEqual(['p-1@0', 'p-1@1', 'p-1@2', 'p-1@3', 'p-2@0']);
-    expect(await parkedOf(`projection:p_${kind}`)).toEqual([]);
+    expect(await parkedOf(`projection:p_pg`)).toEqual([]);
     await runner.stop();
   });
 
   it('a process manager parks the event and goes on with the rest of its batch', async () => {
     broken = true;
     await db.query('DELETE FROM seen');
-    const consumer = new LogConsumer({ name: `pm_${kind}`, db, store, log }, async (tx, events) => {
+    const consumer = new LogConsumer({ name: `pm_pg`, db, store, log }, async (tx, events) => {
       for (const e of events) if (e.streamId.startsWith('q-')) await apply(tx, e);
     });
     await store.append('q-1', [{ type: 'X', data: { poison: true }, metadata: meta }], {
@@ -217,7 +217,7 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     await store.append('q-2', [{ type: 'Y', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
     await consumer.catchUp();
     expect((await seen()).filter((s) => s.startsWith('q-'))).toEqual(['q-2@0']);
-    expect(await parkedOf(`process:pm_${kind}`)).toEqual(['q-1:X:1']);
+    expect(await parkedOf(`process:pm_pg`)).toEqual(['q-1:X:1']);
     broken = false;
     await makeDue();
     expect(await consumer.retryParked()).toBe(1);
@@ -226,7 +226,7 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
 
   it('a parked stream is retried through its due row: claimed, due later on failure, removed on success', async () => {
     broken = true;
-    const consumerName = `due_${kind}`;
+    const consumerName = `due_pg`;
     const consumer = `process:${consumerName}`;
     const claims: { claimed: boolean; token: boolean }[] = [];
     const pm = new LogConsumer({ name: consumerName, db, store, log }, async (tx, events) => {
@@ -300,7 +300,7 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
   });
 
   it('does not park anything when the database itself fails: the batch is retried whole', async () => {
-    const consumer = new LogConsumer({ name: `flaky_${kind}`, db, store, log }, async () => {
+    const consumer = new LogConsumer({ name: `flaky_pg`, db, store, log }, async () => {
       // As the server would answer when it shuts down (57P01 admin_shutdown).
       throw Object.assign(new Error('terminating connection due to administrator command'), {
         code: '57P01',
@@ -308,13 +308,13 @@ describe.each(DATABASE_KINDS)('parked events on %s', (kind) => {
     });
     await store.append('r-1', [{ type: 'Z', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
     await expect(consumer.catchUp(500)).rejects.toThrow(/administrator command/);
-    expect(await parkedOf(`process:flaky_${kind}`)).toEqual([]);
+    expect(await parkedOf(`process:flaky_pg`)).toEqual([]);
   });
 });
 
-describe.each(DATABASE_KINDS)('parked events migrated to due rows on %s', (kind) => {
+describe('parked events migrated to due rows', () => {
   it('gives every parked stream its due row, due at the earliest next attempt of its events', async () => {
-    const { db, dispose } = await openTestDatabase(kind);
+    const { db, dispose } = await openTestDatabase();
     try {
       await migrate(db, [parkedEventsMigrations[0]]);
       await db.query(

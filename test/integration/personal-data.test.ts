@@ -11,7 +11,7 @@ import { openTestDatabase } from '../support/databases.ts';
 
 describe('personal data sealed per subject', () => {
   it('opens what it sealed until the subject is forgotten; never for another subject', async () => {
-    const { db, dispose } = await openTestDatabase('pglite');
+    const { db, dispose } = await openTestDatabase();
     try {
       await migrate(db, personalDataMigrations);
       const value = { email: 'ann@example.org', firstName: 'Ann' };

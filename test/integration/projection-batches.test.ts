@@ -6,9 +6,9 @@ import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { sealPersonalData } from '../../platform/personal-data.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
-/** A fresh, migrated PostgreSQL database (PGlite would do, but its migrations take seconds on a busy machine). */
+/** A fresh, migrated PostgreSQL database. */
 async function migrated() {
-  const opened = await openTestDatabase('postgres');
+  const opened = await openTestDatabase();
   await migrate(opened.db, migrations);
   return opened;
 }

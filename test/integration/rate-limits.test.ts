@@ -272,7 +272,7 @@ describe.each(['memory', 'postgres', 'redis'] as const)('the %s counter', (kind)
     if (kind === 'memory') limiter = new MemoryRateLimiter();
     else if (kind === 'redis') limiter = new RedisRateLimiter(new Redis('redis://127.0.0.1:6379'));
     else {
-      const { db, dispose } = await openTestDatabase('postgres');
+      const { db, dispose } = await openTestDatabase();
       await migrate(db, rateLimitMigrations);
       cleanup.push(dispose);
       limiter = new PostgresRateLimiter(db);

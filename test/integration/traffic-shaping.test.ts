@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShapingGroup } from '../../domain/delivery/shaping-groups.ts';
 import type { ShapingReply } from '../../domain/delivery/shaping-rules.ts';
 import { ManualClock } from '../../platform/clock.ts';
-import { connectPostgres, type Database, openPGlite } from '../../platform/db/database.ts';
+import { connectPostgres, type Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
@@ -236,36 +236,5 @@ describe('TrafficShaping.observe', () => {
     const g = group();
     await workers[0].observe(g, reply('550 5.1.1 user unknown', 'invalid_recipient', 'bounced'));
     expect(await row(g)).toBeUndefined();
-  });
-});
-
-describe('TrafficShaping on embedded PGlite', () => {
-  it('admits, refuses and holds with the same statements', async () => {
-    const db = await openPGlite();
-    try {
-      await migrate(db, shapingMigrations);
-      const shaping = new TrafficShaping({
-        db,
-        clock,
-        log,
-        policy: {
-          groups: [],
-          default: {
-            connections: 5,
-            messagesPerConnection: 100,
-            perMinute: 600,
-            perHour: 20_000,
-            replies: [],
-          },
-        },
-      });
-      const g = group({ perMinute: 60 });
-      for (let i = 0; i < 6; i++) expect((await shaping.admit(g)).ok).toBe(true);
-      expect(await shaping.admit(g)).toMatchObject({ ok: false, until: inMs(1000) });
-      await shaping.observe(g, slowDown);
-      expect(await shaping.heldUntil(g.name)).toEqual(inMs(minutes(1)));
-    } finally {
-      await db.close();
-    }
   });
 });

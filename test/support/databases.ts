@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { connectPostgres, type Database, openPGlite } from '../../platform/db/database.ts';
+import { connectPostgres, type Database } from '../../platform/db/database.ts';
 
 export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -24,23 +24,18 @@ export async function createTestDatabaseUrl(): Promise<{ url: string; drop: () =
   };
 }
 
-export type DatabaseKind = 'postgres' | 'pglite';
-export const DATABASE_KINDS: DatabaseKind[] = ['postgres', 'pglite'];
-
 /**
  * Connections per test pool and per service a test starts: test files run in parallel against one server whose
  * `max_connections` (100 by default) they share.
  */
 export const TEST_POOL_SIZE = 4;
 
-/** Opens a throwaway database of the given kind: its own PostgreSQL database, or an in-memory PGlite. */
-export async function openTestDatabase(
-  kind: DatabaseKind,
-): Promise<{ db: Database; url?: string; dispose: () => Promise<void> }> {
-  if (kind === 'pglite') {
-    const db = await openPGlite();
-    return { db, dispose: () => db.close() };
-  }
+/** Opens a throwaway PostgreSQL database of its own. */
+export async function openTestDatabase(): Promise<{
+  db: Database;
+  url: string;
+  dispose: () => Promise<void>;
+}> {
   const { url, drop } = await createTestDatabaseUrl();
   const db = connectPostgres(url, TEST_POOL_SIZE);
   return {

@@ -32,7 +32,6 @@ const IO_PACKAGES = new Set([
   'mailauth',
   'mailparser',
   'dns2',
-  '@electric-sql/pglite',
   '@kurrent/kurrentdb-client',
 ]);
 

@@ -14,7 +14,7 @@ import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'bin', 'postline.ts');
-/** How long a server a test starts gets to be ready: PGlite's first start (initdb) is slow when busy. */
+/** How long a server a test starts gets to be ready: an embedded first start (initdb) is slow when busy. */
 export const SERVER_START_MS = 90_000;
 
 /**
@@ -127,7 +127,8 @@ export async function startServer(
     child,
     output: () => output,
     stop: async () => {
-      if (child.exitCode !== null) return;
+      // Exited already: by itself (an exit code) or killed (a signal).
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;

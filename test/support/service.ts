@@ -10,7 +10,7 @@ import { loadConfig } from '../../platform/config.ts';
 import { createLogger } from '../../platform/logger.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
-import { type DatabaseKind, openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
+import { openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
 import { openApiResponses } from './openapi-responses.ts';
 import { PATIENCE_MS } from './patience.ts';
 
@@ -83,7 +83,6 @@ export interface TestService {
 }
 
 export interface TestServiceOptions {
-  kind?: DatabaseKind;
   clock?: Clock;
   /** Run process managers (default false: tests drive them explicitly). */
   processes?: boolean;
@@ -100,8 +99,7 @@ export interface TestServiceOptions {
 
 /** Postline on its own fresh database and a free port, as `npm start` would run it. */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  const kind = options.kind ?? 'postgres';
-  const { db, url, dispose } = await openTestDatabase(kind);
+  const { db, url, dispose } = await openTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'postline-test-'));
   const config = loadConfig({
     PORT: '0',

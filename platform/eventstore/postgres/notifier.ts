@@ -20,8 +20,6 @@ export class AppendNotifier {
   readonly #id = randomUUID();
   readonly #wakeAfterMs: number;
   #wakeTimer?: NodeJS.Timeout;
-  /** Told of every append of this store at once (PGlite's projection runner, through its `wakeSoon`). */
-  readonly #onAppend?: (position: Position) => void;
   /** Append notifications received so far. */
   appends = 0;
   /** Times LISTEN was put in place (at first, and again after its connection was lost): subscribers read again. */
@@ -39,23 +37,20 @@ export class AppendNotifier {
   #closed = false;
   #notified: Promise<void> = Promise.resolve();
 
-  constructor(db: Database, options: { wakeAfterMs?: number; onAppend?: (position: Position) => void }) {
+  constructor(db: Database, options: { wakeAfterMs?: number }) {
     this.#db = db;
     this.#wakeAfterMs = options.wakeAfterMs ?? 0;
-    this.#onAppend = options.onAppend;
     this.#wake.setMaxListeners(0);
   }
 
   /**
    * After an append of this store committed: wakes this process's subscribers, and other processes' through
    * NOTIFY, sent outside the appending transaction, at most NOTIFY_DELAY_MS later. Appends in the same moment
-   * share one NOTIFY; one that commits while a NOTIFY is in flight asks for one more after it. PGlite has a
-   * single owner (this process), so it needs no NOTIFY. The payload carries the position.
+   * share one NOTIFY; one that commits while a NOTIFY is in flight asks for one more after it. The payload
+   * carries the position.
    */
   committed(position: Position) {
-    this.#onAppend?.(position);
     this.wakeSoon(position);
-    if (this.#db.kind === 'pglite') return;
     if (this.#notifying) {
       this.#notifyAgain = true;
       return;

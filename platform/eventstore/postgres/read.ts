@@ -68,9 +68,8 @@ export async function readStreamEvents(db: Database, streamId: string, fromRevis
 /** Up to `limit` events of the log after `from`, in log order, none that an older transaction may still precede. */
 export async function readLog(db: Database, from: Position, limit: number): Promise<StoredEvent[]> {
   const events = await readLogBelow(db, from, limit, 'cluster');
-  // Nothing: perhaps held back by a transaction of another database of the cluster. Look closer. (PGlite is
-  // one session that a transaction holds until its end: no other transaction runs while this one reads.)
-  if (events.length > 0 || db.kind === 'pglite') return events;
+  // Nothing: perhaps held back by a transaction of another database of the cluster. Look closer.
+  if (events.length > 0) return events;
   return readLogBelow(db, from, limit, 'database');
 }
 

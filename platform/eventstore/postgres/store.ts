@@ -21,7 +21,7 @@ import { headPosition, readLog, readStreamEvents } from './read.ts';
 import { eventStoreMigrations } from './schema.ts';
 
 /**
- * The event store on PostgreSQL (or PGlite: the same SQL). Its parts: the table (`schema.ts`), appends
+ * The event store on PostgreSQL. Its parts: the table (`schema.ts`), appends
  * (`append.ts`), reads (`read.ts`) and who hears of appends (`notifier.ts`); here they are put together, with
  * how to follow the log for the one subscription loop (`../subscription.ts`).
  *
@@ -37,9 +37,8 @@ export class PostgresEventStore implements EventStore {
   readonly pollMs: number;
 
   /**
-   * `wakeAfterMs`: this store's subscribers hear of appends (its own, other processes' NOTIFYs, `wakeSoon`) this
-   * much later, all appends in the meantime sharing one wake-up (see notifier.ts). `onAppend` is told of each
-   * append of this store at once (PGlite's projection runner, through its `wakeSoon`).
+   * `wakeAfterMs`: this store's subscribers hear of appends (their own and other processes' NOTIFYs) this much
+   * later, all appends in the meantime sharing one wake-up (see notifier.ts).
    */
   constructor(
     db: Database,
@@ -47,7 +46,6 @@ export class PostgresEventStore implements EventStore {
       upcasters?: Record<string, Upcaster>;
       pollMs?: number;
       wakeAfterMs?: number;
-      onAppend?: (position: Position) => void;
     } = {},
   ) {
     this.#db = db;
@@ -124,11 +122,6 @@ export class PostgresEventStore implements EventStore {
    */
   appended(position: Position): void {
     this.#notifier.appended(position);
-  }
-
-  /** Wakes this store's subscribers for an append at `position`: `wakeAfterMs` later, or at once. */
-  wakeSoon(position: Position): void {
-    this.#notifier.wakeSoon(position);
   }
 
   subscribe(options: SubscribeOptions, handle: (events: StoredEvent[]) => Promise<void>) {
