@@ -1,7 +1,7 @@
 import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import { currentRecords, inboundRecord } from './dns-records.ts';
+import { currentRecords, dmarcRecordValue, inboundRecord, withDmarcValue } from './dns-records.ts';
 import type { DnsRecord, DomainEvent, DomainStatus, Impressum, RecordCheck } from './domain.events.ts';
 import { answerFor, checked } from './record-checks.ts';
 
@@ -117,6 +117,11 @@ function updateDomain(command: Command<'UpdateDomain'>, domain: Existing): Domai
   if (next.inboundEnabled && !domain.inboundEnabled)
     records = [...records, inboundRecord(domain.name, command.inboundMxHost)];
   if (!next.inboundEnabled && domain.inboundEnabled) records = records.filter((r) => r.purpose !== 'inbound');
+  if (next.inboundEnabled !== domain.inboundEnabled)
+    records = withDmarcValue(
+      records,
+      dmarcRecordValue(domain.domainId, command.inboundMxHost, next.inboundEnabled),
+    );
   const unchanged =
     records === domain.records &&
     next.openTracking === domain.openTracking &&
