@@ -48,6 +48,26 @@ const mail = (from: string, file: string, contentType: string, to = rua) =>
     attachments: [{ filename: file, content: fixture(file), contentType }],
   });
 
+/** A report that is the message itself: a single gzip part, no text beside it. */
+const mailAsBody = (from: string, file: string) =>
+  mxClient(mxPort).sendMail({
+    envelope: { from: `dmarc@${from}`, to: [rua] },
+    raw: [
+      `From: dmarc@${from}`,
+      `To: ${rua}`,
+      `Subject: Report Domain: acme-dmarc.test Submitter: ${from}`,
+      'MIME-Version: 1.0',
+      `Content-Type: application/gzip; name="${file}"`,
+      `Content-Disposition: attachment; filename="${file}"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      ...(fixture(file)
+        .toString('base64')
+        .match(/.{1,76}/g) ?? []),
+      '',
+    ].join('\r\n'),
+  });
+
 const reports = async () => (await acme.live.get(`/v1/domains/${domainId}/dmarc-reports`)).body;
 
 describe('DMARC aggregate reports through the MX', () => {
@@ -58,8 +78,9 @@ describe('DMARC aggregate reports through the MX', () => {
   });
 
   it("Google's zip, Microsoft's and Yahoo's gzip appear per reporter and day, sources marked Postline's or not", async () => {
-    for (const [from, file, type] of REPORTS)
+    for (const [from, file, type] of REPORTS.slice(0, 2))
       expect((await mail(from, file, type)).response).toBe('250 2.0.0 Ok: received');
+    expect((await mailAsBody(REPORTS[2][0], REPORTS[2][1])).response).toBe('250 2.0.0 Ok: received');
     await expect.poll(async () => (await reports()).data.length, PATIENCE).toBe(3);
     const { data } = await reports();
     expect(data.map((d: any) => [d.day, d.reporter])).toEqual([
