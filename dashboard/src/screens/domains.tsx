@@ -7,6 +7,7 @@ import { InputField, useFields } from '../components/field.tsx';
 import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
+import { DmarcReports } from './dmarc.tsx';
 
 type Impressum = Record<string, string | undefined>;
 type DomainJson = Schema<'Domain'>;
@@ -166,6 +167,8 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
 
       <h2>Impressum</h2>
       <ImpressumForm domain={d} onSaved={setCurrent} />
+
+      <DmarcReports domainId={d.id} />
     </>
   );
 }
