@@ -1,5 +1,6 @@
 import { type DmarcReportEvent, dmarcReportKey } from '../domain/dmarc/dmarc-report.events.ts';
 import type { DmarcRecord } from '../domain/dmarc/dmarc-report.ts';
+import type { DomainEvent } from '../domain/domains/domain.events.ts';
 import type { DmarcSourceRow } from '../read-side/dmarc-reports/dmarc-reports.schema.ts';
 import type { Projection } from './projection.ts';
 import { insertRow } from './rows.ts';
@@ -21,12 +22,21 @@ function sourcesOf(records: DmarcRecord[]): DmarcSourceRow[] {
   }));
 }
 
-/** DMARC aggregate reports per domain, each with its counts and sources: `GET /v1/domains/{id}/dmarc-reports`. */
-export const dmarcReportsProjection: Projection<DmarcReportEvent> = {
+type Purged = Extract<DomainEvent, { type: 'DomainPurged' }>;
+
+/**
+ * DMARC aggregate reports per domain, each with its counts and sources: `GET /v1/domains/{id}/dmarc-reports`.
+ * A purged domain's reports go with it.
+ */
+export const dmarcReportsProjection: Projection<DmarcReportEvent | Purged> = {
   name: 'dmarc_reports',
   tables: ['dmarc_reports'],
-  types: ['DmarcReportReceived'],
+  types: ['DmarcReportReceived', 'DomainPurged'],
   async apply(tx, e) {
+    if (e.type === 'DomainPurged') {
+      await tx.query('DELETE FROM dmarc_reports WHERE domain_id = $1', [e.data.domainId]);
+      return;
+    }
     const { report, ...d } = e.data;
     const records = report.records;
     return insertRow(tx, 'dmarc_reports', {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { purgeDomain } from '../../write-side/domains/domain.commands.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { mxClient } from '../support/inbound.ts';
@@ -164,5 +165,29 @@ describe('DMARC aggregate reports through the MX', () => {
     const read = await other.live.get(`/v1/domains/${domainId}/dmarc-reports`);
     expect(read.status).toBe(404);
     expect(read.body.error).toMatchObject({ type: 'not_found_error' });
+  });
+
+  it("a deleted domain's address is refused; purged, its reports go with it", async () => {
+    expect((await acme.live.request('DELETE', `/v1/domains/${domainId}`)).status).toBe(200);
+    const smtp = await rawSmtp(mxPort);
+    await smtp.command('EHLO reporter.test');
+    await smtp.command('MAIL FROM:<dmarc@google.com>');
+    expect((await smtp.command(`RCPT TO:<${rua}>`)).code).toBe(550);
+    smtp.close();
+    const { services } = svc.postline;
+    const rows = (id: string) => services.db.query('SELECT 1 FROM dmarc_reports WHERE domain_id = $1', [id]);
+    expect((await rows(domainId)).rowCount).toBe(3);
+    // The purge is due 30 days after the deletion.
+    const later = {
+      ...services,
+      clock: { ...services.clock, now: () => new Date(Date.now() + 31 * 86_400_000) },
+    };
+    const { position } = await purgeDomain(
+      later,
+      { orgId: acme.orgId, mode: 'live', actor: 'test' },
+      { id: domainId, name: 'acme-dmarc.test' },
+    );
+    await services.readYourWrites.waitFor(['dmarc_reports'], position!);
+    expect((await rows(domainId)).rowCount).toBe(0);
   });
 });
