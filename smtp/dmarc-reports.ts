@@ -24,10 +24,13 @@ const MAX_ATTACHMENTS = 5;
 export function dmarcReports(servers: SmtpServers, services: Services) {
   const bounceDomain = installationBounceDomain(services.config);
 
+  /** Only on the bounce domain: `dmarc+…@` a customer's inbound domain is that customer's mail. */
+  const takes = (address: string) =>
+    dmarcDomainIdOf(address) !== null && domainOf(address.toLowerCase()) === bounceDomain;
+
   async function domainOfAddress(address: string) {
     const id = dmarcDomainIdOf(address);
-    if (!id || domainOf(address.toLowerCase()) !== bounceDomain) return null;
-    return findDmarcDomain(services.db, id);
+    return id && takes(address) ? findDmarcDomain(services.db, id) : null;
   }
 
   async function reportsIn(message: Buffer) {
@@ -45,7 +48,7 @@ export function dmarcReports(servers: SmtpServers, services: Services) {
   }
 
   return {
-    takes: (address: string) => dmarcDomainIdOf(address) !== null,
+    takes,
 
     async refusal(address: string): Promise<ReplyName | null> {
       return (await domainOfAddress(address)) ? null : 'unknownDmarcDomain';

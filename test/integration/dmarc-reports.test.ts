@@ -154,12 +154,14 @@ describe('DMARC aggregate reports through the MX', () => {
     expect((await reports()).data).toHaveLength(3);
   });
 
-  it('an address naming no domain is refused at RCPT; another organization cannot read the reports', async () => {
+  it('an address naming no domain is refused at RCPT, one on an inbound domain is inbound mail; another organization cannot read the reports', async () => {
     const smtp = await rawSmtp(mxPort);
     await smtp.command('EHLO reporter.test');
     await smtp.command('MAIL FROM:<dmarc@google.com>');
     expect((await smtp.command('RCPT TO:<dmarc+dom_nosuchdomain@mx.postline.test>')).code).toBe(550);
     expect((await smtp.command(`RCPT TO:<dmarc+${domainId}@elsewhere.test>`)).code).toBe(550);
+    // On a customer's inbound domain the same local part is the customer's own mail.
+    expect((await smtp.command(`RCPT TO:<dmarc+${domainId}@acme-dmarc.test>`)).code).toBe(250);
     await smtp.close();
     const other = await svc.createOrg('pro');
     const read = await other.live.get(`/v1/domains/${domainId}/dmarc-reports`);
