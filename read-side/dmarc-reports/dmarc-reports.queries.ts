@@ -3,19 +3,26 @@ import type { Database } from '../../platform/db/database.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { findDomainById } from '../domains/domains.queries.ts';
 import { readModels } from '../read-models.ts';
-import type { DmarcReportsTable, DmarcSourceRow } from './dmarc-reports.schema.ts';
+import type { DmarcReportSourcesTable, DmarcReportsTable } from './dmarc-reports.schema.ts';
 
 /** Reporter-days one answer holds: more than a year of the large reporters. */
 const MAX_DAYS = 400;
 
 type Row = Selectable<DmarcReportsTable>;
+type SourceRow = Selectable<DmarcReportSourcesTable>;
 const COUNTS = ['messages', 'dmarc_pass', 'dkim_pass', 'dkim_aligned', 'spf_pass', 'spf_aligned'] as const;
 const SOURCE_COUNTS = ['messages', 'dmarc_pass', 'dkim_aligned', 'spf_aligned'] as const;
 
+const groupInto = <T>(groups: Map<string, T[]>, key: string, item: T) => {
+  const group = groups.get(key);
+  if (group) group.push(item);
+  else groups.set(key, [item]);
+};
+
 /** Sources of several reports by IP, their counts summed, most messages first. */
-function mergeSources(rows: Row[], postline: ReadonlySet<string>) {
-  const byIp = new Map<string, DmarcSourceRow>();
-  for (const s of rows.flatMap((r) => r.sources)) {
+function mergeSources(sources: SourceRow[], postline: ReadonlySet<string>) {
+  const byIp = new Map<string, { ip: string } & Record<(typeof SOURCE_COUNTS)[number], number>>();
+  for (const s of sources) {
     const into = byIp.get(s.ip) ?? { ip: s.ip, messages: 0, dmarc_pass: 0, dkim_aligned: 0, spf_aligned: 0 };
     for (const k of SOURCE_COUNTS) into[k] += Number(s[k]);
     byIp.set(s.ip, into);
@@ -46,9 +53,19 @@ export async function listDmarcReports(
     .orderBy('reporter')
     .limit(MAX_DAYS * 4)
     .execute();
+  const sources = new Map<string, SourceRow[]>();
+  const oldest = rows.at(-1)?.day ?? '';
+  const sourceRows = await readModels(db)
+    .selectFrom('dmarc_report_sources')
+    .selectAll()
+    .where('domain_id', '=', domainId)
+    .where('org_id', '=', tenant.orgId)
+    .where('mode', '=', tenant.mode)
+    .where('day', '>=', oldest)
+    .execute();
+  for (const s of sourceRows) groupInto(sources, s.report_row_id, s);
   const groups = new Map<string, Row[]>();
-  for (const r of rows)
-    groups.set(`${r.day}|${r.reporter}`, [...(groups.get(`${r.day}|${r.reporter}`) ?? []), r]);
+  for (const r of rows) groupInto(groups, `${r.day}|${r.reporter}`, r);
   const postline = new Set(outboundIps.map((ip) => ip.toLowerCase()));
   const data = [...groups.values()].slice(0, MAX_DAYS).map((group) => ({
     object: 'dmarc_report_day' as const,
@@ -57,7 +74,10 @@ export async function listDmarcReports(
     day: group[0].day,
     reports: group.length,
     ...Object.fromEntries(COUNTS.map((k) => [k, group.reduce((n, r) => n + Number(r[k]), 0)])),
-    sources: mergeSources(group, postline),
+    sources: mergeSources(
+      group.flatMap((r) => sources.get(r.id) ?? []),
+      postline,
+    ),
   }));
   return { object: 'list' as const, data };
 }

@@ -1,9 +1,16 @@
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import type { Json, Timestamp } from '../column-types.ts';
+import type { Timestamp } from '../column-types.ts';
 
-/** One source IP of a report, its messages and how many of them passed. */
-export interface DmarcSourceRow {
+/** One source IP of a report: its messages and how many of them passed. */
+export interface DmarcReportSourcesTable {
+  /** `<report row id>|<ip>`. */
+  id: string;
+  report_row_id: string;
+  org_id: string;
+  mode: Mode;
+  domain_id: string;
+  day: string;
   ip: string;
   messages: number;
   dmarc_pass: number;
@@ -11,7 +18,7 @@ export interface DmarcSourceRow {
   spf_aligned: number;
 }
 
-/** One received aggregate report: its counts, and its sources (a report names a few, read with it). */
+/** One received aggregate report with its counts; its sources are rows of `dmarc_report_sources`. */
 export interface DmarcReportsTable {
   /** `<domain id>|<reporter>|<report id>`: one row however often the report arrives. */
   id: string;
@@ -32,7 +39,6 @@ export interface DmarcReportsTable {
   dkim_aligned: number;
   spf_pass: number;
   spf_aligned: number;
-  sources: Json<DmarcSourceRow[]>;
   received_at: Timestamp;
 }
 
@@ -58,10 +64,23 @@ CREATE TABLE IF NOT EXISTS dmarc_reports (
   dkim_aligned bigint NOT NULL,
   spf_pass bigint NOT NULL,
   spf_aligned bigint NOT NULL,
-  sources jsonb NOT NULL,
   received_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS dmarc_reports_domain ON dmarc_reports (domain_id, day);
+CREATE TABLE IF NOT EXISTS dmarc_report_sources (
+  id text PRIMARY KEY,
+  report_row_id text NOT NULL,
+  org_id text NOT NULL,
+  mode text NOT NULL,
+  domain_id text NOT NULL,
+  day text NOT NULL,
+  ip text NOT NULL,
+  messages bigint NOT NULL,
+  dmarc_pass bigint NOT NULL,
+  dkim_aligned bigint NOT NULL,
+  spf_aligned bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dmarc_report_sources_domain ON dmarc_report_sources (domain_id, day)
 `,
   },
 ];

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { dmarcReportsProjection } from '../../projections/dmarc-reports.projection.ts';
+import { rebuildProjection } from '../../projections/rebuild.ts';
 import { purgeDomain } from '../../write-side/domains/domain.commands.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
@@ -169,6 +171,19 @@ describe('DMARC aggregate reports through the MX', () => {
     expect(read.body.error).toMatchObject({ type: 'not_found_error' });
   });
 
+  it('the read models are made again from the events alone (projections rebuild dmarc_reports)', async () => {
+    const before = await reports();
+    const { services } = svc.postline;
+    const { events } = await rebuildProjection(
+      services.db,
+      services.store,
+      dmarcReportsProjection,
+      services.log,
+    );
+    expect(events).toBeGreaterThan(0);
+    expect(await reports()).toEqual(before);
+  });
+
   it("a deleted domain's address is refused; purged, its reports go with it", async () => {
     expect((await acme.live.request('DELETE', `/v1/domains/${domainId}`)).status).toBe(200);
     const smtp = await rawSmtp(mxPort);
@@ -177,8 +192,10 @@ describe('DMARC aggregate reports through the MX', () => {
     expect((await smtp.command(`RCPT TO:<${rua}>`)).code).toBe(550);
     smtp.close();
     const { services } = svc.postline;
-    const rows = (id: string) => services.db.query('SELECT 1 FROM dmarc_reports WHERE domain_id = $1', [id]);
-    expect((await rows(domainId)).rowCount).toBe(3);
+    const rows = (table: string) =>
+      services.db.query(`SELECT 1 FROM ${table} WHERE domain_id = $1`, [domainId]);
+    expect((await rows('dmarc_reports')).rowCount).toBe(3);
+    expect((await rows('dmarc_report_sources')).rowCount).toBe(6);
     // The purge is due 30 days after the deletion.
     const later = {
       ...services,
@@ -190,6 +207,7 @@ describe('DMARC aggregate reports through the MX', () => {
       { id: domainId, name: 'acme-dmarc.test' },
     );
     await services.readYourWrites.waitFor(['dmarc_reports'], position!);
-    expect((await rows(domainId)).rowCount).toBe(0);
+    expect((await rows('dmarc_reports')).rowCount).toBe(0);
+    expect((await rows('dmarc_report_sources')).rowCount).toBe(0);
   });
 });
