@@ -61,6 +61,9 @@ describe('DMARC aggregate reports: unpacking', () => {
 
   it('refuses what is not a report without throwing anything else', () => {
     const zip = fixture(GOOGLE_ZIP);
+    // The same zip claiming bzip2 (method 12) in its central directory.
+    const bzip2 = Buffer.from(zip);
+    bzip2.writeUInt16LE(12, bzip2.lastIndexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02])) + 10);
     for (const bad of [
       Buffer.alloc(0),
       Buffer.from('PK'),
@@ -69,6 +72,7 @@ describe('DMARC aggregate reports: unpacking', () => {
       zip.subarray(0, 60),
       zip.subarray(0, zip.length - 10),
       Buffer.concat([zip.subarray(0, 90), Buffer.alloc(40, 0xff), zip.subarray(130)]),
+      bzip2,
     ])
       expect(() => unpackReport(bad)).toThrow(UnreadableReport);
   });
