@@ -12,6 +12,9 @@ export const domainsProjection: Projection<DomainEvent> = {
     'DomainVerificationChecked',
     'DomainVerified',
     'DomainUpdated',
+    'DomainDkimRotationStarted',
+    'DomainDkimKeyActivated',
+    'DomainDkimKeyRemovable',
     'DomainDeleted',
     'DomainPurged',
     'DomainRestored',
@@ -62,6 +65,26 @@ export const domainsProjection: Projection<DomainEvent> = {
           updated_at: d.updatedAt,
         });
       }
+      case 'DomainDkimRotationStarted':
+        return updateRow(tx, 'domains', e.data.domainId, {
+          dns_records: JSON.stringify(e.data.records),
+          updated_at: e.data.startedAt,
+        });
+      // The key that signs: delivery reads it from this row (outbound-message.ts).
+      case 'DomainDkimKeyActivated': {
+        const d = e.data;
+        return updateRow(tx, 'domains', d.domainId, {
+          dkim_selector: d.selector,
+          sealed_dkim_private_key: d.sealedPrivateKey,
+          dns_records: JSON.stringify(d.records),
+          updated_at: d.activatedAt,
+        });
+      }
+      case 'DomainDkimKeyRemovable':
+        return updateRow(tx, 'domains', e.data.domainId, {
+          dns_records: JSON.stringify(e.data.records),
+          updated_at: e.data.removableAt,
+        });
       case 'DomainDeleted': {
         const d = e.data;
         return updateRow(tx, 'domains', d.domainId, {

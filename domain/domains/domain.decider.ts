@@ -1,8 +1,16 @@
 import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
+import { type DkimKeys, rotationAfterCheck, startRotation } from './dkim-rotation.ts';
 import { currentRecords, inboundRecord } from './dns-records.ts';
-import type { DnsRecord, DomainEvent, DomainStatus, Impressum, RecordCheck } from './domain.events.ts';
+import type {
+  DkimKey,
+  DnsRecord,
+  DomainEvent,
+  DomainStatus,
+  Impressum,
+  RecordCheck,
+} from './domain.events.ts';
 import { answerFor, checked } from './record-checks.ts';
 
 export type DomainCommand =
@@ -47,6 +55,17 @@ export type DomainCommand =
       inboundMxHost: string;
       at: string;
     }
+  /** A new DKIM key, generated outside; `graceMs`: how long the old record stays listed after the switch. */
+  | {
+      type: 'RotateDkim';
+      domainId: string;
+      orgId: string;
+      mode: Mode;
+      trigger: 'manual' | 'scheduled';
+      dkim: DkimKey;
+      graceMs: number;
+      at: string;
+    }
   | { type: 'DeleteDomain'; domainId: string; orgId: string; mode: Mode; at: string; purgeAfter: string }
   | { type: 'PurgeDomain'; domainId: string; at: string }
   | { type: 'RestoreDomain'; domainId: string; orgId: string; mode: Mode; at: string };
@@ -61,6 +80,7 @@ export type DomainState =
       name: string;
       status: DomainStatus;
       records: DnsRecord[];
+      dkim: DkimKeys;
       /** The outcome the last check simulated; null when it looked the records up over DNS. */
       simulation: Simulation | null;
       openTracking: boolean;
@@ -103,7 +123,14 @@ function simulateDnsCheck(command: Command<'SimulateDnsCheck'>, domain: Existing
       found: command.outcome === 'verified' ? [answerFor(r)] : [],
     }),
   );
-  return checked(domain, checks, command, true);
+  return withRotation(domain, checked(domain, checks, command, true), command.at);
+}
+
+/** A check's events, then what its records mean for a DKIM rotation in progress (dkim-rotation.ts). */
+function withRotation(domain: Existing, events: DomainEvent[], at: string): DomainEvent[] {
+  const check = events.find((e) => e.type === 'DomainVerificationChecked');
+  if (!check) return events;
+  return [...events, ...rotationAfterCheck(domain, check.data.records, at)];
 }
 
 function updateDomain(command: Command<'UpdateDomain'>, domain: Existing): DomainEvent[] {
@@ -180,6 +207,7 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         name: d.name,
         status: 'pending',
         records: currentRecords(d.name, d.records),
+        dkim: { active: { selector: d.dkim.selector, createdAt: d.dkim.createdAt }, pending: null },
         simulation: null,
         openTracking: d.openTracking,
         clickTracking: d.clickTracking,
@@ -202,6 +230,16 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         const records = currentRecords(state.name, event.data.records);
         return { ...state, openTracking, clickTracking, inboundEnabled, impressum, records };
       }
+      case 'DomainDkimRotationStarted': {
+        const { dkim, graceMs, records } = event.data;
+        return { ...state, records, dkim: { ...state.dkim, pending: { ...dkim, graceMs } } };
+      }
+      case 'DomainDkimKeyActivated': {
+        const { selector, createdAt, records } = event.data;
+        return { ...state, records, dkim: { active: { selector, createdAt }, pending: null } };
+      }
+      case 'DomainDkimKeyRemovable':
+        return { ...state, records: event.data.records };
       case 'DomainDeleted':
         return { ...state, deleted: true, purgeAfter: event.data.purgeAfter };
       case 'DomainPurged':
@@ -218,7 +256,13 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
       case 'AddDomain':
         return addDomain(command, state);
       case 'RecordDnsCheck':
-        return checked(visible(state, command), command.checks, command);
+        return withRotation(
+          visible(state, command),
+          checked(visible(state, command), command.checks, command),
+          command.at,
+        );
+      case 'RotateDkim':
+        return startRotation(visible(state, command), command);
       case 'SimulateDnsCheck':
         return simulateDnsCheck(command, visible(state, command));
       case 'UpdateDomain':

@@ -37,6 +37,22 @@ const active = (db: Database) =>
   readModels(db).selectFrom('domains').selectAll().where('deleted_at', 'is', null);
 const live = (db: Database, tenant: Tenant) => liveRows(db, 'domains', tenant).selectAll();
 
+/**
+ * The domain's DKIM keys, read from its DKIM records: the one signing (`active`), a rotation's new one until its
+ * record verifies (`pending`), old ones kept for mail in flight (`retiring`) and those whose record may go
+ * (`removable`).
+ */
+function dkimKeys(row: DomainRow) {
+  return row.dns_records
+    .filter((r) => r.purpose === 'dkim')
+    .map((r) => ({
+      selector: r.name.slice(0, r.name.indexOf('._domainkey.')),
+      status: r.rotation ?? ('active' as const),
+      signing: r.name.startsWith(`${row.dkim_selector}._domainkey.`),
+      removable_after: r.removableAfter ?? null,
+    }));
+}
+
 /** The public Domain resource. */
 export function toApiDomain(row: DomainRow) {
   return {
@@ -57,7 +73,10 @@ export function toApiDomain(row: DomainRow) {
       required: r.required,
       status: r.status,
       found: r.found,
+      ...(r.rotation && { rotation: r.rotation }),
+      ...(r.removableAfter && { removable_after: r.removableAfter }),
     })),
+    dkim_keys: dkimKeys(row),
     impressum: row.impressum,
     created_at: iso(row.created_at),
     verified_at: iso(row.verified_at),

@@ -27,7 +27,7 @@ const generateRsaKeyPair = promisify(generateKeyPair);
  * rotated key gets a new selector and both can be published while mail signed with the old one is in flight.
  * Two organizations registering the same name get different selectors, so their records do not collide.
  */
-async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
+export async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
   const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'der' },
