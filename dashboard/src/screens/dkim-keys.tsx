@@ -1,0 +1,55 @@
+import { post, type Schema } from '../api.ts';
+import { ActionButton } from '../components/action-button.tsx';
+import { Table } from '../components/paged-list.tsx';
+import { Badge, ErrorBox, Time, useAction } from '../ui.tsx';
+
+type DomainJson = Schema<'Domain'>;
+
+/** What each state asks of the user: the rotation waits on them to publish, then tells them when to delete. */
+const NEXT: Record<DomainJson['dkim_keys'][number]['status'], string> = {
+  active: '',
+  pending: 'Publish its record; it signs once the record verifies.',
+  retiring: 'Keep its record published until then: mail signed with it may still be in flight.',
+  removable: 'Its record may be deleted from DNS now.',
+};
+
+/** The domain's DKIM keys and their rotation state, with the button that starts a rotation. */
+export function DkimKeys({ d, onChanged }: { d: DomainJson; onChanged: (d: DomainJson) => void }) {
+  const rotate = useAction();
+  const pending = d.dkim_keys.some((k) => k.status === 'pending');
+  return (
+    <>
+      <h2>DKIM keys</h2>
+      <Table items={d.dkim_keys} class="dkim-keys" columns={['Selector', 'State', 'Signing', 'Next']}>
+        {(k) => (
+          <tr key={k.selector} data-selector={k.selector}>
+            <td>
+              <code>{k.selector}</code>
+            </td>
+            <td>
+              <Badge value={k.status} />
+            </td>
+            <td>{k.signing ? 'yes' : 'no'}</td>
+            <td class="wrap">
+              {NEXT[k.status]}
+              {k.removable_after && k.status === 'retiring' && (
+                <>
+                  {' '}
+                  Removable after <Time value={k.removable_after} />.
+                </>
+              )}
+            </td>
+          </tr>
+        )}
+      </Table>
+      <ActionButton
+        action={rotate}
+        disabled={pending || rotate.busy}
+        run={async () => onChanged(await post<DomainJson>(`/domains/${d.id}/dkim/rotate`))}
+      >
+        {rotate.busy ? 'Creating a key…' : 'Rotate DKIM key'}
+      </ActionButton>
+      <ErrorBox error={rotate.error} />
+    </>
+  );
+}
