@@ -15,6 +15,8 @@ export const domainsProjection: Projection<DomainEvent> = {
     'DomainDkimRotationStarted',
     'DomainDkimKeyActivated',
     'DomainDkimKeyRemovable',
+    'DomainDkimEd25519Added',
+    'DomainDkimEd25519Activated',
     'DomainDeleted',
     'DomainPurged',
     'DomainRestored',
@@ -85,6 +87,20 @@ export const domainsProjection: Projection<DomainEvent> = {
           dns_records: JSON.stringify(e.data.records),
           updated_at: e.data.removableAt,
         });
+      case 'DomainDkimEd25519Added':
+        return updateRow(tx, 'domains', e.data.domainId, {
+          dns_records: JSON.stringify(e.data.records),
+          updated_at: e.data.addedAt,
+        });
+      case 'DomainDkimEd25519Activated': {
+        const d = e.data;
+        return updateRow(tx, 'domains', d.domainId, {
+          ed25519_dkim_selector: d.selector,
+          sealed_ed25519_dkim_private_key: d.sealedPrivateKey,
+          dns_records: JSON.stringify(d.records),
+          updated_at: d.activatedAt,
+        });
+      }
       case 'DomainDeleted': {
         const d = e.data;
         return updateRow(tx, 'domains', d.domainId, {

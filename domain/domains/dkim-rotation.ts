@@ -1,4 +1,5 @@
 import { AppError } from '../../platform/errors.ts';
+import type { Ed25519Keys } from './dkim-ed25519.ts';
 import { dkimRecordValue } from './dns-records.ts';
 import type { DkimKey, DnsRecord, DomainEvent } from './domain.events.ts';
 
@@ -60,9 +61,13 @@ export function dkimRotationDue(keys: DkimKeys, at: string, rotateAfterMs: numbe
 /**
  * What a DNS check means for a rotation, given the records after it: the pending key signs once its record is
  * verified (the old record becomes `retiring`, no longer required), and retiring records whose grace period
- * has ended become `removable`.
+ * has ended become `removable`. `records`: the records after these events.
  */
-export function rotationAfterCheck(domain: RotatingDomain, records: DnsRecord[], at: string): DomainEvent[] {
+export function rotationAfterCheck(
+  domain: RotatingDomain,
+  records: DnsRecord[],
+  at: string,
+): { events: DomainEvent[]; records: DnsRecord[] } {
   const events: DomainEvent[] = [];
   const { domainId, name } = domain;
   const pending = domain.dkim.pending;
@@ -97,20 +102,49 @@ export function rotationAfterCheck(domain: RotatingDomain, records: DnsRecord[],
   }
   const due = records.filter((r) => r.rotation === 'retiring' && r.removableAfter && r.removableAfter <= at);
   if (due.length > 0) {
+    records = records.map((r): DnsRecord => (due.includes(r) ? { ...r, rotation: 'removable' } : r));
     events.push({
       type: 'DomainDkimKeyRemovable',
       data: {
         domainId,
         name,
         selectors: due.map((r) => r.name.split('._domainkey.')[0]),
-        records: records.map((r): DnsRecord => (due.includes(r) ? { ...r, rotation: 'removable' } : r)),
+        records,
         removableAt: at,
       },
     });
   }
-  return events;
+  return { events, records };
 }
 
 /** The records a check leaves: a removable old DKIM record that is gone from DNS leaves the list. */
 export const withoutRemovedRecords = (records: DnsRecord[]) =>
   records.filter((r) => !(r.rotation === 'removable' && r.status === 'failed'));
+
+type Keys = { records: DnsRecord[]; dkim: DkimKeys; ed25519: Ed25519Keys };
+
+/** A domain's keys and records after a DKIM event (RSA rotation or Ed25519); null for any other event. */
+export function evolveKeys(state: Keys, event: DomainEvent): Keys | null {
+  switch (event.type) {
+    case 'DomainDkimRotationStarted': {
+      const { dkim, graceMs, records } = event.data;
+      return { ...state, records, dkim: { ...state.dkim, pending: { ...dkim, graceMs } } };
+    }
+    case 'DomainDkimKeyActivated': {
+      const { selector, createdAt, records } = event.data;
+      return { ...state, records, dkim: { active: { selector, createdAt }, pending: null } };
+    }
+    case 'DomainDkimKeyRemovable':
+      return { ...state, records: event.data.records };
+    case 'DomainDkimEd25519Added':
+      return { ...state, records: event.data.records, ed25519: { active: null, pending: event.data.dkim } };
+    case 'DomainDkimEd25519Activated':
+      return {
+        ...state,
+        records: event.data.records,
+        ed25519: { active: event.data.selector, pending: null },
+      };
+    default:
+      return null;
+  }
+}

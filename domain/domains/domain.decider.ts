@@ -1,7 +1,8 @@
 import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
-import { type DkimKeys, rotationAfterCheck, startRotation } from './dkim-rotation.ts';
+import { addEd25519, type Ed25519Keys, ed25519AfterCheck } from './dkim-ed25519.ts';
+import { type DkimKeys, evolveKeys, rotationAfterCheck, startRotation } from './dkim-rotation.ts';
 import { currentRecords, inboundRecord } from './dns-records.ts';
 import type {
   DkimKey,
@@ -66,6 +67,8 @@ export type DomainCommand =
       graceMs: number;
       at: string;
     }
+  /** An Ed25519 key, generated outside, to sign beside RSA once its record verifies. */
+  | { type: 'AddEd25519Dkim'; domainId: string; orgId: string; mode: Mode; dkim: DkimKey; at: string }
   | { type: 'DeleteDomain'; domainId: string; orgId: string; mode: Mode; at: string; purgeAfter: string }
   | { type: 'PurgeDomain'; domainId: string; at: string }
   | { type: 'RestoreDomain'; domainId: string; orgId: string; mode: Mode; at: string };
@@ -81,6 +84,7 @@ export type DomainState =
       status: DomainStatus;
       records: DnsRecord[];
       dkim: DkimKeys;
+      ed25519: Ed25519Keys;
       /** The outcome the last check simulated; null when it looked the records up over DNS. */
       simulation: Simulation | null;
       openTracking: boolean;
@@ -130,7 +134,8 @@ function simulateDnsCheck(command: Command<'SimulateDnsCheck'>, domain: Existing
 function withRotation(domain: Existing, events: DomainEvent[], at: string): DomainEvent[] {
   const check = events.find((e) => e.type === 'DomainVerificationChecked');
   if (!check) return events;
-  return [...events, ...rotationAfterCheck(domain, check.data.records, at)];
+  const rotation = rotationAfterCheck(domain, check.data.records, at);
+  return [...events, ...rotation.events, ...ed25519AfterCheck(domain, rotation.records, at)];
 }
 
 function updateDomain(command: Command<'UpdateDomain'>, domain: Existing): DomainEvent[] {
@@ -208,6 +213,7 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         status: 'pending',
         records: currentRecords(d.name, d.records),
         dkim: { active: { selector: d.dkim.selector, createdAt: d.dkim.createdAt }, pending: null },
+        ed25519: { active: null, pending: null },
         simulation: null,
         openTracking: d.openTracking,
         clickTracking: d.clickTracking,
@@ -230,24 +236,16 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         const records = currentRecords(state.name, event.data.records);
         return { ...state, openTracking, clickTracking, inboundEnabled, impressum, records };
       }
-      case 'DomainDkimRotationStarted': {
-        const { dkim, graceMs, records } = event.data;
-        return { ...state, records, dkim: { ...state.dkim, pending: { ...dkim, graceMs } } };
-      }
-      case 'DomainDkimKeyActivated': {
-        const { selector, createdAt, records } = event.data;
-        return { ...state, records, dkim: { active: { selector, createdAt }, pending: null } };
-      }
-      case 'DomainDkimKeyRemovable':
-        return { ...state, records: event.data.records };
       case 'DomainDeleted':
         return { ...state, deleted: true, purgeAfter: event.data.purgeAfter };
       case 'DomainPurged':
         return { ...state, purged: true };
       case 'DomainRestored':
         return { ...state, deleted: false, purgeAfter: null };
-      default:
-        return state;
+      default: {
+        const keys = evolveKeys(state, event);
+        return keys ? { ...state, ...keys } : state;
+      }
     }
   },
 
@@ -263,6 +261,8 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         );
       case 'RotateDkim':
         return startRotation(visible(state, command), command);
+      case 'AddEd25519Dkim':
+        return addEd25519(visible(state, command), command);
       case 'SimulateDnsCheck':
         return simulateDnsCheck(command, visible(state, command));
       case 'UpdateDomain':

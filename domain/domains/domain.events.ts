@@ -160,6 +160,26 @@ export type DomainEvent =
         activatedAt: string;
       };
     }
+  /**
+   * An Ed25519 key (RFC 8463) to sign beside the RSA key; its record is listed `pending` (not required) and it
+   * signs nothing until the record verifies. `publicKey` is the raw 32-byte key, base64.
+   */
+  | {
+      type: 'DomainDkimEd25519Added';
+      data: { domainId: string; name: string; dkim: DkimKey; records: DnsRecord[]; addedAt: string };
+    }
+  /** The Ed25519 record verified: mail carries an Ed25519 signature beside the RSA one from now. */
+  | {
+      type: 'DomainDkimEd25519Activated';
+      data: {
+        domainId: string;
+        name: string;
+        selector: string;
+        sealedPrivateKey: string;
+        records: DnsRecord[];
+        activatedAt: string;
+      };
+    }
   /** The grace period of old keys ended: their records may be deleted from DNS. */
   | {
       type: 'DomainDkimKeyRemovable';

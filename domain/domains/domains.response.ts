@@ -34,8 +34,11 @@ const DnsRecord = z.strictObject({
 /** A DKIM key of the domain, from its DKIM records. */
 const DkimKey = z.strictObject({
   selector: z.string(),
+  algorithm: z.enum(['rsa', 'ed25519']),
   status: z.enum(['active', 'pending', 'retiring', 'removable']),
-  signing: z.boolean().meta({ description: 'Mail is signed with this key now.' }),
+  signing: z
+    .boolean()
+    .meta({ description: 'Mail is signed with this key now (RSA, and Ed25519 beside it).' }),
   removable_after: timestamp.nullable(),
 });
 
@@ -90,7 +93,9 @@ export const Domain = z
           found: null,
         },
       ],
-      dkim_keys: [{ selector: 'postline', status: 'active', signing: true, removable_after: null }],
+      dkim_keys: [
+        { selector: 'postline', algorithm: 'rsa', status: 'active', signing: true, removable_after: null },
+      ],
       impressum: null,
       created_at: '2026-01-15T09:30:00.000Z',
       verified_at: null,

@@ -38,7 +38,7 @@ const active = (db: Database) =>
 const live = (db: Database, tenant: Tenant) => liveRows(db, 'domains', tenant).selectAll();
 
 /**
- * The domain's DKIM keys, read from its DKIM records: the one signing (`active`), a rotation's new one until its
+ * The domain's DKIM keys, read from its DKIM records: those signing (`active`: RSA, and Ed25519 beside it), a rotation's new one until its
  * record verifies (`pending`), old ones kept for mail in flight (`retiring`) and those whose record may go
  * (`removable`).
  */
@@ -47,8 +47,11 @@ function dkimKeys(row: DomainRow) {
     .filter((r) => r.purpose === 'dkim')
     .map((r) => ({
       selector: r.name.slice(0, r.name.indexOf('._domainkey.')),
+      algorithm: /\bk=ed25519\b/.test(r.value) ? ('ed25519' as const) : ('rsa' as const),
       status: r.rotation ?? ('active' as const),
-      signing: r.name.startsWith(`${row.dkim_selector}._domainkey.`),
+      signing: [row.dkim_selector, row.ed25519_dkim_selector].some((s) =>
+        r.name.startsWith(`${s}._domainkey.`),
+      ),
       removable_after: r.removableAfter ?? null,
     }));
 }

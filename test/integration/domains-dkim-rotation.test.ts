@@ -64,6 +64,7 @@ const get = async () => (await acme.live.get(`/v1/domains/${domain.id}`)).body;
 const verify = async () => (await acme.live.post(`/v1/domains/${domain.id}/verify`)).body;
 const keys = (d: any) =>
   d.dkim_keys.map((k: any) => ({ selector: k.selector, status: k.status, signing: k.signing }));
+
 const dkimRecords = (d: any) =>
   d.dns_records
     .filter((r: any) => r.purpose === 'dkim')
@@ -180,9 +181,68 @@ describe('DKIM key rotation against the loopback DNS server', () => {
     await verifier.stop();
   });
 
+  it('signs with Ed25519 beside RSA once its record verifies; both signatures verify (RFC 8463)', async () => {
+    const dual = await addVerifiedDomain(acme.live, dns, 'dual.test');
+    const rsa = dual.dkim_keys[0].selector;
+    const added = await acme.live.post(`/v1/domains/${dual.id}/dkim/ed25519`);
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    const ed = added.body.dkim_keys.find((k: any) => k.algorithm === 'ed25519');
+    expect(ed).toMatchObject({ status: 'pending', signing: false });
+    const record = added.body.dns_records.find((r: any) => r.name === `${ed.selector}._domainkey.dual.test`);
+    expect(record).toMatchObject({ required: false, rotation: 'pending' });
+    expect(record.value).toMatch(/^v=DKIM1; k=ed25519; p=[A-Za-z0-9+/]{43}=$/);
+    expect((await acme.live.post(`/v1/domains/${dual.id}/dkim/ed25519`)).status).toBe(409);
+
+    const sendFromDual = async () => {
+      mx.reset();
+      const r = await acme.live.post('/v1/emails', {
+        from: 'a@dual.test',
+        to: ['ann@rcpt.test'],
+        subject: 'x',
+        text: 'y',
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(await delivery.runOnce()).toBe(1);
+      return mx.messages[0].raw;
+    };
+    // Not published yet: RSA alone.
+    expect(await signatures(await sendFromDual())).toEqual([{ selector: rsa, result: 'pass' }]);
+
+    publishDomainRecords(dns, added.body, (r) => r.name === record.name);
+    const verified = (await acme.live.post(`/v1/domains/${dual.id}/verify`)).body;
+    expect(verified.status).toBe('verified');
+    expect(
+      verified.dkim_keys.map((k: any) => ({
+        selector: k.selector,
+        algorithm: k.algorithm,
+        status: k.status,
+        signing: k.signing,
+      })),
+    ).toEqual([
+      { selector: rsa, algorithm: 'rsa', status: 'active', signing: true },
+      { selector: ed.selector, algorithm: 'ed25519', status: 'active', signing: true },
+    ]);
+    const raw = await sendFromDual();
+    const both = await signatures(raw);
+    expect(both.sort((a: any, b: any) => a.selector.localeCompare(b.selector))).toEqual(
+      [
+        { selector: rsa, result: 'pass' },
+        { selector: ed.selector, result: 'pass' },
+      ].sort((a, b) => a.selector.localeCompare(b.selector)),
+    );
+    expect(raw.toString()).toMatch(/a=ed25519-sha256/);
+    expect(raw.toString()).toMatch(/a=rsa-sha256/);
+    const types = (await svc.postline.services.store.readStream(`domain-${dual.id}`)).map((e) => e.type);
+    expect(types.filter((t) => t.startsWith('DomainDkim'))).toEqual([
+      'DomainDkimEd25519Added',
+      'DomainDkimEd25519Activated',
+    ]);
+  });
+
   it('answers 404 for an unknown domain', async () => {
     const r = await acme.live.post('/v1/domains/dom_unknown/dkim/rotate');
     expect(r.status).toBe(404);
     expect(r.body.error).toMatchObject({ code: 'not_found' });
+    expect((await acme.live.post('/v1/domains/dom_unknown/dkim/ed25519')).status).toBe(404);
   });
 });

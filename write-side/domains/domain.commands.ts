@@ -21,7 +21,14 @@ import { newId } from '../../platform/ids.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 import { checkDnsRecords } from './dns-check.ts';
-import { type Deps, type NewDomain, nameRegistration, newDkimKey, newDomainCommand } from './new-domain.ts';
+import {
+  type Deps,
+  type NewDomain,
+  nameRegistration,
+  newDkimKey,
+  newDomainCommand,
+  newEd25519Key,
+} from './new-domain.ts';
 
 /** Domains count against the plan until deleted (soft delete frees the slot, as the list stops showing it). */
 export const DOMAIN_SLOTS: PlanSlotKind = {
@@ -157,6 +164,21 @@ async function rotation(
     at,
   };
   const result = await handleCommand(services.store, stream, domainDecider, command, meta, { history });
+  return { position: result.position };
+}
+
+/** Adds an Ed25519 key to sign beside RSA once its record verifies (409 when the domain has one). */
+export async function addEd25519Dkim(services: Deps, meta: EventMetadata, domainId: string) {
+  const now = services.clock.now();
+  const command: DomainCommand = {
+    type: 'AddEd25519Dkim',
+    domainId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    dkim: await newEd25519Key(services, now),
+    at: now.toISOString(),
+  };
+  const result = await handleCommand(services.store, domainStream(domainId), domainDecider, command, meta);
   return { position: result.position };
 }
 

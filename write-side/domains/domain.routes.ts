@@ -10,6 +10,7 @@ import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import {
   addDomain,
+  addEd25519Dkim,
   deleteDomain,
   restoreDomain,
   rotateDkim,
@@ -157,6 +158,20 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
       errors: ['conflict'],
     },
     (req, id) => rotateDkim(services, metaOf(req.auth), id),
+  );
+
+  domains.change(
+    'POST',
+    '/domains/:domain_id/dkim/ed25519',
+    {
+      summary: 'Add an Ed25519 DKIM key beside RSA',
+      description:
+        'Creates an Ed25519 key (RFC 8463) under a selector of its own and lists its record (`rotation: pending`, ' +
+        'not required). Once the record verifies, mail carries two signatures: RSA and Ed25519. 409 when the ' +
+        'domain has an Ed25519 key already.',
+      errors: ['conflict'],
+    },
+    (req, id) => addEd25519Dkim(services, metaOf(req.auth), id),
   );
 
   domains.change(
