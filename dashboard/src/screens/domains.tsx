@@ -7,6 +7,7 @@ import { InputField, useFields } from '../components/field.tsx';
 import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
+import { DkimKeys } from './dkim-keys.tsx';
 
 type Impressum = Record<string, string | undefined>;
 type DomainJson = Schema<'Domain'>;
@@ -124,7 +125,11 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
             </td>
             <td>
               {r.purpose}
-              {!r.required && <span class="muted"> (optional)</span>}
+              {r.rotation ? (
+                <span class="muted"> ({r.rotation})</span>
+              ) : (
+                !r.required && <span class="muted"> (optional)</span>
+              )}
             </td>
             <td>
               <Badge value={r.status} />
@@ -141,6 +146,8 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
         {verify.busy ? 'Checking DNS…' : 'Verify'}
       </ActionButton>
       <ErrorBox error={verify.error} />
+
+      <DkimKeys d={d} onChanged={setCurrent} />
 
       <h2>Tracking and inbound</h2>
       <fieldset class="switches" disabled={toggle.busy}>
