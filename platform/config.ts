@@ -113,6 +113,18 @@ const schema = z.object({
     .int()
     .positive()
     .default(6 * 3600_000),
+  /** A domain's DKIM key is rotated automatically once older than this (about 6 months); 0: never. */
+  DKIM_ROTATE_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .default(182 * 24 * 3600_000),
+  /** How long an old DKIM record stays listed after the new key signs, before it is flagged removable. */
+  DKIM_RETIRE_AFTER_MS: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .default(7 * 24 * 3600_000),
   POSTLINE_SPF_INCLUDE: z.string().optional(),
   POSTLINE_OUTBOUND_IPS: commaList,
   POSTLINE_MX_HOST: z.string().default('mx.postline.localhost'),

@@ -12,6 +12,11 @@ export const domainsProjection: Projection<DomainEvent> = {
     'DomainVerificationChecked',
     'DomainVerified',
     'DomainUpdated',
+    'DomainDkimRotationStarted',
+    'DomainDkimKeyActivated',
+    'DomainDkimKeyRemovable',
+    'DomainDkimEd25519Added',
+    'DomainDkimEd25519Activated',
     'DomainDeleted',
     'DomainPurged',
     'DomainRestored',
@@ -60,6 +65,40 @@ export const domainsProjection: Projection<DomainEvent> = {
           impressum: d.impressum ? JSON.stringify(d.impressum) : null,
           dns_records: JSON.stringify(currentRecords(d.name, d.records)),
           updated_at: d.updatedAt,
+        });
+      }
+      case 'DomainDkimRotationStarted':
+        return updateRow(tx, 'domains', e.data.domainId, {
+          dns_records: JSON.stringify(e.data.records),
+          updated_at: e.data.startedAt,
+        });
+      // The key that signs: delivery reads it from this row (outbound-message.ts).
+      case 'DomainDkimKeyActivated': {
+        const d = e.data;
+        return updateRow(tx, 'domains', d.domainId, {
+          dkim_selector: d.selector,
+          sealed_dkim_private_key: d.sealedPrivateKey,
+          dns_records: JSON.stringify(d.records),
+          updated_at: d.activatedAt,
+        });
+      }
+      case 'DomainDkimKeyRemovable':
+        return updateRow(tx, 'domains', e.data.domainId, {
+          dns_records: JSON.stringify(e.data.records),
+          updated_at: e.data.removableAt,
+        });
+      case 'DomainDkimEd25519Added':
+        return updateRow(tx, 'domains', e.data.domainId, {
+          dns_records: JSON.stringify(e.data.records),
+          updated_at: e.data.addedAt,
+        });
+      case 'DomainDkimEd25519Activated': {
+        const d = e.data;
+        return updateRow(tx, 'domains', d.domainId, {
+          ed25519_dkim_selector: d.selector,
+          sealed_ed25519_dkim_private_key: d.sealedPrivateKey,
+          dns_records: JSON.stringify(d.records),
+          updated_at: d.activatedAt,
         });
       }
       case 'DomainDeleted': {

@@ -1,8 +1,17 @@
 import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
+import { addEd25519, type Ed25519Keys, ed25519AfterCheck } from './dkim-ed25519.ts';
+import { type DkimKeys, evolveKeys, rotationAfterCheck, startRotation } from './dkim-rotation.ts';
 import { currentRecords, dmarcRecordValue, inboundRecord, withDmarcValue } from './dns-records.ts';
-import type { DnsRecord, DomainEvent, DomainStatus, Impressum, RecordCheck } from './domain.events.ts';
+import type {
+  DkimKey,
+  DnsRecord,
+  DomainEvent,
+  DomainStatus,
+  Impressum,
+  RecordCheck,
+} from './domain.events.ts';
 import { answerFor, checked } from './record-checks.ts';
 
 export type DomainCommand =
@@ -47,6 +56,19 @@ export type DomainCommand =
       inboundMxHost: string;
       at: string;
     }
+  /** A new DKIM key, generated outside; `graceMs`: how long the old record stays listed after the switch. */
+  | {
+      type: 'RotateDkim';
+      domainId: string;
+      orgId: string;
+      mode: Mode;
+      trigger: 'manual' | 'scheduled';
+      dkim: DkimKey;
+      graceMs: number;
+      at: string;
+    }
+  /** An Ed25519 key, generated outside, to sign beside RSA once its record verifies. */
+  | { type: 'AddEd25519Dkim'; domainId: string; orgId: string; mode: Mode; dkim: DkimKey; at: string }
   | { type: 'DeleteDomain'; domainId: string; orgId: string; mode: Mode; at: string; purgeAfter: string }
   | { type: 'PurgeDomain'; domainId: string; at: string }
   | { type: 'RestoreDomain'; domainId: string; orgId: string; mode: Mode; at: string };
@@ -61,6 +83,8 @@ export type DomainState =
       name: string;
       status: DomainStatus;
       records: DnsRecord[];
+      dkim: DkimKeys;
+      ed25519: Ed25519Keys;
       /** The outcome the last check simulated; null when it looked the records up over DNS. */
       simulation: Simulation | null;
       openTracking: boolean;
@@ -103,7 +127,15 @@ function simulateDnsCheck(command: Command<'SimulateDnsCheck'>, domain: Existing
       found: command.outcome === 'verified' ? [answerFor(r)] : [],
     }),
   );
-  return checked(domain, checks, command, true);
+  return withRotation(domain, checked(domain, checks, command, true), command.at);
+}
+
+/** A check's events, then what its records mean for a DKIM rotation in progress (dkim-rotation.ts). */
+function withRotation(domain: Existing, events: DomainEvent[], at: string): DomainEvent[] {
+  const check = events.find((e) => e.type === 'DomainVerificationChecked');
+  if (!check) return events;
+  const rotation = rotationAfterCheck(domain, check.data.records, at);
+  return [...events, ...rotation.events, ...ed25519AfterCheck(domain, rotation.records, at)];
 }
 
 function updateDomain(command: Command<'UpdateDomain'>, domain: Existing): DomainEvent[] {
@@ -185,6 +217,8 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         name: d.name,
         status: 'pending',
         records: currentRecords(d.name, d.records),
+        dkim: { active: { selector: d.dkim.selector, createdAt: d.dkim.createdAt }, pending: null },
+        ed25519: { active: null, pending: null },
         simulation: null,
         openTracking: d.openTracking,
         clickTracking: d.clickTracking,
@@ -213,8 +247,10 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
         return { ...state, purged: true };
       case 'DomainRestored':
         return { ...state, deleted: false, purgeAfter: null };
-      default:
-        return state;
+      default: {
+        const keys = evolveKeys(state, event);
+        return keys ? { ...state, ...keys } : state;
+      }
     }
   },
 
@@ -223,7 +259,15 @@ export const domainDecider: Decider<DomainCommand, DomainEvent, DomainState> = {
       case 'AddDomain':
         return addDomain(command, state);
       case 'RecordDnsCheck':
-        return checked(visible(state, command), command.checks, command);
+        return withRotation(
+          visible(state, command),
+          checked(visible(state, command), command.checks, command),
+          command.at,
+        );
+      case 'RotateDkim':
+        return startRotation(visible(state, command), command);
+      case 'AddEd25519Dkim':
+        return addEd25519(visible(state, command), command);
       case 'SimulateDnsCheck':
         return simulateDnsCheck(command, visible(state, command));
       case 'UpdateDomain':

@@ -24,6 +24,13 @@ export interface DnsRecord {
   required: boolean;
   status: DnsRecordStatus;
   found: string[] | null;
+  /**
+   * DKIM records of a key rotation only: `pending` the new key's record (not signing until it verifies),
+   * `retiring` the old key's record, kept until `removableAfter` for mail signed with it still in flight,
+   * `removable` the old record may be deleted from DNS (it leaves the list once a check finds it gone).
+   */
+  rotation?: 'pending' | 'retiring' | 'removable';
+  removableAfter?: string;
 }
 
 export interface Impressum {
@@ -122,6 +129,66 @@ export type DomainEvent =
         impressum: Impressum | null;
         records: DnsRecord[];
         updatedAt: string;
+      };
+    }
+  /** A new DKIM key under a new selector; its record is listed `pending`, the old key signs until it verifies. */
+  | {
+      type: 'DomainDkimRotationStarted';
+      data: {
+        domainId: string;
+        name: string;
+        trigger: 'manual' | 'scheduled';
+        dkim: DkimKey;
+        /** How long the old record stays listed after the switch (DKIM_RETIRE_AFTER_MS when started). */
+        graceMs: number;
+        records: DnsRecord[];
+        startedAt: string;
+      };
+    }
+  /** The new key's record verified: mail is signed with it from now; the old record is `retiring`. */
+  | {
+      type: 'DomainDkimKeyActivated';
+      data: {
+        domainId: string;
+        name: string;
+        selector: string;
+        sealedPrivateKey: string;
+        createdAt: string;
+        previousSelector: string;
+        removableAfter: string;
+        records: DnsRecord[];
+        activatedAt: string;
+      };
+    }
+  /**
+   * An Ed25519 key (RFC 8463) to sign beside the RSA key; its record is listed `pending` (not required) and it
+   * signs nothing until the record verifies. `publicKey` is the raw 32-byte key, base64.
+   */
+  | {
+      type: 'DomainDkimEd25519Added';
+      data: { domainId: string; name: string; dkim: DkimKey; records: DnsRecord[]; addedAt: string };
+    }
+  /** The Ed25519 record verified: mail carries an Ed25519 signature beside the RSA one from now. */
+  | {
+      type: 'DomainDkimEd25519Activated';
+      data: {
+        domainId: string;
+        name: string;
+        selector: string;
+        sealedPrivateKey: string;
+        records: DnsRecord[];
+        activatedAt: string;
+      };
+    }
+  /** The grace period of old keys ended: their records may be deleted from DNS. */
+  | {
+      type: 'DomainDkimKeyRemovable';
+      data: {
+        domainId: string;
+        name: string;
+        selectors: string[];
+        records: DnsRecord[];
+        removableAt: string;
       };
     }
   | { type: 'DomainDeleted'; data: { domainId: string; name: string; deletedAt: string; purgeAfter: string } }

@@ -20,6 +20,26 @@ const DnsRecord = z.strictObject({
   }),
   status: z.enum(['pending', 'verified', 'failed']),
   found: z.array(z.string()).nullable(),
+  rotation: z
+    .enum(['pending', 'retiring', 'removable'])
+    .optional()
+    .meta({
+      description:
+        'DKIM records of a key rotation: `pending` the new key (it signs once this record verifies), `retiring` ' +
+        'the old key, kept for mail in flight until `removable_after`, `removable` the old record may be deleted.',
+    }),
+  removable_after: timestamp.optional(),
+});
+
+/** A DKIM key of the domain, from its DKIM records. */
+const DkimKey = z.strictObject({
+  selector: z.string(),
+  algorithm: z.enum(['rsa', 'ed25519']),
+  status: z.enum(['active', 'pending', 'retiring', 'removable']),
+  signing: z
+    .boolean()
+    .meta({ description: 'Mail is signed with this key now (RSA, and Ed25519 beside it).' }),
+  removable_after: timestamp.nullable(),
 });
 
 /** The legal notice printed in broadcast footers, as stored (see `impressumSchema` for what a request may give). */
@@ -45,6 +65,7 @@ export const Domain = z
     click_tracking: z.boolean(),
     inbound_enabled: z.boolean(),
     dns_records: z.array(DnsRecord),
+    dkim_keys: z.array(DkimKey),
     impressum: Impressum.nullable(),
     created_at: timestamp,
     verified_at: timestamp.nullable(),
@@ -71,6 +92,9 @@ export const Domain = z
           status: 'pending',
           found: null,
         },
+      ],
+      dkim_keys: [
+        { selector: 'postline', algorithm: 'rsa', status: 'active', signing: true, removable_after: null },
       ],
       impressum: null,
       created_at: '2026-01-15T09:30:00.000Z',

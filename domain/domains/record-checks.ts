@@ -1,3 +1,4 @@
+import { withoutRemovedRecords } from './dkim-rotation.ts';
 import type { DnsRecord, DomainEvent, DomainStatus, RecordCheck } from './domain.events.ts';
 
 /** A domain as a DNS check judges it: its records and status before the check. */
@@ -43,7 +44,8 @@ export function checked(
   command: { trigger: 'manual' | 'periodic'; at: string },
   simulated = false,
 ): DomainEvent[] {
-  const records = applyChecks(domain.records, checks);
+  const checkedRecords = applyChecks(domain.records, checks);
+  const records = withoutRemovedRecords(checkedRecords);
   const status = domainStatus(records);
   const base = { domainId: domain.domainId, name: domain.name };
   const mark = simulated ? { simulated: true as const } : {};
@@ -53,7 +55,10 @@ export function checked(
       data: { ...base, trigger: command.trigger, status, records, checkedAt: command.at, ...mark },
     },
   ];
-  const broken = records.filter((r, i) => domain.records[i].status === 'verified' && r.status === 'failed');
+  // An old DKIM record of a rotation may go: its going is no DNS change to report.
+  const broken = checkedRecords.filter(
+    (r, i) => domain.records[i].status === 'verified' && r.status === 'failed' && !r.rotation,
+  );
   if (broken.length > 0) {
     events.push({
       type: 'DomainDnsChanged',

@@ -9,7 +9,7 @@ import { type DomainRow, findDomainById } from '../../read-side/domains/domains.
 import type { DkimKey, OutboundMessage } from './mta/message.ts';
 
 /** A sending domain with its DKIM key opened, once for the many emails that share it. */
-export type SendingDomain = { row: DomainRow; dkim: DkimKey };
+export type SendingDomain = { row: DomainRow; dkim: DkimKey; dkimEd25519?: DkimKey };
 
 export const sendingDomain = (row: DomainRow, secrets: SecretBox): SendingDomain => ({
   row,
@@ -18,6 +18,14 @@ export const sendingDomain = (row: DomainRow, secrets: SecretBox): SendingDomain
     keySelector: row.dkim_selector,
     privateKey: secrets.open(row.sealed_dkim_private_key),
   },
+  ...(row.ed25519_dkim_selector &&
+    row.sealed_ed25519_dkim_private_key && {
+      dkimEd25519: {
+        domainName: row.name,
+        keySelector: row.ed25519_dkim_selector,
+        privateKey: secrets.open(row.sealed_ed25519_dkim_private_key),
+      },
+    }),
 });
 
 /** Sending domains looked up once per claimed batch (many emails share one), by id. */
@@ -55,7 +63,7 @@ const trackingCnameVerified = (domain: DomainRow) =>
 export async function buildOutboundMessage(
   services: Services,
   content: EmailContent,
-  { row: domain, dkim }: SendingDomain,
+  { row: domain, dkim, dkimEd25519 }: SendingDomain,
 ): Promise<OutboundMessage> {
   const blobs = services.blobs;
   const tokens = services.tokens.tracking;
@@ -101,5 +109,6 @@ export async function buildOutboundMessage(
       ),
     ),
     dkim,
+    ...(dkimEd25519 && { dkimEd25519 }),
   };
 }

@@ -37,6 +37,25 @@ const active = (db: Database) =>
   readModels(db).selectFrom('domains').selectAll().where('deleted_at', 'is', null);
 const live = (db: Database, tenant: Tenant) => liveRows(db, 'domains', tenant).selectAll();
 
+/**
+ * The domain's DKIM keys, read from its DKIM records: those signing (`active`: RSA, and Ed25519 beside it), a rotation's new one until its
+ * record verifies (`pending`), old ones kept for mail in flight (`retiring`) and those whose record may go
+ * (`removable`).
+ */
+function dkimKeys(row: DomainRow) {
+  return row.dns_records
+    .filter((r) => r.purpose === 'dkim')
+    .map((r) => ({
+      selector: r.name.slice(0, r.name.indexOf('._domainkey.')),
+      algorithm: /\bk=ed25519\b/.test(r.value) ? ('ed25519' as const) : ('rsa' as const),
+      status: r.rotation ?? ('active' as const),
+      signing: [row.dkim_selector, row.ed25519_dkim_selector].some((s) =>
+        r.name.startsWith(`${s}._domainkey.`),
+      ),
+      removable_after: r.removableAfter ?? null,
+    }));
+}
+
 /** The public Domain resource. */
 export function toApiDomain(row: DomainRow) {
   return {
@@ -57,7 +76,10 @@ export function toApiDomain(row: DomainRow) {
       required: r.required,
       status: r.status,
       found: r.found,
+      ...(r.rotation && { rotation: r.rotation }),
+      ...(r.removableAfter && { removable_after: r.removableAfter }),
     })),
+    dkim_keys: dkimKeys(row),
     impressum: row.impressum,
     created_at: iso(row.created_at),
     verified_at: iso(row.verified_at),

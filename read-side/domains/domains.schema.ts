@@ -17,6 +17,9 @@ export interface DomainsTable {
   impressum: Json<Impressum> | null;
   dkim_selector: string;
   sealed_dkim_private_key: string;
+  /** The Ed25519 key that signs beside RSA once its record verified; null until then. */
+  ed25519_dkim_selector: string | null;
+  sealed_ed25519_dkim_private_key: string | null;
   return_path_domain: string;
   tracking_domain: string;
   created_at: Timestamp;
@@ -63,5 +66,11 @@ CREATE INDEX IF NOT EXISTS domains_recheck ON domains (last_checked_at) WHERE de
   {
     id: 'domains-002',
     sql: `ALTER TABLE domains ADD COLUMN IF NOT EXISTS simulated boolean NOT NULL DEFAULT false;`,
+  },
+  {
+    id: 'domains-003',
+    sql: `
+ALTER TABLE domains ADD COLUMN IF NOT EXISTS ed25519_dkim_selector text;
+ALTER TABLE domains ADD COLUMN IF NOT EXISTS sealed_ed25519_dkim_private_key text;`,
   },
 ];

@@ -1,3 +1,4 @@
+import { dkimRotationDue } from '../../domain/domains/dkim-rotation.ts';
 import {
   type DomainCommand,
   type DomainState,
@@ -20,7 +21,14 @@ import { newId } from '../../platform/ids.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 import { checkDnsRecords } from './dns-check.ts';
-import { type Deps, type NewDomain, nameRegistration, newDomainCommand } from './new-domain.ts';
+import {
+  type Deps,
+  type NewDomain,
+  nameRegistration,
+  newDkimKey,
+  newDomainCommand,
+  newEd25519Key,
+} from './new-domain.ts';
 
 /** Domains count against the plan until deleted (soft delete frees the slot, as the list stops showing it). */
 export const DOMAIN_SLOTS: PlanSlotKind = {
@@ -118,6 +126,60 @@ async function dnsCheck(
   if (simulation) return { type: 'SimulateDnsCheck', ...target, outcome: simulation, at };
   const checks = await checkDnsRecords(createResolver(services.config.DNS_SERVERS), state.records);
   return { type: 'RecordDnsCheck', ...target, checks, at };
+}
+
+/** Starts a DKIM key rotation: a new key under a new selector, listed `pending` until its record verifies. */
+export async function rotateDkim(services: Deps, meta: EventMetadata, domainId: string) {
+  return (await rotation(services, meta, domainId, 'manual')) ?? {};
+}
+
+/**
+ * The automatic rotation (the domain verifier): started only when the signing key is older than
+ * DKIM_ROTATE_AFTER_MS and none is pending; null otherwise, before a key pair costs its CPU time.
+ */
+export const rotateDkimIfDue = (services: Deps, meta: EventMetadata, domainId: string) =>
+  rotation(services, meta, domainId, 'scheduled');
+
+async function rotation(
+  services: Deps,
+  meta: EventMetadata,
+  domainId: string,
+  trigger: 'manual' | 'scheduled',
+) {
+  const stream = domainStream(domainId);
+  const history = await services.store.readStream(stream);
+  const state = rebuildState(domainDecider, history);
+  const now = services.clock.now();
+  const at = now.toISOString();
+  const due = state.exists && dkimRotationDue(state.dkim, at, services.config.DKIM_ROTATE_AFTER_MS);
+  if (trigger === 'scheduled' && !due) return null;
+  const command: DomainCommand = {
+    type: 'RotateDkim',
+    domainId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    trigger,
+    dkim: await newDkimKey(services, now),
+    graceMs: services.config.DKIM_RETIRE_AFTER_MS,
+    at,
+  };
+  const result = await handleCommand(services.store, stream, domainDecider, command, meta, { history });
+  return { position: result.position };
+}
+
+/** Adds an Ed25519 key to sign beside RSA once its record verifies (409 when the domain has one). */
+export async function addEd25519Dkim(services: Deps, meta: EventMetadata, domainId: string) {
+  const now = services.clock.now();
+  const command: DomainCommand = {
+    type: 'AddEd25519Dkim',
+    domainId,
+    orgId: meta.orgId,
+    mode: meta.mode,
+    dkim: await newEd25519Key(services, now),
+    at: now.toISOString(),
+  };
+  const result = await handleCommand(services.store, domainStream(domainId), domainDecider, command, meta);
+  return { position: result.position };
 }
 
 export interface DomainPatch {

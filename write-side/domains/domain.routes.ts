@@ -8,7 +8,15 @@ import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
-import { addDomain, deleteDomain, restoreDomain, updateDomain, verifyDomain } from './domain.commands.ts';
+import {
+  addDomain,
+  addEd25519Dkim,
+  deleteDomain,
+  restoreDomain,
+  rotateDkim,
+  updateDomain,
+  verifyDomain,
+} from './domain.commands.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const DOMAIN_PROJECTIONS = ['domains'];
@@ -136,6 +144,34 @@ export function domainCommandRoutes(api: ApiRouter, services: Services) {
       const body = parse(verifyBody, req.body);
       return verifyDomain(services, metaOf(req.auth), id, 'manual', body.simulate);
     },
+  );
+
+  domains.change(
+    'POST',
+    '/domains/:domain_id/dkim/rotate',
+    {
+      summary: 'Rotate the DKIM key of a domain',
+      description:
+        'Creates a new key under a new selector and lists its record (`rotation: pending`). The old key signs ' +
+        'until the new record verifies; then the new key signs and the old record stays listed (`retiring`) ' +
+        'for DKIM_RETIRE_AFTER_MS before it is flagged `removable`. 409 while a new key is still pending.',
+      errors: ['conflict'],
+    },
+    (req, id) => rotateDkim(services, metaOf(req.auth), id),
+  );
+
+  domains.change(
+    'POST',
+    '/domains/:domain_id/dkim/ed25519',
+    {
+      summary: 'Add an Ed25519 DKIM key beside RSA',
+      description:
+        'Creates an Ed25519 key (RFC 8463) under a selector of its own and lists its record (`rotation: pending`, ' +
+        'not required). Once the record verifies, mail carries two signatures: RSA and Ed25519. 409 when the ' +
+        'domain has an Ed25519 key already.',
+      errors: ['conflict'],
+    },
+    (req, id) => addEd25519Dkim(services, metaOf(req.auth), id),
   );
 
   domains.change(

@@ -20,15 +20,15 @@ export interface NewDomain {
 
 // What adding a domain needs besides its handler (domain.commands.ts): its name's registration, DKIM key and records.
 
-const generateRsaKeyPair = promisify(generateKeyPair);
+const generateKeyPairAsync = promisify(generateKeyPair);
 
 /**
  * A fresh RSA 2048 key. The selector carries the month and a random part: it names this key in DNS, so a
  * rotated key gets a new selector and both can be published while mail signed with the old one is in flight.
  * Two organizations registering the same name get different selectors, so their records do not collide.
  */
-async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
-  const { publicKey, privateKey } = await generateRsaKeyPair('rsa', {
+export async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
+  const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'der' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
@@ -37,6 +37,24 @@ async function newDkimKey(services: Deps, at: Date): Promise<DkimKey> {
   return {
     selector: `pl${month}${randomBytes(3).toString('hex')}`,
     publicKey: publicKey.toString('base64'),
+    sealedPrivateKey: services.secrets.seal(privateKey),
+    createdAt: at.toISOString(),
+  };
+}
+
+/**
+ * A fresh Ed25519 key (RFC 8463) to sign beside RSA, under a selector of its own (`ed` instead of `pl`). Its
+ * record's `p=` is the raw 32-byte public key: the SubjectPublicKeyInfo's last 32 bytes.
+ */
+export async function newEd25519Key(services: Deps, at: Date): Promise<DkimKey> {
+  const { publicKey, privateKey } = await generateKeyPairAsync('ed25519', {
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  const month = at.toISOString().slice(0, 7).replace('-', '');
+  return {
+    selector: `ed${month}${randomBytes(3).toString('hex')}`,
+    publicKey: publicKey.subarray(-32).toString('base64'),
     sealedPrivateKey: services.secrets.seal(privateKey),
     createdAt: at.toISOString(),
   };

@@ -7,6 +7,7 @@ import { InputField, useFields } from '../components/field.tsx';
 import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
+import { DkimKeys } from './dkim-keys.tsx';
 import { DmarcReports } from './dmarc.tsx';
 
 type Impressum = Record<string, string | undefined>;
@@ -125,7 +126,11 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
             </td>
             <td>
               {r.purpose}
-              {!r.required && <span class="muted"> (optional)</span>}
+              {r.rotation ? (
+                <span class="muted"> ({r.rotation})</span>
+              ) : (
+                !r.required && <span class="muted"> (optional)</span>
+              )}
             </td>
             <td>
               <Badge value={r.status} />
@@ -142,6 +147,8 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
         {verify.busy ? 'Checking DNS…' : 'Verify'}
       </ActionButton>
       <ErrorBox error={verify.error} />
+
+      <DkimKeys d={d} onChanged={setCurrent} />
 
       <h2>Tracking and inbound</h2>
       <fieldset class="switches" disabled={toggle.busy}>

@@ -17,11 +17,13 @@ function customHeaders(headers: Record<string, string>): Record<string, string> 
 /**
  * Builds the RFC 5322 message: stable Message-ID and Date from the input, MIME boundaries derived from the
  * Message-ID (so the same email composes to the same bytes on every attempt), Bcc only in the envelope,
- * DKIM-signed when a key is given. A submitted message (`raw`) is only signed.
+ * DKIM-signed when a key is given (and with Ed25519 beside RSA when the domain has one). A submitted message (`raw`) is only signed.
  */
 export async function composeMessage(message: OutboundMessage): Promise<Buffer> {
   const raw = message.raw ?? (await compose(message));
-  return message.dkim ? signMessage(raw, message.dkim, message.date) : raw;
+  const signed = message.dkim ? await signMessage(raw, message.dkim, message.date) : raw;
+  // Two independent signatures: neither covers the other's DKIM-Signature field, so each verifies alone.
+  return message.dkimEd25519 ? signMessage(signed, message.dkimEd25519, message.date) : signed;
 }
 
 function compose(message: OutboundMessage): Promise<Buffer> {

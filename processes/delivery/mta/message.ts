@@ -34,6 +34,8 @@ export interface OutboundMessage
   /** The VERP return path (`MAIL FROM`), see `verpAddress()`. */
   envelopeFrom: string;
   dkim: DkimKey | null;
+  /** A second signature beside RSA (RFC 8463), once the domain's Ed25519 record verified. */
+  dkimEd25519?: DkimKey;
 }
 
 /** What became of one recipient of a send. */
