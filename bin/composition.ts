@@ -56,6 +56,7 @@ import { broadcastsProjection } from '../projections/broadcasts.projection.ts';
 import { contactImportsProjection } from '../projections/contact-imports.projection.ts';
 import { contactsProjection } from '../projections/contacts.projection.ts';
 import { deliveryPausesProjection } from '../projections/delivery-pauses.projection.ts';
+import { dmarcReportsProjection } from '../projections/dmarc-reports.projection.ts';
 import { domainsProjection } from '../projections/domains.projection.ts';
 import { emailsProjection } from '../projections/emails.projection.ts';
 import type { Projection } from '../projections/projection.ts';
@@ -74,6 +75,8 @@ import { contactImportQueryRoutes } from '../read-side/contact-imports/contact-i
 import { contactImportsMigrations } from '../read-side/contact-imports/contact-imports.schema.ts';
 import { contactQueryRoutes } from '../read-side/contacts/contacts.routes.ts';
 import { contactsMigrations } from '../read-side/contacts/contacts.schema.ts';
+import { dmarcReportQueryRoutes } from '../read-side/dmarc-reports/dmarc-reports.routes.ts';
+import { dmarcReportsMigrations } from '../read-side/dmarc-reports/dmarc-reports.schema.ts';
 import { findDomainById } from '../read-side/domains/domains.queries.ts';
 import { domainQueryRoutes } from '../read-side/domains/domains.routes.ts';
 import { domainsMigrations } from '../read-side/domains/domains.schema.ts';
@@ -128,6 +131,7 @@ export const migrations: Migration[] = [
   ...contactImportsMigrations,
   ...emailsMigrations,
   ...receivedEmailsMigrations,
+  ...dmarcReportsMigrations,
   ...schedulerMigrations,
   ...broadcastExpansionMigrations,
   ...simulatorMigrations,
@@ -153,6 +157,7 @@ export const projections: Projection[] = [
   contactImportsProjection,
   emailsProjection,
   receivedEmailsProjection,
+  dmarcReportsProjection,
   webhooksProjection,
   deliveryPausesProjection,
 ];
@@ -167,6 +172,7 @@ export function registerRoutes(api: ApiRouter, services: Services): void {
   organizationQueryRoutes(api, services);
   domainCommandRoutes(api, services);
   domainQueryRoutes(api, services);
+  dmarcReportQueryRoutes(api, services);
   // Command routes first: POST /templates/render is a fixed path, never a template id.
   templateCommandRoutes(api, services);
   templateQueryRoutes(api, services);

@@ -10,6 +10,7 @@ import type {
   ContactImportsTable,
 } from './contact-imports/contact-imports.schema.ts';
 import type { ContactAudiencesTable, ContactsTable, ContactTopicsTable } from './contacts/contacts.schema.ts';
+import type { DmarcReportSourcesTable, DmarcReportsTable } from './dmarc-reports/dmarc-reports.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
 import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
 import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
@@ -29,6 +30,8 @@ export interface ReadModels {
   contact_import_invalid_rows: ContactImportInvalidRowsTable;
   contact_audiences: ContactAudiencesTable;
   contact_topics: ContactTopicsTable;
+  dmarc_reports: DmarcReportsTable;
+  dmarc_report_sources: DmarcReportSourcesTable;
   domains: DomainsTable;
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;

@@ -1,6 +1,7 @@
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { Services } from '../platform/services.ts';
 import { bounceReports } from './bounce-reports.ts';
+import { dmarcReports } from './dmarc-reports.ts';
 import { inbound } from './inbound.ts';
 import { type ArrivedMessage, storeArriving } from './mx-message.ts';
 import { answer, type ReplyName, SmtpReply } from './replies.ts';
@@ -21,7 +22,7 @@ interface Route {
 
 /**
  * The MX's routing: each recipient goes, by its address alone, to the List-Unsubscribe `mailto:` of broadcast
- * emails, to the bounce and complaint reports (Postline's own return paths and feedback address), or to inbound
+ * emails, to a domain's DMARC report address (`dmarc+<domain id>@…`), to the bounce and complaint reports (Postline's own return paths and feedback address), or to inbound
  * receipt (anything else, refused unless on an organization's inbound domain): never an open relay.
  */
 export function mxHooks(servers: SmtpServers, services: Services) {
@@ -29,9 +30,16 @@ export function mxHooks(servers: SmtpServers, services: Services) {
   const blobs = services.blobs;
   const unsubscribe = unsubscribeMailto(services, returnPath);
   const reports = bounceReports(servers, services, returnPath);
+  const dmarc = dmarcReports(servers, services);
   const received = inbound(servers, services);
   const routeOf = (address: string): Route =>
-    unsubscribe.takes(address) ? unsubscribe : reports.takes(address) ? reports : received;
+    unsubscribe.takes(address)
+      ? unsubscribe
+      : dmarc.takes(address)
+        ? dmarc
+        : reports.takes(address)
+          ? reports
+          : received;
 
   async function onRcptTo(address: string, session: SMTPServerSession) {
     if (session.envelope.rcptTo.length >= MAX_RECIPIENTS)
@@ -52,7 +60,7 @@ export function mxHooks(servers: SmtpServers, services: Services) {
     });
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     let kept = false;
-    for (const route of [unsubscribe, received, reports] satisfies Route[]) {
+    for (const route of [unsubscribe, dmarc, received, reports] satisfies Route[]) {
       const addresses = recipients.filter((a) => routeOf(a) === route);
       if (addresses.length > 0) kept = (await route.deliver(message, addresses, session)) || kept;
     }

@@ -29,6 +29,7 @@ export const REPLIES = {
   sessionTooLong: [421, '4.4.2', 'Session too long; closing'],
   invalidAddress: [501, '5.1.3', 'Invalid address'],
   unknownReturnPath: [550, '5.1.1', 'No such return path: it names no email sent from here'],
+  unknownDmarcDomain: [550, '5.1.1', 'No such DMARC report address: it names no domain here'],
   relayDenied: [
     550,
     '5.7.1',

@@ -1,4 +1,5 @@
 import type { Config } from '../../platform/config.ts';
+import { dmarcReportAddress } from '../dmarc/dmarc-report.events.ts';
 import type { DnsRecord } from './domain.events.ts';
 
 /** Where the tracking CNAME lives on the customer's domain: `track.example.com`. */
@@ -42,7 +43,7 @@ export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publi
  * domain and DKIM alone aligns for DMARC. Inbound adds an MX on the domain itself.
  */
 export function dnsRecordsFor(
-  domain: { name: string; selector: string; publicKey: string; inboundEnabled: boolean },
+  domain: { id: string; name: string; selector: string; publicKey: string; inboundEnabled: boolean },
   s: DnsSettings,
 ): DnsRecord[] {
   const returnPath = `${s.returnPathSubdomain}.${domain.name}`;
@@ -60,7 +61,7 @@ export function dnsRecordsFor(
     {
       type: 'TXT',
       name: `_dmarc.${domain.name}`,
-      value: 'v=DMARC1; p=none;',
+      value: dmarcRecordValue(domain.id, s.mxHost, domain.inboundEnabled),
       purpose: 'dmarc',
       required: false,
       ...pending,
@@ -87,6 +88,19 @@ export function dnsRecordsFor(
   if (domain.inboundEnabled) records.push(inboundRecord(domain.name, s.mxHost));
   return records;
 }
+
+/**
+ * The suggested DMARC record: `p=none` (monitoring); once inbound is set up (the MX takes mail for the installation),
+ * its `rua` is the domain's report address there, so the domain's aggregate reports are read for it.
+ */
+export const dmarcRecordValue = (domainId: string, mxHost: string, inbound: boolean) =>
+  inbound
+    ? `v=DMARC1; p=none; rua=mailto:${dmarcReportAddress(domainId, mxHost.toLowerCase().replace(/\.$/, ''))}`
+    : 'v=DMARC1; p=none;';
+
+/** The records with the DMARC record's suggested value replaced (its check status stays: any DMARC1 passes). */
+export const withDmarcValue = (records: DnsRecord[], value: string) =>
+  records.map((r) => (r.purpose === 'dmarc' ? { ...r, value } : r));
 
 export const inboundRecord = (name: string, mxHost: string): DnsRecord => ({
   type: 'MX',

@@ -3,7 +3,7 @@ import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import { addEd25519, type Ed25519Keys, ed25519AfterCheck } from './dkim-ed25519.ts';
 import { type DkimKeys, evolveKeys, rotationAfterCheck, startRotation } from './dkim-rotation.ts';
-import { currentRecords, inboundRecord } from './dns-records.ts';
+import { currentRecords, dmarcRecordValue, inboundRecord, withDmarcValue } from './dns-records.ts';
 import type {
   DkimKey,
   DnsRecord,
@@ -149,6 +149,11 @@ function updateDomain(command: Command<'UpdateDomain'>, domain: Existing): Domai
   if (next.inboundEnabled && !domain.inboundEnabled)
     records = [...records, inboundRecord(domain.name, command.inboundMxHost)];
   if (!next.inboundEnabled && domain.inboundEnabled) records = records.filter((r) => r.purpose !== 'inbound');
+  if (next.inboundEnabled !== domain.inboundEnabled)
+    records = withDmarcValue(
+      records,
+      dmarcRecordValue(domain.domainId, command.inboundMxHost, next.inboundEnabled),
+    );
   const unchanged =
     records === domain.records &&
     next.openTracking === domain.openTracking &&

@@ -179,6 +179,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/domains/{domain_id}/dmarc-reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a domain's DMARC aggregate reports
+         * @description The aggregate reports received at the `rua` address of the domain (docs/deliverability.md, "DMARC reports"), per reporter and day, with the sending addresses they name.
+         */
+        get: operations["getDomainsDomainIdDmarcReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/templates/render": {
         parameters: {
             query?: never;
@@ -1898,6 +1918,89 @@ export interface components {
             object: "list";
             data: components["schemas"]["Domain"][];
             has_more: boolean;
+        };
+        /**
+         * @description The domain's DMARC aggregate reports per reporter and day, newest day first (at most 400).
+         * @example {
+         *       "object": "list",
+         *       "data": [
+         *         {
+         *           "object": "dmarc_report_day",
+         *           "reporter": "google.com",
+         *           "reporter_email": "noreply-dmarc-support@google.com",
+         *           "day": "2026-11-25",
+         *           "reports": 1,
+         *           "messages": 124,
+         *           "dmarc_pass": 120,
+         *           "dkim_pass": 120,
+         *           "dkim_aligned": 120,
+         *           "spf_pass": 120,
+         *           "spf_aligned": 0,
+         *           "sources": [
+         *             {
+         *               "ip": "192.0.2.10",
+         *               "messages": 120,
+         *               "dmarc_pass": 120,
+         *               "dkim_aligned": 120,
+         *               "spf_aligned": 0,
+         *               "postline": true
+         *             },
+         *             {
+         *               "ip": "198.51.100.23",
+         *               "messages": 4,
+         *               "dmarc_pass": 0,
+         *               "dkim_aligned": 0,
+         *               "spf_aligned": 0,
+         *               "postline": false
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        DmarcReportList: {
+            /** @constant */
+            object: "list";
+            data: {
+                /** @constant */
+                object: "dmarc_report_day";
+                /** @description The report's `org_name`, e.g. `google.com`. */
+                reporter: string;
+                reporter_email: string;
+                /**
+                 * Format: date
+                 * @description The UTC day the reports cover.
+                 */
+                day: string;
+                /** @description The reporter's reports for the day, summed here. */
+                reports: number;
+                /** @description Messages the reporter saw from the domain. */
+                messages: number;
+                /** @description Of them, passing DMARC: DKIM or SPF passed and aligned. */
+                dmarc_pass: number;
+                /** @description DKIM passed with the From domain (aligned). */
+                dkim_aligned: number;
+                /** @description SPF passed with the From domain (aligned). */
+                spf_aligned: number;
+                /** @description DKIM passed, aligned or not. */
+                dkim_pass: number;
+                /** @description SPF passed, aligned or not. */
+                spf_pass: number;
+                /** @description Sending addresses, most messages first. */
+                sources: {
+                    ip: string;
+                    /** @description Messages the reporter saw from the domain. */
+                    messages: number;
+                    /** @description Of them, passing DMARC: DKIM or SPF passed and aligned. */
+                    dmarc_pass: number;
+                    /** @description DKIM passed with the From domain (aligned). */
+                    dkim_aligned: number;
+                    /** @description SPF passed with the From domain (aligned). */
+                    spf_aligned: number;
+                    /** @description Whether the address is one Postline sends from (`POSTLINE_OUTBOUND_IPS`): if not, it is another of the domain's senders, or someone using its name. */
+                    postline: boolean;
+                }[];
+            }[];
         };
         RenderedTemplate: {
             subject: string;
@@ -6019,6 +6122,209 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getDomainsDomainIdDmarcReports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DmarcReportList"];
+                };
+            };
+            /** @description Error: `malformed_request` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `not_found`, `route_not_found` */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "not_found" | "route_not_found";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down";
                         };
                     } & {
                         [key: string]: unknown;

@@ -91,8 +91,8 @@ export interface DashboardBrowser {
  * of the service. After the tests they are closed, and `foreign` must be empty: the page asked nothing of any other
  * host (no CDN, no fonts) and threw no error.
  */
-export function useDashboardBrowser() {
-  const svc = useTestService({ processes: true });
+export function useDashboardBrowser(o: { env?: Record<string, string> } = {}) {
+  const svc = useTestService({ processes: true, env: o.env });
   const opened = {} as DashboardBrowser;
   const received: { id: string; body: string }[] = [];
   const foreign: string[] = [];

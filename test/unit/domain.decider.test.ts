@@ -225,7 +225,7 @@ describe('domain decider: the records a new domain is given', () => {
     returnPathSubdomain: 'bounces',
   };
   const given = dnsRecordsFor(
-    { name: 'example.com', selector: 'pl1', publicKey: 'PUB', inboundEnabled: false },
+    { id: 'dom_1', name: 'example.com', selector: 'pl1', publicKey: 'PUB', inboundEnabled: false },
     settings,
   );
   const addedToday: DomainEvent = {
@@ -493,7 +493,7 @@ describe('domain decider: updates', () => {
         },
       ]));
 
-  it('adds the inbound MX record when inbound is enabled, and removes it when disabled', () => {
+  it('adds the inbound MX record and the DMARC rua when inbound is enabled, and removes both when disabled', () => {
     const mx: DnsRecord = {
       type: 'MX',
       name: 'example.com',
@@ -508,12 +508,16 @@ describe('domain decider: updates', () => {
       { ...update, inboundEnabled: true },
       domainDecider.evolve(domainDecider.initialState, added),
     );
-    expect(enabled[0].type === 'DomainUpdated' && enabled[0].data.records).toEqual([...records, mx]);
+    const dmarc = (value: string) => records.map((r) => (r.purpose === 'dmarc' ? { ...r, value } : r));
+    const rua = `v=DMARC1; p=none; rua=mailto:dmarc+${added.data.domainId}@mx.postline.test`;
+    expect(enabled[0].type === 'DomainUpdated' && enabled[0].data.records).toEqual([...dmarc(rua), mx]);
     spec(domainDecider)
       .given([added, ...enabled])
       .when({ ...update, inboundEnabled: false })
       .then((events) =>
-        expect(events[0].type === 'DomainUpdated' && events[0].data.records).toEqual(records),
+        expect(events[0].type === 'DomainUpdated' && events[0].data.records).toEqual(
+          dmarc('v=DMARC1; p=none;'),
+        ),
       );
   });
 

@@ -117,6 +117,7 @@ export async function newDomainCommand(
     trackingDomain: `${TRACKING_LABEL}.${domain.name}`,
     records: dnsRecordsFor(
       {
+        id: domainId,
         name: domain.name,
         selector: dkim.selector,
         publicKey: dkim.publicKey,

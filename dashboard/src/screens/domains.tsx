@@ -8,6 +8,7 @@ import { PagedTable, Table } from '../components/paged-list.tsx';
 import { navigate } from '../router.ts';
 import { Badge, CopyButton, ErrorBox, Link, Time, useAction, useLoad } from '../ui.tsx';
 import { DkimKeys } from './dkim-keys.tsx';
+import { DmarcReports } from './dmarc.tsx';
 
 type Impressum = Record<string, string | undefined>;
 type DomainJson = Schema<'Domain'>;
@@ -173,6 +174,8 @@ function DomainPage({ d, setCurrent }: { d: DomainJson; setCurrent: (d: DomainJs
 
       <h2>Impressum</h2>
       <ImpressumForm domain={d} onSaved={setCurrent} />
+
+      <DmarcReports domainId={d.id} />
     </>
   );
 }
