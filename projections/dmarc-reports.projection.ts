@@ -37,6 +37,7 @@ export const dmarcReportsProjection: Projection<DmarcReportEvent | Purged> = {
       await tx.query('DELETE FROM dmarc_reports WHERE domain_id = $1', [e.data.domainId]);
       return;
     }
+    if (e.type !== 'DmarcReportReceived') return;
     const { report, ...d } = e.data;
     const records = report.records;
     const id = `${d.domainId}|${dmarcReportKey(report)}`;

@@ -1,4 +1,5 @@
 import { get, type Schema } from '../api.ts';
+import { LineChart } from '../components/line-chart.tsx';
 import { Table } from '../components/paged-list.tsx';
 import { Empty, Status, useLoad } from '../ui.tsx';
 
@@ -49,65 +50,24 @@ function unknownSenders(reports: ReportDay[]) {
   return [...byIp.values()].sort((a, b) => b.messages - a.messages);
 }
 
-/** Pass rates per day as inline SVG: a line per series, a point per day (its rate in its title). */
+/** Pass rates per day: a line per series, a dot per day (its rate in its title). */
 function PassRateChart({ days }: { days: Day[] }) {
-  const W = 600;
-  const H = 200;
-  const PAD = 32;
-  const x = (i: number) => (days.length === 1 ? W / 2 : PAD + (i * (W - PAD - 8)) / (days.length - 1));
-  const y = (rate: number) => H - PAD - (rate * (H - PAD - 8)) / 100;
+  const rows = days.map((d) => ({
+    label: d.day,
+    dmarc_pass: percent(d.dmarc_pass, d.messages),
+    dkim_aligned: percent(d.dkim_aligned, d.messages),
+    spf_aligned: percent(d.spf_aligned, d.messages),
+  }));
   return (
-    <figure class="chart dmarc-chart">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="dmarc-chart-title">
-        <title id="dmarc-chart-title">DMARC, DKIM and SPF pass rates per day</title>
-        <line x1={PAD} y1={H - PAD} x2={W - 8} y2={H - PAD} class="axis" />
-        <line x1={PAD} y1={8} x2={PAD} y2={H - PAD} class="axis" />
-        <text x={PAD - 4} y={12} class="tick" text-anchor="end">
-          100%
-        </text>
-        <text x={PAD - 4} y={H - PAD} class="tick" text-anchor="end">
-          0%
-        </text>
-        <text x={PAD} y={H - 8} class="tick">
-          {days[0].day}
-        </text>
-        <text x={W - 8} y={H - 8} class="tick" text-anchor="end">
-          {days[days.length - 1].day}
-        </text>
-        {SERIES.map(([key, label, color]) => (
-          <g key={key} data-series={key}>
-            <polyline
-              fill="none"
-              stroke={color}
-              stroke-width="2"
-              points={days
-                .map((d, i) => `${x(i).toFixed(1)},${y(percent(d[key], d.messages)).toFixed(1)}`)
-                .join(' ')}
-            />
-            {days.map((d, i) => (
-              <circle
-                key={d.day}
-                cx={x(i).toFixed(1)}
-                cy={y(percent(d[key], d.messages)).toFixed(1)}
-                r="3"
-                fill={color}
-                data-day={d.day}
-                data-rate={percent(d[key], d.messages)}
-              >
-                <title>{`${d.day}: ${label} ${percent(d[key], d.messages)}% of ${d.messages}`}</title>
-              </circle>
-            ))}
-          </g>
-        ))}
-      </svg>
-      <figcaption class="legend">
-        {SERIES.map(([key, label, color]) => (
-          <span key={key}>
-            <i style={{ background: color }} /> {label}
-          </span>
-        ))}
-      </figcaption>
-    </figure>
+    <LineChart
+      id="dmarc-chart-title"
+      title="DMARC, DKIM and SPF pass rates per day"
+      rows={rows}
+      series={SERIES}
+      max={100}
+      unit="%"
+      class="dmarc-chart"
+    />
   );
 }
 

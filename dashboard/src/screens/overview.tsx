@@ -1,4 +1,5 @@
 import { get, listAll, type Schema } from '../api.ts';
+import { LineChart } from '../components/line-chart.tsx';
 import { Status, useLoad } from '../ui.tsx';
 import type { EmailSummary } from './emails.tsx';
 
@@ -133,50 +134,17 @@ function Quota({ usage }: { usage: Usage }) {
   );
 }
 
-/** A line per series over the 30 days, as inline SVG. */
+/** A line per series over the 30 days. */
 function Chart({ rows }: { rows: Row[] }) {
-  const W = 600;
-  const H = 200;
-  const PAD = 28;
   const max = Math.max(1, ...rows.flatMap((r) => SERIES.map(([k]) => r[k])));
-  const x = (i: number) => PAD + (i * (W - PAD - 8)) / (rows.length - 1);
-  const y = (v: number) => H - PAD - (v * (H - PAD - 8)) / max;
   return (
-    <figure class="chart">
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title">
-        <title id="chart-title">Emails per day over the last 30 days</title>
-        <line x1={PAD} y1={H - PAD} x2={W - 8} y2={H - PAD} class="axis" />
-        <line x1={PAD} y1={8} x2={PAD} y2={H - PAD} class="axis" />
-        <text x={PAD - 4} y={12} class="tick" text-anchor="end">
-          {max}
-        </text>
-        <text x={PAD - 4} y={H - PAD} class="tick" text-anchor="end">
-          0
-        </text>
-        <text x={PAD} y={H - 8} class="tick">
-          {rows[0].day.slice(5)}
-        </text>
-        <text x={W - 8} y={H - 8} class="tick" text-anchor="end">
-          {rows[rows.length - 1].day.slice(5)}
-        </text>
-        {SERIES.map(([key, , color]) => (
-          <polyline
-            key={key}
-            fill="none"
-            stroke={color}
-            stroke-width="2"
-            points={rows.map((r, i) => `${x(i).toFixed(1)},${y(r[key]).toFixed(1)}`).join(' ')}
-          />
-        ))}
-      </svg>
-      <figcaption class="legend">
-        {SERIES.map(([key, label, color]) => (
-          <span key={key}>
-            <i style={{ background: color }} /> {label}
-          </span>
-        ))}
-      </figcaption>
-    </figure>
+    <LineChart
+      id="chart-title"
+      title="Emails per day over the last 30 days"
+      rows={rows.map((r) => ({ ...r, label: r.day.slice(5) }))}
+      series={SERIES}
+      max={max}
+    />
   );
 }
 
