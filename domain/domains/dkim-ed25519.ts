@@ -1,5 +1,5 @@
 import { AppError } from '../../platform/errors.ts';
-import { dkimRecordName } from './dkim-rotation.ts';
+import { dkimRecordName } from './dns-records.ts';
 import type { DkimKey, DnsRecord, DomainEvent } from './domain.events.ts';
 
 /** The Ed25519 key of a domain (RFC 8463), signing beside the RSA key once its record verifies. */

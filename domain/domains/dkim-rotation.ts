@@ -1,6 +1,6 @@
 import { AppError } from '../../platform/errors.ts';
 import type { Ed25519Keys } from './dkim-ed25519.ts';
-import { dkimRecordValue } from './dns-records.ts';
+import { dkimRecordName, dkimRecordValue } from './dns-records.ts';
 import type { DkimKey, DnsRecord, DomainEvent } from './domain.events.ts';
 
 /** The keys of a domain as its decider folds them: the one signing, and a rotation's new one until it verifies. */
@@ -8,9 +8,6 @@ export interface DkimKeys {
   active: { selector: string; createdAt: string };
   pending: (DkimKey & { graceMs: number }) | null;
 }
-
-export const dkimRecordName = (selector: string, domainName: string) =>
-  `${selector}._domainkey.${domainName}`;
 
 interface RotatingDomain {
   domainId: string;

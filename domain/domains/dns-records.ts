@@ -36,6 +36,10 @@ const pending = { status: 'pending' as const, found: null };
 
 export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publicKey}`;
 
+/** Where a DKIM key's record lives: `<selector>._domainkey.<domain>`. */
+export const dkimRecordName = (selector: string, domainName: string) =>
+  `${selector}._domainkey.${domainName}`;
+
 /**
  * The records a new domain asks for. Required (the domain sends live only when they are verified): DKIM, and
  * SPF on the domain itself. Recommended: DMARC and the tracking CNAME. Optional, the custom return path: an MX
@@ -51,7 +55,7 @@ export function dnsRecordsFor(
   const records: DnsRecord[] = [
     {
       type: 'TXT',
-      name: `${domain.selector}._domainkey.${domain.name}`,
+      name: dkimRecordName(domain.selector, domain.name),
       value: dkimRecordValue(domain.publicKey),
       purpose: 'dkim',
       required: true,
