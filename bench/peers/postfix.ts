@@ -9,8 +9,9 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import os from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { processAlive } from '../../platform/process-alive.ts';
 import { freePort } from '../../test/support/process.ts';
-import { isRunning, type Peer, stopPid, waitForPort } from './processes.ts';
+import { type Peer, stopPid, waitForPort } from './processes.ts';
 
 const run = promisify(execFile);
 const POSTFIX = '/usr/sbin/postfix';
@@ -90,7 +91,7 @@ export async function startPostfix(relayPort: number): Promise<Peer | undefined>
   try {
     await run(POSTFIX, ['-c', dir, 'start']);
     pid = Number(readFileSync(join(dir, 'queue', 'pid', 'master.pid'), 'latin1').trim());
-    await waitForPort(port, 30_000, () => isRunning(pid));
+    await waitForPort(port, 30_000, () => processAlive(pid));
     const { stdout } = await run('/usr/sbin/postconf', ['-c', dir, '-h', 'mail_version']);
     return { name: `Postfix ${stdout.trim()}`, port, stop };
   } catch (error) {

@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { processAlive } from '../../platform/process-alive.ts';
 
 export interface Peer {
   /** As printed beside the figures, e.g. `Postfix 3.7.11`. */
@@ -43,25 +44,16 @@ export function processFamily(pid: number): number[] {
   return [pid, ...children];
 }
 
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Waits up to `ms` for pid to exit; then kills it. Only ever called with the pid of a process the bench started. */
 export async function stopPid(
   pid: number,
   ms = 15_000,
   signal: NodeJS.Signals | null = 'SIGTERM',
 ): Promise<void> {
-  if (signal && isRunning(pid)) process.kill(pid, signal);
+  if (signal && processAlive(pid)) process.kill(pid, signal);
   const deadline = Date.now() + ms;
-  while (isRunning(pid) && Date.now() < deadline) await sleep(50);
-  if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+  while (processAlive(pid) && Date.now() < deadline) await sleep(50);
+  if (processAlive(pid)) process.kill(pid, 'SIGKILL');
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

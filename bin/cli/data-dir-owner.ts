@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive } from '../../platform/process-alive.ts';
 
 /**
  * The data dir of embedded mode has one owner, the process that runs its PostgreSQL server
@@ -17,21 +18,12 @@ export interface Owner {
 
 const file = (dataDir: string) => join(dataDir, 'owner.json');
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e: any) {
-    return e.code === 'EPERM';
-  }
-};
-
 /** The live owner of the data dir, if any (a stale file from a crashed process is ignored). */
 export function currentOwner(dataDir: string): Owner | null {
   if (!existsSync(file(dataDir))) return null;
   try {
     const owner = JSON.parse(readFileSync(file(dataDir), 'utf8')) as Owner;
-    return owner.pid !== process.pid && alive(owner.pid) ? owner : null;
+    return owner.pid !== process.pid && processAlive(owner.pid) ? owner : null;
   } catch {
     return null;
   }

@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
+import { processAlive } from '../process-alive.ts';
 
 /**
  * A PostgreSQL server of Postline's own, for `npm start` without DATABASE_URL: the binaries of the npm package
@@ -92,15 +93,6 @@ async function binaries(): Promise<{ initdb: string; postgres: string }> {
   }
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e: any) {
-    return e.code === 'EPERM';
-  }
-};
-
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -134,15 +126,15 @@ async function clearStaleServer(dir: string): Promise<void> {
   const lock = join(dir, 'postmaster.pid');
   if (!existsSync(lock)) return;
   const pid = Number(readFileSync(lock, 'utf8').split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return;
   const ours = commandOf(pid).includes(dir);
   if (!ours) {
     rmSync(lock, { force: true });
     return;
   }
   process.kill(pid, 'SIGINT');
-  if (!(await until(() => !alive(pid), STOP_TIMEOUT_MS))) process.kill(pid, 'SIGKILL');
-  await until(() => !alive(pid), STOP_TIMEOUT_MS);
+  if (!(await until(() => !processAlive(pid), STOP_TIMEOUT_MS))) process.kill(pid, 'SIGKILL');
+  await until(() => !processAlive(pid), STOP_TIMEOUT_MS);
 }
 
 /**

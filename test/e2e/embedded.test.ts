@@ -2,19 +2,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { describe, expect, it, vi } from 'vitest';
+import { processAlive } from '../../platform/process-alive.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { createOrgWithCli, expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e: any) {
-    return e.code === 'EPERM';
-  }
-};
 
 const dataDir = useTempDir('e2e');
 const crashDir = useTempDir('e2e-crash');
@@ -165,7 +157,7 @@ describe('embedded mode (no database configured), as a user runs it', () => {
     const leftBehind = Number(
       readFileSync(join(crashDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0],
     );
-    expect(alive(leftBehind)).toBe(true);
+    expect(processAlive(leftBehind)).toBe(true);
 
     // The PostgreSQL server of the killed process is still running on the data dir: the next start stops it first.
     server = await startServer(serverEnv);
@@ -176,7 +168,7 @@ describe('embedded mode (no database configured), as a user runs it', () => {
       await server.stop();
     }
     expectCleanExit(server);
-    expect(alive(leftBehind)).toBe(false);
+    expect(processAlive(leftBehind)).toBe(false);
   }, 300_000);
 
   it('stops with a message naming the variable when configuration is invalid', async () => {
