@@ -1,5 +1,5 @@
 import { AppError } from '../../platform/errors.ts';
-import { dkimRecordName } from './dns-records.ts';
+import { dkimRecordName, pendingDkimRecord } from './dns-records.ts';
 import type { DkimKey, DnsRecord, DomainEvent } from './domain.events.ts';
 
 /** The Ed25519 key of a domain (RFC 8463), signing beside the RSA key once its record verifies. */
@@ -25,16 +25,11 @@ interface Ed25519Domain {
 export function addEd25519(domain: Ed25519Domain, command: { dkim: DkimKey; at: string }): DomainEvent[] {
   if (domain.ed25519.active || domain.ed25519.pending)
     throw new AppError('conflict', `Domain ${domain.domainId} already has an Ed25519 DKIM key`);
-  const record: DnsRecord = {
-    type: 'TXT',
-    name: dkimRecordName(command.dkim.selector, domain.name),
-    value: ed25519RecordValue(command.dkim.publicKey),
-    purpose: 'dkim',
-    required: false,
-    status: 'pending',
-    found: null,
-    rotation: 'pending',
-  };
+  const record = pendingDkimRecord(
+    domain.name,
+    command.dkim.selector,
+    ed25519RecordValue(command.dkim.publicKey),
+  );
   const { domainId, name } = domain;
   return [
     {

@@ -1,6 +1,6 @@
 import { AppError } from '../../platform/errors.ts';
 import type { Ed25519Keys } from './dkim-ed25519.ts';
-import { dkimRecordName, dkimRecordValue } from './dns-records.ts';
+import { dkimRecordName, dkimRecordValue, pendingDkimRecord } from './dns-records.ts';
 import type { DkimKey, DnsRecord, DomainEvent } from './domain.events.ts';
 
 /** The keys of a domain as its decider folds them: the one signing, and a rotation's new one until it verifies. */
@@ -29,16 +29,11 @@ export function startRotation(
       'conflict',
       `Domain ${domain.domainId} already has a pending DKIM key waiting for its record (${domain.dkim.pending.selector})`,
     );
-  const record: DnsRecord = {
-    type: 'TXT',
-    name: dkimRecordName(command.dkim.selector, domain.name),
-    value: dkimRecordValue(command.dkim.publicKey),
-    purpose: 'dkim',
-    required: false,
-    status: 'pending',
-    found: null,
-    rotation: 'pending',
-  };
+  const record = pendingDkimRecord(
+    domain.name,
+    command.dkim.selector,
+    dkimRecordValue(command.dkim.publicKey),
+  );
   const { domainId, name } = domain;
   const { trigger, dkim, graceMs, at } = command;
   return [

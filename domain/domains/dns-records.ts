@@ -41,6 +41,21 @@ export const dkimRecordName = (selector: string, domainName: string) =>
   `${selector}._domainkey.${domainName}`;
 
 /**
+ * A new key's record, listed while it waits to be published: not required (the key in use keeps signing and the
+ * domain's status rests on it) until a DNS check finds it.
+ */
+export const pendingDkimRecord = (domainName: string, selector: string, value: string): DnsRecord => ({
+  type: 'TXT',
+  name: dkimRecordName(selector, domainName),
+  value,
+  purpose: 'dkim',
+  required: false,
+  status: 'pending',
+  found: null,
+  rotation: 'pending',
+});
+
+/**
  * The records a new domain asks for. Required (the domain sends live only when they are verified): DKIM, and
  * SPF on the domain itself. Recommended: DMARC and the tracking CNAME. Optional, the custom return path: an MX
  * and SPF on the return-path subdomain; until both verify, the envelope sender is on the installation's bounce
