@@ -8,7 +8,7 @@ import {
 } from '../../domain/emails/email.events.ts';
 import { isFinal } from '../../domain/emails/status.ts';
 import type { Transaction } from '../../platform/db/database.ts';
-import type { DueChange, Task } from '../../platform/due/due-queue.ts';
+import type { Task } from '../../platform/due/due-queue.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -85,15 +85,18 @@ export class DeliveryProcess extends DueProcess<Job> {
   }
 
   /** Live emails accepted become a job per destination, due at once (delivery-jobs.ts). */
-  protected dueChange(event: StoredEvent): DueChange[] {
+  protected dueChange(event: StoredEvent): { add: Record<string, unknown> }[] {
     return jobsOf(event).map((add) => ({ add }));
   }
 
-  /** The jobs' queues are listed for the claim's turns, in the consumer's transaction. */
+  /** The jobs, and their queues listed for the claim's turns, in the consumer's transaction. */
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
-    const jobs = events.flatMap((e) => jobsOf(e));
-    await this.due.add(tx, jobs);
-    await listQueues(tx, jobs);
+    const changes = events.flatMap((e) => this.dueChange(e));
+    await this.due.apply(tx, changes);
+    await listQueues(
+      tx,
+      changes.map((c) => c.add),
+    );
   }
 
   /** Looks at the jobs claimed, sharing their domains' look-ups; a task resolves with 1 when its look succeeded. */
