@@ -193,6 +193,22 @@ describe('TrafficShaping.observe', () => {
     expect((await row(g)).backoff_level).toBe(8);
   });
 
+  it('given a back-off another process started, a delivery where the hold was only read (an unmetered group) ends it', async () => {
+    // Given: backed off twice by one process
+    const g = group();
+    await workers[0].observe(g, slowDown);
+    clock.advance(minutes(1));
+    await workers[0].observe(g, slowDown);
+    clock.advance(minutes(2));
+    // When: another process reads the hold (over: null) and sees a delivery
+    expect(await workers[1].heldUntil(g.name)).toBeNull();
+    await workers[1].observe(g, delivered);
+    // Then
+    expect((await row(g)).backoff_level).toBe(0);
+    await workers[2].observe(g, slowDown);
+    expect(await workers[0].heldUntil(g.name)).toEqual(inMs(minutes(1)));
+  });
+
   it('given a delivery after a back-off, the next slow-down starts the curve again; a delivery otherwise writes nothing', async () => {
     // Given: backed off twice by one process
     const g = group();

@@ -143,13 +143,20 @@ RETURNING g.backoff_level, g.held_until`,
     this.#levels.set(group.name, 0);
   }
 
-  /** When the group's hold (a pause or a back-off) ends, or null when it is not held. */
+  /**
+   * When the group's hold (a pause or a back-off) ends, or null when it is not held. Its back-off level is noted
+   * as `admit` notes it, so that a delivery here ends a back-off another process started.
+   */
   async heldUntil(groupName: string): Promise<Date | null> {
-    const { rows } = await this.#o.db.query<{ held_until: Date }>(
-      'SELECT held_until FROM shaping_groups WHERE grp = $1 AND held_until > $2',
-      [groupName, this.#o.clock.now().toISOString()],
+    const now = this.#o.clock.now();
+    const { rows } = await this.#o.db.query<{ held_until: Date | null; backoff_level: number }>(
+      'SELECT held_until, backoff_level FROM shaping_groups WHERE grp = $1',
+      [groupName],
     );
-    return rows[0]?.held_until ?? null;
+    const row = rows[0];
+    if (!row) return null;
+    this.#levels.set(groupName, row.backoff_level);
+    return row.held_until && row.held_until > now ? row.held_until : null;
   }
 }
 
