@@ -185,20 +185,19 @@ export class DueQueue<Row extends object> {
   ): Promise<number> {
     type Claimed = { rows: Row[]; running: number };
     const tasks: { task: Task; claimed: Claimed }[] = [];
-    let done = 0;
-    let exhausted = false;
+    let [done, exhausted] = [0, false];
     // The last claim found nothing only because this process holds each group's cap: claim again once a task ends.
-    let capped = false;
-    let running = 0;
+    let [capped, running] = [false, 0];
     let taskEnded = Promise.withResolvers<void>();
     let failure: unknown;
     let claiming: Promise<void> | undefined;
     const claimAhead = () => {
-      const wakes = this.#wakes;
+      // Rows held when the claim began (its tasks may have ended by its answer): the caps it met were theirs.
+      const [wakes, held] = [this.#wakes, this.#spec.groups !== undefined && this.#held.size > 0];
       claiming ??= this.claim(o.batch)
         .then((rows) => {
           // Woken during the claim: rows committed after it began may be due (not capped: claim again).
-          if (rows.length === 0 && this.#spec.groups && this.#held.size > 0) capped = wakes === this.#wakes;
+          if (rows.length === 0 && held) capped = wakes === this.#wakes;
           else if (rows.length === 0) exhausted = true;
           const planned = plan(rows);
           const claimed = { rows, running: planned.length };
@@ -221,8 +220,9 @@ export class DueQueue<Row extends object> {
         const task = tasks.shift();
         if (task || (exhausted && !claiming)) return task;
         if (capped && !claiming) {
-          if (running === 0) exhausted = true;
-          else await Promise.race([taskEnded.promise, this.#woken.promise]);
+          // Tasks still run: claim again once one ends. None, and nothing held any more: claim again at once.
+          if (running > 0) await Promise.race([taskEnded.promise, this.#woken.promise]);
+          else if (this.#held.size > 0) exhausted = true;
           capped = false;
         } else await claiming;
       }
