@@ -50,21 +50,6 @@ import { dueDeliveries } from '../processes/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
-import { apiKeysProjection } from '../projections/api-keys.projection.ts';
-import { audiencesProjection } from '../projections/audiences.projection.ts';
-import { broadcastsProjection } from '../projections/broadcasts.projection.ts';
-import { contactImportsProjection } from '../projections/contact-imports.projection.ts';
-import { contactsProjection } from '../projections/contacts.projection.ts';
-import { deliveryPausesProjection } from '../projections/delivery-pauses.projection.ts';
-import { dmarcReportsProjection } from '../projections/dmarc-reports.projection.ts';
-import { domainsProjection } from '../projections/domains.projection.ts';
-import { emailsProjection } from '../projections/emails.projection.ts';
-import type { Projection } from '../projections/projection.ts';
-import { receivedEmailsProjection } from '../projections/received-emails.projection.ts';
-import { suppressionsProjection } from '../projections/suppressions.projection.ts';
-import { templatesProjection } from '../projections/templates.projection.ts';
-import { topicsProjection } from '../projections/topics.projection.ts';
-import { webhooksProjection } from '../projections/webhooks.projection.ts';
 import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
 import { apiKeysMigrations } from '../read-side/api-keys/api-keys.schema.ts';
 import { audienceQueryRoutes } from '../read-side/audiences/audiences.routes.ts';
@@ -143,23 +128,6 @@ export const migrations: Migration[] = [
   ...deliveryLogMigrations,
   ...webhookProcessMigrations,
   ...contactImportMigrations,
-];
-
-export const projections: Projection[] = [
-  apiKeysProjection,
-  domainsProjection,
-  templatesProjection,
-  suppressionsProjection,
-  topicsProjection,
-  audiencesProjection,
-  contactsProjection,
-  broadcastsProjection,
-  contactImportsProjection,
-  emailsProjection,
-  receivedEmailsProjection,
-  dmarcReportsProjection,
-  webhooksProjection,
-  deliveryPausesProjection,
 ];
 
 export function registerRoutes(api: ApiRouter, services: Services): void {

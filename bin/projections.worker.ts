@@ -11,8 +11,8 @@ import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { Position } from '../platform/eventstore/types.ts';
 import { createLogger, type LogFormat } from '../platform/logger.ts';
+import { projections } from '../projections/all.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
-import { projections } from './composition.ts';
 import type { ToRunner } from './projections-thread.ts';
 
 const { databaseUrl, pollMs, poolSize, logLevel, logFormat } = workerData as {

@@ -28,6 +28,7 @@ import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
+import { projections } from '../projections/all.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
 import { type SmtpListeners, startSmtp } from '../smtp/listeners.ts';
@@ -38,7 +39,6 @@ import {
   migrations,
   mountHandlers,
   mountOperations,
-  projections,
   registerRoutes,
 } from './composition.ts';
 import { lookUps } from './look-ups.ts';

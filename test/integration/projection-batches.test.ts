@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { migrations, projections } from '../../bin/composition.ts';
+import { migrations } from '../../bin/composition.ts';
 import type { Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { sealPersonalData } from '../../platform/personal-data.ts';
+import { projections } from '../../projections/all.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
 /** A fresh, migrated PostgreSQL database. */

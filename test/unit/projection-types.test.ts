@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { projections } from '../../bin/composition.ts';
 import type { Transaction } from '../../platform/db/database.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
+import { projections } from '../../projections/all.ts';
 
 /** Every event type declared in domain/<aggregate>/<aggregate>.events.ts. */
 function knownEventTypes(): string[] {
