@@ -98,9 +98,17 @@ function statusMatches(pattern: string, status: string | undefined): boolean {
   return want.every((p, i) => p === '*' || p === have[i]);
 }
 
+/** A rule's text compiled once: a delivery classifies every refusal against every rule. */
+const compiled = new Map<string, RegExp>();
+function textPattern(text: string): RegExp {
+  let pattern = compiled.get(text);
+  if (!pattern) compiled.set(text, (pattern = new RegExp(text, 'i')));
+  return pattern;
+}
+
 function matches(rule: BounceRule, reply: string, status: string | undefined): boolean {
   if (rule.status !== undefined && !statusMatches(rule.status, status)) return false;
-  if (rule.text !== undefined && !new RegExp(rule.text, 'i').test(reply)) return false;
+  if (rule.text !== undefined && !textPattern(rule.text).test(reply)) return false;
   return rule.status !== undefined || rule.text !== undefined;
 }
 
