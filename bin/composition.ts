@@ -43,6 +43,7 @@ import {
 } from '../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess, simulatorMigrations } from '../processes/simulator/simulator.process.ts';
 import {
+  SUPPRESSIONS_DUE,
   SuppressionPolicyProcess,
   suppressionPolicyMigrations,
 } from '../processes/suppression-policy/suppression-policy.process.ts';
@@ -173,6 +174,7 @@ const queueDepths: QueueDepths = {
   scheduled_emails: (db) => queueDepth(db, SCHEDULED_EMAILS),
   broadcast_expansions: (db) => queueDepth(db, BROADCAST_EXPANSIONS),
   contact_imports: (db) => queueDepth(db, CONTACT_IMPORT_JOBS),
+  suppressions_due: (db, now) => queueDepth(db, SUPPRESSIONS_DUE, now),
 };
 
 /**

@@ -101,8 +101,10 @@ function statusMatches(pattern: string, status: string | undefined): boolean {
 /** A rule's text compiled once: a delivery classifies every refusal against every rule. */
 const compiled = new Map<string, RegExp>();
 function textPattern(text: string): RegExp {
-  let pattern = compiled.get(text);
-  if (!pattern) compiled.set(text, (pattern = new RegExp(text, 'i')));
+  const known = compiled.get(text);
+  if (known) return known;
+  const pattern = new RegExp(text, 'i');
+  compiled.set(text, pattern);
   return pattern;
 }
 

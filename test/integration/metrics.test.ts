@@ -272,6 +272,7 @@ describe('GET /metrics', () => {
       'scheduled_emails',
       'broadcast_expansions',
       'contact_imports',
+      'suppressions_due',
     ])
       expect(find(before, 'postline_queue_depth', { queue }), queue).toHaveLength(1);
     const scheduled = await acme.test.post('/v1/emails', {
@@ -306,6 +307,6 @@ describe('GET /metrics without METRICS_TOKEN', () => {
     expect(
       find(samples, 'postline_consumer_lag_events', { kind: 'projection', name: 'emails' }),
     ).toHaveLength(1);
-    expect(find(samples, 'postline_queue_depth')).toHaveLength(5);
+    expect(find(samples, 'postline_queue_depth')).toHaveLength(6);
   });
 });
