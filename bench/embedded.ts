@@ -43,7 +43,8 @@ export interface EmbeddedResult {
 
 async function serve(env: Record<string, string>): Promise<{ child: ChildProcess; startMs: number }> {
   const started = Date.now();
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: { ...process.env, ...env } });
+  // The file itself, as `npm start` runs it: its first line gives Node its flags.
+  const child = spawn(CLI, ['serve'], { cwd: ROOT, env: { ...process.env, ...env } });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
