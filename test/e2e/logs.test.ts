@@ -2,9 +2,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { PATIENCE_MS } from '../support/patience.ts';
 import {
-  CLI,
   createOrgWithCli,
   freePort,
+  ROOT,
   SERVER_START_MS,
   startServer,
   useServiceEnv,
@@ -75,7 +75,7 @@ describe('the log', () => {
   });
 });
 
-describe('npm start in a terminal', () => {
+describe('`npm start` in a terminal', () => {
   const hasScript = spawnSync('script', ['--version']).status === 0;
   if (!hasScript) console.log('util-linux `script` not found: the terminal test of the log is skipped');
   it.skipIf(!hasScript)('prints readable lines, not JSON, when standard output is a terminal', async () => {
@@ -89,8 +89,8 @@ describe('npm start in a terminal', () => {
       SMTP_MX_PORT: 'off',
       LOG_LEVEL: 'info',
     };
-    // `script` runs the server on a pseudo-terminal, as a person's shell would.
-    const child = spawn('script', ['-qefc', `${process.execPath} ${CLI} serve`, '/dev/null'], { env });
+    // `script` runs `npm start` on a pseudo-terminal, as a person's shell would.
+    const child = spawn('script', ['-qefc', 'npm start', '/dev/null'], { env, cwd: ROOT });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     const exited = new Promise((resolve) => child.once('exit', resolve));
