@@ -30,18 +30,20 @@ const ADDRESS = {
   bad: '127.0.33.3',
   rua: '127.0.33.4',
   https: '127.0.33.5',
+  plain: '127.0.33.6',
 };
-const DOMAINS = ['enforce.test', 'badcert.test', 'testing.test'];
+const DOMAINS = ['enforce.test', 'badcert.test', 'testing.test', 'plain.test'];
 const POLICY: Record<string, string> = {
   'enforce.test': 'version: STSv1\r\nmode: enforce\r\nmx: mx1.enforce.test\r\nmax_age: 86400\r\n',
   'badcert.test': 'version: STSv1\r\nmode: enforce\r\nmx: *.badcert.test\r\nmax_age: 86400\r\n',
   'testing.test': 'version: STSv1\r\nmode: testing\r\nmx: mx.testing.test\r\nmax_age: 86400\r\n',
+  'plain.test': 'version: STSv1\r\nmode: enforce\r\nmx: mx.plain.test\r\nmax_age: 86400\r\n',
 };
 
 const dir = useTempDir('mta-sts');
 const caFile = join(dir, 'ca.pem');
 const clock = new ManualClock('2026-07-01T09:00:00Z');
-const sinks: Record<'mx1' | 'mx2' | 'bad' | 'rua', SmtpSink> = {} as never;
+const sinks: Record<'mx1' | 'mx2' | 'bad' | 'plain' | 'rua', SmtpSink> = {} as never;
 let policyServer: Server;
 const policyFetches: string[] = [];
 /** The policy server answers 503 (a web server that is down). */
@@ -86,6 +88,7 @@ beforeAll(async () => {
   const port = sinks.mx1.port;
   sinks.mx2 = await startSmtpSink({ starttls: true, certificate: cert(other), host: ADDRESS.mx2, port });
   sinks.bad = await startSmtpSink({ starttls: true, certificate: cert(selfSigned), host: ADDRESS.bad, port });
+  sinks.plain = await startSmtpSink({ host: ADDRESS.plain, port });
   sinks.rua = await startSmtpSink({ starttls: true, host: ADDRESS.rua, port });
   policyServer = createServer(cert(https), (req, res) => {
     const domain = (req.headers.host ?? '').replace(/^mta-sts\./, '').replace(/:\d+$/, '');
@@ -115,11 +118,15 @@ beforeAll(async () => {
   host('mx.badcert.test', ADDRESS.bad);
   dns.set('testing.test', 'MX', ['10 mx.testing.test']);
   host('mx.testing.test', ADDRESS.bad);
+  dns.set('plain.test', 'MX', ['10 mx.plain.test']);
+  host('mx.plain.test', ADDRESS.plain);
   dns.set('reports.test', 'MX', ['10 mx.reports.test']);
   host('mx.reports.test', ADDRESS.rua);
   for (const d of DOMAINS) {
     dns.set(`_mta-sts.${d}`, 'TXT', ['v=STSv1; id=20260701']);
-    dns.set(`_smtp._tls.${d}`, 'TXT', ['v=TLSRPTv1; rua=mailto:tls-reports@reports.test']);
+    // plain.test asks for no reports.
+    if (d !== 'plain.test')
+      dns.set(`_smtp._tls.${d}`, 'TXT', ['v=TLSRPTv1; rua=mailto:tls-reports@reports.test']);
     host(`mta-sts.${d}`, ADDRESS.https);
   }
   acme = await svc.createOrg('pro');
@@ -195,6 +202,15 @@ describe('MTA-STS (RFC 8461) for outbound delivery', () => {
     expect(sinks.bad.rcptLog).toEqual([]);
   });
 
+  it('defers mail for an enforce policy whose MX offers no STARTTLS', async () => {
+    const email = await send('eve@plain.test');
+    expect(email.recipients[0]).toMatchObject({ status: 'delayed', attempts: 1 });
+    expect(email.recipients[0].smtp_response).toMatch(
+      /^4\.7\.5 MTA-STS: no valid TLS with mx\.plain\.test \(starttls-not-supported\)/,
+    );
+    expect(sinks.plain.rcptLog).toEqual([]);
+  });
+
   it('delivers under a testing policy as without one, counting the failure', async () => {
     const email = await send('cat@testing.test');
     expect(email.status).toBe('delivered');
@@ -262,6 +278,17 @@ describe('TLS reports (RFC 8460)', () => {
     });
     expect(report('badcert.test').policies).toEqual([failedOnce('badcert.test', 'mx.badcert.test')]);
     expect(report('testing.test').policies).toEqual([failedOnce('testing.test', 'mx.testing.test')]);
+    // plain.test publishes no rua: its report is done, sent nowhere.
+    const { rows } = await svc.postline.services.db.query(
+      'SELECT domain, sent_at IS NOT NULL AS done, last_error FROM tls_reports ORDER BY domain',
+    );
+    expect(rows).toEqual(
+      ['badcert.test', 'enforce.test', 'plain.test', 'testing.test'].map((domain) => ({
+        domain,
+        done: true,
+        last_error: null,
+      })),
+    );
     // Sent once: a second run finds nothing to send.
     expect(await reports.runOnce()).toBe(0);
   });

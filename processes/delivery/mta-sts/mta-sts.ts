@@ -66,13 +66,24 @@ export class MtaSts implements MtaStsPort {
     this.counts = new TlsCounts(o);
   }
 
+  /**
+   * The domain's policy. A look-up that fails (the database away) keeps this process's previous answer in force, or
+   * rejects without one: the send is then deferred rather than made without a policy it may have.
+   */
   policyOf(domain: string): Promise<StsLookup> {
     const now = Date.now();
-    let entry = this.#looked.get(domain);
-    if (!entry || now - entry.at >= RECHECK_MS) {
-      entry = { lookup: this.#lookUp(domain).catch(() => ({ policy: null })), at: now };
-      this.#looked.set(domain, entry);
-    }
+    const previous = this.#looked.get(domain);
+    if (previous && now - previous.at < RECHECK_MS) return previous.lookup;
+    const entry = {
+      lookup: this.#lookUp(domain).catch((err) => {
+        this.#log.warn({ domain, err }, 'MTA-STS policy look-up failed');
+        if (previous) return previous.lookup;
+        if (this.#looked.get(domain) === entry) this.#looked.delete(domain);
+        throw err;
+      }),
+      at: now,
+    };
+    this.#looked.set(domain, entry);
     return entry.lookup;
   }
 

@@ -52,7 +52,8 @@ export async function deliverUnderPolicy(o: {
     } else if (active) {
       const verified = await o.transact(host, true);
       if (verified.outcomes) {
-        record(null);
+        // Outcomes without `tls` ran no transaction (the attempt's time was up): no session to count.
+        if (verified.outcomes[0]?.tls) record(null);
         return verified;
       }
       const tlsFailure = tlsFailureOf(verified.error);
@@ -64,7 +65,8 @@ export async function deliverUnderPolicy(o: {
     }
     const attempt = await o.transact(host, false);
     if (attempt.outcomes) {
-      if (!active) record(attempt.outcomes[0]?.tls === false ? 'starttls-not-supported' : null);
+      const tls = attempt.outcomes[0]?.tls;
+      if (!active && tls !== undefined) record(tls ? null : 'starttls-not-supported');
       return attempt;
     }
     lastError = attempt.error;

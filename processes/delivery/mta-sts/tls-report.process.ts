@@ -44,26 +44,43 @@ export class TlsReportProcess extends ProcessManager {
     const today = now.toISOString().slice(0, 10);
     await db.query('DELETE FROM tls_report_counts WHERE day < $1::date - $2::int', [today, KEEP_DAYS]);
     await db.query('DELETE FROM tls_reports WHERE day < $1::date - $2::int', [today, KEEP_DAYS]);
-    const { rows } = await db.query<Due>(
+    let sent = 0;
+    // Every report due now, a hundred at a time: a big installation has a report row per destination domain.
+    for (
+      let rows = await this.#due(now);
+      rows.length > 0 && !this.stopping.aborted;
+      rows = await this.#due(now)
+    )
+      for (const due of rows) {
+        if (!(await this.#claim(due))) continue;
+        try {
+          sent += await this.#send(due);
+          await this.#finish(due, { sentAt: clock.now(), error: null });
+        } catch (err) {
+          log.warn(
+            { domain: due.domain, day: due.day, reason: (err as Error).message },
+            'TLS report not sent',
+          );
+          await this.#finish(due, {
+            retryAt: new Date(clock.now().getTime() + RETRY_MS),
+            error: err as Error,
+          });
+        }
+      }
+    return sent;
+  }
+
+  /** Days over (up to a week back) with counts and no report sent, claimed by no one or tried again now. */
+  async #due(now: Date): Promise<Due[]> {
+    const { rows } = await this.#services.db.query<Due>(
       `SELECT DISTINCT c.day::text AS day, c.domain FROM tls_report_counts c
        LEFT JOIN tls_reports r ON r.day = c.day AND r.domain = c.domain
        WHERE c.day < $1::date AND c.day >= $1::date - $2::int
          AND (r.day IS NULL OR (r.sent_at IS NULL AND r.attempts < $3 AND r.claimed_until < $4))
        ORDER BY 1, 2 LIMIT 100`,
-      [today, CATCH_UP_DAYS, MAX_ATTEMPTS, now],
+      [now.toISOString().slice(0, 10), CATCH_UP_DAYS, MAX_ATTEMPTS, now],
     );
-    let sent = 0;
-    for (const due of rows) {
-      if (!(await this.#claim(due))) continue;
-      try {
-        sent += await this.#send(due);
-        await this.#finish(due, { sentAt: clock.now(), error: null });
-      } catch (err) {
-        log.warn({ domain: due.domain, day: due.day, reason: (err as Error).message }, 'TLS report not sent');
-        await this.#finish(due, { retryAt: new Date(clock.now().getTime() + RETRY_MS), error: err as Error });
-      }
-    }
-    return sent;
+    return rows;
   }
 
   async #claim(due: Due): Promise<boolean> {

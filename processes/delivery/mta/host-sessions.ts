@@ -181,7 +181,8 @@ export class HostSessions {
       try {
         return await SmtpSession.open({ ...options, host: address });
       } catch (err) {
-        last = err;
+        // A verified session's STARTTLS failure says so, whatever the server's reply (MTA-STS reports it).
+        last = verified && starttlsFailed(err) ? new Error(`STARTTLS failed: ${describeError(err)}`) : err;
         if (!starttlsFailed(err) || this.#o.smarthost || verified) continue;
         this.#o.log.info(
           { mx: host.name, error: describeError(err) },
