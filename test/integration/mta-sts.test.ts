@@ -46,11 +46,15 @@ const clock = new ManualClock('2026-07-01T09:00:00Z');
 const sinks: Record<'mx1' | 'mx2' | 'bad' | 'plain' | 'rua', SmtpSink> = {} as never;
 let policyServer: Server;
 const policyFetches: string[] = [];
+/** Reports posted to the https rua of testing.test (on the policy server): content type and body. */
+const posted: { type?: string; body: Buffer }[] = [];
 /** The policy server answers 503 (a web server that is down). */
 let policyDown = false;
 let acme: TestOrg;
 let delivery: DeliveryProcess;
 let reports: TlsReportProcess;
+
+const policyPort = () => (policyServer.address() as AddressInfo).port;
 
 const leaf = (names: string[], ca?: { key: string; cert: string }) =>
   generate([{ name: 'commonName', value: names[0] }], {
@@ -79,10 +83,7 @@ beforeAll(async () => {
   const mx1 = await leaf(['mx1.enforce.test'], signedBy);
   const other = await leaf(['mx2.enforce.test'], signedBy);
   const selfSigned = await leaf(['mx.badcert.test', 'mx.testing.test']);
-  const https = await leaf(
-    DOMAINS.map((d) => `mta-sts.${d}`),
-    signedBy,
-  );
+  const https = await leaf([...DOMAINS.map((d) => `mta-sts.${d}`), 'tlsrpt.reports.test'], signedBy);
   const cert = (pems: { private: string; cert: string }) => ({ key: pems.private, cert: pems.cert });
   sinks.mx1 = await startSmtpSink({ starttls: true, certificate: cert(mx1), host: ADDRESS.mx1 });
   const port = sinks.mx1.port;
@@ -91,6 +92,15 @@ beforeAll(async () => {
   sinks.plain = await startSmtpSink({ host: ADDRESS.plain, port });
   sinks.rua = await startSmtpSink({ starttls: true, host: ADDRESS.rua, port });
   policyServer = createServer(cert(https), (req, res) => {
+    if (req.method === 'POST' && req.url === '/tlsrpt') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        posted.push({ type: req.headers['content-type'], body: Buffer.concat(chunks) });
+        res.writeHead(201).end();
+      });
+      return;
+    }
     const domain = (req.headers.host ?? '').replace(/^mta-sts\./, '').replace(/:\d+$/, '');
     policyFetches.push(`${domain}${req.url}`);
     if (policyDown) return res.writeHead(503).end();
@@ -104,9 +114,11 @@ const { svc, dns } = useDnsService(() => ({
   env: {
     OUTBOUND_SMTP_PORT: String(sinks.mx1.port),
     OUTBOUND_TLS_CA_FILE: caFile,
-    MTA_STS_PORT: String((policyServer.address() as AddressInfo).port),
+    MTA_STS_PORT: String(policyPort()),
     TLSRPT_FROM: 'tlsrpt@postline.test',
     SMTP_HOSTNAME: 'mail.postline.test',
+    // The https rua of testing.test is on loopback.
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   },
 }));
 beforeAll(async () => {
@@ -122,11 +134,13 @@ beforeAll(async () => {
   host('mx.plain.test', ADDRESS.plain);
   dns.set('reports.test', 'MX', ['10 mx.reports.test']);
   host('mx.reports.test', ADDRESS.rua);
+  host('tlsrpt.reports.test', ADDRESS.https);
   for (const d of DOMAINS) {
     dns.set(`_mta-sts.${d}`, 'TXT', ['v=STSv1; id=20260701']);
     // plain.test asks for no reports.
+    const https = d === 'testing.test' ? `,https://tlsrpt.reports.test:${policyPort()}/tlsrpt` : '';
     if (d !== 'plain.test')
-      dns.set(`_smtp._tls.${d}`, 'TXT', ['v=TLSRPTv1; rua=mailto:tls-reports@reports.test']);
+      dns.set(`_smtp._tls.${d}`, 'TXT', [`v=TLSRPTv1; rua=mailto:tls-reports@reports.test${https}`]);
     host(`mta-sts.${d}`, ADDRESS.https);
   }
   acme = await svc.createOrg('pro');
@@ -278,6 +292,9 @@ describe('TLS reports (RFC 8460)', () => {
     });
     expect(report('badcert.test').policies).toEqual([failedOnce('badcert.test', 'mx.badcert.test')]);
     expect(report('testing.test').policies).toEqual([failedOnce('testing.test', 'mx.testing.test')]);
+    // testing.test's https rua got the same report, posted.
+    expect(posted.map((p) => p.type)).toEqual(['application/tlsrpt+gzip']);
+    expect(JSON.parse(gunzipSync(posted[0].body).toString())).toEqual(report('testing.test'));
     // plain.test publishes no rua: its report is done, sent nowhere.
     const { rows } = await svc.postline.services.db.query(
       'SELECT domain, sent_at IS NOT NULL AS done, last_error FROM tls_reports ORDER BY domain',

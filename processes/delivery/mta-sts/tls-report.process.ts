@@ -172,7 +172,13 @@ export class TlsReportProcess extends ProcessManager {
   }
 
   #httpOptions() {
-    return { resolver: this.#resolver, ca: outboundCa(this.#services.config), timeoutMs: SEND_WITHIN_MS };
+    const { config } = this.#services;
+    return {
+      resolver: this.#resolver,
+      ca: outboundCa(config),
+      timeoutMs: SEND_WITHIN_MS,
+      privateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    };
   }
 
   override async stop(): Promise<void> {
