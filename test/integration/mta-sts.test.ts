@@ -32,12 +32,13 @@ const ADDRESS = {
   https: '127.0.33.5',
   plain: '127.0.33.6',
 };
-const DOMAINS = ['enforce.test', 'badcert.test', 'testing.test', 'plain.test'];
+const DOMAINS = ['enforce.test', 'badcert.test', 'testing.test', 'plain.test', 'stray.test'];
 const POLICY: Record<string, string> = {
   'enforce.test': 'version: STSv1\r\nmode: enforce\r\nmx: mx1.enforce.test\r\nmax_age: 86400\r\n',
   'badcert.test': 'version: STSv1\r\nmode: enforce\r\nmx: *.badcert.test\r\nmax_age: 86400\r\n',
   'testing.test': 'version: STSv1\r\nmode: testing\r\nmx: mx.testing.test\r\nmax_age: 86400\r\n',
   'plain.test': 'version: STSv1\r\nmode: enforce\r\nmx: mx.plain.test\r\nmax_age: 86400\r\n',
+  'stray.test': 'version: STSv1\r\nmode: enforce\r\nmx: mx.elsewhere.test\r\nmax_age: 86400\r\n',
 };
 
 const dir = useTempDir('mta-sts');
@@ -130,6 +131,8 @@ beforeAll(async () => {
   host('mx.badcert.test', ADDRESS.bad);
   dns.set('testing.test', 'MX', ['10 mx.testing.test']);
   host('mx.testing.test', ADDRESS.bad);
+  dns.set('stray.test', 'MX', ['10 mx.stray.test']);
+  host('mx.stray.test', ADDRESS.mx2);
   dns.set('plain.test', 'MX', ['10 mx.plain.test']);
   host('mx.plain.test', ADDRESS.plain);
   dns.set('reports.test', 'MX', ['10 mx.reports.test']);
@@ -137,9 +140,9 @@ beforeAll(async () => {
   host('tlsrpt.reports.test', ADDRESS.https);
   for (const d of DOMAINS) {
     dns.set(`_mta-sts.${d}`, 'TXT', ['v=STSv1; id=20260701']);
-    // plain.test asks for no reports.
+    // plain.test and stray.test ask for no reports.
     const https = d === 'testing.test' ? `,https://tlsrpt.reports.test:${policyPort()}/tlsrpt` : '';
-    if (d !== 'plain.test')
+    if (d !== 'plain.test' && d !== 'stray.test')
       dns.set(`_smtp._tls.${d}`, 'TXT', [`v=TLSRPTv1; rua=mailto:tls-reports@reports.test${https}`]);
     host(`mta-sts.${d}`, ADDRESS.https);
   }
@@ -225,6 +228,15 @@ describe('MTA-STS (RFC 8461) for outbound delivery', () => {
     expect(sinks.plain.rcptLog).toEqual([]);
   });
 
+  it('defers mail for an enforce policy that names none of the MX hosts, counting the validation failure', async () => {
+    const email = await send('fay@stray.test');
+    expect(email.recipients[0]).toMatchObject({ status: 'delayed', attempts: 1 });
+    expect(email.recipients[0].smtp_response).toBe(
+      '4.7.5 MTA-STS: the policy of stray.test does not name its MX host mx.stray.test (TLS not verified)',
+    );
+    expect(sinks.mx2.connections.total).toBe(0);
+  });
+
   it('delivers under a testing policy as without one, counting the failure', async () => {
     const email = await send('cat@testing.test');
     expect(email.status).toBe('delivered');
@@ -271,15 +283,9 @@ describe('TLS reports (RFC 8460)', () => {
       policies: [
         {
           policy: policy('enforce.test', ['mx1.enforce.test']),
-          summary: { 'total-successful-session-count': 2, 'total-failure-session-count': 3 },
-          'failure-details': [
-            { 'result-type': 'sts-policy-fetch-error', 'failed-session-count': 1 },
-            {
-              'result-type': 'validation-failure',
-              'receiving-mx-hostname': 'mx2.enforce.test',
-              'failed-session-count': 2,
-            },
-          ],
+          // mx2 was passed over, but the mail delivered: no failure of it to report.
+          summary: { 'total-successful-session-count': 2, 'total-failure-session-count': 1 },
+          'failure-details': [{ 'result-type': 'sts-policy-fetch-error', 'failed-session-count': 1 }],
         },
       ],
     });
@@ -300,12 +306,18 @@ describe('TLS reports (RFC 8460)', () => {
       'SELECT domain, sent_at IS NOT NULL AS done, last_error FROM tls_reports ORDER BY domain',
     );
     expect(rows).toEqual(
-      ['badcert.test', 'enforce.test', 'plain.test', 'testing.test'].map((domain) => ({
+      ['badcert.test', 'enforce.test', 'plain.test', 'stray.test', 'testing.test'].map((domain) => ({
         domain,
         done: true,
         last_error: null,
       })),
     );
+    const counted = await svc.postline.services.db.query(
+      `SELECT result_type, receiving_mx, sessions::int FROM tls_report_counts WHERE domain = 'stray.test'`,
+    );
+    expect(counted.rows).toEqual([
+      { result_type: 'validation-failure', receiving_mx: 'mx.stray.test', sessions: 1 },
+    ]);
     // Sent once: a second run finds nothing to send.
     expect(await reports.runOnce()).toBe(0);
   });

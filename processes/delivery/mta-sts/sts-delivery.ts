@@ -42,13 +42,18 @@ export async function deliverUnderPolicy(o: {
   const active = policy && policy.mode !== 'none' ? policy : null;
   const enforce = active?.mode === 'enforce';
   let lastError = 'no MX host could be reached';
+  // Under enforce, hosts the policy does not name are passed over; they count as failures only if no host took the mail.
+  const passedOver: string[] = [];
   for (const host of o.hosts) {
     const record = (resultType: TlsResultType | null) =>
       sts?.record({ domain, policy: active, resultType, mx: host.name });
     if (active && !policyNames(active, host.name)) {
-      record('validation-failure');
       lastError = `4.7.5 MTA-STS: the policy of ${domain} does not name its MX host ${host.name} (TLS not verified)`;
-      if (enforce) continue;
+      if (enforce) {
+        passedOver.push(host.name);
+        continue;
+      }
+      record('validation-failure');
     } else if (active) {
       const verified = await o.transact(host, true);
       if (verified.outcomes) {
@@ -71,5 +76,6 @@ export async function deliverUnderPolicy(o: {
     }
     lastError = attempt.error;
   }
+  for (const mx of passedOver) sts?.record({ domain, policy: active, resultType: 'validation-failure', mx });
   return { lastError };
 }
