@@ -30,6 +30,8 @@ import {
 } from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { deliveryJobs } from '../processes/delivery/delivery-jobs.ts';
+import { mtaStsMigrations } from '../processes/delivery/mta-sts/mta-sts.schema.ts';
+import { TlsReportProcess } from '../processes/delivery/mta-sts/tls-report.process.ts';
 import { QueueControlsProcess } from '../processes/delivery/queue-controls.process.ts';
 import { queueMessageCounts, queueRows, recentReplies } from '../processes/delivery/queue-view.ts';
 import { shapingMigrations } from '../processes/delivery/shaping/shaping-table.ts';
@@ -124,6 +126,7 @@ export const migrations: Migration[] = [
   ...deliveryMigrations,
   ...queueMigrations,
   ...shapingMigrations,
+  ...mtaStsMigrations,
   ...suppressionPolicyMigrations,
   ...webhooksMigrations,
   ...deliveryLogMigrations,
@@ -207,6 +210,7 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
     new SuppressionPolicyProcess(services),
     new ContactImportProcess(services),
     new QueueControlsProcess(services),
+    new TlsReportProcess(services),
   ];
 }
 

@@ -136,6 +136,14 @@ const schema = z.object({
   SMARTHOST_URL: url(['smtp:', 'smtps:']).optional(),
   /** false accepts self-signed receivers and smarthosts (tests, private relays). */
   OUTBOUND_TLS_REJECT_UNAUTHORIZED: bool.default(true),
+  /** PEM file of CAs trusted beside the system's for MTA-STS: policy fetches and verified MX TLS (tests). */
+  OUTBOUND_TLS_CA_FILE: z.string().min(1).optional(),
+  /** Apply receiving domains' MTA-STS policies (RFC 8461) and send them TLS reports (RFC 8460). */
+  MTA_STS: bool.default(true),
+  /** Port of `https://mta-sts.<domain>/` policy fetches: 443; a test serves policies elsewhere. */
+  MTA_STS_PORT: z.coerce.number().int().min(1).max(65535).default(443),
+  /** From address and contact-info of the daily TLS reports; default `postmaster@` the SMTP host name. */
+  TLSRPT_FROM: z.email().optional(),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** The SMTP relay: submission with STARTTLS, and with implicit TLS (docs/smtp.md). */
   SMTP_SUBMISSION_PORT: listenerPort(2587),
@@ -186,6 +194,9 @@ export type Config = z.infer<typeof schema> & {
 };
 
 export class ConfigError extends Error {}
+
+/** The name in the SMTP greeting, Received headers and TLS reports: SMTP_HOSTNAME, else PUBLIC_URL's host. */
+export const smtpHostname = (config: Config) => config.SMTP_HOSTNAME ?? new URL(config.PUBLIC_URL).hostname;
 
 /** Parses the environment; an invalid value stops start-up with a message naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {

@@ -1,10 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
+import { smtpHostname } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Services } from '../platform/services.ts';
 import { ProgressTimer } from './progress-timer.ts';
 import { MAX_MESSAGE_BYTES, type ReplyName, SmtpReply } from './replies.ts';
-import { loadCertificate, smtpHostname, watchCertificate } from './tls.ts';
+import { loadCertificate, watchCertificate } from './tls.ts';
 
 type Connection = SMTPServer['connections'] extends Set<infer C> ? C : never;
 

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
-import type { Config } from '../platform/config.ts';
+import { type Config, smtpHostname } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 
 export interface Certificate {
@@ -68,6 +68,3 @@ export function watchCertificate(
     for (const f of [certFile, keyFile]) unwatchFile(f, reload);
   };
 }
-
-/** The name in the greeting and Received headers: SMTP_HOSTNAME, else PUBLIC_URL's host. */
-export const smtpHostname = (config: Config) => config.SMTP_HOSTNAME ?? new URL(config.PUBLIC_URL).hostname;

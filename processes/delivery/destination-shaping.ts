@@ -3,8 +3,10 @@ import { type BounceRule, classifyBounce } from '../../domain/emails/bounce-clas
 import type { DeliveryOutcome } from '../../domain/emails/delivery-attempts.ts';
 import { BoundedMap } from '../../platform/bounded-map.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { createResolver } from '../../platform/dns.ts';
 import type { Services } from '../../platform/services.ts';
-import { OutboundMta } from './mta/outbound.ts';
+import { OutboundMta, type OutboundMtaOptions } from './mta/outbound.ts';
+import { MtaSts } from './mta-sts/mta-sts.ts';
 import { ConnectionSlots } from './shaping/connection-slots.ts';
 import { TrafficShaping } from './shaping/traffic-shaping.ts';
 
@@ -79,7 +81,8 @@ export class DestinationShaping {
 
 /**
  * The delivery process's MTA as the configuration says (MX look-ups or the smarthost, connection slots per shaping
- * group shared by every process) with its shaping; or a test's own MTA, its connections counted per process only.
+ * group shared by every process, MTA-STS) with its shaping; or a test's own MTA, its connections counted per
+ * process only, without MTA-STS.
  */
 export function outbound(
   services: Services,
@@ -88,15 +91,7 @@ export function outbound(
   const c = services.config;
   const slots = given ? undefined : new ConnectionSlots(services);
   const mta =
-    given ??
-    new OutboundMta({
-      connectionSlots: slots,
-      dnsServers: c.DNS_SERVERS,
-      port: c.OUTBOUND_SMTP_PORT,
-      smarthostUrl: c.SMARTHOST_URL,
-      log: services.log,
-      ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
-    });
+    given ?? configuredMta(services, { connectionSlots: slots, mtaSts: configuredMtaSts(services) });
   const shaping = new DestinationShaping({
     mta,
     shaping: new TrafficShaping({
@@ -108,4 +103,24 @@ export function outbound(
     clock: services.clock,
   });
   return { mta, slots, shaping };
+}
+
+/** An MTA as the configuration says; `extra` adds what the caller shares with it (slots, MTA-STS). */
+export function configuredMta(services: Services, extra: Partial<OutboundMtaOptions> = {}): OutboundMta {
+  const c = services.config;
+  return new OutboundMta({
+    dnsServers: c.DNS_SERVERS,
+    port: c.OUTBOUND_SMTP_PORT,
+    smarthostUrl: c.SMARTHOST_URL,
+    log: services.log,
+    ...(!c.OUTBOUND_TLS_REJECT_UNAUTHORIZED && { tls: { rejectUnauthorized: false } }),
+    ...extra,
+  });
+}
+
+/** MTA-STS for MX delivery, unless MTA_STS=false or every message goes through the smarthost. */
+export function configuredMtaSts(services: Services): MtaSts | undefined {
+  const c = services.config;
+  if (!c.MTA_STS || c.SMARTHOST_URL) return undefined;
+  return new MtaSts({ ...services, resolver: createResolver(c.DNS_SERVERS) });
 }

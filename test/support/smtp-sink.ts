@@ -41,6 +41,8 @@ export interface SmtpSinkOptions {
   starttls?: boolean;
   /** Implicit TLS from the first byte (smtps). */
   implicitTls?: boolean;
+  /** The certificate TLS presents (PEM), instead of a fresh self-signed one for `localhost`. */
+  certificate?: { key: string; cert: string };
   /** Require AUTH PLAIN/LOGIN with these credentials (allowed without TLS too). */
   auth?: { user: string; pass: string };
   /** Hold the reply to each message's DATA this long, so that concurrent deliveries overlap. */
@@ -86,9 +88,11 @@ const smtpError = (reply: SmtpReply) => Object.assign(new Error(reply.message), 
 
 export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const tls = options.starttls || options.implicitTls;
-  const pems = tls
-    ? await generate([{ name: 'commonName', value: 'localhost' }], { keySize: 2048, algorithm: 'sha256' })
-    : null;
+  const pems = options.certificate
+    ? { private: options.certificate.key, cert: options.certificate.cert }
+    : tls
+      ? await generate([{ name: 'commonName', value: 'localhost' }], { keySize: 2048, algorithm: 'sha256' })
+      : null;
   const events = new EventEmitter();
   const recipientScripts = new Map<string, { replies: SmtpReply[]; always: boolean }>();
   let dataScript: SmtpReply[] = [];

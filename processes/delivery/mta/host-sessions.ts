@@ -10,8 +10,12 @@ export interface ConnectionSlotPort {
   acquire(group: string, connections: number): Promise<{ release(): Promise<void> } | null>;
 }
 
-/** A send's limits: the pool's, and the group whose connection slots its connections hold. */
-export type SessionLimits = UseLimits & { group?: string };
+/**
+ * A send's limits: the pool's, and the group whose connection slots its connections hold; `verifiedTls` (an
+ * MTA-STS policy's host): STARTTLS required and the certificate verified for the host name, on connections of
+ * their own.
+ */
+export type SessionLimits = UseLimits & { group?: string; verifiedTls?: boolean };
 
 /** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
 const SLOT_POLL_MS = 250;
@@ -29,6 +33,8 @@ export interface HostSessionOptions {
   log: Logger;
   /** When set, a send with a group and `connections` opens a connection only while it holds one of its slots. */
   slots?: ConnectionSlotPort;
+  /** CAs trusted for verified TLS (`verifiedTls`); unset, Node's own. */
+  ca?: string[];
 }
 
 /**
@@ -68,7 +74,7 @@ export class HostSessions {
     limits: SessionLimits = {},
   ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
     const port = this.#o.smarthost?.port ?? this.#o.port;
-    const key = `${host.name.toLowerCase()}:${port}`;
+    const key = `${host.name.toLowerCase()}:${port}${limits.verifiedTls ? ' verified' : ''}`;
     const timeUp = () => ({
       outcomes: recipients.map((recipient) => ({
         recipient,
@@ -129,13 +135,14 @@ export class HostSessions {
   async #openInSlot(host: MxHost, port: number, limits: SessionLimits, endAt: number): Promise<SmtpSession> {
     const { slots } = this.#o;
     const { group, connections } = limits;
-    if (!slots || !group || !connections) return this.#open(host, port);
+    const verified = limits.verifiedTls ?? false;
+    if (!slots || !group || !connections) return this.#open(host, port, verified);
     const giveUpAt = Math.min(endAt, Date.now() + this.#o.timeoutMs);
     for (;;) {
       const lease = await slots.acquire(group, connections);
       if (lease) {
         try {
-          const session = await this.#open(host, port);
+          const session = await this.#open(host, port, verified);
           session.onClose(() => void lease.release());
           return session;
         } catch (err) {
@@ -152,9 +159,10 @@ export class HostSessions {
   /**
    * Opens a session to the first of the host's addresses that answers. Towards an MX, TLS is opportunistic
    * (certificates are not verified unless `tls.rejectUnauthorized` says so) and a failed STARTTLS handshake is
-   * retried once in plain text, as Postfix's `may` level does; towards a smarthost, TLS failures are errors.
+   * retried once in plain text, as Postfix's `may` level does; towards a smarthost, or `verified` (MTA-STS), TLS
+   * failures are errors.
    */
-  async #open(host: MxHost, port: number): Promise<SmtpSession> {
+  async #open(host: MxHost, port: number, verified: boolean): Promise<SmtpSession> {
     const options = {
       port,
       servername: host.name,
@@ -162,7 +170,10 @@ export class HostSessions {
       auth: this.#o.smarthost?.auth,
       timeoutMs: this.#o.timeoutMs,
       heloName: this.#o.heloName,
-      tls: { rejectUnauthorized: this.#o.rejectUnauthorized },
+      tls: verified
+        ? { rejectUnauthorized: true, ca: this.#o.ca }
+        : { rejectUnauthorized: this.#o.rejectUnauthorized },
+      requireTls: verified,
       log: this.#o.log,
     };
     let last: unknown = new Error(`no address for ${host.name}`);
@@ -170,8 +181,9 @@ export class HostSessions {
       try {
         return await SmtpSession.open({ ...options, host: address });
       } catch (err) {
-        last = err;
-        if (!starttlsFailed(err) || this.#o.smarthost) continue;
+        // A verified session's STARTTLS failure says so, whatever the server's reply (MTA-STS reports it).
+        last = verified && starttlsFailed(err) ? new Error(`STARTTLS failed: ${describeError(err)}`) : err;
+        if (!starttlsFailed(err) || this.#o.smarthost || verified) continue;
         this.#o.log.info(
           { mx: host.name, error: describeError(err) },
           'STARTTLS failed, retrying in plain text',

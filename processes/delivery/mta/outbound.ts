@@ -6,6 +6,8 @@
 import { hostname } from 'node:os';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '../../../platform/logger.ts';
+import type { MtaStsPort } from '../mta-sts/mta-sts.ts';
+import { deliverUnderPolicy } from '../mta-sts/sts-delivery.ts';
 import { composeMessage } from './compose.ts';
 import { type ConnectionSlotPort, HostSessions, type SessionLimits } from './host-sessions.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
@@ -33,6 +35,8 @@ export interface OutboundMtaOptions {
   heloName?: string;
   /** Connection slots per shaping group shared by every process (`ConnectionSlots`); unset, per process only. */
   connectionSlots?: ConnectionSlotPort;
+  /** Receiving domains' MTA-STS policies and TLS report counts (processes/delivery/mta-sts/); unset, none. */
+  mtaSts?: MtaStsPort;
 }
 
 /** A send's limits from its destination's shaping group (processes/delivery/shaping/). */
@@ -71,6 +75,7 @@ export class OutboundMta {
   private readonly resolver: MxResolver;
   private readonly smarthost: Smarthost | null;
   private readonly sessions: HostSessions;
+  private readonly mtaSts?: MtaStsPort;
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
 
@@ -79,6 +84,7 @@ export class OutboundMta {
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.resolver = new MxResolver({ dnsServers: options.dnsServers, timeoutMs });
     this.smarthost = options.smarthostUrl ? parseSmarthost(options.smarthostUrl) : null;
+    this.mtaSts = options.mtaSts;
     this.sessions = new HostSessions({
       port: options.port,
       smarthost: this.smarthost,
@@ -88,6 +94,7 @@ export class OutboundMta {
       rejectUnauthorized: options.tls?.rejectUnauthorized ?? this.smarthost !== null,
       log: this.log,
       slots: options.connectionSlots,
+      ca: options.mtaSts?.ca,
     });
   }
 
@@ -123,6 +130,7 @@ export class OutboundMta {
     this.closed = true;
     await Promise.allSettled([...this.inFlight]);
     this.sessions.close();
+    await this.mtaSts?.flush();
   }
 
   /**
@@ -227,21 +235,29 @@ export class OutboundMta {
     // RCPT TO carries the ASCII (punycode) domain; outcomes go back under the caller's spelling.
     const envelopeTo = recipients.map(asciiAddress);
     const original = new Map(envelopeTo.map((a, i) => [a.toLowerCase(), recipients[i]]));
-    let lastError = 'no MX host could be reached';
-    for (const host of route.hosts) {
-      const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt, limits);
-      if (attempt.outcomes) {
-        return attempt.outcomes.map((o) => ({
-          ...o,
-          recipient: original.get(o.recipient.toLowerCase()) ?? o.recipient,
-        }));
-      }
-      lastError = attempt.error;
-      this.log.warn(
-        { domain, mx: host.name, error: attempt.error },
-        'MX host unreachable, trying the next one',
-      );
-    }
+    const delivered = await deliverUnderPolicy({
+      domain,
+      hosts: route.hosts,
+      sts: this.smarthost ? undefined : this.mtaSts,
+      transact: async (host, verifiedTls) => {
+        const attempt = await this.sessions.transact(host, envelopeTo, message, raw, endAt, {
+          ...limits,
+          ...(verifiedTls && { verifiedTls }),
+        });
+        if (!attempt.outcomes)
+          this.log.warn(
+            { domain, mx: host.name, error: attempt.error },
+            'MX host unreachable, trying the next one',
+          );
+        return attempt;
+      },
+    });
+    if (delivered.outcomes)
+      return delivered.outcomes.map((o) => ({
+        ...o,
+        recipient: original.get(o.recipient.toLowerCase()) ?? o.recipient,
+      }));
+    const lastError = delivered.lastError;
     return recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse: lastError }));
   }
 }

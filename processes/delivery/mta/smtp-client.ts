@@ -25,7 +25,9 @@ export interface SessionOptions {
   auth?: { user: string; pass: string };
   timeoutMs: number;
   heloName: string;
-  tls?: { rejectUnauthorized?: boolean };
+  tls?: { rejectUnauthorized?: boolean; ca?: string[] };
+  /** STARTTLS or nothing: a server that does not offer it, or a failed handshake, fails the session. */
+  requireTls?: boolean;
   log: Logger;
 }
 
@@ -100,14 +102,19 @@ export class SmtpSession {
       secure: options.implicitTls,
       servername,
       name: options.heloName,
-      opportunisticTLS: true,
+      opportunisticTLS: !options.requireTls,
+      requireTLS: options.requireTls ?? false,
       ignoreTLS: options.ignoreStarttls ?? false,
       connectionTimeout: options.timeoutMs,
       greetingTimeout: options.timeoutMs,
       socketTimeout: options.timeoutMs,
       dnsTimeout: options.timeoutMs,
       allowInternalNetworkInterfaces: true,
-      tls: { rejectUnauthorized: options.tls?.rejectUnauthorized ?? true, servername },
+      tls: {
+        rejectUnauthorized: options.tls?.rejectUnauthorized ?? true,
+        servername,
+        ...(options.tls?.ca && { ca: options.tls.ca }),
+      },
       logger: false,
     });
     return new Promise((resolve, reject) => {
