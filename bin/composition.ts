@@ -30,6 +30,7 @@ import {
 } from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { deliveryJobs } from '../processes/delivery/delivery-jobs.ts';
+import { egressMigrations } from '../processes/delivery/egress/egress-table.ts';
 import { QueueControlsProcess } from '../processes/delivery/queue-controls.process.ts';
 import { queueMessageCounts, queueRows, recentReplies } from '../processes/delivery/queue-view.ts';
 import { shapingMigrations } from '../processes/delivery/shaping/shaping-table.ts';
@@ -138,6 +139,7 @@ export const migrations: Migration[] = [
   ...deliveryMigrations,
   ...queueMigrations,
   ...shapingMigrations,
+  ...egressMigrations,
   ...suppressionPolicyMigrations,
   ...webhooksMigrations,
   ...deliveryLogMigrations,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
+import { egressPolicyOf } from '../domain/delivery/egress-file.ts';
 import { shapingPolicyOf } from '../domain/delivery/shaping-file.ts';
 import { operatorRulesOf } from '../domain/emails/bounce-classes.ts';
 import { TrackingTokens } from '../domain/emails/tracking.ts';
@@ -120,9 +121,18 @@ function shaping(config: Config) {
   }
 }
 
+/** The egress sources and pools, checked before anything starts: a faulty SOURCES_FILE stops start-up. */
+function egress(config: Config) {
+  try {
+    return egressPolicyOf(config);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  SOURCES_FILE: ${(err as Error).message}`);
+  }
+}
+
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
-  const policies = { bounceRules: bounceRules(config), shaping: shaping(config) };
+  const policies = { bounceRules: bounceRules(config), shaping: shaping(config), egress: egress(config) };
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   if (!options.db && !config.DATABASE_URL)
     throw new ConfigError(

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { Logger } from '../../../platform/logger.ts';
 import { DestinationPool, type UseLimits } from './destination-limiter.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
@@ -10,8 +11,17 @@ export interface ConnectionSlotPort {
   acquire(group: string, connections: number): Promise<{ release(): Promise<void> } | null>;
 }
 
-/** A send's limits: the pool's, and the group whose connection slots its connections hold. */
-export type SessionLimits = UseLimits & { group?: string };
+/** An egress source a connection leaves from: its local address (bound) and the name it says in EHLO. */
+export interface SessionSource {
+  address?: string;
+  helo?: string;
+}
+
+/**
+ * A send's limits: the pool's, the group whose connection slots its connections hold, and the egress source its
+ * connections leave from (a pooled connection serves only sends of its own source).
+ */
+export type SessionLimits = UseLimits & { group?: string; source?: SessionSource };
 
 /** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
 const SLOT_POLL_MS = 250;
@@ -68,7 +78,8 @@ export class HostSessions {
     limits: SessionLimits = {},
   ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
     const port = this.#o.smarthost?.port ?? this.#o.port;
-    const key = `${host.name.toLowerCase()}:${port}`;
+    const source = limits.source?.address;
+    const key = `${source ? `${source}>` : ''}${host.name.toLowerCase()}:${port}`;
     const timeUp = () => ({
       outcomes: recipients.map((recipient) => ({
         recipient,
@@ -129,13 +140,13 @@ export class HostSessions {
   async #openInSlot(host: MxHost, port: number, limits: SessionLimits, endAt: number): Promise<SmtpSession> {
     const { slots } = this.#o;
     const { group, connections } = limits;
-    if (!slots || !group || !connections) return this.#open(host, port);
+    if (!slots || !group || !connections) return this.#open(host, port, limits.source);
     const giveUpAt = Math.min(endAt, Date.now() + this.#o.timeoutMs);
     for (;;) {
       const lease = await slots.acquire(group, connections);
       if (lease) {
         try {
-          const session = await this.#open(host, port);
+          const session = await this.#open(host, port, limits.source);
           session.onClose(() => void lease.release());
           return session;
         } catch (err) {
@@ -154,19 +165,22 @@ export class HostSessions {
    * (certificates are not verified unless `tls.rejectUnauthorized` says so) and a failed STARTTLS handshake is
    * retried once in plain text, as Postfix's `may` level does; towards a smarthost, TLS failures are errors.
    */
-  async #open(host: MxHost, port: number): Promise<SmtpSession> {
+  async #open(host: MxHost, port: number, source: SessionSource = {}): Promise<SmtpSession> {
     const options = {
       port,
       servername: host.name,
       implicitTls: this.#o.smarthost?.implicitTls ?? false,
       auth: this.#o.smarthost?.auth,
       timeoutMs: this.#o.timeoutMs,
-      heloName: this.#o.heloName,
+      heloName: source.helo ?? this.#o.heloName,
+      ...(source.address && { localAddress: source.address }),
       tls: { rejectUnauthorized: this.#o.rejectUnauthorized },
       log: this.#o.log,
     };
     let last: unknown = new Error(`no address for ${host.name}`);
     for (const address of host.addresses) {
+      // A bound source reaches only addresses of its own family (an IPv4 source no IPv6 MX address).
+      if (source.address && isIP(address) && isIP(address) !== isIP(source.address)) continue;
       try {
         return await SmtpSession.open({ ...options, host: address });
       } catch (err) {

@@ -25,6 +25,8 @@ export interface SessionOptions {
   auth?: { user: string; pass: string };
   timeoutMs: number;
   heloName: string;
+  /** The local address the connection is bound to (an egress source's); absent, the system's choice. */
+  localAddress?: string;
   tls?: { rejectUnauthorized?: boolean };
   log: Logger;
 }
@@ -100,6 +102,7 @@ export class SmtpSession {
       secure: options.implicitTls,
       servername,
       name: options.heloName,
+      ...(options.localAddress && { localAddress: options.localAddress }),
       opportunisticTLS: true,
       ignoreTLS: options.ignoreStarttls ?? false,
       connectionTimeout: options.timeoutMs,
