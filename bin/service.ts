@@ -15,6 +15,7 @@ import { type Config, ConfigError } from '../platform/config.ts';
 import { SecretBox } from '../platform/crypto.ts';
 import { connectPostgres, type Database } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
+import { createResolver } from '../platform/dns.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
@@ -28,6 +29,7 @@ import { IdempotencyKeys } from '../platform/idempotency/idempotency.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
+import { warnReverseDns } from '../processes/delivery/egress/reverse-dns.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
@@ -182,6 +184,9 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   if (options.projections !== false) await runner.start();
   const processes = options.processes === false ? [] : backgroundProcesses(services);
   for (const p of processes) p.start();
+  // A source whose reverse DNS does not name its HELO name is logged, never refused (docs/deliverability.md).
+  if (processes.length > 0)
+    void warnReverseDns(policies.egress, createResolver(config.DNS_SERVERS), log).catch(() => {});
 
   const authenticate: Authenticate = (key) => services.caches.apiKeys.get(key);
   let app: express.Express | undefined;
