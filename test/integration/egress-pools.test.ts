@@ -7,6 +7,7 @@ import { runCommand } from '../../bin/cli/commands.ts';
 import { egressPolicyOf } from '../../domain/delivery/egress-file.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
+import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
@@ -28,7 +29,9 @@ const HELO = {
   '127.0.0.2': 'out2.postline.test',
   '127.0.0.3': 'out3.postline.test',
   '127.0.0.4': 'out4.postline.test',
+  '127.0.0.5': 'out5.postline.test',
 };
+const IMPRESSUM = { company_name: 'Acme', address: 'Street 1', country: 'DE', email: 'legal@acme.example' };
 
 beforeAll(async () => {
   mx = await startSmtpSink();
@@ -38,7 +41,7 @@ const { svc, dns } = useDnsService(() => ({ clock, env: { OUTBOUND_SMTP_PORT: St
 /** SOURCES_FILE as the operator writes it, read as start-up reads it (the organizations' ids are known now). */
 function sourcesFile(orgs: { beta: string }) {
   const path = join(mkdtempSync(join(tmpdir(), 'postline-egress-')), 'sources.json');
-  const source = (n: 2 | 3 | 4, warm: boolean, weight = 1) => ({
+  const source = (n: 2 | 3 | 4 | 5, warm: boolean, weight = 1) => ({
     name: `s${n}`,
     address: `127.0.0.${n}`,
     helo: HELO[`127.0.0.${n}`],
@@ -47,12 +50,14 @@ function sourcesFile(orgs: { beta: string }) {
   });
   const json = {
     // s2 takes nearly all of acme's mail while it has room: its cap is what moves the rest to s4.
-    sources: [source(2, false, 1000), source(3, false), source(4, true)],
+    sources: [source(2, false, 1000), source(3, false), source(4, true), source(5, true)],
     pools: [
       { name: 'acme-pool', sources: ['s2', 's4'] },
       { name: 'beta-pool', sources: ['s3'] },
+      { name: 'bulk', sources: ['s5'] },
     ],
     defaultPool: 'acme-pool',
+    broadcastPool: 'bulk',
     organizations: { [orgs.beta]: { transactional: 'beta-pool' } },
     warmup: { default: [3] },
   };
@@ -63,7 +68,8 @@ function sourcesFile(orgs: { beta: string }) {
 beforeAll(async () => {
   acme = await svc.createOrg('pro');
   beta = await svc.createOrg('pro');
-  await addVerifiedDomain(acme.live, dns, 'acme-egress.test');
+  const domain = await addVerifiedDomain(acme.live, dns, 'acme-egress.test');
+  expect((await acme.live.patch(`/v1/domains/${domain.id}`, { impressum: IMPRESSUM })).status).toBe(200);
   await addVerifiedDomain(beta.live, dns, 'beta-egress.test');
   dns.set('warm.test', 'MX', [{ exchange: 'mx.warm.test', priority: 10 }]);
   dns.set('mx.warm.test', 'A', ['127.0.0.1']);
@@ -176,6 +182,30 @@ describe('egress pools with warm-up, on loopback', () => {
     expect(attempt?.data).toMatchObject({ source: 's3', sourceAddress: '127.0.0.3' });
   });
 
+  it('sends an organization’s broadcasts from the broadcast lane’s pool, apart from its transactional mail', async () => {
+    // Given: a broadcast of Acme's to two readers at the same destination
+    const audience = (await acme.live.post('/v1/audiences', { name: 'Readers' })).body.id;
+    for (const email of ['r0@warm.test', 'r1@warm.test'])
+      expect((await acme.live.post('/v1/contacts', { email, audience_ids: [audience] })).status).toBe(201);
+    const broadcast = await acme.live.post('/v1/broadcasts', {
+      name: 'News',
+      audience_id: audience,
+      from: 'Acme <news@acme-egress.test>',
+      subject: 'News',
+      text: 'What is new',
+    });
+    expect(broadcast.status, JSON.stringify(broadcast.body)).toBe(201);
+    expect((await acme.live.post(`/v1/broadcasts/${broadcast.body.id}/send`, {})).status).toBe(200);
+    const before = mx.messages.length;
+    // When
+    await new BroadcastExpansionProcess(svc.postline.services).runOnce();
+    await delivery.runOnce();
+    await mx.waitForMessages(before + 2);
+    // Then: both left from the broadcast pool's address (Acme's transactional mail left from .2 and .4)
+    expect(arrivals('r')).toEqual({ '127.0.0.5': 2 });
+    for (const m of mx.messages) expect(m.heloName).toBe(HELO[m.remoteAddress as keyof typeof HELO]);
+  });
+
   it('`postline sources --check` compares each address’s reverse DNS with its HELO name', async () => {
     dns.set('2.0.0.127.in-addr.arpa', 'PTR', ['out2.postline.test.']);
     dns.set('3.0.0.127.in-addr.arpa', 'PTR', ['elsewhere.postline.test.']);
@@ -192,6 +222,7 @@ describe('egress pools with warm-up, on loopback', () => {
       s2: { names: ['out2.postline.test'], matches: true },
       s3: { names: ['elsewhere.postline.test'], matches: false },
       s4: { names: [], matches: false },
+      s5: { names: [], matches: false },
     });
     const text = await cli('sources', '--check');
     expect(text.output).toMatch(/^s2 .* ok$/m);
