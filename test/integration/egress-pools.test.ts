@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../../bin/cli/commands.ts';
-import { egressPolicyOf } from '../../domain/delivery/egress-file.ts';
+import { egressPolicyOf, parseSourcesFile } from '../../domain/delivery/egress-file.ts';
+import { nextDayStart, utcDay } from '../../domain/delivery/egress-warmup.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
+import { EgressSources } from '../../processes/delivery/egress/egress-sources.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { emailHistory, readEmail } from '../support/emails.ts';
@@ -204,6 +206,42 @@ describe('egress pools with warm-up, on loopback', () => {
     // Then: both left from the broadcast pool's address (Acme's transactional mail left from .2 and .4)
     expect(arrivals('r')).toEqual({ '127.0.0.5': 2 });
     for (const m of mx.messages) expect(m.heloName).toBe(HELO[m.remoteAddress as keyof typeof HELO]);
+  });
+
+  it('holds a cap across processes: of 20 messages admitted at once by two processes, the cap’s 5 go, a message given back is taken again', async () => {
+    // Given: two processes' choosers over one database, a pool whose one source is on day 1 with 5 a day
+    const { db } = svc.postline.services;
+    const policy = parseSourcesFile({
+      sources: [
+        {
+          name: 'solo',
+          address: '127.0.0.6',
+          helo: 'solo.postline.test',
+          warmup: { started: utcDay(clock.now()) },
+        },
+      ],
+      pools: [{ name: 'solo', sources: ['solo'] }],
+      warmup: { default: [5] },
+    });
+    const processes = [new EgressSources({ db, clock, policy }), new EgressSources({ db, clock, policy })];
+    // When
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        processes[i % 2].choose('org_any', 'transactional', 'mx:solo.test'),
+      ),
+    );
+    // Then: 5 admitted, 15 told to wait for the next day
+    const admitted = answers.filter((a) => a.ok);
+    expect(admitted).toHaveLength(5);
+    expect(answers.filter((a) => !a.ok).map((a) => !a.ok && a.until.toISOString())).toEqual(
+      Array(15).fill(nextDayStart(clock.now()).toISOString()),
+    );
+    // A message given back (not sent) makes room for one more, and only one
+    if (admitted[0].ok) await processes[0].release(admitted[0].choice);
+    const again = await Promise.all(
+      [0, 1].map((i) => processes[i].choose('org_any', 'broadcast', 'mx:solo.test')),
+    );
+    expect(again.map((a) => a.ok)).toEqual(expect.arrayContaining([true, false]));
   });
 
   it('`postline sources --check` compares each address’s reverse DNS with its HELO name', async () => {
