@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { BoundedMap } from '../../../platform/bounded-map.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import { DestinationPool, type UseLimits } from './destination-limiter.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
@@ -25,6 +26,7 @@ export type SessionLimits = UseLimits & { group?: string; source?: SessionSource
 
 /** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
 const SLOT_POLL_MS = 250;
+const KNOWN_DESTINATIONS = 10_000;
 
 export interface HostSessionOptions {
   /** Port to connect to on MX hosts; the smarthost's own otherwise. */
@@ -48,6 +50,8 @@ export interface HostSessionOptions {
 export class HostSessions {
   readonly #o: HostSessionOptions;
   readonly #pool: DestinationPool<SmtpSession>;
+  /** The shaping group of each pooled destination (host, or source and host) that sends named one. */
+  readonly #groups = new BoundedMap<string, string>(KNOWN_DESTINATIONS);
 
   constructor(o: HostSessionOptions) {
     this.#o = o;
@@ -87,6 +91,7 @@ export class HostSessions {
         smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
       })),
     });
+    if (limits.group) this.#groups.set(key, limits.group);
     for (let attempt = 0; ; attempt++) {
       if (Date.now() >= endAt) return timeUp();
       let opened = false;
@@ -97,7 +102,7 @@ export class HostSessions {
           key,
           () => {
             opened = true;
-            return this.#openInSlot(host, port, limits, endAt);
+            return this.#openInSlot(host, port, limits, endAt, key);
           },
           async (session) => {
             // A connection that came too late (the pool was busy) goes back unused.
@@ -137,7 +142,13 @@ export class HostSessions {
    * waits for a free slot until the connection time-out (or `endAt`), then fails as a connection that could
    * not be opened.
    */
-  async #openInSlot(host: MxHost, port: number, limits: SessionLimits, endAt: number): Promise<SmtpSession> {
+  async #openInSlot(
+    host: MxHost,
+    port: number,
+    limits: SessionLimits,
+    endAt: number,
+    key: string,
+  ): Promise<SmtpSession> {
     const { slots } = this.#o;
     const { group, connections } = limits;
     if (!slots || !group || !connections) return this.#open(host, port, limits.source);
@@ -154,6 +165,9 @@ export class HostSessions {
           throw err;
         }
       }
+      // A slot held by an idle connection to another destination of the group (another MX host, another
+      // egress source) is freed for this one rather than waiting for its idle time-out.
+      this.#pool.closeIdle((k) => k !== key && this.#groups.get(k) === group);
       if (Date.now() + SLOT_POLL_MS >= giveUpAt)
         throw new Error(`all ${connections} connections of the shaping group ${group} are in use`);
       await new Promise((resolve) => setTimeout(resolve, SLOT_POLL_MS));
