@@ -30,6 +30,7 @@ import {
 } from '../processes/contact-import/contact-import.process.ts';
 import { DeliveryProcess, deliveryMigrations } from '../processes/delivery/delivery.process.ts';
 import { deliveryJobs } from '../processes/delivery/delivery-jobs.ts';
+import { egressMigrations } from '../processes/delivery/egress/egress-table.ts';
 import { mtaStsMigrations } from '../processes/delivery/mta-sts/mta-sts.schema.ts';
 import { TlsReportProcess } from '../processes/delivery/mta-sts/tls-report.process.ts';
 import { QueueControlsProcess } from '../processes/delivery/queue-controls.process.ts';
@@ -127,6 +128,7 @@ export const migrations: Migration[] = [
   ...queueMigrations,
   ...shapingMigrations,
   ...mtaStsMigrations,
+  ...egressMigrations,
   ...suppressionPolicyMigrations,
   ...webhooksMigrations,
   ...deliveryLogMigrations,

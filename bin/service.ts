@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
+import { egressPolicyOf } from '../domain/delivery/egress-file.ts';
 import { shapingPolicyOf } from '../domain/delivery/shaping-file.ts';
 import { operatorRulesOf } from '../domain/emails/bounce-classes.ts';
 import { TrackingTokens } from '../domain/emails/tracking.ts';
@@ -14,6 +15,7 @@ import { type Config, ConfigError } from '../platform/config.ts';
 import { SecretBox } from '../platform/crypto.ts';
 import { connectPostgres, type Database } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
+import { createResolver } from '../platform/dns.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
@@ -27,6 +29,7 @@ import { IdempotencyKeys } from '../platform/idempotency/idempotency.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
+import { warnReverseDns } from '../processes/delivery/egress/reverse-dns.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { projections } from '../projections/all.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
@@ -120,9 +123,18 @@ function shaping(config: Config) {
   }
 }
 
+/** The egress sources and pools, checked before anything starts: a faulty SOURCES_FILE stops start-up. */
+function egress(config: Config) {
+  try {
+    return egressPolicyOf(config);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  SOURCES_FILE: ${(err as Error).message}`);
+  }
+}
+
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
 export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
-  const policies = { bounceRules: bounceRules(config), shaping: shaping(config) };
+  const policies = { bounceRules: bounceRules(config), shaping: shaping(config), egress: egress(config) };
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   if (!options.db && !config.DATABASE_URL)
     throw new ConfigError(
@@ -172,6 +184,9 @@ export async function startPostline(config: Config, options: StartOptions = {}):
   if (options.projections !== false) await runner.start();
   const processes = options.processes === false ? [] : backgroundProcesses(services);
   for (const p of processes) p.start();
+  // A source whose reverse DNS does not name its HELO name is logged, never refused (docs/deliverability.md).
+  if (processes.length > 0)
+    void warnReverseDns(policies.egress, createResolver(config.DNS_SERVERS), log).catch(() => {});
 
   const authenticate: Authenticate = (key) => services.caches.apiKeys.get(key);
   let app: express.Express | undefined;

@@ -161,6 +161,8 @@ const schema = z.object({
   BOUNCE_RULES_FILE: z.string().min(1).optional(),
   /** A JSON file of traffic-shaping groups over the shipped ones (docs/deliverability.md, "Traffic shaping"). */
   SHAPING_FILE: z.string().min(1).optional(),
+  /** A JSON file of egress sources, pools and warm-up (docs/deliverability.md, "Egress IP pools and warm-up"). */
+  SOURCES_FILE: z.string().min(1).optional(),
   SMTP_HOST: z.string().min(1).default('0.0.0.0'),
   /** Name in the SMTP greeting and Received headers (default: the host of PUBLIC_URL). */
   SMTP_HOSTNAME: z.string().min(1).optional(),
@@ -191,6 +193,8 @@ export type Config = z.infer<typeof schema> & {
   bounceRules?: unknown;
   /** The JSON of SHAPING_FILE, read at start-up; checked by domain/delivery/shaping-file.ts. */
   shaping?: unknown;
+  /** The JSON of SOURCES_FILE, read at start-up; checked by domain/delivery/egress-file.ts. */
+  sources?: unknown;
 };
 
 export class ConfigError extends Error {}
@@ -221,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...c,
     ...(c.BOUNCE_RULES_FILE && { bounceRules: readJsonFile('BOUNCE_RULES_FILE', c.BOUNCE_RULES_FILE) }),
     ...(c.SHAPING_FILE && { shaping: readJsonFile('SHAPING_FILE', c.SHAPING_FILE) }),
+    ...(c.SOURCES_FILE && { sources: readJsonFile('SOURCES_FILE', c.SOURCES_FILE) }),
     PUBLIC_URL: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`,
     embedded: !c.DATABASE_URL,
   };

@@ -1,3 +1,4 @@
+import type { EgressPolicy } from '../domain/delivery/egress-sources.ts';
 import type { ShapingPolicy } from '../domain/delivery/shaping-groups.ts';
 import type { BounceRule } from '../domain/emails/bounce-classes.ts';
 
@@ -8,5 +9,7 @@ declare module '../platform/services.ts' {
     bounceRules: readonly BounceRule[];
     /** The shipped shaping groups with SHAPING_FILE's over them (docs/deliverability.md, "Traffic shaping"). */
     shaping: ShapingPolicy;
+    /** SOURCES_FILE's egress sources, pools and warm-up; the machine's one source without it. */
+    egress: EgressPolicy;
   }
 }

@@ -6,6 +6,7 @@ import { keysCreate, keysRevoke } from './keys.ts';
 import { projectionsRebuild, projectionsStatus, streamsShow } from './operations.ts';
 import { orgsCreate, orgsList, orgsSetClientDetails, orgsSetPlan } from './orgs.ts';
 import { queueBounce, queueList, queuePause, queueResume, queueRetry } from './queue.ts';
+import { sourcesList } from './sources.ts';
 
 export const USAGE = `Usage: postline <command>
 
@@ -38,6 +39,9 @@ export const USAGE = `Usage: postline <command>
   queue resume <domain> [--org <org_id>]        end a pause before its time
   queue retry <domain> [--org <org_id>]         make the mail waiting for a retry there due now
   queue bounce <domain> [--org <org_id>]        give up its queued mail: each recipient bounces softly
+  sources [--check] [--json]                    the egress sources (SOURCES_FILE): pools, address, HELO name,
+                                                warm-up day, today's cap and use per destination group;
+                                                --check looks up their reverse DNS (exit code 1: a mismatch)
 `;
 
 /** Each subcommand, by its group and action. */
@@ -66,6 +70,7 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   // `queue` alone, or with its options only, lists; its other actions are words.
   if (argv[0] === 'queue' && (argv[1] === undefined || argv[1].startsWith('--')))
     return queueList(cliOf(postline, out), argv.slice(1));
+  if (argv[0] === 'sources') return sourcesList(cliOf(postline, out), argv.slice(1));
   const [group, action, ...rest] = argv;
   const name = `${group} ${action}`;
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;

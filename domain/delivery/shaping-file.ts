@@ -103,7 +103,7 @@ function given(entry: FileLimits): Partial<ShapingDefaults> {
 }
 
 /** Where a zod issue is, as an operator reads it: `groups[2] ("google").perMinute`. */
-function whereOf(path: PropertyKey[], json: unknown): string {
+export function whereOf(path: PropertyKey[], json: unknown): string {
   let out = '';
   let node: unknown = json;
   for (const part of path) {

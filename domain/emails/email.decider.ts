@@ -29,6 +29,9 @@ export type EmailCommand =
       recipients: string[];
       endsBy: string;
       early?: boolean;
+      /** The egress source it leaves from (SOURCES_FILE), recorded with the attempt. */
+      source?: string;
+      sourceAddress?: string;
       at: string;
     }
   | {
@@ -133,6 +136,8 @@ function startAttempt(command: Command<'StartDeliveryAttempt'>, state: EmailStat
       startedAt: at,
       endsBy,
       ...(outcomeUnknown.length > 0 && { outcomeUnknown }),
+      ...(command.source !== undefined && { source: command.source }),
+      ...(command.sourceAddress !== undefined && { sourceAddress: command.sourceAddress }),
     },
   });
   return events;

@@ -91,6 +91,9 @@ export type EmailDeliveryAttemptStarted = {
     startedAt: string;
     endsBy: string;
     outcomeUnknown?: string[];
+    /** The egress source the attempt leaves from, by name and address (only with a SOURCES_FILE). */
+    source?: string;
+    sourceAddress?: string;
   };
 };
 /** The message left Postline: composed, signed and handed to the first receiving server (or the simulator). */

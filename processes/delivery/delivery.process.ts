@@ -26,6 +26,7 @@ import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten
 import { deliveryJobs, type Job, jobRow, jobsOf, listQueues } from './delivery-jobs.ts';
 import { DestinationLog } from './destination-log.ts';
 import { type DestinationShaping, outbound } from './destination-shaping.ts';
+import { type EgressChoice, EgressSources } from './egress/egress-sources.ts';
 import { destinationsOf, dueRecipients, nextLook, recipientsAt } from './look-times.ts';
 import type { RecipientOutcome } from './mta/message.ts';
 import type { OutboundMta } from './mta/outbound.ts';
@@ -36,6 +37,8 @@ import type { ConnectionSlots } from './shaping/connection-slots.ts';
 export { deliveryMigrations } from './delivery-jobs.ts';
 
 type Known = Extract<EmailState, { exists: true }>;
+/** An attempt's plan: its recipients, the group that admitted it and the source it leaves from. */
+type Attempt = { recipients: string[]; early: boolean; group: ShapingGroup; egress: EgressChoice };
 /**
  * An email as a look sees it: its content as accepted, its stream (read once, then with this look's own events)
  * and the state it folds to. Commands are decided on `history` rather than on a fresh read of the stream.
@@ -66,6 +69,7 @@ export class DeliveryProcess extends DueProcess<Job> {
   readonly #unknown: UnknownOutcomes;
   readonly #destinations: DestinationLog;
   readonly #shaping: DestinationShaping;
+  readonly #egress: EgressSources;
   /** Connections per shaping group, held across every process (unset when a test hands in its own MTA). */
   readonly #slots?: ConnectionSlots;
   /** When stop() was called (ms since the epoch): outcomes not yet written are given up the grace after. */
@@ -82,6 +86,7 @@ export class DeliveryProcess extends DueProcess<Job> {
     ({ mta: this.#mta, slots: this.#slots, shaping: this.#shaping } = outbound(services, options.mta));
     this.#unknown = new UnknownOutcomes(services.clock);
     this.#destinations = new DestinationLog(services);
+    this.#egress = new EgressSources({ ...services, policy: services.policies.egress });
   }
 
   /** Live emails accepted become a job per destination, due at once (delivery-jobs.ts). */
@@ -128,11 +133,12 @@ export class DeliveryProcess extends DueProcess<Job> {
     if (due.length > 0 && !job.give_up) {
       const domain = await domains.of(email.content, email.meta);
       if (domain) {
-        // Nothing is recorded for a message the destination's shaping holds back: it has not been attempted.
+        // Nothing is recorded for a message held back (no source of its pool with room under its warm-up cap,
+        // or the group's shaping): it has not been attempted.
         const group = await this.#shaping.groupOf(email.destination);
-        const heldUntil = await this.#shaping.admit(group);
-        if (heldUntil) return heldUntil;
-        await this.#attempt(email, domain, { recipients: due, early: job.expedite, group });
+        const egress = await this.#egress.admit(job.org_id, job.lane, group, this.#shaping);
+        if (typeof egress === 'string') return egress;
+        await this.#attempt(email, domain, { recipients: due, early: job.expedite, group, egress });
       } else {
         await this.#startSending(email);
         await this.#recordOutcomes(email, this.#decide(email, this.#deferAll(email, due)));
@@ -195,7 +201,7 @@ export class DeliveryProcess extends DueProcess<Job> {
   async #attempt(
     email: Email,
     domain: SendingDomain,
-    { recipients, early, group }: { recipients: string[]; early: boolean; group: ShapingGroup },
+    { recipients, early, group, egress }: Attempt,
   ): Promise<void> {
     const message = await buildOutboundMessage(this.services, email.content, domain);
     const startedAt = this.services.clock.now().getTime();
@@ -205,19 +211,19 @@ export class DeliveryProcess extends DueProcess<Job> {
       this.services,
       email.meta,
       email.id,
-      { recipients, endsBy, ...(early && { early }) },
+      { recipients, endsBy, ...(early && { early }), ...this.#egress.recorded(egress) },
       email.history,
     );
     await this.#took(email, started);
     const attempt = started.events.find((e) => e.type === 'EmailDeliveryAttemptStarted');
-    if (!attempt) return;
+    if (!attempt) return this.#egress.release(egress);
     for (const r of attempt.data.outcomeUnknown ?? []) {
       const earlier = before[r]?.inFlight?.startedAt;
       if (earlier) this.#unknown.forget(email.id, earlier);
     }
     // The limit counts from the record, whatever its append took.
     const withinMs = startedAt + ATTEMPT_LIMIT_MS - this.services.clock.now().getTime();
-    const limits = { ...group.limits, group: group.name };
+    const limits = { ...group.limits, group: group.name, source: this.#egress.bound(egress) };
     const sent = await this.#mta.send(message, attempt.data.recipients, { withinMs, limits });
     const decided = this.#decide(email, sent);
     const at = this.services.clock.now().toISOString();

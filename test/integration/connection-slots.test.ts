@@ -122,4 +122,38 @@ describe('outbound MTA with connection slots', () => {
     await Promise.all(mtas.map((m) => m.close()));
     await expect.poll(() => held('g-mta'), PATIENCE).toBe(0);
   });
+
+  it('given the group’s one slot held by an idle connection of another egress source, frees it for the send that waits', async () => {
+    // Given: an MTA whose idle connections stay open 5 s; the group allows one connection; one source sent
+    dns.set('free.test', 'MX', [{ exchange: 'mx.free.test', priority: 10 }]);
+    dns.set('mx.free.test', 'A', ['127.0.0.1']);
+    sink.reset();
+    const mta = new OutboundMta({
+      dnsServers: [dns.serverAddress],
+      port: sink.port,
+      log,
+      timeoutMs: 60_000,
+      connectionSlots: new ConnectionSlots({ db: pools[0], clock, log }),
+    });
+    mtas.push(mta);
+    const send = (to: string, n: number, withinMs?: number) =>
+      mta.send(message(to), [to], {
+        limits: {
+          group: 'g-free',
+          connections: 1,
+          source: { address: `127.0.0.${n}`, helo: `s${n}.postline.test` },
+        },
+        withinMs,
+      });
+    expect((await send('a@free.test', 2))[0].result).toBe('delivered');
+    // When: another source sends, with less time than the idle connection would stay open
+    const [outcome] = await send('b@free.test', 3, 3_000);
+    // Then: the idle connection gave its slot up, and each message came from its own source
+    expect(outcome.result, outcome.smtpResponse).toBe('delivered');
+    expect(sink.messages.map((m) => [m.remoteAddress, m.heloName])).toEqual([
+      ['127.0.0.2', 's2.postline.test'],
+      ['127.0.0.3', 's3.postline.test'],
+    ]);
+    expect(sink.connections.maxConcurrent).toBeLessThanOrEqual(1);
+  });
 });

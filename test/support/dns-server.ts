@@ -3,10 +3,11 @@ import { createServer, Packet } from 'dns2';
 // The typings lack the response codes.
 const RCODE = (Packet as unknown as { RCODE: Record<'NXDOMAIN' | 'NOTIMP', number> }).RCODE;
 
-export type DnsRecordType = 'TXT' | 'MX' | 'CNAME' | 'A' | 'AAAA';
+export type DnsRecordType = 'TXT' | 'MX' | 'CNAME' | 'PTR' | 'A' | 'AAAA';
 /**
  * TXT: a string (split into 255-byte character-strings, as a zone file would) or the character-strings themselves.
- * MX: `{ exchange, priority }` or `'10 mx.example.com'`. CNAME: the target. A / AAAA: the address.
+ * MX: `{ exchange, priority }` or `'10 mx.example.com'`. CNAME, PTR: the target (a PTR at `2.0.0.127.in-addr.arpa`).
+ * A / AAAA: the address.
  */
 export type DnsValue = string | string[] | { exchange: string; priority: number };
 
@@ -42,6 +43,7 @@ function rdata(type: DnsRecordType, value: DnsValue): Record<string, unknown> {
       return { exchange, priority: Number(priority) };
     }
     case 'CNAME':
+    case 'PTR':
       return { domain: String(value) };
     default:
       return { address: String(value) };

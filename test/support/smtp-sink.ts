@@ -31,6 +31,8 @@ export interface ReceivedMessage {
   user?: string;
   /** The name the client gave in EHLO/HELO. */
   heloName: string;
+  /** The address the client connected from (its bound source address). */
+  remoteAddress: string;
   sessionId: string;
   /** When the sink accepted it (its 250 to the end of data). */
   receivedAt: Date;
@@ -233,6 +235,7 @@ function record(session: SMTPServerSession, raw: Buffer): ReceivedMessage {
     secure: session.secure,
     user: typeof user === 'string' ? user : undefined,
     heloName: session.hostNameAppearsAs,
+    remoteAddress: session.remoteAddress.replace(/^::ffff:/, ''),
     sessionId: session.id,
     receivedAt: new Date(),
   };

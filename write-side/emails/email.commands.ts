@@ -72,7 +72,7 @@ export const startDeliveryAttempt = (
   services: Deps,
   meta: EventMetadata,
   emailId: string,
-  attempt: { recipients: string[]; endsBy: string; early?: boolean },
+  attempt: { recipients: string[]; endsBy: string; early?: boolean; source?: string; sourceAddress?: string },
   history?: StoredEvent[],
 ) => onEmail(services, meta, { type: 'StartDeliveryAttempt', emailId, ...attempt }, history);
 

@@ -126,6 +126,23 @@ export class DestinationPool<T extends Reusable> {
     d.waiting.shift()?.();
   }
 
+  /**
+   * Closes the idle connections of the destinations `match` names (another destination of their shaping group
+   * waits for the connection slots they hold); answers how many it closed.
+   */
+  closeIdle(match: (key: string) => boolean): number {
+    let closed = 0;
+    for (const [key, d] of [...this.destinations]) {
+      if (!match(key)) continue;
+      for (const { session, timer } of d.idle.splice(0)) {
+        clearTimeout(timer);
+        this.retire(key, session);
+        closed++;
+      }
+    }
+    return closed;
+  }
+
   /** Closes idle connections and refuses new work; busy connections close when their work ends. */
   close(): void {
     this.closed = true;

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+import { BoundedMap } from '../../../platform/bounded-map.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import { DestinationPool, type UseLimits } from './destination-limiter.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
@@ -10,15 +12,23 @@ export interface ConnectionSlotPort {
   acquire(group: string, connections: number): Promise<{ release(): Promise<void> } | null>;
 }
 
+/** An egress source a connection leaves from: its local address (bound) and the name it says in EHLO. */
+export interface SessionSource {
+  address?: string;
+  helo?: string;
+}
+
 /**
- * A send's limits: the pool's, and the group whose connection slots its connections hold; `verifiedTls` (an
+ * A send's limits: the pool's, the group whose connection slots its connections hold, the egress source its
+ * connections leave from (a pooled connection serves only sends of its own source), and `verifiedTls` (an
  * MTA-STS policy's host): STARTTLS required and the certificate verified for the host name, on connections of
  * their own.
  */
-export type SessionLimits = UseLimits & { group?: string; verifiedTls?: boolean };
+export type SessionLimits = UseLimits & { group?: string; source?: SessionSource; verifiedTls?: boolean };
 
 /** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
 const SLOT_POLL_MS = 250;
+const KNOWN_DESTINATIONS = 10_000;
 
 export interface HostSessionOptions {
   /** Port to connect to on MX hosts; the smarthost's own otherwise. */
@@ -44,6 +54,8 @@ export interface HostSessionOptions {
 export class HostSessions {
   readonly #o: HostSessionOptions;
   readonly #pool: DestinationPool<SmtpSession>;
+  /** The shaping group of each pooled destination (host, or source and host) that sends named one. */
+  readonly #groups = new BoundedMap<string, string>(KNOWN_DESTINATIONS);
 
   constructor(o: HostSessionOptions) {
     this.#o = o;
@@ -74,7 +86,8 @@ export class HostSessions {
     limits: SessionLimits = {},
   ): Promise<{ outcomes: RecipientOutcome[] } | { outcomes?: undefined; error: string }> {
     const port = this.#o.smarthost?.port ?? this.#o.port;
-    const key = `${host.name.toLowerCase()}:${port}${limits.verifiedTls ? ' verified' : ''}`;
+    const source = limits.source?.address;
+    const key = `${source ? `${source}>` : ''}${host.name.toLowerCase()}:${port}${limits.verifiedTls ? ' verified' : ''}`;
     const timeUp = () => ({
       outcomes: recipients.map((recipient) => ({
         recipient,
@@ -82,6 +95,7 @@ export class HostSessions {
         smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
       })),
     });
+    if (limits.group) this.#groups.set(key, limits.group);
     for (let attempt = 0; ; attempt++) {
       if (Date.now() >= endAt) return timeUp();
       let opened = false;
@@ -92,7 +106,7 @@ export class HostSessions {
           key,
           () => {
             opened = true;
-            return this.#openInSlot(host, port, limits, endAt);
+            return this.#openInSlot(host, port, limits, endAt, key);
           },
           async (session) => {
             // A connection that came too late (the pool was busy) goes back unused.
@@ -132,17 +146,23 @@ export class HostSessions {
    * waits for a free slot until the connection time-out (or `endAt`), then fails as a connection that could
    * not be opened.
    */
-  async #openInSlot(host: MxHost, port: number, limits: SessionLimits, endAt: number): Promise<SmtpSession> {
+  async #openInSlot(
+    host: MxHost,
+    port: number,
+    limits: SessionLimits,
+    endAt: number,
+    key: string,
+  ): Promise<SmtpSession> {
     const { slots } = this.#o;
     const { group, connections } = limits;
     const verified = limits.verifiedTls ?? false;
-    if (!slots || !group || !connections) return this.#open(host, port, verified);
+    if (!slots || !group || !connections) return this.#open(host, port, verified, limits.source);
     const giveUpAt = Math.min(endAt, Date.now() + this.#o.timeoutMs);
     for (;;) {
       const lease = await slots.acquire(group, connections);
       if (lease) {
         try {
-          const session = await this.#open(host, port, verified);
+          const session = await this.#open(host, port, verified, limits.source);
           session.onClose(() => void lease.release());
           return session;
         } catch (err) {
@@ -150,6 +170,9 @@ export class HostSessions {
           throw err;
         }
       }
+      // A slot held by an idle connection to another destination of the group (another MX host, another
+      // egress source) is freed for this one rather than waiting for its idle time-out.
+      this.#pool.closeIdle((k) => k !== key && this.#groups.get(k) === group);
       if (Date.now() + SLOT_POLL_MS >= giveUpAt)
         throw new Error(`all ${connections} connections of the shaping group ${group} are in use`);
       await new Promise((resolve) => setTimeout(resolve, SLOT_POLL_MS));
@@ -162,14 +185,20 @@ export class HostSessions {
    * retried once in plain text, as Postfix's `may` level does; towards a smarthost, or `verified` (MTA-STS), TLS
    * failures are errors.
    */
-  async #open(host: MxHost, port: number, verified: boolean): Promise<SmtpSession> {
+  async #open(
+    host: MxHost,
+    port: number,
+    verified: boolean,
+    source: SessionSource = {},
+  ): Promise<SmtpSession> {
     const options = {
       port,
       servername: host.name,
       implicitTls: this.#o.smarthost?.implicitTls ?? false,
       auth: this.#o.smarthost?.auth,
       timeoutMs: this.#o.timeoutMs,
-      heloName: this.#o.heloName,
+      heloName: source.helo ?? this.#o.heloName,
+      ...(source.address && { localAddress: source.address }),
       tls: verified
         ? { rejectUnauthorized: true, ca: this.#o.ca }
         : { rejectUnauthorized: this.#o.rejectUnauthorized },
@@ -178,6 +207,8 @@ export class HostSessions {
     };
     let last: unknown = new Error(`no address for ${host.name}`);
     for (const address of host.addresses) {
+      // A bound source reaches only addresses of its own family (an IPv4 source no IPv6 MX address).
+      if (source.address && isIP(address) && isIP(address) !== isIP(source.address)) continue;
       try {
         return await SmtpSession.open({ ...options, host: address });
       } catch (err) {

@@ -9,7 +9,12 @@ import type { Logger } from '../../../platform/logger.ts';
 import type { MtaStsPort } from '../mta-sts/mta-sts.ts';
 import { deliverUnderPolicy } from '../mta-sts/sts-delivery.ts';
 import { composeMessage } from './compose.ts';
-import { type ConnectionSlotPort, HostSessions, type SessionLimits } from './host-sessions.ts';
+import {
+  type ConnectionSlotPort,
+  HostSessions,
+  type SessionLimits,
+  type SessionSource,
+} from './host-sessions.ts';
 import type { OutboundMessage, RecipientOutcome } from './message.ts';
 import { MxResolver, type Route } from './mx.ts';
 import { parseSmarthost, type Smarthost } from './smarthost.ts';
@@ -47,6 +52,8 @@ export interface SendLimits {
   messagesPerConnection?: number;
   /** The shaping group: with `connectionSlots`, its `connections` hold across every process. */
   group?: string;
+  /** The egress source the send's connections leave from (processes/delivery/egress/). */
+  source?: SessionSource;
 }
 
 const DEFAULT_MAX_CONNECTIONS = 5;
@@ -115,6 +122,7 @@ export class OutboundMta {
       connections: options.limits?.connections,
       usesPerConnection: options.limits?.messagesPerConnection,
       group: options.limits?.group,
+      source: options.limits?.source,
     };
     const work = this.deliver(message, recipients, endAt, limits);
     this.inFlight.add(work);

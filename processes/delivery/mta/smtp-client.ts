@@ -25,6 +25,8 @@ export interface SessionOptions {
   auth?: { user: string; pass: string };
   timeoutMs: number;
   heloName: string;
+  /** The local address the connection is bound to (an egress source's); absent, the system's choice. */
+  localAddress?: string;
   tls?: { rejectUnauthorized?: boolean; ca?: string[] };
   /** STARTTLS or nothing: a server that does not offer it, or a failed handshake, fails the session. */
   requireTls?: boolean;
@@ -102,6 +104,7 @@ export class SmtpSession {
       secure: options.implicitTls,
       servername,
       name: options.heloName,
+      ...(options.localAddress && { localAddress: options.localAddress }),
       opportunisticTLS: !options.requireTls,
       requireTLS: options.requireTls ?? false,
       ignoreTLS: options.ignoreStarttls ?? false,
