@@ -141,6 +141,7 @@ try {
     { orgId: org.orgId, mode: 'test' },
     audience.id,
     CONTACTS,
+    meter,
   );
   results.push(...imported.text);
 
