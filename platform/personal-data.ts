@@ -20,12 +20,14 @@ CREATE TABLE IF NOT EXISTS personal_data_keys (
 ];
 
 const VERSION = 'pd1';
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
 
 async function keyOf(db: Queryable, subject: string, create: boolean): Promise<Buffer | null> {
   if (create) {
     await db.query(
       'INSERT INTO personal_data_keys (subject, key) VALUES ($1, $2) ON CONFLICT (subject) DO NOTHING',
-      [subject, randomBytes(32)],
+      [subject, randomBytes(KEY_BYTES)],
     );
   }
   const { rows } = await db.query<{ key: Buffer }>('SELECT key FROM personal_data_keys WHERE subject = $1', [
@@ -39,8 +41,7 @@ export async function sealPersonalData(db: Queryable, subject: string, value: un
   return seal((await keyOf(db, subject, true))!, subject, value);
 }
 
-function seal(key: Buffer, subject: string, value: unknown): string {
-  const iv = randomBytes(12);
+function seal(key: Buffer, subject: string, value: unknown, iv = randomBytes(IV_BYTES)): string {
   const cipher = createCipheriv('aes-256-gcm', keyObject(key), iv);
   cipher.setAAD(Buffer.from(subject));
   const sealed = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
@@ -93,11 +94,18 @@ export async function sealPersonalDataMany(
 ): Promise<string[]> {
   if (items.length === 0) return [];
   const subjects = items.map((i) => i.subject);
+  // The keys and IVs of all items from one draw of the generator: a draw per item costs more than the cipher.
+  const random = randomBytes(items.length * (KEY_BYTES + IV_BYTES));
+  const newKey = (i: number) => random.toString('hex', i * KEY_BYTES, (i + 1) * KEY_BYTES);
+  const iv = (i: number) => {
+    const from = items.length * KEY_BYTES + i * IV_BYTES;
+    return random.subarray(from, from + IV_BYTES);
+  };
   const { rows } = await db.query<{ subject: string; key: Buffer }>(
     `INSERT INTO personal_data_keys (subject, key)
      SELECT s, decode(k, 'hex') FROM unnest($1::text[], $2::text[]) AS x(s, k) ON CONFLICT (subject) DO NOTHING
      RETURNING subject, key`,
-    [subjects, items.map(() => randomBytes(32).toString('hex'))],
+    [subjects, items.map((_, i) => newKey(i))],
   );
   const keys = new Map(rows.map((r) => [r.subject, r.key]));
   // Subjects that had a key already keep it: read only those.
@@ -109,7 +117,7 @@ export async function sealPersonalDataMany(
     );
     for (const r of existing.rows) keys.set(r.subject, r.key);
   }
-  return items.map(({ subject, value }) => seal(keys.get(subject)!, subject, value));
+  return items.map(({ subject, value }, i) => seal(keys.get(subject)!, subject, value, iv(i)));
 }
 
 /** What each sealed value holds, as `openPersonalData` does (null once forgotten), with one look-up of the keys. */

@@ -5,7 +5,7 @@ import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueProcess } from '../due-process.ts';
-import { expandNextBatch } from './broadcast-step.ts';
+import { expandBroadcast } from './broadcast-step.ts';
 
 export const broadcastExpansionMigrations: Migration[] = [
   {
@@ -73,22 +73,16 @@ export class BroadcastExpansionProcess extends DueProcess<Due> {
   }
 
   /**
-   * Expands what is due now: a claimed broadcast gets steps for up to STEPS_PER_CLAIM, then its row is due again at
-   * once, behind the others due; each task resolves with how many emails it queued.
+   * Expands what is due now: a claimed broadcast gets pages for up to STEPS_PER_CLAIM_MS, then its row is due again
+   * at once, behind the others due; each task resolves with how many emails it queued.
    */
   protected plan(rows: Due[]): Task[] {
     return rows.map((row) => async () => {
-      let queued = 0;
       const until = Date.now() + STEPS_PER_CLAIM_MS;
-      for (;;) {
-        const step = await expandNextBatch(this.services, row.broadcast_id);
-        queued += step.queued;
-        const again = step.next && step.next.getTime() <= this.services.clock.now().getTime();
-        if (!again || Date.now() >= until || this.stopping.aborted) {
-          this.due.finish(row, step.next);
-          return queued;
-        }
-      }
+      const more = () => Date.now() < until && !this.stopping.aborted;
+      const step = await expandBroadcast(this.services, row.broadcast_id, more);
+      this.due.finish(row, step.next);
+      return step.queued;
     });
   }
 }

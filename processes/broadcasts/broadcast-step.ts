@@ -16,20 +16,35 @@ import { type BroadcastSending, broadcastDraft, broadcastEmailId, renderer } fro
 
 /** Emails rendered and handed to the store between two turns of the event loop. */
 const SLICE = 50;
+/** Pages whose emails are in flight at once, each recorded on the broadcast in turn (as the batch API's requests). */
+const PIPELINED_PAGES = 2;
 
 type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
 type Sending = Extract<BroadcastState, { exists: true }>;
 type Step = { next: Date | null; queued: number };
 
+/** A page of the audience whose emails are being queued. */
+interface Page {
+  after: string;
+  cursor: string;
+  last: boolean;
+  skipped: SkippedRecipients;
+  writing: Promise<boolean[]>;
+}
+
 /**
- * One step of a broadcast's sending: a scheduled broadcast that is due starts; then the next contacts of its
- * audience (after the cursor) become ordinary emails, each accepted under its own id, and the step is recorded on
- * the broadcast (`BroadcastBatchExpanded`, and `BroadcastSent` after the last). Safe to run again: the emails of a
- * step keep their ids, and a step recorded already is not recorded twice. Returns when the next step is due (null:
- * the broadcast needs none), and how many emails this one queued.
+ * Steps of a broadcast's sending: a scheduled broadcast that is due starts; then page after page of its audience
+ * (after the cursor) becomes ordinary emails, each accepted under its own id, and each page is recorded on the
+ * broadcast in order (`BroadcastBatchExpanded`, and `BroadcastSent` after the last). The next page is read and its
+ * emails started while the one before is written (PIPELINED_PAGES), while `more()` says so (by default one page).
+ * Safe to run again: the emails of a page keep their ids, and a page recorded already is not recorded twice.
+ * Returns when the next step is due (null: the broadcast needs none), and how many emails this run queued.
  */
-export const expandNextBatch = (services: Services, broadcastId: string): Promise<Step> =>
-  new BroadcastStep(services, broadcastId).run();
+export const expandBroadcast = (
+  services: Services,
+  broadcastId: string,
+  more: () => boolean = () => false,
+): Promise<Step> => new BroadcastStep(services, broadcastId).run(more);
 
 class BroadcastStep {
   readonly services: Services;
@@ -41,29 +56,37 @@ class BroadcastStep {
     this.broadcastId = broadcastId;
   }
 
-  async run(): Promise<Step> {
+  async run(more: () => boolean): Promise<Step> {
     const state = await this.#startIfDue();
     if (!state.exists || state.status !== 'sending')
       return {
         next: state.exists && state.status === 'scheduled' ? new Date(state.sendAt!) : null,
         queued: 0,
       };
-    const { page, sending } = await this.#nextPage(state);
-    const { candidates, skipped } = this.#eligible(page, sending);
-    const granted = await this.#takeQuota(state, candidates.length);
-    skipped.quota = candidates.length - granted;
-    const results = await this.#queue(sending, candidates.slice(0, granted), state.startedAt!);
-    const queued = results.filter(Boolean).length;
-    skipped.failed = results.length - queued;
-    const last = page.length < this.services.config.BROADCAST_EXPANSION_BATCH;
-    await this.#recordStep({
-      cursor: page.at(-1)?.id ?? state.cursor,
-      after: state.cursor,
-      queued,
-      skipped,
-      last,
-    });
-    return { next: last ? null : this.services.clock.now(), queued };
+    const sending = await this.#sending(state);
+    const inFlight: Page[] = [];
+    let [cursor, read, queued, pages] = [state.cursor, false, 0, 0];
+    for (;;) {
+      while (!read && inFlight.length < PIPELINED_PAGES && (pages++ === 0 || more())) {
+        const page = await this.#startPage(state, sending, cursor);
+        inFlight.push(page);
+        [cursor, read] = [page.cursor, page.last];
+      }
+      const page = inFlight.shift();
+      if (!page) return { next: read ? null : this.services.clock.now(), queued };
+      const results = await page.writing;
+      const done = results.filter(Boolean).length;
+      queued += done;
+      const { after, skipped, last } = page;
+      skipped.failed = results.length - done;
+      const recorded = await this.#recordStep({ after, cursor: page.cursor, queued: done, skipped, last });
+      // Sent, canceled, or another run recorded this page first (it goes on from there): this one stops.
+      if (!recorded.exists || recorded.status !== 'sending' || recorded.cursor !== page.cursor) {
+        await Promise.allSettled(inFlight.map((p) => p.writing));
+        const going = recorded.exists && recorded.status === 'sending';
+        return { next: going ? this.services.clock.now() : null, queued };
+      }
+    }
   }
 
   /** The broadcast as it stands; a scheduled one that is due starts sending (a rescheduled one waits). */
@@ -75,8 +98,8 @@ class BroadcastStep {
     return (await this.#decide({ type: 'StartSending' })).state;
   }
 
-  /** The next contacts of the audience after the cursor, and what each email of the step shares. */
-  async #nextPage(state: Sending): Promise<{ page: AudienceRecipient[]; sending: BroadcastSending }> {
+  /** What each email of the run shares: domain, topic, template and renderer. */
+  async #sending(state: Sending): Promise<BroadcastSending> {
     const { db, config } = this.services;
     const tenant = { orgId: state.orgId, mode: state.mode };
     const { content } = state;
@@ -87,12 +110,7 @@ class BroadcastStep {
       content.templateId ? findPublishedVersion(db, tenant, content.templateId) : null,
     ]);
     const version = template?.status === 'published' ? template.version : null;
-    const page = await audienceRecipients(db, tenant, content.audienceId, {
-      topicId: topic ? content.topicId : null,
-      after: state.cursor,
-      limit: config.BROADCAST_EXPANSION_BATCH,
-    });
-    const sending: BroadcastSending = {
+    return {
       broadcastId: this.broadcastId,
       content,
       topicId: topic ? content.topicId : null,
@@ -105,7 +123,23 @@ class BroadcastStep {
       // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
       returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),
     };
-    return { page, sending };
+  }
+
+  /** The next contacts of the audience after `after`, their quota taken and their emails started. */
+  async #startPage(state: Sending, sending: BroadcastSending, after: string): Promise<Page> {
+    const limit = this.services.config.BROADCAST_EXPANSION_BATCH;
+    const page = await audienceRecipients(
+      this.services.db,
+      { orgId: state.orgId, mode: state.mode },
+      state.content.audienceId,
+      { topicId: sending.topicId, after, limit },
+    );
+    const { candidates, skipped } = this.#eligible(page, sending);
+    const granted = await this.#takeQuota(state, after, candidates.length);
+    skipped.quota = candidates.length - granted;
+    const writing = this.#queue(sending, candidates.slice(0, granted), state.startedAt!);
+    writing.catch(() => {}); // awaited in turn by run
+    return { after, cursor: page.at(-1)?.id ?? after, last: page.length < limit, skipped, writing };
   }
 
   /** The contacts sent to; the others counted by why not (unsubscribed, suppressed, not subscribed to the topic). */
@@ -132,12 +166,12 @@ class BroadcastStep {
     return { candidates, skipped };
   }
 
-  /** The quota is asked once per step; a step done again gets the grant it had (`request`). */
-  async #takeQuota(state: Sending, wanted: number): Promise<number> {
+  /** The quota is asked once per page; a page done again gets the grant it had (`request`). */
+  async #takeQuota(state: Sending, after: string, wanted: number): Promise<number> {
     if (wanted === 0) return 0;
     const payer = { orgId: state.orgId, mode: state.mode, plan: state.plan! };
     try {
-      return await consumeQuota(this.services, payer, wanted, `${this.broadcastId} ${state.cursor}`);
+      return await consumeQuota(this.services, payer, wanted, `${this.broadcastId} ${after}`);
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'monthly_quota_exceeded') throw error;
       return 0;
@@ -193,14 +227,14 @@ class BroadcastStep {
   }
 
   /** The step on the broadcast: its cursor, counts, and `BroadcastSent` after the last. */
-  #recordStep(step: {
+  async #recordStep(step: {
     after: string;
     cursor: string;
     queued: number;
     skipped: SkippedRecipients;
     last: boolean;
-  }) {
-    return this.#decide({ type: 'RecordBatch', ...step });
+  }): Promise<BroadcastState> {
+    return (await this.#decide({ type: 'RecordBatch', ...step })).state;
   }
 
   #decide(command: Parameters<typeof runBroadcast>[3]) {

@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
-import { expandNextBatch } from '../../processes/broadcasts/broadcast-step.ts';
+import { expandBroadcast } from '../../processes/broadcasts/broadcast-step.ts';
 import { expectHiddenFromOutsiders, outsiders } from '../support/resources.ts';
 import type { ApiClient } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';
@@ -330,6 +331,41 @@ describe('broadcasts: sending', () => {
     });
   });
 
+  it('keeps pages in flight, records them in order, and a run stopped between them resumes', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    for (let n = 0; n < 7; n++) await contact(client, { email: `page${n}@example.org`, audience_ids: [aud] });
+    const b = ok(await draft(client, { audience_id: aud }), 201);
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    const services = svc.postline.services;
+    // A run asked for one page more: two pages of two contacts, in flight together, both recorded.
+    let asked = 0;
+    const first = await expandBroadcast(services, b.id, () => asked++ < 1);
+    expect(first).toMatchObject({ queued: 4, next: expect.any(Date) });
+    expect(await broadcast(client, b.id)).toMatchObject({
+      status: 'sending',
+      progress: { contacts_processed: 4 },
+    });
+    // The rest in one run: its pages in flight two at a time.
+    expect(await expandBroadcast(services, b.id, () => true)).toEqual({ queued: 3, next: null });
+    expect(await broadcast(client, b.id)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 7 },
+      counts: { recipients: 7 },
+    });
+    const steps = (await services.store.readStream(broadcastStream(b.id))).filter(
+      (e) => e.type === 'BroadcastBatchExpanded',
+    );
+    // Each page after the one before it: the cursors chain, from the start to the last contact.
+    expect(steps.map((e: any) => e.data.queued)).toEqual([2, 2, 2, 1]);
+    const data = steps.map((e) => e.data as { after: string; cursor: string });
+    expect(data.map((d) => d.after)).toEqual(['', ...data.slice(0, -1).map((d) => d.cursor)]);
+    const emails = await emailsOf(client, b.id);
+    expect(emails.map((e: any) => e.to[0]).sort()).toEqual(
+      [0, 1, 2, 3, 4, 5, 6].map((n) => `page${n}@example.org`),
+    );
+  });
+
   it('two expansions racing send everyone once', async () => {
     const client = orgs.acme.test;
     const aud = await audience(client);
@@ -339,7 +375,7 @@ describe('broadcasts: sending', () => {
     const services = svc.postline.services;
     // Steps taken side by side, as two processes whose claims crossed (or one resumed after a crash) would.
     for (let step = 0; step < 3; step++)
-      await Promise.all([expandNextBatch(services, b.id), expandNextBatch(services, b.id)]);
+      await Promise.all([expandBroadcast(services, b.id), expandBroadcast(services, b.id)]);
     expect(await broadcast(client, b.id)).toMatchObject({
       status: 'sent',
       progress: { contacts_processed: 5 },

@@ -6,6 +6,7 @@ import {
   openPersonalData,
   personalDataMigrations,
   sealPersonalData,
+  sealPersonalDataMany,
 } from '../../platform/personal-data.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
@@ -30,6 +31,27 @@ describe('personal data sealed per subject', () => {
       expect(await forgetPersonalDataByPrefix(db, 'client:org_1:')).toBe(2);
       expect(await openPersonalData(db, 'client:org_1:em_1', gone)).toBeNull();
       expect(await openPersonalData(db, 'client:org_12:em_3', kept)).toEqual(value);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it('seals many at once, each with a key and an IV of its own; a subject with a key keeps it', async () => {
+    const { db, dispose } = await openTestDatabase();
+    try {
+      await migrate(db, personalDataMigrations);
+      const before = await sealPersonalData(db, 'con_0', { n: 0 });
+      const items = Array.from({ length: 50 }, (_, n) => ({ subject: `con_${n}`, value: { n } }));
+      const sealed = await sealPersonalDataMany(db, items);
+      const opened = await Promise.all(sealed.map((s, n) => openPersonalData(db, `con_${n}`, s)));
+      expect(opened).toEqual(items.map((i) => i.value));
+      expect(await openPersonalData(db, 'con_0', before)).toEqual({ n: 0 });
+      const ivs = sealed.map((s) => s.split('.')[1]);
+      expect(new Set(ivs).size).toBe(items.length);
+      const { rows } = await db.query<{ key: string }>(
+        "SELECT encode(key, 'hex') AS key FROM personal_data_keys",
+      );
+      expect(new Set(rows.map((r) => r.key)).size).toBe(items.length);
     } finally {
       await dispose();
     }
