@@ -67,6 +67,40 @@ describe('DueQueue with groups, a token and a condition', () => {
     expect(await queueDepth(db, TABLE, clock.now())).toBe(4);
   });
 
+  it('at a group cap, claims again once a fifth of its tasks have ended rather than once per task, and drains every row', async () => {
+    const ROWS = 60;
+    for (let n = 1; n <= ROWS; n++) await add('a', n);
+    let claims = 0;
+    const counted: Database = {
+      ...db,
+      query: (sql, params) => {
+        if (sql.trimStart().startsWith('WITH candidates')) claims++;
+        return db.query(sql, params);
+      },
+    };
+    const q = new DueQueue<Row>(
+      { db: counted, clock, log },
+      { ...TABLE, groups: { ...TABLE.groups!, perGroup: 20 } },
+    );
+    // Tasks end one at a time, 25 ms apart, in the order they were claimed: each end leaves room for one row.
+    const start = performance.now();
+    let claimed = 0;
+    const done = await q.drain({ batch: 40, concurrency: 20 }, (rows) =>
+      rows.map((row) => {
+        const endAt = start + ++claimed * 25;
+        return async () => {
+          await new Promise((r) => setTimeout(r, endAt - performance.now()));
+          q.finish(row, null);
+          return 1;
+        };
+      }),
+    );
+    expect(done).toBe(ROWS);
+    // A claim per task that ends would make 40 at least after the first 20 rows; once per 4 (a fifth of 20): 12.
+    expect(claims).toBeLessThanOrEqual(20);
+    expect((await db.query('SELECT count(*)::int AS n FROM due_grouped')).rows[0].n).toBe(0);
+  });
+
   it('marks each claim with a token of its own; a row made due again while held is claimed again and handed back when settled', async () => {
     await add('a', 1);
     const q = queue();
