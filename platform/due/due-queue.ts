@@ -55,6 +55,8 @@ export class DueQueue<Row extends object> {
   readonly #writing = new Set<Promise<void>>();
   /** Wake-ups so far (`wake`), and the promise the next one resolves. */
   #wakes = 0;
+  /** Changes applied (`apply`) since the last wake-up. */
+  #applied = false;
   #woken = Promise.withResolvers<void>();
 
   /** `heartbeatMs`: how often the leases held are renewed (default a third of the lease). */
@@ -78,6 +80,7 @@ export class DueQueue<Row extends object> {
    * one statement.
    */
   async apply(q: Queryable, changes: DueChange[]): Promise<void> {
+    if (changes.length > 0) this.#applied = true;
     for (let i = 0; i < changes.length; ) {
       const kind = kindOf(changes[i]);
       const run: Record<string, unknown>[] = [];
@@ -130,8 +133,12 @@ export class DueQueue<Row extends object> {
   /**
    * Rows may have become due (added and committed elsewhere): a drain waiting at each group's cap claims again at
    * once, so that tasks one group holds for long (a slow server) keep no other group's new row waiting.
+   * `ifApplied`: only if changes were applied here since the last wake-up (a log consumer's batch that brought none
+   * has nothing new to claim).
    */
-  wake(): void {
+  wake(o: { ifApplied?: boolean } = {}): void {
+    if (o.ifApplied && !this.#applied) return;
+    this.#applied = false;
     this.#wakes++;
     this.#woken.resolve();
     this.#woken = Promise.withResolvers<void>();

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
 import { DueQueue, queueDepth } from '../../platform/due/due-queue.ts';
@@ -99,6 +99,45 @@ describe('DueQueue with groups, a token and a condition', () => {
     // A claim per task that ends would make 40 at least after the first 20 rows; once per 4 (a fifth of 20): 12.
     expect(claims).toBeLessThanOrEqual(20);
     expect((await db.query('SELECT count(*)::int AS n FROM due_grouped')).rows[0].n).toBe(0);
+  });
+
+  it('at its caps, a drain claims again on a wake after changes applied here, not on one after none', async () => {
+    await add('a', 1);
+    await add('a', 2);
+    let claims = 0;
+    const counted: Database = {
+      ...db,
+      query: (sql, params) => {
+        if (sql.trimStart().startsWith('WITH candidates')) claims++;
+        return db.query(sql, params);
+      },
+    };
+    const q = new DueQueue<Row>(
+      { db: counted, clock, log },
+      { ...TABLE, groups: { ...TABLE.groups!, perGroup: 1 } },
+    );
+    const release = Promise.withResolvers<void>();
+    const started: string[] = [];
+    const drained = q.drain({ batch: 10, concurrency: 2 }, (rows) =>
+      rows.map((row) => async () => {
+        started.push(row.note);
+        if (row.owner === 'a') await release.promise;
+        q.finish(row, null);
+        return 1;
+      }),
+    );
+    // a2 (the older) held, a1 over the cap: the drain waits, its second claim having found nothing.
+    await vi.waitFor(() => expect(claims).toBe(2));
+    await add('b', 1);
+    q.wake({ ifApplied: true });
+    await new Promise((r) => setImmediate(r));
+    expect(claims).toBe(2);
+    await q.apply(db, [{ add: { owner: 'b', n: 2, note: 'b2', due_at: at(-1000), state: 'open' } }]);
+    q.wake({ ifApplied: true });
+    await vi.waitFor(() => expect(started).toEqual(['a2', 'b1', 'b2']));
+    release.resolve();
+    expect(await drained).toBe(4);
+    expect(started).toEqual(['a2', 'b1', 'b2', 'a1']);
   });
 
   it('marks each claim with a token of its own; a row made due again while held is claimed again and handed back when settled', async () => {
