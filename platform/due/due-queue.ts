@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { HeldClaims } from './due-claims.ts';
-import { claimParameters, conditionOf, type DueTable, dueStatements, plainNames } from './due-sql.ts';
+import { claimParameters, type DueTable, dueStatements, plainNames } from './due-sql.ts';
 
 /** Work on claimed rows: resolves with how many items it did. */
 export type Task = () => Promise<number>;
@@ -19,20 +19,6 @@ export type DueChange =
 
 /** Finished rows written per statement. */
 const FINISH_BATCH = 50;
-
-/** How many rows wait in the table (`dueBy`: only those due by then): a queue's depth, for /metrics. */
-export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): Promise<number> {
-  const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
-  const where = [
-    ...(dueBy ? [`${dueAt} <= $1`] : []),
-    ...(spec.where ? [conditionOf(spec.where, table, 'now()')] : []),
-  ];
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
-    dueBy ? [dueBy] : [],
-  );
-  return rows[0].n;
-}
 
 /**
  * A table of due rows worked by any number of processes: a claim takes due rows that no live claim holds, FOR
@@ -53,11 +39,10 @@ export class DueQueue<Row extends object> {
   /** Rows claimed here and not finished yet: their leases renewed, given back when their work fails or stops. */
   readonly #held: HeldClaims<Row>;
   readonly #writing = new Set<Promise<void>>();
-  /** Wake-ups so far (`wake`), and the promise the next one resolves. */
+  /** Wake-ups so far (`wake`), the promise the next one resolves, and whether changes were applied since the last. */
   #wakes = 0;
-  /** Changes applied (`apply`) since the last wake-up. */
-  #applied = false;
   #woken = Promise.withResolvers<void>();
+  #applied = false;
 
   /** `heartbeatMs`: how often the leases held are renewed (default a third of the lease). */
   constructor(o: { db: Database; clock: Clock; log: Logger; heartbeatMs?: number }, spec: DueTable) {
@@ -232,13 +217,12 @@ export class DueQueue<Row extends object> {
         if (task) running++;
         if (task || (exhausted && !claiming)) return task;
         if (capped && !claiming) {
-          // Tasks still run: claim again once `refill` have ended, or all. None, and nothing held any more: claim
-          // again at once.
-          if (running > 0) {
-            const woken = this.#woken.promise.then(() => true);
-            while (running > 0 && ended < cappedAt + refill)
-              if (await Promise.race([taskEnded.promise.then(() => false), woken])) break;
-          } else if (this.#held.size > 0) exhausted = true;
+          // Tasks still run: claim again once `refill` (or all) have ended, or on a wake. None: at once, unless rows
+          // are still held (then the drain is done).
+          if (running === 0 && this.#held.size > 0) exhausted = true;
+          const woken = this.#woken.promise.then(() => true);
+          while (running > 0 && ended < cappedAt + refill)
+            if (await Promise.race([taskEnded.promise.then(() => false), woken])) break;
           capped = false;
         } else await claiming;
       }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/database.ts';
 
 /** A due table: one row per thing to do at a time, with a `claimed_until timestamptz` column for the lease. */
 export interface DueTable {
@@ -143,4 +144,18 @@ export function claimParameters(
   if (spec.token) parameters.push(randomUUID());
   if (spec.groups) parameters.push(spec.groups.perGroup, [...o.held.keys()], [...o.held.values()]);
   return parameters;
+}
+
+/** How many rows wait in the table (`dueBy`: only those due by then): a queue's depth, for /metrics. */
+export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): Promise<number> {
+  const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
+  const where = [
+    ...(dueBy ? [`${dueAt} <= $1`] : []),
+    ...(spec.where ? [conditionOf(spec.where, table, 'now()')] : []),
+  ];
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
+    dueBy ? [dueBy] : [],
+  );
+  return rows[0].n;
 }

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
-import { DueQueue, queueDepth } from '../../platform/due/due-queue.ts';
+import { DueQueue } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
+import { queueDepth } from '../../platform/due/due-sql.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
