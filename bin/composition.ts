@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
-import { queueDepth } from '../platform/due/due-queue.ts';
+import { queueDepth } from '../platform/due/due-sql.ts';
 import { AppError } from '../platform/errors.ts';
 import { checkpointMigrations } from '../platform/eventstore/checkpoints.ts';
 import { parkedEventsMigrations } from '../platform/eventstore/parked-events.ts';

@@ -39,9 +39,12 @@ export abstract class DueProcess<Row extends object> extends ProcessManager {
     );
   }
 
-  /** A drain waiting for its tasks at each group's cap claims again: the log may have brought rows due now. */
-  protected override woken(): void {
-    this.due.wake();
+  /**
+   * A drain waiting for its tasks at each group's cap claims again: the timer's rows may be due now, or those the
+   * log brought. A batch of the log that brought none does not wake it (most, while it delivers: its own events).
+   */
+  protected override woken(fromLog: boolean): void {
+    this.due.wake({ ifApplied: fromLog });
   }
 
   /** Works off every row due now; resolves with how many items the tasks did. */

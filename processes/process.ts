@@ -46,8 +46,11 @@ export abstract class ProcessManager implements BackgroundProcess {
   /** Does what is due now; resolves with how many items it did. */
   protected abstract work(): Promise<number>;
 
-  /** A run was asked for while one goes on (new work from the log, or the timer): a run that waits may look now. */
-  protected woken?(): void;
+  /**
+   * A run was asked for while one goes on (after a batch of the log, `fromLog`; by the timer or the run itself): a
+   * run that waits may look now.
+   */
+  protected woken?(fromLog: boolean): void;
 
   /** Aborts when stop() is called: work in hand finishes, nothing new starts (`DueQueue.drain` takes it). */
   protected get stopping(): AbortSignal {
@@ -55,10 +58,12 @@ export abstract class ProcessManager implements BackgroundProcess {
   }
 
   start(): void {
-    const run = () =>
-      void this.#runDue().catch((err) => this.#log.error({ err, process: this.name }, 'process run failed'));
-    this.#consumer?.start(run);
-    this.#timer ??= setInterval(run, this.#everyMs);
+    const run = (fromLog: boolean) => () =>
+      void this.#runDue(fromLog).catch((err) =>
+        this.#log.error({ err, process: this.name }, 'process run failed'),
+      );
+    this.#consumer?.start(run(true));
+    this.#timer ??= setInterval(run(false), this.#everyMs);
     this.#timer.unref();
   }
 
@@ -73,10 +78,10 @@ export abstract class ProcessManager implements BackgroundProcess {
   }
 
   /** A call during a run shares it, and has it look again when done: what woke the call may have come too late for it. */
-  #runDue(): Promise<number> {
+  #runDue(fromLog = false): Promise<number> {
     if (this.#running) {
       this.#again = true;
-      this.woken?.();
+      this.woken?.(fromLog);
       return this.#running;
     }
     const run = async () => {

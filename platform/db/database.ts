@@ -120,6 +120,9 @@ export function connectPostgres(url: string, max = 20): Database {
     max,
     connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     keepAlive: true,
+    // No JIT compilation: every statement here is short, and a plan whose cost the planner overestimates (a table
+    // never analyzed is taken for 10 pages of rows) was compiled anew on every run, costing 100 times its work.
+    options: '-c jit=off',
   });
   pool.on('error', () => {}); // an idle client's loss: the pool drops it, the next statement connects anew
   // A checked-out client has no pool listener: its loss fails its statement, and is no error event besides.

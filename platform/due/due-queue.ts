@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { HeldClaims } from './due-claims.ts';
-import { claimParameters, conditionOf, type DueTable, dueStatements, plainNames } from './due-sql.ts';
+import { claimParameters, type DueTable, dueStatements, plainNames } from './due-sql.ts';
 
 /** Work on claimed rows: resolves with how many items it did. */
 export type Task = () => Promise<number>;
@@ -19,20 +19,6 @@ export type DueChange =
 
 /** Finished rows written per statement. */
 const FINISH_BATCH = 50;
-
-/** How many rows wait in the table (`dueBy`: only those due by then): a queue's depth, for /metrics. */
-export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): Promise<number> {
-  const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
-  const where = [
-    ...(dueBy ? [`${dueAt} <= $1`] : []),
-    ...(spec.where ? [conditionOf(spec.where, table, 'now()')] : []),
-  ];
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
-    dueBy ? [dueBy] : [],
-  );
-  return rows[0].n;
-}
 
 /**
  * A table of due rows worked by any number of processes: a claim takes due rows that no live claim holds, FOR
@@ -53,9 +39,10 @@ export class DueQueue<Row extends object> {
   /** Rows claimed here and not finished yet: their leases renewed, given back when their work fails or stops. */
   readonly #held: HeldClaims<Row>;
   readonly #writing = new Set<Promise<void>>();
-  /** Wake-ups so far (`wake`), and the promise the next one resolves. */
+  /** Wake-ups so far (`wake`), the promise the next one resolves, and whether changes were applied since the last. */
   #wakes = 0;
   #woken = Promise.withResolvers<void>();
+  #applied = false;
 
   /** `heartbeatMs`: how often the leases held are renewed (default a third of the lease). */
   constructor(o: { db: Database; clock: Clock; log: Logger; heartbeatMs?: number }, spec: DueTable) {
@@ -78,6 +65,7 @@ export class DueQueue<Row extends object> {
    * one statement.
    */
   async apply(q: Queryable, changes: DueChange[]): Promise<void> {
+    if (changes.length > 0) this.#applied = true;
     for (let i = 0; i < changes.length; ) {
       const kind = kindOf(changes[i]);
       const run: Record<string, unknown>[] = [];
@@ -130,8 +118,12 @@ export class DueQueue<Row extends object> {
   /**
    * Rows may have become due (added and committed elsewhere): a drain waiting at each group's cap claims again at
    * once, so that tasks one group holds for long (a slow server) keep no other group's new row waiting.
+   * `ifApplied`: only if changes were applied here since the last wake-up (a log consumer's batch that brought none
+   * has nothing new to claim).
    */
-  wake(): void {
+  wake(o: { ifApplied?: boolean } = {}): void {
+    if (o.ifApplied && !this.#applied) return;
+    this.#applied = false;
     this.#wakes++;
     this.#woken.resolve();
     this.#woken = Promise.withResolvers<void>();
@@ -172,8 +164,10 @@ export class DueQueue<Row extends object> {
    * Works off every row due now: claims `batch` rows at a time and hands them to `plan`, which turns them into tasks
    * (one per row, or per rows that go together); `concurrency` tasks run at once, and the next batch is claimed
    * while the tasks in hand still keep every worker busy (claim ahead), until a claim finds nothing (rows added
-   * during the run are the run's too; a claim that found nothing only because this process holds each group's
-   * cap is made again once a task has ended, or on `wake`). A task finishes its rows; once every task of a claim
+   * during the run are the run's too). A claim of a grouped table that came back short while this process held
+   * rows (each group's cap, or the rows due ran out) is made again once a fifth of the workers' tasks have ended
+   * (all of them, if fewer run), or on `wake`: at the caps, a claim per task that ends would take a row at a time,
+   * each claim reading every group. A task finishes its rows; once every task of a claim
    * has ended, the rows of that claim still unfinished (a task threw, or gave up) are given back (`giveBack`). Once
    * `signal` aborts (the process stops), no task is started any more: the tasks running finish, and the rows
    * claimed but not finished are given back at once, for another process to take without waiting for the lease.
@@ -186,8 +180,9 @@ export class DueQueue<Row extends object> {
     type Claimed = { rows: Row[]; running: number };
     const tasks: { task: Task; claimed: Claimed }[] = [];
     let [done, exhausted] = [0, false];
-    // The last claim found nothing only because this process holds each group's cap: claim again once a task ends.
-    let [capped, running] = [false, 0];
+    // The last claim came back short while this process held rows: claim again once `refill` tasks have ended.
+    const refill = Math.ceil(o.concurrency / 5);
+    let [capped, running, ended, cappedAt] = [false, 0, 0, 0];
     let taskEnded = Promise.withResolvers<void>();
     let failure: unknown;
     let claiming: Promise<void> | undefined;
@@ -197,7 +192,7 @@ export class DueQueue<Row extends object> {
       claiming ??= this.claim(o.batch)
         .then((rows) => {
           // Woken during the claim: rows committed after it began may be due (not capped: claim again).
-          if (rows.length === 0 && held) capped = wakes === this.#wakes;
+          if (rows.length < o.batch && held) [capped, cappedAt] = [wakes === this.#wakes, ended];
           else if (rows.length === 0) exhausted = true;
           const planned = plan(rows);
           const claimed = { rows, running: planned.length };
@@ -218,11 +213,16 @@ export class DueQueue<Row extends object> {
         if (o.signal?.aborted) return undefined;
         if (!exhausted && !capped && tasks.length <= o.concurrency) claimAhead();
         const task = tasks.shift();
+        // Counted as running once taken, before its worker resumes: a worker finding no task reads `running`.
+        if (task) running++;
         if (task || (exhausted && !claiming)) return task;
         if (capped && !claiming) {
-          // Tasks still run: claim again once one ends. None, and nothing held any more: claim again at once.
-          if (running > 0) await Promise.race([taskEnded.promise, this.#woken.promise]);
-          else if (this.#held.size > 0) exhausted = true;
+          // Tasks still run: claim again once `refill` (or all) have ended, or on a wake. None: at once, unless rows
+          // are still held (then the drain is done).
+          if (running === 0 && this.#held.size > 0) exhausted = true;
+          const woken = this.#woken.promise.then(() => true);
+          while (running > 0 && ended < cappedAt + refill)
+            if (await Promise.race([taskEnded.promise.then(() => false), woken])) break;
           capped = false;
         } else await claiming;
       }
@@ -230,7 +230,6 @@ export class DueQueue<Row extends object> {
     const worker = async () => {
       for (let entry = await next(); entry; entry = await next()) {
         const { task, claimed } = entry;
-        running++;
         try {
           // Not `done += await task()`: that reads `done` before the await and loses the other workers' counts.
           const n = await task();
@@ -240,6 +239,7 @@ export class DueQueue<Row extends object> {
         }
         if (--claimed.running === 0) void this.giveBack(claimed.rows);
         running--;
+        ended++;
         taskEnded.resolve();
         taskEnded = Promise.withResolvers<void>();
       }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/database.ts';
 
 /** A due table: one row per thing to do at a time, with a `claimed_until timestamptz` column for the lease. */
 export interface DueTable {
@@ -85,12 +86,14 @@ export function dueStatements(spec: DueTable) {
   const claim = groups
     ? // The groups are walked from their own table and each gives its oldest rows, at most the cap less what this
       // process holds of it: a claim locks no more rows than it could take. Later groups share their room in turn.
+      // The rows chosen are updated where the claim locked them (ctid: a TID scan); a join on the key was planned
+      // as a scan of the whole table. A row another process changed since the statement began is left to the next.
       `WITH candidates AS (
-          SELECT ${keyNames.map((k) => `c.${k}`).join(', ')}, c.${dueAt}, c.first, ${isLater('g.' + groups.of.key)} AS later,
+          SELECT c.ctid, ${keyNames.map((k) => `c.${k}`).join(', ')}, c.${dueAt}, c.first, ${isLater('g.' + groups.of.key)} AS later,
             row_number() OVER (PARTITION BY g.${groups.of.key} ORDER BY c.${dueAt}) AS nth FROM ${groups.of.table} g
           LEFT JOIN unnest(${groupsAt}::text[], ${countsAt}::int[]) AS b(grp, n) ON b.grp = g.${groups.of.key}
           CROSS JOIN LATERAL (
-            SELECT ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt}${first || ', false AS first'} FROM ${table} d
+            SELECT d.ctid, ${keyNames.map((k) => `d.${k}`).join(', ')}, d.${dueAt}${first || ', false AS first'} FROM ${table} d
             WHERE d.${groups.column} = g.${groups.of.key} AND d.${dueAt} <= $1
               AND (d.claimed_until IS NULL OR d.claimed_until < $1)${where('d')}
             ORDER BY d.${dueAt} LIMIT greatest(0, least(${capAt} - coalesce(b.n, 0), $3${
@@ -99,13 +102,13 @@ export function dueStatements(spec: DueTable) {
             FOR UPDATE OF d SKIP LOCKED) c
           ${groups.of.where ? `WHERE ${groups.of.where.replaceAll('$row', 'g')}` : ''}
         ), chosen AS (
-          SELECT ${keys}, ${dueAt}, first FROM (
+          SELECT ctid FROM (
             SELECT *, row_number() OVER (PARTITION BY later ORDER BY nth, ${dueAt}, ${keys}) AS turn FROM candidates) r
           WHERE ${later ? `NOT r.later OR r.turn <= ${laterRoom}` : 'true'}
           ORDER BY ${spec.priority ? 'first, ' : ''}${dueAt}, ${keys} LIMIT $3
         ), claimed AS (
           UPDATE ${table} t SET claimed_until = $2${setToken}
-          FROM chosen WHERE ${keyNames.map((k) => `t.${k} = chosen.${k}`).join(' AND ')}
+          WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM chosen))
           RETURNING ${[...keyNames, dueAt, ...spec.columns, ...(token ? [token] : [])].map((c) => `t.${c}`).join(', ')})
         SELECT ${returned.join(', ')} FROM claimed
         ORDER BY ${spec.priority ? `${spec.priority.replaceAll('$row', 'claimed')}, ` : ''}${dueAt}, ${keys}`
@@ -141,4 +144,18 @@ export function claimParameters(
   if (spec.token) parameters.push(randomUUID());
   if (spec.groups) parameters.push(spec.groups.perGroup, [...o.held.keys()], [...o.held.values()]);
   return parameters;
+}
+
+/** How many rows wait in the table (`dueBy`: only those due by then): a queue's depth, for /metrics. */
+export async function queueDepth(db: Queryable, spec: DueTable, dueBy?: Date): Promise<number> {
+  const [table, dueAt] = plainNames([spec.table, spec.dueAt]);
+  const where = [
+    ...(dueBy ? [`${dueAt} <= $1`] : []),
+    ...(spec.where ? [conditionOf(spec.where, table, 'now()')] : []),
+  ];
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`,
+    dueBy ? [dueBy] : [],
+  );
+  return rows[0].n;
 }

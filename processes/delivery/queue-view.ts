@@ -23,10 +23,12 @@ export const JOB_STATE = `CASE WHEN j.claimed_until > $1 THEN 'in_flight' WHEN j
 /**
  * SQL that is true while a pause in force at `now` (an SQL expression: a parameter or `now()`) holds the job
  * aliased `job`: its organization's pause of its destination or every organization's. The delivery claim skips such
- * jobs unless they are to be given up (`give_up`): a pause holds mail, never a bounce the operator asked for.
+ * jobs unless they are to be given up (`give_up`): a pause holds mail, never a bounce the operator asked for. The
+ * subqueries do not name the job: the claim reads each once, not once per job.
  */
 export const pausedJobSql = (job: string, now: string) =>
-  `EXISTS (SELECT 1 FROM delivery_pauses p WHERE p.destination = ${job}.destination AND p.org_id IN (${job}.org_id, '') AND p.until > ${now})`;
+  `(${job}.destination IN (SELECT p.destination FROM delivery_pauses p WHERE p.org_id = '' AND p.until > ${now})
+    OR (${job}.org_id, ${job}.destination) IN (SELECT p.org_id, p.destination FROM delivery_pauses p WHERE p.until > ${now}))`;
 
 /**
  * What waits, per (organization, mode, destination, lane), largest first; with the pauses and the shaping hold in

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
-import { DueQueue, queueDepth } from '../../platform/due/due-queue.ts';
+import { DueQueue } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
+import { queueDepth } from '../../platform/due/due-sql.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
@@ -65,6 +66,79 @@ describe('DueQueue with groups, a token and a condition', () => {
     // Another process holds none: the cap alone limits it, and the rows are leased.
     expect(await queue().claim(10)).toEqual([]);
     expect(await queueDepth(db, TABLE, clock.now())).toBe(4);
+  });
+
+  it('at a group cap, claims again once a fifth of its tasks have ended rather than once per task, and drains every row', async () => {
+    const ROWS = 60;
+    for (let n = 1; n <= ROWS; n++) await add('a', n);
+    let claims = 0;
+    const counted: Database = {
+      ...db,
+      query: (sql, params) => {
+        if (sql.trimStart().startsWith('WITH candidates')) claims++;
+        return db.query(sql, params);
+      },
+    };
+    const q = new DueQueue<Row>(
+      { db: counted, clock, log },
+      { ...TABLE, groups: { ...TABLE.groups!, perGroup: 20 } },
+    );
+    // Tasks end one at a time, 25 ms apart, in the order they were claimed: each end leaves room for one row.
+    const start = performance.now();
+    let claimed = 0;
+    const done = await q.drain({ batch: 40, concurrency: 20 }, (rows) =>
+      rows.map((row) => {
+        const endAt = start + ++claimed * 25;
+        return async () => {
+          await new Promise((r) => setTimeout(r, endAt - performance.now()));
+          q.finish(row, null);
+          return 1;
+        };
+      }),
+    );
+    expect(done).toBe(ROWS);
+    // A claim per task that ends would make 40 at least after the first 20 rows; once per 4 (a fifth of 20): 12.
+    expect(claims).toBeLessThanOrEqual(20);
+    expect((await db.query('SELECT count(*)::int AS n FROM due_grouped')).rows[0].n).toBe(0);
+  });
+
+  it('at its caps, a drain claims again on a wake after changes applied here, not on one after none', async () => {
+    await add('a', 1);
+    await add('a', 2);
+    let claims = 0;
+    const counted: Database = {
+      ...db,
+      query: (sql, params) => {
+        if (sql.trimStart().startsWith('WITH candidates')) claims++;
+        return db.query(sql, params);
+      },
+    };
+    const q = new DueQueue<Row>(
+      { db: counted, clock, log },
+      { ...TABLE, groups: { ...TABLE.groups!, perGroup: 1 } },
+    );
+    const release = Promise.withResolvers<void>();
+    const started: string[] = [];
+    const drained = q.drain({ batch: 10, concurrency: 2 }, (rows) =>
+      rows.map((row) => async () => {
+        started.push(row.note);
+        if (row.owner === 'a') await release.promise;
+        q.finish(row, null);
+        return 1;
+      }),
+    );
+    // a2 (the older) held, a1 over the cap: the drain waits, its second claim having found nothing.
+    await vi.waitFor(() => expect(claims).toBe(2));
+    await add('b', 1);
+    q.wake({ ifApplied: true });
+    await new Promise((r) => setImmediate(r));
+    expect(claims).toBe(2);
+    await q.apply(db, [{ add: { owner: 'b', n: 2, note: 'b2', due_at: at(-1000), state: 'open' } }]);
+    q.wake({ ifApplied: true });
+    await vi.waitFor(() => expect(started).toEqual(['a2', 'b1', 'b2']));
+    release.resolve();
+    expect(await drained).toBe(4);
+    expect(started).toEqual(['a2', 'b1', 'b2', 'a1']);
   });
 
   it('marks each claim with a token of its own; a row made due again while held is claimed again and handed back when settled', async () => {
