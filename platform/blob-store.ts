@@ -8,6 +8,7 @@ import type { BlobRows } from './blob-rows.ts';
 import { purposeKey } from './crypto.ts';
 import { AppError } from './errors.ts';
 import { newId } from './ids.ts';
+import { blobSyncs } from './metrics.ts';
 
 /**
  * Files (attachments, raw messages) under `POSTLINE_DATA_DIR/blobs`, addressed by a key that names them. The
@@ -94,6 +95,7 @@ class FileBlobWriter implements BlobWriter {
     this.#written = this.#flush();
     await this.#written;
     try {
+      blobSyncs.inc({ kind: 'file' });
       await this.#file!.sync();
     } finally {
       await this.#file!.close();
@@ -216,6 +218,7 @@ export class BlobStore {
   /** Resolves once a sync of `dir` that started after this call has finished. */
   #syncFolder(dir: string): Promise<void> {
     const sync = () => {
+      blobSyncs.inc({ kind: 'folder' });
       const running = withFile(dir, 'r', (folder) => folder.sync()).finally(() => {
         if (this.#folderSyncs.get(dir)?.running === running) this.#folderSyncs.delete(dir);
       });

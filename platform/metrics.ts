@@ -79,6 +79,13 @@ const webhookDuration = durations(
   ['outcome'],
 );
 
+/** Every sync the blob store asks of the disk: a blob's file, or the folder holding its name (shared by puts). */
+export const blobSyncs = counter(
+  'postline_blob_syncs_total',
+  'fsync calls of the blob store, by kind: file (a blob written) or folder (its name, one sync shared by the puts in flight).',
+  ['kind'],
+);
+
 /** One webhook request's outcome (`status` null: no answer) and how long it took. */
 export function observeWebhook(status: number | null, ms: number): void {
   const outcome = status === null ? 'no_response' : status >= 200 && status < 300 ? 'success' : 'http_error';
