@@ -174,8 +174,14 @@ async function ensureDatabase(dir: string): Promise<void> {
   }
 }
 
-/** Starts (and on first use creates) the server of the data dir; its log goes to `<dataDir>/postgres.log`. */
-export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
+/**
+ * Starts (and on first use creates) the server of the data dir; its log goes to `<dataDir>/postgres.log`.
+ * `settings` are server settings given on its command line (`-c name=value`), e.g. the benches' statement counter.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  settings: Record<string, string> = {},
+): Promise<EmbeddedPostgres> {
   const dir = resolve(dataDir, 'postgres');
   if (join(dir, `.s.PGSQL.${PORT}`).length > MAX_SOCKET_PATH)
     throw new Error(
@@ -196,7 +202,10 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
     // Its own process group: a Ctrl-C at the terminal reaches Postline, which drains and then stops the server.
     child = spawn(
       bin.postgres,
-      ['-D', dir, '-k', dir, '-h', '', '-p', String(PORT), '-c', 'unix_socket_permissions=0700'],
+      [
+        ...['-D', dir, '-k', dir, '-h', '', '-p', String(PORT), '-c', 'unix_socket_permissions=0700'],
+        ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+      ],
       {
         uid: user?.uid,
         gid: user?.gid,
