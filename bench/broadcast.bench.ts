@@ -9,21 +9,28 @@
  *   (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted emails/s.
  * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a second broadcast expands.
  *
- * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), TEST_DATABASE_ADMIN_URL (as the tests).
+ * - Round trips per contact imported and per email expanded (bench/round-trips.ts): a counting run of
+ *   BENCH_COUNT_CONTACTS (default 5,000; 0 skips it) on a private PostgreSQL, before the timed run.
+ *
+ * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), BENCH_COUNT_CONTACTS,
+ * TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { request } from 'undici';
 import { startPostline } from '../bin/service.ts';
 import { loadConfig } from '../platform/config.ts';
 import { createLogger } from '../platform/logger.ts';
+import { registry } from '../platform/metrics.ts';
 import { BroadcastExpansionProcess } from '../processes/broadcasts/broadcast-expansion.process.ts';
 import { readBroadcast } from '../write-side/broadcasts/broadcast.commands.ts';
 import { createOrganization } from '../write-side/organizations/organization.commands.ts';
 import { benchDatabase } from './bench-database.ts';
-import { measureContactImport } from './contacts-import.ts';
+import { importContacts, measureContactImport } from './contacts-import.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
+import { startRoundTrips } from './round-trips.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const COUNT_CONTACTS = Number(process.env.BENCH_COUNT_CONTACTS ?? 5_000);
 const BATCH_CONNECTIONS = 20;
 
 /** A run of autocannon: awaited for its results, or stopped early. */
@@ -40,19 +47,10 @@ const content = (audienceId: string) => ({
   text: 'Hello {{contact.first_name}}, here is what is new this month.',
 });
 
-const { url, env, dispose } = await benchDatabase('broadcast');
-const config = loadConfig({
-  ...env,
-  // Waits for the read models after 100,000 contacts: longer than a request's.
-  PROJECTION_WAIT_MS: '600000',
-  ...(process.env.BROADCAST_EXPANSION_BATCH && {
-    BROADCAST_EXPANSION_BATCH: process.env.BROADCAST_EXPANSION_BATCH,
-  }),
-});
-const postline = await startPostline(config, { processes: false, smtp: false, log: createLogger('warn') });
-const meter = cpuMeter(url);
-const results: string[] = [];
-try {
+type Postline = Awaited<ReturnType<typeof startPostline>>;
+
+/** An organization on `postline` with an audience, its API, and a broadcast's expansion run to its end. */
+async function session(postline: Postline) {
   const org = await createOrganization(postline.services, { name: 'Bench', plan: 'business' });
   await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
   const api = `http://127.0.0.1:${postline.port}/v1`;
@@ -66,21 +64,7 @@ try {
     if (r.statusCode >= 300) throw new Error(`${method} ${path}: ${r.statusCode} ${JSON.stringify(json)}`);
     return json;
   };
-
-  /** Once the emails read model has taken in everything in the log so far. */
-  const caughtUp = async () =>
-    postline.services.readYourWrites.waitFor(['emails'], await postline.services.store.headPosition());
-
   const audience = await call('POST', '/audiences', { name: 'Everyone' });
-  const imported = await measureContactImport(
-    postline.services,
-    { orgId: org.orgId, mode: 'test' },
-    audience.id,
-    CONTACTS,
-  );
-  results.push(...imported.text);
-
-  // Expansion: send, then the broadcast process until the broadcast is sent.
   const expansion = new BroadcastExpansionProcess(postline.services);
   /** Sends a new broadcast to the audience and runs the process until it is sent; emails queued and ms taken. */
   const expand = async () => {
@@ -95,6 +79,71 @@ try {
     }
     return { queued, ms: performance.now() - started };
   };
+  return { org, api, call, audience, expand, tenant: { orgId: org.orgId, mode: 'test' as const } };
+}
+
+/** Round trips per contact imported and per email expanded, on a service of its own (bench/round-trips.ts). */
+async function countRoundTrips(env: Record<string, string>): Promise<string[]> {
+  const counter = await startRoundTrips();
+  const postline = await startPostline(loadConfig({ ...env, DATABASE_URL: counter.url }), {
+    processes: false,
+    smtp: false,
+    log: createLogger('warn'),
+  });
+  try {
+    const s = await session(postline);
+    const metrics = () => registry.metrics();
+    const importing = await counter.begin(metrics);
+    await importContacts(postline.services, s.tenant, s.audience.id, COUNT_CONTACTS);
+    await postline.services.readYourWrites.waitFor(
+      ['contacts'],
+      await postline.services.store.headPosition(),
+    );
+    const imported = await importing.end(COUNT_CONTACTS);
+    const expanding = await counter.begin(metrics);
+    const { queued } = await s.expand();
+    await postline.services.readYourWrites.waitFor(['emails'], await postline.services.store.headPosition());
+    const expanded = await expanding.end(queued);
+    return [
+      `import: ${imported[0]}`,
+      ...imported.slice(1),
+      `expansion: ${expanded[0]}`,
+      ...expanded.slice(1),
+    ];
+  } finally {
+    await postline.close();
+    await counter.stop();
+  }
+}
+
+const { url, env, dispose } = await benchDatabase('broadcast');
+const results: string[] = [];
+if (COUNT_CONTACTS > 0) results.push(...(await countRoundTrips(env)));
+const config = loadConfig({
+  ...env,
+  // Waits for the read models after 100,000 contacts: longer than a request's.
+  PROJECTION_WAIT_MS: '600000',
+  ...(process.env.BROADCAST_EXPANSION_BATCH && {
+    BROADCAST_EXPANSION_BATCH: process.env.BROADCAST_EXPANSION_BATCH,
+  }),
+});
+const postline = await startPostline(config, { processes: false, smtp: false, log: createLogger('warn') });
+const meter = cpuMeter(url);
+try {
+  const { org, api, audience, expand } = await session(postline);
+
+  /** Once the emails read model has taken in everything in the log so far. */
+  const caughtUp = async () =>
+    postline.services.readYourWrites.waitFor(['emails'], await postline.services.store.headPosition());
+
+  const imported = await measureContactImport(
+    postline.services,
+    { orgId: org.orgId, mode: 'test' },
+    audience.id,
+    CONTACTS,
+  );
+  results.push(...imported.text);
+
   const before = meter.sample();
   const { queued, ms: expandMs } = await expand();
   const expandCpu = meter.per(before, meter.sample(), queued);

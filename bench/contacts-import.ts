@@ -39,6 +39,28 @@ DROP TABLE IF EXISTS raw_contacts;
 CREATE TABLE raw_contacts (LIKE contacts, PRIMARY KEY (id))`;
 
 /**
+ * `n` contacts into `audienceId` of `tenant` from one CSV file, stored as the API stores it and worked by the
+ * contact-import process until the job has `completed` (checked).
+ */
+export async function importContacts(
+  services: Services,
+  tenant: { orgId: string; mode: Mode },
+  audienceId: string,
+  n: number,
+): Promise<void> {
+  const csv = Buffer.from([HEADER, ...Array.from({ length: n }, (_, i) => row(i))].join('\n'));
+  const { importId } = await startContactImport(
+    services,
+    { ...tenant, actor: 'bench' },
+    { audienceId, file: Readable.from([csv]), maxBytes: csv.length },
+  );
+  await new ContactImportProcess(services).runOnce();
+  const state = await readContactImport(services, importId);
+  if (!state.exists || state.status !== 'completed' || state.processed !== n)
+    throw new Error(`the import did not complete: ${JSON.stringify(state)}`);
+}
+
+/**
  * Imports `n` contacts into `audienceId` of `tenant` from one CSV file, through the contact-import process, then
  * writes the same rows raw; the import's contacts stay for what the caller measures next.
  */
@@ -50,20 +72,9 @@ export async function measureContactImport(
 ): Promise<ContactImportBenchResult> {
   const org = tenant;
   {
-    const csv = Buffer.from([HEADER, ...Array.from({ length: n }, (_, i) => row(i))].join('\n'));
-    const worker = new ContactImportProcess(services);
-
     const started = performance.now();
-    const { importId } = await startContactImport(
-      services,
-      { ...tenant, actor: 'bench' },
-      { audienceId, file: Readable.from([csv]), maxBytes: csv.length },
-    );
-    await worker.runOnce();
+    await importContacts(services, tenant, audienceId, n);
     const imported = performance.now();
-    const state = await readContactImport(services, importId);
-    if (!state.exists || state.status !== 'completed' || state.processed !== n)
-      throw new Error(`the import did not complete: ${JSON.stringify(state)}`);
     await services.readYourWrites.waitFor(
       ['contacts'],
       await services.store.headPosition({ committed: true }),

@@ -1,0 +1,122 @@
+/**
+ * Round trips per message: what a flow asks of PostgreSQL and of the disk for each message, counted in a run of
+ * its own (not the timed one) on a private PostgreSQL server (the embedded one's binaries, in a temporary
+ * directory) loaded with `pg_stat_statements`. Read before and after the run, divided by the messages:
+ *
+ * - statements: `pg_stat_statements` calls in the service's database (every connection, the projections' worker
+ *   thread and every process alike), the top ones by calls; BEGIN and COMMIT count as statements;
+ * - commits: `pg_stat_database.xact_commit` (an autocommitted statement is a transaction of its own);
+ * - WAL syncs and writes: `pg_stat_io` for the WAL (PostgreSQL 18), all processes of the server;
+ * - blob syncs: the service's `postline_blob_syncs_total` (file, folder), read from its Prometheus text.
+ *
+ * Statistics reach the views once a backend reports them, at most a second after its transaction: both readings
+ * wait for that. Pollers that run while the flow does (the projections, the due queue) count with it.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../platform/db/embedded-postgres.ts';
+
+/** PostgreSQL reports a backend's statistics at most this often (PGSTAT_MIN_INTERVAL), and when it goes idle. */
+const STATS_REPORT_MS = 1_200;
+const TOP = 8;
+
+interface Snapshot {
+  statements: Map<string, { query: string; calls: number }>;
+  commits: number;
+  walSyncs: number;
+  walWrites: number;
+  blob: { file: number; folder: number };
+}
+
+/** The `postline_blob_syncs_total` values of a Prometheus text. */
+export function blobSyncsOf(metrics: string): { file: number; folder: number } {
+  const read = (kind: string) =>
+    Number(new RegExp(`^postline_blob_syncs_total\\{kind="${kind}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+  return { file: read('file'), folder: read('folder') };
+}
+
+export interface RoundTrips {
+  /** The service's DATABASE_URL: the database `postline` on the private server (a unix socket). */
+  readonly url: string;
+  /** Starts counting; `blobMetrics` reads the service's Prometheus text. */
+  begin(blobMetrics: () => Promise<string>): Promise<{ end(messages: number): Promise<string[]> }>;
+  stop(): Promise<void>;
+}
+
+const oneLine = (q: string, width = 110) => {
+  const s = q.replace(/\s+/g, ' ').trim();
+  return s.length > width ? `${s.slice(0, width - 1)}…` : s;
+};
+
+/** A private PostgreSQL with `pg_stat_statements`, for a counting run. */
+export async function startRoundTrips(): Promise<RoundTrips> {
+  const dir = mkdtempSync(join(tmpdir(), 'postline-count-'));
+  chmodSync(dir, 0o755); // started as root, the server runs as another user, which must reach its cluster
+  const server = await startEmbeddedPostgres(dir, {
+    shared_preload_libraries: 'pg_stat_statements',
+    'pg_stat_statements.track_utility': 'on',
+    'pg_stat_statements.max': '10000',
+  });
+  const admin = new pg.Client({ connectionString: server.url.replace('/postline?', '/postgres?') });
+  await admin.connect();
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+
+  const snapshot = async (blobMetrics: () => Promise<string>): Promise<Snapshot> => {
+    await sleep(STATS_REPORT_MS);
+    const statements = await admin.query<{ id: string; query: string; calls: string }>(
+      `SELECT queryid::text AS id, query, calls FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'postline')`,
+    );
+    const { rows } = await admin.query<{ commits: string; syncs: string; writes: string }>(
+      `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = 'postline') AS commits,
+              (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal') AS syncs,
+              (SELECT coalesce(sum(writes), 0) FROM pg_stat_io WHERE object = 'wal') AS writes`,
+    );
+    return {
+      statements: new Map(statements.rows.map((r) => [r.id, { query: r.query, calls: Number(r.calls) }])),
+      commits: Number(rows[0].commits),
+      walSyncs: Number(rows[0].syncs),
+      walWrites: Number(rows[0].writes),
+      blob: blobSyncsOf(await blobMetrics()),
+    };
+  };
+
+  return {
+    url: server.url,
+    async begin(blobMetrics) {
+      const before = await snapshot(blobMetrics);
+      return {
+        async end(messages) {
+          const after = await snapshot(blobMetrics);
+          const per = (n: number) => (n / messages).toFixed(2);
+          const calls = [...after.statements].map(([id, s]) => ({
+            query: s.query,
+            calls: s.calls - (before.statements.get(id)?.calls ?? 0),
+          }));
+          const total = calls.reduce((sum, s) => sum + s.calls, 0);
+          const blobFile = after.blob.file - before.blob.file;
+          const blobFolder = after.blob.folder - before.blob.folder;
+          const top = calls
+            .filter((s) => s.calls > 0)
+            .sort((a, b) => b.calls - a.calls)
+            .slice(0, TOP);
+          return [
+            `round trips (${messages} messages counted on PostgreSQL 18 with pg_stat_statements): ` +
+              `statements ${per(total)}/msg, commits ${per(after.commits - before.commits)}/msg, ` +
+              `WAL syncs ${per(after.walSyncs - before.walSyncs)}/msg (writes ${per(after.walWrites - before.walWrites)}), ` +
+              `blob syncs ${per(blobFile + blobFolder)}/msg (file ${per(blobFile)}, folder ${per(blobFolder)})`,
+            ...top.map((s) => `    ${per(s.calls)}/msg  ${oneLine(s.query)}`),
+          ];
+        },
+      };
+    },
+    async stop() {
+      await admin.end().catch(() => {});
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
