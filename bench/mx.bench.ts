@@ -8,8 +8,10 @@
  *
  * Beside it, in the same run, Haraka from npm (bench/peers/haraka.ts) with a queue plugin that syncs each message
  * to a file before `250`, on the same load, and its CPU per message. The sides alternate, each run after Postline
- * has gone quiet; every run prints both and the ratio, then the medians. Settings: BENCH_MESSAGES (default 5000),
- * BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), TEST_DATABASE_ADMIN_URL (as the tests).
+ * has gone quiet; every run prints both and the ratio, then the medians. First, round trips per message
+ * (bench/round-trips.ts): BENCH_COUNT_MESSAGES (default 1000; 0 skips it) received by a Postline of their own on
+ * a private PostgreSQL. Settings: BENCH_MESSAGES (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000),
+ * BENCH_RUNS (3), TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,11 +19,12 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
-import { startDnsServer } from '../test/support/dns-server.ts';
+import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.ts';
 import { freePort, startServer } from '../test/support/process.ts';
 import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
 import { startHaraka } from './peers/haraka.ts';
 import { alternately, median, type Peer, processFamily, quiet, ratio } from './peers/processes.ts';
+import { countOnServer } from './round-trips.ts';
 import { runLoad, type SmtpLoad } from './smtp-load.ts';
 import { organizationWithDomain } from './verified-domain.ts';
 
@@ -30,6 +33,7 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 8);
 const MESSAGE_BYTES = Number(process.env.BENCH_MESSAGE_BYTES ?? 3000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const DOMAIN = 'acme-in.test';
+const COUNT = Number(process.env.BENCH_COUNT_MESSAGES ?? 1000);
 
 /** About MESSAGE_BYTES: a text part in lines of 76 characters and a small attachment, as a mail client writes. */
 function message(i: number): string {
@@ -83,6 +87,18 @@ const processMeter = (pid: number) => () => {
 const figures = (r: { rate: number; cpuMs: number }) =>
   `${r.rate.toFixed(0)} msg/s, CPU ${r.cpuMs.toFixed(2)} ms/msg`;
 
+/** Round trips per message received (bench/round-trips.ts), on a Postline of its own. */
+const countRoundTrips = (env: Record<string, string>, dns: TestDnsServer) =>
+  countOnServer(env, ['PORT', 'SMTP_MX_PORT'], async (own) => {
+    await organizationWithDomain(own, Number(own.PORT), dns, DOMAIN, { inbound_enabled: true });
+    const warm = 100;
+    await runLoad(Number(own.SMTP_MX_PORT), LOAD, 0, warm);
+    return async () => {
+      await runLoad(Number(own.SMTP_MX_PORT), LOAD, warm, COUNT);
+      return COUNT;
+    };
+  });
+
 async function main() {
   const { url, drop } = await createTestDatabaseUrl();
   const database = new URL(url).pathname.slice(1);
@@ -107,6 +123,8 @@ async function main() {
     POSTLINE_MX_HOST: 'mx.postline.test',
     POSTLINE_SPF_INCLUDE: 'spf.postline.test',
   };
+  // Counted first: the timed run's organization publishes its domain's records last.
+  if (COUNT > 0) console.log((await countRoundTrips(env, dns)).join('\n'));
   const server = await startServer(env);
   let peer: Peer | undefined;
   try {

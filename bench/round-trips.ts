@@ -18,10 +18,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../platform/db/embedded-postgres.ts';
+import { freePort, startServer } from '../test/support/process.ts';
+import { processCpu } from './cpu.ts';
+import { quiet } from './peers/processes.ts';
 
 /** PostgreSQL reports a backend's statistics at most this often (PGSTAT_MIN_INTERVAL), and when it goes idle. */
 const STATS_REPORT_MS = 1_200;
-const TOP = 8;
+const TOP = 12;
 
 interface Snapshot {
   statements: Map<string, { query: string; calls: number }>;
@@ -119,4 +122,37 @@ export async function startRoundTrips(): Promise<RoundTrips> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A counting run against Postline as `npm start` runs it (a process of its own): `env` with the counter's
+ * database, a data dir of its own and free ports for the variables `ports` names. `prepare` sets the service up
+ * (organization, warm-up) and returns the counted work, which resolves with the messages it sent; the count ends
+ * once the process has gone quiet (projections and processes done with them).
+ */
+export async function countOnServer(
+  env: Record<string, string>,
+  ports: string[],
+  prepare: (env: Record<string, string>) => Promise<() => Promise<number>>,
+): Promise<string[]> {
+  const counter = await startRoundTrips();
+  const dataDir = mkdtempSync(join(tmpdir(), 'postline-count-data-'));
+  const own: Record<string, string> = { ...env, DATABASE_URL: counter.url, POSTLINE_DATA_DIR: dataDir };
+  for (const name of ports) own[name] = String(await freePort());
+  const server = await startServer(own);
+  try {
+    const work = await prepare(own);
+    const pid = server.child.pid!;
+    await quiet(pid, processCpu);
+    const counting = await counter.begin(async () =>
+      (await fetch(`http://127.0.0.1:${own.PORT}/metrics`)).text(),
+    );
+    const messages = await work();
+    await quiet(pid, processCpu);
+    return await counting.end(messages);
+  } finally {
+    await server.stop();
+    await counter.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }

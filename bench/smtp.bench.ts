@@ -9,9 +9,11 @@
  *
  * Beside it, in the same run, Postfix (bench/peers/postfix.ts) when Debian's `postfix` package is installed: the
  * same load (without AUTH) into its smtpd, relayed to the same receiver. The sides alternate, each run after
- * Postline has gone quiet; every run prints both and the ratio, then the medians. Settings: BENCH_MESSAGES
- * (default 5000), BENCH_SESSIONS (8), BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), BENCH_REDIS_URL (default
- * redis://127.0.0.1:6379), TEST_DATABASE_ADMIN_URL (as the tests).
+ * Postline has gone quiet; every run prints both and the ratio, then the medians. First, round trips per message
+ * (bench/round-trips.ts): BENCH_COUNT_MESSAGES (default 1000; 0 skips it) accepted and delivered by a Postline of
+ * their own on a private PostgreSQL. Settings: BENCH_MESSAGES (default 5000), BENCH_SESSIONS (8),
+ * BENCH_MESSAGE_BYTES (3000), BENCH_RUNS (3), BENCH_REDIS_URL (default redis://127.0.0.1:6379),
+ * TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,13 +21,14 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
-import { startDnsServer } from '../test/support/dns-server.ts';
+import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.ts';
 import { recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { freePort, startServer } from '../test/support/process.ts';
 import { processCpu } from './cpu.ts';
 import { startPostfix } from './peers/postfix.ts';
 import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
 import { type Receiver, startReceiver } from './receiver.ts';
+import { countOnServer } from './round-trips.ts';
 import { runLoad, type SmtpLoad } from './smtp-load.ts';
 import { organizationWithDomain } from './verified-domain.ts';
 
@@ -34,6 +37,7 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 8);
 const MESSAGE_BYTES = Number(process.env.BENCH_MESSAGE_BYTES ?? 3000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const COUNT = Number(process.env.BENCH_COUNT_MESSAGES ?? 1000);
 
 /** A message of about MESSAGE_BYTES, in lines of 76 characters as a mail client writes them. */
 function message(i: number): string {
@@ -72,6 +76,29 @@ const figures = (r: Rates) => `accept ${r.accept.toFixed(0)} msg/s, end to end $
 const ratios = (p: Rates, o: Rates) =>
   `accept ${ratio(p.accept, o.accept)}, end to end ${ratio(p.e2e, o.e2e)}`;
 
+/** Round trips per relayed message, accepted and delivered (bench/round-trips.ts), with a receiver of its own. */
+async function countRoundTrips(env: Record<string, string>, dns: TestDnsServer): Promise<string[]> {
+  const receiver = await startReceiver();
+  try {
+    const withReceiver = { ...env, OUTBOUND_SMTP_PORT: String(receiver.port) };
+    return await countOnServer(withReceiver, ['PORT', 'SMTP_SUBMISSION_PORT'], async (own) => {
+      const [smtp, warm] = [
+        load(await organizationWithDomain(own, Number(own.PORT), dns, 'acme-bench.test')),
+        100,
+      ];
+      await runLoad(Number(own.SMTP_SUBMISSION_PORT), smtp, 0, warm);
+      await receiver.until(warm);
+      return async () => {
+        await runLoad(Number(own.SMTP_SUBMISSION_PORT), smtp, warm, COUNT);
+        await receiver.until(warm + COUNT);
+        return COUNT;
+      };
+    });
+  } finally {
+    receiver.close();
+  }
+}
+
 async function main() {
   const { url, drop } = await createTestDatabaseUrl();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'postline-bench-smtp-'));
@@ -97,6 +124,8 @@ async function main() {
     POSTLINE_MX_HOST: 'mx.postline.test',
     POSTLINE_SPF_INCLUDE: 'spf.postline.test',
   };
+  // Counted first: the timed run's organization publishes its domain's records last.
+  if (COUNT > 0) console.log((await countRoundTrips(env, dns)).join('\n'));
   const server = await startServer(env);
   let peer: Peer | undefined;
   try {
