@@ -1,6 +1,6 @@
 import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
@@ -127,10 +127,7 @@ class FileBlobWriter implements BlobWriter {
 
 const isMissing = (error: unknown) => (error as NodeJS.ErrnoException)?.code === 'ENOENT';
 
-/**
- * Small blobs (up to ROW_BYTES, held whole while written) are rows of the database when it is given (`rows`), the
- * others files; a blob is looked for as a file first, then as a row.
- */
+/** Small blobs are rows of the database when it is given (`rows`), others files; a key is looked for as a file first. */
 export class BlobStore {
   readonly #dir: string;
   readonly #signingKey: KeyObject;
@@ -241,11 +238,8 @@ export class BlobStore {
     await Promise.all([rm(this.#path(key), { force: true }), this.#rows?.delete(key)]);
   }
 
-  async exists(key: string): Promise<boolean> {
-    return stat(this.#path(key)).then(
-      () => true,
-      async () => (await this.#rows?.get(key)) !== undefined,
-    );
+  exists(key: string): Promise<boolean> {
+    return this.get(key).then(Boolean, () => false);
   }
 
   #sign(key: string, expires: number, filename: string, contentType: string) {
