@@ -1,5 +1,6 @@
 import type express from 'express';
 import { Redis } from 'ioredis';
+import { blobRowMigrations } from '../platform/blob-rows.ts';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Migration } from '../platform/db/migrations.ts';
@@ -106,6 +107,7 @@ import { webhookCommandRoutes } from '../write-side/webhooks/webhook.routes.ts';
  */
 export const migrations: Migration[] = [
   ...checkpointMigrations,
+  ...blobRowMigrations,
   ...parkedEventsMigrations,
   ...rateLimitMigrations,
   ...apiKeysMigrations,

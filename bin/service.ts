@@ -9,6 +9,7 @@ import { shapingPolicyOf } from '../domain/delivery/shaping-file.ts';
 import { operatorRulesOf } from '../domain/emails/bounce-classes.ts';
 import { TrackingTokens } from '../domain/emails/tracking.ts';
 import type { Authenticate } from '../platform/auth/auth-context.ts';
+import { BlobRows } from '../platform/blob-rows.ts';
 import { BlobStore } from '../platform/blob-store.ts';
 import { type Clock, systemClock } from '../platform/clock.ts';
 import { type Config, ConfigError } from '../platform/config.ts';
@@ -169,7 +170,7 @@ export async function startPostline(config: Config, options: StartOptions = {}):
     log,
     secretKey,
     secrets: new SecretBox(secretKey),
-    blobs: new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), secretKey),
+    blobs: new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), secretKey, new BlobRows(db)),
     tokens: {
       tracking: TrackingTokens.fromConfig(config, secretKey),
       unsubscribe: new UnsubscribeTokens(secretKey),

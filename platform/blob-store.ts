@@ -1,9 +1,10 @@
 import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { type FileHandle, mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
+import type { BlobRows } from './blob-rows.ts';
 import { purposeKey } from './crypto.ts';
 import { AppError } from './errors.ts';
 import { newId } from './ids.ts';
@@ -40,11 +41,15 @@ export interface BlobWriter {
 /** Pieces are gathered up to this many bytes before they go to the file; a smaller blob is written once. */
 const FLUSH_BYTES = 1024 * 1024;
 
+/** A blob held whole up to this size goes to the database's rows (blob-rows.ts) rather than a file. */
+const ROW_BYTES = 256 * 1024;
+
 class FileBlobWriter implements BlobWriter {
   readonly key: string;
   size = 0;
   readonly #path: string;
   readonly #syncFolder: () => Promise<void>;
+  readonly #rows?: BlobRows;
   #file?: FileHandle;
   #pending: Buffer[] = [];
   #pendingSize = 0;
@@ -53,10 +58,11 @@ class FileBlobWriter implements BlobWriter {
   /** The last pieces written to the file, once `finish` began. */
   #written?: Promise<void>;
 
-  constructor(key: string, path: string, syncFolder: () => Promise<void>) {
+  constructor(key: string, path: string, syncFolder: () => Promise<void>, rows?: BlobRows) {
     this.key = key;
     this.#path = path;
     this.#syncFolder = syncFolder;
+    this.#rows = rows;
   }
 
   async write(chunk: Buffer): Promise<void> {
@@ -81,6 +87,11 @@ class FileBlobWriter implements BlobWriter {
 
   async finish(): Promise<string> {
     if (!this.#file) this.#held = Buffer.concat(this.#pending);
+    if (this.#held && this.#rows && this.#held.length <= ROW_BYTES) {
+      this.#pending = [];
+      await this.#rows.put(this.key, this.#held);
+      return this.key;
+    }
     this.#written = this.#flush();
     await this.#written;
     try {
@@ -114,13 +125,18 @@ class FileBlobWriter implements BlobWriter {
   }
 }
 
+const isMissing = (error: unknown) => (error as NodeJS.ErrnoException)?.code === 'ENOENT';
+
+/** Small blobs are rows of the database when it is given (`rows`), others files; a key is looked for as a file first. */
 export class BlobStore {
   readonly #dir: string;
   readonly #signingKey: KeyObject;
+  readonly #rows?: BlobRows;
 
-  constructor(dir: string, secretKeyBase64: string) {
+  constructor(dir: string, secretKeyBase64: string, rows?: BlobRows) {
     this.#dir = dir;
     this.#signingKey = purposeKey(secretKeyBase64, 'postline blob urls');
+    this.#rows = rows;
   }
 
   #path(key: string): string {
@@ -130,9 +146,9 @@ export class BlobStore {
 
   /**
    * Writes the bytes and returns their key, durably: what an accepted request or message refers to must survive
-   * a crash of the machine as its event does. The file is synced, then its folder (the file's name). A crash
-   * before both are synced leaves at most a file that no event names: the caller appends its event only after.
-   * Puts in flight together share their folder's sync.
+   * a crash of the machine as its event does. A small blob's row is committed; a file is synced, then its folder
+   * (the file's name). A crash before that leaves at most a row or a file that no event names: the caller appends
+   * its event only after. Puts in flight together share their commit, or their folder's sync.
    */
   async put(bytes: Buffer, at: number = Date.now()): Promise<string> {
     const blob = await this.writer(at);
@@ -167,12 +183,27 @@ export class BlobStore {
       await mkdir(dir, { recursive: true });
       this.#folders.add(dir);
     }
-    return new FileBlobWriter(key, path, () => this.#syncFolder(dir));
+    return new FileBlobWriter(key, path, () => this.#syncFolder(dir), this.#rows);
   }
 
   /** A blob's bytes as a stream, for readers that need not hold it whole (parsers, uploads). */
   stream(key: string): Readable {
-    return createReadStream(this.#path(key));
+    const path = this.#path(key);
+    const row = (error: unknown) => this.#row(key, error);
+    return Readable.from(
+      (async function* () {
+        const file = await open(path, 'r').catch(row);
+        if (Buffer.isBuffer(file)) yield file;
+        else yield* file.createReadStream();
+      })(),
+    );
+  }
+
+  /** The row of a blob that is no file (`error`, the file's): ENOENT when it is neither. */
+  async #row(key: string, error: unknown): Promise<Buffer> {
+    const bytes = isMissing(error) ? await this.#rows?.get(key) : undefined;
+    if (bytes === undefined) throw error;
+    return bytes;
   }
 
   /** Folders made already (a new one every few days: the folder is named after the key's time). */
@@ -199,19 +230,16 @@ export class BlobStore {
   }
 
   get(key: string): Promise<Buffer> {
-    return readFile(this.#path(key));
+    return readFile(this.#path(key)).catch((error) => this.#row(key, error));
   }
 
   /** Removes a blob; one that is gone already is no error (a purge may run twice). */
   async delete(key: string): Promise<void> {
-    await rm(this.#path(key), { force: true });
+    await Promise.all([rm(this.#path(key), { force: true }), this.#rows?.delete(key)]);
   }
 
-  async exists(key: string): Promise<boolean> {
-    return stat(this.#path(key)).then(
-      () => true,
-      () => false,
-    );
+  exists(key: string): Promise<boolean> {
+    return this.get(key).then(Boolean, () => false);
   }
 
   #sign(key: string, expires: number, filename: string, contentType: string) {

@@ -32,6 +32,12 @@ export abstract class DueProcess<Row extends object> extends ProcessManager {
   /** The tasks that work claimed rows (DueQueue.drain). */
   protected abstract plan(rows: Row[]): Task[];
 
+  /** An event that changes nothing in the due table leaves the process alone (`consume` applies only changes). */
+  protected override acts(event: StoredEvent): boolean {
+    const change = this.dueChange(event);
+    return Array.isArray(change) ? change.length > 0 : change !== undefined;
+  }
+
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
     await this.due.apply(
       tx,

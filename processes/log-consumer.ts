@@ -11,6 +11,12 @@ export type BatchHandler = (tx: Transaction, events: StoredEvent[]) => Promise<v
 export type BatchPreparation = (events: StoredEvent[]) => Promise<void>;
 
 /**
+ * A checkpoint left behind by batches the consumer had nothing to do with is written after this long: a restart
+ * reads at most this much of the log again, for nothing.
+ */
+const SKIPPED_CHECKPOINT_MS = 1000;
+
+/**
  * Feeds a process manager's own work tables (due lists, job queues) from the log. Each batch is applied in
  * one transaction with the checkpoint row locked FOR UPDATE, so several processes may run the same consumer:
  * a batch another one already applied is skipped, and a crash replays at most one batch (handlers upsert).
@@ -23,6 +29,7 @@ export class LogConsumer {
   readonly #log: Logger;
   readonly #handle: BatchHandler;
   readonly #prepare?: BatchPreparation;
+  readonly #acts?: (event: StoredEvent) => boolean;
   readonly #parked: ParkedRetries;
   #subscription?: Subscription;
   #retryTimer?: NodeJS.Timeout;
@@ -33,12 +40,26 @@ export class LogConsumer {
    */
   #known?: Position;
 
+  /** The last event of batches skipped since the checkpoint was last written, and the timer that writes it. */
+  #skipped?: StoredEvent;
+  #skippedTimer?: NodeJS.Timeout;
+
   /**
    * `handle` gets each batch of the log that is new to this consumer, in order, in the transaction that moves its
-   * checkpoint; `prepare`, if given, gets each batch read from the log first, outside any transaction.
+   * checkpoint; `prepare`, if given, gets each batch read from the log first, outside any transaction. `acts`, if
+   * given, tells the events `handle` does something with: a live batch without any costs no transaction (and
+   * wakes no worker), its checkpoint is written with the next batch or SKIPPED_CHECKPOINT_MS later. Every event a
+   * consumer follows wakes every consumer, and most have nothing to do with most events.
    */
   constructor(
-    o: { name: string; db: Database; store: EventStore; log: Logger; prepare?: BatchPreparation },
+    o: {
+      name: string;
+      db: Database;
+      store: EventStore;
+      log: Logger;
+      prepare?: BatchPreparation;
+      acts?: (event: StoredEvent) => boolean;
+    },
     handle: BatchHandler,
   ) {
     this.name = o.name;
@@ -47,6 +68,7 @@ export class LogConsumer {
     this.#log = o.log;
     this.#handle = handle;
     this.#prepare = o.prepare;
+    this.#acts = o.acts;
     this.#parked = parkedRetries(o.db, this.#checkpoint, handle, o.log);
   }
 
@@ -54,8 +76,29 @@ export class LogConsumer {
     return readCheckpoint(this.#db, this.#checkpoint.table, this.name);
   }
 
+  /** A live batch the consumer has nothing to do with: the checkpoint moves in memory, and later on disk. */
+  #skip(events: StoredEvent[]): boolean {
+    if (this.#acts === undefined || events.some(this.#acts)) return false;
+    this.#known = events[events.length - 1].position;
+    this.#skipped = events[events.length - 1];
+    this.#skippedTimer ??= setTimeout(() => void this.#writeSkipped(), SKIPPED_CHECKPOINT_MS).unref();
+    return true;
+  }
+
+  /** Moves the checkpoint past the skipped batches (an applied batch since then may have moved it further). */
+  async #writeSkipped(): Promise<void> {
+    this.#skippedTimer = undefined;
+    const last = this.#skipped;
+    this.#skipped = undefined;
+    if (!last) return;
+    await consume(this.#db, this.#checkpoint, [last], async () => {}, { log: this.#log }).catch((err) =>
+      this.#log.warn({ err, consumer: this.name }, 'checkpoint after skipped batches not written'),
+    );
+  }
+
   async #apply(events: StoredEvent[]): Promise<void> {
     this.#known = undefined;
+    this.#skipped = undefined;
     await this.#prepare?.(events);
     this.#known = await consume(this.#db, this.#checkpoint, events, this.#handle, { log: this.#log });
   }
@@ -83,6 +126,7 @@ export class LogConsumer {
       { from: async () => this.#known ?? this.checkpoint(), batchSize: 500 },
       async (events) => {
         try {
+          if (this.#skip(events)) return;
           await this.#apply(events);
         } catch (err) {
           this.#log.error({ err, consumer: this.name }, 'process consumer batch failed');
@@ -116,5 +160,7 @@ export class LogConsumer {
     this.#retryTimer = undefined;
     await this.#subscription?.stop();
     this.#subscription = undefined;
+    clearTimeout(this.#skippedTimer);
+    await this.#writeSkipped();
   }
 }

@@ -35,13 +35,20 @@ export abstract class ProcessManager implements BackgroundProcess {
     this.#everyMs = o.everyMs;
     this.#log = services.log;
     if (this.consume)
-      this.#consumer = new LogConsumer({ ...services, name: o.name }, (tx, events) =>
-        this.consume!(tx, events),
+      this.#consumer = new LogConsumer(
+        { ...services, name: o.name, ...(this.acts && { acts: (e) => this.acts!(e) }) },
+        (tx, events) => this.consume!(tx, events),
       );
   }
 
   /** Applies a batch of the log to the process's work tables, in the transaction that moves its checkpoint. */
   protected consume?(tx: Transaction, events: StoredEvent[]): Promise<void>;
+
+  /**
+   * Whether `consume` does anything with the event; a process that says so has batches without such events
+   * skipped (log-consumer.ts). `consume` must then leave every other event alone.
+   */
+  protected acts?(event: StoredEvent): boolean;
 
   /** Does what is due now; resolves with how many items it did. */
   protected abstract work(): Promise<number>;

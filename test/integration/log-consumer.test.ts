@@ -54,4 +54,44 @@ describe('log consumer', () => {
 
     expect(await countTally(a.db)).toEqual({ n: 600 + 700 + 50, doubles: 0 });
   });
+
+  it('skips batches without an event it acts on: no transaction, no wake-up; its checkpoint is written soon after', async () => {
+    const { db, store } = await open();
+    const handled: string[] = [];
+    let batches = 0;
+    const consumer = new LogConsumer(
+      { name: 'tocks', db, store, log, acts: (e) => e.type === 'Tock' },
+      async (tx, events) => {
+        for (const e of events) {
+          handled.push(e.type);
+          if (e.type === 'Tock') await recordTally(tx, e);
+        }
+      },
+    );
+    const append = (type: string, n: number) =>
+      Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          store.append(`${type}-${Date.now()}-${i}`, [{ type, data: {}, metadata: meta }], {
+            expectedRevision: 'no_stream',
+          }),
+        ),
+      );
+    const caughtUp = async () => {
+      const head = await store.headPosition({ committed: true });
+      await expect.poll(() => consumer.checkpoint(), { timeout: 10_000 }).toBe(head);
+    };
+    await db.exec('TRUNCATE tally');
+    consumer.start(() => batches++);
+    await append('Tick', 30);
+    await caughtUp();
+    expect({ handled, batches }).toEqual({ handled: [], batches: 0 });
+
+    await append('Tock', 5);
+    await append('Tick', 5);
+    await caughtUp();
+    await consumer.stop();
+    expect(handled.filter((t) => t === 'Tock')).toHaveLength(5);
+    expect(batches).toBeGreaterThan(0);
+    expect(await countTally(db)).toEqual({ n: 5, doubles: 0 });
+  });
 });

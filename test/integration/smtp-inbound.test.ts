@@ -386,9 +386,11 @@ describe('the MX when the blob store fails', () => {
         subject: 'Stored once',
         text: 'x',
       });
-    // A file where the folder should be: every write fails, as on a full or broken disk.
+    // A file where the folder should be and no table for small blobs: every write fails, as on a broken disk.
+    const db = svc.postline.services.db;
     await rename(blobs, aside);
     await writeFile(blobs, 'not a folder');
+    await db.exec('ALTER TABLE blob_rows RENAME TO blob_rows_aside');
     try {
       const refused = await send().then(
         () => null,
@@ -399,6 +401,7 @@ describe('the MX when the blob store fails', () => {
         '451 4.3.0 Temporary failure: the message was not stored; send it again',
       ]);
     } finally {
+      await db.exec('ALTER TABLE blob_rows_aside RENAME TO blob_rows');
       await rm(blobs);
       await rename(aside, blobs);
     }

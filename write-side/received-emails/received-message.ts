@@ -124,11 +124,12 @@ export async function readArrivedMessage(
       hasText: content.text !== null,
       hasHtml: content.html !== null,
     });
-  // Side by side: puts in flight together share their folder's sync.
+  // Side by side with the attachments' syncs (or commits), which the parse left running.
   const [contentKey, headersKey] = mail
     ? await Promise.all([
         blobs.put(Buffer.from(JSON.stringify(content)), at),
         blobs.put(Buffer.from(JSON.stringify({ headers } satisfies ReceivedHeaders)), at),
+        mail.synced,
       ])
     : [null, null];
   return { parsed, subject, from, spamScore: score, contentKey, headersKey };

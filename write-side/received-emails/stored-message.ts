@@ -16,12 +16,15 @@ export interface ParsedMessage {
   text?: string;
   html?: string;
   attachments: StoredAttachment[];
+  /** Resolves once every attachment's blob is durable; their writes end with the parse, their syncs after it. */
+  synced: Promise<unknown>;
 }
 
 /**
  * Parses a message kept in the blob store as it streams back (`raw`): each attachment is decoded straight into a
  * blob of its own, so no attachment and no whole message is held in memory (the text and html bodies are).
- * Rejects when the message cannot be parsed, with the attachments written so far removed.
+ * Rejects when the message cannot be parsed, with the attachments written so far removed. Resolves before the
+ * attachments are durable (`synced`), so that their syncs (or commits) overlap the work after the parse.
  */
 export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number): Promise<ParsedMessage> {
   return new Promise((resolve, reject) => {
@@ -31,7 +34,12 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
       skipTextLinks: true,
       skipImageLinks: true,
     });
-    const parsed: ParsedMessage = { headers: new Map(), headerLines: [], attachments: [] };
+    const parsed: ParsedMessage = {
+      headers: new Map(),
+      headerLines: [],
+      attachments: [],
+      synced: Promise.resolve(),
+    };
     const written: Promise<unknown>[] = [];
     const writers: BlobWriter[] = [];
     /** Each attachment is synced while the parser goes on to the next: their syncs overlap. */
@@ -76,11 +84,16 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
     });
     parser.on('error', fail);
     parser.on('end', () => {
-      Promise.all(written)
-        .then(() => Promise.all(syncs))
-        .then(() => {
-          if (!failed) resolve(parsed);
-        }, fail);
+      Promise.all(written).then(() => {
+        if (failed) return;
+        // A sync that fails removes the attachments, as a failed parse does.
+        parsed.synced = Promise.all(syncs).catch(async (error) => {
+          await Promise.all(writers.map((w) => w.abort()));
+          throw error;
+        });
+        parsed.synced.catch(() => {}); // awaited by the caller
+        resolve(parsed);
+      }, fail);
     });
     raw.on('error', fail).pipe(parser);
   });

@@ -103,6 +103,25 @@ export class PostgresEventStore implements EventStore {
 
   #upcast = (events: StoredEvent[]) => events.map((e) => applyUpcasters(this.#upcasters, e));
 
+  /** Followers' reads of the log in flight, by where they read from, how much, and the appends heard before. */
+  readonly #followReads = new Map<string, Promise<StoredEvent[]>>();
+
+  /**
+   * The followers of a process (every projection and process manager) read the log after the same append, from
+   * the same position when they are caught up: one statement serves those that had heard of the same appends
+   * (`heard`) when they read. A read that began before a follower heard of an append may miss that append's
+   * events, so it is never shared with that follower.
+   */
+  async #followRead(from: Position, limit: number, heard: string): Promise<StoredEvent[]> {
+    const key = `${from} ${limit} ${heard}`;
+    let read = this.#followReads.get(key);
+    if (!read) {
+      read = this.readAll({ from, limit }).finally(() => this.#followReads.delete(key));
+      this.#followReads.set(key, read);
+    }
+    return [...(await read)];
+  }
+
   async readStream(streamId: string, options: { fromRevision?: number } = {}) {
     return this.#upcast(await readStreamEvents(this.#db, streamId, options.fromRevision ?? 0));
   }
@@ -136,7 +155,7 @@ export class PostgresEventStore implements EventStore {
         let seen = notifier.appends;
         const resumed = notifier.resumes;
         let position = from;
-        const events = await this.readAll({ from, limit: batchSize });
+        const events = await this.#followRead(from, batchSize, `${seen} ${resumed}`);
         if (events.length > 0) {
           await deliver(events);
           position = events[events.length - 1].position;
