@@ -8,6 +8,7 @@ import { queueDepth } from '../platform/due/due-sql.ts';
 import { AppError } from '../platform/errors.ts';
 import { checkpointMigrations } from '../platform/eventstore/checkpoints.ts';
 import { parkedEventsMigrations } from '../platform/eventstore/parked-events.ts';
+import { mountMetrics, type QueueDepths } from '../platform/http/metrics-endpoint.ts';
 import {
   PostgresRateLimiter,
   type RateLimiter,
@@ -16,7 +17,6 @@ import {
 } from '../platform/http/rate-limit.ts';
 import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import type { ApiRouter } from '../platform/http/router.ts';
-import { mountMetrics, type QueueDepths } from '../platform/metrics.ts';
 import { personalDataMigrations } from '../platform/personal-data.ts';
 import type { Services } from '../platform/services.ts';
 import {
