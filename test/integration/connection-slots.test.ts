@@ -154,6 +154,9 @@ describe('outbound MTA with connection slots', () => {
       ['127.0.0.2', 's2.postline.test'],
       ['127.0.0.3', 's3.postline.test'],
     ]);
-    expect(sink.connections.maxConcurrent).toBeLessThanOrEqual(1);
+    // One connection each: the idle one was not reused for the other source. (Its slot's release follows the
+    // client's close, which the receiving server may notice a moment after the next connection's arrival, so a
+    // count of connections open at once there would race; the slot limit itself is tested above.)
+    expect(sink.connections.total).toBe(2);
   });
 });
