@@ -1,0 +1,79 @@
+import nodemailer from 'nodemailer';
+import { describe, expect, it } from 'vitest';
+import { PATIENCE_MS } from '../support/patience.ts';
+import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
+import { apiClient } from '../support/service.ts';
+
+/**
+ * The SMTP relay killed (SIGKILL) while sessions submit to it, then started again on the same database (the
+ * machine's PostgreSQL; test/e2e/embedded.test.ts does the same on the embedded one): every message answered 250
+ * is there once after the restart, under the id its 250 named, and goes on to its final status (the simulator
+ * delivers test-mode mail).
+ */
+
+const SESSIONS = 6;
+const setup = useServiceEnv();
+
+describe('kill -9 under a relay load, on the machine’s PostgreSQL', () => {
+  it('keeps every message answered 250, and finishes each', async () => {
+    const [port, smtpPort] = [await freePort(), await freePort()];
+    const env = {
+      ...setup.env,
+      RATE_LIMIT_RPS: '100000',
+      PORT: String(port),
+      SMTP_SUBMISSION_PORT: String(smtpPort),
+    };
+    let server = await startServer(env);
+    const org = await createOrgWithCli(env, 'Relay crash', 'business');
+
+    const acknowledged: string[] = [];
+    let killed = false;
+    const session = async (n: number) => {
+      const relay = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: smtpPort,
+        requireTLS: true,
+        auth: { user: 'postline', pass: org.test_key },
+        tls: { rejectUnauthorized: false },
+      });
+      try {
+        for (let i = 0; !killed; i++) {
+          const sent = await relay
+            .sendMail({
+              from: 'dev@example.test',
+              to: 'delivered@simulator.postline.dev',
+              subject: `crash-${n}-${i}`,
+              text: 'x'.repeat(2000),
+            })
+            .catch(() => undefined);
+          const id = sent && /queued as (em_\w+)/.exec(sent.response)?.[1];
+          if (id) acknowledged.push(id);
+        }
+      } finally {
+        relay.close();
+      }
+    };
+    const load = Promise.all(Array.from({ length: SESSIONS }, (_, n) => session(n)));
+    await expect.poll(() => acknowledged.length, { timeout: PATIENCE_MS }).toBeGreaterThanOrEqual(60);
+    server.child.kill('SIGKILL');
+    killed = true;
+    await load;
+
+    server = await startServer(env);
+    try {
+      const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
+      expect(new Set(acknowledged).size).toBe(acknowledged.length);
+      const unfinished = async () => {
+        const left: string[] = [];
+        for (const id of acknowledged) {
+          const email = await api.get(`/v1/emails/${id}`);
+          if (email.status !== 200 || email.body.last_event !== 'email.delivered') left.push(id);
+        }
+        return left;
+      };
+      await expect.poll(unfinished, { timeout: PATIENCE_MS, interval: 500 }).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  }, 300_000);
+});
