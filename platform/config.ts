@@ -1,3 +1,4 @@
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -144,6 +145,18 @@ const schema = z.object({
   MTA_STS_PORT: z.coerce.number().int().min(1).max(65535).default(443),
   /** From address and contact-info of the daily TLS reports; default `postmaster@` the SMTP host name. */
   TLSRPT_FROM: z.email().optional(),
+  /**
+   * The DKIM key (a PEM file, RSA or Ed25519, read at start-up) and selector that sign the TLS reports sent by
+   * mail, for the domain of TLSRPT_FROM; unset, the reports go unsigned. Both or neither.
+   */
+  TLSRPT_DKIM_KEY_FILE: z.string().min(1).optional(),
+  TLSRPT_DKIM_SELECTOR: z
+    .string()
+    .regex(
+      /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i,
+      'a DNS label, or labels joined by dots',
+    )
+    .optional(),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** The SMTP relay: submission with STARTTLS, and with implicit TLS (docs/smtp.md). */
   SMTP_SUBMISSION_PORT: listenerPort(2587),
@@ -195,6 +208,8 @@ export type Config = z.infer<typeof schema> & {
   shaping?: unknown;
   /** The JSON of SOURCES_FILE, read at start-up; checked by domain/delivery/egress-file.ts. */
   sources?: unknown;
+  /** The PEM of TLSRPT_DKIM_KEY_FILE, read at start-up. */
+  tlsrptDkimKey?: string;
 };
 
 export class ConfigError extends Error {}
@@ -216,6 +231,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'Invalid configuration:\n  SMTP_TLS_CERT: SMTP_TLS_CERT and SMTP_TLS_KEY go together',
     );
   }
+  if (Boolean(c.TLSRPT_DKIM_KEY_FILE) !== Boolean(c.TLSRPT_DKIM_SELECTOR)) {
+    throw new ConfigError(
+      'Invalid configuration:\n  TLSRPT_DKIM_KEY_FILE: TLSRPT_DKIM_KEY_FILE and TLSRPT_DKIM_SELECTOR go together',
+    );
+  }
   if (!c.DATABASE_URL && c.POSTLINE_ROLES.size < ROLES.length) {
     throw new ConfigError(
       'Invalid configuration:\n  POSTLINE_ROLES: the embedded database belongs to one process, which runs every role; set DATABASE_URL to split them',
@@ -226,9 +246,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ...(c.BOUNCE_RULES_FILE && { bounceRules: readJsonFile('BOUNCE_RULES_FILE', c.BOUNCE_RULES_FILE) }),
     ...(c.SHAPING_FILE && { shaping: readJsonFile('SHAPING_FILE', c.SHAPING_FILE) }),
     ...(c.SOURCES_FILE && { sources: readJsonFile('SOURCES_FILE', c.SOURCES_FILE) }),
+    ...(c.TLSRPT_DKIM_KEY_FILE && {
+      tlsrptDkimKey: readKeyFile('TLSRPT_DKIM_KEY_FILE', c.TLSRPT_DKIM_KEY_FILE),
+    }),
     PUBLIC_URL: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`,
     embedded: !c.DATABASE_URL,
   };
+}
+
+function readKeyFile(variable: string, path: string): string {
+  try {
+    const pem = readFileSync(path, 'utf8');
+    createPrivateKey(pem);
+    return pem;
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${variable}: ${(err as Error).message}`);
+  }
 }
 
 function readJsonFile(variable: string, path: string): unknown {

@@ -1,12 +1,15 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { dkimVerify } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
+import { createResolver, mailauthResolver } from '../../platform/dns.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { TlsReportProcess } from '../../processes/delivery/mta-sts/tls-report.process.ts';
 import { useDnsService } from '../support/dns-service.ts';
@@ -43,6 +46,9 @@ const POLICY: Record<string, string> = {
 
 const dir = useTempDir('mta-sts');
 const caFile = join(dir, 'ca.pem');
+/** The operator's key for signing the reports (TLSRPT_DKIM_*), its record published for postline.test. */
+const dkimKeyFile = join(dir, 'tlsrpt-dkim.pem');
+const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const clock = new ManualClock('2026-07-01T09:00:00Z');
 const sinks: Record<'mx1' | 'mx2' | 'bad' | 'plain' | 'rua', SmtpSink> = {} as never;
 let policyServer: Server;
@@ -80,6 +86,7 @@ beforeAll(async () => {
     ],
   });
   writeFileSync(caFile, ca.cert);
+  writeFileSync(dkimKeyFile, dkimKey.privateKey.export({ type: 'pkcs8', format: 'pem' }));
   const signedBy = { key: ca.private, cert: ca.cert };
   const mx1 = await leaf(['mx1.enforce.test'], signedBy);
   const other = await leaf(['mx2.enforce.test'], signedBy);
@@ -117,6 +124,8 @@ const { svc, dns } = useDnsService(() => ({
     OUTBOUND_TLS_CA_FILE: caFile,
     MTA_STS_PORT: String(policyPort()),
     TLSRPT_FROM: 'tlsrpt@postline.test',
+    TLSRPT_DKIM_KEY_FILE: dkimKeyFile,
+    TLSRPT_DKIM_SELECTOR: 'tlsrpt',
     SMTP_HOSTNAME: 'mail.postline.test',
     // The https rua of testing.test is on loopback.
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -138,6 +147,8 @@ beforeAll(async () => {
   dns.set('reports.test', 'MX', ['10 mx.reports.test']);
   host('mx.reports.test', ADDRESS.rua);
   host('tlsrpt.reports.test', ADDRESS.https);
+  const spki = dkimKey.publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+  dns.set('tlsrpt._domainkey.postline.test', 'TXT', [`v=DKIM1; k=rsa; p=${spki}`]);
   for (const d of DOMAINS) {
     dns.set(`_mta-sts.${d}`, 'TXT', ['v=STSv1; id=20260701']);
     // plain.test and stray.test ask for no reports.
@@ -250,6 +261,14 @@ describe('TLS reports (RFC 8460)', () => {
     clock.advance(24 * 3600_000);
     expect(await reports.runOnce()).toBe(3);
     const mails = await sinks.rua.waitForMessages(3);
+    // Signed with the operator's key for the From domain, and the signature verifies against its record.
+    const resolver = mailauthResolver(createResolver([dns.serverAddress]));
+    for (const m of mails) {
+      const { results } = await dkimVerify(m.raw, { resolver });
+      expect(results.map((r: any) => [r.signingDomain, r.selector, r.status.result])).toEqual([
+        ['postline.test', 'tlsrpt', 'pass'],
+      ]);
+    }
     const parsed = await Promise.all(mails.map((m) => simpleParser(m.raw)));
     const byDomain = new Map(parsed.map((m) => [m.headers.get('tls-report-domain') as string, m]));
     expect([...byDomain.keys()].sort()).toEqual(['badcert.test', 'enforce.test', 'testing.test']);

@@ -56,6 +56,8 @@ describe('configuration', () => {
     ['LOG_LEVEL', 'loud'],
     ['KURRENTDB_URL', 'not a url'],
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'yes'],
+    ['TLSRPT_DKIM_KEY_FILE', '/nonexistent/key.pem'],
+    ['TLSRPT_DKIM_SELECTOR', 'not a label'],
   ])('names %s when it is invalid (%s)', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

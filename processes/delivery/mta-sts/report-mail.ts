@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import MimeNode from 'nodemailer/lib/mime-node';
 import { tlsReportFilename, tlsReportSubject } from '../../../domain/delivery/tls-report.ts';
-import type { OutboundMessage } from '../mta/message.ts';
+import type { DkimKey, OutboundMessage } from '../mta/message.ts';
 
 export interface ReportToSend {
   day: string;
@@ -18,9 +18,14 @@ export const gzippedReport = (r: ReportToSend): Buffer => gzipSync(JSON.stringif
 /**
  * The report mail (RFC 8460 §5.3): multipart/report with report-type tlsrpt, a short text part, and the gzip JSON
  * as an application/tlsrpt+gzip attachment; TLS-Report-Domain and TLS-Report-Submitter headers, and the subject
- * the RFC gives. Not DKIM-signed: the installation has no key of its own (docs/deliverability.md).
+ * the RFC gives. Signed with `dkim` when the operator configured a key (TLSRPT_DKIM_KEY_FILE), else unsigned.
  */
-export async function reportMessage(r: ReportToSend, from: string, to: string): Promise<OutboundMessage> {
+export async function reportMessage(
+  r: ReportToSend,
+  from: string,
+  to: string,
+  dkim: DkimKey | null = null,
+): Promise<OutboundMessage> {
   const date = new Date();
   const messageId = `<${r.reportId}>`;
   const root = new MimeNode('multipart/report; report-type="tlsrpt"');
@@ -61,6 +66,6 @@ export async function reportMessage(r: ReportToSend, from: string, to: string): 
     attachments: [],
     raw,
     envelopeFrom: from,
-    dkim: null,
+    dkim,
   };
 }

@@ -4,6 +4,7 @@ import { createResolver, isNoAnswer } from '../../../platform/dns.ts';
 import type { Services } from '../../../platform/services.ts';
 import { ProcessManager } from '../../process.ts';
 import { configuredMta, configuredMtaSts } from '../destination-shaping.ts';
+import type { DkimKey } from '../mta/message.ts';
 import type { OutboundMta } from '../mta/outbound.ts';
 import { outboundCa } from './mta-sts.ts';
 import { gzippedReport, type ReportToSend, reportMessage } from './report-mail.ts';
@@ -162,13 +163,20 @@ export class TlsReportProcess extends ProcessManager {
 
   async #mail(report: ReportToSend, to: string): Promise<void> {
     this.#mta ??= configuredMta(this.#services, { mtaSts: configuredMtaSts(this.#services) });
-    const message = await reportMessage(report, this.#from(), to);
+    const message = await reportMessage(report, this.#from(), to, this.#dkim());
     const [outcome] = await this.#mta.send(message, [to], { withinMs: SEND_WITHIN_MS });
     if (outcome.result !== 'delivered') throw new Error(`${to}: ${outcome.smtpResponse}`);
   }
 
   #from(): string {
     return this.#services.config.TLSRPT_FROM ?? `postmaster@${smtpHostname(this.#services.config)}`;
+  }
+
+  /** The operator's key for the reports' From domain (TLSRPT_DKIM_*); null when none is configured. */
+  #dkim(): DkimKey | null {
+    const { tlsrptDkimKey: privateKey, TLSRPT_DKIM_SELECTOR: keySelector } = this.#services.config;
+    if (!privateKey || !keySelector) return null;
+    return { domainName: this.#from().split('@')[1].toLowerCase(), keySelector, privateKey };
   }
 
   #httpOptions() {
