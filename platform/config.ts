@@ -210,6 +210,8 @@ export type Config = z.infer<typeof schema> & {
   sources?: unknown;
   /** The PEM of TLSRPT_DKIM_KEY_FILE, read at start-up. */
   tlsrptDkimKey?: string;
+  /** The PEM of OUTBOUND_TLS_CA_FILE, read at start-up. */
+  outboundTlsCa?: string;
 };
 
 export class ConfigError extends Error {}
@@ -243,30 +245,32 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return {
     ...c,
-    ...(c.BOUNCE_RULES_FILE && { bounceRules: readJsonFile('BOUNCE_RULES_FILE', c.BOUNCE_RULES_FILE) }),
-    ...(c.SHAPING_FILE && { shaping: readJsonFile('SHAPING_FILE', c.SHAPING_FILE) }),
-    ...(c.SOURCES_FILE && { sources: readJsonFile('SOURCES_FILE', c.SOURCES_FILE) }),
+    ...(c.BOUNCE_RULES_FILE && {
+      bounceRules: readFile('BOUNCE_RULES_FILE', c.BOUNCE_RULES_FILE, JSON.parse),
+    }),
+    ...(c.SHAPING_FILE && { shaping: readFile('SHAPING_FILE', c.SHAPING_FILE, JSON.parse) }),
+    ...(c.SOURCES_FILE && { sources: readFile('SOURCES_FILE', c.SOURCES_FILE, JSON.parse) }),
     ...(c.TLSRPT_DKIM_KEY_FILE && {
-      tlsrptDkimKey: readKeyFile('TLSRPT_DKIM_KEY_FILE', c.TLSRPT_DKIM_KEY_FILE),
+      tlsrptDkimKey: readFile('TLSRPT_DKIM_KEY_FILE', c.TLSRPT_DKIM_KEY_FILE, privatePem),
+    }),
+    ...(c.OUTBOUND_TLS_CA_FILE && {
+      outboundTlsCa: readFile('OUTBOUND_TLS_CA_FILE', c.OUTBOUND_TLS_CA_FILE, (pem) => pem),
     }),
     PUBLIC_URL: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`,
     embedded: !c.DATABASE_URL,
   };
 }
 
-function readKeyFile(variable: string, path: string): string {
-  try {
-    const pem = readFileSync(path, 'utf8');
-    createPrivateKey(pem);
-    return pem;
-  } catch (err) {
-    throw new ConfigError(`Invalid configuration:\n  ${variable}: ${(err as Error).message}`);
-  }
+/** A PEM private key, checked to be one. */
+function privatePem(pem: string): string {
+  createPrivateKey(pem);
+  return pem;
 }
 
-function readJsonFile(variable: string, path: string): unknown {
+/** A file a variable names, read and parsed at start-up; one that is missing or does not parse stops it. */
+function readFile<T>(variable: string, path: string, parse: (text: string) => T): T {
   try {
-    return JSON.parse(readFileSync(path, 'utf8'));
+    return parse(readFileSync(path, 'utf8'));
   } catch (err) {
     throw new ConfigError(`Invalid configuration:\n  ${variable}: ${(err as Error).message}`);
   }

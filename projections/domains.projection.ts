@@ -1,7 +1,12 @@
 import { currentRecords } from '../domain/domains/dns-records.ts';
 import type { DomainEvent } from '../domain/domains/domain.events.ts';
+import type { Transaction } from '../platform/db/database.ts';
 import type { Projection } from './projection.ts';
 import { insertRow, updateRow } from './rows.ts';
+
+/** A domain's DNS records changed by a DKIM step (a key added, rotated, or its old record removable). */
+const newRecords = (tx: Transaction, domainId: string, records: unknown, at: string) =>
+  updateRow(tx, 'domains', domainId, { dns_records: JSON.stringify(records), updated_at: at });
 
 /** Domains with their DNS records and status: the API's view, quota counts, sending and inbound look-ups. */
 export const domainsProjection: Projection<DomainEvent> = {
@@ -68,10 +73,7 @@ export const domainsProjection: Projection<DomainEvent> = {
         });
       }
       case 'DomainDkimRotationStarted':
-        return updateRow(tx, 'domains', e.data.domainId, {
-          dns_records: JSON.stringify(e.data.records),
-          updated_at: e.data.startedAt,
-        });
+        return newRecords(tx, e.data.domainId, e.data.records, e.data.startedAt);
       // The key that signs: delivery reads it from this row (outbound-message.ts).
       case 'DomainDkimKeyActivated': {
         const d = e.data;
@@ -83,15 +85,9 @@ export const domainsProjection: Projection<DomainEvent> = {
         });
       }
       case 'DomainDkimKeyRemovable':
-        return updateRow(tx, 'domains', e.data.domainId, {
-          dns_records: JSON.stringify(e.data.records),
-          updated_at: e.data.removableAt,
-        });
+        return newRecords(tx, e.data.domainId, e.data.records, e.data.removableAt);
       case 'DomainDkimEd25519Added':
-        return updateRow(tx, 'domains', e.data.domainId, {
-          dns_records: JSON.stringify(e.data.records),
-          updated_at: e.data.addedAt,
-        });
+        return newRecords(tx, e.data.domainId, e.data.records, e.data.addedAt);
       case 'DomainDkimEd25519Activated': {
         const d = e.data;
         return updateRow(tx, 'domains', d.domainId, {

@@ -1,5 +1,4 @@
 import type { Resolver } from 'node:dns/promises';
-import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { parseStsPolicy, parseStsRecord, type StsPolicy } from '../../../domain/delivery/mta-sts-policy.ts';
 import type { TlsResultType } from '../../../domain/delivery/tls-report.ts';
@@ -34,10 +33,9 @@ const RECHECK_MS = 5 * 60_000;
 const KNOWN_DOMAINS = 10_000;
 const FETCH_TIMEOUT_MS = 10_000;
 
-/** The system's CAs plus OUTBOUND_TLS_CA_FILE's, or undefined (Node's own) when the file is not set. */
+/** The system's CAs plus OUTBOUND_TLS_CA_FILE's (read at start-up), or undefined (Node's own) when it is not set. */
 export function outboundCa(config: Config): string[] | undefined {
-  if (!config.OUTBOUND_TLS_CA_FILE) return undefined;
-  return [...rootCertificates, readFileSync(config.OUTBOUND_TLS_CA_FILE, 'utf8')];
+  return config.outboundTlsCa ? [...rootCertificates, config.outboundTlsCa] : undefined;
 }
 
 /**
