@@ -1,5 +1,5 @@
 import { Batcher } from './batcher.ts';
-import type { Database } from './db/database.ts';
+import type { Database, Queryable } from './db/database.ts';
 import type { Migration } from './db/migrations.ts';
 
 export const blobRowMigrations: Migration[] = [
@@ -10,6 +10,11 @@ export const blobRowMigrations: Migration[] = [
   bytes bytea NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now()
 )`,
+  },
+  {
+    // Blobs, rows or files, that no event is known to name yet (BlobStore.sweepUnnamed).
+    id: 'blob-rows-002',
+    sql: 'CREATE TABLE blob_unnamed (key text PRIMARY KEY)',
   },
 ];
 
@@ -24,27 +29,50 @@ const BATCH_BYTES = 4 * 1024 * 1024;
  */
 export class BlobRows {
   readonly #db: Database;
-  readonly #writes: Batcher<{ key: string; bytes: Buffer }, undefined>;
+  /** A row to write (`bytes`), or only the key of a file about to be written (`bytes` null). */
+  readonly #writes: Batcher<{ key: string; bytes: Buffer | null }, undefined>;
 
   constructor(db: Database) {
     this.#db = db;
     this.#writes = new Batcher({
       maxInFlight: 2,
       maxWeight: BATCH_BYTES,
-      weight: (row) => row.bytes.length + 1,
+      weight: (row) => (row.bytes?.length ?? 0) + 1,
       run: async (rows) => {
-        await db.query('INSERT INTO blob_rows (key, bytes) SELECT * FROM unnest($1::text[], $2::bytea[])', [
-          rows.map((r) => r.key),
-          rows.map((r) => r.bytes),
-        ]);
+        // Every key is also listed as unnamed, in the same statement and commit as its row.
+        await db.query(
+          `WITH r AS (INSERT INTO blob_rows (key, bytes)
+             SELECT k, b FROM unnest($1::text[], $2::bytea[]) AS t(k, b) WHERE b IS NOT NULL)
+           INSERT INTO blob_unnamed (key) SELECT unnest($1::text[])`,
+          [rows.map((r) => r.key), rows.map((r) => r.bytes)],
+        );
         return rows.map(() => undefined);
       },
     });
   }
 
-  /** Resolves once the row is committed. */
+  /** Resolves once the row is committed, listed as unnamed. */
   put(key: string, bytes: Buffer): Promise<undefined> {
     return this.#writes.add({ key, bytes });
+  }
+
+  /** Lists the key of a file as unnamed; resolves once committed, before the file may exist. */
+  listUnnamed(key: string): Promise<undefined> {
+    return this.#writes.add({ key, bytes: null });
+  }
+
+  /** The keys in `keys` are named by events committed in `tx`: they are no longer unnamed. */
+  async named(tx: Queryable, keys: string[]): Promise<void> {
+    if (keys.length > 0) await tx.query('DELETE FROM blob_unnamed WHERE key = ANY($1)', [keys]);
+  }
+
+  /** Unnamed keys that sort before `before` (older than the time it encodes), oldest first. */
+  async unnamed(before: string, limit: number): Promise<string[]> {
+    const { rows } = await this.#db.query<{ key: string }>(
+      'SELECT key FROM blob_unnamed WHERE key < $1 ORDER BY key LIMIT $2',
+      [before, limit],
+    );
+    return rows.map((r) => r.key);
   }
 
   async get(key: string): Promise<Buffer | undefined> {
@@ -56,6 +84,9 @@ export class BlobRows {
 
   /** Removes the row; its bytes leave the table's files once autovacuum has reclaimed the dead row. */
   async delete(key: string): Promise<void> {
-    await this.#db.query('DELETE FROM blob_rows WHERE key = $1', [key]);
+    await this.#db.query(
+      'WITH u AS (DELETE FROM blob_unnamed WHERE key = $1) DELETE FROM blob_rows WHERE key = $1',
+      [key],
+    );
   }
 }

@@ -6,8 +6,9 @@ import { Readable } from 'node:stream';
 import type express from 'express';
 import type { BlobRows } from './blob-rows.ts';
 import { purposeKey } from './crypto.ts';
+import type { Queryable } from './db/database.ts';
 import { AppError } from './errors.ts';
-import { newId } from './ids.ts';
+import { encodeTime, newId } from './ids.ts';
 import { blobSyncs } from './metrics.ts';
 
 /**
@@ -73,7 +74,11 @@ class FileBlobWriter implements BlobWriter {
   }
 
   async #flush(): Promise<void> {
-    this.#file ??= await open(this.#path, 'wx');
+    if (!this.#file) {
+      // Listed before the file exists, so that a crash never leaves a file the sweep does not know of.
+      await this.#rows?.listUnnamed(this.key);
+      this.#file = await open(this.#path, 'wx');
+    }
     let buffers = this.#pending;
     this.#pending = [];
     this.#pendingSize = 0;
@@ -238,6 +243,22 @@ export class BlobStore {
     await Promise.all([rm(this.#path(key), { force: true }), this.#rows?.delete(key)]);
   }
 
+  /** The blobs `keys` are named by events committed in `tx` (the retention's consumer of the log). */
+  async named(tx: Queryable, keys: string[]): Promise<void> {
+    await this.#rows?.named(tx, keys);
+  }
+
+  /**
+   * Deletes blobs written before `before` (ms) that no event has named since (BlobRows.named): what a crash
+   * between a blob's commit and its event's left, or a request refused after its blobs were written. Nothing was
+   * acknowledged for them and nothing reads them. Resolves with how many it deleted (at most `limit`).
+   */
+  async sweepUnnamed(before: number, limit: number): Promise<number> {
+    const keys = (await this.#rows?.unnamed(`blob_${encodeTime(before)}`, limit)) ?? [];
+    for (const key of keys) await this.delete(key);
+    return keys.length;
+  }
+
   exists(key: string): Promise<boolean> {
     return this.get(key).then(Boolean, () => false);
   }
@@ -295,3 +316,15 @@ export class BlobStore {
 }
 
 const BLOB_KEY = /^blob_[0-9a-z]{26}$/;
+
+/** The blob keys `data` (an event's) holds, at any depth. */
+export function blobKeysIn(data: unknown, keys: string[] = []): string[] {
+  if (typeof data === 'string') {
+    if (data.length === 31 && data.startsWith('blob_') && BLOB_KEY.test(data)) keys.push(data);
+  } else if (Array.isArray(data)) {
+    for (const item of data) blobKeysIn(item, keys);
+  } else if (data !== null && typeof data === 'object') {
+    for (const value of Object.values(data)) blobKeysIn(value, keys);
+  }
+  return keys;
+}

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { BlobStore } from '../../platform/blob-store.ts';
+import { BlobStore, blobKeysIn } from '../../platform/blob-store.ts';
+import { newId } from '../../platform/ids.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
 const dir = useTempDir('blobs');
@@ -60,5 +61,22 @@ describe('the blob store', () => {
     expect(new Set(keys).size).toBe(20);
     const back = await Promise.all(keys.map((k) => store.get(k)));
     expect(back.map(String)).toEqual(Array.from({ length: 20 }, (_, i) => `blob ${i}`));
+  });
+});
+
+describe('blobKeysIn', () => {
+  it('finds the blob keys an event holds at any depth, and nothing else', () => {
+    const [a, b, c] = [newId('blob'), newId('blob'), newId('blob')];
+    const data = {
+      emailId: newId('em'),
+      raw: { blobKey: a, size: 3 },
+      attachments: [{ id: newId('att'), blobKey: b }, { filename: 'blob_not-a-key' }],
+      nested: [[{ contentKey: c }]],
+      text: `see ${a}`,
+      n: 5,
+      none: null,
+    };
+    expect(blobKeysIn(data)).toEqual([a, b, c]);
+    expect(blobKeysIn({ emailId: 'em_x', to: ['blob_@example.com'] })).toEqual([]);
   });
 });
