@@ -23,6 +23,26 @@ export interface Transaction extends Queryable {
 /** A string as an SQL literal, for statements that go without parameters (`atCommit`, merged round trips). */
 export const literal = (value: string): string => pg.escapeLiteral(value);
 
+/** Names of the statements marked `prepared`, by their text. */
+const preparedNames = new Map<string, string>();
+
+/**
+ * Marks a statement of fixed text, run many times a message (appends, reads of the log and of a stream), to be
+ * prepared once per connection: PostgreSQL then parses it once and plans it from its cache, where each run of an
+ * unnamed statement is parsed and planned again. Only single statements with parameters, whose result columns
+ * are named (a cached plan refuses to change its result's type).
+ */
+export function prepared(sql: string): string {
+  if (!preparedNames.has(sql)) preparedNames.set(sql, `postline_${preparedNames.size}`);
+  return sql;
+}
+
+/** What pg runs: a named statement for a text marked `prepared`. */
+const statement = (sql: string, params?: unknown[]) => {
+  const name = params?.length ? preparedNames.get(sql) : undefined;
+  return name ? { name, text: sql, values: params } : { text: sql, values: params };
+};
+
 /** A multi-statement simple query answers with one result per statement: the last one is the caller's. */
 const lastOf = (r: any) => (Array.isArray(r) ? r[r.length - 1] : r);
 
@@ -54,7 +74,7 @@ function wrap(pool: pg.Pool, listen: Database['listen'], onClose: () => Promise<
   const db: Database = {
     kysely,
     async query(sql, params) {
-      const r = await pool.query(sql, params);
+      const r = await pool.query(statement(sql, params));
       return { rows: r.rows, rowCount: r.rowCount ?? 0 };
     },
     async transaction(fn) {
@@ -72,7 +92,7 @@ function wrap(pool: pg.Pool, listen: Database['listen'], onClose: () => Promise<
               if (params?.length) await client.query('BEGIN');
               else text = `BEGIN;${sql}`;
             }
-            const r = lastOf(await client.query(text, params));
+            const r = lastOf(await client.query(statement(text, params)));
             return { rows: r.rows, rowCount: r.rowCount ?? 0 };
           },
           atCommit(sql) {

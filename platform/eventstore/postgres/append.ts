@@ -1,4 +1,4 @@
-import type { Database } from '../../db/database.ts';
+import { type Database, prepared } from '../../db/database.ts';
 import {
   type AppendResult,
   type ExpectedRevision,
@@ -9,7 +9,7 @@ import { toPosition } from './schema.ts';
 
 const UNIQUE_VIOLATION = '23505';
 
-const APPEND_SQL = `
+const APPEND_SQL = prepared(`
 WITH cur AS (
   SELECT coalesce(max(stream_revision), -1) AS rev FROM events WHERE stream_id = $1
 ), ok AS (
@@ -22,29 +22,29 @@ WITH cur AS (
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT $1, ok.rev + x.ord, x.e->>'type', x.e->'data', x.e->'metadata'
 FROM ok, json_array_elements($4::json) WITH ORDINALITY AS x(e, ord)
-RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`);
 
 // `no_stream` and an exact revision (what commands use) need no look-up of the stream's last revision first:
 // insert right after the expected one (-1 for no stream). The unique (stream, revision) key turns a writer that
 // came first into a unique violation, and the EXISTS guard refuses an expected revision the stream has not
 // reached. Revisions have no gaps, so together they mean "the last revision is the expected one". One event (the
 // usual case) and many differ only in how the rows are made; both plan far faster than APPEND_SQL.
-const APPEND_ONE_AFTER_SQL = `
+const APPEND_ONE_AFTER_SQL = prepared(`
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT $1, $2::bigint + 1, $3, $4::json, $5::json
 WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND stream_revision = $2::bigint)
-RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
-const APPEND_MANY_AFTER_SQL = `
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`);
+const APPEND_MANY_AFTER_SQL = prepared(`
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT $1, $2::bigint + x.ord, x.t, x.d, x.m
 FROM unnest($3::text[], $4::json[], $5::json[]) WITH ORDINALITY AS x(t, d, m, ord)
 WHERE $2::bigint = -1 OR EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND stream_revision = $2::bigint)
 ORDER BY x.ord
-RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`;
+RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`);
 
 // Several appends, each after its exact revision, in one statement: rows come as one JSON parameter (cheaper
 // to build and to parse than escaped arrays), in order; each stream's guard is the one of APPEND_ONE_AFTER_SQL.
-const APPEND_BATCH_SQL = `
+const APPEND_BATCH_SQL = prepared(`
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT x.s, x.r, x.t, x.d, x.m
 FROM json_to_recordset($1::json) AS x(o int, s text, a bigint, r bigint, t text, d json, m json)
@@ -53,7 +53,7 @@ LEFT JOIN LATERAL (
 ) previous ON true
 WHERE x.a = -1 OR previous.found
 ORDER BY x.o
-RETURNING stream_id, stream_revision, global_position::text AS position, tx_id::text AS tx`;
+RETURNING stream_id, stream_revision, global_position::text AS position, tx_id::text AS tx`);
 
 export interface ExactAppend {
   streamId: string;

@@ -1,4 +1,4 @@
-import type { Database } from '../../db/database.ts';
+import { type Database, prepared } from '../../db/database.ts';
 import { type Position, START, type StoredEvent } from '../types.ts';
 import { fromPosition, toPosition } from './schema.ts';
 
@@ -56,12 +56,23 @@ function eventOf(row: any): StoredEvent {
   };
 }
 
+const READ_STREAM = prepared(
+  `SELECT ${SELECT_COLUMNS} FROM events WHERE stream_id = $1 AND stream_revision >= $2 ORDER BY stream_revision`,
+);
+
+/** Events after ($1, $2) below the running transactions that `bound` names, `$3` at most, in log order. */
+const readLogSql = (bound: string) =>
+  prepared(`SELECT ${SELECT_COLUMNS} FROM events
+     WHERE (tx_id, global_position) > ($1::xid8, $2::bigint) AND tx_id < ${bound}
+     ORDER BY events.tx_id, events.global_position LIMIT $3`);
+const READ_LOG = {
+  cluster: readLogSql('pg_snapshot_xmin(pg_current_snapshot())'),
+  database: readLogSql(OWN_DATABASE_BOUND),
+};
+
 /** A stream's events from `fromRevision`, as rows. */
 export async function readStreamEvents(db: Database, streamId: string, fromRevision: number) {
-  const { rows } = await db.query(
-    `SELECT ${SELECT_COLUMNS} FROM events WHERE stream_id = $1 AND stream_revision >= $2 ORDER BY stream_revision`,
-    [streamId, fromRevision],
-  );
+  const { rows } = await db.query(READ_STREAM, [streamId, fromRevision]);
   return rows.map(eventOf);
 }
 
@@ -76,13 +87,7 @@ export async function readLog(db: Database, from: Position, limit: number): Prom
 /** `bound`: which running transactions hold readers back (see OWN_DATABASE_BOUND). */
 async function readLogBelow(db: Database, from: Position, limit: number, bound: 'cluster' | 'database') {
   const [tx, pos] = fromPosition(from);
-  const { rows } = await db.query(
-    `SELECT ${SELECT_COLUMNS} FROM events
-     WHERE (tx_id, global_position) > ($1::xid8, $2::bigint)
-       AND tx_id < ${bound === 'cluster' ? 'pg_snapshot_xmin(pg_current_snapshot())' : OWN_DATABASE_BOUND}
-     ORDER BY events.tx_id, events.global_position LIMIT $3`,
-    [tx, pos, limit],
-  );
+  const { rows } = await db.query(READ_LOG[bound], [tx, pos, limit]);
   return rows.map(eventOf);
 }
 
