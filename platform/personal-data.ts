@@ -44,13 +44,9 @@ export async function sealPersonalData(db: Queryable, subject: string, value: un
 function seal(key: Buffer, subject: string, value: unknown, iv = randomBytes(IV_BYTES)): string {
   const cipher = createCipheriv('aes-256-gcm', keyObject(key), iv);
   cipher.setAAD(Buffer.from(subject));
-  const sealed = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
-  return [
-    VERSION,
-    iv.toString('base64url'),
-    cipher.getAuthTag().toString('base64url'),
-    sealed.toString('base64url'),
-  ].join('.');
+  const sealed = cipher.update(JSON.stringify(value), 'utf8');
+  cipher.final(); // GCM is a stream mode: nothing is held back
+  return `${VERSION}.${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${sealed.toString('base64url')}`;
 }
 
 /** What `sealed` holds, or null once `subject` was forgotten. */
@@ -65,9 +61,8 @@ function open<T>(key: Buffer, subject: string, sealed: string): T {
   const decipher = createDecipheriv('aes-256-gcm', keyObject(key), Buffer.from(iv, 'base64url'));
   decipher.setAAD(Buffer.from(subject));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-  const text = Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString(
-    'utf8',
-  );
+  const text = decipher.update(Buffer.from(data, 'base64url')).toString('utf8');
+  decipher.final(); // checks the tag: throws when the data or the subject is not what was sealed
   return JSON.parse(text) as T;
 }
 
@@ -96,18 +91,20 @@ export async function sealPersonalDataMany(
   const subjects = items.map((i) => i.subject);
   // The keys and IVs of all items from one draw of the generator: a draw per item costs more than the cipher.
   const random = randomBytes(items.length * (KEY_BYTES + IV_BYTES));
-  const newKey = (i: number) => random.toString('hex', i * KEY_BYTES, (i + 1) * KEY_BYTES);
+  const newKey = (i: number) => random.subarray(i * KEY_BYTES, (i + 1) * KEY_BYTES);
   const iv = (i: number) => {
     const from = items.length * KEY_BYTES + i * IV_BYTES;
     return random.subarray(from, from + IV_BYTES);
   };
-  const { rows } = await db.query<{ subject: string; key: Buffer }>(
+  // A subject inserted now has the key made here: only the subjects come back.
+  const { rows } = await db.query<{ subject: string }>(
     `INSERT INTO personal_data_keys (subject, key)
      SELECT s, decode(k, 'hex') FROM unnest($1::text[], $2::text[]) AS x(s, k) ON CONFLICT (subject) DO NOTHING
-     RETURNING subject, key`,
-    [subjects, items.map((_, i) => newKey(i))],
+     RETURNING subject`,
+    [subjects, items.map((_, i) => newKey(i).toString('hex'))],
   );
-  const keys = new Map(rows.map((r) => [r.subject, r.key]));
+  const index = new Map(subjects.map((s, i) => [s, i]));
+  const keys = new Map<string, Buffer>(rows.map((r) => [r.subject, newKey(index.get(r.subject)!)]));
   // Subjects that had a key already keep it: read only those.
   const known = subjects.filter((s) => !keys.has(s));
   if (known.length > 0) {
