@@ -68,11 +68,12 @@ export function inbound(servers: SmtpServers, services: Services) {
       const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
       const helo = session.hostNameAppearsAs || session.remoteAddress;
       const arrival = { ip: session.remoteAddress, helo, mailFrom };
-      const [, authentication, spamScore] = await Promise.all([
+      // Checked while it is parsed; recorded once checked and synced.
+      const checks = Promise.all([
         synced,
         authenticate(blob.reader(), arrival),
         rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: servers.hostname }) ?? null,
-      ]);
+      ]).then(([, authentication, spamScore]) => ({ authentication, spamScore }));
       const { ids } = await receiveMessage(
         services,
         {
@@ -82,8 +83,7 @@ export function inbound(servers: SmtpServers, services: Services) {
           mailFrom,
           remoteAddress: session.remoteAddress,
           helo,
-          authentication,
-          spamScore,
+          checks,
         },
         targets,
         'mx',

@@ -4,6 +4,7 @@ import type { Authentication, AuthVerdict } from '../domain/received-emails/rece
 import { createResolver, type MailauthResolver, mailauthResolver } from '../platform/dns.ts';
 import type { Logger } from '../platform/logger.ts';
 import { storableText } from '../platform/storable-text.ts';
+import { keptAnswers } from './dns-answers.ts';
 
 const verdict = (result: string, detail?: string | null): AuthVerdict => ({
   result,
@@ -14,11 +15,11 @@ const none = verdict('none');
 /**
  * SPF, DKIM, DMARC and ARC for a message that arrived at the MX, with mailauth: SPF from the client's address,
  * HELO and MAIL FROM; DKIM from the signatures; DMARC from both and the From domain. Lookups go to DNS_SERVERS,
- * through one resolver for every message. A check that cannot be done (DNS away, a bug) is `temperror`: the
- * message is taken all the same.
+ * through one resolver for every message, their answers kept briefly (dns-answers.ts). A check that cannot be done
+ * (DNS away, a bug) is `temperror`: the message is taken all the same.
  */
 export function inboundAuthenticator(dnsServers: string[], hostname: string, log: Logger) {
-  const resolver = mailauthResolver(createResolver(dnsServers, { timeout: 2000, tries: 1 }));
+  const resolver = keptAnswers(mailauthResolver(createResolver(dnsServers, { timeout: 2000, tries: 1 })));
   return (raw: Readable, arrival: { ip: string; helo: string; mailFrom: string }) =>
     authenticateArrival(raw, { ...arrival, hostname, resolver }, log);
 }

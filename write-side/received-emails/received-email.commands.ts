@@ -21,10 +21,10 @@ import {
 
 /**
  * Records a message that arrived for one or more organizations (docs/receiving.md). The raw message is in the
- * blob store already; it is read from there (received-message.ts), and then `InboundEmailReceived` is appended for
- * each organization (which share the blobs: their retention ends together). A message that cannot be parsed is
- * recorded all the same, raw, with its `parseError`. Resolves once every event is committed: only then may the MX
- * answer 250.
+ * blob store already; it is read from there (received-message.ts) while its checks finish, and then
+ * `InboundEmailReceived` is appended for each organization (which share the blobs: their retention ends together).
+ * A message that cannot be parsed is recorded all the same, raw, with its `parseError`. Resolves once every event
+ * is committed: only then may the MX answer 250.
  */
 export async function receiveMessage(
   services: Pick<Services, 'store' | 'clock' | 'config' | 'blobs'>,
@@ -32,11 +32,14 @@ export async function receiveMessage(
   targets: InboundTarget[],
   actor: string,
 ): Promise<{ ids: string[]; position?: Position }> {
-  const read = await readArrivedMessage(services.blobs, message, services.clock.now().getTime());
+  const [read, checks] = await Promise.all([
+    readArrivedMessage(services.blobs, message, services.clock.now().getTime()),
+    message.checks,
+  ]);
   const ids: string[] = [];
   let position: Position | undefined;
   for (const target of targets) {
-    const data = receivedEmailData(read, message, target, services.clock.now(), services.config);
+    const data = receivedEmailData(read, message, checks, target, services.clock.now(), services.config);
     const meta: EventMetadata = { orgId: target.orgId, mode: target.mode, actor };
     // The id is new: its stream is empty, no need to read it.
     const result = await handleCommand(

@@ -48,7 +48,9 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
           mailFrom: body.mail_from ?? '',
           remoteAddress: null,
           helo: null,
-          authentication: { spf: injected, dkim: injected, dmarc: injected, arc: injected },
+          checks: Promise.resolve({
+            authentication: { spf: injected, dkim: injected, dmarc: injected, arc: injected },
+          }),
         },
         [{ orgId: req.auth.orgId, mode: 'test', domainId: null, domain: null, recipients: body.to ?? [] }],
         req.auth.keyId,

@@ -27,17 +27,25 @@ export interface InboundTarget {
   recipients: string[];
 }
 
+/** What was found checking an arrived message: its authentication, and a spam filter's score (rspamd's) if one scored it. */
+export interface MessageChecks {
+  authentication: Authentication;
+  spamScore?: number | null;
+}
+
 export interface ArrivedMessage {
-  /** The message as it arrived, already in the blob store (synced), and how to read it back. */
+  /** The message as it arrived, in the blob store (durable once `checks` resolves), and how to read it back. */
   rawKey: string;
   size: number;
   read: () => Readable;
   mailFrom: string;
   remoteAddress: string | null;
   helo: string | null;
-  authentication: Authentication;
-  /** A spam filter's score (rspamd's), when one scored it; else Postline's own (spam-score.ts). */
-  spamScore?: number | null;
+  /**
+   * The checks, which may still run (and the raw message be synced) while the message is parsed: nothing is
+   * recorded before they resolve, and nothing at all when they reject.
+   */
+  checks: Promise<MessageChecks>;
 }
 
 const TEXT_CHARS = 10 * 1024 * 1024;
@@ -89,18 +97,19 @@ export interface ReadMessage {
   parsed: { mail: ParsedMessage } | { error: string };
   subject: string | null;
   from: MailAddress | null;
-  spamScore: number;
+  /** What Postline's own spam score looks at (spam-score.ts), but the authentication. */
+  shape: { hasDate: boolean; hasMessageId: boolean; hasText: boolean; hasHtml: boolean };
   contentKey: string | null;
   headersKey: string | null;
 }
 
 /**
- * Reads an arrived message from the blob store: parses it (each attachment decoded into a blob of its own), scores
- * it when no spam filter did, and stores its bodies and its headers in one blob each.
+ * Reads an arrived message from the blob store: parses it (each attachment decoded into a blob of its own), and
+ * stores its bodies and its headers in one blob each.
  */
 export async function readArrivedMessage(
   blobs: BlobStore,
-  message: ArrivedMessage,
+  message: Pick<ArrivedMessage, 'read'>,
   at: number,
 ): Promise<ReadMessage> {
   const parsed = await parse(blobs, message.read(), at);
@@ -113,17 +122,12 @@ export async function readArrivedMessage(
   };
   const subject = field(mail?.headers.get('subject'));
   const from = addresses(mail?.headers.get('from'))[0] ?? null;
-  const score =
-    message.spamScore ??
-    spamScore({
-      authentication: message.authentication,
-      hasFrom: from !== null,
-      hasDate: named.has('date'),
-      hasMessageId: named.has('message-id'),
-      subject,
-      hasText: content.text !== null,
-      hasHtml: content.html !== null,
-    });
+  const shape = {
+    hasDate: named.has('date'),
+    hasMessageId: named.has('message-id'),
+    hasText: content.text !== null,
+    hasHtml: content.html !== null,
+  };
   // Side by side with the attachments' syncs (or commits), which the parse left running.
   const [contentKey, headersKey] = mail
     ? await Promise.all([
@@ -132,18 +136,30 @@ export async function readArrivedMessage(
         mail.synced,
       ])
     : [null, null];
-  return { parsed, subject, from, spamScore: score, contentKey, headersKey };
+  return { parsed, subject, from, shape, contentKey, headersKey };
 }
+
+/** A spam filter's score when one scored the message, else Postline's own. */
+const scoreOf = (read: ReadMessage, checks: MessageChecks) =>
+  checks.spamScore ??
+  spamScore({
+    authentication: checks.authentication,
+    hasFrom: read.from !== null,
+    subject: read.subject,
+    ...read.shape,
+  });
 
 /** The record of a read message for one organization it is for, received at `now`. */
 export function receivedEmailData(
   read: ReadMessage,
   message: ArrivedMessage,
+  checks: MessageChecks,
   target: InboundTarget,
   now: Date,
   config: Pick<Config, 'INBOUND_SPAM_THRESHOLD'>,
 ): InboundEmailReceived['data'] {
   const mail = 'mail' in read.parsed ? read.parsed.mail : null;
+  const score = scoreOf(read, checks);
   return {
     receivedEmailId: newId('in', now.getTime()),
     orgId: target.orgId,
@@ -177,9 +193,9 @@ export function receivedEmailData(
         blobKey: a.blobKey,
       }),
     ),
-    authentication: message.authentication,
-    spamScore: read.spamScore,
-    isSpam: read.spamScore >= config.INBOUND_SPAM_THRESHOLD,
+    authentication: checks.authentication,
+    spamScore: score,
+    isSpam: score >= config.INBOUND_SPAM_THRESHOLD,
     parseError: 'error' in read.parsed ? read.parsed.error : null,
     receivedAt: now.toISOString(),
   };

@@ -1,0 +1,48 @@
+import { BoundedMap } from '../platform/bounded-map.ts';
+import { isNoAnswer, type MailauthResolver } from '../platform/dns.ts';
+
+/**
+ * How long an answer is kept: Node's resolver gives no TTL for most record types, so a fixed lifetime well under
+ * the TTLs senders publish (minutes to hours), which a record change outlives by at most this long.
+ */
+const ANSWER_MS = 30_000;
+
+/** Names kept at most, the least recently used dropped first. */
+const MAX_ANSWERS = 10_000;
+
+interface Kept {
+  until: number;
+  answer: Promise<unknown>;
+}
+
+/** A copy of an error, so that a caller that marks it (mailauth sets `spfResult`) marks only its own. */
+function copyOf(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  return Object.assign(new Error(error.message), { code: (error as NodeJS.ErrnoException).code });
+}
+
+/**
+ * The inbound checks' look-ups (SPF, DKIM, DMARC, ARC) shared for ANSWER_MS: a stream of mail from one sender asks
+ * DNS once, and look-ups in flight are shared. Records and "no such name or record" are kept; any other failure
+ * (timeout, SERVFAIL) is not, so the next message asks again. Each caller gets a copy of what was answered.
+ */
+export function keptAnswers(resolve: MailauthResolver, now: () => number = Date.now): MailauthResolver {
+  const kept = new BoundedMap<string, Kept>(MAX_ANSWERS);
+  return async (name, rrtype) => {
+    const key = `${rrtype} ${name.toLowerCase()}`;
+    let entry = kept.get(key);
+    if (!entry || entry.until <= now()) {
+      const fresh: Kept = { until: now() + ANSWER_MS, answer: resolve(name, rrtype) };
+      kept.set(key, fresh);
+      fresh.answer.catch((error) => {
+        if (!isNoAnswer(error) && kept.get(key) === fresh) kept.delete(key);
+      });
+      entry = fresh;
+    }
+    try {
+      return structuredClone(await entry.answer);
+    } catch (error) {
+      throw copyOf(error);
+    }
+  };
+}
