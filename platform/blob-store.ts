@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
 import type { BlobRows } from './blob-rows.ts';
+import { type BlobWriter, FileBlobWriter } from './blob-writer.ts';
 import { purposeKey } from './crypto.ts';
 import type { Queryable } from './db/database.ts';
 import { AppError } from './errors.ts';
@@ -27,108 +28,6 @@ async function withFile(path: string, flags: string, use: (file: FileHandle) => 
 
 /** How long a download link works. */
 const DOWNLOAD_URL_TTL_MS = 3600_000;
-
-export interface BlobWriter {
-  readonly key: string;
-  /** Bytes written so far. */
-  readonly size: number;
-  write(chunk: Buffer): Promise<void>;
-  finish(): Promise<string>;
-  abort(): Promise<void>;
-  /** The bytes written, to read again once `finish` began: from memory while the blob is small, else its file. */
-  reader(): Readable;
-}
-
-/** Pieces are gathered up to this many bytes before they go to the file; a smaller blob is written once. */
-const FLUSH_BYTES = 1024 * 1024;
-
-/** A blob held whole up to this size goes to the database's rows (blob-rows.ts) rather than a file. */
-const ROW_BYTES = 256 * 1024;
-
-class FileBlobWriter implements BlobWriter {
-  readonly key: string;
-  size = 0;
-  readonly #path: string;
-  readonly #syncFolder: () => Promise<void>;
-  readonly #rows?: BlobRows;
-  #file?: FileHandle;
-  #pending: Buffer[] = [];
-  #pendingSize = 0;
-  /** The whole blob, when it never outgrew the gathered pieces. */
-  #held?: Buffer;
-  /** The last pieces written to the file, once `finish` began. */
-  #written?: Promise<void>;
-
-  constructor(key: string, path: string, syncFolder: () => Promise<void>, rows?: BlobRows) {
-    this.key = key;
-    this.#path = path;
-    this.#syncFolder = syncFolder;
-    this.#rows = rows;
-  }
-
-  async write(chunk: Buffer): Promise<void> {
-    this.#pending.push(chunk);
-    this.#pendingSize += chunk.length;
-    this.size += chunk.length;
-    if (this.#pendingSize >= FLUSH_BYTES) await this.#flush();
-  }
-
-  async #flush(): Promise<void> {
-    if (!this.#file) {
-      // Listed before the file exists, so that a crash never leaves a file the sweep does not know of.
-      await this.#rows?.listUnnamed(this.key);
-      this.#file = await open(this.#path, 'wx');
-    }
-    let buffers = this.#pending;
-    this.#pending = [];
-    this.#pendingSize = 0;
-    while (buffers.length > 0) {
-      let written = (await this.#file.writev(buffers)).bytesWritten;
-      // A short write leaves the rest of the buffers, the first of them cut, for another round.
-      while (buffers.length > 0 && written >= buffers[0].length) written -= buffers.shift()!.length;
-      if (buffers.length > 0) buffers = [buffers[0].subarray(written), ...buffers.slice(1)];
-    }
-  }
-
-  async finish(): Promise<string> {
-    if (!this.#file) this.#held = Buffer.concat(this.#pending);
-    if (this.#held && this.#rows && this.#held.length <= ROW_BYTES) {
-      this.#pending = [];
-      await this.#rows.put(this.key, this.#held);
-      return this.key;
-    }
-    this.#written = this.#flush();
-    await this.#written;
-    try {
-      blobSyncs.inc({ kind: 'file' });
-      await this.#file!.sync();
-    } finally {
-      await this.#file!.close();
-    }
-    await this.#syncFolder();
-    return this.key;
-  }
-
-  async abort(): Promise<void> {
-    this.#pending = [];
-    if (!this.#file) return;
-    await this.#file.close().catch(() => {});
-    await rm(this.#path, { force: true });
-  }
-
-  /** Call it once `finish` began: a reader of the file waits for the last pieces to be written. */
-  reader(): Readable {
-    if (this.#held) return Readable.from([this.#held]);
-    const written = this.#written ?? Promise.resolve();
-    const path = this.#path;
-    return Readable.from(
-      (async function* () {
-        await written;
-        yield* createReadStream(path);
-      })(),
-    );
-  }
-}
 
 const isMissing = (error: unknown) => (error as NodeJS.ErrnoException)?.code === 'ENOENT';
 

@@ -1,6 +1,7 @@
 import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { MimeShape } from '../domain/received-emails/mime-shape.ts';
-import type { BlobStore, BlobWriter } from '../platform/blob-store.ts';
+import type { BlobStore } from '../platform/blob-store.ts';
+import type { BlobWriter } from '../platform/blob-writer.ts';
 import type { Clock } from '../platform/clock.ts';
 import { readMessage } from './message-reader.ts';
 import type { ReplyName } from './replies.ts';

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { type AttachmentStream, type HeaderLines, type Headers, MailParser } from 'mailparser';
-import type { BlobStore, BlobWriter } from '../../platform/blob-store.ts';
+import type { BlobStore } from '../../platform/blob-store.ts';
+import type { BlobWriter } from '../../platform/blob-writer.ts';
 
 export interface StoredAttachment {
   filename: string | undefined;
