@@ -1,5 +1,4 @@
 import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
