@@ -5,6 +5,7 @@ import { migrate } from '../../platform/db/migrations.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { sealPersonalData } from '../../platform/personal-data.ts';
 import { projections } from '../../projections/all.ts';
+import { receivedEmail } from '../fixtures/received-email.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
 /** A fresh, migrated PostgreSQL database. */
@@ -180,6 +181,26 @@ async function contactHistory(db: Database): Promise<StoredEvent[]> {
   ];
 }
 
+/** Received emails in runs between other events: one replayed, one with text to escape, its headers kept, one purged. */
+const received = (id: string, extra: Record<string, unknown> = {}) => ({
+  ...event('InboundEmailReceived', { ...receivedEmail, receivedEmailId: id, ...extra }),
+  streamId: `receivedemail-${id}`,
+});
+const receivedChange = (type: string, data: Record<string, unknown>) => ({
+  ...event(type, data),
+  streamId: `receivedemail-${data.receivedEmailId}`,
+});
+const receivedHistory: StoredEvent[] = [
+  received('in_1'),
+  received('in_2', { subject: `It's "quoted" \\ é`, headersKey: undefined }),
+  receivedChange('ReceivedEmailHeadersKept', { receivedEmailId: 'in_2', headersKey: 'blob_kept' }),
+  received('in_3'),
+  received('in_1'),
+  receivedChange('ReceivedEmailPurged', { receivedEmailId: 'in_3', purgedAt: '2026-06-01T00:00:00.000Z' }),
+  received('in_4', { from: null, parseError: 'unreadable' }),
+  received('in_5'),
+];
+
 async function dump(db: Database, tables: string[]) {
   const out: Record<string, unknown[]> = {};
   for (const table of tables) {
@@ -195,7 +216,7 @@ describe('projections with applyBatch', () => {
         [migrated(), migrated(), migrated()],
       );
       try {
-        let history = emailHistory;
+        let history = projection.name === 'received_emails' ? receivedHistory : emailHistory;
         if (projection.name === 'contacts') {
           history = await contactHistory(one);
           const { rows } = await one.query('SELECT subject, key FROM personal_data_keys');
