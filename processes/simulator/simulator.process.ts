@@ -128,9 +128,11 @@ export class SimulatorProcess extends DueProcess<StepRow> {
 
   async #play(row: StepRow) {
     const meta = systemMeta({ orgId: row.org_id, mode: row.mode });
-    if (row.recipient === SEND.recipient) return this.#send(meta, row);
-    const content = await this.#content(row.email_id);
+    // The stream read once: the command decides on it, and reads again only when another writer came in between.
+    const history = await this.services.store.readStream(emailStream(row.email_id));
+    const content = acceptedContent(history);
     if (!content) return;
+    if (row.recipient === SEND.recipient) return this.#send(meta, row, content, history);
     // The same Message-ID as a live send (the decider writes it into EmailSent if this step records it first).
     const messageId = messageIdOf(content);
     const s = row.step;
@@ -139,7 +141,7 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       case 'delayed':
       case 'bounced': {
         const outcome = this.#outcome(row.recipient, s);
-        await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome]);
+        await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome], history);
         return;
       }
       case 'opened':
@@ -191,10 +193,8 @@ export class SimulatorProcess extends DueProcess<StepRow> {
   }
 
   /** "Sends": sending started and sent, then plans each recipient's outcome from now. */
-  async #send(meta: EventMetadata, row: StepRow) {
-    const content = await this.#content(row.email_id);
-    if (!content) return;
-    const started = await startSending(this.services, meta, row.email_id);
+  async #send(meta: EventMetadata, row: StepRow, content: EmailContent, history: StoredEvent[]) {
+    const started = await startSending(this.services, meta, row.email_id, history);
     // Canceled (or never released): nothing to send. `sent` means a crash after sending: plan the steps again.
     if (
       !started.state.exists ||
@@ -217,11 +217,6 @@ export class SimulatorProcess extends DueProcess<StepRow> {
         })),
       ),
     );
-  }
-
-  /** The email as accepted (queued or scheduled), or undefined when its stream holds none. */
-  async #content(emailId: string): Promise<EmailContent | undefined> {
-    return acceptedContent(await this.services.store.readStream(emailStream(emailId)));
   }
 }
 

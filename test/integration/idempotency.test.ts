@@ -64,15 +64,26 @@ describe('Idempotency-Key', () => {
 
   it('lets exactly one of two simultaneous duplicates act', async () => {
     let runs = 0;
+    // The winner runs until the loser is answered: the loser meets a request in flight, however slow the machine.
+    const { promise: held, resolve: release } = Promise.withResolvers<void>();
     const run = async () => {
       runs++;
-      await new Promise((r) => setTimeout(r, 30));
+      await held;
       return { status: 200, body: { n: runs } };
     };
-    const results = await Promise.allSettled([
-      keys.run(auth, 'k-race', 'h', now, run),
-      keys.run(auth, 'k-race', 'h', now, run),
-    ]);
+    const both = [keys.run(auth, 'k-race', 'h', now, run), keys.run(auth, 'k-race', 'h', now, run)];
+    const loser = await Promise.race(
+      both.map((p) =>
+        p.then(
+          () => 'answered first',
+          (e) => e,
+        ),
+      ),
+    );
+    expect(loser).toBeInstanceOf(AppError);
+    expect(loser.code).toBe('idempotency_request_in_flight');
+    release();
+    const results = await Promise.allSettled(both);
     expect(runs).toBe(1);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
   });
