@@ -146,8 +146,9 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await page.getByRole('link', { name: 'Dashboard hello' }).click();
     await page.getByRole('heading', { name: 'Dashboard hello' }).waitFor();
     // The page follows the email until it settles: the simulator delivers it about a second after it is sent.
+    // The timeline is the email's own history; its status is the projection, which may come a reload later.
     await page.locator('.timeline [data-event="email.delivered"]').waitFor();
-    expect(await page.locator('.facts .badge').first().textContent()).toBe('delivered');
+    await expect.poll(() => page.locator('.facts .badge').first().textContent()).toBe('delivered');
     const frame = page.locator('iframe[title^="HTML part"]');
     expect(await frame.getAttribute('sandbox')).toBe('');
     expect(await page.getByText('Remote images are blocked').count()).toBe(1);
