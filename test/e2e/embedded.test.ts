@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { processAlive } from '../../platform/process-alive.ts';
-import { PATIENCE } from '../support/patience.ts';
+import { killUnderLoad, queuedId, relayClient } from '../support/kill-under-load.ts';
 import { createOrgWithCli, expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
@@ -50,13 +49,7 @@ describe('embedded mode (no database configured), as a user runs it', () => {
       expect(unknown.code).toBe(2);
 
       // The SMTP relay listens too, on its self-signed certificate, and takes the same keys.
-      const relay = nodemailer.createTransport({
-        host: '127.0.0.1',
-        port: smtpPort,
-        requireTLS: true,
-        auth: { user: 'postline', pass: org.test_key },
-        tls: { rejectUnauthorized: false },
-      });
+      const relay = relayClient(smtpPort, org.test_key);
       const sent = await relay.sendMail({
         from: 'dev@example.test',
         to: 'delivered@simulator.postline.dev',
@@ -102,53 +95,32 @@ describe('embedded mode (no database configured), as a user runs it', () => {
       RATE_LIMIT_RPS: '100000',
     };
     let server = await startServer(serverEnv);
-    const accepted: string[] = [];
+    let accepted: string[] = [];
     let org: { test_key: string };
     try {
       org = await createOrgWithCli(env, 'Crash');
       const api = apiClient(`http://127.0.0.1:${port}`, org.test_key);
-      const relay = nodemailer.createTransport({
-        host: '127.0.0.1',
-        port: smtpPort,
-        requireTLS: true,
-        auth: { user: 'postline', pass: org.test_key },
-        tls: { rejectUnauthorized: false },
-      });
-      // Senders keep going until the process dies under them; only what was answered 200 or 250 counts.
-      let killed = false;
+      const relay = relayClient(smtpPort, org.test_key);
+      // Only what was answered 200 or 250 counts.
       const viaApi = async () => {
-        while (!killed) {
-          const r = await api
-            .post('/v1/emails', {
-              from: 'Acme <hi@acme.test>',
-              to: ['delivered@simulator.postline.dev'],
-              subject: 'before the crash',
-              html: '<p>x</p>',
-            })
-            .catch(() => undefined);
-          if (r?.status === 200) accepted.push(r.body.id);
-        }
+        const r = await api.post('/v1/emails', {
+          from: 'Acme <hi@acme.test>',
+          to: ['delivered@simulator.postline.dev'],
+          subject: 'before the crash',
+          html: '<p>x</p>',
+        });
+        return r.status === 200 ? r.body.id : undefined;
       };
-      const viaSmtp = async () => {
-        while (!killed) {
-          const sent = await relay
-            .sendMail({
-              from: 'dev@example.test',
-              to: 'delivered@simulator.postline.dev',
-              subject: 's',
-              text: 'x',
-            })
-            .catch(() => undefined);
-          const id = sent && /queued as (em_\w+)/.exec(sent.response)?.[1];
-          if (id) accepted.push(id);
-        }
-      };
-      const senders = [viaApi(), viaApi(), viaSmtp(), viaSmtp()];
-      await vi.waitFor(() => expect(accepted.length).toBeGreaterThanOrEqual(20), PATIENCE);
-      server.child.kill('SIGKILL');
-      await new Promise((r) => server.child.once('exit', r));
-      killed = true;
-      await Promise.all(senders);
+      const viaSmtp = async () =>
+        queuedId(
+          await relay.sendMail({
+            from: 'dev@example.test',
+            to: 'delivered@simulator.postline.dev',
+            subject: 's',
+            text: 'x',
+          }),
+        );
+      accepted = await killUnderLoad(server.child, [viaApi, viaApi, viaSmtp, viaSmtp], 20);
       relay.close();
     } finally {
       await server.stop();

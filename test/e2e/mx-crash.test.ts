@@ -2,6 +2,7 @@ import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, domainEnv } from '../support/domains.ts';
+import { killUnderLoad } from '../support/kill-under-load.ts';
 import { PATIENCE_MS } from '../support/patience.ts';
 import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { type ApiClient, apiClient } from '../support/service.ts';
@@ -54,43 +55,28 @@ describe.each([
     const api = apiClient(`http://127.0.0.1:${port}`, org.live_key);
     await addVerifiedDomain(api, dns, DOMAIN, { inbound_enabled: true });
 
-    const acknowledged: string[] = [];
+    // One connection a message (no pool), as most senders do.
+    const mx = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: mxPort,
+      secure: false,
+      ignoreTLS: true,
+    });
     let sent = 0;
-    let killed = false;
-    const session = async () => {
-      const mx = nodemailer.createTransport({
-        host: '127.0.0.1',
-        port: mxPort,
-        secure: false,
-        ignoreTLS: true,
+    const send = async () => {
+      const subject = `crash-${sent++}`;
+      const info = await mx.sendMail({
+        envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
+        from: 'ann@remote.test',
+        to: `support@${DOMAIN}`,
+        subject,
+        text: 'x'.repeat(2000),
+        attachments: [{ filename: 'a.txt', content: 'attached' }],
       });
-      try {
-        while (!killed) {
-          const subject = `crash-${sent++}`;
-          const ok = await mx
-            .sendMail({
-              envelope: { from: 'ann@remote.test', to: [`support@${DOMAIN}`] },
-              from: 'ann@remote.test',
-              to: `support@${DOMAIN}`,
-              subject,
-              text: 'x'.repeat(2000),
-              attachments: [{ filename: 'a.txt', content: 'attached' }],
-            })
-            .then(
-              (info) => info.response.startsWith('250'),
-              () => false,
-            );
-          if (ok) acknowledged.push(subject);
-        }
-      } finally {
-        mx.close();
-      }
+      return info.response.startsWith('250') ? subject : undefined;
     };
-    const load = Promise.all(Array.from({ length: SESSIONS }, session));
-    await expect.poll(() => acknowledged.length, { timeout: PATIENCE_MS }).toBeGreaterThanOrEqual(60);
-    server.child.kill('SIGKILL');
-    killed = true;
-    await load;
+    const acknowledged = await killUnderLoad(server.child, Array(SESSIONS).fill(send), 60);
+    mx.close();
 
     server = await startServer(env);
     try {

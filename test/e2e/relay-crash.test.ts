@@ -1,5 +1,5 @@
-import nodemailer from 'nodemailer';
 import { describe, expect, it } from 'vitest';
+import { killUnderLoad, queuedId, relayClient } from '../support/kill-under-load.ts';
 import { PATIENCE_MS } from '../support/patience.ts';
 import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
@@ -26,38 +26,18 @@ describe('kill -9 under a relay load, on the machine’s PostgreSQL', () => {
     let server = await startServer(env);
     const org = await createOrgWithCli(env, 'Relay crash', 'business');
 
-    const acknowledged: string[] = [];
-    let killed = false;
-    const session = async (n: number) => {
-      const relay = nodemailer.createTransport({
-        host: '127.0.0.1',
-        port: smtpPort,
-        requireTLS: true,
-        auth: { user: 'postline', pass: org.test_key },
-        tls: { rejectUnauthorized: false },
-      });
-      try {
-        for (let i = 0; !killed; i++) {
-          const sent = await relay
-            .sendMail({
-              from: 'dev@example.test',
-              to: 'delivered@simulator.postline.dev',
-              subject: `crash-${n}-${i}`,
-              text: 'x'.repeat(2000),
-            })
-            .catch(() => undefined);
-          const id = sent && /queued as (em_\w+)/.exec(sent.response)?.[1];
-          if (id) acknowledged.push(id);
-        }
-      } finally {
-        relay.close();
-      }
-    };
-    const load = Promise.all(Array.from({ length: SESSIONS }, (_, n) => session(n)));
-    await expect.poll(() => acknowledged.length, { timeout: PATIENCE_MS }).toBeGreaterThanOrEqual(60);
-    server.child.kill('SIGKILL');
-    killed = true;
-    await load;
+    const relay = relayClient(smtpPort, org.test_key);
+    const send = async () =>
+      queuedId(
+        await relay.sendMail({
+          from: 'dev@example.test',
+          to: 'delivered@simulator.postline.dev',
+          subject: 'before the crash',
+          text: 'x'.repeat(2000),
+        }),
+      );
+    const acknowledged = await killUnderLoad(server.child, Array(SESSIONS).fill(send), 60);
+    relay.close();
 
     server = await startServer(env);
     try {
