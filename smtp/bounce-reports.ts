@@ -11,7 +11,7 @@ import {
   recordComplaint,
   recordDelayReport,
 } from '../write-side/emails/email.commands.ts';
-import type { ArrivedMessage } from './mx-message.ts';
+import type { SpooledMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
 import { type Report, readReport } from './reports.ts';
 import { feedbackAddress } from './return-paths.ts';
@@ -90,7 +90,7 @@ export function bounceReports(
      * Reads the message as a report on the emails the envelope's return paths name (or, sent elsewhere, the one it
      * quotes). Resolves with whether its stored copy is to be kept: when it matched nothing, for an operator.
      */
-    async deliver({ blob, synced }: ArrivedMessage, _addresses: string[], session: SMTPServerSession) {
+    async deliver({ blob, synced }: SpooledMessage, _addresses: string[], session: SMTPServerSession) {
       await synced;
       const report = await readReport(await buffer(blob.reader())).catch((): Report => ({ kind: 'other' }));
       const emailIds = new Set<string>();

@@ -8,7 +8,7 @@ import { domainOf } from '../domain/emails/addresses.ts';
 import type { Services } from '../platform/services.ts';
 import { findDmarcDomain } from '../read-side/dmarc-reports/dmarc-reports.queries.ts';
 import { recordDmarcReport } from '../write-side/dmarc-reports/dmarc-report.commands.ts';
-import type { ArrivedMessage } from './mx-message.ts';
+import type { SpooledMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
 import type { SmtpServers } from './smtp-server.ts';
 
@@ -55,7 +55,7 @@ export function dmarcReports(servers: SmtpServers, services: Services) {
     },
 
     /** Records each report about the addresses' domains; the message itself is not kept. */
-    async deliver({ blob, synced }: ArrivedMessage, addresses: string[]): Promise<boolean> {
+    async deliver({ blob, synced }: SpooledMessage, addresses: string[]): Promise<boolean> {
       await synced;
       const reports = await reportsIn(await buffer(blob.reader())).catch((error: Error) => {
         servers.log.warn({ err: error.message }, 'MX DMARC report message not read');

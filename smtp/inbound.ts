@@ -3,7 +3,7 @@ import { domainOf } from '../domain/emails/addresses.ts';
 import type { Services } from '../platform/services.ts';
 import { receiveMessage } from '../write-side/received-emails/received-email.commands.ts';
 import type { InboundTarget } from '../write-side/received-emails/received-message.ts';
-import type { ArrivedMessage } from './mx-message.ts';
+import type { SpooledMessage } from './mx-message.ts';
 import type { ReplyName } from './replies.ts';
 import { rspamdScorer } from './rspamd.ts';
 import { inboundAuthenticator } from './sender-authentication.ts';
@@ -54,7 +54,7 @@ export function inbound(servers: SmtpServers, services: Services) {
     },
 
     /** Records the message for each organization it was sent to; its stored copy is always kept. */
-    async deliver({ blob, synced }: ArrivedMessage, addresses: string[], session: SMTPServerSession) {
+    async deliver({ blob, synced }: SpooledMessage, addresses: string[], session: SMTPServerSession) {
       const targets = await targetsOf(addresses);
       if (targets.length === 0) {
         await synced;

@@ -6,8 +6,8 @@ import type { Clock } from '../platform/clock.ts';
 import { readMessage } from './message-reader.ts';
 import type { ReplyName } from './replies.ts';
 
-/** A message the MX took: in the blob store, `synced` once it is on disk. */
-export interface ArrivedMessage {
+/** A message the MX took, spooled: written to the blob store as it arrived, `synced` once it is on disk. */
+export interface SpooledMessage {
   blob: BlobWriter;
   synced: Promise<string>;
 }
@@ -20,7 +20,7 @@ export async function storeArriving(
   stream: SMTPServerDataStream,
   session: SMTPServerSession,
   o: { blobs: BlobStore; clock: Clock; refuse: (reply: ReplyName) => Error },
-): Promise<ArrivedMessage> {
+): Promise<SpooledMessage> {
   const args = (session.envelope.mailFrom || undefined)?.args || undefined;
   const blob = await o.blobs.writer(o.clock.now().getTime());
   const shape = new MimeShape();

@@ -3,7 +3,7 @@ import type { Services } from '../platform/services.ts';
 import { bounceReports } from './bounce-reports.ts';
 import { dmarcReports } from './dmarc-reports.ts';
 import { inbound } from './inbound.ts';
-import { type ArrivedMessage, storeArriving } from './mx-message.ts';
+import { type SpooledMessage, storeArriving } from './mx-message.ts';
 import { answer, type ReplyName, SmtpReply } from './replies.ts';
 import { onReturnPathDomain } from './return-paths.ts';
 import type { SmtpServers } from './smtp-server.ts';
@@ -17,7 +17,7 @@ interface Route {
   /** RCPT TO: null when mail for the address is taken now, else the refusal. */
   refusal(address: string): Promise<ReplyName | null>;
   /** DATA: handles the message for its recipients of this route; resolves with whether its stored copy is kept. */
-  deliver(message: ArrivedMessage, addresses: string[], session: SMTPServerSession): Promise<boolean>;
+  deliver(message: SpooledMessage, addresses: string[], session: SMTPServerSession): Promise<boolean>;
 }
 
 /**
