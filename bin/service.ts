@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
 import { egressPolicyOf } from '../domain/delivery/egress-file.ts';
+import { outboundAddresses } from '../domain/delivery/egress-sources.ts';
 import { shapingPolicyOf } from '../domain/delivery/shaping-file.ts';
 import { operatorRulesOf } from '../domain/emails/bounce-classes.ts';
 import { TrackingTokens } from '../domain/emails/tracking.ts';
@@ -134,8 +135,13 @@ function egress(config: Config) {
 }
 
 /** Opens the stores, migrates, and starts what `options` asks for: the whole service, or only its stores. */
-export async function startPostline(config: Config, options: StartOptions = {}): Promise<Postline> {
-  const policies = { bounceRules: bounceRules(config), shaping: shaping(config), egress: egress(config) };
+export async function startPostline(given: Config, options: StartOptions = {}): Promise<Postline> {
+  const policies = { bounceRules: bounceRules(given), shaping: shaping(given), egress: egress(given) };
+  // The suggested SPF record and the DMARC reports' `postline` flag name every address the installation sends from.
+  const config = {
+    ...given,
+    POSTLINE_OUTBOUND_IPS: outboundAddresses(given.POSTLINE_OUTBOUND_IPS, policies.egress),
+  };
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   if (!options.db && !config.DATABASE_URL)
     throw new ConfigError(

@@ -55,6 +55,11 @@ export function poolOf(policy: EgressPolicy, orgId: string, lane: EgressLane): E
   return pool;
 }
 
+/** The addresses the installation sends from: those listed (POSTLINE_OUTBOUND_IPS) and every declared source's, once. */
+export const outboundAddresses = (listed: readonly string[], policy: EgressPolicy): string[] => [
+  ...new Set([...listed, ...policy.sources.flatMap((s) => (s.address ? [s.address] : []))]),
+];
+
 /** The pools a source belongs to, by name. */
 export const poolsWith = (policy: EgressPolicy, source: string): string[] =>
   policy.pools.filter((p) => p.sources.includes(source)).map((p) => p.name);
