@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { type Postline, type StartOptions, startPostline } from '../../bin/service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
@@ -12,7 +12,7 @@ import type { Plan } from '../../platform/tenancy.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import { openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
 import { openApiResponses } from './openapi-responses.ts';
-import { PATIENCE_MS } from './patience.ts';
+import { PATIENCE, PATIENCE_MS } from './patience.ts';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -139,7 +139,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         name: `Org ${randomBytes(3).toString('hex')}`,
         plan,
       });
-      await postline.services.readYourWrites.waitFor(['api_keys'], org.position);
+      // As patient as any test, whatever PROJECTION_WAIT_MS the service was given (a test of lagging read models
+      // sets it short): a wait that runs out is tried again.
+      await vi.waitFor(() => postline.services.readYourWrites.waitFor(['api_keys'], org.position), PATIENCE);
       return {
         ...org,
         live: apiClient(baseUrl, org.liveKey),
