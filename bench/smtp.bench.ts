@@ -24,9 +24,9 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.ts';
 import { recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { freePort, startServer } from '../test/support/process.ts';
-import { processCpu } from './cpu.ts';
+import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
 import { startPostfix } from './peers/postfix.ts';
-import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
+import { alternately, median, type Peer, processFamily, quiet, ratio } from './peers/processes.ts';
 import { type Receiver, startReceiver } from './receiver.ts';
 import { countOnServer } from './round-trips.ts';
 import { runLoad, type SmtpLoad } from './smtp-load.ts';
@@ -59,20 +59,47 @@ const load = (key?: string): SmtpLoad => ({
 interface Rates {
   accept: number;
   e2e: number;
+  /** Postline's CPU ms per message relayed (its process and its database's backends; PostgreSQL's apart). */
+  cpu?: { ms: number; pgMs: number };
 }
 
-/** Accept: all answered 250; end to end: from the first MAIL until the receiver has accepted the last. */
-async function measure(port: number, smtp: SmtpLoad, receiver: Receiver, first: number, postlinePid: number) {
-  await quiet(postlinePid, processCpu);
+/** CPU seconds of Postline's process (every thread) and of its database's backends since the meter started. */
+function cpuMeter(pid: number, database: string) {
+  const family = () => processFamily(pid).reduce((sum, p) => sum + processCpu(p), 0);
+  const [node, pg] = [family(), postgresCpu(database)];
+  return () => ({ node: family() - node, pg: postgresCpuSince(pg, postgresCpu(database)) });
+}
+
+/**
+ * Accept: all answered 250; end to end: from the first MAIL until the receiver has accepted the last. Postline's
+ * CPU counts until its process has gone quiet again: the outcomes' records and projections after the last delivery.
+ */
+async function measure(
+  port: number,
+  smtp: SmtpLoad,
+  receiver: Receiver,
+  first: number,
+  postline: { pid: number; database?: string },
+) {
+  await quiet(postline.pid, processCpu);
   const delivered = receiver.count() + MESSAGES;
+  const since = postline.database ? cpuMeter(postline.pid, postline.database) : undefined;
   const t0 = performance.now();
   await runLoad(port, smtp, first, MESSAGES);
   const t1 = performance.now();
   const t2 = await receiver.until(delivered);
-  return { accept: MESSAGES / ((t1 - t0) / 1000), e2e: MESSAGES / ((t2 - t0) / 1000) };
+  let cpu: Rates['cpu'];
+  if (since) {
+    await quiet(postline.pid, processCpu);
+    const { node, pg } = since();
+    cpu = { ms: ((node + pg) * 1000) / MESSAGES, pgMs: (pg * 1000) / MESSAGES };
+  }
+  return { accept: MESSAGES / ((t1 - t0) / 1000), e2e: MESSAGES / ((t2 - t0) / 1000), cpu };
 }
 
-const figures = (r: Rates) => `accept ${r.accept.toFixed(0)} msg/s, end to end ${r.e2e.toFixed(0)} msg/s`;
+const figures = (r: Rates) =>
+  `accept ${r.accept.toFixed(0)} msg/s, end to end ${r.e2e.toFixed(0)} msg/s` +
+  (r.cpu ? `, CPU ${r.cpu.ms.toFixed(2)} ms/msg (PostgreSQL ${r.cpu.pgMs.toFixed(2)})` : '');
 const ratios = (p: Rates, o: Rates) =>
   `accept ${ratio(p.accept, o.accept)}, end to end ${ratio(p.e2e, o.e2e)}`;
 
@@ -143,12 +170,13 @@ async function main() {
     sent += 200;
 
     const pid = server.child.pid!;
+    const database = new URL(url).pathname.slice(1);
     const results: { postline: Rates; postfix?: Rates }[] = [];
     for (let run = 1; run <= RUNS; run++) {
       const [p, o] = await alternately(
         run,
-        () => measure(smtpPort, postline, receiver, sent, pid),
-        postfix && (() => measure(postfix.port, other, receiver, sent, pid)),
+        () => measure(smtpPort, postline, receiver, sent, { pid, database }),
+        postfix && (() => measure(postfix.port, other, receiver, sent, { pid })),
       );
       sent += MESSAGES;
       results.push({ postline: p, postfix: o });
@@ -162,6 +190,10 @@ async function main() {
     const med = (side: (r: (typeof results)[number]) => Rates) => ({
       accept: median(results.map((r) => side(r).accept)),
       e2e: median(results.map((r) => side(r).e2e)),
+      cpu: side(results[0]).cpu && {
+        ms: median(results.map((r) => side(r).cpu!.ms)),
+        pgMs: median(results.map((r) => side(r).cpu!.pgMs)),
+      },
     });
     const p = med((r) => r.postline);
     const o = postfix && med((r) => r.postfix!);

@@ -49,6 +49,14 @@ export class WebhookFanOut implements BackgroundProcess {
   readonly #replays: WebhookReplays;
   #replaying?: Promise<number>;
   #timer?: NodeJS.Timeout;
+  /**
+   * Organizations with an endpoint not deleted, as of the checkpoint of the last batch applied here; undefined
+   * until a batch loads it, and again once a batch with webhook events has gone by (applied here or elsewhere:
+   * `prepare` sees every batch not skipped). Only their events, and webhook events, can lead to deliveries or
+   * need their email's summary recorded: batches of other events are skipped. An endpoint created later reads
+   * the summaries it lacks from the emails' streams.
+   */
+  #orgs?: Set<string>;
   #stopping = new AbortController();
 
   constructor(services: Services) {
@@ -60,7 +68,11 @@ export class WebhookFanOut implements BackgroundProcess {
         db: services.db,
         store: services.store,
         log: services.log,
-        prepare: (events) => this.#summaries.fillIn(services.db, events, (e) => this.#watched(e)),
+        prepare: (events) => {
+          if (events.some(isWebhookEvent)) this.#orgs = undefined;
+          return this.#summaries.fillIn(services.db, events, (e) => this.#watched(e));
+        },
+        acts: (e) => this.#orgs === undefined || isWebhookEvent(e) || this.#orgs.has(orgOf(e)),
       },
       (tx, events) => this.#apply(tx, events),
     );
@@ -156,5 +168,14 @@ export class WebhookFanOut implements BackgroundProcess {
     }
     await flush();
     if (recorded > 0) wakeDispatchersAtCommit(tx);
+    if (this.#orgs === undefined || events.some(isWebhookEvent)) this.#orgs = await this.#organizations(tx);
+  }
+
+  /** The organizations with an endpoint not deleted, as the batch in hand leaves them. */
+  async #organizations(tx: Transaction): Promise<Set<string>> {
+    const { rows } = await tx.query<{ org_id: string }>(
+      'SELECT DISTINCT org_id FROM webhook_endpoints WHERE NOT deleted',
+    );
+    return new Set(rows.map((r) => r.org_id));
   }
 }

@@ -147,4 +147,52 @@ describe('webhooks, live', () => {
       await slow.close();
     }
   });
+
+  it('passes over the events of an organization without an endpoint, and once one is created fans out what follows, the email read from its stream', async () => {
+    const { db, store } = svc.postline.services;
+    const org = await svc.createOrg('pro');
+    const later = await startWebhookReceiver();
+    try {
+      fanOut.start();
+      dispatcher.start();
+      const emailId = newId('em');
+      const meta = { orgId: org.orgId, mode: 'live' as const };
+      const queued = { subject: 'Before the endpoint' };
+      const { position } = await appendSourceEvent(
+        store,
+        `email-${emailId}`,
+        'EmailQueued',
+        emailQueuedData(emailId, org.orgId, 'live', queued),
+        meta,
+      );
+      const fanOutAt = async () =>
+        (await db.query('SELECT position FROM process_checkpoints WHERE name = $1', [FAN_OUT_NAME])).rows[0]
+          ?.position;
+      await expect.poll(async () => (await fanOutAt()) >= position, { timeout: 10_000 }).toBe(true);
+      const summaries = await db.query('SELECT 1 FROM webhook_email_summaries WHERE email_id = $1', [
+        emailId,
+      ]);
+      expect(summaries.rows).toEqual([]);
+
+      await later.subscribe(org.live, ['email.sent']);
+      await later.waitFor(1); // the test event
+      const sentAt = new Date().toISOString();
+      await appendSourceEvent(
+        store,
+        `email-${emailId}`,
+        'EmailSent',
+        { emailId, messageId: `<${emailId}@x>`, sentAt },
+        meta,
+      );
+      const [sent] = await later.waitFor(2).then((r) => r.slice(1));
+      expect(sent.payload.type).toBe('email.sent');
+      expect(sent.payload.data).toMatchObject({
+        email_id: emailId,
+        subject: 'Before the endpoint',
+        timestamp: sentAt,
+      });
+    } finally {
+      await later.close();
+    }
+  });
 });
