@@ -2,7 +2,7 @@ import { classOfBounce } from '../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../domain/emails/email.events.ts';
 import { deliveredSmtpCode } from '../domain/emails/public-event-types.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../domain/emails/status.ts';
-import { prepared, type Transaction } from '../platform/db/database.ts';
+import type { Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 
 /** What an event after EmailQueued/EmailScheduled changes on the email's rows; `null` for other events. */
@@ -150,7 +150,7 @@ export async function applyChange(tx: Transaction, event: Stored<EmailEvent>, c:
   await tx.query('UPDATE emails SET status = $2 WHERE id = $1 AND status <> $2', [c.emailId, status]);
 }
 
-const SET_EMAILS = prepared(`
+const SET_EMAILS = `
 UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event = x.last_event,
   last_event_at = x.last_event_at, send_at = coalesce(x.send_at, e.send_at),
   message_id = coalesce(x.message_id, e.message_id), opens = e.opens + x.opens, clicks = e.clicks + x.clicks,
@@ -158,11 +158,11 @@ UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event =
 FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, last_event_at timestamptz,
   send_at timestamptz, message_id text, opens integer, clicks integer, recipients jsonb)
 WHERE e.id = ANY($2::text[]) AND e.id = x.id
-RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`);
+RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`;
 
-const SET_STATUSES = prepared(`
+const SET_STATUSES = `
 UPDATE emails e SET status = x.status FROM json_to_recordset($1::json) AS x(id text, status text)
-WHERE e.id = ANY($2::text[]) AND e.id = x.id`);
+WHERE e.id = ANY($2::text[]) AND e.id = x.id`;
 
 type EmailRow = Record<string, unknown> & {
   opens: number;

@@ -1,6 +1,6 @@
 import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../domain/emails/email.events.ts';
 import { monthOf } from '../domain/organizations/plans.ts';
-import { literal, prepared, type Transaction } from '../platform/db/database.ts';
+import { literal, type Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
@@ -11,7 +11,7 @@ import type { Projection } from './projection.ts';
  * Emails already there are left alone, and counted once; so only fresh emails (`n`) get attachment rows.
  * Tags come as an array literal: PostgreSQL reads a JSON array into text[] several times slower.
  */
-const INSERT_EMAILS = prepared(`
+const INSERT_EMAILS = `
 WITH x AS (
   SELECT * FROM json_to_recordset($1::json) AS x(id text, org_id text, mode text, status text, from_address text,
     to_addresses json, cc_addresses json, bcc_addresses json, reply_to json, subject text, html text,
@@ -36,7 +36,7 @@ WITH x AS (
 )
 INSERT INTO email_usage (org_id, mode, month, emails)
 SELECT org_id, mode, month, count(*) FROM n GROUP BY org_id, mode, month
-ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + excluded.emails`);
+ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + excluded.emails`;
 
 /** A text[] literal: every element quoted, backslashes and quotes escaped. */
 const textArray = (values: string[]) =>
