@@ -79,14 +79,12 @@ export async function importContacts(
       return { row, emailKey, outcome };
     }),
   );
-  const claims = await mapLimited(tried, SETTLED_AT_ONCE, async ({ row, emailKey, outcome }) => ({
-    row,
-    emailKey,
-    holder:
-      outcome === 'claimed'
-        ? null
-        : await claimOrHolder(services, meta, emailKey, row.contactId, outcome === 'taken'),
-  }));
+  const refused = tried.filter((t) => t.outcome !== 'claimed');
+  const holders = await mapLimited(refused, SETTLED_AT_ONCE, ({ row, emailKey, outcome }) =>
+    claimOrHolder(services, meta, emailKey, row.contactId, outcome === 'taken'),
+  );
+  const holderOf = new Map(refused.map((t, i) => [t.row, holders[i]]));
+  const claims = tried.map(({ row, emailKey }) => ({ row, emailKey, holder: holderOf.get(row) ?? null }));
   const fresh = claims.filter((c) => c.holder === null);
   const sealed = await sealPersonalDataMany(
     services.db,
