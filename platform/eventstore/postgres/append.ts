@@ -9,7 +9,7 @@ import {
 import { toPosition } from './schema.ts';
 
 const UNIQUE_VIOLATION = '23505';
-/** Appends of a batch that failed together, tried again on their own at once. */
+/** How many appends of a batch that failed together are tried again at once, each on its own. */
 const FALLBACK_AT_ONCE = 8;
 
 const APPEND_SQL = prepared(`
