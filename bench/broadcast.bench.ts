@@ -12,8 +12,8 @@
  * - Round trips per contact imported and per email expanded (bench/round-trips.ts): a counting run of
  *   BENCH_COUNT_CONTACTS (default 5,000; 0 skips it) on a private PostgreSQL, before the timed run.
  *
- * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), BENCH_COUNT_CONTACTS,
- * TEST_DATABASE_ADMIN_URL (as the tests).
+ * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), BENCH_COUNT_CONTACTS, BENCH_PARTS
+ * (default `import,expansion`; `import` alone stops after the import), TEST_DATABASE_ADMIN_URL (as the tests).
  */
 import { request } from 'undici';
 import { startPostline } from '../bin/service.ts';
@@ -32,6 +32,7 @@ const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const COUNT_CONTACTS = Number(process.env.BENCH_COUNT_CONTACTS ?? 5_000);
 const BATCH_CONNECTIONS = 20;
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'import,expansion').split(','));
 
 /** A run of autocannon: awaited for its results, or stopped early. */
 const autocannon = (await import('autocannon' as string)).default as (
@@ -144,61 +145,67 @@ try {
     meter,
   );
   results.push(...imported.text);
+  if (PARTS.has('expansion')) {
+    const before = meter.sample();
+    const { queued, ms: expandMs } = await expand();
+    const expandCpu = meter.per(before, meter.sample(), queued);
+    results.push(
+      `expansion: ${queued} emails in ${(expandMs / 1000).toFixed(1)} s, ${rate(queued, expandMs)} emails/s into the log (${cpuText(expandCpu)} per email)`,
+    );
 
-  const before = meter.sample();
-  const { queued, ms: expandMs } = await expand();
-  const expandCpu = meter.per(before, meter.sample(), queued);
-  results.push(
-    `expansion: ${queued} emails in ${(expandMs / 1000).toFixed(1)} s, ${rate(queued, expandMs)} emails/s into the log (${cpuText(expandCpu)} per email)`,
-  );
+    // Single sends (5 connections) alone, then while a second broadcast to the same audience expands.
+    const single = {
+      url: `${api}/emails`,
+      method: 'POST',
+      connections: 5,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+      body: JSON.stringify({
+        from: 'news@acme-bench.test',
+        to: 'ann@example.org',
+        subject: 'Hi',
+        text: 'Hi',
+      }),
+    };
+    // Alone: once the read models have taken in the first broadcast's emails, which a send waits for otherwise.
+    await caughtUp();
+    const quiet = await autocannon({ ...single, duration: 3 });
+    const sends = autocannon({ ...single, duration: 600 });
+    const second = await expand();
+    sends.stop();
+    const busy = await sends;
+    results.push(
+      `POST /v1/emails (5 connections): p50/p99 ${quiet.latency.p50}/${quiet.latency.p99} ms alone, ` +
+        `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(second.queued, second.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
+    );
 
-  // Single sends (5 connections) alone, then while a second broadcast to the same audience expands.
-  const single = {
-    url: `${api}/emails`,
-    method: 'POST',
-    connections: 5,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
-    body: JSON.stringify({ from: 'news@acme-bench.test', to: 'ann@example.org', subject: 'Hi', text: 'Hi' }),
-  };
-  // Alone: once the read models have taken in the first broadcast's emails, which a send waits for otherwise.
-  await caughtUp();
-  const quiet = await autocannon({ ...single, duration: 3 });
-  const sends = autocannon({ ...single, duration: 600 });
-  const second = await expand();
-  sends.stop();
-  const busy = await sends;
-  results.push(
-    `POST /v1/emails (5 connections): p50/p99 ${quiet.latency.p50}/${quiet.latency.p99} ms alone, ` +
-      `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(second.queued, second.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
-  );
-
-  // The batch API on the same service, same database.
-  const batch = Array.from({ length: 100 }, (_, i) => ({
-    from: 'Acme <news@acme-bench.test>',
-    to: [`reader${i}@example.org`],
-    subject: 'News for Ann',
-    html: '<p>Hello Ann, here is what is new this month.</p>',
-    text: 'Hello Ann, here is what is new this month.',
-  }));
-  await caughtUp(); // as for the sends alone: the second broadcast's emails are not in its way
-  const beforeBatch = meter.sample();
-  const r = await autocannon({
-    url: `${api}/emails/batch`,
-    method: 'POST',
-    connections: BATCH_CONNECTIONS,
-    duration: SECONDS,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
-    body: JSON.stringify(batch),
-  });
-  const batchEmails = r['2xx'] * 100;
-  const batchCpu = meter.per(beforeBatch, meter.sample(), Math.max(1, batchEmails));
-  const batchRate = Math.round(batchEmails / SECONDS);
-  results.push(
-    `batch API: ${batchRate} emails/s (${BATCH_CONNECTIONS} connections, ${r.non2xx + r.errors} errors; ${cpuText(batchCpu)} per email)`,
-  );
-  results.push(
-    `expansion / batch API: ${Math.round((rate(queued, expandMs) / batchRate) * 100)}% (aim: at least 100%)`,
-  );
+    // The batch API on the same service, same database.
+    const batch = Array.from({ length: 100 }, (_, i) => ({
+      from: 'Acme <news@acme-bench.test>',
+      to: [`reader${i}@example.org`],
+      subject: 'News for Ann',
+      html: '<p>Hello Ann, here is what is new this month.</p>',
+      text: 'Hello Ann, here is what is new this month.',
+    }));
+    await caughtUp(); // as for the sends alone: the second broadcast's emails are not in its way
+    const beforeBatch = meter.sample();
+    const r = await autocannon({
+      url: `${api}/emails/batch`,
+      method: 'POST',
+      connections: BATCH_CONNECTIONS,
+      duration: SECONDS,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+      body: JSON.stringify(batch),
+    });
+    const batchEmails = r['2xx'] * 100;
+    const batchCpu = meter.per(beforeBatch, meter.sample(), Math.max(1, batchEmails));
+    const batchRate = Math.round(batchEmails / SECONDS);
+    results.push(
+      `batch API: ${batchRate} emails/s (${BATCH_CONNECTIONS} connections, ${r.non2xx + r.errors} errors; ${cpuText(batchCpu)} per email)`,
+    );
+    results.push(
+      `expansion / batch API: ${Math.round((rate(queued, expandMs) / batchRate) * 100)}% (aim: at least 100%)`,
+    );
+  }
 } finally {
   await postline.close();
   await dispose();

@@ -6,7 +6,8 @@ import {
 } from '../../domain/contacts/contact.events.ts';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
+import { mapLimited } from '../../platform/map-limited.ts';
 import { openPersonalData, sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { updateContact } from '../../write-side/contacts/contact.commands.ts';
 import {
@@ -27,6 +28,9 @@ export interface ImportedContact {
   lastName?: string;
   properties: Record<string, string>;
 }
+
+/** Rows whose claims the store refused, and rows that update a contact, settled at once (each a few statements). */
+const SETTLED_AT_ONCE = 8;
 
 export interface ImportedBatch {
   created: number;
@@ -56,25 +60,31 @@ export async function importContacts(
   const unwritten = !o.mayExist;
   const now = at(services);
   const keyOf = emailKeysOf(services, meta);
-  const claims = await Promise.all(
+  // Every row's first claim at once, so that their appends share statements; a claim refused there (its address
+  // taken, or claimed by an earlier run) is settled after, a few rows at a time.
+  const tried = await Promise.all(
     rows.map(async (row) => {
       const emailKey = keyOf(row.email);
-      // A holder that released the address between the refusal and the read: claimed again, once.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await claimEmail(services, meta, emailKey, row.contactId, {
-            likelyFree: unwritten && attempt === 0,
-          });
-          return { row, emailKey, holder: null };
-        } catch (error) {
-          if (!(error instanceof AppError && error.code === 'contact_exists')) throw error;
-          const claim = await services.store.readStream(contactEmailStream(emailKey));
-          const { holder } = rebuildState(contactEmailDecider, claim);
-          if (holder !== null || attempt > 0) return { row, emailKey, holder: holder ?? row.contactId };
-        }
-      }
+      const outcome = await claimEmail(services, meta, emailKey, row.contactId, {
+        likelyFree: unwritten,
+        retries: 0,
+      }).then(
+        () => 'claimed' as const,
+        (error) => {
+          if (isTaken(error)) return 'taken' as const;
+          if (error instanceof WrongExpectedRevisionError) return 'raced' as const;
+          throw error;
+        },
+      );
+      return { row, emailKey, outcome };
     }),
   );
+  const refused = tried.filter((t) => t.outcome !== 'claimed');
+  const holders = await mapLimited(refused, SETTLED_AT_ONCE, ({ row, emailKey, outcome }) =>
+    claimOrHolder(services, meta, emailKey, row.contactId, outcome === 'taken'),
+  );
+  const holderOf = new Map(refused.map((t, i) => [t.row, holders[i]]));
+  const claims = tried.map(({ row, emailKey }) => ({ row, emailKey, holder: holderOf.get(row) ?? null }));
   const fresh = claims.filter((c) => c.holder === null);
   const sealed = await sealPersonalDataMany(
     services.db,
@@ -114,16 +124,47 @@ export async function importContacts(
   );
   const skipped: ImportedBatch['skipped'] = [];
   let updated = 0;
-  await Promise.all(
-    claims
-      .filter((c) => c.holder !== null)
-      .map(async ({ row, holder }) => {
-        const reason = await mergeImported(services, meta, holder!, row, o);
-        if (reason) skipped.push({ line: row.line, reason });
-        else updated++;
-      }),
+  await mapLimited(
+    claims.filter((c) => c.holder !== null),
+    SETTLED_AT_ONCE,
+    async ({ row, holder }) => {
+      const reason = await mergeImported(services, meta, holder!, row, o);
+      if (reason) skipped.push({ line: row.line, reason });
+      else updated++;
+    },
   );
   return { created: fresh.length, updated, skipped: skipped.sort((a, b) => a.line - b.line) };
+}
+
+const isTaken = (error: unknown) => error instanceof AppError && error.code === 'contact_exists';
+
+/**
+ * After a first claim that was `taken` (the address is another contact's) or raced (the store refused the append):
+ * the address claimed for `contactId` (null), or the contact that holds it. A holder that released it between
+ * the refusal and the read: claimed again, once.
+ */
+async function claimOrHolder(
+  services: Deps,
+  meta: EventMetadata,
+  emailKey: string,
+  contactId: string,
+  taken: boolean,
+) {
+  for (let attempt = 0; ; attempt++) {
+    if (!taken)
+      try {
+        await claimEmail(services, meta, emailKey, contactId);
+        return null;
+      } catch (error) {
+        if (!isTaken(error)) throw error;
+      }
+    const { holder } = rebuildState(
+      contactEmailDecider,
+      await services.store.readStream(contactEmailStream(emailKey)),
+    );
+    if (holder !== null || attempt > 0) return holder ?? contactId;
+    taken = false;
+  }
 }
 
 /** An imported row into the contact that has its address; why not, when it cannot be. */

@@ -2,7 +2,10 @@ import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ContactImportProcess } from '../../processes/contact-import/contact-import.process.ts';
-import { ContactImportCursor } from '../../processes/contact-import/contact-import-cursor.ts';
+import {
+  ContactImportCursor,
+  importedContactId,
+} from '../../processes/contact-import/contact-import-cursor.ts';
 import { IMPORT_BATCH_ROWS, workContactImport } from '../../processes/contact-import/contact-import-run.ts';
 import { importContacts } from '../../processes/contact-import/import-contacts.ts';
 import {
@@ -374,5 +377,52 @@ describe('contact import from CSV', () => {
       `SELECT count(*)::int AS n FROM contacts WHERE email_lower LIKE '%@resume.example.org'`,
     );
     expect(counted[0].n).toBe(rows);
+  });
+
+  it('updates a thousand existing contacts a few statements at a time, none queued behind a thousand others', async () => {
+    const services = svc.postline.services;
+    const meta = { orgId: orgs.acme.orgId, mode: 'live' as const, actor: 'test' };
+    const [first, second] = await Promise.all(
+      ['Before', 'Again'].map(async (name) => (await orgs.acme.live.post('/v1/audiences', { name })).body.id),
+    );
+    const rows = (importId: string, plan: string) =>
+      Array.from({ length: IMPORT_BATCH_ROWS }, (_, i) => ({
+        contactId: importedContactId(importId, i),
+        line: i + 2,
+        email: `u${i}@again.example.org`,
+        properties: { plan },
+      }));
+    const o = { maxProperties: 50 };
+    expect(
+      await importContacts(services, meta, rows('imp_again1', 'free'), { ...o, audienceId: first }),
+    ).toEqual({
+      created: IMPORT_BATCH_ROWS,
+      updated: 0,
+      skipped: [],
+    });
+    // Every statement the service sends, counted while it is in flight (the pool holds 20 connections).
+    const query = services.db.query;
+    let inFlight = 0;
+    let most = 0;
+    services.db.query = (async (...args: Parameters<typeof query>) => {
+      most = Math.max(most, ++inFlight);
+      try {
+        return await query.apply(services.db, args);
+      } finally {
+        inFlight--;
+      }
+    }) as typeof query;
+    try {
+      expect(
+        await importContacts(services, meta, rows('imp_again2', 'pro'), { ...o, audienceId: second }),
+      ).toEqual({ created: 0, updated: IMPORT_BATCH_ROWS, skipped: [] });
+    } finally {
+      services.db.query = query;
+    }
+    expect(most).toBeLessThanOrEqual(20);
+    await services.readYourWrites.waitFor(['contacts'], await services.store.headPosition());
+    const again = await members(second);
+    expect(again.length).toBe(IMPORT_BATCH_ROWS);
+    expect(again.every((c) => c.properties.plan === 'pro' && c.audience_ids.length === 2)).toBe(true);
   });
 });

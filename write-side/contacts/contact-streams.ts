@@ -42,7 +42,7 @@ export async function claimEmail(
   meta: EventMetadata,
   emailKey: string,
   contactId: string,
-  options: { likelyFree?: boolean } = {},
+  options: { likelyFree?: boolean; retries?: number } = {},
 ) {
   await handleCommand(
     services.store,
@@ -56,7 +56,7 @@ export async function claimEmail(
     },
     meta,
     // An address never claimed needs no read first: the append expects no stream, and a claim there is read then.
-    options.likelyFree ? { history: [] } : {},
+    { ...(options.likelyFree && { history: [] }), retries: options.retries },
   );
 }
 

@@ -1,4 +1,5 @@
 import { type Database, prepared } from '../../db/database.ts';
+import { mapLimited } from '../../map-limited.ts';
 import {
   type AppendResult,
   type ExpectedRevision,
@@ -8,6 +9,8 @@ import {
 import { toPosition } from './schema.ts';
 
 const UNIQUE_VIOLATION = '23505';
+/** How many appends of a batch that failed together are tried again at once, each on its own. */
+const FALLBACK_AT_ONCE = 8;
 
 const APPEND_SQL = prepared(`
 WITH cur AS (
@@ -86,7 +89,9 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
     ({ rows: inserted } = await db.query(APPEND_BATCH_SQL, [JSON.stringify(rows)]));
   } catch (error: any) {
     if (error?.code !== UNIQUE_VIOLATION) throw error;
-    return Promise.all(batch.map((a) => appendAfter(db, a).catch((e) => e)));
+    // Each on its own, a few at a time: a batch of a thousand conflicts (an import of addresses that are taken)
+    // must not queue two thousand statements ahead of everyone else's.
+    return mapLimited(batch, FALLBACK_AT_ONCE, (a) => appendAfter(db, a).catch((e) => e));
   }
   // Rows come back in insert order: each stream's last one is its result.
   const last = new Map<string, AppendResult>();
