@@ -17,7 +17,7 @@ import {
   recordComplaint,
   recordEngagement,
   recordOutcomes,
-  startSending,
+  sendAtOnce,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
@@ -111,10 +111,14 @@ export class SimulatorProcess extends DueProcess<StepRow> {
     });
   }
 
-  /** Plays the step and finishes its row; false when it failed (logged; its row is given back, played again). */
+  /**
+   * Plays the step and finishes its row, with the steps it planned; false when it failed (logged; its row is given
+   * back, played again).
+   */
   async #playOnce(row: StepRow): Promise<boolean> {
+    let planned: Record<string, unknown>[] | undefined;
     try {
-      await this.#play(row);
+      planned = await this.#play(row);
     } catch (err) {
       this.services.log.error(
         { err, emailId: row.email_id },
@@ -122,11 +126,12 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       );
       return false;
     }
-    this.due.finish(row, null);
+    this.due.finish(row, null, planned);
     return true;
   }
 
-  async #play(row: StepRow) {
+  /** Plays the step; a send returns the recipients' steps it planned. */
+  async #play(row: StepRow): Promise<Record<string, unknown>[] | undefined> {
     const meta = systemMeta({ orgId: row.org_id, mode: row.mode });
     // The stream read once: the command decides on it, and reads again only when another writer came in between.
     const history = await this.services.store.readStream(emailStream(row.email_id));
@@ -142,7 +147,7 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       case 'bounced': {
         const outcome = this.#outcome(row.recipient, s);
         await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome], history);
-        return;
+        return undefined;
       }
       case 'opened':
       case 'clicked':
@@ -192,30 +197,25 @@ export class SimulatorProcess extends DueProcess<StepRow> {
     }
   }
 
-  /** "Sends": sending started and sent, then plans each recipient's outcome from now. */
+  /**
+   * "Sends": sending started and sent, then plans each recipient's outcome from now (written with the send step's
+   * finish: a crash before that plays the send again, which finds the email sent and plans them again).
+   */
   async #send(meta: EventMetadata, row: StepRow, content: EmailContent, history: StoredEvent[]) {
-    const started = await startSending(this.services, meta, row.email_id, history);
-    // Canceled (or never released): nothing to send. `sent` means a crash after sending: plan the steps again.
-    if (
-      !started.state.exists ||
-      (started.state.lifecycle !== 'sending' && started.state.lifecycle !== 'sent')
-    )
-      return;
-    await recordOutcomes(this.services, meta, row.email_id, messageIdOf(content), []);
+    const sent = await sendAtOnce(this.services, meta, row.email_id, messageIdOf(content), history);
+    // Canceled (or never released): nothing to send. Already sent (a crash after sending): plan the steps again.
+    if (!sent.state.exists || sent.state.lifecycle !== 'sent') return undefined;
     const now = this.services.clock.now().getTime();
-    await this.due.add(
-      this.services.db,
-      recipientsOf(content).flatMap((recipient) =>
-        simulatedOutcome(recipient).map((step, i) => ({
-          email_id: row.email_id,
-          recipient,
-          seq: i + 1,
-          org_id: row.org_id,
-          mode: 'test',
-          due_at: new Date(now + step.afterMs),
-          step,
-        })),
-      ),
+    return recipientsOf(content).flatMap((recipient) =>
+      simulatedOutcome(recipient).map((step, i) => ({
+        email_id: row.email_id,
+        recipient,
+        seq: i + 1,
+        org_id: row.org_id,
+        mode: 'test' as const,
+        due_at: new Date(now + step.afterMs),
+        step,
+      })),
     );
   }
 }
