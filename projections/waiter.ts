@@ -9,6 +9,9 @@ const unlessUnavailable = (error: unknown) => {
   if (!isDatabaseUnavailable(error)) throw error;
 };
 
+/** How long a waiter with a runner in this process waits for a word from it (or a NOTIFY) before it polls. */
+const LOCAL_POLL_MS = 1000;
+
 /** The runner of this process, as the waiter sees it; `wake` where it does not see this process's appends. */
 type LocalRunner = Pick<ProjectionRunner, 'events'> & { wake?(position: Position): void };
 
@@ -122,8 +125,10 @@ export class ProjectionWaiter {
     if (!position || names.length === 0 || this.#reached(names, position)) return;
     if (!this.#closed) await this.#listen();
     const deadline = Date.now() + this.#timeoutMs;
-    // This process's runner reports in memory: a poll is only a fallback when it stands by for another process.
-    let pollMs = this.#localRunner ? 50 : 5;
+    // This process's runner reports in memory, and another process's checkpoints come by NOTIFY: here a poll is
+    // only a fallback, seldom (a busy runner's batch may take longer than a request would wait between polls).
+    const maxPollMs = this.#localRunner ? LOCAL_POLL_MS : 200;
+    let pollMs = this.#localRunner ? LOCAL_POLL_MS : 5;
     let poll = !this.#localRunner;
     while (true) {
       // The database away is no answer: the write is saved, so the request waits on and at worst times out
@@ -149,7 +154,7 @@ export class ProjectionWaiter {
         const timer = setTimeout(() => done(true), Math.min(pollMs, left));
         this.#wakers.add(waiter);
       });
-      pollMs = Math.min(pollMs * 2, 200);
+      pollMs = Math.min(pollMs * 2, maxPollMs);
     }
   }
 
