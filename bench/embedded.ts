@@ -2,11 +2,11 @@
  * `bench:send`'s embedded part: Postline as `npm start` runs it, a process of its own with its process managers,
  * on its embedded PostgreSQL (no DATABASE_URL) and, under the same load, on PostgreSQL (a fresh database). For each: resident
  * memory once it answers /readyz (and 2 s more), `POST /v1/emails` with a test key at 50 connections
- * (autocannon), the peak resident memory under that load, and the CPU of the service's process per email (its
- * PostgreSQL backends' too, when they are on this machine). See bench/README.md.
+ * (autocannon), the peak resident memory under that load, and the CPU per email of the service's process and of
+ * its PostgreSQL backends (the embedded server's, or the machine's when on this machine). See bench/README.md.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
@@ -24,6 +24,26 @@ const cpuOf = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND;
 };
+
+/**
+ * CPU seconds used so far by each backend of the embedded server started by `pid` (its child's children whose
+ * command line names the database `postline`), as postgresCpu reads those of the machine's server.
+ */
+function embeddedBackendsCpu(pid: number): Map<string, number> {
+  const parentOf = new Map<string, string>();
+  for (const p of readdirSync('/proc').filter((p) => /^\d+$/.test(p)))
+    try {
+      parentOf.set(p, readFileSync(`/proc/${p}/stat`, 'latin1').split(') ')[1].split(' ')[1]);
+    } catch {}
+  const postmasters = new Set([...parentOf].filter(([, parent]) => parent === String(pid)).map(([p]) => p));
+  const out = new Map<string, number>();
+  for (const [p, parent] of parentOf)
+    try {
+      if (postmasters.has(parent) && readFileSync(`/proc/${p}/cmdline`, 'latin1').includes(' postline '))
+        out.set(p, cpuOf(Number(p)));
+    } catch {}
+  return out;
+}
 
 type Autocannon = (o: Record<string, unknown>) => Promise<any>;
 
@@ -112,7 +132,8 @@ async function measureOne(
       });
     await run(2); // warm-up (JIT, caches)
     const dbName = database ? new URL(database.url).pathname.slice(1) : undefined;
-    const pgBefore = dbName ? postgresCpu(dbName) : undefined;
+    const backends = () => (dbName ? postgresCpu(dbName) : embeddedBackendsCpu(pid));
+    const pgBefore = backends();
     const cpuBefore = cpuOf(pid);
     let rssPeak = 0;
     const sampler = setInterval(() => {
@@ -122,7 +143,7 @@ async function measureOne(
     clearInterval(sampler);
     rssPeak = Math.max(rssPeak, rssOf(pid));
     const ok = Math.max(1, r['2xx']);
-    const pgSeconds = dbName && pgBefore ? postgresCpuSince(pgBefore, postgresCpu(dbName)) : 0;
+    const pgAfter = backends();
     return {
       backend,
       startMs,
@@ -133,7 +154,7 @@ async function measureOne(
       p99: r.latency.p99,
       errors: r.non2xx + r.errors,
       cpuNode: ((cpuOf(pid) - cpuBefore) * 1e6) / ok,
-      cpuPg: dbName ? (pgSeconds * 1e6) / ok : null,
+      cpuPg: pgAfter.size > 0 ? (postgresCpuSince(pgBefore, pgAfter) * 1e6) / ok : null,
     };
   } finally {
     const exited = new Promise((r) => child.once('exit', r));

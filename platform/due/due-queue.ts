@@ -35,7 +35,7 @@ export class DueQueue<Row extends object> {
   readonly #log: Logger;
   readonly #spec: DueTable;
   readonly #sql: { claim: string; done: string; later: string };
-  #finished: { row: Row; dueAt: string | null }[] = [];
+  #finished: { row: Row; dueAt: string | null; then: Record<string, unknown>[] }[] = [];
   /** Rows claimed here and not finished yet: their leases renewed, given back when their work fails or stops. */
   readonly #held: HeldClaims<Row>;
   readonly #writing = new Set<Promise<void>>();
@@ -71,14 +71,14 @@ export class DueQueue<Row extends object> {
       const run: Record<string, unknown>[] = [];
       for (; i < changes.length && kindOf(changes[i]) === kind; i++) {
         const c = changes[i];
-        run.push('add' in c ? c.add : 'set' in c ? c.set : this.#keyOf(c.remove));
+        run.push('add' in c ? c.add : 'set' in c ? c.set : this.#held.keyOf(c.remove));
       }
       if (kind === 'add') await this.add(q, run);
       else if (kind === 'remove') await q.query(this.#sql.done, [JSON.stringify(run)]);
       else {
         const { dueAt } = this.#spec;
         // One statement may not update a row twice: the last change of a key is the one that counts.
-        const last = new Map(run.map((row) => [this.#keyText(row), row]));
+        const last = new Map(run.map((row) => [this.#held.keyText(row), row]));
         await this.#insert(
           q,
           [...last.values()],
@@ -147,10 +147,13 @@ export class DueQueue<Row extends object> {
     return this.#held.settled(row);
   }
 
-  /** A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch. */
-  finish(row: Row, dueAt: Date | string | null): void {
+  /**
+   * A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch,
+   * after the rows its work led to (`then`, added as `add` does): a crash that loses them brings the row back.
+   */
+  finish(row: Row, dueAt: Date | string | null, then: Record<string, unknown>[] = []): void {
     this.#held.finished(row);
-    this.#finished.push({ row, dueAt: dueAt instanceof Date ? dueAt.toISOString() : dueAt });
+    this.#finished.push({ row, dueAt: dueAt instanceof Date ? dueAt.toISOString() : dueAt, then });
     if (this.#finished.length >= FINISH_BATCH) this.#write();
   }
 
@@ -255,14 +258,6 @@ export class DueQueue<Row extends object> {
     return done;
   }
 
-  #keyOf(row: object): Record<string, unknown> {
-    return this.#held.keyOf(row);
-  }
-
-  #keyText(row: object): string {
-    return this.#held.keyText(row);
-  }
-
   /** Runs a write of claims in the background of the drain: `flush` waits for it; a failure is logged. */
   #track(write: Promise<void>): Promise<void> {
     const writing = write
@@ -279,14 +274,18 @@ export class DueQueue<Row extends object> {
     const batch = this.#finished;
     if (batch.length === 0) return;
     this.#finished = [];
-    const done = batch.filter((f) => f.dueAt === null).map((f) => this.#keyOf(f.row));
+    const done = batch.filter((f) => f.dueAt === null).map((f) => this.#held.keyOf(f.row));
     const later = batch
       .filter((f) => f.dueAt !== null)
-      .map((f) => ({ ...this.#keyOf(f.row), due_again: f.dueAt }));
-    const writing = Promise.all([
-      done.length > 0 && this.#db.query(this.#sql.done, [JSON.stringify(done)]),
-      later.length > 0 && this.#db.query(this.#sql.later, [JSON.stringify(later)]),
-    ])
+      .map((f) => ({ ...this.#held.keyOf(f.row), due_again: f.dueAt }));
+    const then = batch.flatMap((f) => f.then);
+    const writing = this.add(this.#db, then)
+      .then(() =>
+        Promise.all([
+          done.length > 0 && this.#db.query(this.#sql.done, [JSON.stringify(done)]),
+          later.length > 0 && this.#db.query(this.#sql.later, [JSON.stringify(later)]),
+        ]),
+      )
       // A lost finish only brings its rows back once their lease runs out (see above).
       .catch((err) => this.#log.error({ err, table: this.#spec.table }, 'could not write finished due rows'))
       .then(() => {

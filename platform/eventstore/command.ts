@@ -30,6 +30,24 @@ export const rebuildState = <E extends DomainEvent, S>(
   events: readonly DomainEvent[],
 ) => events.reduce((s, e) => decider.evolve(s, e as E), decider.initialState);
 
+/**
+ * The decider that decides `commands` one after the other, each on the state the events before it left: their
+ * events together, appended at once.
+ */
+export const inSequence = <C, E extends DomainEvent, S>(decider: Decider<C, E, S>): Decider<C[], E, S> => ({
+  initialState: decider.initialState,
+  evolve: decider.evolve,
+  decide(commands, state) {
+    const events: E[] = [];
+    for (const command of commands) {
+      const decided = decider.decide(command, state);
+      state = decided.reduce(decider.evolve, state);
+      events.push(...decided);
+    }
+    return events;
+  },
+});
+
 export interface CommandResult<E, S> {
   /** The events this command appended (empty when the decider decided nothing needed doing). */
   events: E[];

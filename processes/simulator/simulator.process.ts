@@ -7,6 +7,8 @@ import {
   readyToSend,
   recipientsOf,
 } from '../../domain/emails/email.events.ts';
+import { BoundedMap } from '../../platform/bounded-map.ts';
+import type { Transaction } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
@@ -17,7 +19,7 @@ import {
   recordComplaint,
   recordEngagement,
   recordOutcomes,
-  startSending,
+  sendAtOnce,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
@@ -40,6 +42,9 @@ export const simulatorMigrations: Migration[] = [
 CREATE INDEX IF NOT EXISTS simulator_steps_due ON simulator_steps (due_at)`,
   },
 ];
+
+/** Emails whose streams a simulator keeps between steps (`#known`): beyond that, the least recently used are read again. */
+const KNOWN_STREAMS = 1000;
 
 /** The step that "sends" the email; recipients' steps are planned from it. */
 const SEND = { recipient: '', seq: 0 };
@@ -75,6 +80,13 @@ export class SimulatorProcess extends DueProcess<StepRow> {
    */
   #played = new Map<string, Promise<boolean>>();
 
+  /**
+   * Email streams as far as this process knows them (a test email's first event from the log, then its own send),
+   * from one step to the next: a step decides on them without reading, and its command reads the stream only when
+   * another writer came in between (its append fails on the revision). A step takes its email's entry.
+   */
+  readonly #known = new BoundedMap<string, StoredEvent[]>(KNOWN_STREAMS);
+
   constructor(services: Services) {
     super(services, { name: 'simulator', everyMs: 250, table: SIMULATOR_STEPS, batch: 200, concurrency: 50 });
   }
@@ -85,6 +97,12 @@ export class SimulatorProcess extends DueProcess<StepRow> {
     if (!ready) return undefined;
     const { orgId, mode } = event.metadata;
     return { add: { email_id: ready.emailId, ...SEND, org_id: orgId, mode, due_at: ready.since, step: {} } };
+  }
+
+  protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
+    await super.consume(tx, events);
+    for (const e of events)
+      if (e.revision === 0 && e.metadata.mode === 'test' && readyToSend(e)) this.#known.set(e.streamId, [e]);
   }
 
   protected override work(): Promise<number> {
@@ -111,10 +129,14 @@ export class SimulatorProcess extends DueProcess<StepRow> {
     });
   }
 
-  /** Plays the step and finishes its row; false when it failed (logged; its row is given back, played again). */
+  /**
+   * Plays the step and finishes its row, with the steps it planned; false when it failed (logged; its row is given
+   * back, played again).
+   */
   async #playOnce(row: StepRow): Promise<boolean> {
+    let planned: Record<string, unknown>[] | undefined;
     try {
-      await this.#play(row);
+      planned = await this.#play(row);
     } catch (err) {
       this.services.log.error(
         { err, emailId: row.email_id },
@@ -122,16 +144,31 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       );
       return false;
     }
-    this.due.finish(row, null);
+    this.due.finish(row, null, planned);
     return true;
   }
 
-  async #play(row: StepRow) {
+  /**
+   * Plays the step on its email's stream as known here (`#known`), or else read once; a decision of nothing on a
+   * known stream, which may be behind, is made again on the stream read. A send returns the steps it planned.
+   */
+  async #play(row: StepRow): Promise<Record<string, unknown>[] | undefined> {
+    const stream = emailStream(row.email_id);
+    const known = this.#known.get(stream);
+    this.#known.delete(stream);
+    const played = known && (await this.#playOn(row, known));
+    if (played?.appended) return played.planned;
+    return (await this.#playOn(row, await this.services.store.readStream(stream))).planned;
+  }
+
+  /** Plays the step on `history`: whether its command appended (or read the stream itself), and what it planned. */
+  async #playOn(
+    row: StepRow,
+    history: StoredEvent[],
+  ): Promise<{ appended: boolean; planned?: Record<string, unknown>[] }> {
     const meta = systemMeta({ orgId: row.org_id, mode: row.mode });
-    // The stream read once: the command decides on it, and reads again only when another writer came in between.
-    const history = await this.services.store.readStream(emailStream(row.email_id));
     const content = acceptedContent(history);
-    if (!content) return;
+    if (!content) return { appended: false };
     if (row.recipient === SEND.recipient) return this.#send(meta, row, content, history);
     // The same Message-ID as a live send (the decider writes it into EmailSent if this step records it first).
     const messageId = messageIdOf(content);
@@ -141,8 +178,8 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       case 'delayed':
       case 'bounced': {
         const outcome = this.#outcome(row.recipient, s);
-        await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome], history);
-        return;
+        const r = await recordOutcomes(this.services, meta, row.email_id, messageId, [outcome], history);
+        return { appended: r.events.length > 0 };
       }
       case 'opened':
       case 'clicked':
@@ -158,10 +195,10 @@ export class SimulatorProcess extends DueProcess<StepRow> {
                 link: firstLink(content.html) ?? SIMULATED_LINK,
               },
         );
-        return;
+        return { appended: true };
       case 'complained':
         await recordComplaint(this.services, meta, row.email_id, row.recipient);
-        return;
+        return { appended: true };
     }
   }
 
@@ -192,32 +229,55 @@ export class SimulatorProcess extends DueProcess<StepRow> {
     }
   }
 
-  /** "Sends": sending started and sent, then plans each recipient's outcome from now. */
+  /**
+   * "Sends": sending started and sent, then plans each recipient's outcome from now (written with the send step's
+   * finish: a crash before that plays the send again, which finds the email sent and plans them again).
+   */
   async #send(meta: EventMetadata, row: StepRow, content: EmailContent, history: StoredEvent[]) {
-    const started = await startSending(this.services, meta, row.email_id, history);
-    // Canceled (or never released): nothing to send. `sent` means a crash after sending: plan the steps again.
-    if (
-      !started.state.exists ||
-      (started.state.lifecycle !== 'sending' && started.state.lifecycle !== 'sent')
-    )
-      return;
-    await recordOutcomes(this.services, meta, row.email_id, messageIdOf(content), []);
+    const sent = await sendAtOnce(this.services, meta, row.email_id, messageIdOf(content), history);
+    const appended = sent.events.length > 0;
+    // Canceled (or never released): nothing to send. Already sent (a crash after sending): plan the steps again.
+    if (!sent.state.exists || sent.state.lifecycle !== 'sent') return { appended };
+    const known = appendedTo(history, sent, meta);
+    if (known) this.#known.set(emailStream(row.email_id), known);
     const now = this.services.clock.now().getTime();
-    await this.due.add(
-      this.services.db,
-      recipientsOf(content).flatMap((recipient) =>
-        simulatedOutcome(recipient).map((step, i) => ({
-          email_id: row.email_id,
-          recipient,
-          seq: i + 1,
-          org_id: row.org_id,
-          mode: 'test',
-          due_at: new Date(now + step.afterMs),
-          step,
-        })),
-      ),
+    const planned = recipientsOf(content).flatMap((recipient) =>
+      simulatedOutcome(recipient).map((step, i) => ({
+        email_id: row.email_id,
+        recipient,
+        seq: i + 1,
+        org_id: row.org_id,
+        mode: 'test' as const,
+        due_at: new Date(now + step.afterMs),
+        step,
+      })),
     );
+    return { appended, planned };
   }
+}
+
+/**
+ * The history with what a command appended to it, or undefined when the command read the stream again (another
+ * writer came in between) or appended nothing. The new events' positions are the last one's: no decision reads them.
+ */
+function appendedTo(
+  history: StoredEvent[],
+  r: { events: { type: string; data: unknown }[]; position?: string; revision: number },
+  metadata: EventMetadata,
+): StoredEvent[] | undefined {
+  const last = history.at(-1);
+  if (!last || !r.position || r.events.length === 0 || r.revision !== last.revision + r.events.length)
+    return undefined;
+  const [streamId, position, createdAt] = [last.streamId, r.position, new Date()];
+  const added = r.events.map((e, i) => ({
+    ...e,
+    metadata,
+    streamId,
+    revision: last.revision + 1 + i,
+    position,
+    createdAt,
+  }));
+  return [...history, ...added];
 }
 
 /** Who opens and clicks in test mode (recorded, sealed, only when the organization asks): documented. */

@@ -77,6 +77,21 @@ describe('DueQueue', () => {
     expect(await rows()).toEqual([{ owner: 'c', n: 7, due_at: new Date(at(60_000)), claimed: false }]);
   });
 
+  it('adds the rows a finished row led to, with its finish', async () => {
+    await queue().add(db, [{ owner: 'f', n: 1, note: '', due_at: at(-1) }]);
+    const q = queue();
+    const [row] = await q.claim(10);
+    q.finish(row, null, [
+      { owner: 'f', n: 2, note: 'next', due_at: at(1000) },
+      { owner: 'f', n: 3, note: 'after', due_at: at(2000) },
+    ]);
+    await q.flush();
+    expect(await rows()).toEqual([
+      { owner: 'f', n: 2, due_at: new Date(at(1000)), claimed: false },
+      { owner: 'f', n: 3, due_at: new Date(at(2000)), claimed: false },
+    ]);
+  });
+
   it('drains everything due with several processes at once, each row worked once', async () => {
     await queue().add(
       db,

@@ -4,7 +4,7 @@ import { type EmailCommand, emailDecider } from '../../domain/emails/email.decid
 import { type ClientDetails, emailStream } from '../../domain/emails/email.events.ts';
 import { foldEmail } from '../../domain/emails/email.state.ts';
 import { type AuthContext, metaOf } from '../../platform/auth/auth-context.ts';
-import { handleCommand } from '../../platform/eventstore/command.ts';
+import { handleCommand, inSequence } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { sealClientDetails } from './client-details.ts';
@@ -63,6 +63,27 @@ export const releaseEmail = (services: Deps, meta: EventMetadata, emailId: strin
 
 export const startSending = (services: Deps, meta: EventMetadata, emailId: string, history?: StoredEvent[]) =>
   onEmail(services, meta, { type: 'StartSending', emailId }, history);
+
+/**
+ * For the simulator, whose sends leave at once: sending started and sent (`StartSending`, then
+ * `RecordDeliveryOutcomes` with no outcome yet), decided on one reading of the stream and appended together.
+ */
+export const sendAtOnce = (
+  services: Deps,
+  meta: EventMetadata,
+  emailId: string,
+  messageId: string,
+  history?: StoredEvent[],
+) => {
+  const at = services.clock.now().toISOString();
+  const commands: EmailCommand[] = [
+    { type: 'StartSending', emailId, at },
+    { type: 'RecordDeliveryOutcomes', emailId, messageId, outcomes: [], at },
+  ];
+  return handleCommand(services.store, emailStream(emailId), inSequence(emailDecider), commands, meta, {
+    history,
+  }).then((r) => countOutcomes(meta, r));
+};
 
 /**
  * The MTA is about to send to `recipients`: records the attempt (and `sending`, on the first) for those the decider
