@@ -3,6 +3,7 @@ import { type EmailCommand, emailDecider } from '../../domain/emails/email.decid
 import type { EmailContent, EmailEvent } from '../../domain/emails/email.events.ts';
 import { statusOf } from '../../domain/emails/email.state.ts';
 import { rollUp } from '../../domain/emails/status.ts';
+import { inSequence } from '../../platform/eventstore/command.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
 const content: EmailContent = {
@@ -147,6 +148,14 @@ describe('email decider: delivery', () => {
       .given([queued, started])
       .when({ type: 'StartSending', emailId: 'em_1', at: T(1) })
       .then([]);
+  });
+  it('starts and records sent in one decision, each command on the state the one before it left (inSequence)', () => {
+    const sendAtOnce = [{ type: 'StartSending', emailId: 'em_1', at: T(1) } as EmailCommand, outcomes([])];
+    spec(inSequence(emailDecider)).given([queued]).when(sendAtOnce).then([started, sent]);
+    // Played again after a crash: started and sent already, nothing more.
+    spec(inSequence(emailDecider)).given([queued, started, sent]).when(sendAtOnce).then([]);
+    // Canceled before it went: neither.
+    spec(inSequence(emailDecider)).given([scheduled, canceled]).when(sendAtOnce).then([]);
   });
   it('does not start a scheduled email before it is released', () =>
     spec(emailDecider)
