@@ -293,3 +293,31 @@ describe.each(['memory', 'postgres', 'redis'] as const)('the %s counter', (kind)
     expect((await limiter.hit(key, 10, now + 1000)).allowed).toBe(true);
   });
 });
+
+describe('the postgres counter, shared by two processes', () => {
+  it('gives every hit of requests in flight together its own count, whichever process counted it', async () => {
+    const { db, dispose } = await openTestDatabase();
+    await migrate(db, rateLimitMigrations);
+    cleanup.push(dispose);
+    // Two processes' limiters on one database, each counting its requests in flight together in one statement.
+    const [a, b] = [new PostgresRateLimiter(db), new PostgresRateLimiter(db)];
+    const [key, other] = [
+      `shared:${randomBytes(6).toString('hex')}`,
+      `other:${randomBytes(6).toString('hex')}`,
+    ];
+    const now = (Math.floor(Date.now() / 1000) + 7200) * 1000;
+    const hits = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).hit(i % 8 === 0 ? other : key, 100, now)),
+    );
+    const counts = (k: string) =>
+      hits
+        .filter((_, i) => (i % 8 === 0 ? other : key) === k)
+        .map((h) => 100 - h.remaining)
+        .sort((x, y) => x - y);
+    expect(counts(key)).toEqual(Array.from({ length: 35 }, (_, i) => i + 1));
+    expect(counts(other)).toEqual([1, 2, 3, 4, 5]);
+    // The next window starts again, in the same statement as hits of the window before it.
+    const next = await Promise.all([a.hit(key, 100, now + 1000), a.hit(key, 100, now + 999)]);
+    expect(next.map((h) => 100 - h.remaining)).toEqual([1, 36]);
+  });
+});
