@@ -4,6 +4,7 @@
  * they hardly move with what else the machine is doing.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { processFamily } from './peers/processes.ts';
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
@@ -63,4 +64,17 @@ export const cpuText = (c: { node: number; pg: number | null; total: number }) =
 export function processCpu(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/**
+ * CPU seconds since the call of a process and its children (every thread: `processFamily`), and of the backends
+ * serving `database` when one is named (0 otherwise): Postline's own, or a peer's.
+ */
+export function familyCpuMeter(pid: number, database?: string) {
+  const family = () => processFamily(pid).reduce((sum, p) => sum + processCpu(p), 0);
+  const [node, pg] = [family(), database ? postgresCpu(database) : new Map<string, number>()];
+  return () => ({
+    node: family() - node,
+    pg: database ? postgresCpuSince(pg, postgresCpu(database)) : 0,
+  });
 }

@@ -11,20 +11,13 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { CLI, freePort, ROOT } from '../test/support/process.ts';
-import { postgresCpu, postgresCpuSince } from './cpu.ts';
+import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 const MIB = 2 ** 20;
 
 /** Resident memory of a process, MiB. */
 const rssOf = (pid: number) =>
   (Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * 4096) / MIB;
-/** CPU seconds a process used so far. */
-const cpuOf = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND;
-};
-
 /**
  * CPU seconds used so far by each backend of the embedded server started by `pid` (its child's children whose
  * command line names the database `postline`), as postgresCpu reads those of the machine's server.
@@ -40,7 +33,7 @@ function embeddedBackendsCpu(pid: number): Map<string, number> {
   for (const [p, parent] of parentOf)
     try {
       if (postmasters.has(parent) && readFileSync(`/proc/${p}/cmdline`, 'latin1').includes(' postline '))
-        out.set(p, cpuOf(Number(p)));
+        out.set(p, processCpu(Number(p)));
     } catch {}
   return out;
 }
@@ -134,7 +127,7 @@ async function measureOne(
     const dbName = database ? new URL(database.url).pathname.slice(1) : undefined;
     const backends = () => (dbName ? postgresCpu(dbName) : embeddedBackendsCpu(pid));
     const pgBefore = backends();
-    const cpuBefore = cpuOf(pid);
+    const cpuBefore = processCpu(pid);
     let rssPeak = 0;
     const sampler = setInterval(() => {
       rssPeak = Math.max(rssPeak, rssOf(pid));
@@ -153,7 +146,7 @@ async function measureOne(
       p50: r.latency.p50,
       p99: r.latency.p99,
       errors: r.non2xx + r.errors,
-      cpuNode: ((cpuOf(pid) - cpuBefore) * 1e6) / ok,
+      cpuNode: ((processCpu(pid) - cpuBefore) * 1e6) / ok,
       cpuPg: pgAfter.size > 0 ? (postgresCpuSince(pgBefore, pgAfter) * 1e6) / ok : null,
     };
   } finally {

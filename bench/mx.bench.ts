@@ -21,9 +21,9 @@ import { performance } from 'node:perf_hooks';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.ts';
 import { freePort, startServer } from '../test/support/process.ts';
-import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
+import { familyCpuMeter, processCpu } from './cpu.ts';
 import { startHaraka } from './peers/haraka.ts';
-import { alternately, median, type Peer, processFamily, quiet, ratio } from './peers/processes.ts';
+import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
 import { countOnServer } from './round-trips.ts';
 import { runLoad, type SmtpLoad } from './smtp-load.ts';
 import { organizationWithDomain } from './verified-domain.ts';
@@ -77,11 +77,13 @@ async function measure(port: number, first: number, meter: () => () => number, p
   return { rate: MESSAGES / ((t1 - t0) / 1000), cpuMs: (cpuSince() * 1000) / MESSAGES };
 }
 
-/** CPU of a process and its children, in seconds since the meter started. */
-const processMeter = (pid: number) => () => {
-  const cpu = () => processFamily(pid).reduce((sum, p) => sum + processCpu(p), 0);
-  const start = cpu();
-  return () => cpu() - start;
+/** The CPU seconds, since the meter started, of a process and its children, and of its database's backends. */
+const meterOf = (pid: number, database?: string) => () => {
+  const since = familyCpuMeter(pid, database);
+  return () => {
+    const { node, pg } = since();
+    return node + pg;
+  };
 };
 
 const figures = (r: { rate: number; cpuMs: number }) =>
@@ -139,17 +141,13 @@ async function main() {
     sent += 200;
 
     const pid = server.child.pid!;
-    const postlineMeter = () => {
-      const [node, pg] = [processMeter(pid)(), postgresCpu(database)];
-      return () => node() + postgresCpuSince(pg, postgresCpu(database));
-    };
     const results: { postline: { rate: number; cpuMs: number }; haraka?: { rate: number; cpuMs: number } }[] =
       [];
     for (let run = 1; run <= RUNS; run++) {
       const [postline, other] = await alternately(
         run,
-        () => measure(mxPort, sent, postlineMeter, pid),
-        haraka && (() => measure(haraka.port, sent, processMeter(haraka.pid), pid)),
+        () => measure(mxPort, sent, meterOf(pid, database), pid),
+        haraka && (() => measure(haraka.port, sent, meterOf(haraka.pid), pid)),
       );
       sent += MESSAGES;
       if (haraka && haraka.stored() !== sent)

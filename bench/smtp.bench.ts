@@ -24,9 +24,9 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.ts';
 import { recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { freePort, startServer } from '../test/support/process.ts';
-import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
+import { familyCpuMeter, processCpu } from './cpu.ts';
 import { startPostfix } from './peers/postfix.ts';
-import { alternately, median, type Peer, processFamily, quiet, ratio } from './peers/processes.ts';
+import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
 import { type Receiver, startReceiver } from './receiver.ts';
 import { countOnServer } from './round-trips.ts';
 import { runLoad, type SmtpLoad } from './smtp-load.ts';
@@ -63,13 +63,6 @@ interface Rates {
   cpu?: { ms: number; pgMs: number };
 }
 
-/** CPU seconds of Postline's process (every thread) and of its database's backends since the meter started. */
-function cpuMeter(pid: number, database: string) {
-  const family = () => processFamily(pid).reduce((sum, p) => sum + processCpu(p), 0);
-  const [node, pg] = [family(), postgresCpu(database)];
-  return () => ({ node: family() - node, pg: postgresCpuSince(pg, postgresCpu(database)) });
-}
-
 /**
  * Accept: all answered 250; end to end: from the first MAIL until the receiver has accepted the last. Postline's
  * CPU counts until its process has gone quiet again: the outcomes' records and projections after the last delivery.
@@ -83,7 +76,7 @@ async function measure(
 ) {
   await quiet(postline.pid, processCpu);
   const delivered = receiver.count() + MESSAGES;
-  const since = postline.database ? cpuMeter(postline.pid, postline.database) : undefined;
+  const since = postline.database ? familyCpuMeter(postline.pid, postline.database) : undefined;
   const t0 = performance.now();
   await runLoad(port, smtp, first, MESSAGES);
   const t1 = performance.now();
