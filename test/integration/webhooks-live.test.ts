@@ -168,7 +168,7 @@ describe('webhooks, live', () => {
       const fanOutAt = async () =>
         (await db.query('SELECT position FROM process_checkpoints WHERE name = $1', [FAN_OUT_NAME])).rows[0]
           ?.position;
-      await expect.poll(async () => (await fanOutAt()) >= position, { timeout: 10_000 }).toBe(true);
+      await expect.poll(async () => (await fanOutAt()) >= position).toBe(true);
       const summaries = await db.query('SELECT 1 FROM webhook_email_summaries WHERE email_id = $1', [
         emailId,
       ]);
