@@ -32,6 +32,8 @@ const orgOf = (e: StoredEvent): string =>
 
 /** How often replays whose claim ran out (a crashed process's) are looked for, besides after each batch. */
 const REPLAY_POLL_MS = 30_000;
+/** How often the email summaries past their keeping (SUMMARY_KEEP_DAYS) are deleted. */
+const PURGE_EVERY_MS = 60 * 60_000;
 
 /**
  * Webhook fan-out: a consumer of the log (LogConsumer) that keeps each endpoint's subscription as of the event in
@@ -58,19 +60,22 @@ export class WebhookFanOut implements BackgroundProcess {
    */
   #orgs?: Set<string>;
   #stopping = new AbortController();
+  /** When this process last purged email summaries (0: not yet, so the first tick does). */
+  #purgedAt = 0;
 
   constructor(services: Services) {
     this.#services = services;
-    this.#summaries = new EmailSummaries(services.store);
+    this.#summaries = new EmailSummaries(services.store, () => services.clock.now());
     this.#consumer = new LogConsumer(
       {
         name: FAN_OUT_NAME,
         db: services.db,
         store: services.store,
         log: services.log,
-        prepare: (events) => {
+        // The summaries the batch lacks are read from the emails' streams before its transaction opens.
+        prepare: async (events) => {
           if (events.some(isWebhookEvent)) this.#orgs = undefined;
-          return this.#summaries.fillIn(services.db, events, (e) => this.#watched(e));
+          await this.#summaries.of(services.db, events, await this.#watched(events));
         },
         acts: (e) => this.#orgs === undefined || isWebhookEvent(e) || this.#orgs.has(orgOf(e)),
       },
@@ -81,7 +86,7 @@ export class WebhookFanOut implements BackgroundProcess {
 
   start(): void {
     this.#consumer.start(() => void this.#replay());
-    this.#timer ??= setInterval(() => void this.#replay(), REPLAY_POLL_MS).unref();
+    this.#timer ??= setInterval(() => this.#tick(), REPLAY_POLL_MS).unref();
     void this.#replay();
   }
 
@@ -101,6 +106,18 @@ export class WebhookFanOut implements BackgroundProcess {
   async runOnce(): Promise<number> {
     await this.#consumer.catchUp();
     return this.#replay();
+  }
+
+  /** Deletes the email summaries recorded more than SUMMARY_KEEP_DAYS ago; resolves with how many. */
+  purgeSummaries(): Promise<number> {
+    return this.#summaries.purge(this.#services.db);
+  }
+
+  #tick() {
+    void this.#replay();
+    if (Date.now() - this.#purgedAt < PURGE_EVERY_MS) return;
+    this.#purgedAt = Date.now();
+    this.purgeSummaries().catch((err) => this.#services.log.warn({ err }, 'email summaries purge failed'));
   }
 
   /** Works the replays due; a call while they run shares the run (it goes on until none is left). */
@@ -135,7 +152,12 @@ export class WebhookFanOut implements BackgroundProcess {
   async #apply(tx: Transaction, events: StoredEvent[]): Promise<void> {
     const endpoints = await EndpointSet.load(tx, [...new Set(events.map(orgOf))]);
     await this.#summaries.record(tx, events);
-    const summaries = await this.#summaries.of(tx, events);
+    // Only a summary purged since `prepare` is read from its stream here.
+    const watched = new Set([
+      ...endpoints.activeOrganizations(),
+      ...events.filter(isWebhookEvent).map(orgOf),
+    ]);
+    const summaries = await this.#summaries.of(tx, events, (e) => watched.has(orgOf(e)));
     const now = this.#services.clock.now();
     let pending: NewDelivery[] = [];
     let recorded = 0;

@@ -94,7 +94,6 @@ export class WebhookReplays {
       inRange.length < events.length ||
       inRange[inRange.length - 1].position === replay.up_to;
     const matching = live ? this.#matching(replay, endpoint, inRange) : [];
-    await this.#summaries.fillIn(db, matching);
     const summaries = await this.#summaries.of(db, matching);
     const now = clock.now();
     const deliveries = matching.flatMap((e) => {

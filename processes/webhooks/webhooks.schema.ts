@@ -6,6 +6,7 @@ import type { Migration } from '../../platform/db/migrations.ts';
  *   committed with the replay's cursor; a replay's row goes once it reached its end.
  * - webhook_email_summaries: from/to/subject/tags of each email, taken from its first event by the fan-out in the
  *   transaction that moves its checkpoint; the events of an email after its first need them for their payloads.
+ *   Kept SUMMARY_KEEP_DAYS from `recorded_at` (email-summaries.ts); an email's stream has them after that.
  */
 export const webhookProcessMigrations: Migration[] = [
   {
@@ -28,5 +29,11 @@ CREATE TABLE webhook_email_summaries (
   email_id text PRIMARY KEY,
   summary jsonb NOT NULL
 )`,
+  },
+  {
+    id: 'webhook-email-summaries-002',
+    sql: `
+ALTER TABLE webhook_email_summaries ADD COLUMN recorded_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX webhook_email_summaries_recorded_at ON webhook_email_summaries (recorded_at)`,
   },
 ];
