@@ -19,6 +19,11 @@ export interface DeliveryOutcome {
   bounceType?: 'hard' | 'soft';
   /** For `bounced`: why the server refused (domain/emails/bounce-classes.ts). */
   classification?: BounceClass;
+  /**
+   * For `delayed`: false when no server was asked (no connection slot of the shaping group came free). `attempt`
+   * is then the last one's, unchanged: a wait for a connection never uses up the retry schedule.
+   */
+  attempted?: false;
 }
 
 /** The events of a delivery attempt's outcomes: one per recipient still waiting for this attempt's. */
@@ -34,7 +39,9 @@ export function outcomeEvents(
     // Unknown recipients, final ones and replays of an attempt already recorded change nothing (at-least-once).
     if (!r || isFinal(r.status)) continue;
     if (o.result === 'delayed') {
-      if (o.attempt <= r.attempts) continue;
+      // An attempt's outcome is recorded once: a counted one by its number, one not counted ends the attempt in
+      // flight (so a replay of it finds none).
+      if (o.attempted === false ? !r.inFlight : o.attempt <= r.attempts) continue;
       events.push({
         type: 'EmailDeliveryDelayed',
         data: {
@@ -44,6 +51,7 @@ export function outcomeEvents(
           nextAttemptAt: o.nextAttemptAt ?? at,
           smtpResponse: o.smtpResponse,
           ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
+          ...(o.attempted === false && { attempted: false as const }),
           delayedAt: at,
         },
       });

@@ -143,11 +143,15 @@ function startAttempt(command: Command<'StartDeliveryAttempt'>, state: EmailStat
   return events;
 }
 
-/** An attempt's outcomes, once the email is on its way (`EmailSent` with the first). */
+/**
+ * An attempt's outcomes, once the email is on its way (`EmailSent` with the first, unless all of them are waits
+ * for a connection slot, which sent nothing).
+ */
 function recordOutcomes(command: Command<'RecordDeliveryOutcomes'>, state: EmailState): EmailEvent[] {
   if (!state.exists || ['canceled', 'scheduled', 'queued'].includes(state.lifecycle)) return [];
   const events = outcomeEvents(state as Known, command.emailId, command.at, command.outcomes);
-  if (state.lifecycle === 'sending') {
+  const sentNothing = command.outcomes.length > 0 && command.outcomes.every((o) => o.attempted === false);
+  if (state.lifecycle === 'sending' && !sentNothing) {
     events.unshift({
       type: 'EmailSent',
       data: { emailId: command.emailId, messageId: command.messageId, sentAt: command.at },

@@ -114,11 +114,13 @@ export type EmailDeliveryDelayed = {
   data: {
     emailId: string;
     recipient: string;
-    /** The attempt that failed, 1-based. */
+    /** The attempt that failed, 1-based; with `attempted: false`, the last one before it (0: none). */
     attempt: number;
     nextAttemptAt: string;
     smtpResponse: string;
     smtpCode?: number;
+    /** No server was asked (no connection slot came free): the attempt did not count. */
+    attempted?: false;
     delayedAt: string;
   };
 };

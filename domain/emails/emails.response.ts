@@ -143,10 +143,10 @@ const HISTORY: Record<EmailHistoryType, { recipient: boolean; data: z.ZodRawShap
         description:
           '`attempt`: an attempt of Postline’s failed for now; `report`: the receiving side reported a delay.',
       }),
-      attempt: z
-        .int()
-        .nullable()
-        .meta({ description: 'The attempt that failed, 1-based; null for a report.' }),
+      attempt: z.int().nullable().meta({
+        description:
+          'The attempt that failed, 1-based; null for a report, and for a wait for a free connection to the destination (no attempt).',
+      }),
       next_attempt_at: timestamp.nullable(),
       smtp_code: smtpCode,
       smtp_response: z.string(),

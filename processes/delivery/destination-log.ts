@@ -50,7 +50,8 @@ export class DestinationLog {
     where: { orgId: string; mode: string; destination: string; group: string; at: string },
     decided: DeliveryOutcome[],
   ): void {
-    for (const o of decided)
+    // A wait for a connection slot is no server's reply.
+    for (const o of decided.filter((d) => d.attempted !== false))
       this.note({
         ...where,
         smtpCode: o.smtpCode ?? null,

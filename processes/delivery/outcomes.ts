@@ -8,7 +8,8 @@ type Known = Extract<EmailState, { exists: true }>;
 /**
  * What a server's answer to a recipient becomes, as the attempt after the last one recorded for it: delivered;
  * a 5xx bounces, hard or soft by its class (refusalOf); anything temporary is delayed until its retry time, or
- * bounces (soft, with the class of its last answer) after the last.
+ * bounces (soft, with the class of its last answer) after the last. A deferral without a server's answer
+ * (`attempted: false`) is not an attempt: delayed by the schedule's first step, its count unchanged.
  */
 export function outcomeOf(
   state: Known,
@@ -32,6 +33,15 @@ export function outcomeOf(
       ...(o.tls !== undefined && { tls: o.tls }),
     };
   if (o.result === 'bounced') return { ...base, result: 'bounced', ...refusalOf(o.smtpResponse, rules) };
+  // No server was asked: due again as after a first failure, the schedule where it was.
+  if (o.attempted === false)
+    return {
+      ...base,
+      attempt: attempt - 1,
+      result: 'delayed',
+      nextAttemptAt: nextAttemptAt(EMAIL_RETRIES, 1, now)!.toISOString(),
+      attempted: false,
+    };
   const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
   return next
     ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }

@@ -60,7 +60,8 @@ export async function publicHistory(db: Queryable, stream: StoredEvent[]) {
         failed.set(d.recipient, d.attempt);
         out.push(
           at(d.recipient, {
-            attempt: d.attempt,
+            // A wait for a connection slot was no attempt.
+            attempt: d.attempted === false ? null : d.attempt,
             next_attempt_at: d.nextAttemptAt,
             smtp_code: d.smtpCode ?? null,
             smtp_response: d.smtpResponse,

@@ -2886,7 +2886,7 @@ export interface components {
                  * @enum {string}
                  */
                 source: "attempt" | "report";
-                /** @description The attempt that failed, 1-based; null for a report. */
+                /** @description The attempt that failed, 1-based; null for a report, and for a wait for a free connection to the destination (no attempt). */
                 attempt: number | null;
                 next_attempt_at: string | null;
                 /** @description The SMTP reply code; null when no server answered. */

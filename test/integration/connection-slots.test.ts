@@ -123,6 +123,43 @@ describe('outbound MTA with connection slots', () => {
     await expect.poll(() => held('g-mta'), PATIENCE).toBe(0);
   });
 
+  it('given the group’s one slot held elsewhere until the connection time-out, defers without asking any MX host, as no attempt', async () => {
+    // Given: a destination with two MX hosts; another process holds the group's one slot
+    dns.set('busy.test', 'MX', [
+      { exchange: 'mx1.busy.test', priority: 10 },
+      { exchange: 'mx2.busy.test', priority: 20 },
+    ]);
+    dns.set('mx1.busy.test', 'A', ['127.0.0.1']);
+    dns.set('mx2.busy.test', 'A', ['127.0.0.1']);
+    const elsewhere = await slots[1].acquire('g-busy', 1);
+    expect(elsewhere).not.toBeNull();
+    sink.reset();
+    const mta = new OutboundMta({
+      dnsServers: [dns.serverAddress],
+      port: sink.port,
+      log,
+      timeoutMs: 1_000,
+      connectionSlots: new ConnectionSlots({ db: pools[0], clock, log }),
+    });
+    mtas.push(mta);
+    // When
+    const outcomes = await mta.send(message('a@busy.test'), ['a@busy.test'], {
+      limits: { group: 'g-busy', connections: 1 },
+    });
+    // Then: deferred, said to be no attempt, and no host was connected to (the next MX would wait alike)
+    expect(outcomes).toEqual([
+      {
+        recipient: 'a@busy.test',
+        result: 'deferred',
+        smtpResponse:
+          'local: all 1 connections of the shaping group g-busy are in use; not counted as an attempt',
+        attempted: false,
+      },
+    ]);
+    expect(sink.connections.total).toBe(0);
+    await elsewhere?.release();
+  });
+
   it('given the group’s one slot held by an idle connection of another egress source, frees it for the send that waits', async () => {
     // Given: an MTA whose idle connections stay open 5 s; the group allows one connection; one source sent
     dns.set('free.test', 'MX', [{ exchange: 'mx.free.test', priority: 10 }]);

@@ -3,6 +3,8 @@ import { suppressionStream } from '../../domain/suppressions/suppression.events.
 import { ManualClock } from '../../platform/clock.ts';
 import { registry } from '../../platform/metrics.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
+import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
+import { ConnectionSlots } from '../../processes/delivery/shaping/connection-slots.ts';
 import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
@@ -175,6 +177,55 @@ describe('a refusal in the delivery look, and its shaping group', () => {
     await delivery.runOnce();
     expect((await recipientOf(held)).status).toBe('delivered');
     expect((await groupRow(`mx:mx.${domain}`)).backoff_level).toBe(0);
+  });
+
+  it('given every connection slot of the group held elsewhere: delayed, no attempt counted, nothing sent, the group untouched; then sent', async () => {
+    // Given: another process holds the group's 5 connection slots (the default group's); an MTA that waits for
+    // one 1 s at most
+    const domain = destination('busy-slots.test');
+    const group = `mx:mx.${domain}`;
+    const elsewhere = new ConnectionSlots(svc.postline.services);
+    const held = await Promise.all([0, 1, 2, 3, 4].map(() => elsewhere.acquire(group, 5)));
+    expect(held.every((h) => h !== null)).toBe(true);
+    const mta = new OutboundMta({
+      dnsServers: [dns.serverAddress],
+      port: mx.port,
+      log: svc.postline.services.log,
+      timeoutMs: 1_000,
+      connectionSlots: new ConnectionSlots(svc.postline.services),
+    });
+    const waiting = new DeliveryProcess(svc.postline.services, { mta });
+    try {
+      // When
+      const id = await send(`ann@${domain}`);
+      await waiting.runOnce();
+      // Then: delayed a minute as no attempt, the email not sent, nothing connected, the group as it was
+      expect(await recipientOf(id)).toMatchObject({ status: 'delayed', attempts: 0, smtp_code: null });
+      const history = await svc.postline.services.store.readStream(`email-${id}`);
+      expect(history.map((e) => e.type)).toEqual([
+        'EmailQueued',
+        'EmailSendingStarted',
+        'EmailDeliveryAttemptStarted',
+        'EmailDeliveryDelayed',
+      ]);
+      expect(history.at(-1)?.data).toMatchObject({ attempt: 0, attempted: false });
+      const events = (await acme.live.get(`/v1/emails/${id}/events`)).body.data;
+      expect(events.find((e: any) => e.type === 'email.delivery_delayed')?.data).toMatchObject({
+        source: 'attempt',
+        attempt: null,
+      });
+      expect(mx.connections.total).toBe(0);
+      expect(await groupRow(group)).toBeUndefined();
+      // And: once a slot is free and the minute is over, it goes as its first attempt
+      for (const h of held) await h?.release();
+      clock.advance(2 * MINUTE);
+      await waiting.runOnce();
+      expect(await recipientOf(id)).toMatchObject({ status: 'delivered', attempts: 1 });
+    } finally {
+      await waiting.stop();
+      await mta.close();
+      elsewhere.close();
+    }
   });
 
   it("given Google's 421 4.7.28: its reply rule pauses the group google for 15 minutes", async () => {

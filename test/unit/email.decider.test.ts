@@ -312,6 +312,80 @@ describe('email decider: delivery attempts', () => {
       .when(start([ann], T(1)))
       .then([]);
   });
+  describe('a deferral no server gave (no connection slot came free): not an attempt', () => {
+    const waited = {
+      recipient: bob,
+      result: 'delayed',
+      attempt: 0,
+      attempted: false,
+      nextAttemptAt: T(3),
+      smtpResponse: 'local: all 1 connections of the shaping group g are in use; not counted as an attempt',
+    };
+    const waitedBob: EmailEvent = {
+      type: 'EmailDeliveryDelayed',
+      data: {
+        emailId: 'em_1',
+        recipient: bob,
+        attempt: 0,
+        nextAttemptAt: T(3),
+        smtpResponse: waited.smtpResponse,
+        attempted: false,
+        delayedAt: T(2),
+      },
+    };
+    it('ends the attempt in flight, its count unchanged, and the email is not sent by it', () => {
+      spec(emailDecider)
+        .given([queued, started, attempt([bob], T(1))])
+        .when(outcomes([waited]))
+        .then([waitedBob]);
+      const s = stateAfter([queued, started, attempt([bob], T(1)), waitedBob]);
+      expect(s.exists && s.recipients[bob]).toEqual({ status: 'delayed', attempts: 0, nextAttemptAt: T(3) });
+      expect(s.exists && s.lifecycle).toBe('sending');
+    });
+    it('is recorded once: played again, it finds no attempt in flight', () =>
+      spec(emailDecider)
+        .given([queued, started, attempt([bob], T(1)), waitedBob])
+        .when(outcomes([waited]))
+        .then([]));
+    it('leaves the count where an earlier failure put it, and the next failure is the attempt after that', () =>
+      spec(emailDecider)
+        .given([
+          queued,
+          started,
+          attempt([bob], T(1)),
+          sent,
+          delayedBob,
+          attempt([bob], T(3)),
+          { ...waitedBob, data: { ...waitedBob.data, attempt: 1 } },
+          attempt([bob], T(4)),
+        ])
+        .when(
+          outcomes([
+            {
+              recipient: bob,
+              result: 'delayed',
+              attempt: 2,
+              nextAttemptAt: T(9),
+              smtpResponse: '451 later',
+              smtpCode: 451,
+            },
+          ]),
+        )
+        .then([
+          {
+            type: 'EmailDeliveryDelayed',
+            data: {
+              emailId: 'em_1',
+              recipient: bob,
+              attempt: 2,
+              nextAttemptAt: T(9),
+              smtpResponse: '451 later',
+              smtpCode: 451,
+              delayedAt: T(2),
+            },
+          },
+        ]));
+  });
   it('keeps the attempt in flight in the state until an outcome', () => {
     const inFlight = { startedAt: T(1), endsBy: plus(T(1), 35) };
     const s = stateAfter([queued, started, attempt([ann, bob], T(1)), sent, delivered(ann)]);

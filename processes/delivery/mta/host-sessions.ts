@@ -28,6 +28,9 @@ export type SessionLimits = UseLimits & { group?: string; source?: SessionSource
 
 /** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
 const SLOT_POLL_MS = 250;
+
+/** No slot of the group came free in time: no server was asked, and the next MX host would wait alike. */
+class SlotsInUse extends Error {}
 const KNOWN_DESTINATIONS = 10_000;
 
 export interface HostSessionOptions {
@@ -73,7 +76,8 @@ export class HostSessions {
   /**
    * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
    * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
-   * one more try on a fresh one; a connection lost during the transaction defers every recipient. Past `endAt`
+   * one more try on a fresh one; a connection lost during the transaction defers every recipient, and so does a
+   * shaping group without a free connection slot in time (not counted as an attempt). Past `endAt`
    * no transaction starts (every recipient deferred), and one still running is cut. `limits` (the destination's
    * shaping group's) caps the connections to this host and the transactions each connection runs.
    */
@@ -122,6 +126,15 @@ export class HostSessions {
         this.#o.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
         return { outcomes };
       } catch (err) {
+        if (err instanceof SlotsInUse)
+          return {
+            outcomes: recipients.map((recipient) => ({
+              recipient,
+              result: 'deferred' as const,
+              smtpResponse: `local: ${err.message}; not counted as an attempt`,
+              attempted: false as const,
+            })),
+          };
         if (!inTransaction) return { error: describeError(err) };
         if (reused && attempt === 0 && Date.now() < endAt) continue;
         const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;
@@ -143,8 +156,7 @@ export class HostSessions {
 
   /**
    * Opens a session while holding one of the group's connection slots, given back when the session closes;
-   * waits for a free slot until the connection time-out (or `endAt`), then fails as a connection that could
-   * not be opened.
+   * waits for a free slot until the connection time-out (or `endAt`), then throws SlotsInUse.
    */
   async #openInSlot(
     host: MxHost,
@@ -174,7 +186,7 @@ export class HostSessions {
       // egress source) is freed for this one rather than waiting for its idle time-out.
       this.#pool.closeIdle((k) => k !== key && this.#groups.get(k) === group);
       if (Date.now() + SLOT_POLL_MS >= giveUpAt)
-        throw new Error(`all ${connections} connections of the shaping group ${group} are in use`);
+        throw new SlotsInUse(`all ${connections} connections of the shaping group ${group} are in use`);
       await new Promise((resolve) => setTimeout(resolve, SLOT_POLL_MS));
     }
   }

@@ -53,4 +53,9 @@ export interface RecipientOutcome {
   mx?: string;
   /** Whether the transaction ran over TLS. */
   tls?: boolean;
+  /**
+   * False when no server was asked: the shaping group's connections were all in use until the connection
+   * time-out. Such a deferral does not count as an attempt (delivery-attempts.ts).
+   */
+  attempted?: false;
 }
