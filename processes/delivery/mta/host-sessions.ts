@@ -28,10 +28,10 @@ export type SessionLimits = UseLimits & { group?: string; source?: SessionSource
 
 /** While a group's slots are all held, a free one is looked for this often (until the connection time-out). */
 const SLOT_POLL_MS = 250;
+const KNOWN_DESTINATIONS = 10_000;
 
 /** No slot of the group came free in time: no server was asked, and the next MX host would wait alike. */
 class SlotsInUse extends Error {}
-const KNOWN_DESTINATIONS = 10_000;
 
 export interface HostSessionOptions {
   /** Port to connect to on MX hosts; the smarthost's own otherwise. */
