@@ -20,7 +20,7 @@ export interface DeliveryOutcome {
   /** For `bounced`: why the server refused (domain/emails/bounce-classes.ts). */
   classification?: BounceClass;
   /**
-   * For `delayed`: false when no server was asked (no connection slot of the shaping group came free). `attempt`
+   * For `delayed`: false when no server was asked (no connection to the destination came free in time). `attempt`
    * is then the last one's, unchanged: a wait for a connection never uses up the retry schedule.
    */
   attempted?: false;

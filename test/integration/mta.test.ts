@@ -353,10 +353,13 @@ describe('outbound MTA: the time limit of a send', () => {
     while (s.holding === 0) await new Promise((r) => setTimeout(r, 5));
     // The one connection is busy for a second; this send may only start within 200 ms.
     const [late] = await out.send(message({ to: ['b@queued.test'] }), ['b@queued.test'], { withinMs: 200 });
+    // No server was asked: not counted as an attempt.
     expect(late).toEqual({
       recipient: 'b@queued.test',
       result: 'deferred',
-      smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
+      smtpResponse:
+        "local: no connection to mx.queued.test came free within the attempt's time limit; not counted as an attempt",
+      attempted: false,
     });
     expect((await first)[0].result).toBe('delivered');
     expect(s.rcptLog.map((r) => r.recipient)).toEqual(['a@queued.test']);

@@ -76,10 +76,11 @@ export class HostSessions {
   /**
    * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
    * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
-   * one more try on a fresh one; a connection lost during the transaction defers every recipient, and so does a
-   * shaping group without a free connection slot in time (not counted as an attempt). Past `endAt`
-   * no transaction starts (every recipient deferred), and one still running is cut. `limits` (the destination's
-   * shaping group's) caps the connections to this host and the transactions each connection runs.
+   * one more try on a fresh one; a connection lost during the transaction defers every recipient. A shaping group
+   * without a free connection slot in time, or a pool without a free connection before `endAt`, defers them too,
+   * not counted as an attempt. Past `endAt` no transaction starts (every recipient deferred), and one still
+   * running is cut. `limits` (the destination's shaping group's) caps the connections to this host and the
+   * transactions each connection runs.
    */
   async transact(
     host: MxHost,
@@ -97,6 +98,15 @@ export class HostSessions {
         recipient,
         result: 'deferred' as const,
         smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
+      })),
+    });
+    // No server was asked, only a connection waited for: not counted as an attempt.
+    const unasked = (reason: string) => ({
+      outcomes: recipients.map((recipient) => ({
+        recipient,
+        result: 'deferred' as const,
+        smtpResponse: `local: ${reason}; not counted as an attempt`,
+        attempted: false as const,
       })),
     });
     if (limits.group) this.#groups.set(key, limits.group);
@@ -122,19 +132,12 @@ export class HostSessions {
           },
           limits,
         );
-        if (!outcomes) return timeUp();
+        if (!outcomes)
+          return unasked(`no connection to ${host.name} came free within the attempt's time limit`);
         this.#o.log.debug({ mx: host.name, recipients: recipients.length, reused }, 'transaction done');
         return { outcomes };
       } catch (err) {
-        if (err instanceof SlotsInUse)
-          return {
-            outcomes: recipients.map((recipient) => ({
-              recipient,
-              result: 'deferred' as const,
-              smtpResponse: `local: ${err.message}; not counted as an attempt`,
-              attempted: false as const,
-            })),
-          };
+        if (err instanceof SlotsInUse) return unasked(err.message);
         if (!inTransaction) return { error: describeError(err) };
         if (reused && attempt === 0 && Date.now() < endAt) continue;
         const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;

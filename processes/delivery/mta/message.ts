@@ -54,8 +54,9 @@ export interface RecipientOutcome {
   /** Whether the transaction ran over TLS. */
   tls?: boolean;
   /**
-   * False when no server was asked: the shaping group's connections were all in use until the connection
-   * time-out. Such a deferral does not count as an attempt (delivery-attempts.ts).
+   * False when no server was asked, only a connection waited for: the shaping group's connections were all in
+   * use until the connection time-out, or the pool had none free within the send's time limit. Such a deferral
+   * does not count as an attempt (delivery-attempts.ts).
    */
   attempted?: false;
 }
