@@ -6,7 +6,7 @@ import { EMAIL_RETRIES } from '../../processes/retry-schedule.ts';
 const now = new Date('2026-06-01T00:00:00Z');
 const MIN = 60_000;
 /** An email whose one recipient has had `attempts` attempts, each deferred. */
-const after = (attempts: number) =>
+const afterAttempts = (attempts: number) =>
   ({
     exists: true,
     orgId: 'org_1',
@@ -30,19 +30,19 @@ const about = (at: string | undefined, ms: number) => {
 
 describe('outcomeOf: what an answer becomes', () => {
   it('delays a deferral as the attempt after the last, by the schedule', () => {
-    const o = outcomeOf(after(2), deferred, now);
+    const o = outcomeOf(afterAttempts(2), deferred, now);
     expect(o).toMatchObject({ recipient: 'ann@a.test', result: 'delayed', attempt: 3 });
     about(o.nextAttemptAt, EMAIL_RETRIES.delaysMs[2]);
   });
   it('bounces softly once the schedule is spent', () =>
-    expect(outcomeOf(after(EMAIL_RETRIES.delaysMs.length), deferred, now)).toMatchObject({
+    expect(outcomeOf(afterAttempts(EMAIL_RETRIES.delaysMs.length), deferred, now)).toMatchObject({
       result: 'bounced',
       bounceType: 'soft',
       attempt: EMAIL_RETRIES.delaysMs.length + 1,
     }));
   it('delays a wait for a connection slot by the first step, its count unchanged, however many came before', () => {
     for (const attempts of [0, 3, EMAIL_RETRIES.delaysMs.length]) {
-      const o = outcomeOf(after(attempts), waited, now);
+      const o = outcomeOf(afterAttempts(attempts), waited, now);
       expect(o).toMatchObject({ result: 'delayed', attempt: attempts, attempted: false });
       about(o.nextAttemptAt, 1 * MIN);
     }
