@@ -28,7 +28,7 @@ import { DestinationLog } from './destination-log.ts';
 import { type DestinationShaping, outbound } from './destination-shaping.ts';
 import { type EgressChoice, EgressSources } from './egress/egress-sources.ts';
 import { destinationsOf, dueRecipients, nextLook, recipientsAt } from './look-times.ts';
-import type { RecipientOutcome } from './mta/message.ts';
+import { deferredAll, type RecipientOutcome } from './mta/message.ts';
 import type { OutboundMta } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, SendingDomains } from './outbound-message.ts';
 import { givenUp, outcomeOf } from './outcomes.ts';
@@ -189,7 +189,7 @@ export class DeliveryProcess extends DueProcess<Job> {
   /** Without a sending domain every due recipient is deferred, as a 4xx would: its retry may find it back. */
   #deferAll(email: Email, recipients: string[]): RecipientOutcome[] {
     const smtpResponse = `local: sending domain ${email.content.domainName} is no longer available`;
-    return recipients.map((recipient) => ({ recipient, result: 'deferred' as const, smtpResponse }));
+    return deferredAll(recipients, smtpResponse);
   }
 
   /**

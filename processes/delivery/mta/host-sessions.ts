@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { BoundedMap } from '../../../platform/bounded-map.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import { DestinationPool, type UseLimits } from './destination-limiter.ts';
-import type { OutboundMessage, RecipientOutcome } from './message.ts';
+import { deferredAll, type OutboundMessage, type RecipientOutcome } from './message.ts';
 import type { MxHost } from './mx.ts';
 import type { Smarthost } from './smarthost.ts';
 import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
@@ -94,20 +94,14 @@ export class HostSessions {
     const source = limits.source?.address;
     const key = `${source ? `${source}>` : ''}${host.name.toLowerCase()}:${port}${limits.verifiedTls ? ' verified' : ''}`;
     const timeUp = () => ({
-      outcomes: recipients.map((recipient) => ({
-        recipient,
-        result: 'deferred' as const,
-        smtpResponse: 'local: the attempt reached its time limit before its transaction could start',
-      })),
+      outcomes: deferredAll(
+        recipients,
+        'local: the attempt reached its time limit before its transaction could start',
+      ),
     });
     // No server was asked, only a connection waited for: not counted as an attempt.
     const unasked = (reason: string) => ({
-      outcomes: recipients.map((recipient) => ({
-        recipient,
-        result: 'deferred' as const,
-        smtpResponse: `local: ${reason}; not counted as an attempt`,
-        attempted: false as const,
-      })),
+      outcomes: deferredAll(recipients, `local: ${reason}; not counted as an attempt`, { attempted: false }),
     });
     if (limits.group) this.#groups.set(key, limits.group);
     for (let attempt = 0; ; attempt++) {
@@ -145,14 +139,7 @@ export class HostSessions {
           { mx: host.name, error: describeError(err) },
           'connection lost during the transaction',
         );
-        return {
-          outcomes: recipients.map((recipient) => ({
-            recipient,
-            result: 'deferred',
-            smtpResponse: reason,
-            mx: host.name,
-          })),
-        };
+        return { outcomes: deferredAll(recipients, reason, { mx: host.name }) };
       }
     }
   }

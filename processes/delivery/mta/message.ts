@@ -60,3 +60,11 @@ export interface RecipientOutcome {
    */
   attempted?: false;
 }
+
+/** Every recipient deferred with the same answer; `more`: what else each outcome says. */
+export const deferredAll = (
+  recipients: readonly string[],
+  smtpResponse: string,
+  more: Partial<RecipientOutcome> = {},
+): RecipientOutcome[] =>
+  recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse, ...more }));

@@ -15,7 +15,7 @@ import {
   type SessionLimits,
   type SessionSource,
 } from './host-sessions.ts';
-import type { OutboundMessage, RecipientOutcome } from './message.ts';
+import { deferredAll, type OutboundMessage, type RecipientOutcome } from './message.ts';
 import { MxResolver, type Route } from './mx.ts';
 import { parseSmarthost, type Smarthost } from './smarthost.ts';
 
@@ -170,9 +170,7 @@ export class OutboundMta {
       raw = await composeMessage(message);
     } catch (err) {
       this.log.error({ err, messageId: message.messageId }, 'could not compose message');
-      for (const recipient of unique) {
-        record({ recipient, result: 'deferred', smtpResponse: `local error: ${(err as Error).message}` });
-      }
+      for (const o of deferredAll(unique, `local error: ${(err as Error).message}`)) record(o);
       return recipients.map((r) => ({
         ...(outcomes.get(r.toLowerCase()) as RecipientOutcome),
         recipient: r,
@@ -203,9 +201,7 @@ export class OutboundMta {
         } catch (err) {
           // A bug or a close() racing the send must not lose recipients: they are retried later.
           this.log.error({ err, domain }, 'delivery failed unexpectedly');
-          for (const recipient of rcpts) {
-            record({ recipient, result: 'deferred', smtpResponse: `local error: ${(err as Error).message}` });
-          }
+          for (const o of deferredAll(rcpts, `local error: ${(err as Error).message}`)) record(o);
         }
       }),
     );
@@ -237,7 +233,7 @@ export class OutboundMta {
     }
     if (route.kind === 'defer') {
       this.log.warn({ domain, reason: route.reason }, 'MX lookup failed, deferring');
-      return recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse: route.reason }));
+      return deferredAll(recipients, route.reason);
     }
 
     // RCPT TO carries the ASCII (punycode) domain; outcomes go back under the caller's spelling.
@@ -265,7 +261,6 @@ export class OutboundMta {
         ...o,
         recipient: original.get(o.recipient.toLowerCase()) ?? o.recipient,
       }));
-    const lastError = delivered.lastError;
-    return recipients.map((recipient) => ({ recipient, result: 'deferred', smtpResponse: lastError }));
+    return deferredAll(recipients, delivered.lastError);
   }
 }
