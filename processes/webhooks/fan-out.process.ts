@@ -30,6 +30,15 @@ const replayOf = ({ data, position }: Stored<ReplayRequested>) => ({
 const orgOf = (e: StoredEvent): string =>
   isOneOf<WebhookCreated>(e, ['WebhookCreated']) ? e.data.orgId : e.metadata.orgId;
 
+/**
+ * Of these events, those that can lead to deliveries and so need their email's summary: of organizations with an
+ * active endpoint (`endpoints`, loaded for them), or with webhook events among them.
+ */
+function watchedBy(endpoints: EndpointSet, events: StoredEvent[]): (e: StoredEvent) => boolean {
+  const orgs = new Set([...endpoints.activeOrganizations(), ...events.filter(isWebhookEvent).map(orgOf)]);
+  return (e) => orgs.has(orgOf(e));
+}
+
 /** How often replays whose claim ran out (a crashed process's) are looked for, besides after each batch. */
 const REPLAY_POLL_MS = 30_000;
 /** How often the email summaries past their keeping (SUMMARY_KEEP_DAYS) are deleted. */
@@ -75,7 +84,8 @@ export class WebhookFanOut implements BackgroundProcess {
         // The summaries the batch lacks are read from the emails' streams before its transaction opens.
         prepare: async (events) => {
           if (events.some(isWebhookEvent)) this.#orgs = undefined;
-          await this.#summaries.of(services.db, events, await this.#watched(events));
+          const endpoints = await EndpointSet.load(services.db, [...new Set(events.map(orgOf))]);
+          await this.#summaries.of(services.db, events, watchedBy(endpoints, events));
         },
         acts: (e) => this.#orgs === undefined || isWebhookEvent(e) || this.#orgs.has(orgOf(e)),
       },
@@ -134,16 +144,6 @@ export class WebhookFanOut implements BackgroundProcess {
     return this.#replaying;
   }
 
-  /** Of these events, those of organizations with an active endpoint, or with webhook events among them. */
-  async #watched(events: StoredEvent[]): Promise<(e: StoredEvent) => boolean> {
-    const { rows } = await this.#services.db.query<{ org_id: string }>(
-      'SELECT DISTINCT org_id FROM webhook_endpoints WHERE org_id = ANY($1) AND active AND NOT deleted',
-      [[...new Set(events.map(orgOf))]],
-    );
-    const orgs = new Set([...rows.map((r) => r.org_id), ...events.filter(isWebhookEvent).map(orgOf)]);
-    return (e) => orgs.has(orgOf(e));
-  }
-
   /**
    * One batch, in the consumer's transaction: webhook events change the endpoints on the way (and may concern
    * deliveries recorded earlier in the batch, so those are written first); every other event makes a delivery
@@ -153,11 +153,7 @@ export class WebhookFanOut implements BackgroundProcess {
     const endpoints = await EndpointSet.load(tx, [...new Set(events.map(orgOf))]);
     await this.#summaries.record(tx, events);
     // Only a summary purged since `prepare` is read from its stream here.
-    const watched = new Set([
-      ...endpoints.activeOrganizations(),
-      ...events.filter(isWebhookEvent).map(orgOf),
-    ]);
-    const summaries = await this.#summaries.of(tx, events, (e) => watched.has(orgOf(e)));
+    const summaries = await this.#summaries.of(tx, events, watchedBy(endpoints, events));
     const now = this.#services.clock.now();
     let pending: NewDelivery[] = [];
     let recorded = 0;
