@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { processAlive } from '../../platform/process-alive.ts';
-import { killUnderLoad, queuedId, relayClient } from '../support/kill-under-load.ts';
+import { killUnderLoad, relayClient, relaySender } from '../support/kill-under-load.ts';
 import { createOrgWithCli, expectCleanExit, freePort, runCli, startServer } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { useTempDir } from '../support/temp-dir.ts';
@@ -111,15 +111,7 @@ describe('embedded mode (no database configured), as a user runs it', () => {
         });
         return r.status === 200 ? r.body.id : undefined;
       };
-      const viaSmtp = async () =>
-        queuedId(
-          await relay.sendMail({
-            from: 'dev@example.test',
-            to: 'delivered@simulator.postline.dev',
-            subject: 's',
-            text: 'x',
-          }),
-        );
+      const viaSmtp = relaySender(relay, { subject: 's', text: 'x' });
       accepted = await killUnderLoad(server.child, [viaApi, viaApi, viaSmtp, viaSmtp], 20);
       relay.close();
     } finally {

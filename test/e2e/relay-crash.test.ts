@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { killUnderLoad, queuedId, relayClient } from '../support/kill-under-load.ts';
+import { killUnderLoad, relayClient, relaySender } from '../support/kill-under-load.ts';
 import { PATIENCE_MS } from '../support/patience.ts';
 import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
@@ -27,15 +27,7 @@ describe('kill -9 under a relay load, on the machine’s PostgreSQL', () => {
     const org = await createOrgWithCli(env, 'Relay crash', 'business');
 
     const relay = relayClient(smtpPort, org.test_key);
-    const send = async () =>
-      queuedId(
-        await relay.sendMail({
-          from: 'dev@example.test',
-          to: 'delivered@simulator.postline.dev',
-          subject: 'before the crash',
-          text: 'x'.repeat(2000),
-        }),
-      );
+    const send = relaySender(relay, { subject: 'before the crash', text: 'x'.repeat(2000) });
     const acknowledged = await killUnderLoad(server.child, Array(SESSIONS).fill(send), 60);
     relay.close();
 

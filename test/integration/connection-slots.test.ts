@@ -90,23 +90,26 @@ describe('outbound MTA with connection slots', () => {
   });
 
   const message = (to: string) => outboundMessage({ to: [to] });
+  /** An MTA as a process of its own runs it (its connection slots through `db`), to the sink; closed after the file. */
+  const mtaWithSlots = (timeoutMs: number, db = pools[0]) => {
+    const mta = new OutboundMta({
+      dnsServers: [dns.serverAddress],
+      port: sink.port,
+      log,
+      timeoutMs,
+      heloName: 'out.postline.test',
+      connectionSlots: new ConnectionSlots({ db, clock, log }),
+    });
+    mtas.push(mta);
+    return mta;
+  };
 
   it("given two processes sending to one group, the group's connections hold across both", async () => {
     // Given: two MTAs (two processes), each allowing 2 connections per host; the group allows 2 in all
     dns.set('slots.test', 'MX', [{ exchange: 'mx.slots.test', priority: 10 }]);
     dns.set('mx.slots.test', 'A', ['127.0.0.1']);
-    for (let i = 0; i < 2; i++)
-      mtas.push(
-        new OutboundMta({
-          dnsServers: [dns.serverAddress],
-          port: sink.port,
-          log,
-          // A process waits for a slot up to this long; the other's idle connections hold theirs for 5 s at most.
-          timeoutMs: 20_000,
-          heloName: 'out.postline.test',
-          connectionSlots: new ConnectionSlots({ db: pools[i], clock, log }),
-        }),
-      );
+    // A process waits for a slot up to 20 s; the other's idle connections hold theirs for 5 s at most.
+    for (let i = 0; i < 2; i++) mtaWithSlots(20_000, pools[i]);
     // When: six sends from each at once
     const sends = mtas.flatMap((mta, m) =>
       Array.from({ length: 6 }, (_, i) => {
@@ -134,14 +137,7 @@ describe('outbound MTA with connection slots', () => {
     const elsewhere = await slots[1].acquire('g-busy', 1);
     expect(elsewhere).not.toBeNull();
     sink.reset();
-    const mta = new OutboundMta({
-      dnsServers: [dns.serverAddress],
-      port: sink.port,
-      log,
-      timeoutMs: 1_000,
-      connectionSlots: new ConnectionSlots({ db: pools[0], clock, log }),
-    });
-    mtas.push(mta);
+    const mta = mtaWithSlots(1_000);
     // When
     const outcomes = await mta.send(message('a@busy.test'), ['a@busy.test'], {
       limits: { group: 'g-busy', connections: 1 },
@@ -165,14 +161,7 @@ describe('outbound MTA with connection slots', () => {
     dns.set('free.test', 'MX', [{ exchange: 'mx.free.test', priority: 10 }]);
     dns.set('mx.free.test', 'A', ['127.0.0.1']);
     sink.reset();
-    const mta = new OutboundMta({
-      dnsServers: [dns.serverAddress],
-      port: sink.port,
-      log,
-      timeoutMs: 60_000,
-      connectionSlots: new ConnectionSlots({ db: pools[0], clock, log }),
-    });
-    mtas.push(mta);
+    const mta = mtaWithSlots(60_000);
     const send = (to: string, n: number, withinMs?: number) =>
       mta.send(message(to), [to], {
         limits: {

@@ -14,7 +14,14 @@ export const relayClient = (port: number, key: string) =>
   });
 
 /** The email's id the relay's `250` names. */
-export const queuedId = (sent: { response: string }) => /queued as (em_\w+)/.exec(sent.response)?.[1];
+const queuedId = (sent: { response: string }) => /queued as (em_\w+)/.exec(sent.response)?.[1];
+
+/** A sender for `killUnderLoad`: a message through the relay to the simulator's delivered address; its email's id. */
+export const relaySender =
+  (relay: ReturnType<typeof relayClient>, content: { subject: string; text: string }) => async () =>
+    queuedId(
+      await relay.sendMail({ from: 'dev@example.test', to: 'delivered@simulator.postline.dev', ...content }),
+    );
 
 /**
  * Runs every sender over and over until the service's process is killed (SIGKILL), once at least `atLeast` sends
