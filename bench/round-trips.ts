@@ -24,7 +24,8 @@ import { quiet } from './peers/processes.ts';
 
 /** PostgreSQL reports a backend's statistics at most this often (PGSTAT_MIN_INTERVAL), and when it goes idle. */
 const STATS_REPORT_MS = 1_200;
-const TOP = 12;
+/** How many statements are listed, most called first (BENCH_TOP). */
+const TOP = Number(process.env.BENCH_TOP ?? 12);
 
 interface Snapshot {
   statements: Map<string, { query: string; calls: number }>;

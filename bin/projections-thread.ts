@@ -39,6 +39,8 @@ export const RUNNER_THREAD_NAME = 'projections';
 interface ThreadOptions {
   databaseUrl: string;
   pollMs: number;
+  /** The thread's store hears of appends this much later, sharing the wake-up (notifier.ts). */
+  wakeAfterMs: number;
   /** The thread's pool is no larger than the process's own (DATABASE_POOL_SIZE). */
   poolSize: number;
   log: Logger;
@@ -72,9 +74,9 @@ export class ThreadedProjectionRunner {
   }
 
   #spawn(): Promise<void> {
-    const { databaseUrl, pollMs, poolSize, log, logFormat } = this.#options;
+    const { databaseUrl, pollMs, wakeAfterMs, poolSize, log, logFormat } = this.#options;
     const worker = new Worker(new URL('./projections.worker.ts', import.meta.url), {
-      workerData: { databaseUrl, pollMs, poolSize, logLevel: log.level, logFormat },
+      workerData: { databaseUrl, pollMs, wakeAfterMs, poolSize, logLevel: log.level, logFormat },
       name: RUNNER_THREAD_NAME,
     });
     this.#worker = worker;

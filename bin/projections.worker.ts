@@ -15,9 +15,10 @@ import { projections } from '../projections/all.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import type { ToRunner } from './projections-thread.ts';
 
-const { databaseUrl, pollMs, poolSize, logLevel, logFormat } = workerData as {
+const { databaseUrl, pollMs, wakeAfterMs, poolSize, logLevel, logFormat } = workerData as {
   databaseUrl: string;
   pollMs: number;
+  wakeAfterMs: number;
   poolSize: number;
   logLevel: string;
   logFormat: LogFormat;
@@ -27,7 +28,7 @@ const port = parentPort!;
 // DATABASE_POOL_SIZE allows (past it they take turns).
 const db = connectPostgres(databaseUrl, Math.min(projections.length + 2, poolSize));
 // The main thread created the log's schema before starting this thread.
-const store = new PostgresEventStore(db, { pollMs });
+const store = new PostgresEventStore(db, { pollMs, wakeAfterMs });
 const log = createLogger(logLevel, undefined, logFormat);
 const runner = new ProjectionRunner(db, store, projections, log);
 runner.events.on('changed', (name: string) => port.postMessage({ type: 'changed', name }));

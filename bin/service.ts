@@ -84,10 +84,11 @@ export interface Postline {
 }
 
 /**
- * The process managers (this process's store) hear of appends this much later, the appends in between sharing
- * the wake-up: under load each wake-up would otherwise cost every process manager three statements per email. The projection runner, in its own thread and store, still hears at once.
+ * The process managers and the projection runner (in its thread, with a store of its own) hear of appends this
+ * much later, the appends in between sharing the wake-up: under load each wake-up would otherwise cost every
+ * consumer its transaction per email. A request waiting for its write wakes the runner at once.
  */
-const POSTGRES_PROCESS_WAKE_MS = 20;
+const POSTGRES_WAKE_MS = 20;
 
 /** The dashboard's committed build (`npm run build:dashboard`), served at `/` by processes with the API. */
 const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/dist', import.meta.url));
@@ -104,7 +105,7 @@ async function openEventStore(config: Config, db: Database): Promise<EventStore>
     const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
     return KurrentEventStore.connect(config.KURRENTDB_URL);
   }
-  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: POSTGRES_PROCESS_WAKE_MS });
+  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: POSTGRES_WAKE_MS });
 }
 
 /** The operator's bounce rules, checked before anything starts: a faulty file stops start-up. */
@@ -157,6 +158,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
       ? new ThreadedProjectionRunner(projections, {
           databaseUrl: config.DATABASE_URL,
           pollMs: config.LOG_POLL_MS,
+          wakeAfterMs: POSTGRES_WAKE_MS,
           poolSize: config.DATABASE_POOL_SIZE,
           log,
           logFormat: config.LOG_FORMAT,

@@ -20,6 +20,9 @@ export const blobRowMigrations: Migration[] = [
 
 /** The bytes of one INSERT at most: a put larger than this goes alone. */
 const BATCH_BYTES = 4 * 1024 * 1024;
+/** Rows just committed are kept in memory up to this many bytes and this long: what delivery reads right after. */
+const RECENT_BYTES = 8 * 1024 * 1024;
+const RECENT_MS = 60_000;
 
 /**
  * The small blobs of the blob store (blob-store.ts), as rows of the database: puts in flight share one INSERT and
@@ -31,9 +34,19 @@ export class BlobRows {
   readonly #db: Database;
   /** A row to write (`bytes`), or only the key of a file about to be written (`bytes` null). */
   readonly #writes: Batcher<{ key: string; bytes: Buffer | null }, undefined>;
+  /**
+   * Rows this process committed last, by key, oldest first: a blob never changes, so its bytes from memory are its
+   * row's. The relay's raw message is read back by the delivery moments after it was written. Kept briefly, so
+   * that a row another process deletes (retention) is not served from here for long.
+   */
+  readonly #recent = new Map<string, { bytes: Buffer; at: number }>();
+  #recentBytes = 0;
+  readonly #now: () => number;
 
-  constructor(db: Database) {
+  /** `now`: the time in ms the bytes kept in memory age by. */
+  constructor(db: Database, { now = Date.now }: { now?: () => number } = {}) {
     this.#db = db;
+    this.#now = now;
     this.#writes = new Batcher({
       maxInFlight: 2,
       maxWeight: BATCH_BYTES,
@@ -52,8 +65,33 @@ export class BlobRows {
   }
 
   /** Resolves once the row is committed, listed as unnamed. */
-  put(key: string, bytes: Buffer): Promise<undefined> {
-    return this.#writes.add({ key, bytes });
+  async put(key: string, bytes: Buffer): Promise<undefined> {
+    await this.#writes.add({ key, bytes });
+    this.#remember(key, bytes);
+    return undefined;
+  }
+
+  #remember(key: string, bytes: Buffer): void {
+    const now = this.#now();
+    this.#recent.set(key, { bytes, at: now });
+    this.#recentBytes += bytes.length;
+    for (const [oldest, kept] of this.#recent) {
+      if (this.#recentBytes <= RECENT_BYTES && kept.at > now - RECENT_MS) break;
+      this.#forget(oldest);
+    }
+  }
+
+  #forget(key: string): void {
+    const kept = this.#recent.get(key);
+    if (!kept) return;
+    this.#recent.delete(key);
+    this.#recentBytes -= kept.bytes.length;
+  }
+
+  /** The bytes of a row this process committed lately, without a round trip; undefined when not kept. */
+  recent(key: string): Buffer | undefined {
+    const kept = this.#recent.get(key);
+    return kept && kept.at > this.#now() - RECENT_MS ? kept.bytes : undefined;
   }
 
   /** Lists the key of a file as unnamed; resolves once committed, before the file may exist. */
@@ -84,6 +122,7 @@ export class BlobRows {
 
   /** Removes the row; its bytes leave the table's files once autovacuum has reclaimed the dead row. */
   async delete(key: string): Promise<void> {
+    this.#forget(key);
     await this.#db.query(
       'WITH u AS (DELETE FROM blob_unnamed WHERE key = $1) DELETE FROM blob_rows WHERE key = $1',
       [key],

@@ -30,7 +30,10 @@ const DOWNLOAD_URL_TTL_MS = 3600_000;
 
 const isMissing = (error: unknown) => (error as NodeJS.ErrnoException)?.code === 'ENOENT';
 
-/** Small blobs are rows of the database when it is given (`rows`), others files; a key is looked for as a file first. */
+/**
+ * Small blobs are rows of the database when it is given (`rows`), others files; a key is looked for among the rows
+ * this process committed lately (in memory), then as a file, then as a row.
+ */
 export class BlobStore {
   readonly #dir: string;
   readonly #signingKey: KeyObject;
@@ -133,6 +136,8 @@ export class BlobStore {
   }
 
   get(key: string): Promise<Buffer> {
+    const recent = this.#rows?.recent(key);
+    if (recent) return Promise.resolve(recent);
     return readFile(this.#path(key)).catch((error) => this.#row(key, error));
   }
 

@@ -27,6 +27,7 @@ import { deliveryJobs, type Job, jobRow, jobsOf, listQueues } from './delivery-j
 import { DestinationLog } from './destination-log.ts';
 import { type DestinationShaping, outbound } from './destination-shaping.ts';
 import { type EgressChoice, EgressSources } from './egress/egress-sources.ts';
+import { JustQueued } from './just-queued.ts';
 import { destinationsOf, dueRecipients, nextLook, recipientsAt } from './look-times.ts';
 import { deferredAll, type RecipientOutcome } from './mta/message.ts';
 import type { OutboundMta } from './mta/outbound.ts';
@@ -70,6 +71,7 @@ export class DeliveryProcess extends DueProcess<Job> {
   readonly #destinations: DestinationLog;
   readonly #shaping: DestinationShaping;
   readonly #egress: EgressSources;
+  readonly #queued = new JustQueued();
   /** Connections per shaping group, held across every process (unset when a test hands in its own MTA). */
   readonly #slots?: ConnectionSlots;
   /** When stop() was called (ms since the epoch): outcomes not yet written are given up the grace after. */
@@ -97,6 +99,7 @@ export class DeliveryProcess extends DueProcess<Job> {
   /** The jobs, and their queues listed for the claim's turns, in the consumer's transaction. */
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
     const changes = events.flatMap((e) => this.dueChange(e));
+    this.#queued.note(events);
     await this.due.apply(tx, changes);
     await listQueues(
       tx,
@@ -140,8 +143,10 @@ export class DeliveryProcess extends DueProcess<Job> {
         if (typeof egress === 'string') return egress;
         await this.#attempt(email, domain, { recipients: due, early: job.expedite, group, egress });
       } else {
+        // Without a sending domain every due recipient is deferred, as a 4xx would: its retry may find it back.
+        const smtpResponse = `local: sending domain ${email.content.domainName} is no longer available`;
         await this.#startSending(email);
-        await this.#recordOutcomes(email, this.#decide(email, this.#deferAll(email, due)));
+        await this.#recordOutcomes(email, this.#decide(email, deferredAll(due, smtpResponse)));
       }
     }
     return nextLook(email, this.services.clock.now().getTime(), waitUntil);
@@ -149,7 +154,8 @@ export class DeliveryProcess extends DueProcess<Job> {
 
   /** The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled). */
   async #readEmail(job: Job): Promise<Email | null> {
-    const { history, state } = await readEmail(this.services, job.email_id);
+    const known = this.#queued.take(emailStream(job.email_id));
+    const { history, state } = await readEmail(this.services, job.email_id, known);
     const content = acceptedContent(history);
     if (!content || !state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
       return null;
@@ -184,12 +190,6 @@ export class DeliveryProcess extends DueProcess<Job> {
   async #startSending(email: Email): Promise<void> {
     if (email.state.lifecycle !== 'queued') return;
     await this.#took(email, await startSending(this.services, email.meta, email.id, email.history));
-  }
-
-  /** Without a sending domain every due recipient is deferred, as a 4xx would: its retry may find it back. */
-  #deferAll(email: Email, recipients: string[]): RecipientOutcome[] {
-    const smtpResponse = `local: sending domain ${email.content.domainName} is no longer available`;
-    return deferredAll(recipients, smtpResponse);
   }
 
   /**

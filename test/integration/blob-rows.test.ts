@@ -13,11 +13,15 @@ const dir = useTempDir('blob-rows');
 let db: Database;
 let dispose: () => Promise<void>;
 let store: BlobStore;
+/** The same blobs as another process sees them: from the database, none of them in its memory. */
+let elsewhere: BlobStore;
+const secret = Buffer.alloc(32, 7).toString('base64');
 
 beforeAll(async () => {
   ({ db, dispose } = await openTestDatabase());
   await migrate(db, blobRowMigrations);
-  store = new BlobStore(dir, Buffer.alloc(32, 7).toString('base64'), new BlobRows(db));
+  store = new BlobStore(dir, secret, new BlobRows(db));
+  elsewhere = new BlobStore(dir, secret, new BlobRows(db));
 });
 afterAll(() => dispose());
 
@@ -44,11 +48,37 @@ describe('small blobs as rows of the database', () => {
     expect(await rowCount([largeKey])).toBe(0);
     expect(existsSync(fileOf(largeKey))).toBe(true);
     for (const [i, key] of keys.entries()) {
+      expect((await elsewhere.get(key)).equals(small[i])).toBe(true);
+      expect((await readAll(elsewhere.stream(key))).equals(small[i])).toBe(true);
       expect((await store.get(key)).equals(small[i])).toBe(true);
-      expect((await readAll(store.stream(key))).equals(small[i])).toBe(true);
     }
-    expect((await readAll(store.stream(largeKey))).equals(large)).toBe(true);
-    expect(await store.exists(keys[0])).toBe(true);
+    expect((await readAll(elsewhere.stream(largeKey))).equals(large)).toBe(true);
+    expect((await elsewhere.get(largeKey)).equals(large)).toBe(true);
+    expect(await elsewhere.exists(keys[0])).toBe(true);
+  });
+
+  it('serves the rows it committed lately from memory, up to 8 MiB and for a minute, and forgets what it deletes', async () => {
+    let now = Date.now();
+    const rows = new BlobRows(db, { now: () => now });
+    const local = new BlobStore(dir, secret, rows);
+    const first = await local.put(Buffer.from('first'));
+    // The row is gone behind the process's back: only its memory still has the bytes.
+    await db.query('DELETE FROM blob_rows WHERE key = $1', [first]);
+    expect((await local.get(first)).toString()).toBe('first');
+    await expect(elsewhere.get(first)).rejects.toMatchObject({ code: 'ENOENT' });
+    now += 60_001;
+    await expect(local.get(first)).rejects.toMatchObject({ code: 'ENOENT' });
+
+    const kept = await local.put(Buffer.from('kept'));
+    await local.delete(kept);
+    expect(rows.recent(kept)).toBeUndefined();
+
+    const older = await local.put(Buffer.alloc(200 * 1024, 1));
+    const newer: string[] = [];
+    for (let i = 0; i < 40; i++) newer.push(await local.put(Buffer.alloc(200 * 1024, 2)));
+    // 41 × 200 KiB is past 8 MiB: the oldest is pushed out, the 40 newer are kept.
+    expect(rows.recent(older)).toBeUndefined();
+    for (const key of newer) expect(rows.recent(key)?.length).toBe(200 * 1024);
   });
 
   it('deletes a row as it deletes a file: the bytes are gone, a second delete is no error', async () => {
@@ -56,9 +86,11 @@ describe('small blobs as rows of the database', () => {
     await store.delete(key);
     await store.delete(key);
     expect(await rowCount([key])).toBe(0);
-    expect(await store.exists(key)).toBe(false);
-    await expect(store.get(key)).rejects.toMatchObject({ code: 'ENOENT' });
-    await expect(readAll(store.stream(key))).rejects.toMatchObject({ code: 'ENOENT' });
+    for (const s of [store, elsewhere]) {
+      expect(await s.exists(key)).toBe(false);
+      await expect(s.get(key)).rejects.toMatchObject({ code: 'ENOENT' });
+      await expect(readAll(s.stream(key))).rejects.toMatchObject({ code: 'ENOENT' });
+    }
   });
 
   it('fails a put whose row cannot be written, and leaves no file', async () => {

@@ -14,7 +14,12 @@ import { EMAIL_RETRIES, maxAttempts } from '../../processes/retry-schedule.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
 import { publicData, summaryOf } from '../../processes/webhooks/public-events.v1.ts';
-import { recordOutcomes, startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
+import {
+  recordOutcomes,
+  startDeliveryAttempt,
+  startSending,
+  systemMeta,
+} from '../../write-side/emails/email.commands.ts';
 import { ADMIN_URL } from '../support/databases.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain, publishDomainRecords, recipientDomainOnLoopback } from '../support/domains.ts';
@@ -663,6 +668,53 @@ describe('live delivery through the outbound MTA', () => {
     );
     expect(suppression.map((e) => e.type)).toEqual(['SuppressionAdded']);
     expect(suppression[0].data).toMatchObject({ reason: 'hard_bounce', sourceEmailId: id });
+  });
+
+  it("takes a just-queued email's stream from the log, and decides on the stream as it stands when another process moved it since", async () => {
+    const services = svc.postline.services;
+    const meta = systemMeta({ orgId: acme.orgId, mode: 'live' });
+    const reads: string[] = [];
+    const readStream = services.store.readStream.bind(services.store);
+    services.store.readStream = (streamId, options) => {
+      reads.push(streamId);
+      return readStream(streamId, options);
+    };
+    /** Before this process looks at what its consumer just noted, "another process" starts an attempt. */
+    class Overtaken extends DeliveryProcess {
+      racing = false;
+      protected override async consume(...args: Parameters<DeliveryProcess['consume']>) {
+        await super.consume(...args);
+        for (const e of args[1].filter((e) => this.racing && e.type === 'EmailQueued')) {
+          const endsBy = new Date(clock.now().getTime() + 60_000).toISOString();
+          const to = (e.data as { to: string[] }).to;
+          await startDeliveryAttempt(services, meta, e.streamId.slice('email-'.length), {
+            recipients: to,
+            endsBy,
+          });
+        }
+      }
+    }
+    const overtaken = new Overtaken(services);
+    try {
+      const calm = await send({ to: ['handed@rcpt.test'] });
+      await overtaken.runOnce();
+      expect(mx.messages.flatMap((m) => m.rcptTo)).toEqual(['handed@rcpt.test']);
+      // Accepted, attempted and delivered without reading the email's stream back.
+      expect(reads.filter((s) => s === `email-${calm}`)).toEqual([]);
+
+      overtaken.racing = true;
+      mx.reset();
+      const raced = await send({ to: ['overtaken@rcpt.test'] });
+      await overtaken.runOnce();
+      // The look decided on the stream the log brought; its append found the stream moved, the command read it
+      // again and saw the other process's attempt in flight: nothing was sent.
+      expect(mx.messages).toHaveLength(0);
+      expect(reads.filter((s) => s === `email-${raced}`).length).toBeGreaterThan(0);
+      expect((await types(raced)).filter((t) => t === 'EmailDeliveryAttemptStarted')).toHaveLength(1);
+    } finally {
+      services.store.readStream = readStream;
+      await overtaken.stop();
+    }
   });
 
   it('never sends a test-mode email', async () => {

@@ -18,9 +18,12 @@ export type { DeliveryOutcome } from '../../domain/emails/delivery-attempts.ts';
 export { attemptable } from '../../domain/emails/delivery-attempts.ts';
 export type { EmailState } from '../../domain/emails/email.state.ts';
 
-/** The email's stream and the state it folds to: what a process reads to choose its next command. */
-export async function readEmail(services: Pick<Services, 'store'>, emailId: string) {
-  const history = await services.store.readStream(emailStream(emailId));
+/**
+ * The email's stream and the state it folds to: what a process reads to choose its next command. `known`: the
+ * stream as the caller already holds it, not read again.
+ */
+export async function readEmail(services: Pick<Services, 'store'>, emailId: string, known?: StoredEvent[]) {
+  const history = known ?? (await services.store.readStream(emailStream(emailId)));
   return { history, state: foldEmail(history) };
 }
 
