@@ -2,7 +2,7 @@ import { classOfBounce } from '../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../domain/emails/email.events.ts';
 import { deliveredSmtpCode } from '../domain/emails/public-event-types.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../domain/emails/status.ts';
-import type { Transaction } from '../platform/db/database.ts';
+import { literal, type Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 
 /** What an event after EmailQueued/EmailScheduled changes on the email's rows; `null` for other events. */
@@ -160,9 +160,10 @@ FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, 
 WHERE e.id = ANY($2::text[]) AND e.id = x.id
 RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`;
 
-const SET_STATUSES = `
-UPDATE emails e SET status = x.status FROM json_to_recordset($1::json) AS x(id text, status text)
-WHERE e.id = ANY($2::text[]) AND e.id = x.id`;
+/** Without parameters: the last statement of a batch, it goes with the COMMIT (one round trip fewer). */
+const setStatuses = (moved: { id: string; status: string }[]) => `
+UPDATE emails e SET status = x.status FROM json_to_recordset(${literal(JSON.stringify(moved))}::json) AS x(id text, status text)
+WHERE e.id = ANY(ARRAY[${moved.map((m) => literal(m.id)).join(',')}]::text[]) AND e.id = x.id`;
 
 type EmailRow = Record<string, unknown> & {
   opens: number;
@@ -171,7 +172,8 @@ type EmailRow = Record<string, unknown> & {
 };
 
 /**
- * Applies many changes in two statements, whatever their number: the changes are merged per email and per
+ * Applies many changes in two statements, whatever their number, the second with the COMMIT (so nothing after it
+ * in the transaction reads `status`): the changes are merged per email and per
  * recipient in order first (the last value of a field wins, counters add up), and the status follows from the
  * final lifecycle and recipients, as it does event by event. The emails' ids also go as an array: PostgreSQL
  * guesses 100 rows for the JSON's records and would hash a whole (young) `emails` table to join them, where it
@@ -212,5 +214,5 @@ export async function applyChanges(tx: Transaction, events: Stored<EmailEvent>[]
   const moved = rows
     .map((r) => ({ id: r.id, status: rollUp(r.lifecycle, r.statuses ?? []), was: r.status }))
     .filter((r) => r.status !== r.was);
-  if (moved.length > 0) await tx.query(SET_STATUSES, [JSON.stringify(moved), moved.map((m) => m.id)]);
+  if (moved.length > 0) tx.atCommit(setStatuses(moved));
 }

@@ -80,7 +80,12 @@ function emailRow(e: NewEmail) {
   };
 }
 
-const rowsOf = (events: NewEmail[]) => JSON.stringify(events.map(emailRow));
+/** An email queued twice (a replay) counts once: its first row goes in, as event by event (ON CONFLICT DO NOTHING). */
+const rowsOf = (events: NewEmail[]) => {
+  const first = new Map<string, NewEmail>();
+  for (const e of events) if (!first.has(e.data.emailId)) first.set(e.data.emailId, e);
+  return JSON.stringify([...first.values()].map(emailRow));
+};
 
 const insertEmails = (tx: Transaction, events: NewEmail[]) => tx.query(INSERT_EMAILS, [rowsOf(events)]);
 
@@ -98,18 +103,16 @@ export const emailsProjection: Projection<EmailEvent> = {
     const change = changeOf(e);
     if (change) await applyChange(tx, e, change);
   },
-  /** Runs of new emails go in one statement; runs of other events in three (`applyChanges`); in log order. */
+  /**
+   * The batch's new emails in one statement, then its other events in two (`applyChanges`, in log order): an
+   * email's changes follow its own first event in the log, so its row is in before them. A batch of new emails
+   * only (every batch of the send path) needs no answer: it goes with the COMMIT.
+   */
   async applyBatch(tx, events) {
-    for (let i = 0; i < events.length; ) {
-      const inserts = isNewEmail(events[i]);
-      let j = i + 1;
-      while (j < events.length && isNewEmail(events[j]) === inserts) j++;
-      const run = events.slice(i, j);
-      // A batch ending with new emails (every batch of the send path) needs no answer from its last statement.
-      if (!inserts) await applyChanges(tx, run);
-      else if (j === events.length) insertEmailsAtCommit(tx, run.filter(isNewEmail));
-      else await insertEmails(tx, run.filter(isNewEmail));
-      i = j;
-    }
+    const fresh = events.filter(isNewEmail);
+    const changes = events.filter((e) => !isNewEmail(e));
+    if (changes.length === 0) return insertEmailsAtCommit(tx, fresh);
+    if (fresh.length > 0) await insertEmails(tx, fresh);
+    await applyChanges(tx, changes);
   },
 };

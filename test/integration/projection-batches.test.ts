@@ -204,7 +204,12 @@ const receivedHistory: StoredEvent[] = [
 async function dump(db: Database, tables: string[]) {
   const out: Record<string, unknown[]> = {};
   for (const table of tables) {
-    out[table] = (await db.query(`SELECT * FROM ${table} ORDER BY 1, 2`)).rows;
+    // Rows in an order of their own: the order they went in is no part of a read model.
+    const { rows } = await db.query(`SELECT * FROM ${table}`);
+    out[table] = rows
+      .map((row) => ({ row, key: JSON.stringify(row) }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .map((r) => r.row);
   }
   return out;
 }

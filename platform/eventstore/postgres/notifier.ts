@@ -4,8 +4,12 @@ import type { Database } from '../../db/database.ts';
 import { type Position, START } from '../types.ts';
 import { CHANNEL } from './schema.ts';
 
-/** How long an append's NOTIFY waits for others to share it (other processes' subscribers wake this much later). */
-const NOTIFY_DELAY_MS = 2;
+/**
+ * How long an append's NOTIFY waits for others to share it (other processes' subscribers wake this much later).
+ * Their stores gather the appends of 20 ms before waking anyone (bin/service.ts), so a NOTIFY sent sooner buys them
+ * nothing; each one costs a transaction of its own, and PostgreSQL commits notifying transactions one at a time.
+ */
+const NOTIFY_DELAY_MS = 20;
 
 /**
  * Who hears of appends, and how: this store's subscribers are woken (at once, or `wakeAfterMs` later with the
