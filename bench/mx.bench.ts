@@ -158,6 +158,8 @@ async function main() {
           (other && haraka ? `; ${haraka.name} ${figures(other)}: ${ratio(postline.rate, other.rate)}` : ''),
       );
     }
+    // BENCH_RUNS=0: the round trips were counted, nothing was timed.
+    if (results.length === 0) return;
     const med = (pick: (r: (typeof results)[number]) => number) => median(results.map(pick));
     const postline = { rate: med((r) => r.postline.rate), cpuMs: med((r) => r.postline.cpuMs) };
     const other = haraka && { rate: med((r) => r.haraka!.rate), cpuMs: med((r) => r.haraka!.cpuMs) };

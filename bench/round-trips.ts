@@ -4,7 +4,8 @@
  * directory) loaded with `pg_stat_statements`. Read before and after the run, divided by the messages:
  *
  * - statements: `pg_stat_statements` calls in the service's database (every connection, the projections' worker
- *   thread and every process alike), the top ones by calls; BEGIN and COMMIT count as statements;
+ *   thread and every process alike), the top ones by calls, each with the time PostgreSQL spent planning and
+ *   running it per message; BEGIN and COMMIT count as statements;
  * - commits: `pg_stat_database.xact_commit` (an autocommitted statement is a transaction of its own);
  * - WAL syncs and writes: `pg_stat_io` for the WAL (PostgreSQL 18), all processes of the server;
  * - blob syncs: the service's `postline_blob_syncs_total` (file, folder), read from its Prometheus text.
@@ -28,7 +29,8 @@ const STATS_REPORT_MS = 1_200;
 const TOP = Number(process.env.BENCH_TOP ?? 12);
 
 interface Snapshot {
-  statements: Map<string, { query: string; calls: number }>;
+  /** Calls, and PostgreSQL's time planning and executing them (ms). */
+  statements: Map<string, { query: string; calls: number; ms: number }>;
   commits: number;
   walSyncs: number;
   walWrites: number;
@@ -70,8 +72,8 @@ export async function startRoundTrips(): Promise<RoundTrips> {
 
   const snapshot = async (blobMetrics: () => Promise<string>): Promise<Snapshot> => {
     await sleep(STATS_REPORT_MS);
-    const statements = await admin.query<{ id: string; query: string; calls: string }>(
-      `SELECT queryid::text AS id, query, calls FROM pg_stat_statements
+    const statements = await admin.query<{ id: string; query: string; calls: string; ms: number }>(
+      `SELECT queryid::text AS id, query, calls, total_exec_time + total_plan_time AS ms FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'postline')`,
     );
     const { rows } = await admin.query<{ commits: string; syncs: string; writes: string }>(
@@ -80,7 +82,9 @@ export async function startRoundTrips(): Promise<RoundTrips> {
               (SELECT coalesce(sum(writes), 0) FROM pg_stat_io WHERE object = 'wal') AS writes`,
     );
     return {
-      statements: new Map(statements.rows.map((r) => [r.id, { query: r.query, calls: Number(r.calls) }])),
+      statements: new Map(
+        statements.rows.map((r) => [r.id, { query: r.query, calls: Number(r.calls), ms: Number(r.ms) }]),
+      ),
       commits: Number(rows[0].commits),
       walSyncs: Number(rows[0].syncs),
       walWrites: Number(rows[0].writes),
@@ -99,6 +103,7 @@ export async function startRoundTrips(): Promise<RoundTrips> {
           const calls = [...after.statements].map(([id, s]) => ({
             query: s.query,
             calls: s.calls - (before.statements.get(id)?.calls ?? 0),
+            ms: s.ms - (before.statements.get(id)?.ms ?? 0),
           }));
           const total = calls.reduce((sum, s) => sum + s.calls, 0);
           const blobFile = after.blob.file - before.blob.file;
@@ -112,7 +117,10 @@ export async function startRoundTrips(): Promise<RoundTrips> {
               `statements ${per(total)}/msg, commits ${per(after.commits - before.commits)}/msg, ` +
               `WAL syncs ${per(after.walSyncs - before.walSyncs)}/msg (writes ${per(after.walWrites - before.walWrites)}), ` +
               `blob syncs ${per(blobFile + blobFolder)}/msg (file ${per(blobFile)}, folder ${per(blobFolder)})`,
-            ...top.map((s) => `    ${per(s.calls)}/msg  ${oneLine(s.query)}`),
+            ...top.map(
+              (s) =>
+                `    ${per(s.calls)}/msg ${((s.ms * 1000) / messages).toFixed(0).padStart(4)} µs  ${oneLine(s.query)}`,
+            ),
           ];
         },
       };
