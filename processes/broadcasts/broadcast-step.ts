@@ -2,7 +2,7 @@ import type { SkippedRecipients } from '../../domain/broadcasts/broadcast.events
 import { envelopeDomain, installationBounceDomain } from '../../domain/domains/dns-records.ts';
 import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
 import { AppError } from '../../platform/errors.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { type AudienceRecipient, audienceRecipients } from '../../read-side/contacts/contacts.queries.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
@@ -10,18 +10,27 @@ import { findPublishedVersion } from '../../read-side/templates/templates.querie
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { readBroadcast, runBroadcast } from '../../write-side/broadcasts/broadcast.commands.ts';
 import { acceptEmail } from '../../write-side/emails/accept-email.ts';
+import { EMAIL_PROJECTIONS } from '../../write-side/emails/email.routes.ts';
 import type { EmailDraft } from '../../write-side/emails/email-draft.ts';
 import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
 import { type BroadcastSending, broadcastDraft, broadcastEmailId, renderer } from './broadcast-email.ts';
 
 /** Emails rendered and handed to the store between two turns of the event loop. */
-const SLICE = 50;
+const SLICE = 50; /**
+ * Slices of a page whose emails may be in the log before the `emails` read model has them: a transactional send
+ * answers once that read model has its email, so a broadcast that ran ahead of it would hold every send behind
+ * its backlog (seconds, for a large audience).
+ */
+const SLICES_AHEAD = 20;
 /** Pages whose emails are in flight at once, each recorded on the broadcast in turn (as the batch API's requests). */
 const PIPELINED_PAGES = 2;
 
 type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
 type Sending = Extract<BroadcastState, { exists: true }>;
 type Step = { next: Date | null; queued: number };
+
+/** A slice of a page's emails: where their appends landed, once written. */
+type Slice = { positions: Position[]; written: Promise<unknown> };
 
 /** A page of the audience whose emails are being queued. */
 interface Page {
@@ -206,24 +215,44 @@ class BroadcastStep {
 
   /**
    * Each contact's email through `acceptEmail`; whether it was queued. Rendering is CPU work: between slices the
-   * event loop serves requests. The appends of the slices are in flight together and share the store's group commits.
+   * event loop serves requests. The appends of the slices are in flight together and share the store's group
+   * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
   async #queue(sending: BroadcastSending, recipients: AudienceRecipient[], startedAt: string) {
-    const queue = async (r: AudienceRecipient) => {
+    const queue = async (r: AudienceRecipient, positions: Position[]) => {
       const draft = this.#render(sending, r, startedAt);
       if (!draft) return false;
-      await acceptEmail(this.services, this.#meta, draft);
+      const { position } = await acceptEmail(this.services, this.#meta, draft);
+      if (position) positions.push(position);
       return true;
     };
     const pending: Promise<boolean>[] = [];
+    const slices: Slice[] = [];
     for (let i = 0; i < recipients.length; i += SLICE) {
-      for (const p of recipients.slice(i, i + SLICE).map(queue)) {
-        p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
-        pending.push(p);
-      }
+      const behind = slices[slices.length - SLICES_AHEAD];
+      if (behind) await this.#projected(behind);
+      const slice: Slice = { positions: [], written: Promise.resolve() };
+      const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice.positions));
+      for (const p of queued) p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
+      slice.written = Promise.allSettled(queued);
+      slices.push(slice);
+      pending.push(...queued);
       await new Promise((resolve) => setImmediate(resolve));
     }
     return Promise.all(pending);
+  }
+
+  /**
+   * Resolves once the `emails` read model has the slice's emails. Past PROJECTION_WAIT_MS (the read model slow or
+   * away) the expansion goes on: it only slows down for the read model, it never stops for it.
+   */
+  async #projected(slice: Slice): Promise<void> {
+    await slice.written;
+    const last = slice.positions.reduce<Position | undefined>(
+      (a, b) => (a === undefined || b > a ? b : a),
+      undefined,
+    );
+    await this.services.readYourWrites.waitFor(EMAIL_PROJECTIONS, last).catch(() => {});
   }
 
   /** The step on the broadcast: its cursor, counts, and `BroadcastSent` after the last. */
