@@ -16,7 +16,8 @@ import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
 import { type BroadcastSending, broadcastDraft, broadcastEmailId, renderer } from './broadcast-email.ts';
 
 /** Emails rendered and handed to the store between two turns of the event loop. */
-const SLICE = 50; /**
+const SLICE = 50;
+/**
  * Slices of a page whose emails may be in the log before the `emails` read model has them: a transactional send
  * answers once that read model has its email, so a broadcast that ran ahead of it would hold every send behind
  * its backlog (seconds, for a large audience).

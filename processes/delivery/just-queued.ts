@@ -7,7 +7,7 @@ const HELD = 5000;
 /**
  * The streams of emails just queued, as the delivery's consumer read them from the log (an `EmailQueued` at
  * revision 0, the whole stream at acceptance): the first look at such an email takes its stream from here instead
- * of reading it again from the store, once. A stream moved on since (canceled meanwhile, by any process) is no
+ * of reading it again from the store, once. A stream moved on since (another process's attempt or outcome) is no
  * danger: the look's first append expects the revision it saw, fails, and the command runner reads the stream again
  * before anything is sent (record before send, docs/mta.md).
  */
