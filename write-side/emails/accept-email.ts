@@ -17,6 +17,9 @@ import { countOutcomes } from './email-outcomes.ts';
 import { sendingDomain } from './sending-domain.ts';
 import { deliverable } from './suppressed-recipients.ts';
 
+/** The read models an accepted email is read from: a send's answer waits for them (read-your-writes). */
+export const EMAIL_PROJECTIONS = ['emails'];
+
 /**
  * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
  * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list, the

@@ -9,7 +9,7 @@ import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.
 import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { acceptEmail } from './accept-email.ts';
+import { acceptEmail, EMAIL_PROJECTIONS } from './accept-email.ts';
 import { cancelEmail, rescheduleEmail } from './email.commands.ts';
 import type { Accepted } from './email-draft.ts';
 import { checkSendAt } from './email-limits.ts';
@@ -28,9 +28,6 @@ const SEND_ERRORS: ErrorCode[] = [
   'not_found',
   'conflict',
 ];
-
-/** Projections that serve what these routes change; a response waits for them (read-your-writes). */
-export const EMAIL_PROJECTIONS = ['emails'];
 
 const acceptedBody = (a: Accepted) => ({
   id: a.id,
