@@ -101,10 +101,8 @@ export class DeliveryProcess extends DueProcess<Job> {
     const changes = events.flatMap((e) => this.dueChange(e));
     this.#queued.note(events);
     await this.due.apply(tx, changes);
-    await listQueues(
-      tx,
-      changes.map((c) => c.add),
-    );
+    const jobs = changes.map((c) => c.add);
+    await listQueues(tx, jobs);
   }
 
   /** Looks at the jobs claimed, sharing their domains' look-ups; a task resolves with 1 when its look succeeded. */
@@ -226,11 +224,13 @@ export class DeliveryProcess extends DueProcess<Job> {
     const limits = { ...group.limits, group: group.name, source: this.#egress.bound(egress) };
     const sent = await this.#mta.send(message, attempt.data.recipients, { withinMs, limits });
     const decided = this.#decide(email, sent);
+    // A wait for a connection slot (`attempted: false`) is no server's reply: the log and shaping learn nothing.
+    const replies = decided.filter((o) => o.attempted !== false);
     const at = this.services.clock.now().toISOString();
     const where = { ...email.meta, destination: email.destination, group: group.name, at };
-    this.#destinations.noteOutcomes(where, decided);
+    this.#destinations.noteOutcomes(where, replies);
     await this.#recordOutcomes(email, decided);
-    await this.#shaping.observe(group, decided);
+    await this.#shaping.observe(group, replies);
   }
 
   /** What each server's answer becomes: delivered, delayed until its retry, or bounced with its class. */

@@ -50,8 +50,7 @@ export class DestinationLog {
     where: { orgId: string; mode: string; destination: string; group: string; at: string },
     decided: DeliveryOutcome[],
   ): void {
-    // A wait for a connection slot is no server's reply.
-    for (const o of decided.filter((d) => d.attempted !== false))
+    for (const o of decided)
       this.note({
         ...where,
         smtpCode: o.smtpCode ?? null,

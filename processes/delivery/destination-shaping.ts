@@ -65,14 +65,10 @@ export class DestinationShaping {
     return hold.until;
   }
 
-  /**
-   * What the servers said, as the group's rules read it (a hold it sets is seen here at once); a wait for a
-   * connection slot (`attempted: false`) is no server's word.
-   */
+  /** What the servers said, as the group's rules read it (a hold it sets is seen here at once). */
   async observe(group: ShapingGroup, decided: DeliveryOutcome[]): Promise<void> {
     this.#holds.delete(group.name);
-    const answered = decided.filter((o) => o.attempted !== false);
-    const replies = new Map(answered.map((o) => [`${o.result} ${o.smtpResponse}`, o]));
+    const replies = new Map(decided.map((o) => [`${o.result} ${o.smtpResponse}`, o]));
     for (const o of replies.values())
       await this.#shaping.observe(group, {
         ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),

@@ -221,6 +221,13 @@ describe('a refusal in the delivery look, and its shaping group', () => {
       clock.advance(2 * MINUTE);
       await waiting.runOnce();
       expect(await recipientOf(id)).toMatchObject({ status: 'delivered', attempts: 1 });
+      // The destination's log (written on stop) has the server's one reply; the wait was none.
+      await waiting.stop();
+      const replies = await svc.postline.services.db.query(
+        'SELECT smtp_code FROM delivery_replies WHERE destination = $1',
+        [domain],
+      );
+      expect(replies.rows).toEqual([{ smtp_code: 250 }]);
     } finally {
       await waiting.stop();
       await mta.close();
