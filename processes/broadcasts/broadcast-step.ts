@@ -29,8 +29,8 @@ type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
 type Sending = Extract<BroadcastState, { exists: true }>;
 type Step = { next: Date | null; queued: number };
 
-/** A slice of a page's emails: where their appends landed, once written. */
-type Slice = { positions: Position[]; written: Promise<unknown> };
+/** A slice of a page's emails: the furthest position their appends landed at, once written. */
+type Slice = { last?: Position; written: Promise<unknown> };
 
 /** A page of the audience whose emails are being queued. */
 interface Page {
@@ -219,11 +219,11 @@ class BroadcastStep {
    * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
   async #queue(sending: BroadcastSending, recipients: AudienceRecipient[], startedAt: string) {
-    const queue = async (r: AudienceRecipient, positions: Position[]) => {
+    const queue = async (r: AudienceRecipient, slice: Slice) => {
       const draft = this.#render(sending, r, startedAt);
       if (!draft) return false;
       const { position } = await acceptEmail(this.services, this.#meta, draft);
-      if (position) positions.push(position);
+      if (position && !(slice.last && slice.last > position)) slice.last = position;
       return true;
     };
     const pending: Promise<boolean>[] = [];
@@ -231,8 +231,8 @@ class BroadcastStep {
     for (let i = 0; i < recipients.length; i += SLICE) {
       const behind = slices[slices.length - SLICES_AHEAD];
       if (behind) await this.#projected(behind);
-      const slice: Slice = { positions: [], written: Promise.resolve() };
-      const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice.positions));
+      const slice: Slice = { written: Promise.resolve() };
+      const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice));
       for (const p of queued) p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
       slice.written = Promise.allSettled(queued);
       slices.push(slice);
@@ -248,11 +248,7 @@ class BroadcastStep {
    */
   async #projected(slice: Slice): Promise<void> {
     await slice.written;
-    const last = slice.positions.reduce<Position | undefined>(
-      (a, b) => (a === undefined || b > a ? b : a),
-      undefined,
-    );
-    await this.services.readYourWrites.waitFor(EMAIL_PROJECTIONS, last).catch(() => {});
+    await this.services.readYourWrites.waitFor(EMAIL_PROJECTIONS, slice.last).catch(() => {});
   }
 
   /** The step on the broadcast: its cursor, counts, and `BroadcastSent` after the last. */
