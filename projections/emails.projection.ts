@@ -1,6 +1,6 @@
 import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../domain/emails/email.events.ts';
 import { monthOf } from '../domain/organizations/plans.ts';
-import { literal, type Transaction } from '../platform/db/database.ts';
+import { type Transaction, withLiteral } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
@@ -91,7 +91,7 @@ const insertEmails = (tx: Transaction, events: NewEmail[]) => tx.query(INSERT_EM
 
 /** The same, as a statement without parameters, for the batch's COMMIT to carry (one round trip fewer). */
 const insertEmailsAtCommit = (tx: Transaction, events: NewEmail[]) =>
-  tx.atCommit(INSERT_EMAILS.replace('$1::json', `${literal(rowsOf(events))}::json`));
+  tx.atCommit(withLiteral(INSERT_EMAILS, rowsOf(events)));
 
 /** Emails with their recipients' outcomes, their attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
 export const emailsProjection: Projection<EmailEvent> = {

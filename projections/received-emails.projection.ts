@@ -1,5 +1,5 @@
 import type { ReceivedEmailEvent } from '../domain/received-emails/received-email.events.ts';
-import { literal, type Transaction } from '../platform/db/database.ts';
+import { type Transaction, withLiteral } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
 import type { Projection } from './projection.ts';
 import { updateRow } from './rows.ts';
@@ -79,8 +79,7 @@ export const receivedEmailsProjection: Projection<ReceivedEmailEvent> = {
       let j = i + 1;
       while (j < events.length && isReceived(events[j])) j++;
       const run = events.slice(i, j).filter(isReceived);
-      if (j === events.length)
-        tx.atCommit(INSERT_RECEIVED.replace('$1::json', `${literal(rowsOf(run))}::json`));
+      if (j === events.length) tx.atCommit(withLiteral(INSERT_RECEIVED, rowsOf(run)));
       else await tx.query(INSERT_RECEIVED, [rowsOf(run)]);
       i = j;
     }

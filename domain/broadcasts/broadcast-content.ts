@@ -85,7 +85,7 @@ export function withFooter(
             lines.map((l) => `${htmlEscape(l)}<br>`).join('') +
             `<a href="${htmlEscape(unsubscribeUrl)}" data-postline-untracked>Unsubscribe</a></div>`;
           return /<\/body>/i.test(body.html)
-            ? body.html.replace(/<\/body>/i, `${footer}</body>`)
+            ? body.html.replace(/<\/body>/i, () => `${footer}</body>`) // a function: the impressum's `$&` stays as written
             : body.html + footer;
         })();
   const text =

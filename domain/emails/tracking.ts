@@ -141,7 +141,7 @@ export function addTracking(
   }
   if (options.opens) {
     const pixel = `<img src="${tokens.openUrl(claim, options.host)}" width="1" height="1" alt="" style="display:none;border:0" />`;
-    out = /<\/body>/i.test(out) ? out.replace(/<\/body>/i, `${pixel}</body>`) : out + pixel;
+    out = /<\/body>/i.test(out) ? out.replace(/<\/body>/i, () => `${pixel}</body>`) : out + pixel;
   }
   return out;
 }

@@ -182,7 +182,7 @@ async function contactHistory(db: Database): Promise<StoredEvent[]> {
 }
 
 /** Received emails in runs between other events: one replayed, one with text to escape, its headers kept, one purged. */
-const received = (id: string, extra: Record<string, unknown> = {}) => ({
+const inbound = (id: string, extra: Record<string, unknown> = {}) => ({
   ...event('InboundEmailReceived', { ...receivedEmail, receivedEmailId: id, ...extra }),
   streamId: `receivedemail-${id}`,
 });
@@ -191,14 +191,14 @@ const receivedChange = (type: string, data: Record<string, unknown>) => ({
   streamId: `receivedemail-${data.receivedEmailId}`,
 });
 const receivedHistory: StoredEvent[] = [
-  received('in_1'),
-  received('in_2', { subject: `It's "quoted" \\ é`, headersKey: undefined }),
+  inbound('in_1'),
+  inbound('in_2', { subject: `It's "quoted" \\ é`, headersKey: undefined }),
   receivedChange('ReceivedEmailHeadersKept', { receivedEmailId: 'in_2', headersKey: 'blob_kept' }),
-  received('in_3'),
-  received('in_1'),
+  inbound('in_3'),
+  inbound('in_1'),
   receivedChange('ReceivedEmailPurged', { receivedEmailId: 'in_3', purgedAt: '2026-06-01T00:00:00.000Z' }),
-  received('in_4', { from: null, parseError: 'unreadable' }),
-  received('in_5'),
+  inbound('in_4', { from: null, parseError: 'unreadable' }),
+  inbound('in_5'),
 ];
 
 async function dump(db: Database, tables: string[]) {
@@ -317,6 +317,26 @@ describe('projections with applyBatch', () => {
         { id: 'att_1', content_id: null, size: 3 },
         { id: 'att_2', content_id: 'logo', size: 4 },
       ]);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it("new emails' text goes in as written, even what String.replace would read as a pattern ($&, $', $`)", async () => {
+    const { db, dispose } = await migrated();
+    try {
+      const tricky = "Save $& now, $' or $` – it's \\ 100 $$";
+      const emails = projections.find((p) => p.name === 'emails')!;
+      const received = projections.find((p) => p.name === 'received_emails')!;
+      // Batches of new emails only: their statements go with the COMMIT.
+      await db.transaction((tx) =>
+        emails.applyBatch!(tx, [event('EmailQueued', content('em_t', { subject: tricky, html: tricky }))]),
+      );
+      await db.transaction((tx) => received.applyBatch!(tx, [inbound('in_t', { subject: tricky })]));
+      const email = await db.query('SELECT subject, html FROM emails WHERE id = $1', ['em_t']);
+      expect(email.rows).toEqual([{ subject: tricky, html: tricky }]);
+      const receivedRow = await db.query('SELECT subject FROM received_emails WHERE id = $1', ['in_t']);
+      expect(receivedRow.rows).toEqual([{ subject: tricky }]);
     } finally {
       await dispose();
     }

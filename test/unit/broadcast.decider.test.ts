@@ -167,11 +167,11 @@ describe('broadcast content', () => {
     );
   });
 
-  it('adds the impressum and the unsubscribe link, escaped, before </body>', () => {
+  it('adds the impressum and the unsubscribe link, escaped and as written ($&), before </body>', () => {
     const footer = withFooter(
       { html: '<html><body><p>x</p></body></html>', text: 'x' },
       {
-        company_name: 'A & B GmbH',
+        company_name: 'A & B $& Co. GmbH',
         address: 'Hauptstr. 1, Berlin',
         country: 'DE',
         email: 'info@ab.test',
@@ -180,10 +180,10 @@ describe('broadcast content', () => {
       'https://p.test/unsubscribe/t"1',
     );
     expect(footer.html).toBe(
-      '<html><body><p>x</p><div style="margin-top:32px;font-size:12px;color:#666">A &amp; B GmbH<br>Hauptstr. 1, Berlin, DE<br>info@ab.test<br>VAT ID DE123456789<br><a href="https://p.test/unsubscribe/t&quot;1" data-postline-untracked>Unsubscribe</a></div></body></html>',
+      '<html><body><p>x</p><div style="margin-top:32px;font-size:12px;color:#666">A &amp; B $&amp; Co. GmbH<br>Hauptstr. 1, Berlin, DE<br>info@ab.test<br>VAT ID DE123456789<br><a href="https://p.test/unsubscribe/t&quot;1" data-postline-untracked>Unsubscribe</a></div></body></html>',
     );
     expect(footer.text).toBe(
-      'x\n\n-- \nA & B GmbH\nHauptstr. 1, Berlin, DE\ninfo@ab.test\nVAT ID DE123456789\nUnsubscribe: https://p.test/unsubscribe/t"1\n',
+      'x\n\n-- \nA & B $& Co. GmbH\nHauptstr. 1, Berlin, DE\ninfo@ab.test\nVAT ID DE123456789\nUnsubscribe: https://p.test/unsubscribe/t"1\n',
     );
     expect(withFooter({ html: null, text: null }, null, 'u')).toEqual({ html: null, text: null });
   });
