@@ -48,6 +48,27 @@ const content = (audienceId: string) => ({
   text: 'Hello {{contact.first_name}}, here is what is new this month.',
 });
 
+/**
+ * A request of the batch API: `n` of the broadcast's emails as a user of the API would send them, each to an
+ * address of its own, rendered, with an unsubscribe link in html and text and the List-Unsubscribe headers that
+ * bulk mail must carry (the broadcast adds the same).
+ */
+const batchOf = (n: number) =>
+  Array.from({ length: n }, (_, i) => {
+    const unsubscribe = `https://acme-bench.test/unsubscribe/reader${i}-${'x'.repeat(40)}`;
+    return {
+      from: 'Acme <news@acme-bench.test>',
+      to: [`"Reader${i} Last, ${i}" <reader${i}@example.org>`],
+      subject: `News for Reader${i}`,
+      html: `<p>Hello Reader${i}, here is what is new this month.</p><div style="margin-top:32px;font-size:12px;color:#666"><a href="${unsubscribe}">Unsubscribe</a></div>`,
+      text: `Hello Reader${i}, here is what is new this month.\n\n-- \nUnsubscribe: ${unsubscribe}\n`,
+      headers: {
+        'List-Unsubscribe': `<${unsubscribe}>, <mailto:unsubscribe+reader${i}@acme-bench.test>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
+    };
+  });
+
 type Postline = Awaited<ReturnType<typeof startPostline>>;
 
 /** An organization on `postline` with an audience, its API, and a broadcast's expansion run to its end. */
@@ -105,11 +126,18 @@ async function countRoundTrips(env: Record<string, string>): Promise<string[]> {
     const { queued } = await s.expand();
     await postline.services.readYourWrites.waitFor(['emails'], await postline.services.store.headPosition());
     const expanded = await expanding.end(queued);
+    const batching = await counter.begin(metrics);
+    for (let sent = 0; sent < COUNT_CONTACTS; sent += 100)
+      await s.call('POST', '/emails/batch', batchOf(100));
+    await postline.services.readYourWrites.waitFor(['emails'], await postline.services.store.headPosition());
+    const batched = await batching.end(COUNT_CONTACTS);
     return [
       `import: ${imported[0]}`,
       ...imported.slice(1),
       `expansion: ${expanded[0]}`,
       ...expanded.slice(1),
+      `batch API: ${batched[0]}`,
+      ...batched.slice(1),
     ];
   } finally {
     await postline.close();
@@ -179,13 +207,7 @@ try {
     );
 
     // The batch API on the same service, same database.
-    const batch = Array.from({ length: 100 }, (_, i) => ({
-      from: 'Acme <news@acme-bench.test>',
-      to: [`reader${i}@example.org`],
-      subject: 'News for Ann',
-      html: '<p>Hello Ann, here is what is new this month.</p>',
-      text: 'Hello Ann, here is what is new this month.',
-    }));
+    const batch = batchOf(100);
     await caughtUp(); // as for the sends alone: the second broadcast's emails are not in its way
     const beforeBatch = meter.sample();
     const r = await autocannon({
