@@ -1,4 +1,5 @@
 import { XMLParser } from 'fast-xml-parser';
+import { storableText } from '../../platform/storable-text.ts';
 import { UnreadableReport } from './report-archive.ts';
 
 /** One row of an aggregate report: the mail seen from one source IP, as the reporter judged it. */
@@ -39,7 +40,14 @@ const parser = new XMLParser({
 
 type Node = Record<string, unknown>;
 const node = (v: unknown): Node => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Node) : {});
-const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v).trim() : '');
+/** Text a report may hold in one field: a reporter's name, an id, an address. */
+const FIELD_CHARS = 255;
+/**
+ * A field's text as the read model can store it: anyone may mail a report, and a NUL unpacked from its archive
+ * would fail the projection's INSERT on every retry (and park every later report for the domain behind it).
+ */
+const str = (v: unknown) =>
+  typeof v === 'string' || typeof v === 'number' ? storableText(String(v), FIELD_CHARS).trim() : '';
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
 const isIp = (s: string) => /^[0-9a-f:.]{2,45}$/i.test(s) && (s.includes('.') || s.includes(':'));
 

@@ -137,4 +137,14 @@ describe('DMARC aggregate reports: parsing', () => {
     ])
       expect(() => parseDmarcReport(bad)).toThrow(UnreadableReport);
   });
+
+  it('keeps what a store can hold of its text: a NUL from the archive dropped, each field cut to 255 characters', () => {
+    const google = fixture('google.xml').toString();
+    const xml = google
+      .replace(/<org_name>[^<]*<\/org_name>/, '<org_name>evil\u0000corp</org_name>')
+      .replace(/<report_id>[^<]*<\/report_id>/, `<report_id>${'r'.repeat(1000)}</report_id>`);
+    const report = parseDmarcReport(unpackReport(gzipSync(Buffer.from(xml))));
+    expect(report.reporter).toBe('evilcorp');
+    expect(report.reportId).toBe('r'.repeat(255));
+  });
 });
