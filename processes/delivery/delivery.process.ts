@@ -99,7 +99,7 @@ export class DeliveryProcess extends DueProcess<Job> {
   /** The jobs, and their queues listed for the claim's turns, in the consumer's transaction. */
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
     const changes = events.flatMap((e) => this.dueChange(e));
-    this.#queued.note(events);
+    this.#queued.note(events.filter((e) => this.dueChange(e).length > 0)); // the emails this process may look at
     await this.due.apply(tx, changes);
     const jobs = changes.map((c) => c.add);
     await listQueues(tx, jobs);
