@@ -8,7 +8,7 @@ import { AppError } from '../platform/errors.ts';
 import { requestHash } from '../platform/idempotency/idempotency.ts';
 import { newId } from '../platform/ids.ts';
 import type { Services } from '../platform/services.ts';
-import { findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
+import { cutText, findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
 import { acceptEmail } from '../write-side/emails/accept-email.ts';
 import type { Accepted } from '../write-side/emails/email-draft.ts';
 import { messageDraft, type SubmittedMessage } from '../write-side/emails/message-draft.ts';
@@ -101,7 +101,7 @@ async function parsed(bytes: Buffer) {
     to: mailboxList(mail.to),
     cc: mailboxList(mail.cc),
     replyTo: mailboxList(mail.replyTo),
-    subject: (mail.subject ?? '').slice(0, EMAIL_LIMITS.subjectChars),
+    subject: cutText(mail.subject ?? '', EMAIL_LIMITS.subjectChars),
     html: typeof mail.html === 'string' ? mail.html : null,
     text: mail.text === undefined ? null : singlePart ? mail.text.replace(/\r?\n$/, '') : mail.text,
     attachments: mail.attachments.map((a) => ({

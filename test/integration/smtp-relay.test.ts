@@ -211,6 +211,18 @@ describe('the SMTP relay with a live key', () => {
     expect(list.body.data.filter((e: any) => e.subject === 'Once')).toHaveLength(1);
   });
 
+  it('cuts a subject longer than 998 characters before a character it would split, and takes the message', async () => {
+    const subject = `${'a'.repeat(997)}😀`; // 999 UTF-16 units: the 998th is the emoji's first half
+    const info = await transport(acme.testKey).sendMail({
+      from: 'dev@unregistered.test',
+      to: 'delivered@simulator.postline.dev',
+      subject,
+      text: 'long subject',
+    });
+    const email = await until(queuedId(info.response), 'delivered', acme.test);
+    expect(email.subject).toBe('a'.repeat(997));
+  });
+
   it('simulates a test key’s message and delivers nothing', async () => {
     const info = await transport(acme.testKey).sendMail({
       from: 'dev@unregistered.test',
