@@ -6,6 +6,7 @@ import {
   randomBytes,
   timingSafeEqual,
 } from 'node:crypto';
+import { decodeHTMLAttribute } from 'entities';
 import type { Config } from '../../platform/config.ts';
 import { purposeKey } from '../../platform/crypto.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
@@ -134,8 +135,8 @@ export function addTracking(
         const rest = whole.slice(at + m.length, at + m.length + 1000);
         const tag = pre + rest.slice(0, Math.max(0, rest.indexOf('>')));
         if (/\bdata-postline-untracked\b/i.test(tag)) return m;
-        const original = url.replace(/&amp;/g, '&');
-        return `${pre}${q}${tokens.clickUrl({ ...claim, url: original }, options.host).replace(/&/g, '&amp;')}${q}`;
+        // Signed as the browser reads the href: every character reference decoded (`&amp;`, `&#38;`, `&AMP;`, …).
+        return `${pre}${q}${tokens.clickUrl({ ...claim, url: decodeHTMLAttribute(url) }, options.host).replace(/&/g, '&amp;')}${q}`;
       },
     );
   }

@@ -18,6 +18,17 @@ describe('click tracking', () => {
     expect(out).toContain('href="mailto:a@b.c"');
   });
 
+  it('signs the link the browser would open: every character reference in the href decoded', () => {
+    const signed = (href: string) => {
+      const out = addTracking(`<a href="${href}">x</a>`, tokens, claim, clicks);
+      const token = /href="https:\/\/track\.example\/t\/c\/([^"]+)"/.exec(out)![1];
+      return tokens.verify(token.replace(/&amp;/g, '&'))?.url;
+    };
+    for (const amp of ['&amp;', '&#38;', '&#x26;', '&AMP;'])
+      expect(signed(`https://x.example/?a=1${amp}b=2`)).toBe('https://x.example/?a=1&b=2');
+    expect(signed('https://x.example/caf&eacute;?q=&quot;a&quot;')).toBe('https://x.example/café?q="a"');
+  });
+
   it('leaves a link marked data-postline-untracked as it is, before or after its href', () => {
     const html =
       '<a href="https://p.example/unsubscribe/t" data-postline-untracked>u</a>' +
