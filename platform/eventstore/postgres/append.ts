@@ -93,9 +93,12 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
     // must not queue two thousand statements ahead of everyone else's.
     return mapLimited(batch, FALLBACK_AT_ONCE, (a) => appendAfter(db, a).catch((e) => e));
   }
-  // Rows come back in insert order: each stream's last one is its result.
+  // Each stream's result is its highest revision, whatever order RETURNING gives the rows in.
   const last = new Map<string, AppendResult>();
-  for (const row of inserted) last.set(row.stream_id, resultOf([row]));
+  for (const row of inserted) {
+    const known = last.get(row.stream_id);
+    if (!known || Number(row.stream_revision) > known.nextRevision) last.set(row.stream_id, resultOf([row]));
+  }
   return Promise.all(
     batch.map(
       async (a) =>
