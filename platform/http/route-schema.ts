@@ -32,11 +32,21 @@ export interface RouteSchema {
 /** A timestamp as the API writes it (`Date#toISOString()`). */
 export const timestamp = z.iso.datetime();
 
+/**
+ * A date-time PostgreSQL can store and JavaScript writes back as it reads: an offset of at most ±15:59 and an
+ * instant in the years 1 to 9999 (UTC). Anything else passed the API, was recorded, and then failed every write
+ * of it into a read model (the consumer parked, /readyz 503).
+ */
+const storableInstant = (value: string) => {
+  const offset = /([+-])(\d\d):?\d\d$/.exec(value);
+  const year = new Date(value).getUTCFullYear();
+  return !(offset && Number(offset[2]) > 15) && year >= 1 && year <= 9999;
+};
+
 /** A date-time a request gives: ISO 8601 with a time zone. */
-export const zonedDateTime = z.iso.datetime({
-  offset: true,
-  message: 'must be an ISO 8601 date-time with a time zone',
-});
+export const zonedDateTime = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
+  .refine(storableInstant, 'must lie in the years 0001 to 9999 (UTC), with a UTC offset of at most ±15:59');
 
 /** `{id, deleted: true}`: what a DELETE answers. */
 export const Deleted = z

@@ -230,6 +230,9 @@ describe('contacts', () => {
     [{ email: 'a@example.org', properties: { 'bad key': 1 } }, 'properties'],
     [{ email: 'a@example.org', properties: { nested: { a: 1 } } }, 'properties'],
     [{ email: 'a@example.org', consent_given_at: 'yesterday' }, 'consent_given_at'],
+    // Valid ISO 8601, but not a timestamp PostgreSQL can store.
+    [{ email: 'a@example.org', consent_given_at: '2024-01-01T00:00:00+23:59' }, 'consent_given_at'],
+    [{ email: 'a@example.org', consent_given_at: '0000-01-01T00:00:00Z' }, 'consent_given_at'],
     [{ email: 'a@example.org', unsubscribed: 'yes' }, 'unsubscribed'],
     [{ email: 'a@example.org', colour: 'red' }, 'colour'],
   ])('refuses %j with 422 naming %s', async (body, field) => {

@@ -266,6 +266,8 @@ describe('webhooks API', () => {
       [{ since: 'yesterday' }, 'since'],
       [{ since: '2999-01-01T00:00:00Z' }, 'since'],
       [{ since, until: '2000-01-01T00:00:00Z' }, 'until'],
+      [{ since: '0000-01-01T00:00:00Z' }, 'since'],
+      [{ since, until: '9999-12-31T23:59:59-01:00' }, 'until'],
       [{ since, extra: true }, 'extra'],
     ];
     await expectValidationErrors(
