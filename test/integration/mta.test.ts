@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { dkimVerify } from 'mailauth';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -371,7 +371,101 @@ describe('outbound MTA: the time limit of a send', () => {
   });
 });
 
+/**
+ * A receiver speaking SMTP by hand that drops its first connection during that connection's second transaction:
+ * at its `MAIL FROM` (before DATA, nothing of the message handed over) or right after its body arrived (stored,
+ * the 250 never sent). `stored` lists the recipients of each message it kept, `connections` counts connections.
+ */
+async function dropsSecondTransaction(at: 'mail' | 'body') {
+  const stored: string[][] = [];
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    const first = ++connections === 1;
+    let transactions = 0;
+    let rcpts: string[] = [];
+    let inData = false;
+    let buffered = '';
+    const answer = (line: string) => socket.write(`${line}\r\n`);
+    socket.on('error', () => {});
+    answer('220 drops.test ESMTP');
+    socket.on('data', (chunk) => {
+      buffered += chunk.toString('latin1');
+      for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+        const line = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (inData) {
+          if (line !== '.') continue;
+          inData = false;
+          stored.push(rcpts);
+          if (first && transactions === 2 && at === 'body') return void socket.destroy();
+          answer('250 2.0.0 queued');
+        } else if (/^MAIL FROM/i.test(line)) {
+          rcpts = [];
+          if (first && ++transactions === 2 && at === 'mail') return void socket.destroy();
+          answer('250 ok');
+        } else if (/^RCPT TO:<([^>]*)>/i.test(line)) {
+          rcpts.push(/^RCPT TO:<([^>]*)>/i.exec(line)?.[1] ?? '');
+          answer('250 ok');
+        } else if (/^EHLO/i.test(line)) answer('250 drops.test');
+        else if (/^DATA/i.test(line)) {
+          inData = true;
+          answer('354 go ahead');
+        } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
+        else answer('250 ok');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    stored,
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // The MTA's idle pooled connection would hold the close for its idle time.
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
+}
+
 describe('outbound MTA: connections that go wrong', () => {
+  it('sends again on a fresh connection when a reused one drops before the server accepted DATA', async () => {
+    const receiver = await dropsSecondTransaction('mail');
+    try {
+      publishMx('stale.test');
+      const out = mta(receiver.port);
+      const [a] = await out.send(message({ to: ['a@stale.test'] }), ['a@stale.test']);
+      const [b] = await out.send(message({ to: ['b@stale.test'] }), ['b@stale.test']);
+      expect([a.result, b.result]).toEqual(['delivered', 'delivered']);
+      expect(receiver.stored).toEqual([['a@stale.test'], ['b@stale.test']]);
+      expect(receiver.connections()).toBe(2);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('never sends a message twice when a reused connection drops after its body went out', async () => {
+    const receiver = await dropsSecondTransaction('body');
+    try {
+      publishMx('lost-reply.test');
+      const out = mta(receiver.port);
+      const [a] = await out.send(message({ to: ['a@lost-reply.test'] }), ['a@lost-reply.test']);
+      const [b] = await out.send(message({ to: ['b@lost-reply.test'] }), ['b@lost-reply.test']);
+      expect(a.result).toBe('delivered');
+      // The server may have kept it (it did): the outcome is unknown, deferred as on a fresh connection.
+      expect(b).toMatchObject({ result: 'deferred', mx: 'mx.lost-reply.test' });
+      expect(b.smtpCode).toBeUndefined();
+      expect(b.smtpResponse).toMatch(/lost during the transaction/);
+      expect(receiver.stored).toEqual([['a@lost-reply.test'], ['b@lost-reply.test']]);
+      expect(receiver.connections()).toBe(1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('opens a fresh connection when the receiver dropped the idle one', async () => {
     const s = await sink();
     publishMx('dropped.test');

@@ -5,7 +5,7 @@ import { DestinationPool, type UseLimits } from './destination-limiter.ts';
 import { deferredAll, type OutboundMessage, type RecipientOutcome } from './message.ts';
 import type { MxHost } from './mx.ts';
 import type { Smarthost } from './smarthost.ts';
-import { describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
+import { dataAccepted, describeError, SmtpSession, starttlsFailed } from './smtp-client.ts';
 
 /** Connection slots shared across processes per shaping group (processes/delivery/shaping/connection-slots.ts). */
 export interface ConnectionSlotPort {
@@ -75,12 +75,13 @@ export class HostSessions {
 
   /**
    * Runs the transaction on a pooled connection to `host`. `error` (and no outcomes) when no connection could
-   * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead gets
-   * one more try on a fresh one; a connection lost during the transaction defers every recipient. A shaping group
-   * without a free connection slot in time, or a pool without a free connection before `endAt`, defers them too,
-   * not counted as an attempt. Past `endAt` no transaction starts (every recipient deferred), and one still
-   * running is cut. `limits` (the destination's shaping group's) caps the connections to this host and the
-   * transactions each connection runs.
+   * be opened, so the caller moves on to the next MX host. A reused connection that turns out to be dead before
+   * the server accepted DATA gets one more try on a fresh one; a connection lost during the transaction otherwise
+   * (once DATA was accepted the outcome is unknown) defers every recipient. A shaping group without a free
+   * connection slot in time, or a pool without a free connection before `endAt`, defers them too, not counted as
+   * an attempt. Past `endAt` no transaction starts (every recipient deferred), and one still running is cut.
+   * `limits` (the destination's shaping group's) caps the connections to this host and the transactions each
+   * connection runs.
    */
   async transact(
     host: MxHost,
@@ -133,7 +134,9 @@ export class HostSessions {
       } catch (err) {
         if (err instanceof SlotsInUse) return unasked(err.message);
         if (!inTransaction) return { error: describeError(err) };
-        if (reused && attempt === 0 && Date.now() < endAt) continue;
+        // A stale pooled connection fails before DATA is accepted, with nothing of the message handed over; once
+        // it was, the server may have stored it: deferred as on a fresh connection, never sent twice here.
+        if (reused && attempt === 0 && !dataAccepted(err) && Date.now() < endAt) continue;
         const reason = `connection to ${host.name} lost during the transaction: ${describeError(err)}`;
         this.#o.log.warn(
           { mx: host.name, error: describeError(err) },

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Logger } from '../../../platform/logger.ts';
 import { replyClass, smtpReplies, smtpSessions } from '../../../platform/metrics.ts';
@@ -62,6 +63,11 @@ const codeOf = (response: string | undefined): number | undefined => {
 /** The STARTTLS handshake (not the plain-text session before it) failed: worth one more try without TLS. */
 export const starttlsFailed = (err: unknown): boolean =>
   (err as { starttlsFailed?: boolean })?.starttlsFailed === true;
+
+/** The server had accepted DATA (354) when the connection failed: it may have stored the message, so the
+ * transaction is not run again on another connection. */
+export const dataAccepted = (err: unknown): boolean =>
+  (err as { dataAccepted?: boolean })?.dataAccepted === true;
 
 /** Replies end up in events and read models; the server decides what it says (see storableText). */
 const MAX_REPLY_CHARS = 1000;
@@ -167,7 +173,8 @@ export class SmtpSession {
 
   /**
    * One transaction: MAIL FROM, RCPT TO per recipient, DATA. Resolves with a reply per recipient whenever the
-   * server answered; rejects only when the connection failed (no reply to go by), leaving the session unusable.
+   * server answered; rejects only when the connection failed (no reply to go by), leaving the session unusable,
+   * the error marked `dataAccepted` (see there) once the server had accepted DATA.
    * `endAt` (ms since the epoch): a transaction still running then is cut, its socket destroyed with whatever it
    * had yet to write, so that nothing of it reaches the server later.
    */
@@ -178,6 +185,15 @@ export class SmtpSession {
     endAt = Number.POSITIVE_INFINITY,
   ): Promise<RecipientReply[]> {
     let cut: NodeJS.Timeout | undefined;
+    let handedOver = false;
+    // nodemailer reads the message only after the server's 354 to DATA: the first read marks it handed over.
+    const body = new Readable({
+      read() {
+        handedOver = true;
+        this.push(raw);
+        this.push(null);
+      },
+    });
     try {
       const info = await new Promise<SMTPConnection.SentMessageInfo>((resolve, reject) => {
         if (Number.isFinite(endAt))
@@ -188,7 +204,7 @@ export class SmtpSession {
             },
             Math.max(0, endAt - Date.now()),
           );
-        this.connection.send({ from: envelopeFrom, to: recipients }, raw, (err, result) => {
+        this.connection.send({ from: envelopeFrom, to: recipients }, body, (err, result) => {
           // The server answered: what follows (RSET) sends nothing that could deliver.
           clearTimeout(cut);
           if (err) reject(err);
@@ -204,7 +220,7 @@ export class SmtpSession {
       const err = error as SmtpError;
       if (!err.responseCode) {
         this.broken = true;
-        throw err;
+        throw Object.assign(err, { dataAccepted: handedOver });
       }
       // Read before RSET, which clears it.
       const envelope = (this.connection as unknown as { _envelope?: EnvelopeState })._envelope || {};
