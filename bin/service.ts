@@ -212,12 +212,11 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
       ready: async () => {
         await db.query('SELECT 1');
         await store.headPosition();
+        // A parked event is reported, not a reason to stop serving: every replica shares the log, so one bad event
+        // (anyone's) would take them all out of a load balancer, and serving holds none of it back.
         const stuck = await stuckConsumers(db);
         const running = runner.running || options.projections === false;
-        return {
-          ready: running && stuck.length === 0,
-          detail: stuck.length > 0 ? { stuck_consumers: stuck } : undefined,
-        };
+        return { ready: running, detail: stuck.length > 0 ? { stuck_consumers: stuck } : undefined };
       },
       mount: (a) => {
         if (router) mountApiReference(a, apiDocument(router), publicRateLimit(services));

@@ -3,6 +3,7 @@ import type express from 'express';
 import { Gauge } from 'prom-client';
 import type { Database } from '../db/database.ts';
 import { AppError } from '../errors.ts';
+import { stuckConsumers } from '../eventstore/parked-events.ts';
 import { PostgresEventStore } from '../eventstore/postgres/store.ts';
 import { registry } from '../metrics.ts';
 import type { Services } from '../services.ts';
@@ -83,6 +84,17 @@ scrapeGauge(
       })),
     );
   },
+);
+
+scrapeGauge(
+  'postline_parked_events',
+  'Events a projection or process manager failed on and parked, retried with back-off until they apply (alert on > 0).',
+  ['consumer'],
+  async ({ services }) =>
+    (await stuckConsumers(services.db)).map((c) => ({
+      labels: { consumer: c.consumer },
+      value: c.parked_events,
+    })),
 );
 
 scrapeGauge(
