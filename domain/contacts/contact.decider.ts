@@ -167,34 +167,57 @@ export const contactDecider: Decider<ContactCommand, ContactEvent, ContactState>
   },
 };
 
+/**
+ * How long a claim whose contact was never written is kept for it: a contact is written moments after its
+ * claim, so a younger claim is a contact still being created, and an older one was left by a crash between the two.
+ */
+export const UNWRITTEN_CLAIM_GRACE_MS = 5 * 60_000;
+
 export type ContactEmailCommand =
   | {
       type: 'ClaimContactEmail';
       contactId: string;
-      /** A contact that holds the claim but was never written (a crash between the two appends): it is freed. */
-      abandoned: string | null;
+      /**
+       * The holder's contact as the claimant read it (null when it is a contact that lives): `deleted`, or
+       * `unwritten` (no stream: being created, or left by a crash after its claim).
+       */
+      holderSeen: { contactId: string; as: 'deleted' | 'unwritten' } | null;
       at: string;
     }
   | { type: 'ReleaseContactEmail'; contactId: string; at: string };
 
-export type ContactEmailState = { holder: string | null };
+export type ContactEmailState = { holder: string | null; claimedAt: string | null };
+
+/**
+ * A holder keeps the address unless its contact was deleted, or was still unwritten `UNWRITTEN_CLAIM_GRACE_MS`
+ * after its claim: taking a younger claim would give the address to two contacts.
+ */
+function abandoned(
+  state: ContactEmailState,
+  command: Extract<ContactEmailCommand, { type: 'ClaimContactEmail' }>,
+) {
+  const seen = command.holderSeen;
+  if (!seen || seen.contactId !== state.holder) return false;
+  if (seen.as === 'deleted') return true;
+  return Date.parse(command.at) - Date.parse(state.claimedAt ?? command.at) >= UNWRITTEN_CLAIM_GRACE_MS;
+}
 
 /** The address rule: one contact per address in an organization and mode, compared in lower case. */
 export const contactEmailDecider: Decider<ContactEmailCommand, ContactEmailEvent, ContactEmailState> = {
-  initialState: { holder: null },
+  initialState: { holder: null, claimedAt: null },
   evolve(state, event) {
     switch (event.type) {
       case 'ContactEmailClaimed':
-        return { holder: event.data.contactId };
+        return { holder: event.data.contactId, claimedAt: event.data.claimedAt };
       case 'ContactEmailReleased':
-        return state.holder === event.data.contactId ? { holder: null } : state;
+        return state.holder === event.data.contactId ? { holder: null, claimedAt: null } : state;
     }
   },
   decide(command, state) {
     switch (command.type) {
       case 'ClaimContactEmail': {
         if (state.holder === command.contactId) return [];
-        if (state.holder && state.holder !== command.abandoned)
+        if (state.holder && !abandoned(state, command))
           throw new AppError('contact_exists', 'A contact with this email address exists already.');
         return [
           { type: 'ContactEmailClaimed', data: { contactId: command.contactId, claimedAt: command.at } },

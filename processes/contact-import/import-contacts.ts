@@ -85,10 +85,10 @@ export async function importContacts(
   );
   const holderOf = new Map(refused.map((t, i) => [t.row, holders[i]]));
   const claims = tried.map(({ row, emailKey }) => ({ row, emailKey, holder: holderOf.get(row) ?? null }));
-  const fresh = claims.filter((c) => c.holder === null);
+  const claimed = claims.filter((c) => c.holder === null);
   const sealed = await sealPersonalDataMany(
     services.db,
-    fresh.map(({ row }) => ({
+    claimed.map(({ row }) => ({
       subject: row.contactId,
       value: {
         email: row.email,
@@ -98,8 +98,14 @@ export async function importContacts(
       } satisfies ContactPersonalData,
     })),
   );
+  const skipped: ImportedBatch['skipped'] = [];
+  // A row whose contact an earlier run wrote and someone deleted since (its data forgotten): not written again.
+  for (const [i, { row }] of claimed.entries())
+    if (sealed[i] === null)
+      skipped.push({ line: row.line, reason: 'email: its contact was deleted meanwhile' });
+  const fresh = claimed.flatMap((c, i) => (sealed[i] === null ? [] : [{ ...c, personal: sealed[i] }]));
   await Promise.all(
-    fresh.map(({ row, emailKey }, i) =>
+    fresh.map(({ row, emailKey, personal }) =>
       handleCommand(
         services.store,
         contactStream(row.contactId),
@@ -110,7 +116,7 @@ export async function importContacts(
           orgId: meta.orgId,
           mode: meta.mode,
           emailKey,
-          personal: sealed[i],
+          personal,
           unsubscribed: false,
           consentGivenAt: null,
           audienceIds: o.audienceId ? [o.audienceId] : [],
@@ -122,7 +128,6 @@ export async function importContacts(
       ),
     ),
   );
-  const skipped: ImportedBatch['skipped'] = [];
   let updated = 0;
   await mapLimited(
     claims.filter((c) => c.holder !== null),
@@ -167,6 +172,8 @@ async function claimOrHolder(
   }
 }
 
+const BUSY = 'email: its contact was being created or deleted; import the row again';
+
 /** An imported row into the contact that has its address; why not, when it cannot be. */
 async function mergeImported(
   services: Deps,
@@ -180,15 +187,24 @@ async function mergeImported(
     state.exists && !state.deleted
       ? await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal)
       : null;
-  if (!current) return 'email: its contact was being deleted; import the row again';
+  // A holder not written yet is a contact still being created (or one being deleted): its address is taken.
+  if (!current) return BUSY;
   const properties = { ...current.properties, ...row.properties };
   if (Object.keys(properties).length > o.maxProperties)
     return `properties: the existing contact would have more than ${o.maxProperties}`;
-  await updateContact(services, meta, contactId, {
+  const gone = await updateContact(services, meta, contactId, {
     firstName: row.firstName,
     lastName: row.lastName,
     properties,
-  });
+  }).then(
+    () => false,
+    (error) => {
+      // Deleted while the row was merged: skipped like a contact found deleted.
+      if (error instanceof AppError && error.code === 'not_found') return true;
+      throw error;
+    },
+  );
+  if (gone) return BUSY;
   if (o.audienceId)
     await handleCommand(
       services.store,

@@ -267,6 +267,13 @@ describe("an organization's opt-in to client details", () => {
     const later = (await emailHistory(svc, id)).filter((e) => e.type === 'EmailOpened');
     expect(later).toHaveLength(2);
     expect(later[1].data).toEqual({ emailId: id, openedAt: expect.any(String) });
+
+    // On again: that email's details stay forgotten (its key is never made again); the open is recorded without.
+    await cli('orgs', 'set-client-details', acme.orgId, 'on');
+    await openAndClick(links, 'OptedInMail/2.0');
+    const again = (await emailHistory(svc, id)).filter((e) => e.type === 'EmailOpened');
+    expect(again).toHaveLength(3);
+    expect(again[2].data).toEqual({ emailId: id, openedAt: expect.any(String) });
   });
 
   it('is refused for an unknown organization and a setting that is not on or off', async () => {

@@ -1,5 +1,9 @@
 import { describe, it } from 'vitest';
-import { contactDecider, contactEmailDecider } from '../../domain/contacts/contact.decider.ts';
+import {
+  type ContactEmailCommand,
+  contactDecider,
+  contactEmailDecider,
+} from '../../domain/contacts/contact.decider.ts';
 import type { ContactEvent } from '../../domain/contacts/contact.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
@@ -161,39 +165,77 @@ describe('contact decider', () => {
 });
 
 describe('contact email decider', () => {
-  const claimed = { type: 'ContactEmailClaimed' as const, data: { contactId: 'con_1', claimedAt: 'T1' } };
-  const claim = (contactId: string, abandoned: string | null = null) => ({
-    type: 'ClaimContactEmail' as const,
-    contactId,
-    abandoned,
-    at: 'T2',
+  /** UNWRITTEN_CLAIM_GRACE_MS: a few minutes. */
+  const GRACE_MS = 5 * 60_000;
+  const T1 = '2026-01-01T10:00:00.000Z';
+  const T2 = '2026-01-01T10:01:00.000Z';
+  /** The grace after T1, less a millisecond and exactly. */
+  const justBefore = new Date(Date.parse(T1) + GRACE_MS - 1).toISOString();
+  const graceOver = new Date(Date.parse(T1) + GRACE_MS).toISOString();
+  const claimed = { type: 'ContactEmailClaimed' as const, data: { contactId: 'con_1', claimedAt: T1 } };
+  const claimedBy = (contactId: string, claimedAt: string) => ({
+    type: 'ContactEmailClaimed' as const,
+    data: { contactId, claimedAt },
   });
+  const claim = (
+    contactId: string,
+    holderSeen: Extract<ContactEmailCommand, { type: 'ClaimContactEmail' }>['holderSeen'] = null,
+    at = T2,
+  ) => ({ type: 'ClaimContactEmail' as const, contactId, holderSeen, at });
 
   it('gives an address to one contact; a second is refused with contact_exists', () => {
     spec(contactEmailDecider)
       .given([])
       .when(claim('con_1'))
-      .then([{ ...claimed, data: { ...claimed.data, claimedAt: 'T2' } }]);
+      .then([claimedBy('con_1', T2)]);
     spec(contactEmailDecider).given([claimed]).when(claim('con_1')).then([]);
     spec(contactEmailDecider).given([claimed]).when(claim('con_2')).thenFails('contact_exists');
   });
 
-  it('frees it on release, and from a holder that was never written', () => {
+  it('frees it on release, and from a holder deleted since', () => {
     const released = {
       type: 'ContactEmailReleased' as const,
-      data: { contactId: 'con_1', releasedAt: 'T2' },
+      data: { contactId: 'con_1', releasedAt: T2 },
     };
     spec(contactEmailDecider)
       .given([claimed])
-      .when({ type: 'ReleaseContactEmail', contactId: 'con_1', at: 'T2' })
+      .when({ type: 'ReleaseContactEmail', contactId: 'con_1', at: T2 })
       .then([released]);
     spec(contactEmailDecider)
       .given([claimed, released])
       .when(claim('con_2'))
-      .then([{ type: 'ContactEmailClaimed', data: { contactId: 'con_2', claimedAt: 'T2' } }]);
+      .then([claimedBy('con_2', T2)]);
     spec(contactEmailDecider)
       .given([claimed])
-      .when(claim('con_2', 'con_1'))
-      .then([{ type: 'ContactEmailClaimed', data: { contactId: 'con_2', claimedAt: 'T2' } }]);
+      .when(claim('con_2', { contactId: 'con_1', as: 'deleted' }))
+      .then([claimedBy('con_2', T2)]);
+  });
+
+  it('keeps it for a holder not written yet (being created) until the grace after its claim is over', () => {
+    const unwritten = { contactId: 'con_1', as: 'unwritten' as const };
+    spec(contactEmailDecider).given([claimed]).when(claim('con_2', unwritten)).thenFails('contact_exists');
+    spec(contactEmailDecider)
+      .given([claimed])
+      .when(claim('con_2', unwritten, justBefore))
+      .thenFails('contact_exists');
+    // Still unwritten once the grace is over: a crash between the claim and the contact; the address is free.
+    spec(contactEmailDecider)
+      .given([claimed])
+      .when(claim('con_2', unwritten, graceOver))
+      .then([claimedBy('con_2', graceOver)]);
+    // The grace runs from the holder's own claim, not an earlier one of the address.
+    spec(contactEmailDecider)
+      .given([
+        claimedBy('con_0', T1),
+        { type: 'ContactEmailReleased', data: { contactId: 'con_0', releasedAt: T2 } },
+        claimedBy('con_1', T2),
+      ])
+      .when(claim('con_3', unwritten, graceOver))
+      .thenFails('contact_exists');
+    // What was seen of another contact than the holder frees nothing.
+    spec(contactEmailDecider)
+      .given([claimed])
+      .when(claim('con_2', { contactId: 'con_9', as: 'deleted' }, graceOver))
+      .thenFails('contact_exists');
   });
 });

@@ -34,8 +34,9 @@ export async function readContact(services: Deps, contactId: string): Promise<Co
 }
 
 /**
- * Claims the address for the contact. A holder whose contact stream was never written (a crash between the claim
- * and the contact) or was deleted does not keep it.
+ * Claims the address for the contact. The holder's contact is read for the decider: one deleted does not keep
+ * it, nor one never written long after its claim (a crash between the claim and the contact); one never written
+ * and claimed lately is being created, and keeps it (contactEmailDecider).
  */
 export async function claimEmail(
   services: Deps,
@@ -48,16 +49,24 @@ export async function claimEmail(
     services.store,
     contactEmailStream(emailKey),
     contactEmailDecider,
-    async (state) => {
-      const holder =
-        state.holder && state.holder !== contactId ? await readContact(services, state.holder) : null;
-      const abandoned = holder && (!holder.exists || holder.deleted) ? state.holder : null;
-      return { type: 'ClaimContactEmail' as const, contactId, abandoned, at: at(services) };
-    },
+    async (state) => ({
+      type: 'ClaimContactEmail' as const,
+      contactId,
+      holderSeen: await holderSeen(services, state.holder, contactId),
+      at: at(services),
+    }),
     meta,
     // An address never claimed needs no read first: the append expects no stream, and a claim there is read then.
     { ...(options.likelyFree && { history: [] }), retries: options.retries },
   );
+}
+
+/** What the address rule needs of the holder's contact: null when it lives or is the claimant itself. */
+async function holderSeen(services: Deps, holder: string | null, contactId: string) {
+  if (!holder || holder === contactId) return null;
+  const contact = await readContact(services, holder);
+  if (!contact.exists) return { contactId: holder, as: 'unwritten' as const };
+  return contact.deleted ? { contactId: holder, as: 'deleted' as const } : null;
 }
 
 export const releaseEmail = (services: Deps, meta: EventMetadata, emailKey: string, contactId: string) =>

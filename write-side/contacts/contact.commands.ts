@@ -3,7 +3,12 @@ import type { ContactPersonalData } from '../../domain/contacts/contact.events.t
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
-import { forgetPersonalData, openPersonalData, sealPersonalData } from '../../platform/personal-data.ts';
+import {
+  forgetPersonalData,
+  openPersonalData,
+  PersonalDataForgottenError,
+  sealPersonalData,
+} from '../../platform/personal-data.ts';
 import {
   claimEmail,
   type Deps,
@@ -60,7 +65,10 @@ export async function updateContact(
   if (!next) return { position: undefined };
   const emailKey = emailKeyOf(services, meta, next.personal.email);
   if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
-  const personal = await sealPersonalData(services.db, contactId, next.personal);
+  // Deleted since it was read (its data forgotten): not found, and no key is made for it again.
+  const personal = await sealPersonalData(services.db, contactId, next.personal).catch((error) => {
+    throw error instanceof PersonalDataForgottenError ? notFound('Contact', contactId) : error;
+  });
   const fields = { emailKey, personal, unsubscribed: next.unsubscribed, consentGivenAt: next.consentGivenAt };
   const result = await onContact(services, meta, 'UpdateContact', contactId, fields);
   if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);

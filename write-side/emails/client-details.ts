@@ -1,5 +1,5 @@
 import { type ClientDetails, clientDetailsSubject } from '../../domain/emails/email.events.ts';
-import { sealPersonalData } from '../../platform/personal-data.ts';
+import { PersonalDataForgottenError, sealPersonalData } from '../../platform/personal-data.ts';
 import type { Services } from '../../platform/services.ts';
 
 /**
@@ -13,5 +13,11 @@ export async function sealClientDetails(
   details: ClientDetails,
 ): Promise<string | undefined> {
   if (!(await services.lookUps.tracksClientDetails(services.db, email.orgId))) return undefined;
-  return sealPersonalData(services.db, clientDetailsSubject(email.orgId, email.emailId), details);
+  // An email whose details were forgotten (`--forget`) records none again: the event goes in without them.
+  return sealPersonalData(services.db, clientDetailsSubject(email.orgId, email.emailId), details).catch(
+    (error) => {
+      if (error instanceof PersonalDataForgottenError) return undefined;
+      throw error;
+    },
+  );
 }
