@@ -69,10 +69,14 @@ export function bounceReports(
         smtpResponse: storableText(bounced.diagnostic || `status ${bounced.status}`, 1000),
       };
       recorded = true;
-      // A transient status: the receiving side tries again; news, not a bounce.
-      if (bounced.status.startsWith('5')) {
+      const permanent = bounced.status.startsWith('5');
+      // A DSN's Action decides (RFC 3464): `failed` is final, `delayed` is news that the receiving side tries
+      // again; without one (a plain-text bounce) the status does, permanent (5) a bounce, transient a delay.
+      if (bounced.action ? bounced.action === 'failed' : permanent) {
         const refusal = refusalOf(`${bounced.status} ${bounced.diagnostic}`, services.policies.bounceRules);
-        await recordBounceReport(services, meta, emailId, { ...outcome, ...refusal });
+        // A queue that gave up on a transient failure says nothing final of the address: soft, never suppressed.
+        const bounceType = permanent ? refusal.bounceType : 'soft';
+        await recordBounceReport(services, meta, emailId, { ...outcome, ...refusal, bounceType });
       } else await recordDelayReport(services, meta, emailId, outcome);
     }
     return recorded;

@@ -1,10 +1,16 @@
+import addressparser from 'nodemailer/lib/addressparser';
 import { parseVerp } from '../domain/emails/verp.ts';
-import { splitMessage } from './message-headers.ts';
+import { type HeaderField, splitMessage } from './message-headers.ts';
 
 /** One recipient's fate in a bounce: from a DSN's per-recipient fields, or guessed from a plain-text bounce. */
 export interface BouncedRecipient {
   recipient: string;
-  /** RFC 3463 status, `5.1.1`: permanent (5) is a bounce, transient (4) a delay. */
+  /**
+   * A DSN's `Action` (RFC 3464): `failed` is final whatever the status (a queue that gave up on a transient
+   * failure reports `failed` with a 4.x.x one), `delayed` is news. A plain-text bounce has none.
+   */
+  action?: 'failed' | 'delayed';
+  /** RFC 3463 status, `5.1.1`: without an action, permanent (5) is a bounce, transient (4) a delay. */
   status: string;
   /** The remote server's words (`Diagnostic-Code`), or the bounce's text. */
   diagnostic: string;
@@ -31,12 +37,38 @@ function fieldBlocks(text: string): Map<string, string>[] {
     .filter((f) => f.size > 0);
 }
 
-/** `rfc822; ann@x.test` -> `ann@x.test`. */
-const addressOf = (value: string | undefined) =>
-  value
-    ?.replace(/^[^;]*;/, '')
-    .trim()
-    .replace(/^<|>$/g, '');
+/**
+ * The one address a header names (`Bob Smith <bob@x.test>`, `"Smith, Bob" <bob@x.test>`, an encoded display
+ * name): a report about one recipient names one; none when it names several or none.
+ */
+function addressOf(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const found = addressparser(value, { flatten: true }).filter((a) => a.address.includes('@'));
+  return found.length === 1 ? found[0].address : undefined;
+}
+
+/** A DSN's or ARF's recipient field, its address type dropped: `rfc822; ann@x.test` -> `ann@x.test`. */
+const typedAddressOf = (value: string | undefined) => addressOf(value?.replace(/^[^;]*;/, ''));
+
+/**
+ * Whether a message is an automatic reply (RFC 3834 `Auto-Submitted` other than `no`; the vacation responders'
+ * `X-Autoreply`, `X-Autorespond`, `Precedence: auto_reply`) that the mail system did not send: an out-of-office
+ * reply to the return path is no bounce. The mail system marks its own bounces `auto-replied` too (Exim, Postfix);
+ * those come from `MAILER-DAEMON` or `postmaster`, or carry Exim's `X-Failed-Recipients`.
+ */
+function isAutoReply(fields: HeaderField[]): boolean {
+  const value = (name: string) => fields.find((f) => f.name === name)?.value;
+  const autoSubmitted = value('auto-submitted')?.split(';')[0].trim().toLowerCase();
+  const marked =
+    (autoSubmitted !== undefined && autoSubmitted !== 'no') ||
+    value('x-autoreply') !== undefined ||
+    value('x-autorespond') !== undefined ||
+    value('precedence')?.toLowerCase() === 'auto_reply';
+  const from = addressOf(value('from'))?.split('@')[0].toLowerCase();
+  const mailSystem =
+    from === 'mailer-daemon' || from === 'postmaster' || value('x-failed-recipients') !== undefined;
+  return marked && !mailSystem;
+}
 
 /**
  * The email a report is about, from the original message it quotes: its VERP return path, or a Message-ID that
@@ -75,25 +107,26 @@ function decoded(encoding: string | undefined, body: Buffer): Buffer {
  * The message's type and, for a multipart one, its parts, one level deep: a report's parts are what it is
  * read by. Quoted messages stay whole (mailparser would inline a `message/rfc822` part into the text).
  */
-function parts(message: Buffer): { contentType: string; subject: string; parts: Part[] } {
+function parts(message: Buffer): { subject: string; autoReply: boolean; parts: Part[] } {
   const { fields, body } = splitMessage(message);
   const value = (name: string) => fields.find((f) => f.name === name)?.value;
   const contentType = value('content-type') ?? 'text/plain';
   const type = contentType.split(';')[0].trim().toLowerCase();
   const subject = value('subject') ?? '';
+  const autoReply = isAutoReply(fields);
   const boundary = /boundary\s*=\s*(?:"([^"]+)"|([^\s;]+))/i.exec(contentType);
   if (!type.startsWith('multipart/') || !boundary) {
     return {
-      contentType: type,
       subject,
+      autoReply,
       parts: [{ contentType: type, body: decoded(value('content-transfer-encoding'), body) }],
     };
   }
   const delimiter = `\r\n--${boundary[1] ?? boundary[2]}`;
   const text = body.toString('latin1');
   return {
-    contentType: type,
     subject,
+    autoReply,
     parts: text
       .split(delimiter)
       .slice(1)
@@ -120,7 +153,7 @@ export async function readReport(message: Buffer): Promise<Report> {
     return {
       kind: 'complaint',
       feedbackType: fields?.get('feedback-type') ?? 'abuse',
-      recipient: addressOf(fields?.get('original-rcpt-to')) ?? addressOf(originalTo),
+      recipient: typedAddressOf(fields?.get('original-rcpt-to')) ?? addressOf(originalTo),
       originalEmailId: originalEmailId(original),
     };
   }
@@ -132,19 +165,24 @@ export async function readReport(message: Buffer): Promise<Report> {
   if (status) {
     const [, ...perRecipient] = fieldBlocks(status.toString('utf8'));
     const recipients = perRecipient.flatMap((f): BouncedRecipient[] => {
-      const recipient = addressOf(f.get('final-recipient') ?? f.get('original-recipient'));
+      const recipient = typedAddressOf(f.get('final-recipient') ?? f.get('original-recipient'));
       const action = f.get('action')?.toLowerCase();
       // `delivered`, `relayed` and `expanded` are news of success; `delayed` is a transient failure.
       if (!recipient || (action !== 'failed' && action !== 'delayed')) return [];
       const status = f.get('status') ?? (action === 'failed' ? '5.0.0' : '4.0.0');
-      return [{ recipient, status, diagnostic: f.get('diagnostic-code') ?? '' }];
+      return [{ recipient, action, status, diagnostic: f.get('diagnostic-code') ?? '' }];
     });
     return { kind: 'bounce', recipients, text, originalEmailId: originalEmailId(original) };
   }
+  // A DSN or ARF above is read whatever its Auto-Submitted (Postfix marks its DSNs so); only free text is taken
+  // for an out-of-office reply.
+  if (report.autoReply) return { kind: 'other' };
   if (/undeliver|returned|returning|fail|not delivered/i.test(`${report.subject}\n${text.slice(0, 2000)}`)) {
-    const code = /\b([45])\.\d{1,3}\.\d{1,3}\b/.exec(text)?.[0] ?? '5.0.0';
-    // The reply the remote server gave, as far as the text quotes one.
-    const reply = /\b[45]\d\d[ -][45]\.\d{1,3}\.\d{1,3}\b.*/.exec(text)?.[0] ?? text.slice(0, 1000);
+    // The reply the remote server gave, as far as the text quotes one; its status only from there, not from any
+    // `x.y.z` in the prose ("returning 5.1.26" is a date).
+    const quoted = /\b[45]\d\d[ -]([45]\.\d{1,3}\.\d{1,3})\b.*/.exec(text);
+    const code = quoted?.[1] ?? '5.0.0';
+    const reply = quoted?.[0] ?? text.slice(0, 1000);
     return {
       kind: 'bounce',
       recipients: [{ recipient: '', status: code, diagnostic: reply }],

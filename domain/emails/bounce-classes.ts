@@ -58,6 +58,17 @@ export const DEFAULT_BOUNCE_RULES: readonly BounceRule[] = [
   { status: '*.3.4', class: 'message_too_large' },
   { status: '*.2.3', class: 'message_too_large' },
   { text: 'too (large|big)|size limit|exceeds? (the )?(maximum|size)', class: 'message_too_large' },
+  // No class that suppresses (SUPPRESSING) may take a refusal that leaves the recipient's address in doubt, so
+  // these come before the first rule that does. Postfix words the refusal of any restriction "Sender/Recipient
+  // address rejected": under a 5.7.x status (check_recipient_access, check_sender_access) it is a policy, not news
+  // of a dead address, whatever address it names.
+  { status: '5.7.*', text: '(sender|recipient) address rejected', class: 'spam_or_reputation_block' },
+  // A refusal of our own envelope sender (RFC 3463 X.1.7 its syntax, X.1.8 its domain, Postfix's "Sender address
+  // rejected"): nothing about the recipient; and a class that does not halve the destination's rates either
+  // (shaping-rules.ts SLOWING), since the destination is shared by every sender and one return path is at fault.
+  { status: '*.1.7', class: 'protocol_error' },
+  { status: '*.1.8', class: 'protocol_error' },
+  { text: 'sender address rejected', class: 'protocol_error' },
   { status: '5.2.1', class: 'inactive_mailbox' },
   {
     text: 'disabled|inactive|deactivated|suspended|no longer (active|in use|available)',

@@ -104,39 +104,85 @@ describe('bounces that come back', () => {
     },
   );
 
-  it('a DSN reporting a block bounces the recipient softly with its class, never suppressed', async () => {
-    const to = `blocked-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
-    const original = await delivered(to);
-    const dsn = postfixDsn(
-      original,
+  it.each([
+    [
+      'a block',
+      'Action: failed',
       '5.7.1',
       '550 5.7.1 Service unavailable, Client host [192.0.2.1] blocked using Spamhaus.',
-    );
-    expect((await report(original.returnPath, dsn)).response).toBe('250 2.0.0 Ok: received');
-    const email = await until(original.id, (e) => e.status === 'bounced');
-    expect(email.recipients[0]).toMatchObject({
-      email: to,
-      status: 'bounced',
-      bounce_type: 'soft',
-      classification: 'spam_or_reputation_block',
-    });
-    await expect
-      .poll(
-        () =>
-          live.receiver
-            .ofType('email.bounced')
-            .filter((r) => r.payload.data.email_id === original.id)
-            .map((r) => r.payload.data.bounce),
-        POLL,
-      )
-      .toEqual([expect.objectContaining({ type: 'soft', classification: 'spam_or_reputation_block' })]);
+      'spam_or_reputation_block',
+    ],
+    [
+      'a policy worded "Recipient address rejected"',
+      'Action: failed',
+      '5.7.1',
+      '554 5.7.1 <x@rcpt.test>: Recipient address rejected: Access denied',
+      'spam_or_reputation_block',
+    ],
+    [
+      'a refusal of our return path',
+      'Action: failed',
+      '5.1.8',
+      '550 5.1.8 <b@bounces.test>: Sender address rejected: Domain not found',
+      'protocol_error',
+    ],
+    [
+      'a queue that gave up (failed, 4.x.x)',
+      'Action: failed',
+      '4.2.2',
+      '452 4.2.2 Mailbox full',
+      'mailbox_full',
+    ],
+  ])(
+    'a DSN reporting %s bounces the recipient softly with its class, never suppressed',
+    async (_, action, status, reply, classification) => {
+      const to = `blocked-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+      const original = await delivered(to);
+      const dsn = postfixDsn(original, status, reply).replace('Action: failed', action);
+      expect((await report(original.returnPath, dsn)).response).toBe('250 2.0.0 Ok: received');
+      const email = await until(original.id, (e) => e.status === 'bounced');
+      expect(email.recipients[0]).toMatchObject({
+        email: to,
+        status: 'bounced',
+        bounce_type: 'soft',
+        classification,
+      });
+      await expect
+        .poll(
+          () =>
+            live.receiver
+              .ofType('email.bounced')
+              .filter((r) => r.payload.data.email_id === original.id)
+              .map((r) => r.payload.data.bounce),
+          POLL,
+        )
+        .toEqual([expect.objectContaining({ type: 'soft', classification })]);
+      expect(await suppression(to)).toBeUndefined();
+    },
+  );
+
+  it('records nothing for an out-of-office auto-reply to the return path (RFC 3834), and keeps it', async () => {
+    const to = `away-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+    const original = await delivered(to);
+    const ooo = [
+      `From: Away <${to}>`,
+      `To: ${original.returnPath}`,
+      'Subject: Automatic reply: Hello',
+      'Auto-Submitted: auto-replied',
+      'Content-Type: text/plain',
+      '',
+      'I am out of the office, returning 5.1.26. For urgent matters call the desk.',
+      '',
+    ].join('\r\n');
+    // The 250 comes after whatever the report records is committed.
+    expect((await report(original.returnPath, ooo)).response).toBe('250 2.0.0 Ok: received');
+    const log = await svc.postline.services.store.readStream(`email-${original.id}`);
+    expect(log.filter((e) => e.metadata.actor === 'mx')).toEqual([]);
+    expect((await acme.live.get(`/v1/emails/${original.id}`)).body.recipients[0].status).toBe('delivered');
     expect(await suppression(to)).toBeUndefined();
   });
 
-  it.each([
-    ['failed', '4.2.2'],
-    ['delayed', '4.4.7'],
-  ])(
+  it.each([['delayed', '4.4.7']])(
     'takes a transient status (Action: %s, %s) as a delay: email.delivery_delayed, the recipient stays delivered',
     async (action, status) => {
       const hook = await live.receiver.subscribe(acme.live, ['email.delivery_delayed']);
@@ -191,6 +237,18 @@ describe('complaints that come back', () => {
         .toContain(original.id);
     },
   );
+
+  it('an ARF report without Original-Rcpt-To names the recipient by the quoted To, display name and all', async () => {
+    const recipient = `named-${Math.random().toString(36).slice(2, 8)}@rcpt.test`;
+    const original = await delivered(recipient);
+    const arf = arfComplaint({ ...original, to: `"Smith, Bob" <${recipient}>` }, original.returnPath).replace(
+      /Original-Rcpt-To: .*\r\n/,
+      '',
+    );
+    expect((await report(original.returnPath, arf)).response).toBe('250 2.0.0 Ok: received');
+    await until(original.id, (e) => e.recipients[0].status === 'complained');
+    await expect.poll(() => suppression(recipient), POLL).toMatchObject({ reason: 'complaint' });
+  });
 
   it('keeps a report that matches no email, answering 250 all the same', async () => {
     const stray: Original = {

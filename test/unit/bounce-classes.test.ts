@@ -121,3 +121,56 @@ describe('suppression policy and classes', () => {
     expect(suppressingOutcome(bounced('soft'))).toBeNull();
   });
 });
+
+describe('refusals that say nothing of the recipient', () => {
+  const suppressed = (reply: string) => {
+    const refusal = refusalOf(reply);
+    const event = {
+      type: 'EmailBounced' as const,
+      data: {
+        emailId: 'em_1',
+        recipient: 'bob@rcpt.test',
+        bouncedAt: 'T',
+        smtpCode: 550,
+        smtpResponse: reply,
+        ...refusal,
+      },
+    };
+    return { ...refusal, suppressed: suppressingOutcome(event) !== null };
+  };
+
+  it.each([
+    // Postfix reject_unknown_sender_domain: our return path's domain, not the recipient's
+    ['550 5.1.8 <b+em_01abc@bounces.acme.test>: Sender address rejected: Domain not found', 'protocol_error'],
+    ['450 4.1.8 <b+em_01abc@bounces.acme.test>: Sender address rejected: Domain not found', 'protocol_error'],
+    // RFC 3463 X.1.7: the sender's mailbox address syntax
+    [
+      '553 5.1.7 The sender address <b+em_01abc@bounces.acme.test> is not a valid RFC 5321 address',
+      'protocol_error',
+    ],
+    // Postfix check_sender_access: a policy about the sender
+    [
+      '554 5.7.1 <b+em_01abc@bounces.acme.test>: Sender address rejected: Access denied',
+      'spam_or_reputation_block',
+    ],
+    // Postfix check_recipient_access: a policy, worded "Recipient address rejected", the address not in question
+    ['554 5.7.1 <bob@rcpt.test>: Recipient address rejected: Access denied', 'spam_or_reputation_block'],
+  ])('given "%s", classifies it as %s and never suppresses', (reply, expected) => {
+    expect(suppressed(reply)).toEqual({ bounceType: 'soft', classification: expected, suppressed: false });
+  });
+
+  it('still suppresses a recipient the same wording says is unknown', () => {
+    expect(suppressed('550 5.1.1 <bob@rcpt.test>: Recipient address rejected: User unknown')).toEqual({
+      bounceType: 'hard',
+      classification: 'invalid_recipient',
+      suppressed: true,
+    });
+    expect(suppressed('550 <bob@rcpt.test>: Recipient address rejected: User unknown').suppressed).toBe(true);
+    expect(
+      suppressed('550 5.1.2 <bob@nowhere.test>: Recipient address rejected: Domain not found'),
+    ).toMatchObject({
+      classification: 'bad_domain',
+      suppressed: true,
+    });
+  });
+});
