@@ -15,10 +15,10 @@ export interface ReadMessage {
 /**
  * Reads a message's DATA to the end, checking each byte on the way: every line ends with CRLF (a bare CR or LF
  * is what SMTP smuggling splits messages on downstream, so none is ever passed on), no NUL, no line over 998
- * characters, and 8-bit bytes only when MAIL FROM declared BODY=8BITMIME. A refused message is still read to
- * its end (the session goes on), but not kept. `keep` takes the pieces as they pass (the MX writes them to disk
- * as they arrive); without it they are gathered into `bytes`. What `keep` took of a refused message is the
- * caller's to discard.
+ * characters, 8-bit bytes only when MAIL FROM declared BODY=8BITMIME, and no more than the size limit. A refused
+ * message is still read to its end (the session goes on), but not kept. `keep` takes the pieces as they pass (the
+ * MX writes them to disk as they arrive); without it they are gathered into `bytes`. What `keep` took of a refused
+ * message is the caller's to discard.
  */
 export async function readMessage(
   stream: Readable,
@@ -30,6 +30,9 @@ export async function readMessage(
   let previous = LF; // the byte before the chunk: the message starts at the start of a line
   let lineLength = 0;
   for await (const chunk of stream as AsyncIterable<Buffer>) {
+    // smtp-server flags DATA past the size limit and passes it on: from there nothing is kept (a client could
+    // otherwise fill the disk or the heap before its 552), and the rest is only drained.
+    if (!problem && (stream as { sizeExceeded?: boolean }).sizeExceeded) problem = 'messageTooBig';
     if (problem) continue;
     for (let i = 0; i < chunk.length && !problem; i++) {
       const byte = chunk[i];

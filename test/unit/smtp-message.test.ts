@@ -15,6 +15,26 @@ describe('readMessage', () => {
     }
   });
 
+  it('keeps nothing past the size limit (smtp-server flags it and passes the rest on), and drains the rest', async () => {
+    const line = Buffer.from(`${'x'.repeat(998)}\r\n`);
+    let chunks = 0;
+    let kept = 0;
+    const data = Readable.from(
+      (function* () {
+        for (; chunks < 1000; chunks++) {
+          if (chunks === 2) (data as { sizeExceeded?: boolean }).sizeExceeded = true;
+          yield line;
+        }
+      })(),
+    );
+    const read = await readMessage(data, false, async (chunk) => {
+      kept += chunk.length;
+    });
+    expect(read).toEqual({ bytes: Buffer.alloc(0), problem: 'messageTooBig' });
+    expect(kept).toBeLessThanOrEqual(3 * line.length);
+    expect(chunks).toBe(1000);
+  });
+
   it.each([
     ['a bare LF', 'a\nb\r\n', 'bareLineEnding'],
     ['a bare CR', 'a\rb\r\n', 'bareLineEnding'],
