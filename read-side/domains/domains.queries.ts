@@ -152,9 +152,10 @@ export async function findInboundDomains(db: Database, name: string) {
 
 /**
  * Domains whose last DNS check is older than `before` (or that were never checked), oldest first. A domain whose
- * name another domain holds (verified over DNS, deleted or not, until purged) cannot verify: its check would be
- * refused and, never recorded, would come first again on every run, crowding out the rest. It is left out. A
- * simulated verification holds no name.
+ * name another organization's domain holds (verified over DNS, deleted or not, until purged) cannot verify: its
+ * check would be refused and, never recorded, would come first again on every run, crowding out the rest. It is
+ * left out. The same organization's domain of that name in the other mode holds it for both (as the name's
+ * claim does), so each is checked. A simulated verification holds no name.
  */
 export async function domainsDueForCheck(db: Database, before: Date, limit: number) {
   return readModels(db)
@@ -168,7 +169,7 @@ export async function domainsDueForCheck(db: Database, before: Date, limit: numb
           selectFrom('domains as holder')
             .select('holder.id')
             .whereRef('holder.name', '=', 'd.name')
-            .whereRef('holder.id', '<>', 'd.id')
+            .whereRef('holder.org_id', '<>', 'd.org_id')
             .where('holder.status', '=', 'verified')
             .where('holder.simulated', '=', false),
         ),

@@ -302,6 +302,20 @@ describe('periodic re-check', () => {
     expect((await acme.live.get(`/v1/domains/${d.body.id}`)).body.status).toBe('verified');
   });
 
+  it('re-checks a name the same organization verified in both modes, each domain on its own', async () => {
+    const name = unique();
+    const live = await addVerifiedDomain(acme.live, dns, name);
+    const test = await addVerifiedDomain(acme.test, dns, name);
+    dns.remove(byPurpose(live, 'dkim').name);
+    await recheck();
+    expect(await eventTypes(live.id)).toContain('DomainDnsChanged');
+    expect((await eventTypes(test.id)).filter((t) => t === 'DomainVerificationChecked')).toHaveLength(2);
+    expect(
+      (await findSendingDomain(svc.postline.services.db, { orgId: acme.orgId, mode: 'live' }, name))
+        ?.canSendLive,
+    ).toBe(false);
+  });
+
   it('leaves deleted domains alone', async () => {
     const d = await acme.live.post('/v1/domains', { name: unique() });
     await acme.live.delete(`/v1/domains/${d.body.id}`);
