@@ -55,6 +55,12 @@ declare module '../platform/services.ts' {
     getEmail(db: Database, tenant: Tenant, emailId: string): Promise<object | null>;
     /** The broadcast as `GET /v1/broadcasts/{id}` answers it, or null. */
     findBroadcast(db: Database, tenant: Tenant, broadcastId: string): Promise<object | null>;
+    /** A scheduled or sending broadcast of the tenant whose content is the template, or null. */
+    broadcastUsingTemplate(
+      db: Database,
+      tenant: Tenant,
+      templateId: string,
+    ): Promise<{ id: string; status: string } | null>;
     /** The contact as `GET /v1/contacts/{id}` answers it, or null. */
     findContact(
       db: Database,

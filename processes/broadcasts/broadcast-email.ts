@@ -24,12 +24,20 @@ export function broadcastEmailId(broadcastId: string, contactId: string, started
 type Text = Pick<ReadyBody, 'subject' | 'html' | 'text'>;
 export type Renderer = (data: RecipientData) => Text;
 
-/** The broadcast's text for one contact: its template's published version, or its own sources. */
+/**
+ * The broadcast's text for one contact: its template's published version, or its own sources. A broadcast with a
+ * template has no sources of its own (they are blank): without the version there is nothing to send, and this
+ * throws rather than render an empty email for every contact.
+ */
 export function renderer(
   broadcastId: string,
   content: BroadcastContent,
   version: PublishedVersion | null,
 ): Renderer {
+  if (content.templateId && !version)
+    throw new Error(
+      `Broadcast ${broadcastId}: template ${content.templateId} has no published version to render`,
+    );
   const own = (part: 'subject' | 'html' | 'text', source: string, data: RecipientData) =>
     renderPart(`broadcast ${broadcastId}`, part, source, data as unknown as Record<string, unknown>);
   const subjectOf = (data: RecipientData) => {
@@ -60,8 +68,11 @@ export interface BroadcastSending {
   domain: Pick<SendingDomain, 'id' | 'name' | 'impressum'> | null;
   domainName: string;
   version: PublishedVersion | null;
-  /** The text of the broadcast for one contact (`renderer`). */
-  render: Renderer;
+  /**
+   * The text of the broadcast for one contact (`renderer`); null when its template has no published version any
+   * more (deleted after the broadcast was sent): then no contact gets an email.
+   */
+  render: Renderer | null;
   /** `https://…/unsubscribe/` and the List-Unsubscribe mailto's domain (where the emails' bounces go). */
   unsubscribeBase: string;
   returnPath: string;

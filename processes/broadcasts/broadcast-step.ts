@@ -87,7 +87,7 @@ class BroadcastStep {
       const done = results.filter(Boolean).length;
       queued += done;
       const { after, skipped, last } = page;
-      skipped.failed = results.length - done;
+      skipped.failed += results.length - done;
       const recorded = await this.#recordStep({ after, cursor: page.cursor, queued: done, skipped, last });
       // Sent, canceled, or another run recorded this page first (it goes on from there): this one stops.
       if (!recorded.exists || recorded.status !== 'sending' || recorded.cursor !== page.cursor) {
@@ -119,6 +119,14 @@ class BroadcastStep {
       content.templateId ? findPublishedVersion(db, tenant, content.templateId) : null,
     ]);
     const version = template?.status === 'published' ? template.version : null;
+    // A template broadcast never falls back to its own sources (blank): when its template is gone (deleted past the
+    // delete's check), it has no text and sends to no one (#startPage).
+    const textless = Boolean(content.templateId) && !version;
+    if (textless)
+      this.services.log.warn(
+        { broadcastId: this.broadcastId, templateId: content.templateId },
+        'broadcast template has no published version: no contact is sent to',
+      );
     return {
       broadcastId: this.broadcastId,
       content,
@@ -127,7 +135,7 @@ class BroadcastStep {
       domain,
       domainName,
       version,
-      render: renderer(this.broadcastId, content, version),
+      render: textless ? null : renderer(this.broadcastId, content, version),
       unsubscribeBase: `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`,
       // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
       returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),
@@ -144,9 +152,12 @@ class BroadcastStep {
       { topicId: sending.topicId, after, limit },
     );
     const { candidates, skipped } = this.#eligible(page, sending);
-    const granted = await this.#takeQuota(state, after, candidates.length);
-    skipped.quota = candidates.length - granted;
-    const writing = this.#queue(sending, candidates.slice(0, granted), state.startedAt!);
+    // Without a text (its template gone) no contact gets an email nor takes quota: each counts as failed.
+    const sendable = sending.render ? candidates : [];
+    skipped.failed = candidates.length - sendable.length;
+    const granted = await this.#takeQuota(state, after, sendable.length);
+    skipped.quota = sendable.length - granted;
+    const writing = this.#queue(sending, sendable.slice(0, granted), state.startedAt!);
     writing.catch(() => {}); // awaited in turn by run
     return { after, cursor: page.at(-1)?.id ?? after, last: page.length < limit, skipped, writing };
   }
@@ -189,6 +200,8 @@ class BroadcastStep {
 
   /** The contact's draft: its text rendered with its data; null (logged) when its data does not render. */
   #render(sending: BroadcastSending, r: AudienceRecipient, startedAt: string): EmailDraft | null {
+    // No text, no email (#startPage queues no one then).
+    if (!sending.render) return null;
     const emailId = broadcastEmailId(this.broadcastId, r.id, startedAt);
     const token = this.services.tokens.unsubscribe.sign(emailId);
     const contact = {

@@ -67,3 +67,18 @@ export async function listBroadcasts(db: Database, tenant: Tenant, page: PagePar
     rows.map((r) => ({ ...broadcastJson(r), recipients: r.recipients })),
   );
 }
+
+/**
+ * A broadcast of the tenant that still renders the template for contacts to come (scheduled or sending), or null:
+ * while there is one, the template may not be deleted (write-side/templates).
+ */
+export async function broadcastUsingTemplate(db: Database, tenant: Tenant, templateId: string) {
+  const row = await liveRows(db, 'broadcasts', tenant)
+    .select(['id', 'status'])
+    .where('template_id', '=', templateId)
+    .where('status', 'in', ['scheduled', 'sending'])
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  return row ?? null;
+}

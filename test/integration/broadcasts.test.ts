@@ -1,6 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
+import { templateDecider } from '../../domain/templates/template.decider.ts';
+import { templateStream } from '../../domain/templates/template.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
+import { handleCommand } from '../../platform/eventstore/command.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import { expandBroadcast } from '../../processes/broadcasts/broadcast-step.ts';
 import { expectHiddenFromOutsiders, outsiders } from '../support/resources.ts';
@@ -278,6 +281,115 @@ describe('broadcasts: sending', () => {
     expect(email.html).toMatch(
       /^<p>Dear Tess, <a href="http:\/\/[^"]+\/unsubscribe\/em_[^"]+">leave<\/a><\/p><div/,
     );
+  });
+
+  /** A published template for broadcasts, and a broadcast of it to an audience of `emails`, still a draft. */
+  const templateBroadcast = async (client: ApiClient, emails: string[]) => {
+    const tpl = ok(
+      await client.post('/v1/templates', {
+        name: 'Newsletter',
+        subject: 'News for {{contact.first_name}}',
+        html: '<p>Dear {{contact.first_name}}</p>',
+        variables: [{ name: 'contact', type: 'object', required: true }],
+      }),
+      201,
+    );
+    ok(await client.post(`/v1/templates/${tpl.id}/publish`, {}));
+    const aud = await audience(client);
+    for (const email of emails) await contact(client, { email, first_name: 'Tess', audience_ids: [aud] });
+    const fields = {
+      audience_id: aud,
+      template_id: tpl.id,
+      subject: undefined,
+      html: undefined,
+      text: undefined,
+    };
+    const b = ok(await draft(client, fields), 201);
+    return { templateId: tpl.id as string, broadcastId: b.id as string };
+  };
+  const inAnHour = () => new Date(clock.now().getTime() + 3600_000).toISOString();
+
+  it('keeps a template that a scheduled or sending broadcast uses: its deletion is refused until it is sent', async () => {
+    const client = orgs.acme.test;
+    const emails = ['keep1@example.org', 'keep2@example.org', 'keep3@example.org'];
+    const { templateId, broadcastId } = await templateBroadcast(client, emails);
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, { send_at: inAnHour() }));
+    const refused = async (status: string) => {
+      const r = await client.delete(`/v1/templates/${templateId}`);
+      expect([r.status, r.body.error.code, r.body.error.message]).toEqual([
+        409,
+        'conflict',
+        `Template ${templateId} is used by broadcast ${broadcastId}, which is ${status}; cancel the broadcast or wait until it is sent, then delete the template.`,
+      ]);
+    };
+    await refused('scheduled');
+    // Due: the first page of two goes out, the third contact is still to come.
+    clock.advance(3600_000);
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toMatchObject({ queued: 2 });
+    expect((await broadcast(client, broadcastId)).status).toBe('sending');
+    await refused('sending');
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toEqual({ queued: 1, next: null });
+    expect(await broadcast(client, broadcastId)).toMatchObject({ status: 'sent', counts: { recipients: 3 } });
+    const emailsSent = await emailsOf(client, broadcastId);
+    expect(emailsSent.map((e: any) => [e.subject, e.template_id])).toEqual(
+      emails.map(() => ['News for Tess', templateId]),
+    );
+    // Sent: nothing renders it any more.
+    expect(ok(await client.delete(`/v1/templates/${templateId}`))).toEqual({ id: templateId, deleted: true });
+  });
+
+  /** The template's deletion as the log would hold it had it raced the delete's check: the decider alone. */
+  const deleteBehindTheCheck = async (org: { orgId: string }, templateId: string) => {
+    const meta = { orgId: org.orgId, mode: 'test' as const, actor: 'test' };
+    const command = { type: 'DeleteTemplate' as const, templateId, ...meta, at: clock.now().toISOString() };
+    await handleCommand(
+      svc.postline.services.store,
+      templateStream(templateId),
+      templateDecider,
+      command,
+      meta,
+    );
+    await settled('templates');
+  };
+
+  it('sends no one, rather than blank emails, when the template of a scheduled broadcast is gone', async () => {
+    const client = orgs.acme.test;
+    const emails = ['gone1@example.org', 'gone2@example.org', 'gone3@example.org'];
+    const { templateId, broadcastId } = await templateBroadcast(client, emails);
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, { send_at: inAnHour() }));
+    await deleteBehindTheCheck(orgs.acme, templateId);
+    clock.advance(3600_000);
+    await expansion.runOnce();
+    expect(await emailsOf(client, broadcastId)).toEqual([]);
+    // Each contact counted as not rendered, over both pages.
+    expect(await broadcast(client, broadcastId)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 3, skipped: { render_failed: 3 } },
+      counts: { recipients: 0 },
+    });
+  });
+
+  it('sends the rest of the audience nothing when the template is gone between two pages', async () => {
+    const client = orgs.acme.test;
+    const emails = ['half1@example.org', 'half2@example.org', 'half3@example.org'];
+    const { templateId, broadcastId } = await templateBroadcast(client, emails);
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, {}));
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toMatchObject({ queued: 2 });
+    await deleteBehindTheCheck(orgs.acme, templateId);
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toEqual({ queued: 0, next: null });
+    const sent = await emailsOf(client, broadcastId);
+    // In an order of their own: a broadcast email's id is a hash of its contact's, not of the contact's turn.
+    expect(sent.map((e: any) => [e.to[0], e.subject, e.html?.startsWith('<p>Dear Tess</p>')]).sort()).toEqual(
+      [
+        ['Tess <half1@example.org>', 'News for Tess', true],
+        ['Tess <half2@example.org>', 'News for Tess', true],
+      ],
+    );
+    expect(await broadcast(client, broadcastId)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 3, skipped: { render_failed: 1 } },
+      counts: { recipients: 2 },
+    });
   });
 
   it('schedules, cancels, and sends a scheduled broadcast when it falls due', async () => {
