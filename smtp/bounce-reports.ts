@@ -83,7 +83,12 @@ export function bounceReports(
   }
 
   return {
-    takes: (address: string) => address.toLowerCase() === feedback || parseVerp(address) !== null,
+    /**
+     * The feedback address (on the MX host alone) and return paths on a return-path domain: `b+…@` a customer's
+     * inbound domain is that customer's mail.
+     */
+    takes: (address: string) =>
+      address.toLowerCase() === feedback || (parseVerp(address) !== null && onReturnPathDomain(address)),
 
     async refusal(address: string): Promise<ReplyName | null> {
       if (address.toLowerCase() === feedback) return null;

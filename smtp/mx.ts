@@ -22,8 +22,11 @@ interface Route {
 
 /**
  * The MX's routing: each recipient goes, by its address alone, to the List-Unsubscribe `mailto:` of broadcast
- * emails, to a domain's DMARC report address (`dmarc+<domain id>@…`), to the bounce and complaint reports (Postline's own return paths and feedback address), or to inbound
- * receipt (anything else, refused unless on an organization's inbound domain): never an open relay.
+ * emails (`unsubscribe+<token>@` a return-path domain), to a domain's DMARC report address
+ * (`dmarc+<domain id>@` the bounce domain), to the bounce and complaint reports (`b+<email id>@` a return-path
+ * domain, `fbl@` the MX host), or to inbound receipt (anything else, refused unless on an organization's inbound
+ * domain): never an open relay. A route claims its local part on its own domains only, so that the same local
+ * part on a customer's inbound domain is that customer's mail.
  */
 export function mxHooks(servers: SmtpServers, services: Services) {
   const returnPath = onReturnPathDomain(services.config);

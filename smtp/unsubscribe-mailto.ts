@@ -12,6 +12,9 @@ import type { ReplyName } from './replies.ts';
  * to the address is the request.
  */
 export function unsubscribeMailto(services: Services, onReturnPathDomain: (address: string) => boolean) {
+  /** Only on a return-path domain: `unsubscribe+…@` a customer's inbound domain is that customer's mail. */
+  const takes = (address: string) => unsubscribeTokenOf(address) !== null && onReturnPathDomain(address);
+
   /** The address's target, or null when it names none. */
   async function targetOf(address: string) {
     const token = unsubscribeTokenOf(address);
@@ -20,7 +23,7 @@ export function unsubscribeMailto(services: Services, onReturnPathDomain: (addre
   }
 
   return {
-    takes: (address: string) => unsubscribeTokenOf(address) !== null,
+    takes,
 
     async refusal(address: string): Promise<ReplyName | null> {
       return (await targetOf(address)) ? null : 'unknownReturnPath';

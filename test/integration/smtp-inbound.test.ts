@@ -206,6 +206,42 @@ describe('mail for an inbound domain', () => {
     expect((await acme.live.get('/v1/emails/received/in_01unknown')).body.error.code).toBe('not_found');
   });
 
+  it('takes unsubscribe+…, b+… and fbl@ at the domain as its mail; on a return-path domain they are Postline’s', async () => {
+    const own = [`unsubscribe+news@${DOMAIN}`, `b+john_doe@${DOMAIN}`, `fbl@${DOMAIN}`];
+    const info = await mx().sendMail({
+      envelope: { from: 'ann@remote.test', to: own },
+      from: 'ann@remote.test',
+      to: own.join(', '),
+      subject: 'Plus addresses',
+      text: 'x',
+    });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+    expect((await receivedWith('Plus addresses')).envelope.to).toEqual(own);
+
+    // The same local parts on the bounce domain and on a custom return path: the unsubscribe and bounce routes,
+    // which know no such token or email (5.1.1, not inbound's 5.7.1).
+    const c = await rawSmtp(mxPort);
+    await c.command('EHLO remote.test');
+    expect((await c.command('MAIL FROM:<>')).code).toBe(250);
+    const replies = [];
+    for (const to of [
+      'unsubscribe+news@mx.postline.test',
+      'b+john_doe@mx.postline.test',
+      'b+john_doe@bounces.acme-out.test',
+      'fbl@mx.postline.test',
+    ]) {
+      const r = await c.command(`RCPT TO:<${to}>`);
+      replies.push([to, r.code, r.text.slice(0, 5)]);
+    }
+    c.close();
+    expect(replies).toEqual([
+      ['unsubscribe+news@mx.postline.test', 550, '5.1.1'],
+      ['b+john_doe@mx.postline.test', 550, '5.1.1'],
+      ['b+john_doe@bounces.acme-out.test', 550, '5.1.1'],
+      ['fbl@mx.postline.test', 250, expect.any(String)],
+    ]);
+  });
+
   it.each(MIME_CORPUS)('reads $name', async (sample) => {
     const to = `corpus@${DOMAIN}`;
     const info = await mx().sendMail({ envelope: { from: 'x@remote.test', to: [to] }, raw: sample.raw(to) });

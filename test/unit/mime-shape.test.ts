@@ -86,6 +86,72 @@ describe('the MIME shape of a received message', () => {
     }
   });
 
+  it('reads a base64 or quoted-printable attached message as data, not as a header block (as mailparser does)', () => {
+    const base64 =
+      Buffer.alloc(100_000, 7)
+        .toString('base64')
+        .match(/.{1,76}/g) ?? [];
+    for (const encoding of ['base64', 'BASE64 (sent so by a client)', 'quoted-printable'])
+      expect([
+        encoding,
+        mimeShapeProblem(
+          crlf([
+            'From: a@x.test',
+            'Content-Type: multipart/mixed; boundary="b"',
+            '',
+            '--b',
+            'Content-Type: text/plain',
+            '',
+            'see attached',
+            '--b',
+            'Content-Type: message/rfc822',
+            `Content-Transfer-Encoding: ${encoding}`,
+            '',
+            ...base64,
+            '--b--',
+          ]),
+        ),
+      ]).toEqual([encoding, undefined]);
+    // Encoded, it opens no level; unencoded (7bit, or no Content-Transfer-Encoding) it does.
+    const attached = (encoding: string) => {
+      const lines = ['From: a@x.test'];
+      for (let i = 0; i < 100; i++)
+        lines.push(
+          'Content-Type: message/rfc822',
+          `Content-Transfer-Encoding: ${encoding}`,
+          '',
+          'From: b@x.test',
+        );
+      return crlf([...lines, '', 'innermost']);
+    };
+    expect(mimeShapeProblem(attached('base64'))).toBeUndefined();
+    expect(mimeShapeProblem(attached('7bit'))).toBe('tooDeep');
+  });
+
+  it('takes a delimiter line inside a header block as a delimiter: the part ends there', () => {
+    const headers = (n: number) => Array.from({ length: n }, (_, i) => `X-Filler-${i}: ${'y'.repeat(40)}`);
+    // Two parts of 40 KB of header lines each, no blank line after them: two header blocks, neither too big.
+    const cut = crlf([
+      'From: a@x.test',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      '--b',
+      ...headers(700),
+      '--b',
+      ...headers(700),
+      '--b--',
+    ]);
+    expect(mimeShapeProblem(cut)).toBeUndefined();
+    // Each such line is a part of its own, counted.
+    const parts = crlf([
+      'From: a@x.test',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      ...Array.from({ length: MIME_LIMITS.parts }, () => ['--b', 'X-A: 1']).flat(),
+    ]);
+    expect(mimeShapeProblem(parts)).toBe('tooManyParts');
+  });
+
   it('limits each header block', () => {
     const long = Array.from({ length: 2000 }, (_, i) => `X-Filler-${i}: ${'y'.repeat(40)}`);
     expect(mimeShapeProblem(crlf(['From: a@x.test', ...long, '', 'body']))).toBe('headerTooBig');
