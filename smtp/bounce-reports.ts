@@ -96,14 +96,15 @@ export function bounceReports(
     },
 
     /**
-     * Reads the message as a report on the emails the envelope's return paths name (or, sent elsewhere, the one it
+     * Reads the message as a report on the emails its return paths here name (or, sent elsewhere, the one it
      * quotes). Resolves with whether its stored copy is to be kept: when it matched nothing, for an operator.
      */
-    async deliver({ blob, synced }: SpooledMessage, _addresses: string[], session: SMTPServerSession) {
+    async deliver({ blob, synced }: SpooledMessage, addresses: string[], _session: SMTPServerSession) {
       await synced;
       const report = await readReport(await buffer(blob.reader())).catch((): Report => ({ kind: 'other' }));
       const emailIds = new Set<string>();
-      for (const { address } of session.envelope.rcptTo) {
+      // Only the addresses routed here: a `b+…@` a customer's inbound domain beside them is that customer's mail.
+      for (const address of addresses) {
         const emailId =
           parseVerp(address)?.emailId ?? (report.kind === 'other' ? undefined : report.originalEmailId);
         if (emailId) emailIds.add(emailId);
