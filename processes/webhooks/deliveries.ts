@@ -3,12 +3,18 @@ import type { DueTable } from '../../platform/due/due-sql.ts';
 import { deliveryId } from './delivery-ids.ts';
 import { envelope } from './public-events.v1.ts';
 
-/** Wakes dispatchers (in any process) when deliveries are recorded, due now. */
+/** Wakes dispatchers (in any process) when deliveries are recorded, due now, or an endpoint changed. */
 export const DELIVERIES_CHANNEL = 'postline_webhook_deliveries';
 
+/**
+ * The NOTIFY payload that says an endpoint was deleted, disabled, or given another url or secret: dispatchers then
+ * look again at the endpoints of the deliveries they hold waiting (an empty payload: new deliveries are due).
+ */
+export const ENDPOINT_CHANGED = 'endpoint';
+
 /** Wakes dispatchers once `tx` commits: the NOTIFY goes with the COMMIT, in its round trip. */
-export const wakeDispatchersAtCommit = (tx: Transaction): void =>
-  tx.atCommit(`SELECT pg_notify(${literal(DELIVERIES_CHANNEL)}, '')`);
+export const wakeDispatchersAtCommit = (tx: Transaction, payload: '' | typeof ENDPOINT_CHANGED = ''): void =>
+  tx.atCommit(`SELECT pg_notify(${literal(DELIVERIES_CHANNEL)}, ${literal(payload)})`);
 
 export interface NewDelivery {
   id: string;
@@ -117,13 +123,16 @@ export interface DueDelivery {
   claim_token: string;
 }
 
-/** A claimed delivery with what sending it needs of its endpoint. */
-export interface Claimed extends DueDelivery {
+/** What sending a delivery needs of its endpoint. */
+export interface EndpointAddress {
   url: string;
   sealed_secret: string;
   previous_sealed_secret: string | null;
   previous_valid_until: Date | null;
 }
+
+/** A claimed delivery with what sending it needs of its endpoint. */
+export type Claimed = DueDelivery & EndpointAddress;
 
 /**
  * The deliveries as a due table: pending ones are due at their next attempt and go in groups by endpoint, of
@@ -146,17 +155,21 @@ export const dueDeliveries = (o = { perEndpoint: 64, leaseMs: 60_000 }): DueTabl
   },
 });
 
-/** Claimed deliveries with their endpoints' address and secrets (as they are now: a rotation is seen at once). */
-export async function withEndpoints(q: Queryable, rows: DueDelivery[]): Promise<Claimed[]> {
-  if (rows.length === 0) return [];
-  const { rows: endpoints } = await q.query<Omit<Claimed, keyof DueDelivery> & { webhook_id: string }>(
+/**
+ * The address and secrets, as they are now, of those of these endpoints still active (neither disabled nor
+ * deleted), in one statement: an endpoint missing from the answer gets no more deliveries.
+ */
+export async function activeEndpoints(
+  q: Queryable,
+  webhookIds: string[],
+): Promise<Map<string, EndpointAddress>> {
+  if (webhookIds.length === 0) return new Map();
+  const { rows } = await q.query<EndpointAddress & { webhook_id: string }>(
     `SELECT webhook_id, url, sealed_secret, previous_sealed_secret, previous_valid_until FROM webhook_endpoints
-     WHERE webhook_id = ANY($1)`,
-    [[...new Set(rows.map((r) => r.webhook_id))]],
+     WHERE webhook_id = ANY($1) AND active AND NOT deleted`,
+    [webhookIds],
   );
-  // An endpoint's row is never deleted (a deleted endpoint is marked so): every claimed delivery has one.
-  const byId = new Map(endpoints.map((e) => [e.webhook_id, e]));
-  return rows.map((r) => ({ ...r, ...byId.get(r.webhook_id)! }));
+  return new Map(rows.map(({ webhook_id, ...address }) => [webhook_id, address]));
 }
 
 /** Pending deliveries of endpoints switched off or deleted are canceled when they fall due; a replay can resend them. */

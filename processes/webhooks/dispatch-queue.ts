@@ -77,16 +77,27 @@ export class DispatchQueue<T> {
     this.#update(lane);
   }
 
+  /** The lanes with deliveries waiting. */
+  keys(): string[] {
+    const keys: string[] = [];
+    for (const lane of this.#lanes.values()) if (lane.items.length > lane.head) keys.push(lane.key);
+    return keys;
+  }
+
+  /** Removes and returns the waiting deliveries of the lane `key` (those in flight stay counted until `done`). */
+  remove(key: string): T[] {
+    const lane = this.#lanes.get(key);
+    if (!lane) return [];
+    const out = lane.items.slice(lane.head);
+    lane.items = [];
+    lane.head = 0;
+    this.waiting -= out.length;
+    this.#update(lane);
+    return out;
+  }
+
   /** Removes and returns every waiting delivery. */
   drain(): T[] {
-    const out: T[] = [];
-    for (const lane of [...this.#lanes.values()]) {
-      out.push(...lane.items.slice(lane.head));
-      lane.items = [];
-      lane.head = 0;
-      this.#update(lane);
-    }
-    this.waiting = 0;
-    return out;
+    return this.keys().flatMap((key) => this.remove(key));
   }
 }

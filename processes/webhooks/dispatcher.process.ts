@@ -1,19 +1,19 @@
-import { BoundedMap } from '../../platform/bounded-map.ts';
 import { DueQueue } from '../../platform/due/due-queue.ts';
 import type { Services } from '../../platform/services.ts';
 import type { BackgroundProcess } from '../process.ts';
 import {
+  activeEndpoints,
   type Claimed,
   cancelForInactiveEndpoints,
   DELIVERIES_CHANNEL,
   type DueDelivery,
   dueDeliveries,
-  withEndpoints,
+  ENDPOINT_CHANGED,
+  type EndpointAddress,
 } from './deliveries.ts';
 import { DispatchQueue } from './dispatch-queue.ts';
-import { type SendOutcome, WebhookSender } from './http-sender.ts';
 import { Outcomes } from './outcomes.ts';
-import { signatureHeader } from './signer.ts';
+import { SignedSender } from './signed-sender.ts';
 
 /** How long a claim lasts past the request time-out (it is renewed while the delivery waits). */
 const LEASE_MARGIN_MS = 30_000;
@@ -37,14 +37,14 @@ export interface DispatcherOptions {
  * deliveries wait in one lane per endpoint, served in turn, so a slow endpoint cannot hold up the others.
  * Non-2xx or no answer within 30 s is retried on the spec's schedule; 429/503 Retry-After pushes the next attempt
  * back; after 8 attempts the delivery is exhausted. 410 Gone disables the endpoint at once; so do
- * AUTO_DISABLE_AFTER_EXHAUSTED exhausted deliveries in a row.
+ * AUTO_DISABLE_AFTER_EXHAUSTED exhausted deliveries in a row. The deliveries claimed ahead of an endpoint deleted or
+ * disabled (here, or elsewhere: NOTIFY, or the next poll) are taken from its lane and canceled; those of one given
+ * another url or secret go with the new ones. Requests in flight finish.
  */
 export class WebhookDispatcher implements BackgroundProcess {
   readonly name = 'webhook-dispatcher';
   readonly #services: Services;
-  readonly #senderOptions: ConstructorParameters<typeof WebhookSender>[0];
-  /** Its HTTP client (keep-alive connections per endpoint): made for the first request, closed by stop(). */
-  #sender?: WebhookSender;
+  readonly #sender: SignedSender;
   readonly #outcomes: Outcomes;
   readonly #concurrency: number;
   readonly #perEndpoint: number;
@@ -54,8 +54,6 @@ export class WebhookDispatcher implements BackgroundProcess {
   readonly #due: DueQueue<DueDelivery>;
   /** Claimed deliveries, one lane per endpoint; those taken from it are in flight until `done`. */
   readonly #queue: DispatchQueue<Claimed>;
-  /** Endpoint secrets opened, by their sealed text: opening costs a decryption per delivery otherwise. */
-  readonly #secrets = new BoundedMap<string, string>(1000);
   /** Requests finished so far (wakes a loop waiting for endpoints at their cap). */
   #finished = 0;
   #wake: () => void = () => {};
@@ -63,6 +61,8 @@ export class WebhookDispatcher implements BackgroundProcess {
   /** Called whenever a request finishes (runOnce and stop wait for them this way). */
   #responses: (() => void)[] = [];
   #signalled = false;
+  /** An endpoint changed (NOTIFY): the loop looks again at those of the deliveries waiting. */
+  #endpointsChanged = false;
   /** A refill of free request slots is scheduled for the end of this turn of the event loop. */
   #refillScheduled = false;
   /** stop() is under way: nothing more is sent. */
@@ -83,20 +83,27 @@ export class WebhookDispatcher implements BackgroundProcess {
       services,
       dueDeliveries({ perEndpoint: CLAIM_AHEAD * this.#perEndpoint, leaseMs }),
     );
-    this.#outcomes = new Outcomes(services, options.random ?? Math.random);
-    this.#senderOptions = {
-      allowPrivateNetworks: options.allowPrivateNetworks ?? services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-      timeoutMs: this.#timeoutMs,
-      connectionsPerOrigin: this.#perEndpoint,
-    };
+    this.#outcomes = new Outcomes(services, options.random ?? Math.random, (webhookId) =>
+      this.#cancel(this.#queue.remove(webhookId)),
+    );
+    this.#sender = new SignedSender(
+      {
+        allowPrivateNetworks: options.allowPrivateNetworks ?? services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+        timeoutMs: this.#timeoutMs,
+        connectionsPerOrigin: this.#perEndpoint,
+      },
+      (sealed) => services.secrets.open(sealed),
+    );
   }
 
   start(): void {
     if (this.#loop) return;
     this.#stopped = false;
-    // After a lost LISTEN connection, look at once: deliveries announced while deaf were never heard.
-    this.#unlisten = this.#services.db.listen(DELIVERIES_CHANNEL, () => this.#signal(), {
-      onResume: () => this.#signal(),
+    // After a lost LISTEN connection, look at once: deliveries and endpoint changes announced while deaf were
+    // never heard.
+    const heard = (news: string) => this.#signal(news === ENDPOINT_CHANGED);
+    this.#unlisten = this.#services.db.listen(DELIVERIES_CHANNEL, heard, {
+      onResume: () => this.#signal(true),
     });
     this.#loop = this.#run();
   }
@@ -110,22 +117,20 @@ export class WebhookDispatcher implements BackgroundProcess {
     // Requests in flight finish and are recorded; claimed deliveries not started are given back.
     await this.#due.giveBack(this.#queue.drain(), { now: true });
     await this.#settled();
-    await this.#sender?.close();
-    this.#sender = undefined;
+    await this.#sender.close();
     this.#closing = false;
     if (this.#unlisten) await (await this.#unlisten)();
   }
 
   /** Sends everything due now and waits for the outcomes (tests walk the retry schedule with a ManualClock this way). */
   async runOnce(): Promise<number> {
-    await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
+    await this.#cancel([]);
     let sent = 0;
     for (;;) {
       const room = this.#room();
-      const claimed = room > 0 ? await this.#claim(room) : [];
-      this.#dispatch(claimed);
-      sent += claimed.length;
-      if (claimed.length > 0) continue;
+      const claimed = room > 0 ? await this.#claim(room) : 0;
+      sent += claimed;
+      if (claimed > 0) continue;
       if (this.#queue.inFlight === 0 && this.#queue.waiting === 0) {
         await this.#settled();
         return sent;
@@ -147,16 +152,16 @@ export class WebhookDispatcher implements BackgroundProcess {
     const threshold = this.#concurrency;
     while (!this.#stopped) {
       try {
-        if (Date.now() - lastSweep >= this.#pollMs) {
+        if (this.#endpointsChanged || Date.now() - lastSweep >= this.#pollMs) {
           lastSweep = Date.now();
-          await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
+          this.#endpointsChanged = false;
+          await this.#cancel(await this.#recheck());
         }
         const room = this.#room();
-        const claimed = room >= threshold ? await this.#claim(room) : [];
-        this.#dispatch(claimed);
+        const claimed = room >= threshold ? await this.#claim(room) : 0;
         // Something was due: claim again once there is room for a good batch. Nothing was: wait for news
         // (NOTIFY from the fan-out) or the next poll, which also picks up retries that fell due.
-        if (claimed.length > 0 || room < threshold) await this.#sleep(() => this.#room() >= threshold);
+        if (claimed > 0 || room < threshold) await this.#sleep(() => this.#room() >= threshold);
         else if (this.#queue.inFlight > 0) {
           // Due work may be waiting behind endpoints at their cap: look again after some requests finished.
           const seen = this.#finished;
@@ -169,8 +174,9 @@ export class WebhookDispatcher implements BackgroundProcess {
     }
   }
 
-  /** New deliveries were recorded (NOTIFY) or stop() was called. */
-  #signal = () => {
+  /** New deliveries were recorded or an endpoint changed (NOTIFY), or stop() was called. */
+  #signal = (endpointChanged = false) => {
+    this.#endpointsChanged ||= endpointChanged;
     this.#signalled = true;
     this.#wake();
   };
@@ -200,26 +206,61 @@ export class WebhookDispatcher implements BackgroundProcess {
     return CLAIM_AHEAD * this.#concurrency - this.#queue.waiting - this.#queue.inFlight;
   }
 
-  async #claim(limit: number): Promise<Claimed[]> {
-    return withEndpoints(this.#services.db, await this.#due.claim(limit));
-  }
-
-  #dispatch(rows: Claimed[]): void {
-    for (const row of rows) this.#queue.push(row);
-    this.#fill();
+  /**
+   * Claims due deliveries and puts them in their lanes with their endpoints' address and secrets as they are now
+   * (a rotation is seen at once); resolves with how many were claimed. Those of an endpoint disabled or deleted
+   * since the claim began are canceled.
+   */
+  async #claim(limit: number): Promise<number> {
+    const rows = await this.#due.claim(limit);
+    const endpoints = await activeEndpoints(this.#services.db, [...new Set(rows.map((r) => r.webhook_id))]);
+    const gone = this.#enqueue(rows, endpoints);
+    if (gone.length > 0) await this.#cancel(gone);
+    return rows.length;
   }
 
   /**
-   * Starts waiting deliveries while request slots are free (at most `perEndpoint` to one endpoint), each signed
-   * with the endpoint's secret (and the previous one during a rotation's overlap) at the moment it is sent.
+   * Looks at the endpoints of the deliveries waiting in the lanes, in one statement: those of an endpoint no longer
+   * active are taken out and returned; the others go on with its address and secrets as they are now (a url
+   * changed meanwhile is where they go). Not per send: on the loop's polls and after a NOTIFY of a change.
    */
+  async #recheck(): Promise<DueDelivery[]> {
+    const keys = this.#queue.keys();
+    if (keys.length === 0) return [];
+    const endpoints = await activeEndpoints(this.#services.db, keys);
+    const waiting = keys.flatMap((key) => this.#queue.remove(key));
+    return this.#enqueue(waiting, endpoints);
+  }
+
+  /** Puts deliveries in their lanes with their active endpoint (`endpoints`), and starts them; returns the others. */
+  #enqueue(rows: DueDelivery[], endpoints: Map<string, EndpointAddress>): DueDelivery[] {
+    const gone: DueDelivery[] = [];
+    for (const row of rows) {
+      const endpoint = endpoints.get(row.webhook_id);
+      if (endpoint) this.#queue.push({ ...row, ...endpoint });
+      else gone.push(row);
+    }
+    this.#fill();
+    return gone;
+  }
+
+  /**
+   * Gives back the claims of deliveries taken from their lanes (their endpoint is no longer active) and cancels
+   * them, with every other pending delivery of an inactive endpoint that no claim holds.
+   */
+  async #cancel(rows: DueDelivery[]): Promise<void> {
+    if (rows.length > 0) await this.#due.giveBack(rows, { now: true });
+    await cancelForInactiveEndpoints(this.#services.db, this.#services.clock.now());
+  }
+
+  /** Starts waiting deliveries while request slots are free (at most `perEndpoint` to one endpoint). */
   #fill(): void {
     while (!this.#closing && this.#queue.inFlight < this.#concurrency) {
       const row = this.#queue.take();
       if (!row) return;
       const now = this.#services.clock.now();
       const started = performance.now();
-      void this.#send(row, now).then((outcome) => {
+      void this.#sender.send(row, now).then((outcome) => {
         this.#finish(row);
         this.#outcomes.record(row, outcome, Math.round(performance.now() - started), now);
         this.#refill();
@@ -241,34 +282,6 @@ export class WebhookDispatcher implements BackgroundProcess {
     });
   }
 
-  /** Signs and POSTs one delivery; resolves with the outcome, never rejects. */
-  async #send(row: Claimed, now: Date): Promise<SendOutcome> {
-    const timestamp = Math.floor(now.getTime() / 1000);
-    // Encoded once: signed and sent as these bytes.
-    const bytes = Buffer.from(row.body);
-    let signature: string;
-    try {
-      const secrets = [this.#open(row.sealed_secret)];
-      if (row.previous_sealed_secret && row.previous_valid_until && new Date(row.previous_valid_until) > now)
-        secrets.push(this.#open(row.previous_sealed_secret));
-      signature = signatureHeader(secrets, row.id, timestamp, bytes);
-    } catch (error) {
-      return { status: null, excerpt: null, error: `not signed: ${(error as Error).message}` };
-    }
-    this.#sender ??= new WebhookSender(this.#senderOptions);
-    return this.#sender.post(
-      row.url,
-      {
-        'content-type': 'application/json',
-        'user-agent': 'Postline-Webhooks/1',
-        'webhook-id': row.id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signature,
-      },
-      bytes,
-    );
-  }
-
   /**
    * The delivery's request slot is free, and it is no longer held; one made due again while in flight (a retry
    * request, a replay) and claimed meanwhile is sent again, its new round.
@@ -280,14 +293,5 @@ export class WebhookDispatcher implements BackgroundProcess {
     this.#finished++;
     for (const resolve of this.#responses.splice(0)) resolve();
     this.#slotFreed();
-  }
-
-  #open(sealed: string): string {
-    let plain = this.#secrets.get(sealed);
-    if (!plain) {
-      plain = this.#services.secrets.open(sealed);
-      this.#secrets.set(sealed, plain);
-    }
-    return plain;
   }
 }

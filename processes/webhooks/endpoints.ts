@@ -2,7 +2,7 @@ import { subscriptionMatches } from '../../domain/webhooks/event-types.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
-import { resetDeliveries } from './deliveries.ts';
+import { ENDPOINT_CHANGED, resetDeliveries, wakeDispatchersAtCommit } from './deliveries.ts';
 
 /** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */
 export interface Endpoint {
@@ -14,9 +14,19 @@ export interface Endpoint {
   deleted: boolean;
 }
 
+/** Webhook events after which deliveries claimed ahead for the endpoint may no longer be sent as they are. */
+const CHANGES_ADDRESS_OR_STATE = new Set<WebhookEvent['type']>([
+  'WebhookUpdated',
+  'WebhookSecretRotated',
+  'WebhookDisabled',
+  'WebhookDeleted',
+]);
+
 /** The endpoints of the organizations in a batch, kept in step with the webhook events applied in it. */
 export class EndpointSet {
   readonly #byId = new Map<string, Endpoint>();
+  /** Dispatchers are told of this batch's endpoint changes at its commit (once per batch). */
+  #dispatchersTold = false;
 
   static async load(q: Queryable, orgIds: string[]): Promise<EndpointSet> {
     const set = new EndpointSet();
@@ -63,9 +73,17 @@ export class EndpointSet {
     return out;
   }
 
-  /** Applies a webhook event to the endpoint table and to this set (a replay request is the fan-out's). */
+  /**
+   * Applies a webhook event to the endpoint table and to this set (a replay request is the fan-out's). A change
+   * of address, secret or state wakes the dispatchers at commit: the deliveries they claimed ahead for the endpoint
+   * must not go out to a deleted or disabled one, nor to its old url.
+   */
   async apply(tx: Transaction, e: StoredEvent): Promise<void> {
     if (!isOneOf<WebhookEvent>(e, WEBHOOK_EVENT_TYPES)) return;
+    if (!this.#dispatchersTold && CHANGES_ADDRESS_OR_STATE.has(e.type)) {
+      this.#dispatchersTold = true;
+      wakeDispatchersAtCommit(tx, ENDPOINT_CHANGED);
+    }
     switch (e.type) {
       case 'WebhookCreated': {
         const d = e.data;

@@ -16,13 +16,16 @@ import { parseRetryAfter } from './retry-after.ts';
 export class Outcomes {
   readonly #services: Services;
   readonly #random: () => number;
+  /** Called once an endpoint has been disabled here, so the deliveries claimed ahead for it are not sent. */
+  readonly #disabled: (webhookId: string) => Promise<void>;
   readonly #successes: SuccessLog;
   /** Failures being written. */
   readonly #recording = new Set<Promise<void>>();
 
-  constructor(services: Services, random: () => number) {
+  constructor(services: Services, random: () => number, disabled: (webhookId: string) => Promise<void>) {
     this.#services = services;
     this.#random = random;
+    this.#disabled = disabled;
     this.#successes = new SuccessLog(services.db, (error, count) =>
       services.log.error({ err: error, count }, 'webhook successes failed to record'),
     );
@@ -39,6 +42,7 @@ export class Outcomes {
     const recording: Promise<void> = recordFailure(
       this.#services,
       this.#random,
+      this.#disabled,
       row,
       row.attempts + 1,
       outcome,
@@ -178,6 +182,7 @@ export interface AttemptTimes {
 async function recordFailure(
   services: Services,
   random: () => number,
+  disabled: (webhookId: string) => Promise<void>,
   row: Claimed,
   attempt: number,
   outcome: SendOutcome,
@@ -222,7 +227,7 @@ async function recordFailure(
     [row.webhook_id, now, status === 'exhausted' ? 1 : 0],
   );
   const meta = { orgId: row.org_id, mode: row.mode, actor: 'system' };
-  if (gone) await disable(services, row, meta, 'endpoint_gone', `${row.url} answered 410 Gone`);
+  if (gone) await disable(services, disabled, row, meta, 'endpoint_gone', `${row.url} answered 410 Gone`);
   if (status === 'exhausted') {
     await recordDeliveryExhausted(services, meta, {
       webhookId: row.webhook_id,
@@ -233,6 +238,7 @@ async function recordFailure(
     if ((rows[0]?.exhausted_streak ?? 0) >= AUTO_DISABLE_AFTER_EXHAUSTED) {
       await disable(
         services,
+        disabled,
         row,
         meta,
         'consecutive_failures',
@@ -242,9 +248,13 @@ async function recordFailure(
   }
 }
 
-/** Stops dispatch to the endpoint at once (process state), and records why on its stream. */
+/**
+ * Stops dispatch to the endpoint at once (process state; `disabled` then cancels the deliveries this process claimed
+ * ahead for it), and records why on its stream.
+ */
 async function disable(
   services: Services,
+  disabled: (webhookId: string) => Promise<void>,
   row: Claimed,
   meta: { orgId: string; mode: 'live' | 'test'; actor: string },
   reason: 'endpoint_gone' | 'consecutive_failures',
@@ -253,5 +263,9 @@ async function disable(
   await services.db.query('UPDATE webhook_endpoints SET active = false WHERE webhook_id = $1', [
     row.webhook_id,
   ]);
-  await disableWebhook(services, meta, row.webhook_id, reason, detail);
+  // Either goes ahead when the other fails: the claims, when the event cannot be written, and the other way round.
+  await Promise.all([
+    disabled(row.webhook_id),
+    disableWebhook(services, meta, row.webhook_id, reason, detail),
+  ]);
 }

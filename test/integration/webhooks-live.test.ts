@@ -3,7 +3,7 @@ import { newId } from '../../platform/ids.ts';
 import { DELIVERIES_CHANNEL } from '../../processes/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
 import { FAN_OUT_NAME, WebhookFanOut } from '../../processes/webhooks/fan-out.process.ts';
-import { useTestService } from '../support/service.ts';
+import { type ApiResponse, type TestOrg, useTestService } from '../support/service.ts';
 import {
   appendSentEmail,
   appendSourceEvent,
@@ -194,5 +194,62 @@ describe('webhooks, live', () => {
     } finally {
       await later.close();
     }
+  });
+});
+
+describe('webhooks, live: an endpoint switched off while deliveries claimed for it wait', () => {
+  /** The dispatcher's cap of requests in flight to one endpoint (its default). */
+  const PER_ENDPOINT = 16;
+
+  /**
+   * A receiver holds its answers: PER_ENDPOINT of 40 deliveries are in flight, the others claimed ahead and waiting
+   * in the dispatcher's lane. `switchOff` deletes or disables the endpoint through the API; the fan-out applies it
+   * and tells the dispatcher (NOTIFY), which cancels those waiting. Then the receiver answers: nothing beyond the
+   * requests in flight at the change reaches it.
+   */
+  async function switchedOffWhileClaimed(
+    switchOff: (org: TestOrg, webhookId: string) => Promise<ApiResponse>,
+  ) {
+    const { db, store } = svc.postline.services;
+    const org = await svc.createOrg('pro');
+    const held = await startWebhookReceiver();
+    let release = () => {};
+    try {
+      fanOut.start();
+      dispatcher.start();
+      const wh = await held.subscribe(org.live, ['email.sent']);
+      await held.waitFor(1); // the test event
+      release = held.hold(200);
+      for (let i = 0; i < 40; i++) await appendSentEmail(store, org.orgId, new Date());
+      const count = async (where: string) =>
+        (
+          await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM webhook_deliveries
+             WHERE webhook_id = $1 AND event_type = 'email.sent' AND ${where}`,
+            [wh.id],
+          )
+        ).rows[0].n;
+      await held.waitFor(1 + PER_ENDPOINT);
+      await expect.poll(() => count(`status = 'pending' AND claimed_until > now()`)).toBe(40);
+
+      expect((await switchOff(org, wh.id)).status).toBeLessThan(300);
+      await expect.poll(() => count(`status = 'canceled'`)).toBe(40 - PER_ENDPOINT);
+      expect(held.ofType('email.sent')).toHaveLength(PER_ENDPOINT);
+      release();
+      await expect.poll(() => count(`status = 'succeeded'`)).toBe(PER_ENDPOINT);
+      expect(await count(`status NOT IN ('succeeded', 'canceled')`)).toBe(0);
+      expect(held.ofType('email.sent')).toHaveLength(PER_ENDPOINT);
+    } finally {
+      release();
+      await held.close();
+    }
+  }
+
+  it('sends none of them once the endpoint is deleted, and cancels them', async () => {
+    await switchedOffWhileClaimed((org, id) => org.live.delete(`/v1/webhooks/${id}`));
+  });
+
+  it('sends none of them once the endpoint is disabled, and cancels them', async () => {
+    await switchedOffWhileClaimed((org, id) => org.live.patch(`/v1/webhooks/${id}`, { active: false }));
   });
 });

@@ -138,6 +138,53 @@ describe('webhook retries', () => {
     expect(r.received).toHaveLength(2);
   });
 
+  it('sends none of the deliveries claimed ahead for an endpoint once it answered 410 Gone, and cancels them', async () => {
+    const { org, r, wh } = await subscribed();
+    // The first request is answered 410 once 16 are in flight (the dispatcher's cap per endpoint); every other one
+    // is held until `release`, then answered 200.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = Promise.withResolvers<void>();
+    r.respond = async (req) => {
+      if (req.id === r.ofType('email.sent')[0].id) {
+        await first.promise;
+        return { status: 410 };
+      }
+      await held;
+      return { status: 200 };
+    };
+    for (let i = 0; i < 40; i++) await emailSent(org);
+    await processes.fanOut.runOnce();
+    const sending = processes.dispatcher.runOnce();
+    try {
+      await r.waitFor(1 + 16);
+      first.resolve();
+      const count = async (status: string) =>
+        (
+          await db().query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = $2`,
+            [wh.id, status],
+          )
+        ).rows[0].n;
+      await expect.poll(() => count('canceled')).toBeGreaterThan(0);
+      // The 410 freed a slot, which another waiting delivery may have taken before the endpoint was disabled.
+      const atDisable = r.ofType('email.sent').length;
+      expect(atDisable).toBeLessThanOrEqual(17);
+      expect(await count('canceled')).toBe(40 - atDisable);
+      release();
+      await sending;
+      expect(r.ofType('email.sent')).toHaveLength(atDisable);
+      expect(await count('failed')).toBe(1);
+      expect(await count('succeeded')).toBe(atDisable); // the test event, and those held (all but the 410)
+    } finally {
+      first.resolve();
+      release();
+      await sending;
+    }
+  });
+
   it('honours Retry-After on 429 and 503, never retrying sooner than the schedule', async () => {
     const { org, r, wh } = await subscribed();
     const delayAfterNextAttempt = async () => {

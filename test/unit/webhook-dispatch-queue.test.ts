@@ -44,4 +44,21 @@ describe('dispatch queue (lanes per endpoint)', () => {
     expect(q.waiting).toBe(0);
     expect(q.take()).toBeUndefined();
   });
+
+  it("takes one endpoint's waiting deliveries out; those in flight stay counted until done", () => {
+    const q = queue(1);
+    for (const i of [item('a', 'a1'), item('a', 'a2'), item('a', 'a3'), item('b', 'b1')]) q.push(i);
+    expect(q.take()?.id).toBe('a1');
+    expect(q.keys().sort()).toEqual(['a', 'b']);
+    expect(q.remove('a').map((r) => r.id)).toEqual(['a2', 'a3']);
+    expect(q.remove('none')).toEqual([]);
+    expect(q.keys()).toEqual(['b']);
+    expect([q.waiting, q.inFlight]).toEqual([1, 1]);
+    expect(takeAll(q)).toEqual(['b1']);
+    q.push(item('a', 'a4'));
+    expect(takeAll(q)).toEqual([]); // a1 still holds its endpoint's one slot
+    q.done('a');
+    expect(takeAll(q)).toEqual(['a4']);
+    expect([q.waiting, q.inFlight]).toEqual([0, 2]);
+  });
 });
