@@ -1,4 +1,5 @@
 import type { Database } from '../platform/db/database.ts';
+import { consumerId } from '../platform/eventstore/checkpoints.ts';
 import { type EventStore, type Position, START } from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
@@ -63,13 +64,16 @@ export async function rebuildProjection(
   batchSize = 1000,
 ): Promise<{ events: number }> {
   const schema = `rebuild_${projection.name.replace(/[^a-z0-9_]/gi, '_')}`;
+  const consumer = consumerId({ table: 'projection_checkpoints', name: projection.name });
   await db.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema};`);
   for (const t of projection.tables) {
     await db.query(`CREATE TABLE ${schema}.${t} (LIKE public.${t} INCLUDING ALL)`);
   }
-  await db.query(
-    `CREATE TABLE ${schema}.projection_checkpoints (LIKE public.projection_checkpoints INCLUDING ALL)`,
-  );
+  // Its checkpoint and parked events are its own too: the live ones describe the old tables (a stream parked
+  // there, its bug since fixed, would otherwise be parked by the rebuild instead of applied to the new tables).
+  for (const t of ['projection_checkpoints', 'parked_events', 'parked_streams']) {
+    await db.query(`CREATE TABLE ${schema}.${t} (LIKE public.${t} INCLUDING ALL)`);
+  }
 
   const total = await countEventsAfter(store, START);
   let from: Position = START;
@@ -106,6 +110,13 @@ export async function rebuildProjection(
            ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
           [projection.name, rebuilt],
         );
+        // The parked events go with the tables they were parked from: the live ones are the old tables'.
+        for (const t of ['parked_events', 'parked_streams']) {
+          await tx.query(`DELETE FROM public.${t} WHERE consumer = $1`, [consumer]);
+          await tx.query(`INSERT INTO public.${t} SELECT * FROM ${schema}.${t} WHERE consumer = $1`, [
+            consumer,
+          ]);
+        }
         // Readers' caches of the old tables must go (the position may even move back).
         await tx.query(`SELECT pg_notify($1, $2::text || ' ' || $3::text || ' changed')`, [
           CHECKPOINT_CHANNEL,

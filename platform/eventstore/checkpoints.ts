@@ -63,10 +63,10 @@ type Handle = (tx: Transaction, events: StoredEvent[]) => Promise<void>;
 
 /**
  * Takes the consumer's advisory lock (`tryLock`) and, when it got it, its checkpoint row FOR UPDATE: `locked` and
- * `position`, plus `columns`. Without parameters, so that it shares its round trip with BEGIN.
+ * `position`. Without parameters, so that it shares its round trip with BEGIN.
  */
-const lockingSelect = (c: CheckpointOptions, columns = '') =>
-  `SELECT l.locked, CASE WHEN l.locked THEN (SELECT position FROM ${c.table} WHERE name = ${literal(c.name)} FOR UPDATE) END AS position ${columns}
+const lockingSelect = (c: CheckpointOptions) =>
+  `SELECT l.locked, CASE WHEN l.locked THEN (SELECT position FROM ${c.table} WHERE name = ${literal(c.name)} FOR UPDATE) END AS position
    FROM (SELECT ${c.tryLock === undefined ? 'true' : `pg_try_advisory_xact_lock(${c.tryLock | 0})`} AS locked) l`;
 
 /**
@@ -87,14 +87,18 @@ export async function applyCheckpointed(
 ): Promise<Position> {
   const { table, name } = checkpoint;
   const consumer = consumerId(checkpoint);
-  // Without parameters, so that it shares its round trip with BEGIN (and the checkpoint's move with COMMIT).
+  // Without parameters, so that it shares its round trip with BEGIN (and the checkpoint's move with COMMIT). The
+  // parked streams are read by a statement of their own, after the locks are held: a statement that waited for
+  // the checkpoint row reads other tables in the snapshot it took before the wait, and would miss a stream that
+  // the lock's holder parked meanwhile (its later events then applied ahead of the parked one). The locking
+  // statement hands its answer on in a transaction-local setting (the round trip answers with the last result).
   const { rows } = await tx.query<{ locked: boolean; position: string | null; parked: string[] | null }>(
     `${checkpoint.schema ? `SET LOCAL search_path TO ${checkpoint.schema}, public;` : ''}
-     ${lockingSelect(
-       checkpoint,
-       `, CASE WHEN l.locked THEN ${parkedStreamsSql(literal(consumer))} END AS parked
-       ${checkpoint.asyncCommit ? `, set_config('synchronous_commit', 'off', true)` : ''}`,
-     )}`,
+     SELECT set_config('postline.checkpoint', row_to_json(c)::text, true) FROM (${lockingSelect(checkpoint)}) c;
+     SELECT (c->>'locked')::boolean AS locked, c->>'position' AS position,
+       CASE WHEN (c->>'locked')::boolean THEN ${parkedStreamsSql(literal(consumer))} END AS parked
+       ${checkpoint.asyncCommit ? `, set_config('synchronous_commit', 'off', true)` : ''}
+     FROM (SELECT current_setting('postline.checkpoint')::json AS c) s`,
   );
   if (!rows[0].locked) throw new LockTaken(name);
   let current = rows[0].position ?? undefined;

@@ -188,7 +188,10 @@ async function park(tx: Transaction, rows: ReturnType<typeof row>[]): Promise<vo
   );
 }
 
-/** The streams of a consumer that have parked events (a SQL expression for a consumer's first query). */
+/**
+ * The streams of a consumer that have parked events (a SQL expression): read in a statement that starts once the
+ * consumer's locks are held, so that it sees every stream parked by the transaction it waited for.
+ */
 export const parkedStreamsSql = (consumerLiteral: string) =>
   `(SELECT coalesce(array_agg(DISTINCT stream), '{}') FROM parked_events WHERE consumer = ${consumerLiteral})`;
 

@@ -2,9 +2,10 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../../bin/cli/commands.ts';
 import { migrate } from '../../platform/db/migrations.ts';
-import { checkpointMigrations } from '../../platform/eventstore/checkpoints.ts';
+import { applyCheckpointed, checkpointMigrations } from '../../platform/eventstore/checkpoints.ts';
 import { listParked, parkedEventsMigrations } from '../../platform/eventstore/parked-events.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
+import { START } from '../../platform/eventstore/types.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { LogConsumer } from '../../processes/log-consumer.ts';
 import type { Projection } from '../../projections/projection.ts';
@@ -300,6 +301,64 @@ describe('parked events', () => {
     expect(await pm.retryParked()).toBe(0);
     expect((await db.query('SELECT 1 FROM parked_streams WHERE consumer = $1', [consumer])).rows).toEqual([]);
     broken = false;
+  });
+
+  it('a batch that waited for the checkpoint row sees the stream its holder parked meanwhile', async () => {
+    // Two processes run one process manager: no advisory lock, the checkpoint row (FOR UPDATE) keeps them apart.
+    const checkpoint = { table: 'process_checkpoints' as const, name: 'two_pg' };
+    await db.query(`INSERT INTO process_checkpoints (name, position) VALUES ($1, $2)`, [
+      checkpoint.name,
+      START,
+    ]);
+    await store.append(
+      't-1',
+      [
+        { type: 'X', data: {}, metadata: meta },
+        { type: 'Y', data: {}, metadata: meta },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    const [first, second] = await store.readStream('t-1');
+    // Process A: its batch [first] failed whole; the event-by-event pass parks it, and A has not committed yet.
+    let commitA!: () => void;
+    const held = new Promise<void>((resolve) => {
+      commitA = resolve;
+    });
+    let parkedByA!: () => void;
+    const parked = new Promise<void>((resolve) => {
+      parkedByA = resolve;
+    });
+    const a = db.transaction(async (tx) => {
+      const failing = async () => {
+        throw new TypeError('cannot read it');
+      };
+      await applyCheckpointed(tx, checkpoint, [first], failing, { oneByOne: log });
+      parkedByA();
+      await held;
+    });
+    await parked;
+    // Process B read [first, second] from the same checkpoint: it waits for A's checkpoint row.
+    const applied: number[] = [];
+    const b = db.transaction((tx) =>
+      applyCheckpointed(tx, checkpoint, [first, second], async (_tx, events) => {
+        applied.push(...events.map((e) => e.revision));
+      }),
+    );
+    await expect
+      .poll(async () => {
+        const { rows } = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%two_pg%'`,
+        );
+        return rows[0].n;
+      })
+      .toBe(1);
+    commitA();
+    await a;
+    expect(await b).toBe(second.position);
+    // The second event waits behind the first, parked: never applied before it.
+    expect(applied).toEqual([]);
+    expect(await parkedOf(`process:${checkpoint.name}`)).toEqual(['t-1:X:1', 't-1:Y:1']);
   });
 
   it('does not park anything when the database itself fails: the batch is retried whole', async () => {

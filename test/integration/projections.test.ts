@@ -134,6 +134,57 @@ describe('rebuild', () => {
   });
 });
 
+describe('rebuild of a projection with parked events', () => {
+  it('applies a stream parked in the live model (its bug since fixed), and swaps in its own parked events', async () => {
+    const { db, store } = await open();
+    await db.exec('CREATE TABLE fixed (stream_id text, revision int)');
+    let broken = true;
+    const fixed: Projection = {
+      name: 'fixed',
+      tables: ['fixed'],
+      async apply(tx, event) {
+        if (!event.streamId.startsWith('fix')) return;
+        if (event.type === 'Bug' && broken) throw new Error('bug since fixed');
+        if (event.type === 'Boom') throw new Error('handler failed');
+        await tx.query('INSERT INTO fixed VALUES ($1, $2)', [event.streamId, event.revision]);
+      },
+    };
+    const rows = async () =>
+      (
+        await db.query<{ s: string }>(`SELECT stream_id || '@' || revision AS s FROM fixed ORDER BY 1`)
+      ).rows.map((r) => r.s);
+    const parked = async () =>
+      (await listParked(db))
+        .filter((p) => p.consumer === 'projection:fixed')
+        .map((p) => `${p.stream}:${p.type}:${p.attempts}`);
+    const tick = { type: 'Tick', data: {}, metadata: meta };
+    await store.append('fix-1', [tick, { type: 'Bug', data: {}, metadata: meta }, tick], {
+      expectedRevision: 'no_stream',
+    });
+    await store.append('fix-2', [tick], { expectedRevision: 'no_stream' });
+    await store.append('fix-3', [{ type: 'Boom', data: {}, metadata: meta }], {
+      expectedRevision: 'no_stream',
+    });
+    const runner = new ProjectionRunner(db, store, [fixed], log);
+    runner.start();
+    await runner.caughtUp();
+    await runner.stop();
+    // Live: fix-1 waits behind its Bug; its parked events are retried once more (attempts 2).
+    await db.query(`UPDATE parked_streams SET due_at = now() - interval '1 second'`);
+    expect(await runner.retryParked()).toBe(0);
+    expect(await rows()).toEqual(['fix-1@0', 'fix-2@0']);
+    expect(await parked()).toEqual(['fix-1:Bug:2', 'fix-1:Tick:2', 'fix-3:Boom:2']);
+
+    broken = false;
+    await rebuildProjection(db, store, fixed, log, () => {}, 2);
+    expect(await rows()).toEqual(['fix-1@0', 'fix-1@1', 'fix-1@2', 'fix-2@0']);
+    // The parked events are the rebuild's: fix-3's, parked once; fix-1 has none, and no due row.
+    expect(await parked()).toEqual(['fix-3:Boom:1']);
+    const due = await db.query(`SELECT stream FROM parked_streams WHERE consumer = 'projection:fixed'`);
+    expect(due.rows).toEqual([{ stream: 'fix-3' }]);
+  });
+});
+
 describe('the projection runner thread (PostgreSQL)', () => {
   it('serves read-your-writes from its own thread, and is started again when it dies', async () => {
     const svc = await startTestService();
