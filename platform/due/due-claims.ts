@@ -9,18 +9,24 @@ const FIRST_BACK_OFF_MS = 1000;
 /** Rows whose failures in a row are remembered (for the back-off): beyond that, the oldest start again at 1 s. */
 const MAX_FAILING_ROWS = 10_000;
 
-/** A row claimed here: `until` is the lease end this process wrote last, null once the row is no longer its own. */
-type Held<Row> = { row: Row; until: Date | null; again?: Row };
+/**
+ * A row claimed here: `until` is the lease end this process wrote last, null once the row is no longer its own;
+ * `finishing` once its work is done and its finish waits to be written (`writing`: the statement is under way).
+ */
+type Held<Row> = { row: Row; until: Date | null; again?: Row; finishing?: 'waiting' | 'writing' };
 
 /**
- * The rows a DueQueue holds in this process (claimed here, not finished yet), their leases kept alive and given
- * back. Every statement names a row with the lease end this process wrote for it (`claimed_until = ours`), so
- * it never touches a claim another process made after this one's had run out: that row is then no longer held.
+ * The rows a DueQueue holds in this process (claimed here, their finish not written yet), their leases kept alive
+ * and given back. Every statement names a row with the lease end this process wrote for it (`claimed_until =
+ * ours`), so it never touches a claim another process made after this one's had run out: that row is then no
+ * longer held, and a finish of it is not written.
  *
  * - **Heartbeat.** While rows are held, their leases are extended every `heartbeatMs` (a third of the lease by
  *   default), so a lease can be short (a crashed process's rows come back within it) however long the work
  *   takes. A heartbeat that fails (the database away) is tried again at the next beat; once the lease has run
  *   out another process may claim the row, and the work on a row must allow for that (it looks at the truth).
+ * - **Finishing.** A row whose work is done stays held, its lease renewed, until its finish is written: were it
+ *   let go at once, its lease could run out while finishes wait for their batch, and another claim run it again.
  * - **Give-back.** A row its work left unfinished (the work failed) is given back at once: free again after a
  *   back-off of 1 s, doubling with each failure of that row in a row, never longer than the lease.
  */
@@ -32,6 +38,9 @@ export class HeldClaims<Row extends object> {
   readonly #heartbeatMs: number;
   readonly #sql: { renew: string; giveBack: string };
   readonly #held = new Map<string, Held<Row>>();
+  /** How many rows held are finishing (not counted in `size`), and the renewals under way. */
+  #finishing = 0;
+  readonly #renewals = new Set<Promise<unknown>>();
   readonly #failures = new BoundedMap<string, number>(MAX_FAILING_ROWS);
   #heartbeat?: NodeJS.Timeout;
   #renewing?: Promise<void>;
@@ -61,8 +70,9 @@ export class HeldClaims<Row extends object> {
     };
   }
 
+  /** How many rows held have their work under way (finishing rows left out). */
   get size(): number {
-    return this.#held.size;
+    return this.#held.size - this.#finishing;
   }
 
   /**
@@ -89,11 +99,32 @@ export class HeldClaims<Row extends object> {
     return fresh;
   }
 
-  /** The row is finished: no longer held, and its failures are forgotten. */
-  finished(row: Row): void {
+  /** The row's work is done: held (its lease renewed) until its finish is written (`writing`), its failures forgotten. */
+  finishing(row: Row): void {
     const key = this.keyText(row);
-    this.#held.delete(key);
+    const held = this.#held.get(key);
+    if (held && !held.finishing) [held.finishing, this.#finishing] = ['waiting', this.#finishing + 1];
     this.#failures.delete(key);
+  }
+
+  /**
+   * The finishing rows' finishes are about to be written: each named by its key and the lease end it is still this
+   * process's by (`ours`; null: another claim holds it, its finish is not to be written). Renewals under way are
+   * waited for (one committed after the finish read its lease end would make it miss); later ones leave these rows
+   * alone. `written` lets them go once the statement ended.
+   */
+  async writing(rows: Row[]): Promise<(Record<string, unknown> | null)[]> {
+    const held = rows.map((row) => this.#held.get(this.keyText(row)));
+    for (const h of held) if (h?.finishing) h.finishing = 'writing';
+    await Promise.all(this.#renewals);
+    return held.map((h) =>
+      h?.finishing && h.until ? { ...this.keyOf(h.row), ours: h.until.toISOString() } : null,
+    );
+  }
+
+  /** The finishes of `rows` were written (or failed: a row whose finish is lost comes back once its lease ran out). */
+  written(rows: Row[]): void {
+    for (const row of rows) if (this.#held.get(this.keyText(row))?.finishing) this.#forget(this.keyText(row));
   }
 
   /**
@@ -101,8 +132,19 @@ export class HeldClaims<Row extends object> {
    * meanwhile (or a log consumer freed) is no longer renewed. The heartbeat calls it; tests may too.
    */
   async renew(): Promise<void> {
+    const renewal = this.#renew();
+    this.#renewals.add(renewal);
+    try {
+      await renewal;
+    } finally {
+      this.#renewals.delete(renewal);
+    }
+  }
+
+  async #renew(): Promise<void> {
+    // Rows whose finish is being written are left alone: the finish names them by the lease end it read.
     const mine = [...this.#held].flatMap(([key, held]) =>
-      held.until ? [{ key, held, ours: held.until }] : [],
+      held.until && held.finishing !== 'writing' ? [{ key, held, ours: held.until }] : [],
     );
     if (mine.length === 0) return;
     const until = new Date(this.#clock.now().getTime() + this.#spec.leaseMs);
@@ -115,17 +157,23 @@ export class HeldClaims<Row extends object> {
   }
 
   /**
-   * Gives back the rows of `rows` still held (their work ended without finishing them): due again after their
-   * back-off, or at once with `now` (the process stops: nothing failed).
+   * Gives back the rows of `rows` still held and not finishing (their work ended without finishing them): due again
+   * after their back-off, or at once with `now` (the process stops: nothing failed).
    */
   async giveBack(rows: Row[], o: { now?: boolean } = {}): Promise<void> {
     const at = this.#clock.now().getTime();
-    const entries: Record<string, unknown>[] = [];
+    const given: { row: Row; key: string; held: Held<Row> }[] = [];
     for (const row of rows) {
       const key = this.keyText(row);
       const held = this.#held.get(key);
-      if (!held) continue;
-      this.#held.delete(key);
+      if (!held || held.finishing) continue;
+      this.#forget(key);
+      given.push({ row, key, held });
+    }
+    // As `writing` does: a renewal under way may move their lease ends.
+    await Promise.all(this.#renewals);
+    const entries: Record<string, unknown>[] = [];
+    for (const { row, key, held } of given) {
       if (!held.until) continue;
       let freeAt: string | null = null;
       if (!o.now) {
@@ -142,7 +190,8 @@ export class HeldClaims<Row extends object> {
   /** How many rows held here each group (the value of `column`) has. */
   perGroup(column: string): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const { row } of this.#held.values()) {
+    for (const { row, finishing } of this.#held.values()) {
+      if (finishing) continue;
       const group = String((row as Record<string, unknown>)[column]);
       counts.set(group, (counts.get(group) ?? 0) + 1);
     }
@@ -157,7 +206,8 @@ export class HeldClaims<Row extends object> {
     const key = this.keyText(row);
     const held = this.#held.get(key);
     if (!held?.again) {
-      this.finished(row);
+      this.#forget(key);
+      this.#failures.delete(key);
       return undefined;
     }
     held.row = held.again;
@@ -165,9 +215,9 @@ export class HeldClaims<Row extends object> {
     return held.row;
   }
 
-  /** Every row held here. */
+  /** Every row held here whose work is under way (finishing rows left out). */
   all(): Row[] {
-    return [...this.#held.values()].map((h) => h.row);
+    return [...this.#held.values()].flatMap((h) => (h.finishing ? [] : [h.row]));
   }
 
   keyOf(row: object): Record<string, unknown> {
@@ -180,12 +230,19 @@ export class HeldClaims<Row extends object> {
     return JSON.stringify(Object.keys(this.#spec.key).map((k) => (row as Record<string, unknown>)[k]));
   }
 
+  /** The row is no longer held. */
+  #forget(key: string): void {
+    if (this.#held.get(key)?.finishing) this.#finishing--;
+    this.#held.delete(key);
+  }
+
   #beat(): void {
     if (this.#held.size === 0) {
       clearInterval(this.#heartbeat);
       this.#heartbeat = undefined;
       return;
     }
+    // Still beating while finishing rows wait for their finish: `#held.size`, not `size`.
     this.#renewing ??= this.renew()
       .catch((err) =>
         this.#log.warn({ err, table: this.#spec.table }, 'could not renew the claims held; trying again'),

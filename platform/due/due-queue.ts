@@ -25,18 +25,18 @@ const FINISH_BATCH = 50;
  * UPDATE SKIP LOCKED (claims in other processes pass each other by) and leased in the same statement, so no
  * transaction stays open during the work. The leases are short and renewed while the work goes on (heartbeat);
  * a crashed process's rows come back once their lease runs out, and rows whose work failed are given back at
- * once (due-claims.ts). What became of a row (done, or due again later) is written in batches: a finish lost in
- * a crash only brings the row back when its lease runs out, so the work on a row must be safe to do again (it
- * looks at the truth first).
+ * once (due-claims.ts). What became of a row (done, or due again later) is written in batches, the row held until
+ * then, and only while this process's claim holds it: a finish lost in a crash only brings the row back when its
+ * lease runs out, so the work on a row must be safe to do again (it looks at the truth first).
  */
 export class DueQueue<Row extends object> {
   readonly #db: Database;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #spec: DueTable;
-  readonly #sql: { claim: string; done: string; later: string };
+  readonly #sql: { claim: string; remove: string; done: string; later: string };
   #finished: { row: Row; dueAt: string | null; then: Record<string, unknown>[] }[] = [];
-  /** Rows claimed here and not finished yet: their leases renewed, given back when their work fails or stops. */
+  /** Rows claimed here, their finish not written yet: their leases renewed, given back when their work fails or stops. */
   readonly #held: HeldClaims<Row>;
   readonly #writing = new Set<Promise<void>>();
   /** Wake-ups so far (`wake`), the promise the next one resolves, and whether changes were applied since the last. */
@@ -74,7 +74,7 @@ export class DueQueue<Row extends object> {
         run.push('add' in c ? c.add : 'set' in c ? c.set : this.#held.keyOf(c.remove));
       }
       if (kind === 'add') await this.add(q, run);
-      else if (kind === 'remove') await q.query(this.#sql.done, [JSON.stringify(run)]);
+      else if (kind === 'remove') await q.query(this.#sql.remove, [JSON.stringify(run)]);
       else {
         const { dueAt } = this.#spec;
         // One statement may not update a row twice: the last change of a key is the one that counts.
@@ -150,9 +150,10 @@ export class DueQueue<Row extends object> {
   /**
    * A claimed row is done (`dueAt` null: removed) or due again at `dueAt`, unclaimed; written with the next batch,
    * after the rows its work led to (`then`, added as `add` does): a crash that loses them brings the row back.
+   * The row stays held until then; its finish is not written if another claim holds it by then.
    */
   finish(row: Row, dueAt: Date | string | null, then: Record<string, unknown>[] = []): void {
-    this.#held.finished(row);
+    this.#held.finishing(row);
     this.#finished.push({ row, dueAt: dueAt instanceof Date ? dueAt.toISOString() : dueAt, then });
     if (this.#finished.length >= FINISH_BATCH) this.#write();
   }
@@ -259,10 +260,10 @@ export class DueQueue<Row extends object> {
   }
 
   /** Runs a write of claims in the background of the drain: `flush` waits for it; a failure is logged. */
-  #track(write: Promise<void>): Promise<void> {
+  #track(write: Promise<void>, failed = 'could not give back due rows'): Promise<void> {
     const writing = write
-      // Rows not given back come back once their lease runs out.
-      .catch((err) => this.#log.error({ err, table: this.#spec.table }, 'could not give back due rows'))
+      // Rows whose give-back or finish is lost come back once their lease runs out.
+      .catch((err) => this.#log.error({ err, table: this.#spec.table }, failed))
       .then(() => {
         this.#writing.delete(writing);
       });
@@ -274,24 +275,23 @@ export class DueQueue<Row extends object> {
     const batch = this.#finished;
     if (batch.length === 0) return;
     this.#finished = [];
-    const done = batch.filter((f) => f.dueAt === null).map((f) => this.#held.keyOf(f.row));
-    const later = batch
-      .filter((f) => f.dueAt !== null)
-      .map((f) => ({ ...this.#held.keyOf(f.row), due_again: f.dueAt }));
-    const then = batch.flatMap((f) => f.then);
-    const writing = this.add(this.#db, then)
-      .then(() =>
-        Promise.all([
-          done.length > 0 && this.#db.query(this.#sql.done, [JSON.stringify(done)]),
-          later.length > 0 && this.#db.query(this.#sql.later, [JSON.stringify(later)]),
-        ]),
-      )
-      // A lost finish only brings its rows back once their lease runs out (see above).
-      .catch((err) => this.#log.error({ err, table: this.#spec.table }, 'could not write finished due rows'))
-      .then(() => {
-        this.#writing.delete(writing);
-      });
-    this.#writing.add(writing);
+    const [rows, then] = [batch.map((f) => f.row), batch.flatMap((f) => f.then)];
+    const write = async () => {
+      await this.add(this.#db, then);
+      // Each row named by its key and the lease end it is held by; rows another claim holds are left out.
+      const named = await this.#held.writing(rows);
+      const [done, later] = [true, false].map((isDone) =>
+        batch.flatMap((f, i) =>
+          named[i] && (f.dueAt === null) === isDone ? [{ ...named[i], due_again: f.dueAt }] : [],
+        ),
+      );
+      await Promise.all([
+        done.length > 0 && this.#db.query(this.#sql.done, [JSON.stringify(done)]),
+        later.length > 0 && this.#db.query(this.#sql.later, [JSON.stringify(later)]),
+      ]);
+    };
+    const written = write().finally(() => this.#held.written(rows));
+    void this.#track(written, 'could not write finished due rows');
   }
 }
 

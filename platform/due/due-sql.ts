@@ -124,9 +124,15 @@ export function dueStatements(spec: DueTable) {
     keyRecord,
     sameKey,
     claim,
-    done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
+    // An event's `remove`: the row, claimed or not.
+    remove: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
+    // Finishes: only rows still claimed by the lease end this process holds them by (`ours`), never a row another
+    // claim took once this one's lease had run out.
+    done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${[...keyRecord, 'ours timestamptz'].join(', ')})
+        WHERE ${sameKey} AND t.claimed_until = x.ours`,
     later: `UPDATE ${table} t SET ${dueAt} = x.due_again, claimed_until = NULL${resets}
-        FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'due_again timestamptz'].join(', ')}) WHERE ${sameKey}`,
+        FROM json_to_recordset($1::json) AS x(${[...keyRecord, 'ours timestamptz', 'due_again timestamptz'].join(', ')})
+        WHERE ${sameKey} AND t.claimed_until = x.ours`,
   };
 }
 

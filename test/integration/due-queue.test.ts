@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/database.ts';
 import { DueQueue } from '../../platform/due/due-queue.ts';
@@ -240,6 +240,92 @@ describe('DueQueue', () => {
     expect(await second.claim(10)).toEqual([]);
     first.finish(kept, null);
     await first.flush();
+    expect(await rows()).toEqual([]);
+  });
+
+  it('holds a row finished while its drain works on others, its lease renewed, until its finish is written', async () => {
+    await queue().add(db, [
+      { owner: 'h', n: 1, note: 'quick', due_at: at(-2) },
+      { owner: 'h', n: 2, note: 'slow', due_at: at(-1) },
+    ]);
+    const q = queue();
+    const worked: string[] = [];
+    const [slowStarted, release] = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
+    const drained = q.drain({ batch: 1, concurrency: 1 }, (claimed) =>
+      claimed.map((row) => async () => {
+        worked.push(row.note);
+        if (row.note === 'slow') {
+          slowStarted.resolve();
+          await release.promise;
+        }
+        q.finish(row, null);
+        return 1;
+      }),
+    );
+    await slowStarted.promise;
+    expect(worked).toEqual(['quick', 'slow']);
+    // The quick row's finish waits for the batch: the heartbeat renews its lease as it does the slow row's...
+    clock.advance(40_000);
+    await q.renew();
+    expect(await claimedUntil('h', 1)).toEqual(new Date(at(TABLE.leaseMs)));
+    // ...so past the lease its claim had, no other process takes it and works it again.
+    clock.advance(30_000);
+    expect(await queue().claim(10)).toEqual([]);
+    release.resolve();
+    expect(await drained).toBe(2);
+    expect(worked).toEqual(['quick', 'slow']);
+    expect(await rows()).toEqual([]);
+  });
+
+  it("writes no finish of a row another process claimed once this one's lease had run out", async () => {
+    await queue().add(db, [
+      { owner: 'i', n: 1, note: 'done here', due_at: at(-2) },
+      { owner: 'i', n: 2, note: 'later here', due_at: at(-1) },
+    ]);
+    const first = queue();
+    const [done, later] = await first.claim(10);
+    // The heartbeat failed (the database away) and the lease ran out: another process claims both rows.
+    clock.advance(TABLE.leaseMs + 1);
+    const second = queue();
+    expect(await second.claim(10)).toEqual([done, later]);
+    const leases = [await claimedUntil('i', 1), await claimedUntil('i', 2)];
+    // The first process's finishes come late: they leave the second's claims as they are.
+    first.finish(done, null);
+    first.finish(later, at(60_000));
+    await first.flush();
+    expect([await claimedUntil('i', 1), await claimedUntil('i', 2)]).toEqual(leases);
+    // The second process's own finishes are written, and its heartbeat still holds what it has not finished.
+    second.finish(done, null);
+    await second.flush();
+    await second.renew();
+    expect(await rows()).toEqual([
+      { owner: 'i', n: 2, due_at: new Date(at(-TABLE.leaseMs - 2)), claimed: true },
+    ]);
+  });
+
+  it('writes a finish after a renewal under way, which moves the lease end the finish names the row by', async () => {
+    await queue().add(db, [{ owner: 'j', n: 1, note: '', due_at: at(-1) }]);
+    // The renewal commits at once, but this process learns so only once `answer` resolves.
+    const answer = Promise.withResolvers<void>();
+    const slowAnswers: Database = {
+      ...db,
+      query: async (sql, params) => {
+        const result = await db.query(sql, params);
+        if (sql.includes('RETURNING') && sql.trimStart().startsWith('UPDATE')) await answer.promise;
+        return result;
+      },
+    };
+    const q = new DueQueue<Row>({ db: slowAnswers, clock, log }, TABLE);
+    const [row] = await q.claim(10);
+    clock.advance(20_000);
+    const renewed = q.renew();
+    await vi.waitFor(async () => expect(await claimedUntil('j', 1)).toEqual(new Date(at(TABLE.leaseMs))), {
+      timeout: 10_000,
+    });
+    q.finish(row, null);
+    const flushed = q.flush();
+    answer.resolve();
+    await Promise.all([renewed, flushed]);
     expect(await rows()).toEqual([]);
   });
 
