@@ -76,6 +76,31 @@ describe('@postline/sdk', () => {
     expect(batches[0].key).not.toBe(batches[1].key);
   });
 
+  it('answers a 429 at once when its Retry-After is longer than it would wait (a monthly quota, say)', async () => {
+    const impatient = createPostline({
+      apiKey: acme.testKey,
+      baseUrl: svc.baseUrl,
+      maxRetryDelayMs: 100, // the batch limit's Retry-After is 1 s
+      fetch: async (request) => {
+        const response = await fetch(request);
+        sent.push({
+          method: request.method,
+          path: new URL(request.url).pathname,
+          key: null,
+          status: response.status,
+        });
+        return response;
+      },
+    });
+    const item = { from: 'Acme <hello@acme.test>', to: [`delivered@${SIM}`], subject: 'C', text: 'c' };
+    clock.advance(1000); // a fresh window of the batch limit
+    sent.length = 0;
+    await impatient.emails.batch([item]);
+    const refused = await impatient.emails.batch([item]).catch((e) => e);
+    expect(refused).toMatchObject({ status: 429, code: 'rate_limit_exceeded' });
+    expect(sent.filter((s) => s.path === '/v1/emails/batch').map((s) => s.status)).toEqual([200, 429]);
+  });
+
   it('throws a PostlineError carrying the code of the catalogue', async () => {
     const error = await postline.emails.get('em_unknown').catch((e) => e);
     expect(error).toBeInstanceOf(PostlineError);
