@@ -2,25 +2,29 @@
 // A semi-space of at most 16 MiB (Node 20's default; Node 24 grows the young generation to 128 MiB on a machine
 // with much memory): `npm start` stays under 250 MiB resident once ready. `npm start` runs this file, so the
 // flag holds for it, for `npx postline` and for the container alike.
+import { constants } from 'node:os';
 import { request } from 'undici';
 import { type Config, ConfigError, loadConfig } from '../platform/config.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../platform/db/embedded-postgres.ts';
 import { createLogger } from '../platform/logger.ts';
 import { mountAdmin } from './cli/admin.ts';
 import { UsageError } from './cli/cli.ts';
-import { runCommand, USAGE } from './cli/commands.ts';
+import { runCommand, USAGE, withAbsolutePaths } from './cli/commands.ts';
 import { claimDataDir, currentOwner, type Owner, releaseDataDir } from './cli/data-dir-owner.ts';
 import { standaloneApiDocument } from './openapi-document.ts';
 import { type Postline, startPostline } from './service.ts';
+
+interface Opened {
+  config: Config;
+  owner: Owner | null;
+  embedded?: EmbeddedPostgres;
+}
 
 /**
  * Without DATABASE_URL the process owns the data dir and starts its PostgreSQL server (embedded-postgres.ts);
  * from there on it runs as with any PostgreSQL, its DATABASE_URL pointing at that server.
  */
-async function withDatabase(
-  config: Config,
-  server?: { port: number; host: string },
-): Promise<{ config: Config; owner: Owner | null; embedded?: EmbeddedPostgres }> {
+async function withDatabase(config: Config, server?: { port: number; host: string }): Promise<Opened> {
   if (!config.embedded) return { config, owner: null };
   const owner = claimDataDir(config.POSTLINE_DATA_DIR, server);
   try {
@@ -32,30 +36,56 @@ async function withDatabase(
   }
 }
 
+/** Set once a signal ends the run: its handler exits the process, not main()'s end. */
+let interrupted = false;
+
+/**
+ * On SIGINT or SIGTERM, runs `stop` once, then exits with `code`. In place before the embedded server starts:
+ * that server is no process of the terminal's group (embedded-postgres.ts), so without it a Ctrl-C or a kill
+ * would end this process and leave the server running, the data dir claimed.
+ */
+function stopOnSignals(stop: () => Promise<void>, code: (signal: NodeJS.Signals) => number): void {
+  const handle = (signal: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    stop()
+      .catch((error) => process.stderr.write(`postline: ${error.message}\n`))
+      .finally(() => process.exit(code(signal)));
+  };
+  process.on('SIGINT', handle);
+  process.on('SIGTERM', handle);
+}
+
+/** The data dir and its server, given up: the server stopped (fast shutdown), then the data dir released. */
+async function closeDatabase(opened: Opened | undefined): Promise<void> {
+  await opened?.embedded?.stop();
+  if (opened?.owner) releaseDataDir(opened.config.POSTLINE_DATA_DIR);
+}
+
 async function serve(given: Config) {
   const log = createLogger(given.LOG_LEVEL, undefined, given.LOG_FORMAT);
-  const { config, owner, embedded } = await withDatabase(given, { port: given.PORT, host: given.HOST });
+  let opened: Opened | undefined;
   let postline: Postline | undefined;
-  let starting: Promise<unknown> = Promise.resolve();
-  let stopping = false;
-  // In place before the start: a signal during it still stops the embedded server, which is no process of the
-  // terminal's group (embedded-postgres.ts), once what started is closed.
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    await starting.catch(() => {});
-    await postline?.close();
-    await embedded?.stop();
-    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
-    process.exit(0);
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  let starting: Promise<unknown> = withDatabase(given, { port: given.PORT, host: given.HOST }).then(
+    (o) => (opened = o),
+  );
+  // A signal at any point stops what started, once its start ended; a service that stops in order exits 0.
+  stopOnSignals(
+    async () => {
+      await starting.catch(() => {});
+      await postline?.close();
+      await closeDatabase(opened);
+    },
+    () => 0,
+  );
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception; stopping');
-    embedded?.stopNow();
+    opened?.embedded?.stopNow();
     process.exit(1);
   });
+  await starting;
+  if (interrupted || !opened) return;
+  const { config, owner, embedded } = opened;
   const roles = config.POSTLINE_ROLES;
   starting = startPostline(config, {
     log,
@@ -71,11 +101,10 @@ async function serve(given: Config) {
     await starting;
   } catch (error) {
     // A start that fails leaves no server of its own behind.
-    await embedded?.stop();
-    if (owner) releaseDataDir(config.POSTLINE_DATA_DIR);
+    await closeDatabase(opened);
     throw error;
   }
-  if (stopping || !postline) return;
+  if (interrupted || !postline) return;
   const { rows } = await postline.services.db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM organizations',
   );
@@ -146,8 +175,22 @@ async function main(argv: string[]): Promise<number> {
     return -1;
   }
   const running = given.embedded ? currentOwner(given.POSTLINE_DATA_DIR) : null;
-  if (running?.port && running.adminToken) return viaServer(running, running.adminToken, argv);
-  const { config, embedded } = await withDatabase(given);
+  if (running?.port && running.adminToken)
+    return viaServer(running, running.adminToken, withAbsolutePaths(argv));
+  let opened: Opened | undefined;
+  const opening = withDatabase(given).then((o) => (opened = o));
+  // Interrupted, a command stops the server it started and releases the data dir, exit code 128 + the signal's
+  // number. The server's fast shutdown ends the command's sessions, rolling back what they were writing: closing
+  // the Postline first would wait for that work.
+  if (given.embedded)
+    stopOnSignals(
+      async () => {
+        await opening.catch(() => {});
+        await closeDatabase(opened);
+      },
+      (signal) => 128 + constants.signals[signal as keyof typeof constants.signals],
+    );
+  const { config } = await opening;
   try {
     const postline = await startPostline({ ...config, LOG_LEVEL: 'warn' }, { http: false, processes: false });
     try {
@@ -156,16 +199,17 @@ async function main(argv: string[]): Promise<number> {
       await postline.close();
     }
   } finally {
-    await embedded?.stop();
-    if (config.embedded) releaseDataDir(config.POSTLINE_DATA_DIR);
+    await closeDatabase(opened);
   }
 }
 
+// After a signal its handler ends the process, once what was open is closed.
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code >= 0) process.exit(code);
+    if (code >= 0 && !interrupted) process.exit(code);
   },
   (error) => {
+    if (interrupted) return;
     if (error instanceof ConfigError || error instanceof UsageError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);

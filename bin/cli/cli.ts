@@ -1,10 +1,23 @@
 import type { Writable } from 'node:stream';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { findOrganization } from '../../read-side/api-keys/api-keys.queries.ts';
 import type { Postline } from '../service.ts';
 
 /** Wrong or missing arguments: the CLI prints what the command needs and exits 2. */
 export class UsageError extends Error {}
+
+/** A command's options and positionals (node:util parseArgs); a mistake in them is a UsageError saying `usage`. */
+export function parseOptions<T extends ParseArgsConfig>(
+  config: T,
+  usage: string,
+): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch {
+    throw new UsageError(usage);
+  }
+}
 
 /** What every subcommand works with: the open Postline, where to write, and how to check its input. */
 export interface Cli {

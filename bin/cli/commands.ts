@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import type { Postline } from '../service.ts';
 import { type Cli, cliOf, UsageError } from './cli.ts';
-import { contactsImport } from './contacts-import.ts';
+import { contactsImport, withAbsoluteFile } from './contacts-import.ts';
 import { keysCreate, keysRevoke } from './keys.ts';
 import { projectionsRebuild, projectionsStatus, streamsShow } from './operations.ts';
 import { orgsCreate, orgsList, orgsSetClientDetails, orgsSetPlan } from './orgs.ts';
@@ -76,4 +76,14 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command || (NEEDS_ARGUMENT.has(name) && !rest[0])) throw new UsageError(USAGE);
   return command(cliOf(postline, out), rest);
+}
+
+/**
+ * The arguments with the files they name as absolute paths: a relative path means the operator's working
+ * directory, and a running server, which works the command, has another.
+ */
+export function withAbsolutePaths(argv: string[]): string[] {
+  if (argv[0] === 'contacts' && argv[1] === 'import')
+    return [...argv.slice(0, 2), ...withAbsoluteFile(argv.slice(2))];
+  return argv;
 }

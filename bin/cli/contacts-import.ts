@@ -8,24 +8,40 @@ import {
   contactImportReport,
   startContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
-import type { Cli } from './cli.ts';
+import { type Cli, parseOptions } from './cli.ts';
 import { progressBar } from './progress.ts';
+
+const OPTIONS = {
+  org: { type: 'string' },
+  mode: { type: 'string', default: 'live' },
+  audience: { type: 'string' },
+} as const;
+const USAGE =
+  'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>';
+
+/** `contacts import`'s arguments with its file (its positionals) resolved against this process's directory. */
+export function withAbsoluteFile(rest: string[]): string[] {
+  const { tokens } = parseArgs({
+    args: rest,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  return rest.map((arg, i) =>
+    tokens.some((t) => t.kind === 'positional' && t.index === i) ? resolve(arg) : arg,
+  );
+}
 
 /** Imports contacts from a CSV file, working the import here through the code the service runs. */
 export async function contactsImport(
   { services, out, write, parse, knownOrganization }: Cli,
   rest: string[],
 ): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: {
-      org: { type: 'string' },
-      mode: { type: 'string', default: 'live' },
-      audience: { type: 'string' },
-    },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseOptions(
+    { args: rest, options: OPTIONS, allowPositionals: true, strict: true },
+    USAGE,
+  );
   const { file, org, mode, audience } = parse(
     z.object({
       file: z.string().min(1),
@@ -34,7 +50,7 @@ export async function contactsImport(
       audience: z.string().min(1).optional(),
     }),
     { ...values, file: positionals.length === 1 ? positionals[0] : undefined },
-    'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>',
+    USAGE,
   );
   if (!(await knownOrganization(org))) return 1;
   const meta = { orgId: org, mode, actor: 'cli' } as const;

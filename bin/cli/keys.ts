@@ -1,25 +1,29 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { findApiKeyById } from '../../read-side/api-keys/api-keys.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
-import type { Cli } from './cli.ts';
+import { type Cli, parseOptions } from './cli.ts';
 
 /** A new API key for an organization (one that has none left, too). */
 export async function keysCreate(
   { services, write, parse, knownOrganization }: Cli,
   rest: string[],
 ): Promise<number> {
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      org: { type: 'string' },
-      mode: { type: 'string', default: 'live' },
-      permission: { type: 'string', default: 'full_access' },
-      name: { type: 'string', default: 'CLI' },
-      json: { type: 'boolean', default: false },
+  const usage =
+    'keys create needs --org <org_id>, and takes --mode live|test, --permission full_access|sending_access, --name, --json';
+  const { values } = parseOptions(
+    {
+      args: rest,
+      options: {
+        org: { type: 'string' },
+        mode: { type: 'string', default: 'live' },
+        permission: { type: 'string', default: 'full_access' },
+        name: { type: 'string', default: 'CLI' },
+        json: { type: 'boolean', default: false },
+      },
+      strict: true,
     },
-    strict: true,
-  });
+    usage,
+  );
   const { org, mode, permission, name } = parse(
     z.object({
       org: z.string().min(1),
@@ -28,7 +32,7 @@ export async function keysCreate(
       name: z.string().trim().min(1).max(200),
     }),
     values,
-    'keys create needs --org <org_id>, and takes --mode live|test, --permission full_access|sending_access, --name',
+    usage,
   );
   if (!(await knownOrganization(org))) return 1;
   const key = await createApiKey(

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { listOrganizations } from '../../read-side/api-keys/api-keys.queries.ts';
 import { planJson } from '../../read-side/organizations/organizations.queries.ts';
@@ -7,24 +6,28 @@ import {
   createOrganization,
   setClientDetailsTracking,
 } from '../../write-side/organizations/organization.commands.ts';
-import type { Cli } from './cli.ts';
+import { type Cli, parseOptions } from './cli.ts';
 import { plansTable, priceText } from './plan-text.ts';
 
 /** Creates an organization and prints its live and test API keys, once. */
 export async function orgsCreate({ services, write, parse }: Cli, rest: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      name: { type: 'string' },
-      plan: { type: 'string', default: 'free' },
-      json: { type: 'boolean', default: false },
+  const usage = 'orgs create needs --name <name> and an optional --plan free|pro|business, --json';
+  const { values } = parseOptions(
+    {
+      args: rest,
+      options: {
+        name: { type: 'string' },
+        plan: { type: 'string', default: 'free' },
+        json: { type: 'boolean', default: false },
+      },
+      strict: true,
     },
-    strict: true,
-  });
+    usage,
+  );
   const input = parse(
     z.object({ name: z.string().trim().min(1).max(200), plan: z.enum(['free', 'pro', 'business']) }),
     values,
-    'orgs create needs --name <name> and an optional --plan free|pro|business',
+    usage,
   );
   const org = await createOrganization(services, input);
   await services.readYourWrites.waitFor(['api_keys'], org.position);
@@ -40,7 +43,10 @@ export async function orgsCreate({ services, write, parse }: Cli, rest: string[]
 
 /** Every organization with its plan and keys in use per mode, then what each plan costs and includes. */
 export async function orgsList({ services, write }: Cli, rest: string[]): Promise<number> {
-  const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean', default: false } } });
+  const { values } = parseOptions(
+    { args: rest, options: { json: { type: 'boolean', default: false } } },
+    'orgs list takes --json',
+  );
   const rows = await listOrganizations(services.db);
   for (const o of rows) {
     const created = new Date(o.created_at).toISOString();
@@ -95,17 +101,17 @@ export async function orgsSetClientDetails(
   { services, write, parse, knownOrganization }: Cli,
   rest: string[],
 ): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { forget: { type: 'boolean', default: false } },
-    allowPositionals: true,
-    strict: true,
-  });
-  const [orgId, setting] = parse(
-    z.tuple([z.string().min(1), z.enum(['on', 'off'])]),
-    positionals,
-    'orgs set-client-details needs <org_id> <on|off> and an optional --forget',
+  const usage = 'orgs set-client-details needs <org_id> <on|off> and an optional --forget';
+  const { values, positionals } = parseOptions(
+    {
+      args: rest,
+      options: { forget: { type: 'boolean', default: false } },
+      allowPositionals: true,
+      strict: true,
+    },
+    usage,
   );
+  const [orgId, setting] = parse(z.tuple([z.string().min(1), z.enum(['on', 'off'])]), positionals, usage);
   if (!(await knownOrganization(orgId))) return 1;
   const on = setting === 'on';
   const r = await setClientDetailsTracking(services, orgId, on, { forget: values.forget });

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { queueDestination } from '../../domain/queue/queue.decider.ts';
 import { AppError } from '../../platform/errors.ts';
 import { livePauses, queueRows } from '../../processes/delivery/queue-view.ts';
@@ -10,7 +10,7 @@ import {
   resumeDelivery,
   retryDelivery,
 } from '../../write-side/queue/queue.commands.ts';
-import { type Cli, UsageError } from './cli.ts';
+import { type Cli, parseOptions, UsageError } from './cli.ts';
 
 /** How long `queue pause` holds a destination when `--for` is not given. */
 export const DEFAULT_PAUSE = '1h';
@@ -28,18 +28,11 @@ export function parseDuration(text: string): number | null {
 
 /** A destination and its scope from `<destination> [--org X]`, with the command's own options. */
 function targetOf(rest: string[], usage: string, extra: Record<string, { type: 'string' }> = {}) {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: rest,
-      options: { org: { type: 'string' }, ...extra },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch {
-    throw new UsageError(usage);
-  }
-  const { values, positionals } = parsed;
+  // Typed loosely, as the options vary by command: each reads its own with a check of their type.
+  const { values, positionals } = parseOptions<ParseArgsConfig>(
+    { args: rest, options: { org: { type: 'string' }, ...extra }, allowPositionals: true, strict: true },
+    usage,
+  );
   if (positionals.length !== 1) throw new UsageError(usage);
   const orgId = typeof values.org === 'string' ? values.org : null;
   return { destination: checked(positionals[0]), orgId, values };
@@ -126,16 +119,14 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-');
 /** `queue [--org X] [--destination D] [--json]`: what waits, over every organization, and the pauses in force. */
 export async function queueList({ services, write }: Cli, rest: string[]): Promise<number> {
   const usage = 'queue takes --org <org_id>, --destination <domain>, --json';
-  let values: { org?: string; destination?: string; json?: boolean };
-  try {
-    ({ values } = parseArgs({
+  const { values } = parseOptions(
+    {
       args: rest,
       options: { org: { type: 'string' }, destination: { type: 'string' }, json: { type: 'boolean' } },
       strict: true,
-    }));
-  } catch {
-    throw new UsageError(usage);
-  }
+    },
+    usage,
+  );
   const destination = values.destination === undefined ? undefined : checked(values.destination);
   const now = services.clock.now();
   const rows = await queueRows(services.db, { orgId: values.org, destination }, now);

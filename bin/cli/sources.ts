@@ -1,8 +1,7 @@
-import { parseArgs } from 'node:util';
 import { createResolver } from '../../platform/dns.ts';
 import { checkReverseDns, type ReverseDns } from '../../processes/delivery/egress/reverse-dns.ts';
 import { type SourceView, sourcesView } from '../../processes/delivery/egress/sources-view.ts';
-import { type Cli, UsageError } from './cli.ts';
+import { type Cli, parseOptions } from './cli.ts';
 
 /** A table's rows with their columns padded to the widest cell. */
 function table(rows: string[][]): string[] {
@@ -33,16 +32,10 @@ function groupLines(s: SourceView): string[] {
  * when one does not name its HELO name).
  */
 export async function sourcesList({ services, write }: Cli, rest: string[]): Promise<number> {
-  let values: { json?: boolean; check?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: { json: { type: 'boolean' }, check: { type: 'boolean' } },
-      strict: true,
-    }));
-  } catch {
-    throw new UsageError('sources takes --check, --json');
-  }
+  const { values } = parseOptions(
+    { args: rest, options: { json: { type: 'boolean' }, check: { type: 'boolean' } }, strict: true },
+    'sources takes --check, --json',
+  );
   const policy = services.policies.egress;
   const view = await sourcesView(services.db, policy, services.clock.now());
   const reverse = values.check

@@ -13,7 +13,7 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
-import { processAlive } from '../process-alive.ts';
+import { commandOf, processAlive } from '../process-alive.ts';
 
 /**
  * A PostgreSQL server of Postline's own, for `npm start` without DATABASE_URL: the binaries of the npm package
@@ -102,39 +102,35 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
   return false;
 }
 
-/** The command line of a process (`''` when it cannot be read): /proc on Linux, `ps` elsewhere. */
-function commandOf(pid: number): string {
+/** The pid a lock file names on its first line, when it names one. */
+function lockPid(lock: string): number | undefined {
   try {
-    const proc = `/proc/${pid}/cmdline`;
-    if (existsSync('/proc/self')) return readFileSync(proc, 'utf8');
-    return execFileSync('ps', ['-p', String(pid), '-o', 'command='], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const pid = Number(readFileSync(lock, 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
-    return '';
+    return undefined;
   }
 }
 
 /**
- * A server left behind by a process that ended without stopping it (kill -9): its `postmaster.pid` names a live
+ * A server left behind by a process that ended without stopping it (kill -9): a lock of the cluster names a live
  * process. If that process is this cluster's server it is shut down (only one Postline owns a data dir, and none
- * is alive: bin/cli/data-dir-owner.ts), else the lock is stale (its pid reused) and goes. A lock naming a dead
- * process PostgreSQL replaces by itself.
+ * is alive: bin/cli/data-dir-owner.ts), else the lock is stale (its pid reused) and goes. Both locks count:
+ * `postmaster.pid` and the socket's `.s.PGSQL.<port>.lock`, which names the same server; PostgreSQL refuses to
+ * start on either while its pid is alive. A lock naming a dead process PostgreSQL replaces by itself.
  */
 async function clearStaleServer(dir: string): Promise<void> {
-  const lock = join(dir, 'postmaster.pid');
-  if (!existsSync(lock)) return;
-  const pid = Number(readFileSync(lock, 'utf8').split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return;
-  const ours = commandOf(pid).includes(dir);
-  if (!ours) {
-    rmSync(lock, { force: true });
-    return;
+  for (const lock of [join(dir, 'postmaster.pid'), join(dir, `.s.PGSQL.${PORT}.lock`)]) {
+    const pid = lockPid(lock);
+    if (pid === undefined || !processAlive(pid)) continue;
+    if (!commandOf(pid).includes(dir)) {
+      rmSync(lock, { force: true });
+      continue;
+    }
+    process.kill(pid, 'SIGINT');
+    if (!(await until(() => !processAlive(pid), STOP_TIMEOUT_MS))) process.kill(pid, 'SIGKILL');
+    await until(() => !processAlive(pid), STOP_TIMEOUT_MS);
   }
-  process.kill(pid, 'SIGINT');
-  if (!(await until(() => !processAlive(pid), STOP_TIMEOUT_MS))) process.kill(pid, 'SIGKILL');
-  await until(() => !processAlive(pid), STOP_TIMEOUT_MS);
 }
 
 /**
