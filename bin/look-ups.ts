@@ -1,7 +1,7 @@
 import type { LookUps } from '../platform/services.ts';
 import { tracksClientDetails } from '../read-side/api-keys/api-keys.queries.ts';
 import { findAudience } from '../read-side/audiences/audiences.queries.ts';
-import { broadcastUsingTemplate, findBroadcast } from '../read-side/broadcasts/broadcasts.queries.ts';
+import { broadcastUsing, findBroadcast } from '../read-side/broadcasts/broadcasts.queries.ts';
 import { findContactImport } from '../read-side/contact-imports/contact-imports.queries.ts';
 import { contactTopics, findContact } from '../read-side/contacts/contacts.queries.ts';
 import { findApiDomain } from '../read-side/domains/domains.queries.ts';
@@ -31,7 +31,7 @@ export const lookUps: LookUps = {
   findPublishedVersion,
   getEmail,
   findBroadcast,
-  broadcastUsingTemplate,
+  broadcastUsing,
   findContact,
   contactTopics,
   findContactImport,

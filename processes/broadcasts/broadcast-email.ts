@@ -63,7 +63,7 @@ export interface BroadcastSending {
   broadcastId: string;
   content: BroadcastContent;
   topicId: string | null;
-  /** The topic's default subscription when the broadcast names one. */
+  /** The topic's default subscription when the broadcast names one that exists (null: none named, or it is gone). */
   topicDefault: 'opt_in' | 'opt_out' | null;
   domain: Pick<SendingDomain, 'id' | 'name' | 'impressum'> | null;
   domainName: string;

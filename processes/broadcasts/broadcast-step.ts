@@ -127,10 +127,17 @@ class BroadcastStep {
         { broadcastId: this.broadcastId, templateId: content.templateId },
         'broadcast template has no published version: no contact is sent to',
       );
+    // Nor does a topic broadcast ever drop its topic: when the topic is gone (deleted past the delete's check), no
+    // contact's choice can be known and no one is sent to (#eligible).
+    if (content.topicId && !topic)
+      this.services.log.warn(
+        { broadcastId: this.broadcastId, topicId: content.topicId },
+        'broadcast topic is gone: no contact is sent to',
+      );
     return {
       broadcastId: this.broadcastId,
       content,
-      topicId: topic ? content.topicId : null,
+      topicId: content.topicId,
       topicDefault: topic?.default_subscription ?? null,
       domain,
       domainName,
@@ -174,7 +181,8 @@ class BroadcastStep {
     const skipReason = (r: AudienceRecipient): keyof SkippedRecipients | null => {
       if (r.unsubscribed) return 'unsubscribed';
       if (r.suppressed) return 'suppressed';
-      if (sending.topicDefault && (r.subscription ?? sending.topicDefault) !== 'opt_in')
+      // A topic without its default (gone) admits no one, whatever choices its contacts had made.
+      if (sending.topicId && (!sending.topicDefault || (r.subscription ?? sending.topicDefault) !== 'opt_in'))
         return 'notSubscribed';
       return null;
     };

@@ -68,14 +68,23 @@ export async function listBroadcasts(db: Database, tenant: Tenant, page: PagePar
   );
 }
 
+/** What a broadcast's content names, by the column that holds it. */
+const NAMED_IN = { template: 'template_id', topic: 'topic_id', audience: 'audience_id' } as const;
+
 /**
- * A broadcast of the tenant that still renders the template for contacts to come (scheduled or sending), or null:
- * while there is one, the template may not be deleted (write-side/templates).
+ * A broadcast of the tenant that still sends to contacts to come (scheduled or sending) and names the template,
+ * topic or audience, or null: while there is one, that resource may not be deleted (write-side/look-ups.ts,
+ * `refuseWhileBroadcastUses`).
  */
-export async function broadcastUsingTemplate(db: Database, tenant: Tenant, templateId: string) {
+export async function broadcastUsing(
+  db: Database,
+  tenant: Tenant,
+  resource: keyof typeof NAMED_IN,
+  resourceId: string,
+) {
   const row = await liveRows(db, 'broadcasts', tenant)
     .select(['id', 'status'])
-    .where('template_id', '=', templateId)
+    .where(NAMED_IN[resource], '=', resourceId)
     .where('status', 'in', ['scheduled', 'sending'])
     .orderBy('id')
     .limit(1)

@@ -108,7 +108,8 @@ export interface AudienceRecipient {
 
 /**
  * The audience's members after `after` (contact ids, in order), at most `limit`, each with what decides whether a
- * broadcast reaches it: its unsubscribed flag, the suppression list, and its choice for `topicId`.
+ * broadcast reaches it: its unsubscribed flag, the suppression list, and its choice for `topicId`. A deleted audience
+ * has none, so that its broadcast (the deletion past the delete's check) reaches no one.
  */
 export async function audienceRecipients(
   db: Database,
@@ -122,6 +123,7 @@ export async function audienceRecipients(
                AND s.email_lower = c.email_lower AND s.deleted_at IS NULL) AS suppressed,
        t.subscription
      FROM contact_audiences a
+     JOIN audiences au ON au.id = a.audience_id AND au.deleted_at IS NULL
      JOIN contacts c ON c.id = a.contact_id
      LEFT JOIN contact_topics t ON t.contact_id = c.id AND t.topic_id = $4
      WHERE a.audience_id = $1 AND a.contact_id > $2 AND c.org_id = $5 AND c.mode = $6

@@ -1,7 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { audienceDecider } from '../../domain/audiences/audience.decider.ts';
+import { audienceStream } from '../../domain/audiences/audience.events.ts';
 import { broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
 import { templateDecider } from '../../domain/templates/template.decider.ts';
 import { templateStream } from '../../domain/templates/template.events.ts';
+import { topicDecider } from '../../domain/topics/topic.decider.ts';
+import { topicStream } from '../../domain/topics/topic.events.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
@@ -338,18 +342,40 @@ describe('broadcasts: sending', () => {
     expect(ok(await client.delete(`/v1/templates/${templateId}`))).toEqual({ id: templateId, deleted: true });
   });
 
-  /** The template's deletion as the log would hold it had it raced the delete's check: the decider alone. */
-  const deleteBehindTheCheck = async (org: { orgId: string }, templateId: string) => {
+  /** A deletion as the log would hold it had it raced the delete's check: the decider alone. */
+  const deleteBehindTheCheck = async (
+    org: { orgId: string },
+    kind: 'template' | 'topic' | 'audience',
+    id: string,
+  ) => {
+    const { store } = svc.postline.services;
     const meta = { orgId: org.orgId, mode: 'test' as const, actor: 'test' };
-    const command = { type: 'DeleteTemplate' as const, templateId, ...meta, at: clock.now().toISOString() };
-    await handleCommand(
-      svc.postline.services.store,
-      templateStream(templateId),
-      templateDecider,
-      command,
-      meta,
-    );
-    await settled('templates');
+    const caller = { ...meta, at: clock.now().toISOString() };
+    if (kind === 'template')
+      await handleCommand(
+        store,
+        templateStream(id),
+        templateDecider,
+        { type: 'DeleteTemplate', templateId: id, ...caller },
+        meta,
+      );
+    if (kind === 'topic')
+      await handleCommand(
+        store,
+        topicStream(id),
+        topicDecider,
+        { type: 'DeleteTopic', topicId: id, ...caller },
+        meta,
+      );
+    if (kind === 'audience')
+      await handleCommand(
+        store,
+        audienceStream(id),
+        audienceDecider,
+        { type: 'DeleteAudience', audienceId: id, ...caller },
+        meta,
+      );
+    await settled(`${kind}s`);
   };
 
   it('sends no one, rather than blank emails, when the template of a scheduled broadcast is gone', async () => {
@@ -357,7 +383,7 @@ describe('broadcasts: sending', () => {
     const emails = ['gone1@example.org', 'gone2@example.org', 'gone3@example.org'];
     const { templateId, broadcastId } = await templateBroadcast(client, emails);
     ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, { send_at: inAnHour() }));
-    await deleteBehindTheCheck(orgs.acme, templateId);
+    await deleteBehindTheCheck(orgs.acme, 'template', templateId);
     clock.advance(3600_000);
     await expansion.runOnce();
     expect(await emailsOf(client, broadcastId)).toEqual([]);
@@ -375,7 +401,7 @@ describe('broadcasts: sending', () => {
     const { templateId, broadcastId } = await templateBroadcast(client, emails);
     ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, {}));
     expect(await expandBroadcast(svc.postline.services, broadcastId)).toMatchObject({ queued: 2 });
-    await deleteBehindTheCheck(orgs.acme, templateId);
+    await deleteBehindTheCheck(orgs.acme, 'template', templateId);
     expect(await expandBroadcast(svc.postline.services, broadcastId)).toEqual({ queued: 0, next: null });
     const sent = await emailsOf(client, broadcastId);
     // In an order of their own: a broadcast email's id is a hash of its contact's, not of the contact's turn.
@@ -389,6 +415,104 @@ describe('broadcasts: sending', () => {
       status: 'sent',
       progress: { contacts_processed: 3, skipped: { render_failed: 1 } },
       counts: { recipients: 2 },
+    });
+  });
+
+  /**
+   * An audience of `emails` and an `opt_out` topic that every other one opted in to (the first, the third…; the others never did), and a
+   * broadcast to the audience about the topic, still a draft.
+   */
+  const topicBroadcast = async (client: ApiClient, emails: string[]) => {
+    const aud = await audience(client);
+    const topic = await createTopic(client, 'Offers', 'opt_out');
+    for (const [i, email] of emails.entries()) {
+      const id = await contact(client, { email, audience_ids: [aud] });
+      if (i % 2 === 0)
+        ok(await client.patch(`/v1/contacts/${id}/topics`, [{ topic_id: topic, subscription: 'opt_in' }]));
+    }
+    const b = ok(await draft(client, { audience_id: aud, topic_id: topic }), 201);
+    return { audienceId: aud, topicId: topic, broadcastId: b.id as string };
+  };
+
+  it('keeps the topic and the audience of a scheduled or sending broadcast: their deletion is refused until it is sent', async () => {
+    const client = orgs.acme.test;
+    const emails = ['held1@example.org', 'held2@example.org', 'held3@example.org'];
+    const { audienceId, topicId, broadcastId } = await topicBroadcast(client, emails);
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, { send_at: inAnHour() }));
+    const refused = async (status: string) => {
+      for (const [kind, name, id] of [
+        ['topics', 'Topic', topicId],
+        ['audiences', 'Audience', audienceId],
+      ]) {
+        const r = await client.delete(`/v1/${kind}/${id}`);
+        expect([r.status, r.body.error.code, r.body.error.message]).toEqual([
+          409,
+          'conflict',
+          `${name} ${id} is used by broadcast ${broadcastId}, which is ${status}; cancel the broadcast or wait until it is sent, then delete the ${name.toLowerCase()}.`,
+        ]);
+      }
+    };
+    await refused('scheduled');
+    clock.advance(3600_000);
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toMatchObject({ queued: 1 });
+    expect((await broadcast(client, broadcastId)).status).toBe('sending');
+    await refused('sending');
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toEqual({ queued: 1, next: null });
+    expect(await broadcast(client, broadcastId)).toMatchObject({ status: 'sent', counts: { recipients: 2 } });
+    // Sent: nothing sends to them any more.
+    expect(ok(await client.delete(`/v1/topics/${topicId}`))).toEqual({ id: topicId, deleted: true });
+    expect(ok(await client.delete(`/v1/audiences/${audienceId}`))).toEqual({ id: audienceId, deleted: true });
+  });
+
+  it('sends no one, rather than the whole audience, when the topic of a scheduled broadcast is gone', async () => {
+    const client = orgs.acme.test;
+    const emails = ['topicless1@example.org', 'topicless2@example.org', 'topicless3@example.org'];
+    const { topicId, broadcastId } = await topicBroadcast(client, emails);
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, { send_at: inAnHour() }));
+    await deleteBehindTheCheck(orgs.acme, 'topic', topicId);
+    clock.advance(3600_000);
+    await expansion.runOnce();
+    expect(await emailsOf(client, broadcastId)).toEqual([]);
+    // The opted in and those who never opted in alike, over both pages.
+    expect(await broadcast(client, broadcastId)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 3, skipped: { not_subscribed: 3 } },
+      counts: { recipients: 0 },
+    });
+  });
+
+  it('sends the rest of the audience nothing when the topic is gone between two pages', async () => {
+    const client = orgs.acme.test;
+    const emails = ['midtopic1@example.org', 'midtopic2@example.org', 'midtopic3@example.org'];
+    const { topicId, broadcastId } = await topicBroadcast(client, emails);
+    // The first page holds one who opted in and one who never did; the second, one who opted in.
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, {}));
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toMatchObject({ queued: 1 });
+    await deleteBehindTheCheck(orgs.acme, 'topic', topicId);
+    expect(await expandBroadcast(svc.postline.services, broadcastId)).toEqual({ queued: 0, next: null });
+    expect((await emailsOf(client, broadcastId)).map((e: any) => e.to[0]).sort()).toEqual([emails[0]]);
+    expect(await broadcast(client, broadcastId)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 3, skipped: { not_subscribed: 2 } },
+      counts: { recipients: 1 },
+    });
+  });
+
+  it('sends no one when the audience of a scheduled broadcast is gone', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    for (const email of ['orphan1@example.org', 'orphan2@example.org', 'orphan3@example.org'])
+      await contact(client, { email, audience_ids: [aud] });
+    const { id: broadcastId } = ok(await draft(client, { audience_id: aud }), 201);
+    ok(await client.post(`/v1/broadcasts/${broadcastId}/send`, { send_at: inAnHour() }));
+    await deleteBehindTheCheck(orgs.acme, 'audience', aud);
+    clock.advance(3600_000);
+    await expansion.runOnce();
+    expect(await emailsOf(client, broadcastId)).toEqual([]);
+    expect(await broadcast(client, broadcastId)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 0 },
+      counts: { recipients: 0 },
     });
   });
 

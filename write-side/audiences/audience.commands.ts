@@ -4,8 +4,9 @@ import { tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
+import { refuseWhileBroadcastUses } from '../look-ups.ts';
 
-type Deps = Pick<Services, 'store' | 'clock'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 
 const runAudience = tenantCommands(audienceStream, audienceDecider, 'audienceId');
 
@@ -20,5 +21,8 @@ export const createAudience = (services: Deps, meta: EventMetadata, name: string
 export const renameAudience = (services: Deps, meta: EventMetadata, audienceId: string, name: string) =>
   onAudience(services, meta, audienceId, { type: 'RenameAudience', name });
 
-export const deleteAudience = (services: Deps, meta: EventMetadata, audienceId: string) =>
-  onAudience(services, meta, audienceId, { type: 'DeleteAudience' });
+/** Refused while a scheduled or sending broadcast names it (`refuseWhileBroadcastUses`). */
+export async function deleteAudience(services: Deps, meta: EventMetadata, audienceId: string) {
+  await refuseWhileBroadcastUses(services, { orgId: meta.orgId, mode: meta.mode }, 'audience', audienceId);
+  return onAudience(services, meta, audienceId, { type: 'DeleteAudience' });
+}

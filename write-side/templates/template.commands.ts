@@ -5,12 +5,12 @@ import {
   templateDecider,
 } from '../../domain/templates/template.decider.ts';
 import { type TemplateContent, templateStream } from '../../domain/templates/template.events.ts';
-import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState, type Without } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
+import { refuseWhileBroadcastUses } from '../look-ups.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 
 /**
@@ -145,20 +145,9 @@ export async function publishTemplate(services: Deps, meta: EventMetadata, templ
   return { position: result.position };
 }
 
-/**
- * A template that a scheduled or sending broadcast renders is not deleted (409 `conflict`): the contacts still to
- * come would get an email without its text. The broadcast's stream cannot be seen by the template's decider, so the
- * broadcasts read model is asked first; a deletion racing a send is caught by the expansion, which sends nothing
- * for a template it cannot find (processes/broadcasts/broadcast-step.ts).
- */
+/** Refused while a scheduled or sending broadcast renders it (`refuseWhileBroadcastUses`). */
 export async function deleteTemplate(services: Deps, meta: EventMetadata, templateId: string) {
-  const tenant = { orgId: meta.orgId, mode: meta.mode };
-  const broadcast = await services.lookUps.broadcastUsingTemplate(services.db, tenant, templateId);
-  if (broadcast)
-    throw new AppError(
-      'conflict',
-      `Template ${templateId} is used by broadcast ${broadcast.id}, which is ${broadcast.status}; cancel the broadcast or wait until it is sent, then delete the template.`,
-    );
+  await refuseWhileBroadcastUses(services, { orgId: meta.orgId, mode: meta.mode }, 'template', templateId);
   const result = await onTemplate(services, meta, 'DeleteTemplate', templateId);
   await freeSlot(services, meta, TEMPLATE_SLOTS, templateId);
   return { position: result.position };

@@ -4,8 +4,9 @@ import { tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
+import { refuseWhileBroadcastUses } from '../look-ups.ts';
 
-type Deps = Pick<Services, 'store' | 'clock'>;
+type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 
 const runTopic = tenantCommands(topicStream, topicDecider, 'topicId');
 const onTopic = async (...args: Parameters<typeof runTopic>) => ({
@@ -26,5 +27,8 @@ export const updateTopic = (
   input: { name?: string; description?: string | null },
 ) => onTopic(services, meta, topicId, { type: 'UpdateTopic', ...input });
 
-export const deleteTopic = (services: Deps, meta: EventMetadata, topicId: string) =>
-  onTopic(services, meta, topicId, { type: 'DeleteTopic' });
+/** Refused while a scheduled or sending broadcast names it (`refuseWhileBroadcastUses`). */
+export async function deleteTopic(services: Deps, meta: EventMetadata, topicId: string) {
+  await refuseWhileBroadcastUses(services, { orgId: meta.orgId, mode: meta.mode }, 'topic', topicId);
+  return onTopic(services, meta, topicId, { type: 'DeleteTopic' });
+}
