@@ -28,7 +28,7 @@ import { DestinationLog } from './destination-log.ts';
 import { type DestinationShaping, outbound } from './destination-shaping.ts';
 import { type EgressChoice, EgressSources } from './egress/egress-sources.ts';
 import { JustQueued } from './just-queued.ts';
-import { destinationsOf, dueRecipients, nextLook, recipientsAt } from './look-times.ts';
+import { destinationsOf, dueRecipients, nextLook } from './look-times.ts';
 import { deferredAll, type RecipientOutcome } from './mta/message.ts';
 import type { OutboundMta } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, SendingDomains } from './outbound-message.ts';
@@ -128,10 +128,11 @@ export class DeliveryProcess extends DueProcess<Job> {
     const email = await this.#readEmail(job);
     if (!email) return null;
     if (job.destination === '') return this.#split(job, email);
-    if (job.give_up) await this.#giveUp(email);
     const now = this.services.clock.now();
-    const { due, waitUntil } = dueRecipients(email, { now, unknown: this.#unknown, early: job.expedite });
-    if (due.length > 0 && !job.give_up) {
+    const early = job.expedite || job.give_up; // given up: every recipient waiting is due, none is sent
+    const { due, waitUntil } = dueRecipients(email, { now, unknown: this.#unknown, early });
+    if (job.give_up) await this.#giveUp(email, due);
+    else if (due.length > 0) {
       const domain = await domains.of(email.content, email.meta);
       if (domain) {
         // Nothing is recorded for a message held back (no source of its pool with room under its warm-up cap,
@@ -173,14 +174,13 @@ export class DeliveryProcess extends DueProcess<Job> {
     return null;
   }
 
-  /** The operator gave the destination up: its recipients waiting (not in flight) bounce softly. */
-  async #giveUp(email: Email): Promise<void> {
-    const waiting = recipientsAt(email.state, email.destination).filter(
-      ([, r]) => !isFinal(r.status) && !r.inFlight,
-    );
-    if (waiting.length === 0) return;
+  /**
+   * Given up (`queue bounce`): the due bounce softly, one cut short by a crash too; one in flight keeps its outcome.
+   */
+  async #giveUp(email: Email, due: string[]): Promise<void> {
+    if (due.length === 0) return;
     await this.#startSending(email);
-    const outcomes = waiting.map(([address, r]) => givenUp(address, r.attempts, email.destination));
+    const outcomes = due.map((r) => givenUp(r, email.state.recipients[r]!.attempts, email.destination));
     await this.#recordOutcomes(email, outcomes);
   }
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
+import { startDeliveryAttempt, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain, recipientDomainOnLoopback } from '../support/domains.ts';
 import { emailHistory, readEmail } from '../support/emails.ts';
@@ -11,7 +12,7 @@ import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 /**
  * What the delivery look does with the queue's controls as they stand in its tables: a paused destination is not
  * claimed (the others are), a pause ends on its own, `expedite` sends delayed recipients before their retry time,
- * `give_up` bounces the destination's waiting recipients softly. The controls' events and commands that set them
+ * `give_up` bounces the destination's waiting recipients softly, one whose attempt a crash cut short included. The controls' events and commands that set them
  * are tested with the queue's commands.
  */
 let mx: SmtpSink;
@@ -25,7 +26,7 @@ beforeAll(async () => {
 });
 const { svc, dns } = useDnsService(() => ({ clock, env: { OUTBOUND_SMTP_PORT: String(mx.port) } }));
 beforeAll(async () => {
-  recipientDomainOnLoopback(dns, ['paused.test', 'open.test']);
+  recipientDomainOnLoopback(dns, ['paused.test', 'open.test', 'dead.test']);
   acme = await svc.createOrg('pro');
   await addVerifiedDomain(acme.live, dns, 'acme-flags.test');
   delivery = new DeliveryProcess(svc.postline.services);
@@ -124,6 +125,43 @@ describe('the queue controls in the delivery look', () => {
     await policy.runOnce();
     const suppressed = await acme.live.get('/v1/suppressions');
     expect(suppressed.body.data.map((s: { email: string }) => s.email)).not.toContain('stuck@open.test');
+  });
+
+  it('give_up settles a recipient whose attempt a crash cut short: it bounces and the job ends', async () => {
+    await pause('dead.test', '', new Date(clock.now().getTime() + 3600_000));
+    const id = await send(['cut@dead.test']);
+    await delivery.runOnce(); // the job exists, held by the pause
+    await db().query('DELETE FROM delivery_pauses');
+    // A worker recorded an attempt and died before any outcome.
+    const meta = systemMeta({ orgId: acme.orgId, mode: 'live' });
+    const endsBy = new Date(clock.now().getTime() + 35_000).toISOString();
+    await startDeliveryAttempt(svc.postline.services, meta, id, { recipients: ['cut@dead.test'], endsBy });
+    clock.advance(60_000);
+    await db().query(
+      `UPDATE delivery_jobs SET give_up = true, due_at = $2, claimed_until = NULL WHERE email_id = $1`,
+      [id, clock.now()],
+    );
+    // Another process (this one holds the stream as queued) looks until the job is gone, the attempt's grace
+    // running out on the way, a bounded number of times.
+    const after = new DeliveryProcess(svc.postline.services);
+    const job = async () =>
+      (await db().query(`SELECT due_at FROM delivery_jobs WHERE email_id = $1`, [id])).rows;
+    try {
+      for (let looks = 0; looks < 20 && (await job()).length > 0; looks++) {
+        await after.runOnce();
+        clock.advance(1_000);
+      }
+    } finally {
+      await after.stop();
+    }
+    expect(await job()).toEqual([]);
+    expect(await recipient(id, 'cut@dead.test')).toMatchObject({
+      status: 'bounced',
+      bounce_type: 'soft',
+      smtp_response: 'local: delivery to dead.test was given up by the operator',
+    });
+    expect((await emailHistory(svc, id)).map((e) => e.type)).toContain('EmailBounced');
+    expect(mx.rcptLog.filter((r) => r.recipient === 'cut@dead.test')).toEqual([]);
   });
 
   it('keeps each destination reply for the queue view: last response and recent replies', async () => {
