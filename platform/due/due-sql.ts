@@ -29,7 +29,8 @@ export interface DueTable {
   /**
    * Rows go in groups (`column`), the groups listed by a table of their own (`of`, its rows `where` hold): a
    * claim takes at most `perGroup` rows of a group, less those of it this process holds, so that one group's
-   * backlog cannot fill every claim.
+   * backlog cannot fill every claim, and takes them in turn (each group's oldest row before any group's second),
+   * so that one group's backlog cannot keep another's rows out of a claim.
    */
   groups?: {
     column: string;
@@ -86,6 +87,8 @@ export function dueStatements(spec: DueTable) {
   const claim = groups
     ? // The groups are walked from their own table and each gives its oldest rows, at most the cap less what this
       // process holds of it: a claim locks no more rows than it could take. Later groups share their room in turn.
+      // The pick takes the groups in turn too (`nth`, a row's place in its group, before its age): every group's
+      // oldest row comes before any group's second, so no group's backlog keeps another's rows out of a claim.
       // The rows chosen are updated where the claim locked them (ctid: a TID scan); a join on the key was planned
       // as a scan of the whole table. A row another process changed since the statement began is left to the next.
       `WITH candidates AS (
@@ -105,7 +108,7 @@ export function dueStatements(spec: DueTable) {
           SELECT ctid FROM (
             SELECT *, row_number() OVER (PARTITION BY later ORDER BY nth, ${dueAt}, ${keys}) AS turn FROM candidates) r
           WHERE ${later ? `NOT r.later OR r.turn <= ${laterRoom}` : 'true'}
-          ORDER BY ${spec.priority ? 'first, ' : ''}${dueAt}, ${keys} LIMIT $3
+          ORDER BY ${spec.priority ? 'first, ' : ''}nth, ${dueAt}, ${keys} LIMIT $3
         ), claimed AS (
           UPDATE ${table} t SET claimed_until = $2${setToken}
           WHERE t.ctid = ANY (ARRAY(SELECT ctid FROM chosen))

@@ -89,13 +89,17 @@ describe('delivery lanes', () => {
       const first = await queue.claim(10);
       expect(first.map((j) => [j.email_id, j.lane])).toEqual([
         ['em_claim_tx', 'transactional'],
-        ...Array.from({ length: 9 }, (_, i) => [`em_claim${i}`, 'broadcast']),
+        // The queues in turn, each one's oldest before any one's second: C's beside A's older ones.
+        ...Array.from({ length: 5 }, (_, i) => [`em_claim${i}`, 'broadcast']),
+        ...Array.from({ length: 4 }, (_, i) => [`em_claim_c${i}`, 'broadcast']),
       ]);
-      // The caps count what this process holds already: 20 of A's queue, 30 broadcast jobs in all, so C's get
-      // their turn beside A's older ones.
+      // The caps count what this process holds already: 30 broadcast jobs in all, still in turn (A's first), and
+      // no queue past its 20.
       const then = await queue.claim(100);
       const of = (rows: Job[], org: string) => rows.filter((j) => j.org_id === org).length;
-      expect([of([...first, ...then], 'org_claim_a'), of(then, 'org_claim_c')]).toEqual([20, 10]);
+      expect([of([...first, ...then], 'org_claim_a'), of([...first, ...then], 'org_claim_c')]).toEqual([
+        16, 14,
+      ]);
       expect(await queue.claim(100)).toEqual([]);
     } finally {
       await db.query(`DELETE FROM delivery_jobs WHERE org_id LIKE 'org_claim_%'`);

@@ -68,6 +68,16 @@ describe('DueQueue with groups, a token and a condition', () => {
     expect(await queueDepth(db, TABLE, clock.now())).toBe(4);
   });
 
+  it("takes the groups in turn: a group's new row comes before another's old backlog", async () => {
+    // `a`: a backlog due long ago, more than a claim takes; `b`: one row due just now.
+    for (let n = 1; n <= 4; n++) await add('a', n, -3_600_000);
+    await add('b', 1, 0);
+    const q = new DueQueue<Row>({ db, clock, log }, { ...TABLE, groups: { ...TABLE.groups!, perGroup: 3 } });
+    // Each group's oldest before any group's second; then by age within a turn.
+    expect((await q.claim(2)).map((r) => r.note)).toEqual(['a4', 'b1']);
+    expect((await q.claim(2)).map((r) => r.note)).toEqual(['a3', 'a2']);
+  });
+
   it('at a group cap, claims again once a fifth of its tasks have ended rather than once per task, and drains every row', async () => {
     const ROWS = 60;
     for (let n = 1; n <= ROWS; n++) await add('a', n);
