@@ -2,6 +2,7 @@ import Handlebars from 'handlebars';
 import { BoundedMap } from '../../platform/bounded-map.ts';
 import { AppError } from '../../platform/errors.ts';
 import { isStorableString } from '../../platform/unstorable-text.ts';
+import { MAX_RENDER_CHARS, type Mustaches, mustachesOf, renderBound } from './render-bound.ts';
 
 /**
  * The one Handlebars environment templates run in: a fresh `Handlebars.create()` so nothing registered
@@ -14,6 +15,13 @@ env.unregisterHelper('log');
 
 export const MAX_ITERATIONS_PER_PART = 100_000;
 let iterationsLeft = MAX_ITERATIONS_PER_PART;
+let loopCharsLeft = MAX_RENDER_CHARS;
+
+const tooLarge = () =>
+  new AppError(
+    'template_render_error',
+    `Rendering stopped: the part would be larger than ${MAX_RENDER_CHARS / 1024 / 1024}M characters.`,
+  );
 
 const builtinEach = env.helpers.each;
 env.registerHelper('each', function (this: unknown, context: unknown, options: any) {
@@ -27,7 +35,11 @@ env.registerHelper('each', function (this: unknown, context: unknown, options: a
           `Rendering stopped: more than ${MAX_ITERATIONS_PER_PART} #each iterations in one part.`,
         );
       }
-      return fn(item, opts);
+      const out: string = fn(item, opts);
+      // A loop's output counts against the part's budget as it grows (render-bound.ts).
+      loopCharsLeft -= out.length;
+      if (loopCharsLeft < 0) throw tooLarge();
+      return out;
     },
   };
   return builtinEach.call(this, context, counted);
@@ -35,10 +47,11 @@ env.registerHelper('each', function (this: unknown, context: unknown, options: a
 
 export type Part = 'subject' | 'html' | 'text';
 
-const compiled = new BoundedMap<string, HandlebarsTemplateDelegate>(500);
+type Compiled = { template: HandlebarsTemplateDelegate; mustaches: Mustaches };
+const compiled = new BoundedMap<string, Compiled>(500);
 
 /** Compiles once per (immutable) version and part; only `html` escapes HTML. */
-function compile(cacheKey: string, part: Part, source: string): HandlebarsTemplateDelegate {
+function compile(cacheKey: string, part: Part, source: string): Compiled {
   const hit = compiled.get(cacheKey);
   if (hit) return hit;
   const template = env.compile(source, {
@@ -47,11 +60,12 @@ function compile(cacheKey: string, part: Part, source: string): HandlebarsTempla
     noEscape: part !== 'html',
     strict: false,
   });
-  compiled.set(cacheKey, template);
-  return template;
+  const made = { template, mustaches: mustachesOf(env.parse(source)) };
+  compiled.set(cacheKey, made);
+  return made;
 }
 
-/** Renders one part. Synchronous, so the iteration budget belongs to this part alone. */
+/** Renders one part. Synchronous, so the iteration and size budgets belong to this part alone. */
 export function renderPart(
   cacheKey: string,
   part: Part,
@@ -59,9 +73,13 @@ export function renderPart(
   data: Record<string, unknown>,
 ): string {
   iterationsLeft = MAX_ITERATIONS_PER_PART;
+  loopCharsLeft = MAX_RENDER_CHARS;
   let rendered: string;
   try {
-    rendered = compile(`${cacheKey}:${part}`, part, source)(data);
+    const { template, mustaches } = compile(`${cacheKey}:${part}`, part, source);
+    // Refused before any work when its values could make it larger than the budget (render-bound.ts).
+    if (renderBound(mustaches, source, data) > MAX_RENDER_CHARS) throw tooLarge();
+    rendered = template(data);
   } catch (error) {
     if (error instanceof AppError) throw error;
     throw new AppError(

@@ -109,4 +109,36 @@ describe('rendering', () => {
     ).toMatch(/iterations/);
     expect(renderVersion(nested, { a: [1, 2, 3] }).text).toBe('.'.repeat(9));
   });
+
+  it('refuses before rendering what its values could blow up past 64M characters, and stops a loop that does', () => {
+    // 100,000 mustaches of a 300 KB value: gigabytes built before the rendered size could be checked.
+    const many = version({
+      html: '{{b}}'.repeat(100_000),
+      variables: [{ name: 'b', type: 'string', required: true }],
+    });
+    expect(renderError(() => renderVersion(many, { b: '<'.repeat(300_000) }))).toMatch(
+      /larger than 64M characters/,
+    );
+    // A loop repeating a 100 KB value 1,000 times: stopped as its output passes the budget.
+    const loop = version({
+      text: '{{#each items}}{{../b}}{{/each}}',
+      variables: [
+        { name: 'items', type: 'array', required: true },
+        { name: 'b', type: 'string', required: true },
+      ],
+    });
+    const items = Array.from({ length: 1000 }, (_, i) => i);
+    expect(renderError(() => renderVersion(loop, { items, b: 'x'.repeat(100_000) }))).toMatch(
+      /larger than 64M characters/,
+    );
+    // A long value used once, beside many short ones, is fine: each top-level value is counted as itself.
+    const one = version({
+      html: `{{big}}${'{{small}}'.repeat(100)}`,
+      variables: [
+        { name: 'big', type: 'string', required: true },
+        { name: 'small', type: 'string', required: true },
+      ],
+    });
+    expect(renderVersion(one, { big: 'x'.repeat(500_000), small: 'y' }).html).toHaveLength(500_100);
+  });
 });
