@@ -58,8 +58,7 @@ type Email = {
  * Delivery: every live email is a job per destination (its recipients' domains) in `delivery_jobs`, fed from the
  * log by the process's consumer, claimed in batches from a DueQueue so several processes share the work, fairly
  * across organizations and lanes (delivery-jobs.ts). The email's stream is the truth about who still needs an
- * attempt: a job only says "look at this email's recipients there at this time". Each look runs the steps of
- * `#look`.
+ * attempt: a job only says "look at this email's recipients there at this time" (the steps of `#look`).
  * Every attempt is recorded before it sends and sends nothing after ATTEMPT_LIMIT_MS (attempts.ts); what the remote
  * server answered is written until it is written. Recipients whose outcome is recorded are never sent to again;
  * one whose attempt is in flight is left alone until the attempt's `endsBy`; only an attempt cut short by a crash
@@ -98,10 +97,11 @@ export class DeliveryProcess extends DueProcess<Job> {
 
   /** The jobs, and their queues listed for the claim's turns, in the consumer's transaction. */
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
-    const changes = events.flatMap((e) => this.dueChange(e));
-    this.#queued.note(events.filter((e) => this.dueChange(e).length > 0)); // the emails this process may look at
-    await this.due.apply(tx, changes);
+    const perEvent = events.map((e) => this.dueChange(e));
+    this.#queued.note(events.filter((_, i) => perEvent[i].length > 0)); // the emails this process may look at
+    const changes = perEvent.flat();
     const jobs = changes.map((c) => c.add);
+    await this.due.apply(tx, changes);
     await listQueues(tx, jobs);
   }
 
