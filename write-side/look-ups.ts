@@ -3,7 +3,6 @@ import type { PlanSlotResource } from '../domain/plan-slots/plan-slot.events.ts'
 import type { TemplateVariable } from '../domain/templates/template.events.ts';
 import type { AuthContext } from '../platform/auth/auth-context.ts';
 import type { Database } from '../platform/db/database.ts';
-import { AppError } from '../platform/errors.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
 import type { Services, SharedLookup } from '../platform/services.ts';
 import type { Tenant } from '../platform/tenancy.ts';
@@ -110,28 +109,6 @@ declare module '../platform/services.ts' {
 
 /** What a broadcast's content names, besides its domain. */
 export type BroadcastResource = 'template' | 'topic' | 'audience';
-
-/**
- * A template, topic or audience that a scheduled or sending broadcast names is not deleted (409 `conflict`): the
- * contacts still to come would get an email without its text, outside the topic's choices, or as members of an
- * audience that is gone. The broadcast's stream cannot be seen by the resource's decider, so the broadcasts read
- * model is asked first; a deletion racing a send is caught by the expansion, which sends such a broadcast to no one
- * (processes/broadcasts/broadcast-step.ts).
- */
-export async function refuseWhileBroadcastUses(
-  services: Pick<Services, 'db' | 'lookUps'>,
-  tenant: Tenant,
-  resource: BroadcastResource,
-  resourceId: string,
-) {
-  const broadcast = await services.lookUps.broadcastUsing(services.db, tenant, resource, resourceId);
-  if (!broadcast) return;
-  const name = `${resource[0].toUpperCase()}${resource.slice(1)}`;
-  throw new AppError(
-    'conflict',
-    `${name} ${resourceId} is used by broadcast ${broadcast.id}, which is ${broadcast.status}; cancel the broadcast or wait until it is sent, then delete the ${resource}.`,
-  );
-}
 
 /** A contact's topic choices, as the API lists them. */
 export interface ContactTopicsLookUp {

@@ -73,8 +73,8 @@ const NAMED_IN = { template: 'template_id', topic: 'topic_id', audience: 'audien
 
 /**
  * A broadcast of the tenant that still sends to contacts to come (scheduled or sending) and names the template,
- * topic or audience, or null: while there is one, that resource may not be deleted (write-side/look-ups.ts,
- * `refuseWhileBroadcastUses`).
+ * topic or audience, or null: while there is one, that resource may not be deleted (`refuseWhileBroadcastUses`,
+ * write-side/broadcasts/broadcast-checks.ts).
  */
 export async function broadcastUsing(
   db: Database,

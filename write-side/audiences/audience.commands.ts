@@ -4,7 +4,7 @@ import { tenantCommands } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { refuseWhileBroadcastUses } from '../look-ups.ts';
+import { refuseWhileBroadcastUses } from '../broadcasts/broadcast-checks.ts';
 
 type Deps = Pick<Services, 'store' | 'clock' | 'db' | 'lookUps'>;
 

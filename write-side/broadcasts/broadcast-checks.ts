@@ -6,6 +6,7 @@ import { AppError } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { domainNotVerified } from '../emails/sending-domain.ts';
+import type { BroadcastResource } from '../look-ups.ts';
 
 type Deps = Pick<Services, 'db' | 'lookUps' | 'caches'>;
 
@@ -57,4 +58,26 @@ export async function checkSendable(services: Deps, auth: AuthContext, content: 
       'template_not_published',
       `Template ${content.templateId} has no published version; publish it first.`,
     );
+}
+
+/**
+ * A template, topic or audience that a scheduled or sending broadcast names is not deleted (409 `conflict`): the
+ * contacts still to come would get an email without its text, outside the topic's choices, or as members of an
+ * audience that is gone. The broadcast's stream cannot be seen by the resource's decider, so the broadcasts read
+ * model is asked first; a deletion racing a send is caught by the expansion, which sends such a broadcast to no one
+ * (processes/broadcasts/broadcast-step.ts).
+ */
+export async function refuseWhileBroadcastUses(
+  services: Pick<Services, 'db' | 'lookUps'>,
+  tenant: Tenant,
+  resource: BroadcastResource,
+  resourceId: string,
+) {
+  const broadcast = await services.lookUps.broadcastUsing(services.db, tenant, resource, resourceId);
+  if (!broadcast) return;
+  const name = `${resource[0].toUpperCase()}${resource.slice(1)}`;
+  throw new AppError(
+    'conflict',
+    `${name} ${resourceId} is used by broadcast ${broadcast.id}, which is ${broadcast.status}; cancel the broadcast or wait until it is sent, then delete the ${resource}.`,
+  );
 }

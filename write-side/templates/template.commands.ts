@@ -10,7 +10,7 @@ import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
-import { refuseWhileBroadcastUses } from '../look-ups.ts';
+import { refuseWhileBroadcastUses } from '../broadcasts/broadcast-checks.ts';
 import { freeSlot, type PlanSlotKind, withPlanSlot } from '../plan-slots/plan-slot.commands.ts';
 
 /**
