@@ -74,13 +74,14 @@ export function inbound(servers: SmtpServers, services: Services) {
         authenticate(blob.reader(), arrival),
         rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: servers.hostname }) ?? null,
       ]).then(([, authentication, spamScore]) => ({ authentication, spamScore }));
-      const { ids } = await receiveMessage(
+      const { ids, already } = await receiveMessage(
         services,
         {
           rawKey: blob.key,
           size: blob.size,
           read: () => blob.reader(),
           mailFrom,
+          retryable: true,
           remoteAddress: session.remoteAddress,
           helo,
           checks,
@@ -88,7 +89,10 @@ export function inbound(servers: SmtpServers, services: Services) {
         targets,
         'mx',
       );
-      servers.log.info({ receivedEmailIds: ids, client: session.remoteAddress }, 'MX message received');
+      servers.log.info(
+        { receivedEmailIds: ids, recordedBefore: already, client: session.remoteAddress },
+        'MX message received',
+      );
       return true;
     },
   };

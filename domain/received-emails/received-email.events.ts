@@ -107,6 +107,19 @@ export type InboundEmailReceived = Extract<ReceivedEmailEvent, { type: 'InboundE
 export const receivedEmailStream = (receivedEmailId: string) => `inbound-${receivedEmailId}`;
 
 /**
+ * A message that arrived at the MX, as one organization received it: the id of its received email, chosen by the
+ * first attempt to record it, so that the sender's retry of the same message (after a 451) finds it recorded
+ * instead of recording it again (docs/receiving.md, "Retries"). Stream `inboundmessage-<key>`, the key a SHA-256
+ * of the organization, the mode, the envelope and the raw bytes.
+ */
+export type InboundMessageEvent = {
+  type: 'InboundMessageClaimed';
+  data: { receivedEmailId: string; claimedAt: string };
+};
+
+export const inboundMessageStream = (key: string) => `inboundmessage-${key}`;
+
+/**
  * The headers of a content blob of the first format (`ReceivedContent.headers`: a map, a repeated header's values
  * as a list) as a list: by name in the order each first appeared, a repeated header's values in their order (how
  * its lines were interleaved with other headers was not kept).

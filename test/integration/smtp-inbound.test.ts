@@ -178,6 +178,38 @@ describe('mail for an inbound domain', () => {
     }
   });
 
+  it('lists the addresses inside address groups in to, cc, reply_to and from; an empty group gives none', async () => {
+    const raw = [
+      'From: Staff: Ann <ann@remote.test>;',
+      'To: undisclosed-recipients:;',
+      `Cc: team: a@${DOMAIN}, "Bea B" <b@${DOMAIN}>;, Cy <c@remote.test>`,
+      'Reply-To: replies: r@remote.test;',
+      'Subject: Grouped',
+      'Message-ID: <grouped@remote.test>',
+      '',
+      'Hello',
+      '',
+    ].join('\r\n');
+    const info = await mx().sendMail({ envelope: { from: 'ann@remote.test', to: [`a@${DOMAIN}`] }, raw });
+    expect(info.response).toBe('250 2.0.0 Ok: received');
+    const listed = await receivedWith('Grouped');
+    expect(listed).toMatchObject({
+      from: { email: 'ann@remote.test', name: 'Ann' },
+      to: [],
+      cc: [
+        { email: `a@${DOMAIN}`, name: null },
+        { email: `b@${DOMAIN}`, name: 'Bea B' },
+        { email: 'c@remote.test', name: 'Cy' },
+      ],
+      reply_to: [{ email: 'r@remote.test', name: null }],
+    });
+    await expect
+      .poll(() => receiver.ofType('email.received').find((h) => h.payload.data.subject === 'Grouped'), POLL)
+      .toBeDefined();
+    const hook = receiver.ofType('email.received').find((h) => h.payload.data.subject === 'Grouped')!;
+    expect(hook.payload.data).toMatchObject({ to: [], cc: listed.cc, from: listed.from });
+  });
+
   it('filters the list by domain, sender and date, and is not shadowed by GET /v1/emails/:id', async () => {
     await mx().sendMail({
       envelope: { from: 'zed@other.test', to: [`sales@${DOMAIN}`] },

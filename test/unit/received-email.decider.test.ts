@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import {
+  INBOUND_RETRY_WINDOW_MS,
+  inboundMessageDecider,
+} from '../../domain/received-emails/inbound-message.decider.ts';
 import { receivedEmailDecider } from '../../domain/received-emails/received-email.decider.ts';
-import type { ReceivedEmailEvent } from '../../domain/received-emails/received-email.events.ts';
+import type {
+  InboundMessageEvent,
+  ReceivedEmailEvent,
+} from '../../domain/received-emails/received-email.events.ts';
 import { receivedEmail as email } from '../fixtures/received-email.ts';
 import { spec } from '../support/given-when-then.ts';
 
@@ -67,6 +74,46 @@ describe('received email decider, a message recorded with its headers in its con
     expect(state).toMatchObject({
       headersKey: 'blob_kept',
       blobKeys: ['blob_raw', 'blob_content', 'blob_att'],
+    });
+  });
+});
+
+describe('inbound message decider: the id a message that arrived for an organization is recorded as', () => {
+  const first = '2026-05-01T10:00:00.000Z';
+  const claimed: InboundMessageEvent = {
+    type: 'InboundMessageClaimed',
+    data: { receivedEmailId: 'in_first', claimedAt: first },
+  };
+  const claim = (receivedEmailId: string, at: string) => ({
+    type: 'ClaimInboundMessage' as const,
+    receivedEmailId,
+    at,
+  });
+  const later = (ms: number) => new Date(Date.parse(first) + ms).toISOString();
+
+  it('claims the first attempt’s id', () =>
+    spec(inboundMessageDecider).given([]).when(claim('in_first', first)).then([claimed]));
+  it('keeps it for a retry: nothing more is claimed, and the state names the first id', () => {
+    spec(inboundMessageDecider)
+      .given([claimed])
+      .when(claim('in_retry', later(INBOUND_RETRY_WINDOW_MS - 1)))
+      .then([]);
+    expect(inboundMessageDecider.evolve(inboundMessageDecider.initialState, claimed)).toEqual({
+      receivedEmailId: 'in_first',
+      claimedAt: first,
+    });
+  });
+  it('claims a new id for the same message once senders no longer retry it: a new message', () => {
+    const again: InboundMessageEvent = {
+      type: 'InboundMessageClaimed',
+      data: { receivedEmailId: 'in_later', claimedAt: later(INBOUND_RETRY_WINDOW_MS) },
+    };
+    spec(inboundMessageDecider)
+      .given([claimed])
+      .when(claim('in_later', later(INBOUND_RETRY_WINDOW_MS)))
+      .then([again]);
+    expect([claimed, again].reduce(inboundMessageDecider.evolve, null)).toMatchObject({
+      receivedEmailId: 'in_later',
     });
   });
 });

@@ -12,6 +12,7 @@ import type { BlobStore } from '../../platform/blob-store.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
+import { receivedEmailIds } from './received-email-ids.ts';
 import {
   type ArrivedMessage,
   type InboundTarget,
@@ -21,27 +22,39 @@ import {
 
 /**
  * Records a message that arrived for one or more organizations (docs/receiving.md). The raw message is in the
- * blob store already; it is read from there (received-message.ts) while its checks finish, and then
- * `InboundEmailReceived` is appended for each organization (which share the blobs: their retention ends together).
- * A message that cannot be parsed is recorded all the same, raw, with its `parseError`. Resolves once every event
- * is committed: only then may the MX answer 250.
+ * blob store already; it is read from there (received-message.ts) while its checks finish and the ids of its
+ * received emails are claimed (received-email-ids.ts), and then `InboundEmailReceived` is appended for each
+ * organization (which share the blobs: their retention ends together), but one an earlier attempt of the same
+ * message recorded already (`already`). A message that cannot be parsed is recorded all the same, raw, with its
+ * `parseError`. Resolves once every event is committed: only then may the MX answer 250.
  */
 export async function receiveMessage(
   services: Pick<Services, 'store' | 'clock' | 'config' | 'blobs'>,
   message: ArrivedMessage,
   targets: InboundTarget[],
   actor: string,
-): Promise<{ ids: string[]; position?: Position }> {
-  const [read, checks] = await Promise.all([
-    readArrivedMessage(services.blobs, message, services.clock.now().getTime()),
+): Promise<{ ids: string[]; already: string[]; position?: Position }> {
+  const now = services.clock.now();
+  const [read, checks, ids] = await Promise.all([
+    readArrivedMessage(services.blobs, message, now.getTime()),
     message.checks,
+    receivedEmailIds(services, message, targets, actor, now),
   ]);
-  const ids: string[] = [];
+  const already: string[] = [];
   let position: Position | undefined;
-  for (const target of targets) {
-    const data = receivedEmailData(read, message, checks, target, services.clock.now(), services.config);
+  for (const [i, target] of targets.entries()) {
+    const data = receivedEmailData(
+      read,
+      message,
+      checks,
+      target,
+      ids[i],
+      services.clock.now(),
+      services.config,
+    );
     const meta: EventMetadata = { orgId: target.orgId, mode: target.mode, actor };
-    // The id is new: its stream is empty, no need to read it.
+    // The stream is empty unless an earlier attempt recorded it: then the append finds it, reads it, and the
+    // decider records nothing more.
     const result = await handleCommand(
       services.store,
       receivedEmailStream(data.receivedEmailId),
@@ -50,10 +63,10 @@ export async function receiveMessage(
       meta,
       { history: [] },
     );
-    ids.push(data.receivedEmailId);
+    if (result.events.length === 0) already.push(data.receivedEmailId);
     position = result.position ?? position;
   }
-  return { ids, position };
+  return { ids, already, position };
 }
 
 /**

@@ -46,6 +46,7 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
           size: raw.length,
           read: () => Readable.from([raw]),
           mailFrom: body.mail_from ?? '',
+          retryable: false,
           remoteAddress: null,
           helo: null,
           checks: Promise.resolve({

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { AddressObject } from 'mailparser';
+import type { AddressObject, EmailAddress } from 'mailparser';
 import type {
   Authentication,
   InboundEmailReceived,
@@ -39,6 +39,12 @@ export interface ArrivedMessage {
   size: number;
   read: () => Readable;
   mailFrom: string;
+  /**
+   * Whether its sender may send it again after a 451 (the MX): each organization's received email id is then
+   * claimed under a key of the message (received-email-ids.ts), so that a retry finds it recorded. An injected
+   * message is an arrival of its own each time.
+   */
+  retryable: boolean;
   remoteAddress: string | null;
   helo: string | null;
   /**
@@ -54,11 +60,19 @@ const FIELD_CHARS = 998;
 const field = (value: unknown) =>
   typeof value === 'string' && value ? storableText(value, FIELD_CHARS) : null;
 
+/**
+ * The mailboxes of a list, those of a group (`team: a@x.example, b@x.example;`) in the group's place: its name is
+ * dropped, and an empty group (`undisclosed-recipients:;`) gives none.
+ */
+const mailboxes = (list: EmailAddress[]): EmailAddress[] =>
+  list.flatMap((m) => (m.group ? mailboxes(m.group) : [m]));
+
+/** The addresses of an address header as mailparser reads it (one object, or one per header line). */
 const addresses = (value: unknown): MailAddress[] => {
   const objects = (Array.isArray(value) ? value : value ? [value] : []) as AddressObject[];
-  return objects
-    .flatMap((o) => o.value ?? [])
-    .flatMap((m) => (m.address ? [{ email: field(m.address)!, name: field(m.name) }] : []));
+  return mailboxes(objects.flatMap((o) => o.value ?? [])).flatMap((m) =>
+    m.address ? [{ email: field(m.address)!, name: field(m.name) }] : [],
+  );
 };
 
 /**
@@ -149,19 +163,20 @@ const scoreOf = (read: ReadMessage, checks: MessageChecks) =>
     ...read.shape,
   });
 
-/** The record of a read message for one organization it is for, received at `now`. */
+/** The record of a read message for one organization it is for, as the received email `receivedEmailId`, at `now`. */
 export function receivedEmailData(
   read: ReadMessage,
   message: ArrivedMessage,
   checks: MessageChecks,
   target: InboundTarget,
+  receivedEmailId: string,
   now: Date,
   config: Pick<Config, 'INBOUND_SPAM_THRESHOLD'>,
 ): InboundEmailReceived['data'] {
   const mail = 'mail' in read.parsed ? read.parsed.mail : null;
   const score = scoreOf(read, checks);
   return {
-    receivedEmailId: newId('in', now.getTime()),
+    receivedEmailId,
     orgId: target.orgId,
     mode: target.mode,
     domainId: target.domainId,
