@@ -1,9 +1,9 @@
-import type { Database } from '../platform/db/database.ts';
-import { consumerId } from '../platform/eventstore/checkpoints.ts';
+import type { Database, Transaction } from '../platform/db/database.ts';
+import { applyCheckpointed, consumerId } from '../platform/eventstore/checkpoints.ts';
 import { type EventStore, type Position, START } from '../platform/eventstore/types.ts';
 import type { Logger } from '../platform/logger.ts';
 import { CHECKPOINT_CHANNEL, lockKey, type Projection } from './projection.ts';
-import { applyBatch, readCheckpoint } from './runner.ts';
+import { applyBatch, handlerOf, readCheckpoint } from './runner.ts';
 
 const LOCK_NOT_AVAILABLE = '55P03';
 
@@ -50,10 +50,46 @@ export async function projectionStatus(
 }
 
 /**
+ * Applies to the rebuilt tables (`schema`) what the live ones hold beyond them: the events after the rebuilt
+ * checkpoint up to the live one, in the swap's transaction, which holds the projection's lock (no live batch comes
+ * in between). Without it, what the live runner applied after the replay's last read would be missing from the
+ * tables swapped in until the runner applied it again: a read model moving back (a template published a moment
+ * ago gone, and a broadcast expanded meanwhile sending to no one). Resolves with the rebuilt checkpoint.
+ */
+async function catchUpWithLive(
+  tx: Transaction,
+  store: EventStore,
+  projection: Projection,
+  schema: string,
+  log: Logger,
+  batchSize: number,
+): Promise<Position> {
+  const live = await readCheckpoint(tx, projection.name);
+  await tx.query(`SET LOCAL search_path TO ${schema}, public`);
+  let rebuilt = await readCheckpoint(tx, projection.name);
+  while (rebuilt < live) {
+    const events = (await store.readAll({ from: rebuilt, limit: batchSize })).filter(
+      (e) => e.position <= live,
+    );
+    if (events.length === 0) break;
+    // Each event in a savepoint, one that fails parked as the replay parks it; the checkpoint moves at COMMIT.
+    rebuilt = await applyCheckpointed(
+      tx,
+      { table: 'projection_checkpoints', name: projection.name, schema },
+      events,
+      handlerOf(projection),
+      { oneByOne: log },
+    );
+  }
+  await tx.query('SET LOCAL search_path TO public');
+  return rebuilt;
+}
+
+/**
  * Rebuilds one projection from the start of the log into fresh copies of its tables (in a schema of their own,
  * reached through `search_path`), in short batches so no long transaction holds the log's readers back, then
- * swaps them in under the projection's lock. The live tables keep serving the API until the swap; the live
- * runner then continues from the rebuilt checkpoint.
+ * swaps them in under the projection's lock, with what the live tables took in meanwhile (catchUpWithLive). The
+ * live tables keep serving the API until the swap; the live runner then continues from the rebuilt checkpoint.
  */
 export async function rebuildProjection(
   db: Database,
@@ -98,9 +134,7 @@ export async function rebuildProjection(
         await tx.query(
           `LOCK TABLE ${projection.tables.map((t) => `public.${t}`).join(', ')} IN ACCESS EXCLUSIVE MODE`,
         );
-        await tx.query(`SET LOCAL search_path TO ${schema}, public`);
-        const rebuilt = await readCheckpoint(tx, projection.name);
-        await tx.query('SET LOCAL search_path TO public');
+        const rebuilt = await catchUpWithLive(tx, store, projection, schema, log, batchSize);
         for (const t of projection.tables) {
           await tx.query(`DROP TABLE public.${t}`);
           await tx.query(`ALTER TABLE ${schema}.${t} SET SCHEMA public`);
@@ -117,7 +151,7 @@ export async function rebuildProjection(
             consumer,
           ]);
         }
-        // Readers' caches of the old tables must go (the position may even move back).
+        // Readers' caches of the old tables must go.
         await tx.query(`SELECT pg_notify($1, $2::text || ' ' || $3::text || ' changed')`, [
           CHECKPOINT_CHANNEL,
           projection.name,

@@ -55,7 +55,7 @@ const checkpointOf = (
 });
 
 /** Hands a projection only the events of its types (`isOneOf`), which its handlers are typed for. */
-const handlerOf =
+export const handlerOf =
   (projection: Projection) =>
   async (tx: Transaction, events: StoredEvent[]): Promise<void> => {
     const { types } = projection;

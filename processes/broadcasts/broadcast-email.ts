@@ -78,6 +78,11 @@ export interface BroadcastSending {
   returnPath: string;
 }
 
+/** A sending that has its text: the one its emails are rendered from. */
+export type RenderableSending = BroadcastSending & { render: Renderer };
+
+export const hasText = (sending: BroadcastSending): sending is RenderableSending => sending.render !== null;
+
 /**
  * A contact of the audience as a draft for `acceptEmail`: its text rendered with the contact's data and the
  * footer, its unsubscribe link (page and mailto). The step took the quota for its page before.

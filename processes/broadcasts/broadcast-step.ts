@@ -1,18 +1,20 @@
 import type { SkippedRecipients } from '../../domain/broadcasts/broadcast.events.ts';
-import { envelopeDomain, installationBounceDomain } from '../../domain/domains/dns-records.ts';
-import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { type AudienceRecipient, audienceRecipients } from '../../read-side/contacts/contacts.queries.ts';
-import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
-import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
-import { findTopic } from '../../read-side/topics/topics.queries.ts';
 import { readBroadcast, runBroadcast } from '../../write-side/broadcasts/broadcast.commands.ts';
 import { acceptEmail, EMAIL_PROJECTIONS } from '../../write-side/emails/accept-email.ts';
 import type { EmailDraft } from '../../write-side/emails/email-draft.ts';
 import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
-import { type BroadcastSending, broadcastDraft, broadcastEmailId, renderer } from './broadcast-email.ts';
+import {
+  type BroadcastSending,
+  broadcastDraft,
+  broadcastEmailId,
+  hasText,
+  type RenderableSending,
+} from './broadcast-email.ts';
+import { broadcastSending } from './broadcast-sending.ts';
 
 /** Emails rendered and handed to the store between two turns of the event loop. */
 const SLICE = 50;
@@ -72,7 +74,7 @@ class BroadcastStep {
         next: state.exists && state.status === 'scheduled' ? new Date(state.sendAt!) : null,
         queued: 0,
       };
-    const sending = await this.#sending(state);
+    const sending = await broadcastSending(this.services, { ...state, broadcastId: this.broadcastId });
     const inFlight: Page[] = [];
     let [cursor, read, queued, pages] = [state.cursor, false, 0, 0];
     for (;;) {
@@ -107,64 +109,26 @@ class BroadcastStep {
     return (await this.#decide({ type: 'StartSending' })).state;
   }
 
-  /** What each email of the run shares: domain, topic, template and renderer. */
-  async #sending(state: Sending): Promise<BroadcastSending> {
-    const { db, config } = this.services;
-    const tenant = { orgId: state.orgId, mode: state.mode };
-    const { content } = state;
-    const domainName = domainOf((parseMailbox(content.from) as { address: string }).address);
-    const [domain, topic, template] = await Promise.all([
-      findSendingDomain(db, tenant, domainName),
-      content.topicId ? findTopic(db, tenant, content.topicId) : null,
-      content.templateId ? findPublishedVersion(db, tenant, content.templateId) : null,
-    ]);
-    const version = template?.status === 'published' ? template.version : null;
-    // A template broadcast never falls back to its own sources (blank): when its template is gone (deleted past the
-    // delete's check), it has no text and sends to no one (#startPage).
-    const textless = Boolean(content.templateId) && !version;
-    if (textless)
-      this.services.log.warn(
-        { broadcastId: this.broadcastId, templateId: content.templateId },
-        'broadcast template has no published version: no contact is sent to',
-      );
-    // Nor does a topic broadcast ever drop its topic: when the topic is gone (deleted past the delete's check), no
-    // contact's choice can be known and no one is sent to (#eligible).
-    if (content.topicId && !topic)
-      this.services.log.warn(
-        { broadcastId: this.broadcastId, topicId: content.topicId },
-        'broadcast topic is gone: no contact is sent to',
-      );
-    return {
-      broadcastId: this.broadcastId,
-      content,
-      topicId: content.topicId,
-      topicDefault: topic?.default_subscription ?? null,
-      domain,
-      domainName,
-      version,
-      render: textless ? null : renderer(this.broadcastId, content, version),
-      unsubscribeBase: `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`,
-      // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
-      returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),
-    };
-  }
-
   /** The next contacts of the audience after `after`, their quota taken and their emails started. */
   async #startPage(state: Sending, sending: BroadcastSending, after: string): Promise<Page> {
     const limit = this.services.config.BROADCAST_EXPANSION_BATCH;
-    const page = await audienceRecipients(
-      this.services.db,
-      { orgId: state.orgId, mode: state.mode },
-      state.content.audienceId,
-      { topicId: sending.topicId, after, limit },
-    );
+    const tenant = { orgId: state.orgId, mode: state.mode };
+    const { audienceId } = state.content;
+    const page = await audienceRecipients(this.services.db, tenant, audienceId, {
+      topicId: sending.topicId,
+      after,
+      limit,
+    });
     const { candidates, skipped } = this.#eligible(page, sending);
     // Without a text (its template gone) no contact gets an email nor takes quota: each counts as failed.
-    const sendable = sending.render ? candidates : [];
+    const renderable = hasText(sending) ? sending : null;
+    const sendable = renderable ? candidates : [];
     skipped.failed = candidates.length - sendable.length;
     const granted = await this.#takeQuota(state, after, sendable.length);
     skipped.quota = sendable.length - granted;
-    const writing = this.#queue(sending, sendable.slice(0, granted), state.startedAt!);
+    const writing = renderable
+      ? this.#queue(renderable, sendable.slice(0, granted), state.startedAt!)
+      : Promise.resolve([]);
     writing.catch(() => {}); // awaited in turn by run
     return { after, cursor: page.at(-1)?.id ?? after, last: page.length < limit, skipped, writing };
   }
@@ -207,9 +171,7 @@ class BroadcastStep {
   }
 
   /** The contact's draft: its text rendered with its data; null (logged) when its data does not render. */
-  #render(sending: BroadcastSending, r: AudienceRecipient, startedAt: string): EmailDraft | null {
-    // No text, no email (#startPage queues no one then).
-    if (!sending.render) return null;
+  #render(sending: RenderableSending, r: AudienceRecipient, startedAt: string): EmailDraft | null {
     const emailId = broadcastEmailId(this.broadcastId, r.id, startedAt);
     const token = this.services.tokens.unsubscribe.sign(emailId);
     const contact = {
@@ -239,7 +201,7 @@ class BroadcastStep {
    * event loop serves requests. The appends of the slices are in flight together and share the store's group
    * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
-  async #queue(sending: BroadcastSending, recipients: AudienceRecipient[], startedAt: string) {
+  async #queue(sending: RenderableSending, recipients: AudienceRecipient[], startedAt: string) {
     const queue = async (r: AudienceRecipient, slice: Slice) => {
       const draft = this.#render(sending, r, startedAt);
       if (!draft) return false;

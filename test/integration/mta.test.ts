@@ -1,12 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
-import { createServer, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { dkimVerify } from 'mailauth';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { startDnsServer } from '../support/dns-server.ts';
 import { outboundMessage } from '../support/outbound-message.ts';
+import { type ScriptedSession, startScriptedSmtp } from '../support/scripted-smtp.ts';
 import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
 type Dns = Awaited<ReturnType<typeof startDnsServer>>;
@@ -374,62 +375,16 @@ describe('outbound MTA: the time limit of a send', () => {
 /**
  * A receiver speaking SMTP by hand that drops its first connection during that connection's second transaction:
  * at its `MAIL FROM` (before DATA, nothing of the message handed over) or right after its body arrived (stored,
- * the 250 never sent). `stored` lists the recipients of each message it kept, `connections` counts connections.
+ * the 250 never sent). Its `messages` are those it kept, `connections` counts connections.
  */
-async function dropsSecondTransaction(at: 'mail' | 'body') {
-  const stored: string[][] = [];
-  const sockets = new Set<Socket>();
-  let connections = 0;
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    const first = ++connections === 1;
-    let transactions = 0;
-    let rcpts: string[] = [];
-    let inData = false;
-    let buffered = '';
-    const answer = (line: string) => socket.write(`${line}\r\n`);
-    socket.on('error', () => {});
-    answer('220 drops.test ESMTP');
-    socket.on('data', (chunk) => {
-      buffered += chunk.toString('latin1');
-      for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
-        const line = buffered.slice(0, end);
-        buffered = buffered.slice(end + 2);
-        if (inData) {
-          if (line !== '.') continue;
-          inData = false;
-          stored.push(rcpts);
-          if (first && transactions === 2 && at === 'body') return void socket.destroy();
-          answer('250 2.0.0 queued');
-        } else if (/^MAIL FROM/i.test(line)) {
-          rcpts = [];
-          if (first && ++transactions === 2 && at === 'mail') return void socket.destroy();
-          answer('250 ok');
-        } else if (/^RCPT TO:<([^>]*)>/i.test(line)) {
-          rcpts.push(/^RCPT TO:<([^>]*)>/i.exec(line)?.[1] ?? '');
-          answer('250 ok');
-        } else if (/^EHLO/i.test(line)) answer('250 drops.test');
-        else if (/^DATA/i.test(line)) {
-          inData = true;
-          answer('354 go ahead');
-        } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
-        else answer('250 ok');
-      }
-    });
+const dropsSecondTransaction = (at: 'mail' | 'body') => {
+  const dropHere = (s: ScriptedSession) => (s.connection === 1 && s.transaction === 2 ? 'drop' : undefined);
+  return startScriptedSmtp({
+    name: 'drops.test',
+    command: (line, s) => (at === 'mail' && /^MAIL FROM/i.test(line) ? dropHere(s) : undefined),
+    body: (s) => (at === 'body' ? dropHere(s) : undefined),
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    stored,
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // The MTA's idle pooled connection would hold the close for its idle time.
-        for (const socket of sockets) socket.destroy();
-      }),
-  };
-}
+};
 
 describe('outbound MTA: connections that go wrong', () => {
   it('sends again on a fresh connection when a reused one drops before the server accepted DATA', async () => {
@@ -440,8 +395,8 @@ describe('outbound MTA: connections that go wrong', () => {
       const [a] = await out.send(message({ to: ['a@stale.test'] }), ['a@stale.test']);
       const [b] = await out.send(message({ to: ['b@stale.test'] }), ['b@stale.test']);
       expect([a.result, b.result]).toEqual(['delivered', 'delivered']);
-      expect(receiver.stored).toEqual([['a@stale.test'], ['b@stale.test']]);
-      expect(receiver.connections()).toBe(2);
+      expect(receiver.messages.map((m) => m.rcptTo)).toEqual([['a@stale.test'], ['b@stale.test']]);
+      expect(receiver.connections).toBe(2);
     } finally {
       await receiver.close();
     }
@@ -459,8 +414,8 @@ describe('outbound MTA: connections that go wrong', () => {
       expect(b).toMatchObject({ result: 'deferred', mx: 'mx.lost-reply.test' });
       expect(b.smtpCode).toBeUndefined();
       expect(b.smtpResponse).toMatch(/lost during the transaction/);
-      expect(receiver.stored).toEqual([['a@lost-reply.test'], ['b@lost-reply.test']]);
-      expect(receiver.connections()).toBe(1);
+      expect(receiver.messages.map((m) => m.rcptTo)).toEqual([['a@lost-reply.test'], ['b@lost-reply.test']]);
+      expect(receiver.connections).toBe(1);
     } finally {
       await receiver.close();
     }
@@ -498,35 +453,14 @@ describe('outbound MTA: connections that go wrong', () => {
 
   it('keeps NUL bytes and runaway length out of the replies it reports', async () => {
     // smtp-server blanks control characters in its replies, so this receiver speaks SMTP by hand.
-    const rude = createServer((socket) => {
-      const answer = (line: string) => socket.write(`${line}\r\n`);
-      let inData = false;
-      let buffered = '';
-      answer('220 rude.test ESMTP');
-      socket.on('data', (chunk) => {
-        buffered += chunk.toString('latin1');
-        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
-          const line = buffered.slice(0, end);
-          buffered = buffered.slice(end + 2);
-          if (inData) {
-            if (line === '.') {
-              inData = false;
-              answer(`554 5.6.0 refused\0 ${'x'.repeat(3000)}`);
-            }
-          } else if (/^EHLO/i.test(line)) answer('250 rude.test');
-          else if (/^RCPT TO:<a@/i.test(line)) answer('451 4.3.0 busy\0 try later');
-          else if (/^DATA/i.test(line)) {
-            inData = true;
-            answer('354 go ahead');
-          } else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
-          else answer('250 ok');
-        }
-      });
+    const rude = await startScriptedSmtp({
+      name: 'rude.test',
+      command: (line) => (/^RCPT TO:<a@/i.test(line) ? '451 4.3.0 busy\0 try later' : undefined),
+      body: () => `554 5.6.0 refused\0 ${'x'.repeat(3000)}`,
     });
-    await new Promise<void>((resolve) => rude.listen(0, '127.0.0.1', resolve));
     try {
       publishMx('rude.test');
-      const out = mta((rude.address() as { port: number }).port);
+      const out = mta(rude.port);
       const to = ['a@rude.test', 'b@rude.test'];
       const [a, b] = await out.send(message({ to }), to);
       expect(a).toMatchObject({
@@ -538,7 +472,7 @@ describe('outbound MTA: connections that go wrong', () => {
       expect(b.smtpResponse).toMatch(/^554 5\.6\.0 refused x+$/);
       expect(b.smtpResponse.length).toBeLessThanOrEqual(1000);
     } finally {
-      rude.close();
+      await rude.close();
     }
   });
 
