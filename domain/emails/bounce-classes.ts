@@ -30,9 +30,18 @@ export interface BounceRule {
   class: BounceClass;
 }
 
-/** The rules Postline ships: the providers' own wording first, then the status codes of RFC 3463. */
+/**
+ * The rules Postline ships: the providers' own wording first, then the status codes of RFC 3463. They classify
+ * refusals and deferrals alike (a delay carries the class of the reply that deferred it).
+ */
 export const DEFAULT_BOUNCE_RULES: readonly BounceRule[] = [
+  // Postline's own words for what it decided without a server's reply (`local: …`, `local error: …`: no sending
+  // domain, no connection free, a message that could not be composed) say nothing a provider's class would.
+  { text: '^local( error)?: ', class: 'unknown' },
   { status: '4.7.28', class: 'rate_limited' },
+  // Greylisting is the textbook deferral: try again later. Postgrey words it "Recipient address rejected:
+  // Greylisted", which says nothing of the address.
+  { text: 'gr[ae]y-?list', class: 'transient' },
   { text: 'protocol violation|syntax error|too many recipients', class: 'protocol_error' },
   {
     text: 'rate limit|rate of|receiving mail (too quickly|at a rate)|too many (messages|connections)|throttl|\\[TSS?0\\d\\]|server busy|excessive volume|concurrent connections|per connection',
@@ -160,6 +169,15 @@ export function classOfBounce(data: {
 }): BounceClass {
   if (data.classification) return data.classification;
   return data.bounceType === 'hard' ? classifyBounce(data.smtpResponse) : 'unknown';
+}
+
+/**
+ * The class of a recorded delay (`EmailDeliveryDelayed`, `EmailDelayReported`): its own, or for one recorded
+ * without (before delays had classes, and every delay report) the class its stored reply gets from the default
+ * rules.
+ */
+export function classOfDelay(data: { classification?: BounceClass; smtpResponse: string }): BounceClass {
+  return data.classification ?? classifyBounce(data.smtpResponse);
 }
 
 const STATUS_PATTERN = /^[245*](\.(\d{1,3}|\*)){0,2}$/;

@@ -17,14 +17,30 @@ export interface DeliveryOutcome {
   nextAttemptAt?: string;
   /** For `bounced`: hard (5xx) or soft (retries exhausted). */
   bounceType?: 'hard' | 'soft';
-  /** For `bounced`: why the server refused (domain/emails/bounce-classes.ts). */
+  /** For `bounced`: why the server refused; for `delayed`: why it deferred (domain/emails/bounce-classes.ts). */
   classification?: BounceClass;
   /**
    * For `delayed`: false when no server was asked (no connection to the destination came free in time). `attempt`
    * is then the last one's, unchanged: a wait for a connection never uses up the retry schedule.
    */
   attempted?: false;
+  /**
+   * false: Postline decided it without sending anything (the sending domain is gone, the operator gave the
+   * destination up). No `EmailSent` follows from it, and a recipient whose attempt is in flight is left to that
+   * attempt (another process may be sending to it).
+   */
+  sent?: false;
 }
+
+/** Whether an attempt on the recipient is in flight at `at`: started, no outcome, its `endsBy` not reached. */
+export const inFlightAt = (
+  state: Extract<EmailState, { exists: true }>,
+  recipient: string,
+  at: string,
+): boolean => {
+  const flight = state.recipients[recipient]?.inFlight;
+  return !!flight && Date.parse(at) < Date.parse(flight.endsBy);
+};
 
 /** The events of a delivery attempt's outcomes: one per recipient still waiting for this attempt's. */
 export function outcomeEvents(
@@ -52,6 +68,7 @@ export function outcomeEvents(
           smtpResponse: o.smtpResponse,
           ...(o.smtpCode !== undefined && { smtpCode: o.smtpCode }),
           ...(o.attempted === false && { attempted: false as const }),
+          ...(o.classification && { classification: o.classification }),
           delayedAt: at,
         },
       });

@@ -4,6 +4,7 @@ import type { Mode } from '../../platform/eventstore/types.ts';
 import {
   attemptable,
   type DeliveryOutcome,
+  inFlightAt,
   outcomeEvents,
   reportable,
   wentOut,
@@ -144,14 +145,20 @@ function startAttempt(command: Command<'StartDeliveryAttempt'>, state: EmailStat
 }
 
 /**
- * An attempt's outcomes, once the email is on its way (`EmailSent` with the first, unless all of them are waits
- * for a connection slot, which sent nothing).
+ * An attempt's outcomes, once the email is on its way: `EmailSent` with the first that sent something (none for
+ * waits for a connection slot, nor for outcomes decided without a send, `sent: false`). An outcome decided without
+ * a send leaves a recipient whose attempt is in flight to that attempt.
  */
 function recordOutcomes(command: Command<'RecordDeliveryOutcomes'>, state: EmailState): EmailEvent[] {
   if (!state.exists || ['canceled', 'scheduled', 'queued'].includes(state.lifecycle)) return [];
-  const events = outcomeEvents(state as Known, command.emailId, command.at, command.outcomes);
-  const sentNothing = command.outcomes.length > 0 && command.outcomes.every((o) => o.attempted === false);
-  if (state.lifecycle === 'sending' && !sentNothing) {
+  const known = state as Known;
+  const outcomes = command.outcomes.filter(
+    (o) => o.sent !== false || !inFlightAt(known, o.recipient, command.at),
+  );
+  if (outcomes.length === 0 && command.outcomes.length > 0) return [];
+  const events = outcomeEvents(known, command.emailId, command.at, outcomes);
+  const sends = outcomes.length === 0 || outcomes.some((o) => o.attempted !== false && o.sent !== false);
+  if (state.lifecycle === 'sending' && sends) {
     events.unshift({
       type: 'EmailSent',
       data: { emailId: command.emailId, messageId: command.messageId, sentAt: command.at },

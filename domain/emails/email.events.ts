@@ -121,6 +121,12 @@ export type EmailDeliveryDelayed = {
     smtpCode?: number;
     /** No server was asked (no connection slot came free): the attempt did not count. */
     attempted?: false;
+    /**
+     * Why it was deferred, in the classes of bounces (domain/emails/bounce-classes.ts): `rate_limited`,
+     * `mailbox_full`, `transient` (greylisting too), …; absent on events recorded before delays had classes
+     * (`classOfDelay` gives them one from their reply).
+     */
+    classification?: BounceClass;
     delayedAt: string;
   };
 };

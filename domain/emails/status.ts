@@ -32,10 +32,13 @@ export type RecipientStatus = 'pending' | 'delayed' | 'delivered' | 'bounced' | 
 /**
  * Several recipients roll up into one status: a complaint from anyone wins (it is what the sender must act on);
  * until every recipient has a final outcome the email stays `sent`; then `delivered` if anyone got it, else
- * `bounced`. Per-recipient outcomes stay visible on the email.
+ * `bounced`. Per-recipient outcomes stay visible on the email. An email still `sending` (nothing of it left
+ * Postline) whose every recipient bounced (no sending domain until its retries ran out, or given up by the
+ * operator) is `bounced` all the same.
  */
 export function rollUp(lifecycle: Lifecycle, recipients: RecipientStatus[]): EmailStatus {
-  if (lifecycle !== 'sent') return lifecycle;
+  const over = lifecycle === 'sending' && recipients.length > 0 && recipients.every(isFinal);
+  if (lifecycle !== 'sent' && !over) return lifecycle;
   if (recipients.includes('complained')) return 'complained';
   if (recipients.some((r) => r === 'pending' || r === 'delayed')) return 'sent';
   return recipients.includes('delivered') ? 'delivered' : 'bounced';

@@ -11,6 +11,7 @@ export interface QueueRow {
   lane: string;
   queued: number;
   deferred: number;
+  held: number;
   in_flight: number;
   oldest_queued_at: Date | null;
   /** The latest end of what holds it now: this organization's pause, every organization's, its shaping group's. */
@@ -25,6 +26,7 @@ export const queueRowJson = (r: QueueRow) => ({
   lane: r.lane,
   queued: r.queued,
   deferred: r.deferred,
+  held: r.held,
   in_flight: r.in_flight,
   oldest_queued_at: r.oldest_queued_at && new Date(r.oldest_queued_at).toISOString(),
   paused_until: r.paused_until && new Date(r.paused_until).toISOString(),
@@ -59,7 +61,14 @@ export const QueueDestination = z
     destination: z.string().meta({ description: 'The recipient domain, ASCII lower case.' }),
     lane: z.string().meta({ description: '`transactional` (API, SMTP relay) or `broadcast`.' }),
     queued: z.number().int().meta({ description: 'Messages due now, waiting for a worker.' }),
-    deferred: z.number().int().meta({ description: 'Messages waiting for a retry or a back-off.' }),
+    deferred: z.number().int().meta({
+      description:
+        "Messages waiting for their retry time, or for the traffic shaping hold of the destination's provider to end.",
+    }),
+    held: z.number().int().meta({
+      description:
+        "Messages an operator's pause of the destination holds (this organization's or every one's), until `paused_until`.",
+    }),
     in_flight: z.number().int().meta({ description: 'Messages a worker is delivering now.' }),
     oldest_queued_at: timestamp.nullable(),
     paused_until: timestamp.nullable().meta({
@@ -76,6 +85,7 @@ export const QueueDestination = z
       lane: 'transactional',
       queued: 3,
       deferred: 12,
+      held: 0,
       in_flight: 1,
       oldest_queued_at: '2026-01-15T09:30:00.000Z',
       paused_until: null,

@@ -114,7 +114,7 @@ scrapeGauge(
 
 scrapeGauge(
   'postline_queue_messages',
-  'Messages waiting for delivery per destination (the 50 with the most mail; the rest as "other"), lane and state (queued, deferred, in_flight).',
+  'Messages waiting for delivery per destination (the 50 with the most mail; the rest as "other"), lane and state (queued, deferred, held, in_flight).',
   ['destination', 'lane', 'state'],
   async ({ services, messages }) =>
     (messages ? await messages(services.db, services.clock.now()) : []).map((r) => ({

@@ -1,10 +1,11 @@
 import { type EmailContent, readyToSend, recipientsOf } from '../../domain/emails/email.events.ts';
+import { isFinal, type RecipientStatus } from '../../domain/emails/status.ts';
 import type { Queryable } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { destinationsOf } from './look-times.ts';
-import { pausedJobSql } from './queue-view.ts';
+import { pausedJobSql, shapingHeldJobSql } from './queue-view.ts';
 
 export const deliveryMigrations: Migration[] = [
   {
@@ -97,7 +98,8 @@ export const queueOf = (orgId: string, lane: Lane) => `${orgId}:${lane}`;
  * operator (for its organization or for every one) or its shaping group is held (a pause from a reply rule, or a
  * back-off), unless it gives up. The subqueries of paused and held destinations do not name the job: each is read
  * once a claim and looked up per job (a hashed subplan), so that a claim's cost does not grow with the jobs it
- * passes over. Their aliases are their own: `$row` becomes the claim's alias for the job (`d`).
+ * passes over (queue-view.ts holds both, which the queue view's states follow). Their aliases are their own:
+ * `$row` becomes the claim's alias for the job (`d`).
  */
 export const deliveryJobs = (o = { perQueue: 40, broadcastHeld: 30 }): DueTable => ({
   table: 'delivery_jobs',
@@ -107,10 +109,7 @@ export const deliveryJobs = (o = { perQueue: 40, broadcastHeld: 30 }): DueTable 
   // Renewed while a look goes on: after a crash, the jobs it held are taken again within half a minute.
   leaseMs: 30_000,
   where: `($row.give_up OR (
-      NOT ${pausedJobSql('$row', '$now')}
-      AND ($row.org_id, $row.mode, $row.destination) NOT IN (SELECT held_d.org_id, held_d.mode, held_d.destination
-        FROM delivery_destinations held_d JOIN shaping_groups held_g ON held_g.grp = held_d.grp
-        WHERE held_g.held_until > $now)))`,
+      NOT ${pausedJobSql('$row', '$now')} AND NOT ${shapingHeldJobSql('$row', '$now')}))`,
   priority: `$row.lane = 'broadcast'`,
   finishResets: ['expedite'],
   groups: {
@@ -150,6 +149,21 @@ export function jobsOf(event: StoredEvent): Record<string, unknown>[] {
     jobRow({ email_id: ready.emailId, destination, org_id: orgId, mode, lane }, ready.since),
   );
 }
+
+/**
+ * The jobs of an email released from its schedule (one job '' for every destination): one per destination of its
+ * recipients still waiting, due at `dueAt`.
+ */
+export const splitJob = (
+  job: Job,
+  recipients: Record<string, { status: RecipientStatus }>,
+  dueAt: string,
+): Record<string, unknown>[] => {
+  const waiting = Object.entries(recipients).filter(([, r]) => !isFinal(r.status));
+  return destinationsOf(waiting.map(([address]) => address)).map((destination) =>
+    jobRow({ ...job, destination }, dueAt),
+  );
+};
 
 /** The queues of new jobs, listed for the claim's turns (`groups.of`). */
 export async function listQueues(q: Queryable, jobs: Record<string, unknown>[]): Promise<void> {

@@ -6,7 +6,6 @@ import {
   emailStream,
   messageIdOf,
 } from '../../domain/emails/email.events.ts';
-import { isFinal } from '../../domain/emails/status.ts';
 import type { Transaction } from '../../platform/db/database.ts';
 import type { Task } from '../../platform/due/due-queue.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
@@ -23,16 +22,16 @@ import {
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
-import { deliveryJobs, type Job, jobRow, jobsOf, listQueues } from './delivery-jobs.ts';
+import { deliveryJobs, type Job, jobsOf, listQueues, splitJob } from './delivery-jobs.ts';
 import { DestinationLog } from './destination-log.ts';
 import { type DestinationShaping, outbound } from './destination-shaping.ts';
 import { type EgressChoice, EgressSources } from './egress/egress-sources.ts';
 import { JustQueued } from './just-queued.ts';
-import { destinationsOf, dueRecipients, nextLook } from './look-times.ts';
+import { dueRecipients, nextLook } from './look-times.ts';
 import { deferredAll, type RecipientOutcome } from './mta/message.ts';
 import type { OutboundMta } from './mta/outbound.ts';
 import { buildOutboundMessage, type SendingDomain, SendingDomains } from './outbound-message.ts';
-import { givenUp, outcomeOf } from './outcomes.ts';
+import { givenUp, outcomeOf, unsent } from './outcomes.ts';
 import type { ConnectionSlots } from './shaping/connection-slots.ts';
 
 export { deliveryMigrations } from './delivery-jobs.ts';
@@ -142,19 +141,23 @@ export class DeliveryProcess extends DueProcess<Job> {
         if (typeof egress === 'string') return egress;
         await this.#attempt(email, domain, { recipients: due, early: job.expedite, group, egress });
       } else {
-        // Without a sending domain every due recipient is deferred, as a 4xx would: its retry may find it back.
+        // Without a sending domain every due recipient is deferred, as a 4xx would (its retry may find it back),
+        // and nothing was sent (`unsent`: no EmailSent).
         const smtpResponse = `local: sending domain ${email.content.domainName} is no longer available`;
         await this.#startSending(email);
-        await this.#recordOutcomes(email, this.#decide(email, deferredAll(due, smtpResponse)));
+        await this.#recordOutcomes(email, this.#decide(email, deferredAll(due, smtpResponse)).map(unsent));
       }
     }
     return nextLook(email, this.services.clock.now().getTime(), waitUntil);
   }
 
-  /** The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled). */
+  /**
+   * The email from its stream; null when there is nothing to deliver (never accepted, canceled, still scheduled).
+   * A give-up reads the stream, never the copy noted at acceptance, which misses another process's attempt since.
+   */
   async #readEmail(job: Job): Promise<Email | null> {
     const known = this.#queued.take(emailStream(job.email_id));
-    const { history, state } = await readEmail(this.services, job.email_id, known);
+    const { history, state } = await readEmail(this.services, job.email_id, job.give_up ? undefined : known);
     const content = acceptedContent(history);
     if (!content || !state.exists || state.lifecycle === 'canceled' || state.lifecycle === 'scheduled')
       return null;
@@ -164,12 +167,8 @@ export class DeliveryProcess extends DueProcess<Job> {
 
   /** A job for every destination (an email released from its schedule) becomes a job per destination. */
   async #split(job: Job, email: Email): Promise<null> {
-    const waiting = Object.entries(email.state.recipients).filter(([, r]) => !isFinal(r.status));
     const now = this.services.clock.now().toISOString();
-    const jobs = destinationsOf(waiting.map(([address]) => address)).map((destination) =>
-      jobRow({ ...job, destination }, now),
-    );
-    await this.due.add(this.services.db, jobs);
+    await this.due.add(this.services.db, splitJob(job, email.state.recipients, now));
     this.workAgain();
     return null;
   }

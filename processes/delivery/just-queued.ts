@@ -20,7 +20,8 @@ const charsOf = (e: StoredEvent) => {
  * danger: the look's first append expects the revision it saw, fails, and the command runner reads the stream again
  * before anything is sent (record before send, docs/mta.md). Only the emails this process may look at are noted
  * (those with a delivery job), and they are held within a count, a size and an age: a look that never comes (the
- * job claimed by another process) costs memory for a minute at most.
+ * job claimed by another process) costs memory for a minute at most. A give-up's look does not use its copy: it
+ * chooses whom to bounce before any append (delivery.process.ts).
  */
 export class JustQueued {
   /** By stream, oldest first. */

@@ -7,9 +7,10 @@ type Known = Extract<EmailState, { exists: true }>;
 
 /**
  * What a server's answer to a recipient becomes, as the attempt after the last one recorded for it: delivered;
- * a 5xx bounces, hard or soft by its class (refusalOf); anything temporary is delayed until its retry time, or
- * bounces (soft, with the class of its last answer) after the last. A deferral without a server's answer
- * (`attempted: false`) is not an attempt: delayed by the schedule's first step, its count unchanged.
+ * a 5xx bounces, hard or soft by its class (refusalOf); anything temporary is delayed until its retry time, with
+ * the class of its answer (the bounce classes: `rate_limited`, `mailbox_full`, `transient`, …), or bounces (soft,
+ * with the class of its last answer) after the last. A deferral without a server's answer (`attempted: false`)
+ * is not an attempt: delayed by the schedule's first step, its count unchanged.
  */
 export function outcomeOf(
   state: Known,
@@ -33,6 +34,7 @@ export function outcomeOf(
       ...(o.tls !== undefined && { tls: o.tls }),
     };
   if (o.result === 'bounced') return { ...base, result: 'bounced', ...refusalOf(o.smtpResponse, rules) };
+  const classification = classifyBounce(o.smtpResponse, rules);
   // No server was asked: due again as after a first failure, the schedule where it was.
   if (o.attempted === false)
     return {
@@ -41,20 +43,30 @@ export function outcomeOf(
       result: 'delayed',
       nextAttemptAt: nextAttemptAt(EMAIL_RETRIES, 1, now)!.toISOString(),
       attempted: false,
+      classification,
     };
   const next = nextAttemptAt(EMAIL_RETRIES, attempt, now);
   return next
-    ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString() }
+    ? { ...base, result: 'delayed', nextAttemptAt: next.toISOString(), classification }
     : {
         ...base,
         result: 'bounced',
         bounceType: 'soft',
-        classification: classifyBounce(o.smtpResponse, rules),
+        classification,
         smtpResponse: `gave up after ${attempt} attempts: ${o.smtpResponse}`,
       };
 }
 
-/** A recipient of mail the operator gave up for its destination (`postline queue bounce`): a soft bounce. */
+/**
+ * An outcome Postline decided without sending anything (the sending domain gone): no EmailSent follows from it,
+ * and a recipient whose attempt is in flight is left to that attempt (the decider's rule).
+ */
+export const unsent = (o: DeliveryOutcome): DeliveryOutcome => ({ ...o, sent: false });
+
+/**
+ * A recipient of mail the operator gave up for its destination (`postline queue bounce`): a soft bounce, nothing
+ * sent.
+ */
 export function givenUp(recipient: string, attempts: number, destination: string): DeliveryOutcome {
   return {
     recipient,
@@ -63,5 +75,6 @@ export function givenUp(recipient: string, attempts: number, destination: string
     bounceType: 'soft',
     classification: 'unknown',
     smtpResponse: `local: delivery to ${destination} was given up by the operator`,
+    sent: false,
   };
 }

@@ -15,12 +15,6 @@ export interface QueueFilter {
 }
 
 /**
- * A job's state at `now` (the queue view's rule, shared with /metrics): `in_flight` while a worker's claim runs,
- * `deferred` while it waits for a retry or a back-off, `queued` when it is due.
- */
-export const JOB_STATE = `CASE WHEN j.claimed_until > $1 THEN 'in_flight' WHEN j.due_at > $1 THEN 'deferred' ELSE 'queued' END`;
-
-/**
  * SQL that is true while a pause in force at `now` (an SQL expression: a parameter or `now()`) holds the job
  * aliased `job`: its organization's pause of its destination or every organization's. The delivery claim skips such
  * jobs unless they are to be given up (`give_up`): a pause holds mail, never a bounce the operator asked for. The
@@ -29,6 +23,27 @@ export const JOB_STATE = `CASE WHEN j.claimed_until > $1 THEN 'in_flight' WHEN j
 export const pausedJobSql = (job: string, now: string) =>
   `(${job}.destination IN (SELECT p.destination FROM delivery_pauses p WHERE p.org_id = '' AND p.until > ${now})
     OR (${job}.org_id, ${job}.destination) IN (SELECT p.org_id, p.destination FROM delivery_pauses p WHERE p.until > ${now}))`;
+
+/**
+ * SQL that is true while the shaping group of the job's destination is held at `now` (a back-off, or a pause a
+ * reply rule set): the claim skips such jobs too, unless they are to be given up. Its subquery does not name the
+ * job either, and its aliases are its own.
+ */
+export const shapingHeldJobSql = (job: string, now: string) =>
+  `((${job}.org_id, ${job}.mode, ${job}.destination) IN (SELECT held_d.org_id, held_d.mode, held_d.destination
+     FROM delivery_destinations held_d JOIN shaping_groups held_g ON held_g.grp = held_d.grp
+     WHERE held_g.held_until > ${now}))`;
+
+/**
+ * A job's state at `now` (the queue view's rule, shared with /metrics), following the delivery claim's: `in_flight`
+ * while a worker's claim runs; `held` while an operator's pause of its destination holds it (Postfix's hold
+ * queue); `deferred` while it waits for its retry time or for its shaping group's hold to end; `queued` when a
+ * worker may take it now. A job to be given up is claimed through a pause or a hold: `queued` once due.
+ */
+export const JOB_STATE = `CASE WHEN j.claimed_until > $1 THEN 'in_flight'
+  WHEN NOT j.give_up AND ${pausedJobSql('j', '$1')} THEN 'held'
+  WHEN j.due_at > $1 OR (NOT j.give_up AND ${shapingHeldJobSql('j', '$1')}) THEN 'deferred'
+  ELSE 'queued' END`;
 
 /**
  * What waits, per (organization, mode, destination, lane), largest first; with the pauses and the shaping hold in
@@ -45,6 +60,7 @@ export async function queueRows(db: Queryable, filter: QueueFilter, now: Date): 
        SELECT org_id, mode, destination, lane,
          count(*) FILTER (WHERE state = 'queued')::int AS queued,
          count(*) FILTER (WHERE state = 'deferred')::int AS deferred,
+         count(*) FILTER (WHERE state = 'held')::int AS held,
          count(*) FILTER (WHERE state = 'in_flight')::int AS in_flight,
          min(queued_at) AS oldest_queued_at
        FROM jobs GROUP BY org_id, mode, destination, lane
@@ -58,7 +74,7 @@ export async function queueRows(db: Queryable, filter: QueueFilter, now: Date): 
      FROM groups g
      LEFT JOIN delivery_destinations d
        ON d.org_id = g.org_id AND d.mode = g.mode AND d.destination = g.destination
-     ORDER BY g.queued + g.deferred + g.in_flight DESC, g.destination, g.lane, g.org_id, g.mode`,
+     ORDER BY g.queued + g.deferred + g.held + g.in_flight DESC, g.destination, g.lane, g.org_id, g.mode`,
     [now, filter.orgId ?? null, filter.mode ?? null, filter.destination ?? null],
   );
   return rows as QueueRow[];

@@ -31,6 +31,15 @@ export const BouncedData = z.strictObject({
     message: z.string().nullable(),
   }),
 });
+export const DelayedData = z.strictObject({
+  ...withRecipient,
+  delay: z.strictObject({
+    classification: z.enum(BOUNCE_CLASSES).meta({
+      description:
+        'Why delivery is delayed, in the classes of bounces (`rate_limited`, `mailbox_full`, `transient`, …): docs/bounces.md',
+    }),
+  }),
+});
 /** Kept, as a nullable string, for receivers written for it; always null: who opened or clicked is not sent. */
 const userAgent = z.string().nullable().meta({
   description:
@@ -101,10 +110,7 @@ export const ContactUnsubscribedData = z.strictObject({
 const DATA: Record<PublicEventType, [z.ZodObject, string]> = {
   'email.sent': [EmailEventData, 'An email left Postline for its recipients’ servers'],
   'email.delivered': [RecipientEventData, 'A recipient’s server accepted the email'],
-  'email.delivery_delayed': [
-    RecipientEventData,
-    'Delivery to a recipient failed for now and will be tried again',
-  ],
+  'email.delivery_delayed': [DelayedData, 'Delivery to a recipient failed for now and will be tried again'],
   'email.bounced': [BouncedData, 'A recipient’s server refused the email'],
   'email.complained': [RecipientEventData, 'A recipient marked the email as spam'],
   'email.opened': [OpenedData, 'The email was opened (open tracking)'],

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ContactEvent } from '../../domain/contacts/contact.events.ts';
 import type { DomainEvent } from '../../domain/domains/domain.events.ts';
-import { classOfBounce } from '../../domain/emails/bounce-classes.ts';
+import { classOfBounce, classOfDelay } from '../../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../../domain/emails/email.events.ts';
 import { PUBLIC_EMAIL_EVENT_TYPE } from '../../domain/emails/public-event-types.ts';
 import type { InboundEmailReceived } from '../../domain/received-emails/received-email.events.ts';
@@ -17,6 +17,7 @@ import type {
   ContactChangedData,
   ContactDeletedData,
   ContactUnsubscribedData,
+  DelayedData,
   DomainDnsChangedData,
   DomainVerifiedData,
   EmailEventData,
@@ -112,9 +113,13 @@ function emailData(e: EmailEvent, email: EmailSummary | null): Record<string, un
     case 'EmailDelivered':
       return toRecipient(e.data.deliveredAt, e.data.recipient);
     case 'EmailDeliveryDelayed':
-      return toRecipient(e.data.delayedAt, e.data.recipient);
-    case 'EmailDelayReported':
-      return toRecipient(e.data.reportedAt, e.data.recipient);
+    case 'EmailDelayReported': {
+      const at = e.type === 'EmailDeliveryDelayed' ? e.data.delayedAt : e.data.reportedAt;
+      return {
+        ...toRecipient(at, e.data.recipient),
+        delay: { classification: classOfDelay(e.data) },
+      } satisfies Of<typeof DelayedData>;
+    }
     case 'EmailBounced':
       return {
         ...toRecipient(e.data.bouncedAt, e.data.recipient),

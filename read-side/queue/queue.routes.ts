@@ -26,7 +26,7 @@ export function queueQueryRoutes(api: ApiRouter, services: Services, view: Queue
     {
       summary: 'What waits for delivery, per destination and lane',
       description:
-        'Counts of the messages waiting per recipient domain and lane (`queued`, `deferred`, `in_flight`), whether delivery there is paused and until when, and its last reply. Not paged: one row per destination and lane.',
+        'Counts of the messages waiting per recipient domain and lane (`queued`, `deferred`, `held`, `in_flight`), whether delivery there is paused and until when, and its last reply. Not paged: one row per destination and lane.',
       query,
       responses: { 200: QueueList },
     },

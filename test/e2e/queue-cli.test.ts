@@ -46,9 +46,9 @@ describe('postline queue', () => {
       expect(listed.code, listed.out).toBe(0);
       const lines = listed.stdout.trim().split('\n');
       expect(lines[0]).toMatch(
-        /^ORG +MODE +DESTINATION +LANE +QUEUED +DEFERRED +IN_FLIGHT +OLDEST +PAUSED_UNTIL +LAST$/,
+        /^ORG +MODE +DESTINATION +LANE +QUEUED +DEFERRED +HELD +IN_FLIGHT +OLDEST +PAUSED_UNTIL +LAST$/,
       );
-      expect(lines[1]).toMatch(new RegExp(`^${org.org_id} +live +gmail\\.com +transactional +1 +1 +0 `));
+      expect(lines[1]).toMatch(new RegExp(`^${org.org_id} +live +gmail\\.com +transactional +1 +1 +0 +0 `));
       const json = await cli('--destination', 'Example.ORG', '--json');
       expect(
         json.stdout

@@ -78,16 +78,17 @@ describe('GET /v1/queue', () => {
         {
           destination: 'gmail.com',
           lane: 'transactional',
-          queued: 2,
-          deferred: 1,
+          // The shaping group of Google holds it for 30 minutes: the two due are deferred too, none queued.
+          queued: 0,
+          deferred: 3,
+          held: 0,
           in_flight: 1,
           oldest_queued_at: '2026-06-01T09:30:00.000Z',
-          // The shaping group of Google holds it for 30 minutes.
           paused_until: '2026-06-01T10:30:00.000Z',
           last_response: '421 4.7.28 unusual rate',
           last_classification: 'rate_limited',
         },
-        expect.objectContaining({ destination: 'gmail.com', lane: 'broadcast', queued: 1 }),
+        expect.objectContaining({ destination: 'gmail.com', lane: 'broadcast', queued: 0, deferred: 1 }),
         expect.objectContaining({
           destination: 'yahoo.com',
           queued: 0,
