@@ -45,7 +45,9 @@ const CSV_ERRORS: Record<string, string> = {
 
 /**
  * Counts line breaks as the bytes go by (CRLF, LF or a lone CR, each one): `before(offset)` says how many lie
- * before a byte offset. Offsets are asked in increasing order, so the ones passed are dropped.
+ * before a byte offset. Offsets are asked in increasing order, so the ones passed are dropped. A file that opens
+ * with UTF-16LE's byte order mark (FF FE) is read by code units: its CRLF is one break, and a letter whose bytes
+ * hold 0A or 0D (上, U+4E0A) none.
  */
 class LineBreaks {
   #offsets: number[] = [];
@@ -53,8 +55,21 @@ class LineBreaks {
   #passed = 0;
   #at = 0;
   #pendingCr = -1;
+  /** The file's first two bytes, to tell a UTF-16LE one by its mark. */
+  readonly #opening: number[] = [];
+  #utf16 = false;
+  /** UTF-16LE: the low byte of the code unit under way. */
+  #low = 0;
 
   scan(chunk: Buffer): void {
+    if (this.#at < 2) {
+      this.#opening.push(...chunk.subarray(0, 2 - this.#at));
+      this.#utf16 = this.#opening[0] === 0xff && this.#opening[1] === 0xfe;
+    }
+    if (this.#utf16) {
+      this.#scanUtf16(chunk);
+      return;
+    }
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i];
       if (this.#pendingCr >= 0) {
@@ -64,6 +79,26 @@ class LineBreaks {
       }
       if (b === 10) this.#offsets.push(this.#at + i);
       else if (b === 13) this.#pendingCr = this.#at + i;
+    }
+    this.#at += chunk.length;
+  }
+
+  /** `scan` by code units, each at the offset of its first byte (the mark's first byte was read as any). */
+  #scanUtf16(chunk: Buffer): void {
+    for (let i = 0; i < chunk.length; i++) {
+      const offset = this.#at + i;
+      if (offset % 2 === 0) {
+        this.#low = chunk[i];
+        continue;
+      }
+      const unit = chunk[i] === 0 ? this.#low : -1;
+      if (this.#pendingCr >= 0) {
+        this.#offsets.push(unit === 10 ? offset - 1 : this.#pendingCr);
+        this.#pendingCr = -1;
+        if (unit === 10) continue;
+      }
+      if (unit === 10) this.#offsets.push(offset - 1);
+      else if (unit === 13) this.#pendingCr = offset - 1;
     }
     this.#at += chunk.length;
   }

@@ -50,11 +50,13 @@ function subscriptionEvents(
   const { contactId, at } = command;
   switch (command.type) {
     case 'SetContactTopics': {
-      const contact = owned(state, command);
+      // The choices so far, each on the one before it (a topic named twice is one change).
+      const topics = { ...owned(state, command).topics };
       const events: ContactEvent[] = [];
       for (const { topicId, subscription } of command.subscriptions) {
-        const now = contact.topics[topicId] ?? command.defaults[topicId];
-        if (contact.topics[topicId] === subscription) continue;
+        const now = topics[topicId] ?? command.defaults[topicId];
+        if (topics[topicId] === subscription) continue;
+        topics[topicId] = subscription;
         events.push({
           type: 'ContactTopicSubscriptionChanged',
           data: { contactId, topicId, subscription, changedAt: at },

@@ -115,6 +115,17 @@ export class TrackingTokens {
 }
 
 /**
+ * A link as a browser's URL parser reads it (WHATWG URL): tabs and line breaks anywhere in it are no part of it, nor
+ * are controls and spaces at its end. Redirected to as written, `…/page ` would reach `…/page%20`.
+ */
+function asBrowserReads(href: string): string {
+  const link = href.replace(/[\t\n\r]/g, '');
+  let end = link.length;
+  while (end > 0 && link.charCodeAt(end - 1) <= 0x20) end--;
+  return link.slice(0, end);
+}
+
+/**
  * Rewrites an html body for tracking: http(s) links in `href` attributes go through the click endpoint; a
  * 1x1 pixel before `</body>` (or at the end) reports opens. mailto:, anchors, other schemes and links marked
  * `data-postline-untracked` stay as they are.
@@ -136,7 +147,8 @@ export function addTracking(
         const tag = pre + rest.slice(0, Math.max(0, rest.indexOf('>')));
         if (/\bdata-postline-untracked\b/i.test(tag)) return m;
         // Signed as the browser reads the href: every character reference decoded (`&amp;`, `&#38;`, `&AMP;`, …).
-        return `${pre}${q}${tokens.clickUrl({ ...claim, url: decodeHTMLAttribute(url) }, options.host).replace(/&/g, '&amp;')}${q}`;
+        const link = asBrowserReads(decodeHTMLAttribute(url));
+        return `${pre}${q}${tokens.clickUrl({ ...claim, url: link }, options.host).replace(/&/g, '&amp;')}${q}`;
       },
     );
   }

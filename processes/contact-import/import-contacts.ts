@@ -8,15 +8,9 @@ import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { mapLimited } from '../../platform/map-limited.ts';
-import { openPersonalData, sealPersonalDataMany } from '../../platform/personal-data.ts';
+import { sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { updateContact } from '../../write-side/contacts/contact.commands.ts';
-import {
-  at,
-  claimEmail,
-  type Deps,
-  emailKeysOf,
-  readContact,
-} from '../../write-side/contacts/contact-streams.ts';
+import { at, claimEmail, type Deps, emailKeysOf } from '../../write-side/contacts/contact-streams.ts';
 
 /** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
 export interface ImportedContact {
@@ -182,43 +176,39 @@ async function mergeImported(
   row: ImportedContact,
   o: { audienceId: string | null; maxProperties: number },
 ): Promise<string | null> {
-  const state = await readContact(services, contactId);
-  const current =
-    state.exists && !state.deleted
-      ? await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal)
-      : null;
-  // A holder not written yet is a contact still being created (or one being deleted): its address is taken.
-  if (!current) return BUSY;
-  const properties = { ...current.properties, ...row.properties };
-  if (Object.keys(properties).length > o.maxProperties)
-    return `properties: the existing contact would have more than ${o.maxProperties}`;
-  const gone = await updateContact(services, meta, contactId, {
-    firstName: row.firstName,
-    lastName: row.lastName,
-    properties,
-  }).then(
+  // Merged into the contact as it is when the change is appended (a change that came in between is kept).
+  let tooMany = false;
+  const merge = async () => {
+    await updateContact(services, meta, contactId, (current) => {
+      const properties = { ...current.properties, ...row.properties };
+      tooMany = Object.keys(properties).length > o.maxProperties;
+      return tooMany ? {} : { firstName: row.firstName, lastName: row.lastName, properties };
+    });
+    if (o.audienceId && !tooMany)
+      await handleCommand(
+        services.store,
+        contactStream(contactId),
+        contactDecider,
+        {
+          type: 'AddContactToAudience',
+          contactId,
+          orgId: meta.orgId,
+          mode: meta.mode,
+          audienceId: o.audienceId,
+          at: at(services),
+        },
+        meta,
+      );
+  };
+  const gone = await merge().then(
     () => false,
     (error) => {
-      // Deleted while the row was merged: skipped like a contact found deleted.
+      // Not written yet (still being created), or deleted before or while the row was merged: skipped.
       if (error instanceof AppError && error.code === 'not_found') return true;
       throw error;
     },
   );
   if (gone) return BUSY;
-  if (o.audienceId)
-    await handleCommand(
-      services.store,
-      contactStream(contactId),
-      contactDecider,
-      {
-        type: 'AddContactToAudience',
-        contactId,
-        orgId: meta.orgId,
-        mode: meta.mode,
-        audienceId: o.audienceId,
-        at: at(services),
-      },
-      meta,
-    );
+  if (tooMany) return `properties: the existing contact would have more than ${o.maxProperties}`;
   return null;
 }

@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import { contactEmailDecider } from '../../domain/contacts/contact.decider.ts';
 import { ManualClock } from '../../platform/clock.ts';
+import { rebuildState } from '../../platform/eventstore/command.ts';
 import { newId } from '../../platform/ids.ts';
 import { openPersonalData } from '../../platform/personal-data.ts';
-import { importContacts } from '../../processes/contact-import/import-contacts.ts';
-import { createContact, deleteContact, updateContact } from '../../write-side/contacts/contact.commands.ts';
-import { claimEmail, emailKeyOf } from '../../write-side/contacts/contact-streams.ts';
+import { type ImportedContact, importContacts } from '../../processes/contact-import/import-contacts.ts';
+import {
+  createContact,
+  deleteContact,
+  unsubscribeContact,
+  updateContact,
+} from '../../write-side/contacts/contact.commands.ts';
+import { claimEmail, emailKeyOf, readContact } from '../../write-side/contacts/contact-streams.ts';
 import { useTwoOrgs } from '../support/service.ts';
 
 /** UNWRITTEN_CLAIM_GRACE_MS: a few minutes. */
@@ -137,6 +144,31 @@ describe('crypto-shredding under races', () => {
     expect(rows).toHaveLength(0);
   });
 
+  it('a delete that fails after the contact is deleted has forgotten its personal data already', async () => {
+    const services = svc.postline.services;
+    const { contactId } = await createContact(services, meta(), input('erased@race.example.org'));
+    // The store, which fails (a crash, the database gone) when the address is released.
+    const store = new Proxy(services.store, {
+      get(target, prop, receiver) {
+        if (prop === 'append')
+          return async (...args: Parameters<typeof target.append>) => {
+            if (args[0].startsWith('contactemail-')) throw new Error('the process stopped here');
+            return target.append(...args);
+          };
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    await deleteContact({ ...services, store }, meta(), contactId).catch(() => {});
+    // The contact is deleted: a second DELETE is a 404, and its data can no longer be read.
+    await expect(deleteContact(services, meta(), contactId)).rejects.toMatchObject({ code: 'not_found' });
+    const { rows } = await services.db.query(
+      'SELECT 1 FROM personal_data_keys WHERE subject = $1 AND key IS NOT NULL',
+      [contactId],
+    );
+    expect(rows).toHaveLength(0);
+  });
+
   it('an update that seals after a delete forgot the contact is not_found, and makes no key again', async () => {
     const services = svc.postline.services;
     const { contactId } = await createContact(services, meta(), input('shred@example.org'));
@@ -158,5 +190,97 @@ describe('crypto-shredding under races', () => {
     expect(
       await openPersonalData(services.db, contactId, (created.data as { personal: string }).personal),
     ).toBe(null);
+  });
+});
+
+describe('changes under races', () => {
+  const meta = () => ({ orgId: orgs.acme.orgId, mode: 'live' as const, actor: 'test' });
+
+  it('a change decided on a contact that changed meanwhile keeps the other changes: an unsubscribe, a name, a new address', async () => {
+    const services = svc.postline.services;
+    const { contactId } = await createContact(services, meta(), input('before@race.example.org'));
+    const held = heldAtSealing();
+    const update = updateContact(held.services, meta(), contactId, { firstName: 'Ann' });
+    await held.reached; // read and opened, about to seal
+    await unsubscribeContact(services, meta(), contactId, { topicId: null, broadcastId: null });
+    await updateContact(services, meta(), contactId, { lastName: 'Lee', email: 'after@race.example.org' });
+    held.release();
+    await update;
+    const state = await readContact(services, contactId);
+    if (!state.exists) throw new Error('no contact');
+    expect(state.unsubscribed).toBe(true);
+    expect(await openPersonalData(services.db, contactId, state.personal)).toEqual({
+      email: 'after@race.example.org',
+      firstName: 'Ann',
+      lastName: 'Lee',
+      properties: {},
+    });
+    // The contact holds the address it has, and only that one.
+    const holder = async (email: string) =>
+      rebuildState(
+        contactEmailDecider,
+        await services.store.readStream(`contactemail-${emailKeyOf(services, meta(), email)}`),
+      ).holder;
+    expect(state.emailKey).toBe(emailKeyOf(services, meta(), 'after@race.example.org'));
+    expect(await holder('after@race.example.org')).toBe(contactId);
+    expect(await holder('before@race.example.org')).toBe(null);
+  });
+
+  it('an imported row whose contact is deleted just after its merge is skipped, and the rest of the batch written', async () => {
+    const services = svc.postline.services;
+    const audienceId = (await orgs.acme.live.post('/v1/audiences', { name: 'Deleted meanwhile' })).body.id;
+    const { contactId } = await createContact(services, meta(), input('gone@race.example.org'));
+    // The store, which deletes the contact as soon as the row's change of it is appended.
+    const store = new Proxy(services.store, {
+      get(target, prop, receiver) {
+        if (prop === 'append')
+          return async (...args: Parameters<typeof target.append>) => {
+            const result = await target.append(...args);
+            if (args[0] === `contact-${contactId}` && args[1][0]?.type === 'ContactUpdated')
+              await deleteContact(services, meta(), contactId);
+            return result;
+          };
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const rows: ImportedContact[] = [
+      { contactId: newId('con'), line: 2, email: 'gone@race.example.org', properties: { plan: 'pro' } },
+      { contactId: newId('con'), line: 3, email: 'fresh@race.example.org', properties: {} },
+    ];
+    expect(
+      await importContacts({ ...services, store }, meta(), rows, { audienceId, maxProperties: 50 }),
+    ).toEqual({
+      created: 1,
+      updated: 0,
+      skipped: [{ line: 2, reason: 'email: its contact was being created or deleted; import the row again' }],
+    });
+  });
+
+  it('an imported row merged into a contact that changed meanwhile keeps the other change and the unsubscribe', async () => {
+    const services = svc.postline.services;
+    const { contactId } = await createContact(services, meta(), {
+      ...input('merged@race.example.org'),
+      properties: { plan: 'free' },
+    });
+    const held = heldAtSealing();
+    const row = {
+      contactId: newId('con'),
+      line: 2,
+      email: 'merged@race.example.org',
+      properties: { city: 'Oslo' },
+    };
+    const imported = importContacts(held.services, meta(), [row], { audienceId: null, maxProperties: 50 });
+    await held.reached; // the row found the contact, read it and merged its properties: about to seal
+    await updateContact(services, meta(), contactId, { properties: { plan: 'pro' } });
+    await unsubscribeContact(services, meta(), contactId, { topicId: null, broadcastId: null });
+    held.release();
+    expect(await imported).toEqual({ created: 0, updated: 1, skipped: [] });
+    const state = await readContact(services, contactId);
+    if (!state.exists) throw new Error('no contact');
+    expect(state.unsubscribed).toBe(true);
+    expect(await openPersonalData(services.db, contactId, state.personal)).toMatchObject({
+      properties: { plan: 'pro', city: 'Oslo' },
+    });
   });
 });

@@ -38,6 +38,19 @@ describe('contact import CSV', () => {
     expect((await records(text, 1 << 20)).map((r) => r.line)).toEqual([1, 2, 4, 6, 7, 10]);
   });
 
+  it('names the lines of a UTF-16LE file as those of a UTF-8 one: CRLF is one break, and no letter is one', async () => {
+    // 上 (U+4E0A) and ഍ (U+0D0D) hold the bytes of LF and CR; CRLF is four bytes.
+    const text = '\uFEFFemail,name\r\na@x.org,上\r\n\r\nb@x.org,"two\r\nlines"\nc@x.org,഍\rd@x.org,d\r\n';
+    for (const size of [1, 3, 1 << 20])
+      expect((await records(Buffer.from(text, 'utf16le'), size)).map((r) => [r.line, r.cells[1]])).toEqual([
+        [1, 'name'],
+        [2, '上'],
+        [4, 'two\r\nlines'],
+        [6, '഍'],
+        [7, 'd'],
+      ]);
+  });
+
   it('fails a file that is not CSV with its line, quoting nothing of it', async () => {
     const error = await records('email\na@x.org\n"secret@x.org\n').catch((e) => e);
     expect(error).toBeInstanceOf(CsvFileError);

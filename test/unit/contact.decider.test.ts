@@ -118,6 +118,23 @@ describe('contact decider', () => {
       .given([created, changed('top_out', 'opt_out')])
       .when(set('top_out', 'opt_out'))
       .then([]);
+    // A topic named twice in one request: each choice on the one before it, one unsubscription.
+    spec(contactDecider)
+      .given([created])
+      .when({
+        ...set('top_in', 'opt_out'),
+        subscriptions: [
+          { topicId: 'top_in', subscription: 'opt_out' },
+          { topicId: 'top_in', subscription: 'opt_out' },
+        ],
+      })
+      .then([
+        changed('top_in', 'opt_out'),
+        {
+          type: 'ContactUnsubscribed',
+          data: { contactId: 'con_1', topicId: 'top_in', unsubscribedAt: 'T2' },
+        },
+      ]);
   });
 
   it('unsubscribes by a broadcast’s link: from its topic if it had one, else from everything, once', () => {

@@ -29,6 +29,19 @@ describe('click tracking', () => {
     expect(signed('https://x.example/caf&eacute;?q=&quot;a&quot;')).toBe('https://x.example/café?q="a"');
   });
 
+  it('signs the link the browser would open: line breaks and tabs in it, and spaces after it, left out', () => {
+    const signed = (href: string) => {
+      const out = addTracking(`<a href="${href}">x</a>`, tokens, claim, clicks);
+      const token = /href="https:\/\/track\.example\/t\/c\/([^"]+)"/.exec(out)![1];
+      return tokens.verify(token.replace(/&amp;/g, '&'))?.url;
+    };
+    expect(signed('https://x.example/a/very/long/\r\n    path?q=1&amp;r=2 ')).toBe(
+      'https://x.example/a/very/long/    path?q=1&r=2',
+    );
+    expect(signed('https://x.example/p?q=a\tb\n')).toBe('https://x.example/p?q=ab');
+    expect(signed('https://x.example/p?q=a b')).toBe('https://x.example/p?q=a b');
+  });
+
   it('leaves a link marked data-postline-untracked as it is, before or after its href', () => {
     const html =
       '<a href="https://p.example/unsubscribe/t" data-postline-untracked>u</a>' +

@@ -8,7 +8,7 @@ import {
 import { contactEmailStream, contactStream } from '../../domain/contacts/contact.events.ts';
 import { keyObject } from '../../platform/crypto.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
 import type { Services } from '../../platform/services.ts';
 
@@ -90,7 +90,7 @@ export const onContact = <T extends ContactCommand['type']>(
   type: T,
   contactId: string,
   fields: Fields<T>,
-  options?: { history: [] },
+  options?: { history?: StoredEvent[]; retries?: number },
 ) =>
   handleCommand(
     services.store,

@@ -1,7 +1,8 @@
-import type { ContactState } from '../../domain/contacts/contact.decider.ts';
-import type { ContactPersonalData } from '../../domain/contacts/contact.events.ts';
-import { AppError, notFound } from '../../platform/errors.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { type ContactState, contactDecider } from '../../domain/contacts/contact.decider.ts';
+import { type ContactPersonalData, contactStream } from '../../domain/contacts/contact.events.ts';
+import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
+import { rebuildState } from '../../platform/eventstore/command.ts';
+import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import {
   forgetPersonalData,
@@ -48,31 +49,56 @@ export async function createContact(
   return { contactId, position: result.position };
 }
 
-/** Changes what `patch` names; a new address is claimed first, and the old one released after. */
+/** How often a change is decided again on a contact that changed meanwhile, before it gives up (409). */
+const UPDATE_ATTEMPTS = 5;
+
+/**
+ * Changes what `patch` names (or what it gives for the contact's personal data as it is now); a new address is
+ * claimed first, and the old one released after. The change is appended only if the contact is still as it was
+ * read: otherwise it is worked out again on the contact as it is now, so that a change or an unsubscribe that
+ * came in between is kept rather than overwritten with what was read before it.
+ */
 export async function updateContact(
   services: Deps,
   meta: EventMetadata,
   contactId: string,
-  patch: Partial<ContactInput>,
+  patch: Partial<ContactInput> | ((current: ContactPersonalData) => Partial<ContactInput>),
 ) {
-  const state = await readContact(services, contactId);
-  if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
-    throw notFound('Contact', contactId);
-  const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
-  if (!current) throw notFound('Contact', contactId);
-  const next = patched(state, current, patch);
-  // Nothing changes: nothing is appended (and no webhook fires).
-  if (!next) return { position: undefined };
-  const emailKey = emailKeyOf(services, meta, next.personal.email);
-  if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
-  // Deleted since it was read (its data forgotten): not found, and no key is made for it again.
-  const personal = await sealPersonalData(services.db, contactId, next.personal).catch((error) => {
-    throw error instanceof PersonalDataForgottenError ? notFound('Contact', contactId) : error;
-  });
-  const fields = { emailKey, personal, unsubscribed: next.unsubscribed, consentGivenAt: next.consentGivenAt };
-  const result = await onContact(services, meta, 'UpdateContact', contactId, fields);
-  if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);
-  return { position: result.position };
+  for (let attempt = 1; ; attempt++) {
+    const history = await services.store.readStream(contactStream(contactId));
+    const state = rebuildState(contactDecider, history);
+    if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
+      throw notFound('Contact', contactId);
+    const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
+    if (!current) throw notFound('Contact', contactId);
+    const next = patched(state, current, typeof patch === 'function' ? patch(current) : patch);
+    // Nothing changes: nothing is appended (and no webhook fires).
+    if (!next) return { position: undefined };
+    const emailKey = emailKeyOf(services, meta, next.personal.email);
+    if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
+    // Deleted since it was read (its data forgotten): not found, and no key is made for it again.
+    const personal = await sealPersonalData(services.db, contactId, next.personal).catch((error) => {
+      throw error instanceof PersonalDataForgottenError ? notFound('Contact', contactId) : error;
+    });
+    const fields = {
+      emailKey,
+      personal,
+      unsubscribed: next.unsubscribed,
+      consentGivenAt: next.consentGivenAt,
+    };
+    try {
+      const result = await onContact(services, meta, 'UpdateContact', contactId, fields, {
+        history,
+        retries: 0,
+      });
+      if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);
+      return { position: result.position };
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      if (attempt >= UPDATE_ATTEMPTS)
+        throw new AppError('concurrent_modification', 'The contact kept changing meanwhile; try again.');
+    }
+  }
 }
 
 /** The contact once `patch` applies; null when nothing would change. */
@@ -96,11 +122,17 @@ function patched(
   return same ? null : { personal, unsubscribed, consentGivenAt };
 }
 
-/** Deletes the contact, frees its address and forgets its personal data (the events keep it sealed, unreadable). */
+/**
+ * Deletes the contact, forgets its personal data (the events keep it sealed, unreadable) and frees its address.
+ * The data is forgotten first: a delete that stops part way has erased it, or has left the contact there to be
+ * deleted again; never a deleted contact (a second DELETE is a 404) whose data can still be read. An address left
+ * claimed is freed all the same: a deleted contact does not keep it.
+ */
 export async function deleteContact(services: Deps, meta: EventMetadata, contactId: string) {
+  visibleTo(await readContact(services, contactId), meta, 'Contact', contactId);
+  await forgetPersonalData(services.db, contactId);
   const result = await onContact(services, meta, 'DeleteContact', contactId, {});
   if (result.state.exists) await releaseEmail(services, meta, result.state.emailKey, contactId);
-  await forgetPersonalData(services.db, contactId);
   return { position: result.position };
 }
 
