@@ -17,6 +17,7 @@ import {
 } from '../platform/http/rate-limit.ts';
 import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
 import type { ApiRouter } from '../platform/http/router.ts';
+import type { Logger } from '../platform/logger.ts';
 import { personalDataMigrations } from '../platform/personal-data.ts';
 import type { Services } from '../platform/services.ts';
 import {
@@ -218,7 +219,7 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
   ];
 }
 
-export function createRateLimiter(config: Config, db: Database): RateLimiter {
+export function createRateLimiter(config: Config, db: Database, log?: Logger): RateLimiter {
   if (config.REDIS_URL)
     // Auto-pipelining: the counts of requests arriving together go to Redis in one write.
     return new RedisRateLimiter(
@@ -227,6 +228,7 @@ export function createRateLimiter(config: Config, db: Database): RateLimiter {
         maxRetriesPerRequest: 2,
         enableAutoPipelining: true,
       }),
+      log,
     );
   return new PostgresRateLimiter(db);
 }

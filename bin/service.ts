@@ -187,7 +187,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     readYourWrites: waiter,
     idempotency: new IdempotencyKeys(store),
     caches: readModelCaches(waiter, db),
-    rateLimiter: createRateLimiter(config, db),
+    rateLimiter: createRateLimiter(config, db, log),
     lookUps,
   };
   if (options.projections !== false) await runner.start();

@@ -1,6 +1,8 @@
 import type { Writable } from 'node:stream';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { z } from 'zod';
+import { AppError } from '../../platform/errors.ts';
+import type { Position } from '../../platform/eventstore/types.ts';
 import { findOrganization } from '../../read-side/api-keys/api-keys.queries.ts';
 import type { Postline } from '../service.ts';
 
@@ -30,7 +32,17 @@ export interface Cli {
   parse<T extends z.ZodType>(schema: T, input: unknown, usage: string): z.output<T>;
   /** Whether the organization exists; says so when it does not. */
   knownOrganization(orgId: string): Promise<boolean>;
+  /**
+   * Waits until the API keys written up to `position` work. False when the read models have not caught up within
+   * PROJECTION_WAIT_MS: what was written is saved all the same (and works once they have), so a command that made
+   * a key still shows it, the only time it can.
+   */
+  keysInUse(position: Position | undefined): Promise<boolean>;
 }
+
+/** What a command that made keys says when `keysInUse` was false. */
+export const KEYS_NOT_YET_IN_USE =
+  'Saved, and usable once the read models have caught up (npx postline projections status shows how far they are).';
 
 export function cliOf({ services, runner }: Postline, out: Writable): Cli {
   const write = (s: string) => {
@@ -50,6 +62,15 @@ export function cliOf({ services, runner }: Postline, out: Writable): Cli {
       if (await findOrganization(services.db, orgId)) return true;
       write(`No organization ${orgId} (npx postline orgs list shows them).`);
       return false;
+    },
+    async keysInUse(position) {
+      try {
+        await services.readYourWrites.waitFor(['api_keys'], position);
+        return true;
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'projection_timeout') return false;
+        throw error;
+      }
     },
   };
 }

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { findApiKeyById } from '../../read-side/api-keys/api-keys.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
-import { type Cli, parseOptions } from './cli.ts';
+import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions } from './cli.ts';
 
 /** A new API key for an organization (one that has none left, too). */
 export async function keysCreate(
-  { services, write, parse, knownOrganization }: Cli,
+  { services, write, parse, knownOrganization, keysInUse }: Cli,
   rest: string[],
 ): Promise<number> {
   const usage =
@@ -40,11 +40,12 @@ export async function keysCreate(
     { orgId: org, mode, actor: 'cli' },
     { name, permission, domainId: null },
   );
-  await services.readYourWrites.waitFor(['api_keys'], key.position);
+  const inUse = await keysInUse(key.position);
   if (values.json) write(JSON.stringify({ key_id: key.keyId, key: key.key, mode, permission }));
   else {
     write(`API key ${key.keyId} created for ${org} (${mode}, ${permission}): ${key.key}`);
     write('Store the key now: it is not shown again.');
+    if (!inUse) write(KEYS_NOT_YET_IN_USE);
   }
   return 0;
 }

@@ -6,11 +6,14 @@ import {
   createOrganization,
   setClientDetailsTracking,
 } from '../../write-side/organizations/organization.commands.ts';
-import { type Cli, parseOptions } from './cli.ts';
+import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions } from './cli.ts';
 import { plansTable, priceText } from './plan-text.ts';
 
 /** Creates an organization and prints its live and test API keys, once. */
-export async function orgsCreate({ services, write, parse }: Cli, rest: string[]): Promise<number> {
+export async function orgsCreate(
+  { services, write, parse, keysInUse }: Cli,
+  rest: string[],
+): Promise<number> {
   const usage = 'orgs create needs --name <name> and an optional --plan free|pro|business, --json';
   const { values } = parseOptions(
     {
@@ -30,13 +33,14 @@ export async function orgsCreate({ services, write, parse }: Cli, rest: string[]
     usage,
   );
   const org = await createOrganization(services, input);
-  await services.readYourWrites.waitFor(['api_keys'], org.position);
+  const inUse = await keysInUse(org.position);
   if (values.json) write(JSON.stringify({ org_id: org.orgId, live_key: org.liveKey, test_key: org.testKey }));
   else {
     write(`Organization ${input.name} created: ${org.orgId} (plan ${input.plan})`);
     write(`  live key: ${org.liveKey}`);
     write(`  test key: ${org.testKey}`);
     write('Store the keys now: they are not shown again.');
+    if (!inUse) write(KEYS_NOT_YET_IN_USE);
   }
   return 0;
 }

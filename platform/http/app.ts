@@ -4,6 +4,7 @@ import type { Authenticate } from '../auth/auth-context.ts';
 import { AuthFailureLimit } from '../auth/auth-failure-limit.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../errors.ts';
+import { WrongExpectedRevisionError } from '../eventstore/types.ts';
 import { observeHttp } from '../metrics.ts';
 import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
@@ -210,6 +211,12 @@ function errorHandler(services: Services) {
       e = new AppError('malformed_json', 'The request body could not be read.');
     else if (error instanceof URIError)
       e = new AppError('malformed_request', 'The path is not valid percent-encoded UTF-8.');
+    else if (error instanceof WrongExpectedRevisionError)
+      // Other requests kept changing the same resource while this one tried again (handleCommand's retries).
+      e = new AppError(
+        'concurrent_modification',
+        'Another request changed the same resource at the same moment; send the request again.',
+      );
     else if (isDatabaseUnavailable(error)) {
       // The database is away (restarting, unreachable, connections lost): the request may be sent again.
       services.log.warn({ err: error }, 'database unavailable');

@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import { Batcher } from '../batcher.ts';
 import type { Database } from '../db/database.ts';
 import type { Migration } from '../db/migrations.ts';
+import { AppError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
 
 export interface RateDecision {
   allowed: boolean;
@@ -56,17 +58,39 @@ return count`;
 
 type RedisWithHit = Redis & { postlineHit(key: string, ttlMs: number): Promise<number> };
 
+/**
+ * While Redis is away a request cannot be counted: it is answered 503 `database_unavailable` with Retry-After, as
+ * while PostgreSQL is away (docs/operations.md), and the log says so once per outage (`log`).
+ */
 export class RedisRateLimiter implements RateLimiter {
   readonly #redis: RedisWithHit;
-  constructor(redis: Redis) {
+  constructor(redis: Redis, log?: Pick<Logger, 'warn' | 'info'>) {
     redis.defineCommand('postlineHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     this.#redis = redis as RedisWithHit;
+    // Without a listener ioredis prints every failed reconnection's stack to stderr.
+    let away = false;
+    redis.on('error', (err) => {
+      if (!away)
+        log?.warn({ err }, 'Redis (rate-limit counters) unavailable: requests answer 503 until it is back');
+      away = true;
+    });
+    redis.on('ready', () => {
+      if (away) log?.info('Redis (rate-limit counters) reachable again');
+      away = false;
+    });
   }
   async hit(key: string, limit: number, now: number, windowMs = WINDOW_MS) {
-    const count = await this.#redis.postlineHit(
-      `postline:rl:${key}:${windowMs}:${Math.floor(now / windowMs)}`,
-      windowMs * 2,
-    );
+    const count = await this.#redis
+      .postlineHit(`postline:rl:${key}:${windowMs}:${Math.floor(now / windowMs)}`, windowMs * 2)
+      .catch(() => {
+        throw new AppError(
+          'database_unavailable',
+          'The rate-limit counters are unavailable; retry shortly.',
+          {
+            'Retry-After': '1',
+          },
+        );
+      });
     return decide(count, limit, now, windowMs);
   }
   async close() {

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createOrgWithCli, freePort, runCli, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
@@ -65,5 +67,40 @@ describe('the CLI, for an organization with no key left', () => {
     expect((await runCli(['keys', 'create', '--org', org.org_id, '--mode', 'prod'], env)).code).toBe(2);
     expect((await runCli(['orgs', 'set-plan', 'org_nope', 'pro'], env)).code).toBe(1);
     expect((await runCli(['orgs', 'set-plan', org.org_id, 'platinum'], env)).code).toBe(2);
+  }, 300_000);
+});
+
+describe('the CLI, when the read models lag behind its write', () => {
+  /** Whether an event holds the hash of `key`: the key was created (only its SHA-256 is kept). */
+  async function created(key: string): Promise<boolean> {
+    const client = new pg.Client({ connectionString: setup.env.DATABASE_URL });
+    await client.connect();
+    try {
+      const hash = createHash('sha256').update(key).digest('hex');
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM events WHERE data::text LIKE '%' || $1 || '%'`,
+        [hash],
+      );
+      return rows[0].n === 1;
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('still prints the keys it created, shown only this once, and says they are usable once the read models catch up', async () => {
+    // A wait for the read models that always runs out.
+    const env = { ...setup.env, PROJECTION_WAIT_MS: '1' };
+    const org = await runCli(['orgs', 'create', '--name', 'Lagging', '--json'], env);
+    expect(org.code, org.stderr).toBe(0);
+    const { org_id, live_key, test_key } = JSON.parse(org.stdout);
+    expect(await created(live_key)).toBe(true);
+    expect(await created(test_key)).toBe(true);
+
+    const key = await runCli(['keys', 'create', '--org', org_id], env);
+    expect(key.code, key.stderr).toBe(0);
+    const printed = /: (pk_live_\w+)$/m.exec(key.stdout)?.[1];
+    expect(printed, key.stdout).toBeDefined();
+    expect(await created(printed!)).toBe(true);
+    expect(key.stdout).toContain('usable once the read models have caught up');
   }, 300_000);
 });

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { useTwoOrgs } from '../support/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type ApiResponse, type TestOrg, useTestService, useTwoOrgs } from '../support/service.ts';
 import { expectValidationErrors } from '../support/validation.ts';
 
 const { svc, orgs } = useTwoOrgs();
@@ -87,5 +87,32 @@ describe('API keys', () => {
     const r = await svc.client(sending.body.key).get('/v1/api-keys');
     expect(r.status).toBe(403);
     expect(r.body.error).toMatchObject({ type: 'permission_error', code: 'insufficient_permission' });
+  });
+});
+
+describe('API keys, when the read models lag', () => {
+  const lagging = useTestService({ env: { PROJECTION_WAIT_MS: '200' } });
+  let org: TestOrg;
+  beforeAll(async () => {
+    org = await lagging.createOrg('pro');
+  });
+
+  it('answers 503 projection_timeout carrying the key it created, shown only then, which works once they catch up', async () => {
+    await lagging.postline.runner.stop();
+    let created: ApiResponse;
+    try {
+      created = await org.live.post('/v1/api-keys', { name: 'made while lagging' });
+    } finally {
+      await lagging.postline.runner.start();
+    }
+    expect(created.status).toBe(503);
+    expect(created.body.error.code).toBe('projection_timeout');
+    expect(created.body).toMatchObject({ name: 'made while lagging', permission: 'full_access' });
+    expect(created.body.id).toMatch(/^key_/);
+    expect(created.body.key).toMatch(/^pk_live_[A-Za-z0-9]{40}$/);
+    await lagging.postline.runner.caughtUp();
+    const listed = await lagging.client(created.body.key).get('/v1/api-keys?limit=100');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((k: { id: string }) => k.id)).toContain(created.body.id);
   });
 });

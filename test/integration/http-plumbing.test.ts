@@ -76,6 +76,17 @@ describe('error shapes', () => {
     expectError(r, 422, 'validation_error');
     expect(r.body.error.message).toContain('`name`');
   });
+  it('409 concurrent_modification, never a 500, when many requests change one resource at once', async () => {
+    const topic = await org.live.post('/v1/topics', { name: 'news', default_subscription: 'opt_in' });
+    expect(topic.status).toBe(201);
+    // Each change reads the topic's stream and appends at the revision it read: most of them lose the race,
+    // more often than their retries cover.
+    const changes = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => org.live.patch(`/v1/topics/${topic.body.id}`, { name: `n${i}` })),
+    );
+    expect(changes.some((r) => r.status === 200)).toBe(true);
+    for (const r of changes.filter((c) => c.status !== 200)) expectError(r, 409, 'concurrent_modification');
+  });
 });
 
 describe('pagination', () => {

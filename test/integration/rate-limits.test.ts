@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { startPostline } from '../../bin/service.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
@@ -15,6 +15,7 @@ import {
 } from '../../platform/http/rate-limit.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { createTestDatabaseUrl, openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';
+import { freePort } from '../support/process.ts';
 import { apiClient, startTestService, type TestService } from '../support/service.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -264,6 +265,36 @@ describe('failed authentications per client address', () => {
     expect((await other.live.get('/v1/api-keys', { 'x-forwarded-for': '198.51.100.9' })).status).toBe(200);
     expect(trusted.filter((l) => l.includes('TRUST_PROXY'))).toEqual([]);
   });
+});
+
+describe('when Redis, which holds the counters, is away', () => {
+  it('answers 503 database_unavailable with Retry-After, says so once in the log, and nothing on stderr', async () => {
+    const lines: string[] = [];
+    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+    cleanup.push(async () => stderr.mockRestore());
+    // Nothing listens there: every count fails, as while Redis restarts.
+    const svc = await startTestService({
+      env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+      log: createLogger(
+        'info',
+        new Writable({ write: (chunk, _e, done) => done(void lines.push(String(chunk))) }),
+      ),
+    });
+    cleanup.push(() => svc.close());
+    const org = await svc.createOrg();
+    for (const r of [
+      await org.live.get('/v1/api-keys'),
+      await svc.client('pk_live_unknown').get('/v1/api-keys'),
+      await svc.client().get('/v1/api-keys'),
+    ]) {
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('database_unavailable');
+      expect(r.headers['retry-after']).toBe('1');
+    }
+    expect(lines.filter((l) => l.includes('Redis')).length).toBe(1);
+    expect(lines.filter((l) => l.includes('unhandled error'))).toEqual([]);
+    expect(stderr.mock.calls.filter((c) => String(c[0]).includes('ioredis'))).toEqual([]);
+  }, 300_000); // each request waits for the client's reconnection attempts before it is answered
 });
 
 describe.each(['memory', 'postgres', 'redis'] as const)('the %s counter', (kind) => {

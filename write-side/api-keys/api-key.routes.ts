@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CreatedApiKey } from '../../domain/api-keys/api-keys.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
-import { type ApiRouter, created } from '../../platform/http/router.ts';
+import { type ApiRouter, created, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { createApiKey, deleteApiKey } from './api-key.commands.ts';
@@ -39,15 +39,17 @@ export function apiKeyCommandRoutes(api: ApiRouter, services: Services, domainBe
         permission: body.permission,
         domainId: body.domain_id ?? null,
       });
-      await services.readYourWrites.waitFor(API_KEY_PROJECTIONS, key.position);
-      return created({
+      const answer = {
         id: key.keyId,
         name: body.name,
         key: key.key,
         permission: body.permission,
         domain_id: body.domain_id ?? null,
         created_at: key.createdAt,
-      });
+      };
+      // A 503 carries the key too: this answer is the only one that can show it, and the key is saved.
+      await waitAfterCommit(services, API_KEY_PROJECTIONS, key.position, answer);
+      return created(answer);
     },
     // Not idempotent on purpose: a replayed reply would have to keep the key, and only its hash may be stored.
     {
