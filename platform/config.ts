@@ -169,6 +169,8 @@ const schema = z.object({
   INBOUND_SPAM_THRESHOLD: z.coerce.number().min(0).default(5),
   /** Received messages and their attachments are deleted this many days after they arrived (metadata stays). */
   INBOUND_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
+  /** Webhook deliveries that ended (not pending) are deleted, with their attempts, this many days after they ended. */
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().positive().default(30),
   /** Bind address of the SMTP listeners. */
   /** A JSON file of bounce classification rules, tried before the defaults (docs/bounces.md). */
   BOUNCE_RULES_FILE: z.string().min(1).optional(),

@@ -7,6 +7,7 @@ import { purgeDomain } from '../../write-side/domains/domain.commands.ts';
 import { purgeReceivedEmail } from '../../write-side/received-emails/received-email.commands.ts';
 import { LogConsumer } from '../log-consumer.ts';
 import { forEachItem, ProcessManager } from '../process.ts';
+import { purgeEndedDeliveries } from './webhook-deliveries.ts';
 
 const BATCH = 100;
 const DAY_MS = 86_400_000;
@@ -23,8 +24,9 @@ const SWEEP_BATCH = 1000;
 /**
  * Ends what is kept for a time: 30 days after deletion a domain is purged (gone from the read model, its name
  * free again); INBOUND_RETENTION_DAYS after arrival a received email's raw message, content and attachments
- * are deleted (its metadata stays); a blob no event names UNNAMED_BLOB_MS after it was written is deleted.
- * Idempotent: purging twice appends nothing.
+ * are deleted (its metadata stays); WEBHOOK_DELIVERY_RETENTION_DAYS after it ended a webhook delivery that is not
+ * pending is deleted with its attempts (webhook-deliveries.ts); a blob no event names UNNAMED_BLOB_MS after it was
+ * written is deleted. Idempotent: purging twice appends nothing.
  */
 export class RetentionProcess extends ProcessManager {
   readonly #services: Services;
@@ -44,7 +46,10 @@ export class RetentionProcess extends ProcessManager {
     });
   }
 
-  /** Purges what is due now; resolves with how many domains, received emails and unnamed blobs were purged. */
+  /**
+   * Purges what is due now; resolves with how many domains, received emails, webhook deliveries and unnamed blobs
+   * were purged.
+   */
   protected async work(): Promise<number> {
     const { db, clock, log, config } = this.#services;
     const domains = await forEachItem(
@@ -58,7 +63,17 @@ export class RetentionProcess extends ProcessManager {
       (r) => purgeReceivedEmail(this.#services, { orgId: r.org_id, mode: r.mode, actor: 'system' }, r.id),
       (err, r) => log.warn({ err, receivedEmailId: r.id }, 'received email purge skipped'),
     );
-    return domains + received + (await this.#sweepUnnamedBlobs());
+    return domains + received + (await this.#purgeWebhookDeliveries()) + (await this.#sweepUnnamedBlobs());
+  }
+
+  /** The webhook deliveries that ended more than WEBHOOK_DELIVERY_RETENTION_DAYS ago, in batches. */
+  async #purgeWebhookDeliveries(): Promise<number> {
+    const { db, clock, log, config } = this.#services;
+    const endedBy = new Date(clock.now().getTime() - config.WEBHOOK_DELIVERY_RETENTION_DAYS * DAY_MS);
+    return purgeEndedDeliveries(db, endedBy, this.stopping).catch((err) => {
+      log.warn({ err }, 'webhook deliveries purge failed; the next run goes on');
+      return 0;
+    });
   }
 
   /**

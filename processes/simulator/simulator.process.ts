@@ -17,12 +17,12 @@ import type { Services } from '../../platform/services.ts';
 import {
   type DeliveryOutcome,
   recordComplaint,
-  recordEngagement,
   recordOutcomes,
   sendAtOnce,
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
+import { recordSimulatedEngagement } from './simulated-engagement.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
 
 export const simulatorMigrations: Migration[] = [
@@ -64,7 +64,9 @@ const SIMULATOR_STEPS: DueTable = {
   dueAt: 'due_at',
   columns: ['org_id', 'mode', 'step'],
   // A claim only keeps two processes from playing a step at once: its commands are idempotent, so a step
-  // played again does no harm. After a crash its steps are played again once the claim has run out.
+  // played again does no harm (an outcome is recorded once per recipient by the decider, an open or a click once
+  // per step by the mark its event carries: simulated-engagement.ts). After a crash its steps are played again
+  // once the claim has run out.
   leaseMs: 10_000,
 };
 
@@ -183,19 +185,15 @@ export class SimulatorProcess extends DueProcess<StepRow> {
       }
       case 'opened':
       case 'clicked':
-        await recordEngagement(
-          this.services,
-          meta,
-          s.kind === 'opened'
-            ? { type: 'RecordOpen', emailId: row.email_id, client: READER }
-            : {
-                type: 'RecordClick',
-                emailId: row.email_id,
-                client: READER,
-                link: firstLink(content.html) ?? SIMULATED_LINK,
-              },
-        );
-        return { appended: true };
+        return {
+          appended: await recordSimulatedEngagement(
+            this.services,
+            meta,
+            { ...row, step: s },
+            content,
+            history,
+          ),
+        };
       case 'complained':
         await recordComplaint(this.services, meta, row.email_id, row.recipient);
         return { appended: true };
@@ -279,10 +277,3 @@ function appendedTo(
   }));
   return [...history, ...added];
 }
-
-/** Who opens and clicks in test mode (recorded, sealed, only when the organization asks): documented. */
-const READER = { userAgent: 'Postline simulator', ip: '192.0.2.1' };
-/** What clicked@ clicks when the html has no link. */
-const SIMULATED_LINK = 'https://simulator.postline.dev/clicked';
-/** The html's first http(s) link, as a reader would click it. */
-const firstLink = (html: string | null) => (html ? /href="(https?:\/\/[^"]+)"/i.exec(html)?.[1] : undefined);

@@ -71,6 +71,9 @@ export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted',
  *   the lease in claimed_until and claim_token, columns no index covers, so that a claim can be a HOT update: half
  *   of each page is left free for it). Its primary key (webhook_id, id) is also what the delivery log pages through.
  * - webhook_attempts: every HTTP attempt, in the order they were recorded.
+ * A delivery that ended (any status but pending) is deleted with its attempts WEBHOOK_DELIVERY_RETENTION_DAYS after
+ * it ended, by the retention process (processes/retention/webhook-deliveries.ts): the one writer besides the webhook
+ * process, and it deletes only rows no dispatcher holds.
  */
 export const deliveryLogMigrations: Migration[] = [
   {
@@ -139,5 +142,11 @@ SELECT id, 1, completed_at, last_response_status, first_latency_ms, first_respon
 WHERE first_latency_ms IS NOT NULL;
 ALTER TABLE webhook_deliveries DROP COLUMN first_latency_ms, DROP COLUMN first_response_excerpt;
 ALTER TABLE webhook_deliveries RENAME COLUMN leased_until TO claimed_until`,
+  },
+  {
+    // The retention process finds ended deliveries by when they ended (processes/retention/webhook-deliveries.ts).
+    // A claim changes neither column, so it stays a HOT update.
+    id: 'delivery-log-003',
+    sql: `CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (completed_at) WHERE status <> 'pending'`,
   },
 ];

@@ -21,6 +21,10 @@ export function webhookQueryRoutes(api: ApiRouter, services: Services) {
     '/webhooks/:webhook_id/deliveries',
     {
       summary: 'The delivery log of a webhook, with every attempt',
+      description:
+        'A delivery that ended (any status but `pending`) is deleted with its attempts ' +
+        '`WEBHOOK_DELIVERY_RETENTION_DAYS` (default 30) days after it ended: it is no longer listed, and retrying ' +
+        'it answers 404; a replay of its time sends its event again. Pending deliveries are never deleted.',
       query: deliveriesQuery,
       responses: { 200: WebhookDeliveryList },
     },

@@ -808,7 +808,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The delivery log of a webhook, with every attempt */
+        /**
+         * The delivery log of a webhook, with every attempt
+         * @description A delivery that ended (any status but `pending`) is deleted with its attempts `WEBHOOK_DELIVERY_RETENTION_DAYS` (default 30) days after it ended: it is no longer listed, and retrying it answers 404; a replay of its time sends its event again. Pending deliveries are never deleted.
+         */
         get: operations["getWebhooksWebhookIdDeliveries"];
         put?: never;
         post?: never;
@@ -827,7 +830,7 @@ export interface paths {
         };
         /**
          * What waits for delivery, per destination and lane
-         * @description Counts of the messages waiting per recipient domain and lane (`queued`, `deferred`, `in_flight`), whether delivery there is paused and until when, and its last reply. Not paged: one row per destination and lane.
+         * @description Counts of the messages waiting per recipient domain and lane (`queued`, `deferred`, `held`, `in_flight`), whether delivery there is paused and until when, and its last reply. Not paged: one row per destination and lane.
          */
         get: operations["getQueue"];
         put?: never;
@@ -1456,6 +1459,13 @@ export interface components {
                 /** Format: date-time */
                 timestamp: string;
                 recipient: string;
+                delay: {
+                    /**
+                     * @description Why delivery is delayed, in the classes of bounces (`rate_limited`, `mailbox_full`, `transient`, …): docs/bounces.md
+                     * @enum {string}
+                     */
+                    classification: "invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown";
+                };
             };
         };
         Webhook_email_bounced: {
@@ -2454,6 +2464,7 @@ export interface components {
          *       "lane": "transactional",
          *       "queued": 3,
          *       "deferred": 12,
+         *       "held": 0,
          *       "in_flight": 1,
          *       "oldest_queued_at": "2026-01-15T09:30:00.000Z",
          *       "paused_until": null,
@@ -2468,8 +2479,10 @@ export interface components {
             lane: string;
             /** @description Messages due now, waiting for a worker. */
             queued: number;
-            /** @description Messages waiting for a retry or a back-off. */
+            /** @description Messages waiting for their retry time, or for the traffic shaping hold of the destination's provider to end. */
             deferred: number;
+            /** @description Messages an operator's pause of the destination holds (this organization's or every one's), until `paused_until`. */
+            held: number;
             /** @description Messages a worker is delivering now. */
             in_flight: number;
             oldest_queued_at: string | null;

@@ -146,6 +146,45 @@ describe('test-mode simulator', () => {
     expect([e.opens, e.clicks]).toEqual([2, 1]);
   });
 
+  it('records each open and click once when a crash makes their steps play again', async () => {
+    const r = await acme.test.post('/v1/emails', {
+      from: 'Acme <hi@acme.test>',
+      to: [`opened@${SIM}`, `opened+2@${SIM}`, `clicked@${SIM}`],
+      subject: 'Sim',
+      html: '<p><a href="https://acme.test/again">again</a></p>',
+    });
+    const id = r.body.id as string;
+    await simulator.runOnce();
+    await tick(1000);
+    const { db } = svc.postline.services;
+    // The steps still to play: an open for each of the three, and clicked@'s click.
+    const { rows: steps } = await db.query(
+      'SELECT email_id, recipient, seq, org_id, mode, due_at, step FROM simulator_steps WHERE email_id = $1',
+      [id],
+    );
+    expect(steps.map((s) => s.step.kind).sort()).toEqual(['clicked', 'opened', 'opened', 'opened']);
+    await tick(5000);
+    const engagements = async () =>
+      (await types(id)).filter((t) => t === 'EmailOpened' || t === 'EmailClicked').sort();
+    expect(await engagements()).toEqual(['EmailClicked', 'EmailOpened', 'EmailOpened', 'EmailOpened']);
+    // The crash: each step appended its event, then its process died before the step's finish was written. The
+    // rows stay, claimed by the dead process until their lease runs out; then a simulator started afresh (nothing
+    // in memory) claims them and plays them again.
+    for (const s of steps)
+      await db.query(
+        `INSERT INTO simulator_steps (email_id, recipient, seq, org_id, mode, due_at, step, claimed_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [s.email_id, s.recipient, s.seq, s.org_id, s.mode, s.due_at, s.step, clock.now()],
+      );
+    clock.advance(10_000);
+    const restarted = new SimulatorProcess(svc.postline.services);
+    expect(await restarted.runOnce()).toBe(4);
+    expect((await db.query('SELECT 1 FROM simulator_steps WHERE email_id = $1', [id])).rows).toEqual([]);
+    expect(await engagements()).toEqual(['EmailClicked', 'EmailOpened', 'EmailOpened', 'EmailOpened']);
+    const e = await email(id);
+    expect([e.opens, e.clicks]).toEqual([3, 1]);
+  });
+
   it('plays each step once with several simulators and a replay of the log', async () => {
     const ids = [];
     for (let i = 0; i < 10; i++) ids.push(await send([`delivered+${i}@${SIM}`, `bounced+${i}@${SIM}`]));
