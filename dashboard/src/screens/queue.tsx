@@ -15,6 +15,7 @@ function QueueTable({ rows, link }: { rows: QueueDestination[]; link: boolean })
         'Lane',
         'Queued',
         'Deferred',
+        'Held',
         'In flight',
         'Oldest',
         'Paused until',
@@ -35,6 +36,7 @@ function QueueTable({ rows, link }: { rows: QueueDestination[]; link: boolean })
           <td>{r.lane}</td>
           <td>{r.queued}</td>
           <td>{r.deferred}</td>
+          <td>{r.held}</td>
           <td>{r.in_flight}</td>
           <td>
             <Time value={r.oldest_queued_at} />
@@ -58,8 +60,8 @@ export function Queue() {
       <h1>Queue</h1>
       <p class="muted">
         Mail waiting for delivery, per recipient domain and lane: <em>queued</em> is due now,{' '}
-        <em>deferred</em> waits for a retry, <em>in flight</em> is being delivered. A paused destination holds
-        its mail until the time shown.
+        <em>deferred</em> waits for a retry or for the destination's traffic to slow down, <em>held</em> waits
+        for a pause to end (the time shown), <em>in flight</em> is being delivered.
       </p>
       <Status loaded={queue} what="the queue" />
       {queue.data &&
