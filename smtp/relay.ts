@@ -5,6 +5,7 @@ import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
 import type { Authenticate } from '../platform/auth/auth-context.ts';
 import { AuthFailureLimit } from '../platform/auth/auth-failure-limit.ts';
 import { AppError } from '../platform/errors.ts';
+import { organizationRateKey } from '../platform/http/rate-limit.ts';
 import type { Services } from '../platform/services.ts';
 import { readMessage } from './message-reader.ts';
 import { answer, asReply, replyForError, SmtpReply } from './replies.ts';
@@ -55,13 +56,43 @@ export function relayHooks(servers: SmtpServers, services: Services, authenticat
     }
   }
 
+  /**
+   * The message counted once in its organization's budget of RATE_LIMIT_RPS, the counter its API requests count in
+   * (docs/smtp.md); the session's key as it is now, or null when deleted (nothing counted). Past the limit, the
+   * catalogue's 451 4.7.0 saying when to send it again.
+   */
+  async function countMessage(session: SMTPServerSession) {
+    const context = await currentAuth(session);
+    if (!context) return null;
+    const limit = config.RATE_LIMIT_RPS;
+    const now = services.clock.now().getTime();
+    const d = await services.rateLimiter.hit(organizationRateKey(context.orgId), limit, now);
+    if (d.allowed) return context;
+    throw new AppError(
+      'rate_limit_exceeded',
+      `Too many messages: at most ${limit} per second for your organization, API requests included; send it again in ${Math.max(1, Math.ceil(d.resetMs / 1000))} s`,
+    );
+  }
+
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
     const args = (session.envelope.mailFrom || undefined)?.args || undefined;
     const eightBit = String(args?.BODY ?? '').toUpperCase() === '8BITMIME';
+    // The count's round trip overlaps reading the message, as the API's overlaps reading a body; a read that
+    // fails first leaves it unobserved.
+    const counted = countMessage(session);
+    counted.catch(() => {});
     const read = await readMessage(stream, eightBit);
+    let context: Awaited<typeof counted>;
+    try {
+      context = await counted;
+    } catch (error) {
+      // As over HTTP, the limit's refusal, or its counters' failure, comes before any other answer. Redis away
+      // says so in the log once (RedisRateLimiter); the database away is logged as everywhere.
+      if (!(error instanceof AppError)) servers.log.error({ err: error }, 'SMTP message not counted');
+      throw servers.refuse(session, replyForError(error));
+    }
     if (stream.sizeExceeded) throw servers.refuse(session, 'messageTooBig');
     if (read.problem) throw servers.refuse(session, read.problem);
-    const context = await currentAuth(session);
     if (!context) throw servers.refuse(session, 'keyDeleted');
     try {
       const accepted = await submitMessage(

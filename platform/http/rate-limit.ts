@@ -23,6 +23,12 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
+/**
+ * The counter of an organization's budget of RATE_LIMIT_RPS: every request of its API keys, of both modes (the
+ * API's bucket `all`, platform/http/app.ts), and every message its keys submit to the SMTP relay (smtp/relay.ts).
+ */
+export const organizationRateKey = (orgId: string) => `${orgId}:all`;
+
 const WINDOW_MS = 1000;
 /** The longest window a caller may ask for: counters older than twice this are swept. */
 export const MAX_WINDOW_MS = 60_000;
