@@ -1,3 +1,4 @@
+import type { AudienceEvent } from '../domain/audiences/audience.events.ts';
 import type { ContactEvent, ContactPersonalData } from '../domain/contacts/contact.events.ts';
 import type { Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
@@ -60,23 +61,29 @@ async function insertCreated(tx: Transaction, events: Created[]) {
   );
 }
 
-/** Audience memberships, each once. */
+/**
+ * Audience memberships, each once; none in an audience deleted already (a write that checked the audience before
+ * its deletion, or an import's batch in flight then, may still name it).
+ */
 async function insertMembers(tx: Transaction, members: { contact_id: string; audience_id: string }[]) {
   if (members.length > 0)
     await tx.query(
       `INSERT INTO contact_audiences SELECT contact_id, audience_id
-       FROM json_to_recordset($1::json) AS x(contact_id text, audience_id text) ON CONFLICT DO NOTHING`,
+       FROM json_to_recordset($1::json) AS x(contact_id text, audience_id text)
+       WHERE NOT EXISTS (SELECT 1 FROM contact_deleted_audiences d WHERE d.audience_id = x.audience_id)
+       ON CONFLICT DO NOTHING`,
       [JSON.stringify(members)],
     );
 }
 
 /**
  * Contacts and their audiences. Personal data is opened as it is applied: a contact whose data was forgotten
- * (deleted since) is left out, as its deletion will remove it anyway.
+ * (deleted since) is left out, as its deletion will remove it anyway. A deleted audience leaves every contact's
+ * `audience_ids` (its contacts stay): recorded here, so that a membership written after it is not added either.
  */
-export const contactsProjection: Projection<ContactEvent> = {
+export const contactsProjection: Projection<ContactEvent | AudienceEvent> = {
   name: 'contacts',
-  tables: ['contacts', 'contact_audiences', 'contact_topics'],
+  tables: ['contacts', 'contact_audiences', 'contact_topics', 'contact_deleted_audiences'],
   types: [
     'ContactCreated',
     'ContactUpdated',
@@ -85,6 +92,7 @@ export const contactsProjection: Projection<ContactEvent> = {
     'ContactTopicSubscriptionChanged',
     'ContactUnsubscribed',
     'ContactDeleted',
+    'AudienceDeleted',
   ],
   async applyBatch(tx, events) {
     let run: Created[] = [];
@@ -142,6 +150,14 @@ export const contactsProjection: Projection<ContactEvent> = {
         await tx.query('DELETE FROM contact_topics WHERE contact_id = $1', [e.data.contactId]);
         await tx.query('DELETE FROM contact_audiences WHERE contact_id = $1', [e.data.contactId]);
         await tx.query('DELETE FROM contacts WHERE id = $1', [e.data.contactId]);
+        return;
+      case 'AudienceDeleted':
+        // One statement whatever the audience's size (the index on audience_id), and a no-op the second time.
+        await tx.query(
+          `WITH gone AS (INSERT INTO contact_deleted_audiences VALUES ($1) ON CONFLICT DO NOTHING)
+           DELETE FROM contact_audiences WHERE audience_id = $1`,
+          [e.data.audienceId],
+        );
         return;
     }
   },

@@ -1,3 +1,5 @@
+import { audienceDecider } from '../../domain/audiences/audience.decider.ts';
+import { audienceStream } from '../../domain/audiences/audience.events.ts';
 import { CsvFileError } from '../../domain/contact-imports/contact-import.csv.ts';
 import type {
   ContactImportCommand,
@@ -6,6 +8,7 @@ import type {
 import type { InvalidRow } from '../../domain/contact-imports/contact-import.events.ts';
 import { CONTACT_LIMITS } from '../../domain/contacts/contact-fields.ts';
 import type { BlobStore } from '../../platform/blob-store.ts';
+import { rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import {
@@ -23,6 +26,10 @@ type Job = ContactImportState & { exists: true };
 export const IMPORT_BATCH_ROWS = 1000;
 /** Batches written at once (in order of their progress). */
 const PIPELINED_BATCHES = 2;
+
+/** Why an import whose audience was deleted while it ran stopped (docs/contacts.md). */
+export const AUDIENCE_DELETED =
+  'The audience was deleted during the import: the rows written before stay as contacts (without the audience), the others were not imported.';
 
 export interface WorkOptions {
   /** Asked between batches: true stops the run there (it goes on later from what is recorded). */
@@ -94,10 +101,11 @@ class ImportRun {
         return this.#state;
       }
       await cursor.close();
+      if (outcome === 'audience deleted') return await this.#fail({ line: null, message: AUDIENCE_DELETED });
       if (outcome !== 'overtaken') await this.#completeIfDone();
       return this.#state;
     } catch (error) {
-      if (error instanceof CsvFileError) return this.#fail(error);
+      if (error instanceof CsvFileError) return this.#fail({ line: error.line, message: error.message });
       // Another run finished the job and deleted its file meanwhile: the job is as that run left it.
       if ((error as { code?: string })?.code === 'ENOENT') {
         const now = await readContactImport(this.services, this.importId);
@@ -131,16 +139,23 @@ class ImportRun {
   /**
    * Batch after batch, the next one written while the one before it finishes (their appends share statements),
    * each one's progress recorded in turn. `overtaken`: another run recorded a batch first, and goes on.
+   * `audience deleted`: found before a batch was started; the batches in flight are recorded, no other is written
+   * (a membership they write after the deletion is not shown: projections/contacts.projection.ts).
    */
-  async #writeBatches(cursor: ContactImportCursor): Promise<'read' | 'paused' | 'overtaken'> {
+  async #writeBatches(
+    cursor: ContactImportCursor,
+  ): Promise<'read' | 'paused' | 'overtaken' | 'audience deleted'> {
     const total = this.#state.rowsTotal ?? 0;
     const inFlight: Batch[] = [];
     let paused = false;
+    let gone = false;
     for (;;) {
-      while (!paused && inFlight.length < PIPELINED_BATCHES && cursor.row < total)
-        inFlight.push(await this.#writeBatch(cursor));
+      while (!paused && !gone && inFlight.length < PIPELINED_BATCHES && cursor.row < total) {
+        gone = await this.#audienceDeleted();
+        if (!gone) inFlight.push(await this.#writeBatch(cursor));
+      }
       const next = inFlight.shift();
-      if (!next) return paused ? 'paused' : 'read';
+      if (!next) return gone ? 'audience deleted' : paused ? 'paused' : 'read';
       await this.#recordProgress(next);
       // Another run recorded this batch first: this one stops once its writes are done, that one goes on.
       if (this.#state.status !== 'running' || this.#state.processed !== next.fromRow + next.rows) {
@@ -150,6 +165,15 @@ class ImportRun {
       this.o.onProgress?.(this.#state);
       paused ||= this.o.pause?.() ?? false;
     }
+  }
+
+  /** Whether the job's audience is deleted: its stream read once a batch, as the log has it (no read model). */
+  async #audienceDeleted(): Promise<boolean> {
+    const audienceId = this.#state.audienceId;
+    if (!audienceId) return false;
+    const history = await this.services.store.readStream(audienceStream(audienceId));
+    const audience = rebuildState(audienceDecider, history);
+    return !audience.exists || audience.deleted;
   }
 
   /** The next rows of the file, their contacts' writes started. */
@@ -193,12 +217,12 @@ class ImportRun {
       });
   }
 
-  #fail(error: CsvFileError) {
+  #fail(error: { line: number | null; message: string }) {
     return this.#finish({
       type: 'FinishContactImport',
       importId: this.importId,
       status: 'failed',
-      error: { line: error.line, message: error.message },
+      error,
       at: this.#now(),
     });
   }

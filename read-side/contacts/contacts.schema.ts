@@ -31,6 +31,14 @@ export interface ContactAudiencesTable {
   audience_id: string;
 }
 
+/**
+ * The deleted audiences, as the contacts projection learnt of them (its own table: it may run ahead of the
+ * audiences projection): a membership naming one is removed, and one written after it is never added.
+ */
+export interface ContactDeletedAudiencesTable {
+  audience_id: string;
+}
+
 export const contactsMigrations: Migration[] = [
   {
     id: 'contacts-001',
@@ -63,5 +71,15 @@ CREATE TABLE IF NOT EXISTS contact_topics (
   subscription text NOT NULL,
   PRIMARY KEY (contact_id, topic_id)
 );`,
+  },
+  {
+    id: 'contacts-002',
+    // A deleted audience leaves its contacts' memberships (docs/audiences.md). The audiences deleted before this
+    // version are taken from the audiences read model, and their memberships removed, once.
+    sql: `
+CREATE TABLE IF NOT EXISTS contact_deleted_audiences (audience_id text PRIMARY KEY);
+INSERT INTO contact_deleted_audiences (audience_id)
+  SELECT id FROM audiences WHERE deleted_at IS NOT NULL ON CONFLICT DO NOTHING;
+DELETE FROM contact_audiences a USING contact_deleted_audiences d WHERE a.audience_id = d.audience_id;`,
   },
 ];

@@ -177,7 +177,12 @@ async function contactHistory(db: Database): Promise<StoredEvent[]> {
     contactEvent('ContactUnsubscribed', { contactId: 'con_4', unsubscribedAt: '2026-11-22T10:02:00.000Z' }),
     contactEvent('ContactRemovedFromAudience', { contactId: 'con_3', audienceId: 'aud_2', removedAt: 'T' }),
     contactEvent('ContactDeleted', { contactId: 'con_5', deletedAt: '2026-11-22T10:03:00.000Z' }),
-    await created('con_6', ['aud_2']),
+    await created('con_6', ['aud_2', 'aud_3']),
+    // A deleted audience leaves its members, and a membership written after it is not added.
+    { ...event('AudienceDeleted', { audienceId: 'aud_3', deletedAt: 'T' }), streamId: 'audience-aud_3' },
+    await created('con_7', ['aud_3', 'aud_1']),
+    contactEvent('ContactAddedToAudience', { contactId: 'con_1', audienceId: 'aud_3', addedAt: 'T' }),
+    await created('con_8', []),
   ];
 }
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AUDIENCE_PATHS, Audience, aliased } from '../../domain/audiences/audiences.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { type CommandResource, commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -9,13 +9,15 @@ import { createAudience, deleteAudience, renameAudience } from './audience.comma
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const AUDIENCE_PROJECTIONS = ['audiences'];
+/** A deletion also leaves its contacts' `audience_ids`. */
+const DELETED_AUDIENCE_PROJECTIONS = [...AUDIENCE_PROJECTIONS, 'contacts'];
 
 const body = z
   .object({ name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters') })
   .strict();
 
 export function audienceCommandRoutes(api: ApiRouter, services: Services) {
-  const audiences = commandRoutes(api, services, {
+  const resource: CommandResource = {
     tag: 'Audiences',
     name: 'Audience',
     param: 'audience_id',
@@ -23,7 +25,9 @@ export function audienceCommandRoutes(api: ApiRouter, services: Services) {
     projections: AUDIENCE_PROJECTIONS,
     read: (tenant, id) => services.lookUps.findAudience(services.db, tenant, id),
     response: Audience,
-  });
+  };
+  const audiences = commandRoutes(api, services, resource);
+  const deletions = commandRoutes(api, services, { ...resource, projections: DELETED_AUDIENCE_PROJECTIONS });
 
   for (const base of AUDIENCE_PATHS) {
     audiences.create(
@@ -44,7 +48,7 @@ export function audienceCommandRoutes(api: ApiRouter, services: Services) {
       { summary: aliased(base, 'Rename an audience'), body, errors: ['conflict'] },
       (req, id) => renameAudience(services, metaOf(req.auth), id, parse(body, req.body).name),
     );
-    audiences.delete(
+    deletions.delete(
       `${base}/:audience_id`,
       { summary: aliased(base, 'Delete an audience'), errors: ['conflict'] },
       deleteAudience,

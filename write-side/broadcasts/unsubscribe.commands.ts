@@ -1,5 +1,6 @@
+import { parseMailbox } from '../../domain/emails/addresses.ts';
 import { type EmailBroadcastRef, type EmailContent, emailStream } from '../../domain/emails/email.events.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { unsubscribeContact } from '../contacts/contact.commands.ts';
 
@@ -7,6 +8,8 @@ export interface UnsubscribeTarget extends EmailBroadcastRef {
   meta: EventMetadata;
   emailId: string;
   from: string;
+  /** The address the email was sent to (its first `to`), as it was then: the contact's may have changed since. */
+  sentTo: string | null;
 }
 
 /**
@@ -23,29 +26,35 @@ export async function unsubscribeTarget(
   if (first?.type !== 'EmailQueued' && first?.type !== 'EmailScheduled') return null;
   const content = first.data as EmailContent;
   if (!content.broadcast) return null;
+  const to = content.to[0] ? parseMailbox(content.to[0]) : null;
   return {
     ...content.broadcast,
     meta: { orgId: content.orgId, mode: content.mode, actor: 'system' },
     emailId,
     from: content.from,
+    sentTo: to && 'address' in to ? to.address : null,
   };
 }
 
+/** True for the `not_found` of a contact deleted (before or during a write): it gets nothing more anyway. */
+export const contactGone = (error: unknown) => (error as { code?: string } | null)?.code === 'not_found';
+
 /**
  * Unsubscribes the contact an email was for: from the broadcast's topic when it had one, else from everything
- * (RFC 8058 one-click, or the List-Unsubscribe mailto). A contact deleted since is left as it is.
+ * (RFC 8058 one-click, or the List-Unsubscribe mailto). A contact deleted since is left as it is (`gone`).
  */
 export async function unsubscribeFrom(
   services: Parameters<typeof unsubscribeContact>[0],
   target: UnsubscribeTarget,
-) {
+): Promise<{ position?: Position; gone: boolean }> {
   try {
-    return await unsubscribeContact(services, target.meta, target.contactId, {
+    const { position } = await unsubscribeContact(services, target.meta, target.contactId, {
       topicId: target.topicId,
       broadcastId: target.broadcastId,
     });
+    return { position, gone: false };
   } catch (error) {
-    if ((error as { code?: string }).code === 'not_found') return { position: undefined };
+    if (contactGone(error)) return { gone: true };
     throw error;
   }
 }

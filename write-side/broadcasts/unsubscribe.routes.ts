@@ -2,7 +2,12 @@ import express from 'express';
 import Handlebars from 'handlebars';
 import type { Services } from '../../platform/services.ts';
 import { setContactTopics } from '../contacts/contact.commands.ts';
-import { type UnsubscribeTarget, unsubscribeFrom, unsubscribeTarget } from './unsubscribe.commands.ts';
+import {
+  contactGone,
+  type UnsubscribeTarget,
+  unsubscribeFrom,
+  unsubscribeTarget,
+} from './unsubscribe.commands.ts';
 
 const esc = (s: string) => Handlebars.Utils.escapeExpression(s);
 
@@ -30,6 +35,22 @@ const unknownLink = () =>
     '<p>The unsubscribe link is incomplete or no longer valid. Use the link in the most recent email you received, or reply to that email.</p>',
   );
 
+/**
+ * A deleted contact's link, whatever was asked: nothing is sent to it any more, as after a one-click unsubscribe.
+ * No personal data: the contact's is forgotten, and the link may be held by someone else.
+ */
+const goneContact = () =>
+  page('You are unsubscribed', '<p>You will receive no more emails from this list.</p>');
+
+/**
+ * An address shown to whoever holds the link: its first letter and its domain (`u***@example.org`), enough for
+ * its owner to tell which of their addresses it is, and little to anyone the link reached otherwise.
+ */
+function maskedAddress(address: string): string {
+  const at = address.lastIndexOf('@');
+  return `${[...address.slice(0, Math.max(0, at))][0] ?? ''}***${address.slice(at)}`;
+}
+
 /** The form's fields: `List-Unsubscribe=One-Click` (RFC 8058) as urlencoded or multipart, or topic preferences. */
 function formOf(req: express.Request): { oneClick: boolean; preferences?: Set<string> } {
   const body = typeof req.body === 'string' ? req.body : '';
@@ -46,7 +67,9 @@ function formOf(req: express.Request): { oneClick: boolean; preferences?: Set<st
  * The unsubscribe link of broadcast emails, outside /v1 and without an API key: `GET /unsubscribe/<token>` only shows
  * a page (a confirm button and the contact's topic preferences), since link scanners fetch every URL of a message;
  * `POST` with `List-Unsubscribe=One-Click` (RFC 8058: what a mailbox provider's unsubscribe button sends, and the
- * page's button) unsubscribes at once. A token that does not verify gets a friendly page, never an error dump.
+ * page's button) unsubscribes at once. A token that does not verify gets a friendly page, never an error dump; a
+ * deleted contact's link (deleted before the request, or during its write) gets `goneContact()`. The page shows
+ * the address the email was sent to, masked, never the contact's address now (docs/broadcasts.md).
  */
 export function mountUnsubscribe(app: express.Express, services: Services): void {
   const target = (token: string) => unsubscribeTarget(services, token);
@@ -58,8 +81,10 @@ export function mountUnsubscribe(app: express.Express, services: Services): void
   app.get('/unsubscribe/:token', async (req, res) => {
     res.set(PAGE_HEADERS);
     const t = await target(req.params.token);
-    const contact = t && (await services.lookUps.findContact(services.db, t.meta, t.contactId));
-    if (!t || !contact) return void res.status(404).send(unknownLink());
+    if (!t) return void res.status(404).send(unknownLink());
+    // The token names a broadcast email sent to the contact: a contact not found is one deleted since.
+    const contact = await services.lookUps.findContact(services.db, t.meta, t.contactId);
+    if (!contact) return void res.send(goneContact());
     const topics = (await services.lookUps.contactTopics(services.db, t.meta, t.contactId)).data;
     const preferences = topics.length
       ? `<form method="post"><fieldset><legend>Or choose what you receive</legend>
@@ -74,8 +99,7 @@ ${topics
     res.send(
       page(
         contact.unsubscribed ? 'You are unsubscribed' : 'Unsubscribe',
-        `<p>${esc(contact.email)}</p>
-<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">
+        `${t.sentTo ? `<p>${esc(maskedAddress(t.sentTo))}</p>\n` : ''}<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">
 <p>Stop receiving ${esc(await describe(t))}?</p><button type="submit">Unsubscribe</button></form>${preferences}`,
       ),
     );
@@ -87,22 +111,28 @@ ${topics
     if (!t) return void res.status(404).send(unknownLink());
     const form = formOf(req);
     if (form.oneClick) {
-      await unsubscribeFrom(services, t);
+      if ((await unsubscribeFrom(services, t)).gone) return void res.send(goneContact());
       return void res.send(
         page('You are unsubscribed', `<p>You will no longer receive ${esc(await describe(t))}.</p>`),
       );
     }
-    if (form.preferences && (await services.lookUps.findContact(services.db, t.meta, t.contactId))) {
+    if (form.preferences) {
+      if (!(await services.lookUps.findContact(services.db, t.meta, t.contactId)))
+        return void res.send(goneContact());
       const topics = (await services.lookUps.contactTopics(services.db, t.meta, t.contactId)).data;
-      await setContactTopics(
-        services,
-        t.meta,
-        t.contactId,
-        topics.map((topic) => ({
-          topicId: topic.id,
-          subscription: form.preferences!.has(topic.id) ? 'opt_in' : 'opt_out',
-        })),
+      const choices = topics.map((topic) => ({
+        topicId: topic.id,
+        subscription: form.preferences!.has(topic.id) ? ('opt_in' as const) : ('opt_out' as const),
+      }));
+      // Deleted between the look-up and the write: the same page as a deleted contact's.
+      const saved = await setContactTopics(services, t.meta, t.contactId, choices).then(
+        () => true,
+        (error) => {
+          if (contactGone(error)) return false;
+          throw error;
+        },
       );
+      if (!saved) return void res.send(goneContact());
       return void res.send(page('Preferences saved', '<p>Your choices are saved.</p>'));
     }
     res
