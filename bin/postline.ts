@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { type Config, ConfigError, loadConfig } from '../platform/config.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../platform/db/embedded-postgres.ts';
 import { createLogger } from '../platform/logger.ts';
-import { mountAdmin } from './cli/admin.ts';
+import { type CommandOutcome, END_OF_OUTPUT, mountAdmin } from './cli/admin.ts';
 import { UsageError } from './cli/cli.ts';
 import { runCommand, USAGE, withAbsolutePaths } from './cli/commands.ts';
 import { claimDataDir, currentOwner, type Owner, releaseDataDir } from './cli/data-dir-owner.ts';
@@ -140,28 +140,43 @@ async function viaServer(owner: Owner, token: string, argv: string[]): Promise<n
     body: JSON.stringify({ argv }),
   });
   if (res.statusCode !== 200) {
-    process.stderr.write(`The running service refused the command (HTTP ${res.statusCode}).\n`);
+    // The server's own words: `{error:{type,message,code}}`.
+    const error = ((await res.body.json().catch(() => undefined)) as any)?.error;
+    const said = error?.message
+      ? `${error.message} (${error.code}, HTTP ${res.statusCode})`
+      : `HTTP ${res.statusCode}`;
+    process.stderr.write(`The running service refused the command: ${said}\n`);
     return 1;
   }
-  // The exit code arrives as a last line `#exit N`; hold back the tail of the stream until it is complete.
-  let pending = '';
-  for await (const chunk of res.body) {
-    pending += chunk.toString();
-    if (pending.length > 16) {
-      process.stdout.write(pending.slice(0, -16));
-      pending = pending.slice(-16);
-    }
+  // The output is streamed as it comes, up to END_OF_OUTPUT; the outcome after it says the rest (admin.ts).
+  const end = END_OF_OUTPUT.charCodeAt(0);
+  let outcome: Buffer | undefined;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    if (outcome) outcome = Buffer.concat([outcome, chunk]);
+    else if (chunk.includes(end)) {
+      process.stdout.write(chunk.subarray(0, chunk.indexOf(end)));
+      outcome = chunk.subarray(chunk.indexOf(end) + 1);
+    } else process.stdout.write(chunk);
   }
-  const exit = /\n?#exit (\d+)\n$/.exec(pending);
-  process.stdout.write(pending.slice(0, exit?.index ?? pending.length));
-  return exit ? Number(exit[1]) : 1;
+  let parsed: CommandOutcome | undefined;
+  try {
+    parsed = outcome && JSON.parse(outcome.toString('utf8'));
+  } catch {}
+  if (!parsed) {
+    process.stderr.write('postline: the running service ended the command without its outcome.\n');
+    return 1;
+  }
+  if (parsed.stderr)
+    process.stderr.write(parsed.stderr.endsWith('\n') ? parsed.stderr : `${parsed.stderr}\n`);
+  return parsed.exit;
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
+  if (argv[0] === '--help' || argv[0] === 'help') {
     process.stdout.write(USAGE);
-    return argv.length === 0 ? 2 : 0;
+    return 0;
   }
+  if (argv.length === 0) throw new UsageError(USAGE); // a usage mistake: on standard error, exit code 2
   if (argv[0] === 'openapi') {
     // The OpenAPI document on stdout, without a database: for linters and client generators.
     // Written out before main() exits the process: a pipe would otherwise lose what was not yet flushed.
@@ -211,7 +226,7 @@ main(process.argv.slice(2)).then(
   (error) => {
     if (interrupted) return;
     if (error instanceof ConfigError || error instanceof UsageError) {
-      process.stderr.write(`${error.message}\n`);
+      process.stderr.write(error.message.endsWith('\n') ? error.message : `${error.message}\n`);
       process.exit(2);
     }
     process.stderr.write(`postline: ${error.message}\n`);

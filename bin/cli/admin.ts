@@ -7,9 +7,33 @@ import { UsageError } from './cli.ts';
 import { runCommand } from './commands.ts';
 
 /**
- * POST /admin/cli runs a CLI command inside the running service, streaming its output back. Embedded mode
- * needs it: the data dir, and the PostgreSQL server in it, have one owner, so `postline orgs create` talks to
- * the service that owns it. Guarded by the admin token the server wrote into the data dir (readable only by its user).
+ * Where the command's output (its standard output, streamed) ends and its outcome begins: a NUL, which no output
+ * holds (commands print what the stores hold, where PostgreSQL's text cannot hold one and JSON escapes it, and
+ * their arguments, refused here with one). The outcome is JSON: `{ exit, stderr? }`, the exit code and what the
+ * CLI writes to its standard error.
+ */
+export const END_OF_OUTPUT = '\u0000';
+
+export interface CommandOutcome {
+  exit: number;
+  stderr?: string;
+}
+
+/** Runs the command; its mistakes as the CLI says them when it runs the command itself (bin/postline.ts). */
+async function outcome(argv: string[], postline: Postline, out: express.Response): Promise<CommandOutcome> {
+  try {
+    return { exit: await runCommand(argv, postline, out) };
+  } catch (error: any) {
+    if (error instanceof UsageError) return { exit: 2, stderr: error.message };
+    return { exit: 1, stderr: `postline: ${error?.message}` };
+  }
+}
+
+/**
+ * POST /admin/cli runs a CLI command inside the running service, streaming its output back, then
+ * `END_OF_OUTPUT` and its outcome. Embedded mode needs it: the data dir, and the PostgreSQL server in it, have one
+ * owner, so `postline orgs create` talks to the service that owns it. Guarded by the admin token the server wrote
+ * into the data dir (readable only by its user).
  */
 export function mountAdmin(app: express.Express, token: string, postline: () => Postline) {
   app.post('/admin/cli', express.json({ limit: '64kb' }), async (req, res) => {
@@ -22,13 +46,6 @@ export function mountAdmin(app: express.Express, token: string, postline: () => 
       throw new AppError('validation_error', '`argv`: must be an array of strings');
     refuseUnstorableText(argv, 'argv');
     res.status(200).type('text/plain');
-    try {
-      const code = await runCommand(argv, postline(), res);
-      res.end(`\n#exit ${code}\n`);
-    } catch (error: any) {
-      res.end(
-        `${error instanceof UsageError ? error.message : `Error: ${error.message}`}\n#exit ${error instanceof UsageError ? 2 : 1}\n`,
-      );
-    }
+    res.end(`${END_OF_OUTPUT}${JSON.stringify(await outcome(argv, postline(), res))}`);
   });
 }

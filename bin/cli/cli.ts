@@ -21,6 +21,16 @@ export function parseOptions<T extends ParseArgsConfig>(
   }
 }
 
+/**
+ * A command's words after its name, with no option among them and `min` to `max` of them; anything else is a
+ * UsageError saying `usage` (an extra word is never ignored: `keys revoke <id> <other id>` revokes nothing).
+ */
+export function positionalsOf(args: string[], min: number, max: number, usage: string): string[] {
+  const { positionals } = parseOptions({ args, options: {}, allowPositionals: true, strict: true }, usage);
+  if (positionals.length < min || positionals.length > max) throw new UsageError(usage);
+  return positionals;
+}
+
 /** What every subcommand works with: the open Postline, where to write, and how to check its input. */
 export interface Cli {
   services: Postline['services'];

@@ -62,9 +62,6 @@ const COMMANDS: Record<string, (cli: Cli, rest: string[]) => Promise<number>> = 
   'queue bounce': queueBounce,
 };
 
-/** Subcommands that name what they act on: without it, the usage is the answer. */
-const NEEDS_ARGUMENT = new Set(['keys revoke', 'streams show']);
-
 /** Runs one CLI command against an open Postline (local, or inside the running server). Returns the exit code. */
 export async function runCommand(argv: string[], postline: Postline, out: Writable): Promise<number> {
   // `queue` alone, or with its options only, lists; its other actions are words.
@@ -74,7 +71,7 @@ export async function runCommand(argv: string[], postline: Postline, out: Writab
   const [group, action, ...rest] = argv;
   const name = `${group} ${action}`;
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command || (NEEDS_ARGUMENT.has(name) && !rest[0])) throw new UsageError(USAGE);
+  if (!command) throw new UsageError(USAGE);
   return command(cliOf(postline, out), rest);
 }
 

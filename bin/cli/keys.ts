@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { findApiKeyById } from '../../read-side/api-keys/api-keys.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
-import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions } from './cli.ts';
+import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions, positionalsOf } from './cli.ts';
 
 /** A new API key for an organization (one that has none left, too). */
 export async function keysCreate(
@@ -52,9 +52,10 @@ export async function keysCreate(
 
 /** Deletes an API key: refused at once in every process. */
 export async function keysRevoke({ services, write }: Cli, rest: string[]): Promise<number> {
-  const found = await findApiKeyById(services.db, rest[0]);
+  const [keyId] = positionalsOf(rest, 1, 1, 'keys revoke needs <key_id>');
+  const found = await findApiKeyById(services.db, keyId);
   if (!found) {
-    write(`No API key ${rest[0]} in use.`);
+    write(`No API key ${keyId} in use.`);
     return 1;
   }
   const { position } = await deleteApiKey(

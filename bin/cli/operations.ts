@@ -1,10 +1,11 @@
 import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
-import { type Cli, UsageError } from './cli.ts';
+import { type Cli, positionalsOf, UsageError } from './cli.ts';
 import { progressBar } from './progress.ts';
 
 /** Position and lag of every projection, and the parked events (exit code 1 while there are any). */
-export async function projectionsStatus({ services, runner, write }: Cli, _rest: string[]): Promise<number> {
+export async function projectionsStatus({ services, runner, write }: Cli, rest: string[]): Promise<number> {
+  positionalsOf(rest, 0, 0, 'projections status takes no arguments');
   const rows = await projectionStatus(services.db, services.store, runner.projections);
   write(`${'projection'.padEnd(24)}${'lag'.padStart(8)}  position`);
   for (const r of rows) write(`${r.name.padEnd(24)}${String(r.lag).padStart(8)}  ${r.position || '(start)'}`);
@@ -23,7 +24,12 @@ export async function projectionsRebuild(
   { services, runner, out, write }: Cli,
   rest: string[],
 ): Promise<number> {
-  const name = rest[0];
+  const [name] = positionalsOf(
+    rest,
+    0,
+    1,
+    "projections rebuild takes one projection's name, or none for all",
+  );
   const chosen = name ? runner.projections.filter((p) => p.name === name) : runner.projections;
   if (chosen.length === 0) {
     throw new UsageError(
@@ -45,9 +51,10 @@ export async function projectionsRebuild(
 
 /** The history of one stream, for auditors. */
 export async function streamsShow({ services, write }: Cli, rest: string[]): Promise<number> {
-  const events = await services.store.readStream(rest[0]);
+  const [streamId] = positionalsOf(rest, 1, 1, 'streams show needs <stream-id>');
+  const events = await services.store.readStream(streamId);
   if (events.length === 0) {
-    write(`Stream ${rest[0]} has no events.`);
+    write(`Stream ${streamId} has no events.`);
     return 1;
   }
   for (const e of events) {

@@ -6,7 +6,7 @@ import {
   createOrganization,
   setClientDetailsTracking,
 } from '../../write-side/organizations/organization.commands.ts';
-import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions } from './cli.ts';
+import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions, positionalsOf } from './cli.ts';
 import { plansTable, priceText } from './plan-text.ts';
 
 /** Creates an organization and prints its live and test API keys, once. */
@@ -88,10 +88,11 @@ export async function orgsSetPlan(
   { services, write, parse, knownOrganization }: Cli,
   rest: string[],
 ): Promise<number> {
+  const usage = 'orgs set-plan needs <org_id> <free|pro|business>';
   const [orgId, plan] = parse(
     z.tuple([z.string().min(1), z.enum(['free', 'pro', 'business'])]),
-    rest.slice(0, 2),
-    'orgs set-plan needs <org_id> <free|pro|business>',
+    positionalsOf(rest, 2, 2, usage),
+    usage,
   );
   if (!(await knownOrganization(orgId))) return 1;
   const { changed, position } = await changePlan(services, orgId, plan);

@@ -1,24 +1,31 @@
-import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { match } from 'path-to-regexp';
 import type { Authenticate } from '../auth/auth-context.ts';
 import { AuthFailureLimit } from '../auth/auth-failure-limit.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../errors.ts';
 import { WrongExpectedRevisionError } from '../eventstore/types.ts';
-import { observeHttp } from '../metrics.ts';
 import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import { mountDashboard } from './dashboard.ts';
 import type { HttpDrain } from './drain.ts';
 import { applyRateLimit, limitRequest, publicRateKey } from './rate-limit-middleware.ts';
+import { requestLog } from './request-log.ts';
 import { ApiRouter } from './router.ts';
 
+/**
+ * Routes whose bodies are not the small JSON of the others, matched against the path inside the /v1 router
+ * (`/emails`) as the router matches its routes (path-to-regexp's defaults: any case, a trailing slash or not).
+ */
+const routeMatcher = (...paths: string[]) => {
+  const matchers = paths.map((p) => match(p, { decode: false }));
+  return (path: string) => matchers.some((m) => m(path) !== false);
+};
 /** Bodies with attachments (40 MB of files, base64) may be large; everything else stays small. */
-// Matched against the path inside the /v1 router (req.path there is `/emails`).
-const LARGE_BODY_ROUTES = /^(\/v1)?\/emails(\/batch)?$/;
+const isLargeBodyRoute = routeMatcher('/emails', '/emails/batch');
 const LARGE_BODY_LIMIT = '60mb';
 /** A contact import's body is a CSV file, handed to its route as the request stream (it goes to the blob store). */
-const CSV_BODY_ROUTE = /^(\/v1)?\/audiences\/[^/]+\/contacts\/import$/;
+const isCsvBodyRoute = routeMatcher('/audiences/:audience_id/contacts/import');
 const BODY_LIMIT = '2mb'; // a template's html and text parts may be 512 KB each
 
 export interface HttpAppOptions {
@@ -34,46 +41,6 @@ export interface HttpAppOptions {
   drain?: HttpDrain;
   /** The built dashboard (`dashboard/dist`), served at `/` beside the API; only with a router. */
   dashboardDir?: string;
-}
-
-/**
- * The route a request went to, as its pattern (`/v1/emails/:email_id`), for metrics: the handler's, or for a /v1
- * request answered before routing (401, 429) the API route it names; `unmatched` otherwise.
- */
-function routeOf(req: Request, router: ApiRouter | undefined): string {
-  if (req.route) return `${req.baseUrl}${req.route.path}`;
-  const path = req.originalUrl.split('?')[0];
-  if (!path.startsWith('/v1/') || !router) return 'unmatched';
-  try {
-    const api = router.routes.find((r) => r.method === req.method && r.matches(path.slice(3)));
-    return api ? `/v1${api.path}` : 'unmatched';
-  } catch {
-    return 'unmatched'; // a path that is not percent-encoded UTF-8 (answered 400)
-  }
-}
-
-function requestLog(services: Services, router: ApiRouter | undefined) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const started = process.hrtime.bigint();
-    const id = randomUUID();
-    res.set('X-Request-Id', id);
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      services.log.info(
-        {
-          reqId: id,
-          method: req.method,
-          path: req.path, // never the query string or headers: they may carry secrets
-          status: res.statusCode,
-          ms,
-          org: res.locals.auth?.orgId,
-        },
-        'request',
-      );
-      observeHttp(req.method, routeOf(req, router), res.statusCode, ms / 1000);
-    });
-    next();
-  };
 }
 
 /**
@@ -108,7 +75,7 @@ function parseBodyWith(services: Services, req: Request, res: Response, next: Ne
     req.body = undefined;
     return next();
   }
-  if (CSV_BODY_ROUTE.test(req.path) && req.method === 'POST') return csvBody(services, req, next);
+  if (isCsvBodyRoute(req.path) && req.method === 'POST') return csvBody(services, req, next);
   if (!req.is('application/json')) {
     return next(
       new AppError(
@@ -117,7 +84,7 @@ function parseBodyWith(services: Services, req: Request, res: Response, next: Ne
       ),
     );
   }
-  (LARGE_BODY_ROUTES.test(req.path) ? jsonLarge : jsonSmall)(req, res, (error?: unknown) => {
+  (isLargeBodyRoute(req.path) ? jsonLarge : jsonSmall)(req, res, (error?: unknown) => {
     if (error) return next(error);
     try {
       refuseUnstorableText(req.body, '');

@@ -56,8 +56,13 @@ export class IdempotencyKeys {
   ): Promise<StoredReply & { replayed?: boolean }> {
     const store = this.#store;
     const owed = this.#owed;
-    if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
-      throw new AppError('invalid_header', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+    // Printable ASCII, the space included (as docs/api.md says, and as Stripe takes them); the key is hashed into
+    // its stream's name, so any of them is safe. Over HTTP a space cannot begin or end it: HTTP trims field values.
+    if (!/^[\x20-\x7e]{1,255}$/.test(key)) {
+      throw new AppError(
+        'invalid_header',
+        'Idempotency-Key must be 1 to 255 printable ASCII characters (letters, digits, punctuation, spaces).',
+      );
     }
     const stream = idempotencyStream(auth.orgId, auth.mode, key);
     const metadata = { orgId: auth.orgId, mode: auth.mode, actor: auth.keyId };

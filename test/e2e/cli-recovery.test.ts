@@ -67,6 +67,35 @@ describe('the CLI, for an organization with no key left', () => {
     expect((await runCli(['keys', 'create', '--org', org.org_id, '--mode', 'prod'], env)).code).toBe(2);
     expect((await runCli(['orgs', 'set-plan', 'org_nope', 'pro'], env)).code).toBe(1);
     expect((await runCli(['orgs', 'set-plan', org.org_id, 'platinum'], env)).code).toBe(2);
+
+    // A usage mistake is said on standard error, exit code 2, and nothing is done: extra arguments are one too.
+    const mistakes = [
+      [[], /^Usage: postline/],
+      [
+        ['orgs', 'set-plan', org.org_id, 'pro', 'extra'],
+        /orgs set-plan needs <org_id> <free\|pro\|business>/,
+      ],
+      [['keys', 'revoke', later.key_id, 'extra'], /keys revoke needs <key_id>/],
+      [['keys', 'revoke', '--json', later.key_id], /keys revoke needs <key_id>/],
+      [['streams', 'show', `org-${org.org_id}`, 'extra'], /streams show needs <stream-id>/],
+      [['projections', 'status', 'extra'], /projections status takes no arguments/],
+      [['projections', 'rebuild', 'api_keys', 'extra'], /projections rebuild takes one projection's name/],
+      [['orgs', 'list', 'extra'], /orgs list takes --json/],
+      [['orgs', 'create', '--nmae', 'Typo'], /orgs create needs --name/],
+    ] as const;
+    for (const [args, said] of mistakes) {
+      const r = await runCli([...args], env);
+      expect([args, r.code, r.stdout]).toEqual([args, 2, '']);
+      expect(r.stderr).toMatch(said);
+    }
+    // Neither the plan changed nor the key was revoked.
+    const after = await runCli(['orgs', 'list', '--json'], env);
+    const now = after.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .find((o) => o.org_id === org.org_id);
+    expect(now).toMatchObject({ plan: 'business', live_keys: 1 });
   }, 300_000);
 });
 

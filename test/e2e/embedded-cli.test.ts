@@ -69,11 +69,34 @@ describe('the CLI in embedded mode', () => {
           0,
           expect.stringContaining('1 rows, 1 created'),
         ]);
+        // Through the server as without it: a usage mistake on standard error, exit code 2, nothing done.
         const unknownOption = await cli(['orgs', 'create', '--nmae', 'Typo']).done;
-        expect([unknownOption.code, unknownOption.stdout]).toEqual([
+        expect([unknownOption.code, unknownOption.stdout, unknownOption.stderr]).toEqual([
           2,
+          '',
           expect.stringContaining('orgs create needs --name'),
         ]);
+        const extra = await cli(['orgs', 'set-plan', orgId, 'business', 'extra']).done;
+        expect([extra.code, extra.stdout, extra.stderr]).toEqual([
+          2,
+          '',
+          expect.stringContaining('orgs set-plan needs <org_id>'),
+        ]);
+        const listed = await cli(['orgs', 'list', '--json']).done;
+        expect([listed.code, JSON.parse(listed.stdout).plan], listed.stderr).toEqual([0, 'free']);
+        // Refused by the server: its reason and code, on standard error.
+        const owner = readFileSync(join(dataDir, 'owner.json'), 'utf8');
+        writeFileSync(join(dataDir, 'owner.json'), JSON.stringify({ ...JSON.parse(owner), adminToken: 'x' }));
+        try {
+          const refused = await cli(['orgs', 'list']).done;
+          expect([refused.code, refused.stdout, refused.stderr]).toEqual([
+            1,
+            '',
+            'The running service refused the command: Invalid admin token (invalid_admin_token, HTTP 401)\n',
+          ]);
+        } finally {
+          writeFileSync(join(dataDir, 'owner.json'), owner);
+        }
       } finally {
         await server.stop();
       }

@@ -62,6 +62,36 @@ describe('error shapes', () => {
     const r = await org.live.post('/v1/api-keys', { name: 'x'.repeat(3 * 1024 * 1024) });
     expectError(r, 413, 'body_too_large');
   });
+  it('takes a send with large attachments, and a CSV import, at every path the router takes for them', async () => {
+    const email = {
+      from: 'Acme <hello@acme-plumbing.test>',
+      to: ['delivered@simulator.postline.dev'],
+      subject: 'Large',
+      text: 'Attached.',
+      attachments: [{ filename: 'a.bin', content: Buffer.alloc(3 * 1024 * 1024, 2).toString('base64') }],
+    };
+    // Routes match in any case and with a trailing slash: so does the body limit of the sending routes.
+    for (const path of ['/v1/emails', '/v1/emails/', '/v1/Emails', '/V1/EMAILS/']) {
+      const r = await org.test.post(path, email);
+      expect([path, r.status, r.body.error?.code]).toEqual([path, 200, undefined]);
+    }
+    const batch = await org.test.post('/v1/Emails/Batch/', [email]);
+    expect([batch.status, batch.body.error?.code]).toEqual([200, undefined]);
+    expectError(
+      await org.test.post('/v1/api-keys/', { name: 'x'.repeat(3 * 1024 * 1024) }),
+      413,
+      'body_too_large',
+    );
+    // A contact import's body is its CSV file, whichever way its path is written.
+    const audience = (await org.live.post('/v1/audiences', { name: 'Plumbing' })).body.id;
+    for (const path of [
+      `/v1/audiences/${audience}/contacts/import/`,
+      `/v1/Audiences/${audience}/Contacts/Import`,
+    ]) {
+      const r = await org.live.post(path, 'email\nann@example.org\n', { 'content-type': 'text/csv' });
+      expect([path, r.status, r.body.error?.code]).toEqual([path, 202, undefined]);
+    }
+  });
   it('404 for an unknown route, inside and outside /v1', async () => {
     expectError(await org.live.get('/v1/nothing-here'), 404, 'route_not_found');
     expectError(await svc.client().get('/nothing'), 404, 'route_not_found');
@@ -188,6 +218,27 @@ describe('idempotency', () => {
       400,
       'invalid_header',
     );
+  });
+
+  it('takes 1 to 255 printable ASCII characters, spaces among them (docs/api.md), and nothing else', async () => {
+    const used = async (key: string, name: string) => {
+      const first = await org.live.post('/v1/templates', template(name), { 'idempotency-key': key });
+      const again = await org.live.post('/v1/templates', template(name), { 'idempotency-key': key });
+      return [
+        first.status,
+        again.status,
+        again.headers['idempotent-replayed'],
+        again.body.id === first.body.id,
+      ];
+    };
+    for (const key of ['order 1234 confirmation', '~', `${'k'.repeat(126)} ${'!'.repeat(128)}`])
+      expect([key, ...(await used(key, `key-${key.length}`))]).toEqual([key, 201, 201, 'true', true]);
+    for (const key of ['k'.repeat(256), 'tab\tinside', 'caf\u00e9'])
+      expectError(
+        await org.live.post('/v1/templates', template('x'), { 'idempotency-key': key }),
+        400,
+        'invalid_header',
+      );
   });
 
   it('does not apply to API key creation, whose secret must never be stored', async () => {
