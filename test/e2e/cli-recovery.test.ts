@@ -121,11 +121,14 @@ describe('the CLI, when the read models lag behind its write', () => {
     const env = { ...setup.env, PROJECTION_WAIT_MS: '1' };
     const org = await runCli(['orgs', 'create', '--name', 'Lagging', '--json'], env);
     expect(org.code, org.stderr).toBe(0);
-    const { org_id, live_key, test_key } = JSON.parse(org.stdout);
+    const { live_key, test_key } = JSON.parse(org.stdout);
     expect(await created(live_key)).toBe(true);
     expect(await created(test_key)).toBe(true);
 
-    const key = await runCli(['keys', 'create', '--org', org_id], env);
+    // A key for an organization the read models know: the one just made may not be known yet (what the wait is
+    // for), and `keys create` looks its organization up first.
+    const known = await createOrgWithCli(setup.env, 'Known');
+    const key = await runCli(['keys', 'create', '--org', known.org_id], env);
     expect(key.code, key.stderr).toBe(0);
     const printed = /: (pk_live_\w+)$/m.exec(key.stdout)?.[1];
     expect(printed, key.stdout).toBeDefined();
