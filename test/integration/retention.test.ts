@@ -190,6 +190,80 @@ describe('retention of received emails', () => {
   });
 });
 
+describe('retention of a message received for two organizations', () => {
+  it("keeps the shared files while one organization's record is not purged, and deletes them after the last", async () => {
+    const { store, readYourWrites, blobs } = svc.postline.services;
+    const at = clock.now().getTime();
+    const rawKey = await blobs.put(Buffer.from('From: ann@remote.test\r\nSubject: Shared\r\n\r\nbody'), at);
+    const contentKey = await blobs.put(Buffer.from(JSON.stringify({ text: 'body', html: null })), at);
+    const headersKey = await blobs.put(Buffer.from(JSON.stringify({ headers: [] })), at);
+    const attachmentKey = await blobs.put(Buffer.from('file'), at);
+    // One message, two records sharing its files; the second recorded 30 s after the first, so due 30 s later.
+    const records: [TestOrg, string][] = [];
+    for (const [org, offset] of [
+      [acme, 0],
+      [other, 30_000],
+    ] as const) {
+      const receivedEmailId = newId('in', at + offset);
+      const data = {
+        ...receivedEmail,
+        receivedEmailId,
+        orgId: org.orgId,
+        mode: 'test' as const,
+        domainId: null,
+        domain: null,
+        rawKey,
+        contentKey,
+        headersKey,
+        attachments: [
+          { ...receivedEmail.attachments[0], attachmentId: 'att_shared', blobKey: attachmentKey },
+        ],
+        receivedAt: new Date(at + offset).toISOString(),
+      };
+      const appended = await store.append(
+        receivedEmailStream(receivedEmailId),
+        [{ type: 'InboundEmailReceived', data, metadata: { orgId: org.orgId, mode: 'test', actor: 'mx' } }],
+        { expectedRevision: 'no_stream' },
+      );
+      await readYourWrites.waitFor(['received_emails'], appended.position);
+      records.push([org, receivedEmailId]);
+    }
+    /** The raw message's and the attachment's bytes, through the download links the API hands out. */
+    const downloads = async (org: TestOrg, id: string) =>
+      Promise.all(
+        [`/raw`, `/attachments/att_shared`].map(async (path) => {
+          const link = (await org.test.get(`/v1/emails/received/${id}${path}`)).body.download_url;
+          const url = new URL(link);
+          const res = await fetch(`${svc.baseUrl}${url.pathname}${url.search}`);
+          return [res.status, await res.text()];
+        }),
+      );
+    const [[, first], [, second]] = records;
+
+    clock.set(new Date(at + 30 * DAY));
+    await runRetention();
+    expect((await acme.test.get(`/v1/emails/received/${first}`)).body.purged_at).toBe(
+      clock.now().toISOString(),
+    );
+    expect((await other.test.get(`/v1/emails/received/${second}`)).body).toMatchObject({
+      purged_at: null,
+      text_body: 'body',
+    });
+    expect(await downloads(other, second)).toEqual([
+      [200, 'From: ann@remote.test\r\nSubject: Shared\r\n\r\nbody'],
+      [200, 'file'],
+    ]);
+
+    clock.set(new Date(at + 30 * DAY + 30_000));
+    await runRetention();
+    expect((await other.test.get(`/v1/emails/received/${second}`)).body.purged_at).toBe(
+      clock.now().toISOString(),
+    );
+    for (const key of [rawKey, contentKey, attachmentKey]) expect(await blobs.exists(key), key).toBe(false);
+    expect(await blobs.exists(headersKey)).toBe(true);
+  });
+});
+
 /** Every value of a received email's `headers` is one string, as the spec types them. */
 const expectStringHeaders = (email: any) => {
   expect(email.headers).toBeTypeOf('object');

@@ -107,9 +107,34 @@ async function readContent(blobs: BlobStore, key: string): Promise<ReceivedConte
 }
 
 /**
+ * The blobs of a received email that no other record of its message, not yet purged, still names (they share the
+ * message's files: docs/receiving.md). The read model finds the other records; the log says whether each is
+ * purged (the read model may not show a purge appended a moment ago). Whichever is purged last deletes the files.
+ */
+async function blobsNamedByNoOther(
+  services: Pick<Services, 'store' | 'db' | 'lookUps'>,
+  receivedEmailId: string,
+  state: { rawKey: string; receivedAt: string; blobKeys: string[] },
+): Promise<string[]> {
+  const others = await services.lookUps.receivedEmailsSharingRaw(
+    services.db,
+    state.rawKey,
+    new Date(state.receivedAt),
+  );
+  const named = new Set<string>();
+  for (const other of others.filter((o) => o.id !== receivedEmailId)) {
+    const history = await services.store.readStream(receivedEmailStream(other.id));
+    const theirs = rebuildState(receivedEmailDecider, history);
+    if (theirs.exists && !theirs.purged) for (const key of theirs.blobKeys) named.add(key);
+  }
+  return state.blobKeys.filter((key) => !named.has(key));
+}
+
+/**
  * Ends a received email's retention: its headers are kept apart if they are not already (a message recorded
- * before they had a blob of their own), its blobs are deleted, then `ReceivedEmailPurged` is appended. In that
- * order, so a crash in between leaves it due and the next run deletes (nothing more) and records it.
+ * before they had a blob of their own), its blobs that no other unpurged record names are deleted, then
+ * `ReceivedEmailPurged` is appended. In that order, so a crash in between leaves it due and the next run deletes
+ * (nothing more) and records it.
  */
 export async function purgeReceivedEmail(
   services: Pick<Services, 'store' | 'clock' | 'config' | 'db' | 'lookUps' | 'blobs'>,
@@ -142,7 +167,10 @@ export async function purgeReceivedEmail(
     receivedEmailStream(receivedEmailId),
     receivedEmailDecider,
     async (state): Promise<ReceivedEmailCommand> => {
-      if (state.exists && !state.purged) await Promise.all(state.blobKeys.map((k) => blobs.delete(k)));
+      if (state.exists && !state.purged) {
+        const keys = await blobsNamedByNoOther(services, receivedEmailId, state);
+        await Promise.all(keys.map((k) => blobs.delete(k)));
+      }
       return { type: 'PurgeReceivedEmail', receivedEmailId, at: services.clock.now().toISOString() };
     },
     meta,
