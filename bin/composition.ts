@@ -221,11 +221,13 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
 
 export function createRateLimiter(config: Config, db: Database, log?: Logger): RateLimiter {
   if (config.REDIS_URL)
-    // Auto-pipelining: the counts of requests arriving together go to Redis in one write.
+    // Auto-pipelining: the counts of requests arriving together go to Redis in one write. A count Redis does not
+    // answer within commandTimeout (a connection lost without a word) is answered 503, not waited for.
     return new RedisRateLimiter(
       new Redis(config.REDIS_URL, {
         lazyConnect: false,
         maxRetriesPerRequest: 2,
+        commandTimeout: 1000,
         enableAutoPipelining: true,
       }),
       log,

@@ -64,38 +64,48 @@ return count`;
 
 type RedisWithHit = Redis & { postlineHit(key: string, ttlMs: number): Promise<number> };
 
+const unavailable = () =>
+  new AppError('database_unavailable', 'The rate-limit counters are unavailable; retry shortly.', {
+    'Retry-After': '1',
+  });
+
 /**
  * While Redis is away a request cannot be counted: it is answered 503 `database_unavailable` with Retry-After, as
- * while PostgreSQL is away (docs/operations.md), and the log says so once per outage (`log`).
+ * while PostgreSQL is away (docs/operations.md), and the log says so once per outage (`log`). It is answered at
+ * once, not after the client's reconnection attempts; only the counts made before the first connection attempt
+ * ended wait for it (at most the client's `commandTimeout`). A count sent just before a connection was lost is
+ * answered by Redis or rejected (503), never taken for done.
  */
 export class RedisRateLimiter implements RateLimiter {
   readonly #redis: RedisWithHit;
+  /** Until the first connection is made or fails, counts wait in the client's queue. */
+  #starting = true;
   constructor(redis: Redis, log?: Pick<Logger, 'warn' | 'info'>) {
     redis.defineCommand('postlineHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     this.#redis = redis as RedisWithHit;
     // Without a listener ioredis prints every failed reconnection's stack to stderr.
     let away = false;
     redis.on('error', (err) => {
+      this.#starting = false;
       if (!away)
         log?.warn({ err }, 'Redis (rate-limit counters) unavailable: requests answer 503 until it is back');
       away = true;
     });
+    redis.on('close', () => {
+      this.#starting = false;
+    });
     redis.on('ready', () => {
+      this.#starting = false;
       if (away) log?.info('Redis (rate-limit counters) reachable again');
       away = false;
     });
   }
   async hit(key: string, limit: number, now: number, windowMs = WINDOW_MS) {
+    if (this.#redis.status !== 'ready' && !this.#starting) throw unavailable();
     const count = await this.#redis
       .postlineHit(`postline:rl:${key}:${windowMs}:${Math.floor(now / windowMs)}`, windowMs * 2)
       .catch(() => {
-        throw new AppError(
-          'database_unavailable',
-          'The rate-limit counters are unavailable; retry shortly.',
-          {
-            'Retry-After': '1',
-          },
-        );
+        throw unavailable();
       });
     return decide(count, limit, now, windowMs);
   }
