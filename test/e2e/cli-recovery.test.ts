@@ -83,10 +83,11 @@ describe('the CLI, for an organization with no key left', () => {
       [['orgs', 'list', 'extra'], /orgs list takes --json/],
       [['orgs', 'create', '--nmae', 'Typo'], /orgs create needs --name/],
     ] as const;
-    for (const [args, said] of mistakes) {
-      const r = await runCli([...args], env);
-      expect([args, r.code, r.stdout]).toEqual([args, 2, '']);
-      expect(r.stderr).toMatch(said);
+    // Side by side: each is a process of its own that changes nothing.
+    const answers = await Promise.all(mistakes.map(([args]) => runCli([...args], env)));
+    for (const [i, [args, said]] of mistakes.entries()) {
+      expect([args, answers[i].code, answers[i].stdout]).toEqual([args, 2, '']);
+      expect(answers[i].stderr).toMatch(said);
     }
     // Neither the plan changed nor the key was revoked.
     const after = await runCli(['orgs', 'list', '--json'], env);
