@@ -9,7 +9,8 @@ import type { Services } from '../services.ts';
 import { findUnstorableText, refuseUnstorableText } from '../unstorable-text.ts';
 import { mountDashboard } from './dashboard.ts';
 import type { HttpDrain } from './drain.ts';
-import { applyRateLimit, limitRequest, publicRateKey } from './rate-limit-middleware.ts';
+import { organizationRateKey } from './rate-limit.ts';
+import { limitRequest, publicRateKey } from './rate-limit-middleware.ts';
 import { requestLog } from './request-log.ts';
 import { ApiRouter } from './router.ts';
 
@@ -150,7 +151,12 @@ function bearer(services: Services, authenticate: Authenticate) {
     res.locals.auth = auth;
     // The counter's round trip (Redis or the database) overlaps reading and parsing the body. The route waits
     // for it before doing anything (ApiRouter.toExpress), and the error handler before answering: a refusal wins.
-    const decision = applyRateLimit(services, res, auth, services.config.RATE_LIMIT_RPS, 'all');
+    const decision = limitRequest(
+      services,
+      res,
+      organizationRateKey(auth.orgId),
+      services.config.RATE_LIMIT_RPS,
+    );
     decision.catch(() => {});
     res.locals.rateLimit = decision;
     next();

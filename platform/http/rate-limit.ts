@@ -25,7 +25,7 @@ export interface RateLimiter {
 
 /**
  * The counter of an organization's budget of RATE_LIMIT_RPS: every request of its API keys, of both modes (the
- * API's bucket `all`, platform/http/app.ts), and every message its keys submit to the SMTP relay (smtp/relay.ts).
+ * API's, platform/http/app.ts), and every message its keys submit to the SMTP relay (smtp/relay.ts).
  */
 export const organizationRateKey = (orgId: string) => `${orgId}:all`;
 
