@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { contactEmailDecider } from '../../domain/contacts/contact.decider.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { rebuildState } from '../../platform/eventstore/command.ts';
+import { WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import { openPersonalData } from '../../platform/personal-data.ts';
 import { type ImportedContact, importContacts } from '../../processes/contact-import/import-contacts.ts';
@@ -282,5 +283,35 @@ describe('changes under races', () => {
     expect(await openPersonalData(services.db, contactId, state.personal)).toMatchObject({
       properties: { plan: 'pro', city: 'Oslo' },
     });
+  });
+
+  it('a new address whose change gives up (the contact kept changing) goes back: another contact can take it', async () => {
+    const services = svc.postline.services;
+    const { contactId } = await createContact(services, meta(), input('stays@race.example.org'));
+    // The store, whose every change of the contact loses its race, as if another one always came first.
+    const store = new Proxy(services.store, {
+      get(target, prop, receiver) {
+        if (prop === 'append')
+          return async (...args: Parameters<typeof target.append>) => {
+            if (args[0] === `contact-${contactId}`) throw new WrongExpectedRevisionError(args[0], 0, 1);
+            return target.append(...args);
+          };
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const moved = updateContact({ ...services, store }, meta(), contactId, {
+      email: 'wanted@race.example.org',
+    });
+    await expect(moved).rejects.toMatchObject({ code: 'concurrent_modification' });
+    const holder = async (email: string) =>
+      rebuildState(
+        contactEmailDecider,
+        await services.store.readStream(`contactemail-${emailKeyOf(services, meta(), email)}`),
+      ).holder;
+    expect(await holder('stays@race.example.org')).toBe(contactId);
+    expect(await holder('wanted@race.example.org')).toBe(null);
+    const other = await createContact(services, meta(), input('wanted@race.example.org'));
+    expect(await holder('wanted@race.example.org')).toBe(other.contactId);
   });
 });

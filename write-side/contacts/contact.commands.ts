@@ -64,41 +64,57 @@ export async function updateContact(
   contactId: string,
   patch: Partial<ContactInput> | ((current: ContactPersonalData) => Partial<ContactInput>),
 ) {
+  // A new address claimed for a change not made (yet): it goes back unless the contact has it by then.
+  let claimed: string | undefined;
+  const unclaim = async () => {
+    if (claimed) await releaseUnheld(services, meta, claimed, contactId);
+    claimed = undefined;
+  };
   for (let attempt = 1; ; attempt++) {
-    const history = await services.store.readStream(contactStream(contactId));
-    const state = rebuildState(contactDecider, history);
-    if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
-      throw notFound('Contact', contactId);
-    const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
-    if (!current) throw notFound('Contact', contactId);
-    const next = patched(state, current, typeof patch === 'function' ? patch(current) : patch);
-    // Nothing changes: nothing is appended (and no webhook fires).
-    if (!next) return { position: undefined };
-    const emailKey = emailKeyOf(services, meta, next.personal.email);
-    if (emailKey !== state.emailKey) await claimEmail(services, meta, emailKey, contactId);
-    // Deleted since it was read (its data forgotten): not found, and no key is made for it again.
-    const personal = await sealPersonalData(services.db, contactId, next.personal).catch((error) => {
-      throw error instanceof PersonalDataForgottenError ? notFound('Contact', contactId) : error;
-    });
-    const fields = {
-      emailKey,
-      personal,
-      unsubscribed: next.unsubscribed,
-      consentGivenAt: next.consentGivenAt,
-    };
     try {
+      const history = await services.store.readStream(contactStream(contactId));
+      const state = rebuildState(contactDecider, history);
+      if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
+        throw notFound('Contact', contactId);
+      const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
+      if (!current) throw notFound('Contact', contactId);
+      const next = patched(state, current, typeof patch === 'function' ? patch(current) : patch);
+      const emailKey = next && emailKeyOf(services, meta, next.personal.email);
+      if (claimed !== emailKey) await unclaim();
+      // Nothing changes: nothing is appended (and no webhook fires).
+      if (!next || !emailKey) return { position: undefined };
+      if (emailKey !== state.emailKey && !claimed) {
+        await claimEmail(services, meta, emailKey, contactId);
+        claimed = emailKey;
+      }
+      // Deleted since it was read (its data forgotten): not found, and no key is made for it again.
+      const personal = await sealPersonalData(services.db, contactId, next.personal).catch((error) => {
+        throw error instanceof PersonalDataForgottenError ? notFound('Contact', contactId) : error;
+      });
+      const { unsubscribed, consentGivenAt } = next;
+      const fields = { emailKey, personal, unsubscribed, consentGivenAt };
       const result = await onContact(services, meta, 'UpdateContact', contactId, fields, {
         history,
         retries: 0,
       });
+      claimed = undefined;
       if (emailKey !== state.emailKey) await releaseEmail(services, meta, state.emailKey, contactId);
       return { position: result.position };
     } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      if (attempt >= UPDATE_ATTEMPTS)
+      if (error instanceof WrongExpectedRevisionError && attempt < UPDATE_ATTEMPTS) continue;
+      await unclaim();
+      if (error instanceof WrongExpectedRevisionError)
         throw new AppError('concurrent_modification', 'The contact kept changing meanwhile; try again.');
+      throw error;
     }
   }
+}
+
+/** Releases the contact's claim of `emailKey` unless the contact, as it is now, has that address. */
+async function releaseUnheld(services: Deps, meta: EventMetadata, emailKey: string, contactId: string) {
+  const now = await readContact(services, contactId);
+  if (now.exists && !now.deleted && now.emailKey === emailKey) return;
+  await releaseEmail(services, meta, emailKey, contactId);
 }
 
 /** The contact once `patch` applies; null when nothing would change. */
