@@ -1,4 +1,4 @@
-import { classOfBounce } from '../domain/emails/bounce-classes.ts';
+import { classOfBounce, classOfDelay } from '../domain/emails/bounce-classes.ts';
 import type { EmailEvent } from '../domain/emails/email.events.ts';
 import { deliveredSmtpCode } from '../domain/emails/public-event-types.ts';
 import { type Lifecycle, type RecipientStatus, rollUp } from '../domain/emails/status.ts';
@@ -40,6 +40,7 @@ export function changeOf(e: Stored<EmailEvent>): EmailChange | null {
         status: 'delivered',
         smtp_code: deliveredSmtpCode(e.data.smtpResponse),
         smtp_response: e.data.smtpResponse,
+        classification: null,
         next_attempt_at: null,
         [ATTEMPTS_ADDED]: 1,
       });
@@ -49,6 +50,7 @@ export function changeOf(e: Stored<EmailEvent>): EmailChange | null {
         attempts: e.data.attempt,
         smtp_code: e.data.smtpCode ?? null,
         smtp_response: e.data.smtpResponse,
+        classification: classOfDelay(e.data),
         next_attempt_at: e.data.nextAttemptAt,
       });
     case 'EmailBounced':

@@ -38,10 +38,10 @@ const Recipient = z.strictObject({
   smtp_code: z.int().nullable(),
   smtp_response: z.string().nullable(),
   bounce_type: z.enum(['hard', 'soft']).nullable(),
-  classification: z
-    .enum(BOUNCE_CLASSES)
-    .nullable()
-    .meta({ description: 'For a bounced recipient: why its server refused (docs/bounces.md).' }),
+  classification: z.enum(BOUNCE_CLASSES).nullable().meta({
+    description:
+      'For a bounced recipient: why its server refused; for a delayed one: why it was deferred (docs/bounces.md).',
+  }),
   next_attempt_at: timestamp.nullable(),
   updated_at: timestamp,
 });
@@ -150,6 +150,9 @@ const HISTORY: Record<EmailHistoryType, { recipient: boolean; data: z.ZodRawShap
       next_attempt_at: timestamp.nullable(),
       smtp_code: smtpCode,
       smtp_response: z.string(),
+      classification: z.enum(BOUNCE_CLASSES).meta({
+        description: 'Why it was deferred, in the classes of bounces (`rate_limited`, `transient`, …).',
+      }),
     },
     description: 'Delivery to the recipient is delayed; it will be tried again.',
   },

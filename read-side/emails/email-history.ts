@@ -1,4 +1,4 @@
-import { classOfBounce } from '../../domain/emails/bounce-classes.ts';
+import { classOfBounce, classOfDelay } from '../../domain/emails/bounce-classes.ts';
 import {
   type ClientDetails,
   clientDetailsSubject,
@@ -66,6 +66,7 @@ export async function publicHistory(db: Queryable, stream: StoredEvent[]) {
             smtp_code: d.smtpCode ?? null,
             smtp_response: d.smtpResponse,
             source: 'attempt',
+            classification: classOfDelay(d),
           }),
         );
         break;
@@ -79,6 +80,7 @@ export async function publicHistory(db: Queryable, stream: StoredEvent[]) {
             smtp_code: d.smtpCode,
             smtp_response: d.smtpResponse,
             source: 'report',
+            classification: classOfDelay(d),
           }),
         );
         break;

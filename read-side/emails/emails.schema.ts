@@ -13,7 +13,7 @@ export interface RecipientEntry {
   smtp_code: number | null;
   smtp_response: string | null;
   bounce_type: 'hard' | 'soft' | null;
-  /** Absent from entries written before bounce classes. */
+  /** A bounce's class, or a delay's (null once delivered); absent from entries written before classes. */
   classification?: BounceClass | null;
   next_attempt_at: string | null;
   updated_at: string;

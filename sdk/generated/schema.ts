@@ -2738,7 +2738,7 @@ export interface components {
                 smtp_code: number | null;
                 smtp_response: string | null;
                 bounce_type: ("hard" | "soft") | null;
-                /** @description For a bounced recipient: why its server refused (docs/bounces.md). */
+                /** @description For a bounced recipient: why its server refused; for a delayed one: why it was deferred (docs/bounces.md). */
                 classification: ("invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown") | null;
                 next_attempt_at: string | null;
                 /** Format: date-time */
@@ -2905,6 +2905,11 @@ export interface components {
                 /** @description The SMTP reply code; null when no server answered. */
                 smtp_code: number | null;
                 smtp_response: string;
+                /**
+                 * @description Why it was deferred, in the classes of bounces (`rate_limited`, `transient`, …).
+                 * @enum {string}
+                 */
+                classification: "invalid_recipient" | "bad_domain" | "inactive_mailbox" | "mailbox_full" | "message_too_large" | "content_rejected" | "spam_or_reputation_block" | "authentication_failure" | "rate_limited" | "tls_required" | "protocol_error" | "transient" | "unknown";
             };
         };
         /** @description The recipient’s server refused the email: hard for a dead address, soft for any other refusal or when the attempts ran out; `classification` says why (docs/bounces.md). */

@@ -10,8 +10,8 @@ import { type SmtpSink, startSmtpSink } from '../support/smtp-sink.ts';
 
 /**
  * A recipient a server deferred carries the class of that reply, as a bounced one does: in its
- * `EmailDeliveryDelayed`, in the `email.delivery_delayed` webhook (`delay.classification`) and as the
- * destination's last class in the queue view.
+ * `EmailDeliveryDelayed`, in the `email.delivery_delayed` webhook (`delay.classification`), in the email's
+ * history and recipients as the API shows them, and as the destination's last class in the queue view.
  */
 let mx: SmtpSink;
 let acme: TestOrg;
@@ -54,9 +54,24 @@ describe('a deferral', () => {
       recipient: to,
       delay: { classification: cls },
     });
+    // The email's public history and its recipient, as the API shows them.
+    const events = await acme.live.get(`/v1/emails/${r.body.id}/events`);
+    const shown = events.body.data.find((e: { type: string }) => e.type === 'email.delivery_delayed');
+    expect(shown).toMatchObject({ recipient: to, data: { source: 'attempt', classification: cls } });
+    await expect
+      .poll(async () => (await acme.live.get(`/v1/emails/${r.body.id}`)).body.recipients)
+      .toMatchObject([{ email: to, status: 'delayed', classification: cls }]);
     await delivery.stop(); // writes the queue view's replies
     delivery = new DeliveryProcess(svc.postline.services);
     const queue = await acme.live.get('/v1/queue?destination=slow.test');
     expect(queue.body.data[0]).toMatchObject({ last_classification: cls });
+    // The next attempt delivers (the sink defers once): the recipient's class goes with its delay.
+    clock.advance(
+      Date.parse((delayed!.data as { nextAttemptAt: string }).nextAttemptAt) - clock.now().getTime() + 1_000,
+    );
+    await delivery.runOnce();
+    await expect
+      .poll(async () => (await acme.live.get(`/v1/emails/${r.body.id}`)).body.recipients)
+      .toMatchObject([{ email: to, status: 'delivered', classification: null }]);
   });
 });

@@ -199,6 +199,7 @@ describe('an email history for the public', () => {
           next_attempt_at: expect.any(String),
           smtp_code: 451,
           smtp_response: expect.stringMatching(/^451/),
+          classification: 'transient',
         },
       },
       {
