@@ -22,6 +22,23 @@ ON CONFLICT (email_id) DO NOTHING`;
 const PURGE_BATCH = 5000;
 
 /**
+ * Deletes the summaries recorded before `before` (the retention process: SUMMARY_KEEP_DAYS ago), a batch a
+ * statement, until fewer are left or `signal` aborts; resolves with how many.
+ */
+export async function purgeEmailSummaries(q: Queryable, before: Date, signal?: AbortSignal): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const { rowCount } = await q.query(
+      `DELETE FROM webhook_email_summaries WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM webhook_email_summaries WHERE recorded_at < $1 LIMIT ${PURGE_BATCH}))`,
+      [before],
+    );
+    purged += rowCount ?? 0;
+    if ((rowCount ?? 0) < PURGE_BATCH || signal?.aborted) return purged;
+  }
+}
+
+/**
  * from/to/subject/tags of emails (webhook_email_summaries), which every later event of an email needs for its
  * payload. An email's first event carries them and never changes: the fan-out records them as it meets first
  * events, in its transaction (`record`). An email whose row is not there (its first event came before the
@@ -67,21 +84,6 @@ export class EmailSummaries {
     const missing = sourced.filter((e) => !found.has(e.data.emailId) && wanted(e));
     for (const [id, summary] of await this.#read(q, missing)) found.set(id, summary);
     return found;
-  }
-
-  /** Deletes the summaries recorded more than SUMMARY_KEEP_DAYS ago; resolves with how many. */
-  async purge(q: Queryable): Promise<number> {
-    const before = new Date(this.#now().getTime() - SUMMARY_KEEP_DAYS * 86_400_000);
-    let purged = 0;
-    for (;;) {
-      const { rowCount } = await q.query(
-        `DELETE FROM webhook_email_summaries WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM webhook_email_summaries WHERE recorded_at < $1 LIMIT ${PURGE_BATCH}))`,
-        [before],
-      );
-      purged += rowCount ?? 0;
-      if ((rowCount ?? 0) < PURGE_BATCH) return purged;
-    }
   }
 
   /** The summaries of these events' emails, from their streams, recorded. */

@@ -41,8 +41,6 @@ function watchedBy(endpoints: EndpointSet, events: StoredEvent[]): (e: StoredEve
 
 /** How often replays whose claim ran out (a crashed process's) are looked for, besides after each batch. */
 const REPLAY_POLL_MS = 30_000;
-/** How often the email summaries past their keeping (SUMMARY_KEEP_DAYS) are deleted. */
-const PURGE_EVERY_MS = 60 * 60_000;
 
 /**
  * Webhook fan-out: a consumer of the log (LogConsumer) that keeps each endpoint's subscription as of the event in
@@ -69,8 +67,6 @@ export class WebhookFanOut implements BackgroundProcess {
    */
   #orgs?: Set<string>;
   #stopping = new AbortController();
-  /** When this process last purged email summaries (0: not yet, so the first tick does). */
-  #purgedAt = 0;
 
   constructor(services: Services) {
     this.#services = services;
@@ -96,7 +92,7 @@ export class WebhookFanOut implements BackgroundProcess {
 
   start(): void {
     this.#consumer.start(() => void this.#replay());
-    this.#timer ??= setInterval(() => this.#tick(), REPLAY_POLL_MS).unref();
+    this.#timer ??= setInterval(() => void this.#replay(), REPLAY_POLL_MS).unref();
     void this.#replay();
   }
 
@@ -116,18 +112,6 @@ export class WebhookFanOut implements BackgroundProcess {
   async runOnce(): Promise<number> {
     await this.#consumer.catchUp();
     return this.#replay();
-  }
-
-  /** Deletes the email summaries recorded more than SUMMARY_KEEP_DAYS ago; resolves with how many. */
-  purgeSummaries(): Promise<number> {
-    return this.#summaries.purge(this.#services.db);
-  }
-
-  #tick() {
-    void this.#replay();
-    if (Date.now() - this.#purgedAt < PURGE_EVERY_MS) return;
-    this.#purgedAt = Date.now();
-    this.purgeSummaries().catch((err) => this.#services.log.warn({ err }, 'email summaries purge failed'));
   }
 
   /** Works the replays due; a call while they run shares the run (it goes on until none is left). */
