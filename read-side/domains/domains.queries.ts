@@ -154,8 +154,10 @@ export async function findInboundDomains(db: Database, name: string) {
  * Domains whose last DNS check is older than `before` (or that were never checked), oldest first. A domain whose
  * name another organization's domain holds (verified over DNS, deleted or not, until purged) cannot verify: its
  * check would be refused and, never recorded, would come first again on every run, crowding out the rest. It is
- * left out. The same organization's domain of that name in the other mode holds it for both (as the name's
- * claim does), so each is checked. A simulated verification holds no name.
+ * left out. The hold outlasts the holder's DNS: a live domain that was ever verified holds its name (live domains
+ * verify over DNS only), a test-mode one while verified over DNS (its `verified_at` may come from a simulation,
+ * which holds no name). The same organization's domain of that name in the other mode holds it for both (as the
+ * name's claim does), so each is checked.
  */
 export async function domainsDueForCheck(db: Database, before: Date, limit: number) {
   return readModels(db)
@@ -170,8 +172,13 @@ export async function domainsDueForCheck(db: Database, before: Date, limit: numb
             .select('holder.id')
             .whereRef('holder.name', '=', 'd.name')
             .whereRef('holder.org_id', '<>', 'd.org_id')
-            .where('holder.status', '=', 'verified')
-            .where('holder.simulated', '=', false),
+            .where('holder.simulated', '=', false)
+            .where((h) =>
+              h.or([
+                h('holder.status', '=', 'verified'),
+                h.and([h('holder.mode', '=', 'live'), h('holder.verified_at', 'is not', null)]),
+              ]),
+            ),
         ),
       ),
     )

@@ -221,6 +221,22 @@ describe('a name verified by one organization', () => {
     expect(due).not.toContain(early.body.id);
   });
 
+  it("is still left out of the other organization's re-checks once the holder's DNS broke", async () => {
+    const name = unique();
+    const early = await other.live.post('/v1/domains', { name });
+    const held = await addVerifiedDomain(acme.live, dns, name);
+    // The holder's records go (it left without deleting the domain); its hold lasts until it is purged.
+    dns.clear();
+    expect((await acme.live.post(`/v1/domains/${held.id}/verify`)).body.status).toBe('failed');
+    publishDomainRecords(dns, early.body);
+    expect((await other.live.post(`/v1/domains/${early.body.id}/verify`)).status).toBe(409);
+    const due = (await domainsDueForCheck(svc.postline.services.db, new Date('2100-01-01'), 10_000)).map(
+      (d) => d.id,
+    );
+    expect(due).toContain(held.id);
+    expect(due).not.toContain(early.body.id);
+  });
+
   it('can still be added by the same organization in test mode', async () => {
     const name = unique();
     await addVerifiedDomain(acme.live, dns, name);

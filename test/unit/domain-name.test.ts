@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeDomainName } from '../../domain/domains/domain-name.ts';
 
+/** 227 characters: its DKIM record `<14-character selector>._domainkey.<name>` is 253, the most DNS allows. */
+const LONGEST = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(31)}.com`;
+
 describe('domain name normalisation', () => {
   it.each([
     ['example.com', 'example.com'],
@@ -10,7 +13,13 @@ describe('domain name normalisation', () => {
     ['bücher.example', 'xn--bcher-kva.example'],
     ['xn--bcher-kva.example', 'xn--bcher-kva.example'],
     ['a-b.c-d.example.co.uk', 'a-b.c-d.example.co.uk'],
+    [LONGEST, LONGEST],
   ])('accepts %s as %s', (input, name) => expect(normalizeDomainName(input)).toEqual({ name }));
+
+  it('refuses a name too long for its DKIM record to fit in DNS (253 characters)', () => {
+    const result = normalizeDomainName(`d${LONGEST}`);
+    expect('error' in result && result.error).toContain('at most 227 characters');
+  });
 
   it.each([
     ['', 'required'],

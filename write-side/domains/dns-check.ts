@@ -4,6 +4,33 @@ import { isNoAnswer } from '../../platform/dns.ts';
 
 const host = (h: string) => h.toLowerCase().replace(/\.$/, '');
 const isSpf = (text: string) => /^v=spf1(\s|$)/i.test(text.trim());
+const isDmarc = (text: string) => /^v=DMARC1\s*(;|$)/i.test(text.trim());
+const DMARC_POLICIES = ['none', 'quarantine', 'reject'];
+
+/**
+ * The mechanisms of an SPF record that can authorise a server, lower case: those before its first `all`
+ * (receivers never evaluate what follows it), with the default qualifier `+` dropped; `-`, `~` and `?` ones
+ * authorise nothing.
+ */
+function passingMechanisms(spf: string): Set<string> {
+  const out = new Set<string>();
+  for (const term of spf.trim().toLowerCase().split(/\s+/).slice(1)) {
+    if (/^[+?~-]?all$/.test(term)) break;
+    if (!/^[?~-]/.test(term)) out.add(term.replace(/^\+/, '').replace(/\.$/, ''));
+  }
+  return out;
+}
+
+/**
+ * A DMARC record receivers apply: exactly one at the name (with two, they apply none), whose policy `p` is valid;
+ * a record without one but with a `rua` counts as `p=none` (RFC 7489, 6.6.3).
+ */
+function validDmarc(found: string[]): boolean {
+  const dmarc = found.filter(isDmarc);
+  if (dmarc.length !== 1) return false;
+  const t = tags(dmarc[0]);
+  return DMARC_POLICIES.includes(t.get('p')?.toLowerCase() ?? '') || Boolean(t.get('rua'));
+}
 
 /** `k=v; k=v` tags of a DKIM or DMARC record, keys lower-cased, whitespace inside values removed. */
 function tags(text: string): Map<string, string> {
@@ -17,20 +44,16 @@ function tags(text: string): Map<string, string> {
 
 /**
  * Does what was found satisfy the record? Exact where it must be (the DKIM key, MX and CNAME targets);
- * lenient where users merge records: SPF needs Postline's mechanisms in the one SPF record (two SPF
- * records are an SPF error), DMARC only needs a DMARC record (the user chooses the policy).
+ * lenient where users merge records: SPF needs Postline's mechanisms in the one SPF record, before its `all`
+ * (two SPF records are an SPF error), DMARC only needs one valid DMARC record (the user chooses the policy).
  */
 function matches(record: DnsRecord, found: string[]): boolean {
   // SPF records: the domain's own (`spf`) and the custom return path's (`return_path`, TXT).
   if (record.type === 'TXT' && isSpf(record.value)) {
     const spf = found.filter(isSpf);
     if (spf.length !== 1) return false;
-    const have = new Set(spf[0].toLowerCase().split(/\s+/));
-    return record.value
-      .toLowerCase()
-      .split(/\s+/)
-      .filter((m) => m !== 'v=spf1' && !m.endsWith('all'))
-      .every((m) => have.has(m));
+    const have = passingMechanisms(spf[0]);
+    return [...passingMechanisms(record.value)].every((m) => have.has(m));
   }
   switch (record.purpose) {
     case 'dkim': {
@@ -38,16 +61,45 @@ function matches(record: DnsRecord, found: string[]): boolean {
       return found.some((t) => tags(t).get('p') === expected);
     }
     case 'dmarc':
-      return found.some((t) => /^v=DMARC1\s*(;|$)/i.test(t.trim()));
+      return validDmarc(found);
     default:
       return found.some((f) => host(f.split(' ').at(-1) ?? '') === host(record.value));
   }
 }
 
+const txt = async (resolver: Resolver, name: string) =>
+  (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''));
+
+/** Parent domains asked for a DMARC record at most, as in DMARCbis's tree walk (a name of up to 7 labels first). */
+const DMARC_WALK_LABELS = 7;
+
+/**
+ * The DMARC records that apply to `_dmarc.<domain>`: those at the name; for a subdomain without any DMARC record,
+ * those of the nearest parent that has one (down to two labels), whose policy receivers apply to it instead
+ * (RFC 7489 6.6.3). A parent's look-up error is an error of the whole look-up.
+ */
+async function dmarcLookUp(resolver: Resolver, name: string): Promise<string[]> {
+  const own = await txt(resolver, name).catch((error) => {
+    if (isNoAnswer(error)) return null;
+    throw error;
+  });
+  if (own?.some(isDmarc)) return own;
+  const labels = name.split('.').slice(1);
+  for (let n = Math.min(labels.length - 1, DMARC_WALK_LABELS); n >= 2; n--) {
+    const found = await txt(resolver, `_dmarc.${labels.slice(-n).join('.')}`).catch((error) => {
+      if (isNoAnswer(error)) return [];
+      throw error;
+    });
+    if (found.some(isDmarc)) return found;
+  }
+  return own ?? [];
+}
+
 async function lookUp(resolver: Resolver, record: DnsRecord): Promise<string[]> {
   switch (record.type) {
     case 'TXT':
-      return (await resolver.resolveTxt(record.name)).map((chunks) => chunks.join(''));
+      if (record.purpose === 'dmarc') return dmarcLookUp(resolver, record.name);
+      return txt(resolver, record.name);
     case 'MX':
       return (await resolver.resolveMx(record.name)).map((mx) => `${mx.priority} ${mx.exchange}`);
     case 'CNAME':
