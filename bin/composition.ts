@@ -54,6 +54,7 @@ import {
 } from '../processes/suppression-policy/suppression-policy.process.ts';
 import { dueDeliveries } from '../processes/webhooks/deliveries.ts';
 import { WebhookDispatcher } from '../processes/webhooks/dispatcher.process.ts';
+import { EmailSummariesPurgeProcess } from '../processes/webhooks/email-summaries-purge.process.ts';
 import { WebhookFanOut } from '../processes/webhooks/fan-out.process.ts';
 import { webhookProcessMigrations } from '../processes/webhooks/webhooks.schema.ts';
 import { apiKeyQueryRoutes } from '../read-side/api-keys/api-keys.routes.ts';
@@ -207,6 +208,7 @@ export function backgroundProcesses(services: Services): BackgroundProcess[] {
     new DomainVerifierProcess(services),
     new RetentionProcess(services),
     new WebhookFanOut(services),
+    new EmailSummariesPurgeProcess(services),
     new WebhookDispatcher(services),
     new SchedulerProcess(services),
     new BroadcastExpansionProcess(services),

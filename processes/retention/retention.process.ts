@@ -7,7 +7,6 @@ import { purgeDomain } from '../../write-side/domains/domain.commands.ts';
 import { purgeReceivedEmail } from '../../write-side/received-emails/received-email.commands.ts';
 import { LogConsumer } from '../log-consumer.ts';
 import { forEachItem, ProcessManager } from '../process.ts';
-import { purgeEmailSummaries, SUMMARY_KEEP_DAYS } from '../webhooks/email-summaries.ts';
 import { purgeEndedDeliveries } from './webhook-deliveries.ts';
 
 const BATCH = 100;
@@ -26,8 +25,7 @@ const SWEEP_BATCH = 1000;
  * Ends what is kept for a time: 30 days after deletion a domain is purged (gone from the read model, its name
  * free again); INBOUND_RETENTION_DAYS after arrival a received email's raw message, content and attachments
  * are deleted (its metadata stays); WEBHOOK_DELIVERY_RETENTION_DAYS after it ended a webhook delivery that is not
- * pending is deleted with its attempts (webhook-deliveries.ts), and an email's summary for webhook payloads
- * SUMMARY_KEEP_DAYS after it was recorded (email-summaries.ts); a blob no event names UNNAMED_BLOB_MS after it was
+ * pending is deleted with its attempts (webhook-deliveries.ts); a blob no event names UNNAMED_BLOB_MS after it was
  * written is deleted. Idempotent: purging twice appends nothing.
  */
 export class RetentionProcess extends ProcessManager {
@@ -49,8 +47,8 @@ export class RetentionProcess extends ProcessManager {
   }
 
   /**
-   * Purges what is due now; resolves with how many domains, received emails, webhook deliveries, email summaries
-   * and unnamed blobs were purged.
+   * Purges what is due now; resolves with how many domains, received emails, webhook deliveries and unnamed blobs
+   * were purged.
    */
   protected async work(): Promise<number> {
     const { db, clock, log, config } = this.#services;
@@ -65,18 +63,7 @@ export class RetentionProcess extends ProcessManager {
       (r) => purgeReceivedEmail(this.#services, { orgId: r.org_id, mode: r.mode, actor: 'system' }, r.id),
       (err, r) => log.warn({ err, receivedEmailId: r.id }, 'received email purge skipped'),
     );
-    const webhooks = (await this.#purgeWebhookDeliveries()) + (await this.#purgeEmailSummaries());
-    return domains + received + webhooks + (await this.#sweepUnnamedBlobs());
-  }
-
-  /** The webhook payloads' email summaries recorded more than SUMMARY_KEEP_DAYS ago, in batches. */
-  async #purgeEmailSummaries(): Promise<number> {
-    const { db, clock, log } = this.#services;
-    const before = new Date(clock.now().getTime() - SUMMARY_KEEP_DAYS * DAY_MS);
-    return purgeEmailSummaries(db, before, this.stopping).catch((err) => {
-      log.warn({ err }, 'email summaries purge failed; the next run goes on');
-      return 0;
-    });
+    return domains + received + (await this.#purgeWebhookDeliveries()) + (await this.#sweepUnnamedBlobs());
   }
 
   /** The webhook deliveries that ended more than WEBHOOK_DELIVERY_RETENTION_DAYS ago, in batches. */

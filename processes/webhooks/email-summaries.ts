@@ -22,7 +22,7 @@ ON CONFLICT (email_id) DO NOTHING`;
 const PURGE_BATCH = 5000;
 
 /**
- * Deletes the summaries recorded before `before` (the retention process: SUMMARY_KEEP_DAYS ago), a batch a
+ * Deletes the summaries recorded before `before` (SUMMARY_KEEP_DAYS ago: email-summaries-purge.process.ts), a batch a
  * statement, until fewer are left or `signal` aborts; resolves with how many.
  */
 export async function purgeEmailSummaries(q: Queryable, before: Date, signal?: AbortSignal): Promise<number> {

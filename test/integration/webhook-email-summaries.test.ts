@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../platform/ids.ts';
-import { RetentionProcess } from '../../processes/retention/retention.process.ts';
 import { EmailSummaries, SUMMARY_KEEP_DAYS } from '../../processes/webhooks/email-summaries.ts';
+import { EmailSummariesPurgeProcess } from '../../processes/webhooks/email-summaries-purge.process.ts';
 import { useWebhookProcesses } from '../support/webhook-processes.ts';
 import { appendSourceEvent, emailQueuedData } from '../support/webhook-receiver.ts';
 
@@ -46,13 +46,12 @@ describe("webhook payloads' email summaries", () => {
     await pump();
     expect((await summaryRow(email.emailId))?.recorded_at).toEqual(clock.now());
 
-    // The retention process deletes it, with what else it ends.
-    const retention = new RetentionProcess(svc.postline.services);
+    const purge = new EmailSummariesPurgeProcess(svc.postline.services);
     clock.advance((SUMMARY_KEEP_DAYS - 1) * DAY_MS);
-    await retention.runOnce();
+    expect(await purge.runOnce()).toBe(0);
     expect(await summaryRow(email.emailId)).toBeDefined();
     clock.advance(2 * DAY_MS);
-    await retention.runOnce();
+    expect(await purge.runOnce()).toBeGreaterThanOrEqual(1);
     expect(await summaryRow(email.emailId)).toBeUndefined();
 
     const deliveredAt = clock.now().toISOString();
