@@ -56,7 +56,8 @@ function compile(cacheKey: string, part: Part, source: string): Compiled {
   if (hit) return hit;
   const template = env.compile(source, {
     knownHelpersOnly: true,
-    knownHelpers: { log: false },
+    // Not helpers here: `{{helperMissing}}` is a variable like any other (as a helper it fails every render).
+    knownHelpers: { log: false, helperMissing: false, blockHelperMissing: false },
     noEscape: part !== 'html',
     strict: false,
   });

@@ -10,8 +10,11 @@ import { AppError } from '../../platform/errors.ts';
 
 /** Block helpers of the sandbox: the built-ins minus `log` (it would write to the server's console). */
 export const BLOCK_HELPERS = new Set(['if', 'unless', 'each', 'with']);
-/** Helpers callable inline, `{{lookup items 0}}`, or as a sub-expression. */
-export const INLINE_HELPERS = new Set(['lookup']);
+/**
+ * Helpers callable inline, `{{lookup items 0}}`, or as a sub-expression, with the number of arguments each takes:
+ * called with another number they fail on every render, so that is refused when the template is saved.
+ */
+export const INLINE_HELPERS = new Map([['lookup', 2]]);
 /** Block helpers whose main block runs against a new context (so plain paths inside no longer mean root data). */
 const CONTEXT_CHANGING = new Set(['each', 'with']);
 
@@ -114,8 +117,10 @@ class Walker {
     const name = path.original;
     if (BLOCK_HELPERS.has(name))
       this.#refuse(node.loc, `\`${name}\` is a block helper: write {{#${name} …}}…{{/${name}}}`);
-    if (INLINE_HELPERS.has(name)) {
-      if (!args.length) this.#refuse(node.loc, `\`${name}\` needs arguments`);
+    const arity = INLINE_HELPERS.get(name);
+    if (arity !== undefined) {
+      if (node.params.length !== arity)
+        this.#refuse(node.loc, `\`${name}\` takes exactly ${arity} arguments`);
     } else if (args.length) {
       this.#refuse(node.loc, `unknown helper \`${name}\``);
     } else {
@@ -140,8 +145,15 @@ class Walker {
     if (head === undefined) return; // {{this}}
     const scoped = /^\.|this\b/.test(node.original);
     if (!node.depth && !scoped && this.#frames.some((f) => f.blockParams.includes(head))) return;
-    // `../` climbs one context per step; only context-changing blocks push one (as in Handlebars 4).
-    const target = this.#frames[Math.max(0, this.#frames.length - 1 - node.depth)];
+    // `../` climbs one context per step; only context-changing blocks push one (as in Handlebars 4). Climbing past
+    // the template's data (a `../` inside a top-level #if) finds nothing: it would render empty in every email.
+    const index = this.#frames.length - 1 - node.depth;
+    if (index < 0)
+      this.#refuse(
+        node.loc,
+        `\`${node.original}\` climbs above the template's data (only #each and #with open a context for ../ to leave)`,
+      );
+    const target = this.#frames[index];
     if (target.root) this.#use(head, node.loc);
   }
 

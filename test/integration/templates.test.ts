@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderPublished } from '../../write-side/templates/render.ts';
-import { type TestOrg, useTestService } from '../support/service.ts';
+import { type ApiResponse, type TestOrg, useTestService } from '../support/service.ts';
 import { expectValidationErrors } from '../support/validation.ts';
 
 let acme: TestOrg;
@@ -320,6 +320,7 @@ describe('templates: validation', () => {
       ],
       [{ ...welcome, html: '{{> header}}' }, /partials/],
       [{ ...welcome, html: '{{upper first_name}}' }, /unknown helper `upper`/],
+      [{ ...welcome, html: '<p>{{lookup first_name}}</p>' }, /`html`: `lookup` takes exactly 2 arguments/],
       [{ ...welcome, html: null, text: null }, /html, text or both/],
       [{ ...welcome, html: 'x'.repeat(600 * 1024) }, /512 KB/],
       [{ ...welcome, html: 5 }, /html/],
@@ -399,5 +400,35 @@ describe('templates: tenancy and quota', () => {
   it('does not limit the Pro plan', async () => {
     const pro = await svc.createOrg('pro');
     for (let i = 0; i < 6; i++) await newTemplate(pro);
+  });
+});
+
+describe('templates: when the read models lag', () => {
+  const lagging = useTestService({ env: { PROJECTION_WAIT_MS: '200' } });
+  let org: TestOrg;
+  beforeAll(async () => {
+    org = await lagging.createOrg('pro');
+  });
+
+  it('a retried publish or an identical PATCH waits for the write before it, never answers the old template', async () => {
+    const t = await newTemplate(org);
+    await lagging.postline.runner.stop();
+    const answers: ApiResponse[] = [];
+    try {
+      // The first publish is written but its answer times out; the retry and an identical save change nothing.
+      answers.push(await org.live.post(`/v1/templates/${t.id}/publish`));
+      answers.push(await org.live.post(`/v1/templates/${t.id}/publish`));
+      answers.push(await org.live.patch(`/v1/templates/${t.id}`, { subject: welcome.subject }));
+    } finally {
+      await lagging.postline.runner.start();
+    }
+    for (const answer of answers) {
+      expect(answer.status, JSON.stringify(answer.body)).toBe(503);
+      expect(answer.body.error.code).toBe('projection_timeout');
+    }
+    await lagging.postline.runner.caughtUp();
+    const retried = await org.live.post(`/v1/templates/${t.id}/publish`);
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ status: 'published', draft: null, published: { version: 1 } });
   });
 });

@@ -39,7 +39,7 @@ describe('template analysis: which root variables a source reads', () => {
       ),
     ).toEqual(['empty', 'footer', 'items', 'title']);
     expect(used('{{#each items as |item i|}}{{item.name}} {{i}}{{/each}}')).toEqual(['items']);
-    expect(used('{{#with user}}{{first}} {{#if ../ok}}{{../../x}}{{/if}}{{/with}}')).toEqual([
+    expect(used('{{#with user}}{{first}} {{#if ../ok}}{{../x}}{{/if}}{{/with}}')).toEqual([
       'ok',
       'user',
       'x',
@@ -54,6 +54,22 @@ describe('template analysis: which root variables a source reads', () => {
     expect(refusal(() => used('{{#if a b}}{{/if}}'))).toMatch(/exactly one argument/);
     expect(refusal(() => used('{{if a}}'))).toMatch(/block helper/);
     expect(refusal(() => used('{{*decorator}}'))).toMatch(/not supported/);
+  });
+  it('refuses a ../ that climbs above the data, which renders empty every time', () => {
+    // #if and #unless open no context: ../ inside them at the top level has nothing to climb to.
+    expect(refusal(() => used('{{#if show}}{{../title}}{{/if}}'))).toMatch(
+      /`\.\.\/title` climbs above the template's data .* at line 1, column 15$/,
+    );
+    expect(refusal(() => used('{{../title}}'))).toMatch(/climbs above/);
+    expect(refusal(() => used('{{#each items}}{{../../title}}{{/each}}'))).toMatch(/climbs above/);
+    expect(refusal(() => used('{{#with a}}{{lookup ../../b 0}}{{/with}}'))).toMatch(/climbs above/);
+    expect(used('{{#each items}}{{#if x}}{{../title}}{{/if}}{{/each}}')).toEqual(['items', 'title']);
+  });
+  it('refuses `lookup` without exactly two arguments, which could never render', () => {
+    expect(refusal(() => used('{{lookup items}}'))).toMatch(/`lookup` takes exactly 2 arguments/);
+    expect(refusal(() => used('x {{lookup items 0 1}}'))).toMatch(/2 arguments at line 1, column 3/);
+    expect(refusal(() => used('{{#if (lookup items)}}x{{/if}}'))).toMatch(/exactly 2 arguments/);
+    expect(used('{{lookup items 0}} {{lookup (lookup a "b") "c"}}')).toEqual(['a', 'items']);
   });
   it('refuses blocks nested too deeply before parsing them', () => {
     const nested = (depth: number) => `${'{{#if a}}'.repeat(depth)}x${'{{/if}}'.repeat(depth)}`;

@@ -59,6 +59,34 @@ describe('rendering', () => {
     expect(renderVersion(two, { a: 'x', b: 2, extra: 1 }).subject).toBe('x 2');
   });
 
+  it('reads only the data own keys: a variable named like an Object member is missing when not given', () => {
+    const named = version({
+      subject: '{{constructor}}',
+      text: '[{{toString}}]',
+      variables: [
+        { name: 'constructor', type: 'string', required: true },
+        { name: 'toString', type: 'string', required: false },
+      ],
+    });
+    expect(renderError(() => renderVersion(named, {}))).toBe(
+      'Missing required template variable: `constructor`',
+    );
+    expect(renderVersion(named, { constructor: 'Ann' })).toMatchObject({ subject: 'Ann', text: '[]' });
+    expect(renderVersion(named, { constructor: 'Ann', toString: 'x' }).text).toBe('[x]');
+  });
+
+  it('renders variables named like the helpers Handlebars keeps for itself', () => {
+    const named = version({
+      subject: 'x',
+      text: '{{helperMissing}} {{blockHelperMissing}}',
+      variables: [
+        { name: 'helperMissing', type: 'string', required: true },
+        { name: 'blockHelperMissing', type: 'string', required: true },
+      ],
+    });
+    expect(renderVersion(named, { helperMissing: 'a', blockHelperMissing: 'b' }).text).toBe('a b');
+  });
+
   it('checks declared types', () => {
     const typed = version({
       subject: 'x',

@@ -24,10 +24,14 @@ const TYPE_CHECKS: Record<string, [(v: unknown) => boolean, string]> = {
   array: [(v) => Array.isArray(v), 'an array'],
 };
 
-/** Required variables present (null counts as missing), declared types respected; undeclared keys are ignored. */
+/**
+ * Required variables present (null counts as missing), declared types respected; undeclared keys are ignored.
+ * Only the data's own keys count: a variable named `constructor` or `toString` is not given by Object's prototype.
+ */
 function checkData(version: PublishedVersion, data: Record<string, unknown>) {
+  const given = (name: string) => (Object.hasOwn(data, name) ? data[name] : undefined);
   const missing = version.variables.filter(
-    (v) => v.required && (data[v.name] === undefined || data[v.name] === null),
+    (v) => v.required && (given(v.name) === undefined || given(v.name) === null),
   );
   if (missing.length) {
     throw renderError(
@@ -35,7 +39,7 @@ function checkData(version: PublishedVersion, data: Record<string, unknown>) {
     );
   }
   for (const v of version.variables) {
-    const value = data[v.name];
+    const value = given(v.name);
     const check = TYPE_CHECKS[v.type];
     if (value === undefined || value === null || !check) continue;
     if (!check[0](value)) throw renderError(`\`template_data.${v.name}\`: must be ${check[1]}`);

@@ -6,7 +6,7 @@ import {
 } from '../../domain/templates/template.decider.ts';
 import { type TemplateContent, templateStream } from '../../domain/templates/template.events.ts';
 import { handleCommand, rebuildState, type Without } from '../../platform/eventstore/command.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Plan } from '../../platform/tenancy.ts';
@@ -38,6 +38,17 @@ const templateSlot = (plan: Plan, id: string) => {
 };
 
 const newVersionId = (services: Pick<Services, 'clock'>) => newId('tmplv', services.clock.now().getTime());
+
+/**
+ * Where the answer must wait for: what the command wrote, or, when it changed nothing (a retried publish, an
+ * identical save), the template's last event, so the answer never shows the template from before a write that
+ * made the change (its own answer timed out, or a concurrent request made it).
+ */
+async function positionAfter(services: Deps, templateId: string, result: { position?: Position }) {
+  if (result.position !== undefined) return { position: result.position };
+  const history = await services.store.readStream(templateStream(templateId));
+  return { position: history.at(-1)?.position };
+}
 
 /**
  * A new template under a plan slot: `command` is the creation's own part (fields, or the source to copy); the
@@ -125,7 +136,7 @@ export async function updateTemplate(
     },
     meta,
   );
-  return { position: result.position };
+  return positionAfter(services, templateId, result);
 }
 
 /** Publish or delete: commands that carry only the template and the caller. */
@@ -142,7 +153,7 @@ async function onTemplate(
 
 export async function publishTemplate(services: Deps, meta: EventMetadata, templateId: string) {
   const result = await onTemplate(services, meta, 'PublishTemplate', templateId);
-  return { position: result.position };
+  return positionAfter(services, templateId, result);
 }
 
 /** Refused while a scheduled or sending broadcast renders it (`refuseWhileBroadcastUses`). */
