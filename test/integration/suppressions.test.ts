@@ -77,6 +77,42 @@ describe('suppressions API', () => {
     expect(malformed.body.error.code).toBe('malformed_json');
   });
 
+  it('accepts every address that sending accepts, an IDN domain matching in either spelling', async () => {
+    const org = orgs.acme.test;
+    const idn = await org.post('/v1/suppressions', { email: 'Ann@Bücher.de' });
+    expect(idn.status).toBe(201);
+    // The form sending records and checks: local part as given, domain in ASCII and lower case.
+    expect(idn.body).toMatchObject({ email: 'Ann@xn--bcher-kva.de', created: true });
+    const puny = await org.post('/v1/suppressions', { email: 'ann@XN--BCHER-KVA.de' });
+    expect([puny.status, puny.body.id, puny.body.created]).toEqual([201, idn.body.id, false]);
+    expect(await suppressed(orgs.acme, 'test', 'ann@xn--bcher-kva.de')).toBe(true);
+    const send = await org.post('/v1/emails', {
+      from: 'me@example.com',
+      to: ['ann@bücher.de'],
+      subject: 'Hi',
+      html: '<p>Hi</p>',
+    });
+    expect([send.status, send.body.error?.code]).toEqual([422, 'all_recipients_suppressed']);
+
+    for (const email of [
+      'first=last@example.com',
+      'a/b@example.com',
+      '"john doe"@example.com',
+      'ivan@example.xn--p1ai',
+    ]) {
+      const r = await org.post('/v1/suppressions', { email });
+      expect([r.status, r.body.email], email).toEqual([201, email]);
+    }
+    await expectValidationErrors(
+      (body) => org.post('/v1/suppressions', body),
+      [
+        [{ email: 'ann@example.com.' }, 'email'],
+        [{ email: 'ann@-bad-.example' }, 'email'],
+        [{ email: `${'a'.repeat(65)}@example.com` }, 'email'],
+      ],
+    );
+  });
+
   it('filters by reason and paginates', async () => {
     const org = await svc.createOrg('pro');
     const meta = { orgId: org.orgId, mode: 'live' as const, actor: 'system' };

@@ -299,3 +299,55 @@ describe('webhooks API', () => {
     expect(page2.body.has_more).toBe(false);
   });
 });
+
+describe('webhooks API, endpoint urls', () => {
+  it('stores the url without the spaces around it, and refuses one with spaces, line breaks or port 0 inside', async () => {
+    const r = await create(acme, { url: `  ${URL_A}\n`, events: ['*'] });
+    expect(r.status).toBe(201);
+    expect(r.body.url).toBe(URL_A);
+    const cases: [unknown, string][] = [
+      [{ url: 'https://hooks.example.com/a\nb', events: ['*'] }, 'url'],
+      [{ url: 'https://hooks.example.com/a b', events: ['*'] }, 'url'],
+      [{ url: 'https://hooks.exa\tmple.com/', events: ['*'] }, 'url'],
+      [{ url: 'https://hooks.example.com:0/', events: ['*'] }, 'url'],
+    ];
+    await expectValidationErrors((body) => create(acme, body), cases);
+    const patched = await acme.live.patch(`/v1/webhooks/${r.body.id}`, {
+      url: 'https://x.example.com/a\r\n',
+    });
+    expect([patched.status, patched.body.url]).toEqual([200, 'https://x.example.com/a']);
+  });
+});
+
+describe('webhooks API, when deliveries go only to public addresses', () => {
+  const guarded = useTestService({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } });
+  let org: TestOrg;
+  beforeAll(async () => {
+    org = await guarded.createOrg('business');
+  });
+
+  it('refuses a url whose host is an internal address or localhost, which no delivery could reach', async () => {
+    const internal = [
+      'http://127.0.0.1:8080/hook',
+      'http://2130706433/hook',
+      'https://[::1]/hook',
+      'https://[::ffff:10.0.0.1]/hook',
+      'http://10.1.2.3/hook',
+      'http://192.168.0.10/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://localhost:3000/hook',
+      'http://api.localhost/hook',
+    ];
+    await expectValidationErrors(
+      (body) => org.live.post('/v1/webhooks', body),
+      internal.map((url) => [{ url, events: ['*'] }, /`url`.*public/]),
+    );
+    const ok = await org.live.post('/v1/webhooks', { url: 'https://93.184.216.34/hook', events: ['*'] });
+    expect(ok.status).toBe(201);
+    const byName = await org.live.post('/v1/webhooks', { url: URL_A, events: ['*'] });
+    expect(byName.status).toBe(201);
+    const moved = await org.live.patch(`/v1/webhooks/${byName.body.id}`, { url: 'http://127.0.0.1/hook' });
+    expect(moved.status).toBe(422);
+    expect(moved.body.error.message).toContain('url');
+  });
+});

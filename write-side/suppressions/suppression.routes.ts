@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAddress } from '../../domain/emails/addresses.ts';
 import { SuppressionAdded, suppressionJson } from '../../domain/suppressions/suppressions.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
@@ -10,13 +11,25 @@ import { addSuppression, removeSuppression } from './suppression.commands.ts';
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const SUPPRESSION_PROJECTIONS = ['suppressions'];
 
+/**
+ * Any address that sending accepts (domain/emails/addresses.ts), in the form sending records and checks: local
+ * part as given, domain in ASCII (IDNs converted) and lower case. So an IDN address suppressed in either spelling
+ * blocks sends to both.
+ */
+const address = z
+  .string({ error: 'is required' })
+  .trim()
+  .max(254, 'must be at most 254 characters')
+  .transform((raw, ctx) => {
+    const parsed = parseAddress(raw);
+    if ('address' in parsed) return parsed.address;
+    ctx.addIssue({ code: 'custom', message: parsed.error });
+    return z.NEVER;
+  });
+
 const createBody = z
   .object({
-    email: z
-      .string({ error: 'is required' })
-      .trim()
-      .max(254, 'must be at most 254 characters')
-      .pipe(z.email('must be a valid email address')),
+    email: address,
     // hard_bounce and complaint are added by the suppression policy only.
     reason: z.literal('manual', { error: 'only `manual` may be supplied' }).default('manual'),
   })

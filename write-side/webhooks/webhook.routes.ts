@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { endpointUrlProblem } from '../../domain/webhooks/endpoint-url.ts';
 import { isSubscribable, PUBLIC_EVENT_TYPES } from '../../domain/webhooks/event-types.ts';
 import { WEBHOOK_ID } from '../../domain/webhooks/webhook.events.ts';
 import {
@@ -28,19 +29,16 @@ import {
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const WEBHOOK_PROJECTIONS = ['webhooks'];
 
-const url = z
-  .string()
-  .max(2048, 'must be at most 2048 characters')
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (
-        (u.protocol === 'https:' || u.protocol === 'http:') && !!u.hostname && !u.username && !u.password
-      );
-    } catch {
-      return false;
-    }
-  }, 'must be an absolute http(s) URL without credentials');
+/** An endpoint url, trimmed; the rules are endpointUrlProblem's. */
+const urlOf = (allowPrivateNetworks: boolean) =>
+  z
+    .string()
+    .trim()
+    .max(2048, 'must be at most 2048 characters')
+    .superRefine((v, ctx) => {
+      const problem = endpointUrlProblem(v, allowPrivateNetworks);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
 
 const events = z
   .array(
@@ -53,14 +51,20 @@ const events = z
   .max(50, 'must list at most 50 event types')
   .transform((list) => [...new Set(list)]);
 
-const createBody = z.object({ url, events, active: z.boolean().default(true) }).strict();
-const updateBody = z
-  .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional() })
-  .strict();
+const bodies = (allowPrivateNetworks: boolean) => {
+  const url = urlOf(allowPrivateNetworks);
+  return {
+    createBody: z.object({ url, events, active: z.boolean().default(true) }).strict(),
+    updateBody: z
+      .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional() })
+      .strict(),
+  };
+};
 const rotateBody = z.object({}).strict();
 const replayBody = z.object({ since: zonedDateTime, until: zonedDateTime.nullish() }).strict();
 
 export function webhookCommandRoutes(api: ApiRouter, services: Services) {
+  const { createBody, updateBody } = bodies(services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
   /** After a write the webhook is in the read model: its absence is a bug, not a 404. */
   const view = async (tenant: Tenant, id: string) => {
     const w = await services.lookUps.getWebhook(services.db, tenant, id);
