@@ -3,6 +3,9 @@
 //
 //   WEBHOOK_SECRET=whsec_… PORT=4000 node examples/webhook-receiver.ts
 //
+// Postline delivers to public addresses only: for this receiver on 127.0.0.1, start Postline with
+// WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (else creating the webhook answers 422).
+//
 // In your project: `import { verifyWebhook } from '@postline/sdk'`.
 import express from 'express';
 import { verifyWebhook, WebhookVerificationError } from '../sdk/src/index.ts';
