@@ -4,7 +4,25 @@ import { MAX_MAILBOX_CHARS } from './addresses.ts';
 import { EMAIL_LIMITS } from './limits.ts';
 
 const mailbox = z.string().max(MAX_MAILBOX_CHARS, `must be at most ${MAX_MAILBOX_CHARS} characters`);
-const addressList = z.union([mailbox, z.array(mailbox).max(EMAIL_LIMITS.recipients + 1)]);
+/**
+ * A union's own error ("Invalid input") names no rule: the answer is the message of a branch that failed on more
+ * than the type (a list that is too long), else what the field takes.
+ */
+const unionError = (takes: string) => (issue: { errors?: { code: string; message: string }[][] }) =>
+  issue.errors?.flat().find((e) => e.code !== 'invalid_type')?.message ?? takes;
+
+const addressList = z.union(
+  [
+    mailbox,
+    z
+      .array(mailbox)
+      .max(
+        EMAIL_LIMITS.recipients,
+        `must have at most ${EMAIL_LIMITS.recipients} addresses (and at most ${EMAIL_LIMITS.recipients} recipients in to, cc and bcc)`,
+      ),
+  ],
+  { error: unionError('must be an address or an array of addresses') },
+);
 const bodyText = z.string().refine((s) => Buffer.byteLength(s) <= EMAIL_LIMITS.bodyBytes, {
   message: `must be at most ${EMAIL_LIMITS.bodyBytes / 1024 / 1024} MB`,
 });
@@ -29,12 +47,15 @@ export const attachmentInput = z
   .strict();
 
 const TAG = `[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}`;
-/** Resend's tag shape: `{name, value}`, kept as the tag `name:value` (`name` alone without a value). */
+const tagRule = `1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`;
+const tagString = z.string().regex(new RegExp(`^${TAG}$`), `must be ${tagRule}`);
+/**
+ * Resend's tag shape: `{name, value}`, kept as the tag `name:value` (`name` alone without a value). The list is
+ * turned into strings after the union, so that a bad name or value is reported as such.
+ */
 const tagObject = z
   .object({
-    name: z
-      .string()
-      .regex(new RegExp(`^${TAG}$`), `must be 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`),
+    name: tagString,
     value: z
       .string()
       .regex(
@@ -43,8 +64,17 @@ const tagObject = z
       )
       .optional(),
   })
-  .strict()
-  .transform((t) => (t.value ? `${t.name}:${t.value}` : t.name));
+  .strict();
+const tagList = z
+  .array(
+    z.union([tagString, tagObject], {
+      error: unionError(`must be a string of ${tagRule}, or {name, value}`),
+    }),
+  )
+  .max(EMAIL_LIMITS.tags, `must have at most ${EMAIL_LIMITS.tags} tags`)
+  .transform((tags) =>
+    tags.map((t) => (typeof t === 'string' ? t : t.value ? `${t.name}:${t.value}` : t.name)),
+  );
 
 /**
  * Resend's names for fields Postline has under its own (docs/emails.md lists them): `scheduled_at` for `send_at`,
@@ -91,20 +121,7 @@ export const sendEmailInput = z.preprocess(
         .optional(),
       template_data: z.record(z.string(), z.unknown()).optional(),
       headers: z.record(z.string(), z.string()).optional(),
-      tags: z
-        .array(
-          z.union([
-            z
-              .string()
-              .regex(
-                new RegExp(`^${TAG}$`),
-                `must be 1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`,
-              ),
-            tagObject,
-          ]),
-        )
-        .max(EMAIL_LIMITS.tags, `must have at most ${EMAIL_LIMITS.tags} tags`)
-        .optional(),
+      tags: tagList.optional(),
       attachments: z
         .array(attachmentInput)
         .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)

@@ -1,4 +1,5 @@
 import { type Selectable, sql } from 'kysely';
+import { asciiDomain } from '../../domain/emails/addresses.ts';
 import { publicEmailEventType } from '../../domain/emails/public-event-types.ts';
 import type { EmailStatus } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
@@ -77,10 +78,11 @@ export async function getEmail(db: Database, t: Tenant, emailId: string) {
 export async function listEmails(db: Database, t: Tenant, page: PageParams & EmailFilters) {
   let q = tenantRows(db, 'emails', t).selectAll();
   if (page.status) q = q.where('status', '=', page.status);
-  if (page.domain)
-    q = q.where((eb) =>
-      eb.or([eb('domain_name', '=', page.domain!.toLowerCase()), eb('domain_id', '=', page.domain!)]),
-    );
+  if (page.domain) {
+    // Domain names are kept in punycode: a Unicode name (bücher.example) finds them too.
+    const name = asciiDomain(page.domain) ?? page.domain.toLowerCase();
+    q = q.where((eb) => eb.or([eb('domain_name', '=', name), eb('domain_id', '=', page.domain!)]));
+  }
   if (page.tag) q = q.where(sql<boolean>`tags @> ARRAY[${page.tag}]::text[]`);
   if (page.from_date) q = q.where('created_at', '>=', new Date(page.from_date));
   if (page.to_date) q = q.where('created_at', '<=', new Date(page.to_date));

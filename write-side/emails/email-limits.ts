@@ -1,5 +1,5 @@
 import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
-import { OWNED_HEADERS } from '../../domain/emails/owned-headers.ts';
+import { isOwnedHeader } from '../../domain/emails/owned-headers.ts';
 import { AppError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { DraftAttachment, EmailDraft } from './email-draft.ts';
@@ -32,10 +32,14 @@ export function checkHeaders(headers: Record<string, string>): Record<string, st
   const entries = Object.entries(headers);
   if (entries.length > EMAIL_LIMITS.headers)
     throw invalid('headers', `must have at most ${EMAIL_LIMITS.headers} entries`);
+  // Header names are case-insensitive: of two spellings of one name only one would go out.
+  const seen = new Set<string>();
   for (const [name, value] of entries) {
     if (!/^[!-9;-~]{1,100}$/.test(name)) throw invalid(`headers.${name}`, 'is not a valid header name');
     const lower = name.toLowerCase();
-    if (OWNED_HEADERS.has(lower) || lower.startsWith('x-postline-')) {
+    if (seen.has(lower)) throw invalid(`headers.${name}`, 'is given twice (header names ignore case)');
+    seen.add(lower);
+    if (isOwnedHeader(lower)) {
       throw invalid(
         `headers.${name}`,
         'is set by Postline and cannot be overridden (use the request fields instead)',
@@ -65,9 +69,17 @@ export function attachmentBytes(list: DraftAttachment[], at: number) {
   });
 }
 
+/**
+ * Whole base64 only: padded to a multiple of 4, or unpadded with 2 or 3 characters in the last group. Anything else
+ * (a lone last character, padding in the wrong place) would decode to a silently truncated file.
+ */
 function decodeBase64(content: string, i: number): Buffer {
   // Whitespace (line-wrapped base64) goes first, so the check is one linear pass.
   const compact = content.replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw invalid(`attachments[${i}].content`, 'must be base64');
+  const data = compact.replace(/={1,2}$/, '');
+  const whole =
+    /^[A-Za-z0-9+/]+$/.test(data) &&
+    (compact === data ? data.length % 4 !== 1 : compact.length % 4 === 0 && data.length % 4 !== 1);
+  if (!whole) throw invalid(`attachments[${i}].content`, 'must be base64');
   return Buffer.from(compact, 'base64');
 }

@@ -85,9 +85,10 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
           'invalid_batch',
           `\`body\`: ${check.error.issues[0].message} (1 to ${EMAIL_LIMITS.batch})`,
         );
-      const inputs = check.data.map((item) => {
+      const inputs = check.data.map((item, i) => {
         try {
-          return parse(sendEmailInput, item);
+          // An error about the whole item names it by its index (`body[2]`), not the batch's body.
+          return parse(sendEmailInput, item, `body[${i}]`);
         } catch (error) {
           if (error instanceof AppError) return error;
           throw error;

@@ -1,4 +1,5 @@
 import { domainOf, formatMailbox, type Mailbox, parseMailbox } from '../../domain/emails/addresses.ts';
+import { attachmentContentType } from '../../domain/emails/attachment-types.ts';
 import type { SendEmailInput } from '../../domain/emails/request.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import type { EmailDraft } from './email-draft.ts';
@@ -49,7 +50,7 @@ export function requestDraft(
     tags: input.tags ?? [],
     attachments: (input.attachments ?? []).map((a) => ({
       filename: a.filename,
-      contentType: a.content_type ?? 'application/octet-stream',
+      contentType: attachmentContentType(a.filename, a.content_type),
       ...(a.content_id !== undefined && { contentId: a.content_id }),
       content: { base64: a.content },
     })),
