@@ -11,6 +11,8 @@ export type IdempotencyCommand =
   | {
       type: 'Claim';
       hash: string;
+      /** The body's hash as claims of earlier versions were made (idempotency.ts `requestHash`). */
+      legacyHash?: string;
       at: string;
       /** Ids for a first claim; a key claimed before keeps its own. */
       ids: string[];
@@ -74,7 +76,7 @@ export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyEvent, I
         if (state.kind === 'none' || t - state.at >= command.windowMs) {
           return [{ type: 'IdempotencyKeyClaimed', data }];
         }
-        if (state.hash !== command.hash) throw reused();
+        if (state.hash !== command.hash && state.hash !== command.legacyHash) throw reused();
         if (state.kind === 'completed') return [];
         if (state.kind === 'in_flight' && t - state.at < command.leaseMs) {
           throw new AppError(

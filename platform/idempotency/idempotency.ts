@@ -20,10 +20,34 @@ export interface IdempotentRun {
   resumed: boolean;
 }
 
-export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
-    .digest('hex');
+/** A body as its meaning goes: JSON objects are unordered, so their keys are sorted, at every depth. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== 'object') return value;
+  const object = value as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(object)
+      .sort()
+      .map((k) => [k, canonical(object[k])]),
+  );
+}
+
+/**
+ * A request's identity under its key: its method, path and body, whatever the order of the body's keys (a client
+ * that serialises its retry anew is the same request). `legacy` hashes the body as written, as keys claimed by
+ * versions before canonical bodies were: a retry of such a claim still matches it.
+ */
+export interface RequestHash {
+  hash: string;
+  legacy: string;
+}
+
+export function requestHash(method: string, path: string, body: unknown): RequestHash {
+  const of = (b: unknown) =>
+    createHash('sha256')
+      .update(`${method} ${path}\n${JSON.stringify(b ?? null)}`)
+      .digest('hex');
+  return { hash: of(canonical(body)), legacy: of(body) };
 }
 
 /**
@@ -49,7 +73,7 @@ export class IdempotencyKeys {
   async run(
     auth: AuthContext,
     key: string,
-    hash: string,
+    hash: RequestHash,
     now: () => Date,
     run: (claim: IdempotentRun) => Promise<StoredReply>,
     options: { leaseMs?: number; newIds?: () => string[] } = {},
@@ -84,7 +108,8 @@ export class IdempotencyKeys {
         idempotencyDecider,
         {
           type: 'Claim',
-          hash,
+          hash: hash.hash,
+          legacyHash: hash.legacy,
           at: now().toISOString(),
           ids: options.newIds?.() ?? [],
           attempt,
@@ -118,10 +143,17 @@ export class IdempotencyKeys {
       reply = { status: error.status, body: error.toJSON() };
     }
     try {
-      await handleCommand(store, stream, idempotencyDecider, { type: 'Complete', hash, reply }, metadata, {
-        history,
-        retries: 2,
-      });
+      await handleCommand(
+        store,
+        stream,
+        idempotencyDecider,
+        { type: 'Complete', hash: hash.hash, reply },
+        metadata,
+        {
+          history,
+          retries: 2,
+        },
+      );
     } catch (error) {
       // The answer is lost with the database: a retry runs again on the same ids and finds what this one did.
       owe();

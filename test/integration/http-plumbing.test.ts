@@ -197,6 +197,19 @@ describe('idempotency', () => {
     expect(list.body.data.filter((t: any) => t.name === 'idem')).toHaveLength(1);
   });
 
+  it('replays the same body with its keys in another order: JSON objects are unordered', async () => {
+    const headers = { 'idempotency-key': 'create-template-reordered' };
+    const body = template('reordered');
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    expect(JSON.stringify(reordered)).not.toBe(JSON.stringify(body));
+    const first = await org.live.post('/v1/templates', body, headers);
+    const second = await org.live.post('/v1/templates', reordered, headers);
+    expect(first.status).toBe(201);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body).toEqual(first.body);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+  });
+
   it('409 for the same key with another body', async () => {
     const headers = { 'idempotency-key': 'create-template-2' };
     expect((await org.live.post('/v1/templates', template('a'), headers)).status).toBe(201);

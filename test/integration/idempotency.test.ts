@@ -36,6 +36,9 @@ beforeAll(async () => {
 });
 afterAll(() => close());
 
+/** A request's hash as `requestHash` gives it, for a body named by `name`. */
+const hashOf = (name: string) => ({ hash: name, legacy: name });
+
 describe('Idempotency-Key', () => {
   it('answers 409 to a duplicate that arrives while the first is in flight', async () => {
     let release!: () => void;
@@ -43,14 +46,14 @@ describe('Idempotency-Key', () => {
       release = r;
     });
     let runs = 0;
-    const first = keys.run(auth, 'k-flight', 'h1', now, async () => {
+    const first = keys.run(auth, 'k-flight', hashOf('h1'), now, async () => {
       runs++;
       await gate;
       return { status: 200, body: { id: 'em_1' } };
     });
     await vi.waitFor(() => expect(runs).toBe(1), PATIENCE); // the first holds the claim
     const second = await keys
-      .run(auth, 'k-flight', 'h1', now, async () => {
+      .run(auth, 'k-flight', hashOf('h1'), now, async () => {
         runs++;
         return { status: 200, body: { id: 'em_2' } };
       })
@@ -71,7 +74,10 @@ describe('Idempotency-Key', () => {
       await held;
       return { status: 200, body: { n: runs } };
     };
-    const both = [keys.run(auth, 'k-race', 'h', now, run), keys.run(auth, 'k-race', 'h', now, run)];
+    const both = [
+      keys.run(auth, 'k-race', hashOf('h'), now, run),
+      keys.run(auth, 'k-race', hashOf('h'), now, run),
+    ];
     const loser = await Promise.race(
       both.map((p) =>
         p.then(
@@ -91,11 +97,11 @@ describe('Idempotency-Key', () => {
   it('forgets a key after 24 hours', async () => {
     let runs = 0;
     const run = async () => ({ status: 200, body: { n: ++runs } });
-    await keys.run(auth, 'k-window', 'h', now, run);
+    await keys.run(auth, 'k-window', hashOf('h'), now, run);
     clock.advance(23 * 3600_000);
-    expect((await keys.run(auth, 'k-window', 'h', now, run)).replayed).toBe(true);
+    expect((await keys.run(auth, 'k-window', hashOf('h'), now, run)).replayed).toBe(true);
     clock.advance(2 * 3600_000);
-    const fresh = await keys.run(auth, 'k-window', 'h-other-body', now, run);
+    const fresh = await keys.run(auth, 'k-window', hashOf('h-other-body'), now, run);
     expect(fresh.replayed).toBeUndefined();
     expect(runs).toBe(2);
   });
@@ -106,7 +112,7 @@ describe('Idempotency-Key', () => {
       .run(
         auth,
         'k-fail',
-        'h',
+        hashOf('h'),
         now,
         async (claim) => {
           expect(claim.resumed).toBe(false);
@@ -116,20 +122,27 @@ describe('Idempotency-Key', () => {
       )
       .catch((e) => e);
     expect(first.code).toBe('projection_timeout');
-    const retry = await keys.run(auth, 'k-fail', 'h', now, async (claim) => ({ status: 200, body: claim }), {
-      newIds,
-    });
+    const retry = await keys.run(
+      auth,
+      'k-fail',
+      hashOf('h'),
+      now,
+      async (claim) => ({ status: 200, body: claim }),
+      {
+        newIds,
+      },
+    );
     expect(retry).toEqual({ status: 200, body: { ids: [first.details.id], resumed: true } });
   });
 
   it('keeps a key that failed on the server side bound to its body', async () => {
     await expect(
-      keys.run(auth, 'k-fail-bound', 'h', now, async () => {
+      keys.run(auth, 'k-fail-bound', hashOf('h'), now, async () => {
         throw new Error('database down');
       }),
     ).rejects.toThrow('database down');
     const other = await keys
-      .run(auth, 'k-fail-bound', 'h-other', now, async () => ({
+      .run(auth, 'k-fail-bound', hashOf('h-other'), now, async () => ({
         status: 200,
         body: {},
       }))
@@ -144,7 +157,7 @@ describe('Idempotency-Key', () => {
     const crashed = keys.run(
       auth,
       'k-crash',
-      'h',
+      hashOf('h'),
       now,
       () => {
         claimed = true;
@@ -155,17 +168,24 @@ describe('Idempotency-Key', () => {
     void crashed;
     await vi.waitFor(() => expect(claimed).toBe(true), PATIENCE);
     const early = await keys
-      .run(auth, 'k-crash', 'h', now, async () => ({ status: 200, body: {} }), {
+      .run(auth, 'k-crash', hashOf('h'), now, async () => ({ status: 200, body: {} }), {
         newIds,
         leaseMs: 60_000,
       })
       .catch((e) => e);
     expect(early.code).toBe('idempotency_request_in_flight');
     clock.advance(61_000);
-    const late = await keys.run(auth, 'k-crash', 'h', now, async (claim) => ({ status: 200, body: claim }), {
-      newIds,
-      leaseMs: 60_000,
-    });
+    const late = await keys.run(
+      auth,
+      'k-crash',
+      hashOf('h'),
+      now,
+      async (claim) => ({ status: 200, body: claim }),
+      {
+        newIds,
+        leaseMs: 60_000,
+      },
+    );
     expect(late.body).toEqual({ ids: ['em_1'], resumed: true });
   });
 });
@@ -301,7 +321,7 @@ describe('Idempotency-Key when PostgreSQL goes away in the middle of a request',
       .run(
         auth,
         key,
-        'h',
+        hashOf('h'),
         at,
         async () => {
           await allowConnections(false);
@@ -320,7 +340,7 @@ describe('Idempotency-Key when PostgreSQL goes away in the middle of a request',
     const answers: unknown[] = [];
     for (let i = 0; i < 400; i++) {
       const answer = await claims
-        .run(auth, key, 'h', at, async (claim) => ({ status: 200, body: claim }), {
+        .run(auth, key, hashOf('h'), at, async (claim) => ({ status: 200, body: claim }), {
           leaseMs: LEASE_MS,
           newIds: () => ['em_other'],
         })

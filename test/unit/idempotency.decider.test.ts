@@ -63,6 +63,27 @@ describe('Idempotency-Key decider', () => {
       .when({ type: 'Release', attempt: 'a1' })
       .then([]));
 
+  it('takes a retry whose body hashes, as earlier versions hashed it, to a claim such a version made', () =>
+    spec(idempotencyDecider)
+      .given([
+        {
+          type: 'IdempotentRequestCompleted',
+          data: {
+            requestHash: 'as-written',
+            claimedAt: '2026-03-01T00:00:00.000Z',
+            reply: { status: 200, body: {} },
+          },
+        },
+      ])
+      .when({ ...claim('2026-03-01T00:00:30.000Z', 'a2'), hash: 'canonical', legacyHash: 'as-written' })
+      .then([]));
+
+  it('refuses a retry whose body hashes to neither', () =>
+    spec(idempotencyDecider)
+      .given([claimedBy('a1')])
+      .when({ ...claim('2026-03-01T00:00:30.000Z', 'a2'), hash: 'other', legacyHash: 'other-as-written' })
+      .thenFails('idempotency_key_reused'));
+
   it('ignores a release for a claim that was never written', () =>
     spec(idempotencyDecider).given([]).when({ type: 'Release', attempt: 'a1' }).then([]));
 });
