@@ -2,10 +2,17 @@ import { AppError, notFound } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { DataOf } from '../../platform/eventstore/types.ts';
 import type { CommandCaller } from '../../platform/tenancy.ts';
-import type { DisabledReason, WebhookEvent } from './webhook.events.ts';
+import type { DisabledReason, RetiringSecret, WebhookEvent } from './webhook.events.ts';
 
 /** The previous secret keeps signing for this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
+
+/**
+ * At most this many secrets sign a delivery (the current one and the replaced ones still in their overlap), so
+ * that rotating in a loop cannot grow the `webhook-signature` header without end. A rotation past it ends the
+ * overlap of the oldest replaced secret at once.
+ */
+export const MAX_SIGNING_SECRETS = 5;
 
 type Caller = CommandCaller<'webhookId'>;
 
@@ -35,7 +42,10 @@ export type WebhookCommand =
       at: string;
     };
 
-type Existing = { status: 'exists' | 'deleted' } & Omit<Created, 'webhookId' | 'createdAt'>;
+type Existing = { status: 'exists' | 'deleted' } & Omit<Created, 'webhookId' | 'createdAt'> & {
+    /** The replaced secrets as the last rotation left them, newest first, with when their overlap ends. */
+    retiring: RetiringSecret[];
+  };
 
 export type WebhookState = { status: 'none' } | Existing;
 
@@ -85,8 +95,17 @@ function updateWebhook(command: Command<'UpdateWebhook'>, s: Existing): WebhookE
   return [{ type: 'WebhookUpdated', data: { webhookId: command.webhookId, ...next, updatedAt: command.at } }];
 }
 
+/**
+ * The new secret signs from now on; the one it replaces keeps signing for ROTATION_OVERLAP_MS, and those replaced
+ * earlier keep signing until their own overlap ends, within MAX_SIGNING_SECRETS in all.
+ */
 function rotateSecret(command: Command<'RotateWebhookSecret'>, s: Existing): WebhookEvent[] {
-  const previousValidUntil = new Date(Date.parse(command.at) + ROTATION_OVERLAP_MS).toISOString();
+  const now = Date.parse(command.at);
+  const previousValidUntil = new Date(now + ROTATION_OVERLAP_MS).toISOString();
+  const olderSecrets = s.retiring
+    .filter((r) => Date.parse(r.validUntil) > now)
+    .slice(0, MAX_SIGNING_SECRETS - 2)
+    .map(({ sealedSecret, validUntil }) => ({ sealedSecret, validUntil }));
   return [
     {
       type: 'WebhookSecretRotated',
@@ -95,6 +114,7 @@ function rotateSecret(command: Command<'RotateWebhookSecret'>, s: Existing): Web
         sealedSecret: command.sealedSecret,
         previousSealedSecret: s.sealedSecret,
         previousValidUntil,
+        olderSecrets,
         rotatedAt: command.at,
       },
     },
@@ -125,13 +145,17 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
     switch (event.type) {
       case 'WebhookCreated': {
         const { webhookId: _, createdAt: __, ...webhook } = event.data;
-        return { status: 'exists', ...webhook };
+        return { status: 'exists', ...webhook, retiring: [] };
       }
       case 'WebhookUpdated':
         if (state.status === 'none') return state;
         return { ...state, url: event.data.url, events: event.data.events, active: event.data.active };
-      case 'WebhookSecretRotated':
-        return state.status === 'none' ? state : { ...state, sealedSecret: event.data.sealedSecret };
+      case 'WebhookSecretRotated': {
+        if (state.status === 'none') return state;
+        const d = event.data;
+        const previous = { sealedSecret: d.previousSealedSecret, validUntil: d.previousValidUntil };
+        return { ...state, sealedSecret: d.sealedSecret, retiring: [previous, ...(d.olderSecrets ?? [])] };
+      }
       case 'WebhookDisabled':
         return state.status === 'none' ? state : { ...state, active: false };
       case 'WebhookDeleted':

@@ -3,6 +3,12 @@ import type { Mode } from '../../platform/eventstore/types.ts';
 /** Why an endpoint stopped receiving deliveries without its owner asking. */
 export type DisabledReason = 'endpoint_gone' | 'consecutive_failures';
 
+/** A replaced signing secret (sealed) that keeps signing until `validUntil`. */
+export interface RetiringSecret {
+  sealedSecret: string;
+  validUntil: string;
+}
+
 /**
  * The webhook aggregate's events, stream `webhook-<wh_id>`. Signing secrets appear only sealed
  * (services.secrets.seal()), never in clear. Exhaustion and automatic disabling are recorded here too, by the
@@ -35,6 +41,12 @@ export type WebhookEvent =
         /** Keeps signing alongside the new one until `previousValidUntil`, so receivers can switch without losses. */
         previousSealedSecret: string;
         previousValidUntil: string;
+        /**
+         * The secrets replaced by earlier rotations whose overlap had not ended at this one, newest first: each
+         * keeps signing until its own `validUntil`, as its rotation promised. Absent: none (events recorded before
+         * several previous secrets were kept).
+         */
+        olderSecrets?: RetiringSecret[];
         rotatedAt: string;
       };
     }

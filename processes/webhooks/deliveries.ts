@@ -1,5 +1,6 @@
 import { literal, type Queryable, type Transaction } from '../../platform/db/database.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
+import type { PreviousSecret } from '../../read-side/webhooks/delivery-log.schema.ts';
 import { deliveryId } from './delivery-ids.ts';
 import { envelope } from './public-events.v1.ts';
 
@@ -127,8 +128,8 @@ export interface DueDelivery {
 export interface EndpointAddress {
   url: string;
   sealed_secret: string;
-  previous_sealed_secret: string | null;
-  previous_valid_until: Date | null;
+  /** Replaced secrets that still sign until their `valid_until`, newest first. */
+  previous_secrets: PreviousSecret[];
 }
 
 /** A claimed delivery with what sending it needs of its endpoint. */
@@ -165,7 +166,7 @@ export async function activeEndpoints(
 ): Promise<Map<string, EndpointAddress>> {
   if (webhookIds.length === 0) return new Map();
   const { rows } = await q.query<EndpointAddress & { webhook_id: string }>(
-    `SELECT webhook_id, url, sealed_secret, previous_sealed_secret, previous_valid_until FROM webhook_endpoints
+    `SELECT webhook_id, url, sealed_secret, previous_secrets FROM webhook_endpoints
      WHERE webhook_id = ANY($1) AND active AND NOT deleted`,
     [webhookIds],
   );

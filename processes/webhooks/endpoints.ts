@@ -2,6 +2,7 @@ import { subscriptionMatches } from '../../domain/webhooks/event-types.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import type { Queryable, Transaction } from '../../platform/db/database.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
+import type { PreviousSecret } from '../../read-side/webhooks/delivery-log.schema.ts';
 import { ENDPOINT_CHANGED, resetDeliveries, wakeDispatchersAtCommit } from './deliveries.ts';
 
 /** An endpoint's subscription as the fan-out sees it at its checkpoint: state as of the event being fanned out. */
@@ -118,10 +119,13 @@ export class EndpointSet {
       }
       case 'WebhookSecretRotated': {
         const d = e.data;
+        const previous = [
+          { sealedSecret: d.previousSealedSecret, validUntil: d.previousValidUntil },
+          ...(d.olderSecrets ?? []),
+        ].map((r): PreviousSecret => ({ sealed_secret: r.sealedSecret, valid_until: r.validUntil }));
         await tx.query(
-          `UPDATE webhook_endpoints SET sealed_secret = $2, previous_sealed_secret = $3, previous_valid_until = $4
-           WHERE webhook_id = $1`,
-          [d.webhookId, d.sealedSecret, d.previousSealedSecret, d.previousValidUntil],
+          'UPDATE webhook_endpoints SET sealed_secret = $2, previous_secrets = $3 WHERE webhook_id = $1',
+          [d.webhookId, d.sealedSecret, JSON.stringify(previous)],
         );
         return;
       }

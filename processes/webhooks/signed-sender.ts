@@ -4,9 +4,9 @@ import { type SendOutcome, WebhookSender } from './http-sender.ts';
 import { signatureHeader } from './signer.ts';
 
 /**
- * Signs and POSTs deliveries: each signed with its endpoint's secret (and the previous one during a rotation's
- * overlap) at the moment it is sent. Its HTTP client (keep-alive connections per endpoint) is made for the first
- * request and closed by `close`.
+ * Signs and POSTs deliveries: each signed with its endpoint's secret (and the replaced ones whose rotation
+ * overlap has not ended) at the moment it is sent. Its HTTP client (keep-alive connections per endpoint) is made
+ * for the first request and closed by `close`.
  */
 export class SignedSender {
   readonly #options: ConstructorParameters<typeof WebhookSender>[0];
@@ -30,9 +30,13 @@ export class SignedSender {
     const bytes = Buffer.from(row.body);
     let signature: string;
     try {
-      const secrets = [this.#open(row.sealed_secret)];
-      if (row.previous_sealed_secret && row.previous_valid_until && new Date(row.previous_valid_until) > now)
-        secrets.push(this.#open(row.previous_sealed_secret));
+      // Newest first: the current secret, then each replaced one whose overlap has not ended.
+      const secrets = [
+        row.sealed_secret,
+        ...row.previous_secrets
+          .filter((p) => Date.parse(p.valid_until) > now.getTime())
+          .map((p) => p.sealed_secret),
+      ].map((sealed) => this.#open(sealed));
       signature = signatureHeader(secrets, row.id, timestamp, bytes);
     } catch (error) {
       return { status: null, excerpt: null, error: `not signed: ${(error as Error).message}` };

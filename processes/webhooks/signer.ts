@@ -22,7 +22,7 @@ export function sign(secret: string, id: string, timestamp: number, body: string
   return `v1,${createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64')}`;
 }
 
-/** The `webhook-signature` header: one signature per valid secret (two during a rotation's overlap), space-separated. */
+/** The `webhook-signature` header: one signature per valid secret (several during rotation overlaps), space-separated. */
 export const signatureHeader = (
   secrets: string[],
   id: string,

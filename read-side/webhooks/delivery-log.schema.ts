@@ -2,6 +2,12 @@ import type { Migration } from '../../platform/db/migrations.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Timestamp } from '../column-types.ts';
 
+/** A replaced signing secret (sealed) and the end of its overlap, in webhook_endpoints.previous_secrets. */
+export interface PreviousSecret {
+  sealed_secret: string;
+  valid_until: string;
+}
+
 /** An endpoint as the webhook process sees it at its checkpoint, with its delivery health. */
 export interface WebhookEndpointsTable {
   webhook_id: string;
@@ -12,8 +18,8 @@ export interface WebhookEndpointsTable {
   active: boolean;
   deleted: boolean;
   sealed_secret: string;
-  previous_sealed_secret: string | null;
-  previous_valid_until: Timestamp | null;
+  /** The replaced secrets that sign alongside until their `valid_until` (ISO 8601), newest first. */
+  previous_secrets: PreviousSecret[];
   consecutive_failures: number;
   total_failures: string;
   exhausted_streak: number;
@@ -148,5 +154,16 @@ ALTER TABLE webhook_deliveries RENAME COLUMN leased_until TO claimed_until`,
     // A claim changes neither column, so it stays a HOT update.
     id: 'delivery-log-003',
     sql: `CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (completed_at) WHERE status <> 'pending'`,
+  },
+  {
+    // Every replaced secret still in its overlap signs, not only the last one (WebhookSecretRotated.olderSecrets).
+    id: 'delivery-log-004',
+    sql: `
+ALTER TABLE webhook_endpoints ADD COLUMN previous_secrets jsonb NOT NULL DEFAULT '[]';
+UPDATE webhook_endpoints SET previous_secrets = jsonb_build_array(jsonb_build_object(
+  'sealed_secret', previous_sealed_secret,
+  'valid_until', to_char(previous_valid_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+WHERE previous_sealed_secret IS NOT NULL AND previous_valid_until IS NOT NULL;
+ALTER TABLE webhook_endpoints DROP COLUMN previous_sealed_secret, DROP COLUMN previous_valid_until`,
   },
 ];

@@ -758,7 +758,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret
-         * @description The previous secret keeps signing alongside until `previous_secret_expires_at`.
+         * @description The previous secret keeps signing alongside until `previous_secret_expires_at`; secrets replaced by earlier rotations keep signing until their own expiry, newest first, at most 5 signatures in all.
          */
         post: operations["postWebhooksWebhookIdRotateSecret"];
         delete?: never;
@@ -3251,6 +3251,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                     /**
                      * @default full_access
@@ -5607,6 +5608,7 @@ export interface operations {
                     click_tracking?: boolean;
                     inbound_enabled?: boolean;
                     impressum?: {
+                        /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                         company_name: string;
                         address: string;
                         country: string;
@@ -6824,6 +6826,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                     /**
                      * @default handlebars
@@ -7526,6 +7529,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name?: string;
                     subject?: string;
                     html?: string | null;
@@ -8086,6 +8090,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name?: string;
                 };
             };
@@ -9416,6 +9421,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                     /** @default null */
                     description?: string | null;
@@ -10101,6 +10107,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name?: string;
                     description?: string | null;
                 };
@@ -10558,6 +10565,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                 };
             };
@@ -11239,6 +11247,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                 };
             };
@@ -11695,6 +11704,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                 };
             };
@@ -12376,6 +12386,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                 };
             };
@@ -15950,6 +15961,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name: string;
                     audience_id: string;
                     topic_id?: string | null;
@@ -16639,6 +16651,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name?: string;
                     audience_id?: string;
                     topic_id?: string | null;

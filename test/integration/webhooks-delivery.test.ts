@@ -1,10 +1,18 @@
 import { describe, expect, it } from 'vitest';
+import { webhookStream } from '../../domain/webhooks/webhook.events.ts';
 import { newId } from '../../platform/ids.ts';
 import { WebhookDispatcher } from '../../processes/webhooks/dispatcher.process.ts';
 import { FAN_OUT_NAME } from '../../processes/webhooks/fan-out.process.ts';
+import { sign } from '../../processes/webhooks/signer.ts';
+import { generateSigningSecret } from '../../write-side/webhooks/webhook.commands.ts';
 import type { TestOrg } from '../support/service.ts';
 import { useWebhookProcesses } from '../support/webhook-processes.ts';
-import { appendSourceEvent, emailQueuedData, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import {
+  appendSourceEvent,
+  emailQueuedData,
+  type ReceivedWebhook,
+  type WebhookReceiver,
+} from '../support/webhook-receiver.ts';
 
 const { clock, svc, processes, receiver, pump, subscribed } = useWebhookProcesses();
 
@@ -186,6 +194,71 @@ describe('webhook fan-out and dispatch', () => {
     const after = r.received.at(-1)!;
     expect(after.signatures).toHaveLength(1);
     expect(after.verifiedWith).toEqual([rotated.body.signing_secret]);
+  });
+
+  it('keeps signing with every secret whose overlap has not ended when rotated twice, newest first', async () => {
+    const { org, r, wh } = await subscribed();
+    const first = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`);
+    clock.set(new Date(clock.now().getTime() + 3600_000));
+    const second = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`);
+    r.secrets.push(first.body.signing_secret, second.body.signing_secret);
+    const newestFirst = [second.body.signing_secret, first.body.signing_secret, wh.signing_secret];
+    const signedWith = (got: ReceivedWebhook) =>
+      newestFirst.filter((secret) => got.signatures.includes(sign(secret, got.id, got.timestamp, got.body)));
+    const next = async () => {
+      await (await sendEmail(org)).sent();
+      await pump();
+      const got = r.received.at(-1)!;
+      expect(got.payload.type).toBe('email.sent');
+      expect(got.verifiedWith.length).toBe(got.signatures.length);
+      return got;
+    };
+
+    // The original secret signs until the first rotation promised, though a second one came meanwhile.
+    const during = await next();
+    expect(signedWith(during)).toEqual(newestFirst);
+    expect(during.signatures).toEqual(
+      newestFirst.map((s) => sign(s, during.id, during.timestamp, during.body)),
+    );
+
+    clock.set(new Date(Date.parse(first.body.previous_secret_expires_at) + 1000));
+    expect(signedWith(await next())).toEqual(newestFirst.slice(0, 2));
+
+    clock.set(new Date(Date.parse(second.body.previous_secret_expires_at) + 1000));
+    expect(signedWith(await next())).toEqual(newestFirst.slice(0, 1));
+  });
+
+  it('signs as a rotation recorded before several previous secrets were kept said: with its previous secret', async () => {
+    const { org, r, wh } = await subscribed();
+    const secret = generateSigningSecret();
+    const at = clock.now();
+    // The shape WebhookSecretRotated had then: no `olderSecrets`.
+    await store().append(
+      webhookStream(wh.id),
+      [
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            webhookId: wh.id,
+            sealedSecret: svc.postline.services.secrets.seal(secret),
+            previousSealedSecret: svc.postline.services.secrets.seal(wh.signing_secret),
+            previousValidUntil: new Date(at.getTime() + 3600_000).toISOString(),
+            rotatedAt: at.toISOString(),
+          },
+          metadata: { orgId: org.orgId, mode: 'live', actor: 'test' },
+        },
+      ],
+      { expectedRevision: 'any' },
+    );
+    r.secrets.push(secret);
+    await (await sendEmail(org)).sent();
+    await pump();
+    const got = r.received.at(-1)!;
+    expect(got.payload.type).toBe('email.sent');
+    expect(got.signatures).toEqual(
+      [secret, wh.signing_secret].map((s) => sign(s, got.id, got.timestamp, got.body)),
+    );
+    expect(got.verifiedWith.sort()).toEqual([secret, wh.signing_secret].sort());
   });
 
   it('retries a delivery on request', async () => {

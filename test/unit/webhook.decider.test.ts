@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { webhookDecider } from '../../domain/webhooks/webhook.decider.ts';
+import { MAX_SIGNING_SECRETS, webhookDecider } from '../../domain/webhooks/webhook.decider.ts';
 import type { WebhookEvent } from '../../domain/webhooks/webhook.events.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
@@ -82,32 +82,91 @@ describe('webhook decider: update', () => {
 });
 
 describe('webhook decider: secret rotation', () => {
-  const rotate = (sealedSecret: string) => ({
+  const hour = 3600_000;
+  const plus = (ms: number) => new Date(Date.parse(at) + ms).toISOString();
+  const rotate = (sealedSecret: string, hoursLater = 0) => ({
     type: 'RotateWebhookSecret' as const,
     ...caller,
+    at: plus(hoursLater * hour),
     sealedSecret,
   });
-  /** A rotation at `at`: the previous secret stays valid for 24 hours. */
-  const rotated = (sealedSecret: string, previousSealedSecret: string): WebhookEvent => ({
+  type Older = { sealedSecret: string; validUntil: string }[];
+  /** A rotation `hoursLater` than `at`: the previous secret stays valid for 24 hours from it. */
+  const rotated = (
+    sealedSecret: string,
+    previousSealedSecret: string,
+    hoursLater = 0,
+    olderSecrets: Older = [],
+  ): WebhookEvent => ({
     type: 'WebhookSecretRotated',
     data: {
       webhookId: 'wh_1',
       sealedSecret,
       previousSealedSecret,
-      previousValidUntil: '2026-01-02T00:00:00.000Z',
-      rotatedAt: at,
+      previousValidUntil: plus((hoursLater + 24) * hour),
+      olderSecrets,
+      rotatedAt: plus(hoursLater * hour),
     },
   });
+  /** A rotation as recorded before several previous secrets were kept: no `olderSecrets`. */
+  const rotatedBefore = (
+    sealedSecret: string,
+    previousSealedSecret: string,
+    hoursLater = 0,
+  ): WebhookEvent => {
+    const { olderSecrets: _, ...data } = rotated(sealedSecret, previousSealedSecret, hoursLater)
+      .data as Extract<WebhookEvent, { type: 'WebhookSecretRotated' }>['data'];
+    return { type: 'WebhookSecretRotated', data };
+  };
+  const until = (hoursLater: number) => plus((hoursLater + 24) * hour);
+
   it('keeps the previous secret valid for 24 hours', () =>
     spec(webhookDecider)
       .given([created])
       .when(rotate('sealed-2'))
       .then([rotated('sealed-2', 'sealed-1')]));
-  it('rotates from the latest secret', () =>
+  it('keeps signing with the secrets of earlier rotations until their own overlap ends, newest first', () =>
     spec(webhookDecider)
-      .given([created, rotated('sealed-2', 'sealed-1')])
-      .when(rotate('sealed-3'))
-      .then([rotated('sealed-3', 'sealed-2')]));
+      .given([
+        created,
+        rotated('sealed-2', 'sealed-1'),
+        rotated('sealed-3', 'sealed-2', 1, [{ sealedSecret: 'sealed-1', validUntil: until(0) }]),
+      ])
+      .when(rotate('sealed-4', 2))
+      .then([
+        rotated('sealed-4', 'sealed-3', 2, [
+          { sealedSecret: 'sealed-2', validUntil: until(1) },
+          { sealedSecret: 'sealed-1', validUntil: until(0) },
+        ]),
+      ]));
+  it('drops the secrets whose overlap has ended', () =>
+    spec(webhookDecider)
+      .given([
+        created,
+        rotated('sealed-2', 'sealed-1'),
+        rotated('sealed-3', 'sealed-2', 1, [{ sealedSecret: 'sealed-1', validUntil: until(0) }]),
+      ])
+      .when(rotate('sealed-4', 24))
+      .then([rotated('sealed-4', 'sealed-3', 24, [{ sealedSecret: 'sealed-2', validUntil: until(1) }])]));
+  it(`signs with at most ${MAX_SIGNING_SECRETS} secrets: past that, the oldest overlap ends at the rotation`, () => {
+    const history: WebhookEvent[] = [created];
+    let older: Older = [];
+    for (let n = 2; n <= MAX_SIGNING_SECRETS; n++) {
+      history.push(rotated(`sealed-${n}`, `sealed-${n - 1}`, n, older));
+      older = [{ sealedSecret: `sealed-${n - 1}`, validUntil: until(n) }, ...older];
+    }
+    const n = MAX_SIGNING_SECRETS + 1;
+    spec(webhookDecider)
+      .given(history)
+      .when(rotate(`sealed-${n}`, n))
+      .then([rotated(`sealed-${n}`, `sealed-${n - 1}`, n, older.slice(0, MAX_SIGNING_SECRETS - 2))]);
+  });
+  it('reads rotations recorded before several previous secrets were kept', () =>
+    spec(webhookDecider)
+      .given([created, rotatedBefore('sealed-2', 'sealed-1'), rotatedBefore('sealed-3', 'sealed-2', 1)])
+      .when(rotate('sealed-4', 2))
+      .then([rotated('sealed-4', 'sealed-3', 2, [{ sealedSecret: 'sealed-2', validUntil: until(1) }])]));
+  itHidesFromOtherCallers(webhookDecider, [created], rotate('sealed-2'));
 });
 
 describe('webhook decider: delete, retry, replay', () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { endpointUrlProblem } from '../../domain/webhooks/endpoint-url.ts';
 import { isSubscribable, PUBLIC_EVENT_TYPES } from '../../domain/webhooks/event-types.ts';
+import { MAX_SIGNING_SECRETS } from '../../domain/webhooks/webhook.decider.ts';
 import { WEBHOOK_ID } from '../../domain/webhooks/webhook.events.ts';
 import {
   CreatedWebhook,
@@ -136,7 +137,10 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
       schema: {
         tag: 'Webhooks',
         summary: 'Rotate the signing secret',
-        description: 'The previous secret keeps signing alongside until `previous_secret_expires_at`.',
+        description:
+          'The previous secret keeps signing alongside until `previous_secret_expires_at`; secrets replaced by ' +
+          `earlier rotations keep signing until their own expiry, newest first, at most ${MAX_SIGNING_SECRETS} ` +
+          'signatures in all.',
         body: rotateBody,
         responses: { 200: RotatedSecret },
         errors: ['conflict'],
