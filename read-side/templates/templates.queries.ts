@@ -125,13 +125,18 @@ export async function listTemplateVersions(
     .selectFrom('template_versions')
     .select([...VERSION_COLUMNS])
     .where('template_id', '=', templateId);
-  return listPage(versions, page, (rows) =>
-    rows.map((v) => ({
-      object: 'template_version',
-      template_id: v.template_id,
-      status: versionStatus(template, v.version),
-      ...versionJson(v),
-    })),
+  // By number: ids made on other machines, or in one millisecond by two processes, need not sort as the versions.
+  return listPage(
+    versions,
+    page,
+    (rows) =>
+      rows.map((v) => ({
+        object: 'template_version',
+        template_id: v.template_id,
+        status: versionStatus(template, v.version),
+        ...versionJson(v),
+      })),
+    { by: 'version' },
   );
 }
 

@@ -1,4 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { templateDecider } from '../../domain/templates/template.decider.ts';
+import { templateStream } from '../../domain/templates/template.events.ts';
+import { handleCommand } from '../../platform/eventstore/command.ts';
+import { encodeTime } from '../../platform/ids.ts';
 import { renderPublished } from '../../write-side/templates/render.ts';
 import { type ApiResponse, type TestOrg, useTestService } from '../support/service.ts';
 import { expectValidationErrors } from '../support/validation.ts';
@@ -112,6 +116,58 @@ describe('templates: versions', () => {
     );
     expect(page.body.data.map((v: any) => v.version)).toEqual([2]);
     expect(page.body.has_more).toBe(true);
+  });
+
+  it('lists versions by number, newest first, also when their ids sort otherwise, and pages through them', async () => {
+    const t = await newTemplate();
+    expect((await acme.live.patch(`/v1/templates/${t.id}`, { subject: 'Second' })).status).toBe(200);
+    // Version 3 saved by another process whose clock is an hour behind: its id sorts before the others'.
+    const meta = { orgId: acme.orgId, mode: 'live' as const, actor: 'test' };
+    const { store, readYourWrites } = svc.postline.services;
+    const skewed = `tmplv_${encodeTime(Date.parse(t.created_at) - 3600_000)}${'0'.repeat(16)}`;
+    const third = await handleCommand(
+      store,
+      templateStream(t.id),
+      templateDecider,
+      {
+        type: 'UpdateTemplate',
+        templateId: t.id,
+        versionId: skewed,
+        changes: { subject: 'Third' },
+        ...meta,
+        at: new Date().toISOString(),
+      },
+      meta,
+    );
+    await readYourWrites.waitFor(['templates'], third.position!);
+
+    const list = async (query = '') => {
+      const r = await acme.live.get(`/v1/templates/${t.id}/versions${query}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return {
+        versions: r.body.data.map((v: any) => v.version),
+        ids: r.body.data.map((v: any) => v.id),
+        more: r.body.has_more,
+      };
+    };
+    const all = await list();
+    expect(all).toMatchObject({ versions: [3, 2, 1], more: false });
+    expect(all.ids[0]).toBe(skewed);
+    const [id3, id2, id1] = all.ids;
+
+    expect(await list('?limit=1')).toEqual({ versions: [3], ids: [id3], more: true });
+    expect(await list(`?limit=1&starting_after=${id3}`)).toEqual({ versions: [2], ids: [id2], more: true });
+    expect(await list(`?limit=1&starting_after=${id2}`)).toEqual({ versions: [1], ids: [id1], more: false });
+    expect(await list(`?limit=2&starting_after=${id3}`)).toEqual({
+      versions: [2, 1],
+      ids: [id2, id1],
+      more: false,
+    });
+    expect(await list(`?starting_after=${id1}`)).toEqual({ versions: [], ids: [], more: false });
+    expect(await list(`?limit=1&ending_before=${id1}`)).toEqual({ versions: [2], ids: [id2], more: true });
+    expect(await list(`?limit=1&ending_before=${id2}`)).toEqual({ versions: [3], ids: [id3], more: false });
+    expect(await list(`?ending_before=${id1}`)).toEqual({ versions: [3, 2], ids: [id3, id2], more: false });
+    expect(await list(`?ending_before=${id3}`)).toEqual({ versions: [], ids: [], more: false });
   });
 
   it('renames without a new version; an identical save makes none either', async () => {
