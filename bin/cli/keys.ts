@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import { findApiKeyById } from '../../read-side/api-keys/api-keys.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
 import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions, positionalsOf } from './cli.ts';
@@ -29,7 +30,7 @@ export async function keysCreate(
       org: z.string().min(1),
       mode: z.enum(['live', 'test']),
       permission: z.enum(['full_access', 'sending_access']),
-      name: z.string().trim().min(1).max(200),
+      name: resourceName(200),
     }),
     values,
     usage,

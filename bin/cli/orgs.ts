@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import { listOrganizations } from '../../read-side/api-keys/api-keys.queries.ts';
 import { planJson } from '../../read-side/organizations/organizations.queries.ts';
 import {
@@ -28,7 +29,7 @@ export async function orgsCreate(
     usage,
   );
   const input = parse(
-    z.object({ name: z.string().trim().min(1).max(200), plan: z.enum(['free', 'pro', 'business']) }),
+    z.object({ name: resourceName(200), plan: z.enum(['free', 'pro', 'business']) }),
     values,
     usage,
   );

@@ -2,6 +2,7 @@ import Handlebars from 'handlebars';
 import { AppError } from '../../platform/errors.ts';
 import type { Impressum } from '../domains/domain.events.ts';
 import { TEMPLATE_LIMITS } from '../templates/content-rules.ts';
+import type { TemplateVariable } from '../templates/template.events.ts';
 import { analyseTemplate } from '../templates/template-ast.ts';
 import type { BroadcastContent } from './broadcast.events.ts';
 
@@ -38,6 +39,31 @@ export function checkBroadcastContent(content: BroadcastContent): void {
           `\`${part}\`: variable \`${name}\` at line ${loc.line}, column ${loc.column} is not available; a broadcast renders with \`contact\` and \`unsubscribe_url\``,
         );
     }
+  }
+}
+
+/** The type each variable a broadcast gives has, as a template declares it. */
+const GIVEN_TYPES: Record<string, TemplateVariable['type']> = {
+  contact: 'object',
+  unsubscribe_url: 'string',
+};
+
+/**
+ * A template a broadcast is sent with must render with what a broadcast gives (`contact`, `unsubscribe_url`): a
+ * variable it requires beyond those, or one of those declared with another type, would fail every contact's
+ * email, so the send is refused instead (422 naming the variable).
+ */
+export function checkBroadcastTemplate(templateId: string, variables: TemplateVariable[]): void {
+  for (const v of variables) {
+    const given = GIVEN_TYPES[v.name];
+    if (!given && v.required)
+      throw invalid(
+        `\`template_id\`: template ${templateId} requires the variable \`${v.name}\`, which a broadcast does not give; a broadcast renders with \`contact\` and \`unsubscribe_url\``,
+      );
+    if (given && v.type !== given)
+      throw invalid(
+        `\`template_id\`: template ${templateId} declares \`${v.name}\` as ${v.type}; a broadcast gives it as ${given === 'object' ? 'an object' : 'a string'}`,
+      );
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONTROL_CHARACTERS_REFUSED, hasNoControlCharacter } from '../../platform/http/route-schema.ts';
 
 /** How large a contact's fields may be, through the API and a CSV import alike. */
 export const CONTACT_LIMITS = {
@@ -14,17 +15,14 @@ const email = z
   .max(254, 'must be at most 254 characters')
   .pipe(z.email('must be a valid email address'));
 /**
- * Control characters (C0 with CR, LF and tab, DEL, C1): a name goes into subjects and headers, where a line break
- * makes the message unrenderable and the contact would silently get nothing.
+ * A contact's name goes into subjects and headers, where a line break makes the message unrenderable and the
+ * contact would silently get nothing: no control characters, as in every name (route-schema.ts). May be empty.
  */
-const CONTROL_CHARACTER = /\p{Cc}/u;
 const personName = z
   .string()
   .trim()
   .max(CONTACT_LIMITS.nameChars, `must be at most ${CONTACT_LIMITS.nameChars} characters`)
-  .refine((name) => !CONTROL_CHARACTER.test(name), {
-    message: 'must not contain control characters (line breaks, tabs and the like)',
-  })
+  .refine(hasNoControlCharacter, CONTROL_CHARACTERS_REFUSED)
   .nullable();
 /** The rules a contact's fields follow, through the API and a CSV import alike. */
 export const CONTACT_FIELD_RULES = {

@@ -48,6 +48,31 @@ export const zonedDateTime = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })
   .refine(storableInstant, 'must lie in the years 0001 to 9999 (UTC), with a UTC offset of at most ±15:59');
 
+/**
+ * Control characters (C0 with tab and line breaks, DEL, C1): a name is shown on one line in the dashboard, CSV
+ * exports, logs and email headers and footers, where these break the line or the format, or drive a terminal.
+ */
+const CONTROL_CHARACTER = /\p{Cc}/u;
+export const CONTROL_CHARACTERS_REFUSED =
+  'must not contain control characters (line breaks, tabs and the like)';
+export const hasNoControlCharacter = (text: string) => !CONTROL_CHARACTER.test(text);
+
+/**
+ * The one rule for the name a client gives a resource (an API key, audience, topic, template, broadcast, …): the
+ * spaces around it dropped, then 1 to `max` characters, any printable Unicode and plain spaces, no control
+ * character.
+ */
+export const resourceName = (max: number) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .trim()
+    .min(1, 'is required')
+    .max(max, `must be at most ${max} characters`)
+    .refine(hasNoControlCharacter, CONTROL_CHARACTERS_REFUSED)
+    .meta({
+      description: `1 to ${max} characters once the spaces around are dropped; no control characters (line breaks, tabs, …).`,
+    });
+
 /** `{id, deleted: true}`: what a DELETE answers. */
 export const Deleted = z
   .strictObject({ id: z.string(), deleted: z.literal(true) })

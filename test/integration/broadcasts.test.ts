@@ -119,6 +119,28 @@ describe('broadcasts: drafts', () => {
     expect((await orgs.acme.test.delete(`/v1/broadcasts/${created.id}`)).status).toBe(404);
   });
 
+  it('keeps every field that changes made at the same time name', async () => {
+    const aud = await audience(orgs.acme.test);
+    const b = ok(await draft(orgs.acme.test, { audience_id: aud }), 201);
+    const changes = [
+      { name: 'Renamed' },
+      { subject: 'New subject' },
+      { text: 'New text' },
+      { reply_to: ['help@acme.test'] },
+      { from: 'Acme News <news@acme.test>' },
+    ];
+    const answers = await Promise.all(changes.map((c) => orgs.acme.test.patch(`/v1/broadcasts/${b.id}`, c)));
+    for (const r of answers) ok(r);
+    expect(await broadcast(orgs.acme.test, b.id)).toMatchObject({
+      name: 'Renamed',
+      subject: 'New subject',
+      text: 'New text',
+      reply_to: ['help@acme.test'],
+      from: 'Acme News <news@acme.test>',
+      html: b.html,
+    });
+  });
+
   it('keeps organizations and modes apart', async () => {
     const aud = await audience(orgs.acme.live);
     const mine = ok(await draft(orgs.acme.live, { audience_id: aud }), 201);
@@ -181,6 +203,75 @@ describe('broadcasts: drafts', () => {
     ]) {
       expect([r.status, r.body.error.code]).toEqual([409, 'broadcast_not_draft']);
     }
+  });
+
+  it.each([
+    [
+      [{ name: 'order_id', type: 'string', required: true }],
+      'requires the variable `order_id`, which a broadcast does not give; a broadcast renders with `contact` and `unsubscribe_url`',
+    ],
+    [
+      [{ name: 'contact', type: 'string', required: true }],
+      'declares `contact` as string; a broadcast gives it as an object',
+    ],
+    [
+      [{ name: 'unsubscribe_url', type: 'object' }],
+      'declares `unsubscribe_url` as object; a broadcast gives it as a string',
+    ],
+  ])(
+    'refuses to send with a template whose variables %j no contact could render with',
+    async (variables, message) => {
+      const client = orgs.acme.test;
+      const tpl = ok(
+        await client.post('/v1/templates', {
+          name: 'Order',
+          subject: 'Your order',
+          html: '<p>Hi</p>',
+          variables,
+        }),
+        201,
+      );
+      ok(await client.post(`/v1/templates/${tpl.id}/publish`, {}));
+      const aud = await audience(client);
+      await contact(client, { email: `tpl-${variables[0].name}@example.org`, audience_ids: [aud] });
+      const fields = {
+        audience_id: aud,
+        template_id: tpl.id,
+        subject: undefined,
+        html: undefined,
+        text: undefined,
+      };
+      const b = ok(await draft(client, fields), 201);
+      const r = await client.post(`/v1/broadcasts/${b.id}/send`, {});
+      expect([r.status, r.body.error]).toEqual([
+        422,
+        {
+          type: 'validation_error',
+          code: 'validation_error',
+          message: `\`template_id\`: template ${tpl.id} ${message}`,
+        },
+      ]);
+      expect((await broadcast(client, b.id)).status).toBe('draft');
+    },
+  );
+
+  it('refuses a send that gives the time under both names, as an email send does', async () => {
+    const aud = await audience(orgs.acme.test);
+    const b = ok(await draft(orgs.acme.test, { audience_id: aud }), 201);
+    const at = (hours: number) => new Date(clock.now().getTime() + hours * 3600_000).toISOString();
+    const r = await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, {
+      send_at: at(1),
+      scheduled_at: at(2),
+    });
+    expect([r.status, r.body.error]).toEqual([
+      422,
+      {
+        type: 'validation_error',
+        code: 'validation_error',
+        message: '`scheduled_at`: cannot be given with `send_at` (it is Resend’s name for it)',
+      },
+    ]);
+    expect((await broadcast(orgs.acme.test, b.id)).status).toBe('draft');
   });
 
   it('needs a verified domain with an impressum to send live', async () => {

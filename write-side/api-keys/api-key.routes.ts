@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CreatedApiKey } from '../../domain/api-keys/api-keys.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -12,7 +13,7 @@ export const API_KEY_PROJECTIONS = ['api_keys'];
 
 const createBody = z
   .object({
-    name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'),
+    name: resourceName(100),
     permission: z.enum(['full_access', 'sending_access']).default('full_access'),
     domain_id: z
       .string()

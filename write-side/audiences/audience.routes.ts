@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AUDIENCE_PATHS, Audience, aliased } from '../../domain/audiences/audiences.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { type CommandResource, commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -12,9 +13,7 @@ export const AUDIENCE_PROJECTIONS = ['audiences'];
 /** A deletion also leaves its contacts' `audience_ids`. */
 const DELETED_AUDIENCE_PROJECTIONS = [...AUDIENCE_PROJECTIONS, 'contacts'];
 
-const body = z
-  .object({ name: z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters') })
-  .strict();
+const body = z.object({ name: resourceName(100) }).strict();
 
 export function audienceCommandRoutes(api: ApiRouter, services: Services) {
   const resource: CommandResource = {

@@ -1,5 +1,5 @@
 import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
-import { checkBroadcastContent } from '../../domain/broadcasts/broadcast-content.ts';
+import { checkBroadcastContent, checkBroadcastTemplate } from '../../domain/broadcasts/broadcast-content.ts';
 import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -39,7 +39,7 @@ export async function checkContent(services: Deps, tenant: Tenant, content: Broa
 /**
  * What must hold for a draft's emails to go, checked when it is sent so the sender hears it now rather than finding
  * every email refused: a live broadcast needs a verified domain with an impressum (the footer prints it), a
- * template a published version, the audience and topic must still exist.
+ * template a published version that renders with a broadcast's variables, the audience and topic must still exist.
  */
 export async function checkSendable(services: Deps, auth: AuthContext, content: BroadcastContent) {
   const { template } = await checkContent(services, auth, content);
@@ -58,6 +58,8 @@ export async function checkSendable(services: Deps, auth: AuthContext, content: 
       'template_not_published',
       `Template ${content.templateId} has no published version; publish it first.`,
     );
+  if (template?.status === 'published')
+    checkBroadcastTemplate(template.version.templateId, template.version.variables);
 }
 
 /**

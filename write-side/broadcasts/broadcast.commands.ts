@@ -1,10 +1,14 @@
-import { broadcastDecider } from '../../domain/broadcasts/broadcast.decider.ts';
+import {
+  type BroadcastCommand,
+  type BroadcastState,
+  broadcastDecider,
+} from '../../domain/broadcasts/broadcast.decider.ts';
 import { type BroadcastContent, broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { notFound } from '../../platform/errors.ts';
-import { rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
-import type { EventMetadata } from '../../platform/eventstore/types.ts';
+import { AppError, notFound } from '../../platform/errors.ts';
+import { handleCommand, rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
+import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { checkSendAt } from '../emails/email-limits.ts';
@@ -30,22 +34,45 @@ export async function createBroadcast(services: Deps, meta: EventMetadata, conte
   return onBroadcast(services, meta, broadcastId, { type: 'CreateBroadcast', content });
 }
 
-/** Changes what `patch` names, while the broadcast is a draft. */
+/** How often a change is worked out again on a broadcast that changed meanwhile, before it gives up (409). */
+const UPDATE_ATTEMPTS = 5;
+
+/**
+ * Changes what `patch` names, while the broadcast is a draft: on the broadcast as it is when the change is
+ * written, so that another change that came in meanwhile keeps the fields it named.
+ */
 export async function updateBroadcast(
   services: Deps,
   meta: EventMetadata,
   broadcastId: string,
   patch: Partial<BroadcastContent>,
 ) {
-  const { state } = await readBroadcast(services, broadcastId);
-  if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
-    throw notFound('Broadcast', broadcastId);
-  const content = { ...state.content, ...patch };
-  // Switching between a template and sources of its own: the other kind goes.
-  if (patch.templateId) Object.assign(content, { html: patch.html ?? null, text: patch.text ?? null });
-  if (patch.html !== undefined || patch.text !== undefined) content.templateId = patch.templateId ?? null;
-  await checkContent(services, meta, content);
-  return onBroadcast(services, meta, broadcastId, { type: 'UpdateBroadcast', content });
+  const command = async (state: BroadcastState): Promise<BroadcastCommand> => {
+    if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
+      throw notFound('Broadcast', broadcastId);
+    const content = { ...state.content, ...patch };
+    // Switching between a template and sources of its own: the other kind goes.
+    if (patch.templateId) Object.assign(content, { html: patch.html ?? null, text: patch.text ?? null });
+    if (patch.html !== undefined || patch.text !== undefined) content.templateId = patch.templateId ?? null;
+    await checkContent(services, meta, content);
+    const { orgId, mode } = meta;
+    return {
+      type: 'UpdateBroadcast',
+      broadcastId,
+      orgId,
+      mode,
+      at: services.clock.now().toISOString(),
+      content,
+    };
+  };
+  const stream = broadcastStream(broadcastId);
+  const result = await handleCommand(services.store, stream, broadcastDecider, command, meta, {
+    retries: UPDATE_ATTEMPTS - 1,
+  }).catch((error) => {
+    if (!(error instanceof WrongExpectedRevisionError)) throw error;
+    throw new AppError('concurrent_modification', 'The broadcast kept changing meanwhile; try again.');
+  });
+  return { broadcastId, position: result.position };
 }
 
 export const deleteBroadcast = (services: Deps, meta: EventMetadata, broadcastId: string) =>

@@ -3,7 +3,7 @@ import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.
 import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
-import { zonedDateTime } from '../../platform/http/route-schema.ts';
+import { resourceName, zonedDateTime } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -24,7 +24,7 @@ const source = z
   .max(512 * 1024, 'must be at most 512 KB')
   .nullable();
 const fields = {
-  name: z.string().trim().min(1, 'is required').max(200, 'must be at most 200 characters'),
+  name: resourceName(200),
   audience_id: z.string().regex(idShape('aud'), 'must be an audience id (aud_…)'),
   topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)').nullable(),
   from: text(998),
@@ -53,7 +53,12 @@ const sendBody = z
     scheduled_at: zonedDateTime,
   })
   .partial()
-  .strict();
+  .strict()
+  // One time, under one name: given both, which one counts would be a guess (a send of an email refuses it too).
+  .refine((b) => b.send_at === undefined || b.scheduled_at === undefined, {
+    path: ['scheduled_at'],
+    message: 'cannot be given with `send_at` (it is Resend’s name for it)',
+  });
 
 const replyToList = (r: string | string[] | undefined) =>
   r === undefined ? undefined : Array.isArray(r) ? r : [r];

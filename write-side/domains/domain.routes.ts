@@ -5,6 +5,7 @@ import { Domain } from '../../domain/domains/domains.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -51,11 +52,7 @@ const optionalText = (max: number) =>
 /** The legal notice printed in broadcast footers (German "Impressum", §5 DDG): who sends, and how to reach them. */
 export const impressumSchema = z
   .object({
-    company_name: z
-      .string({ error: 'is required' })
-      .trim()
-      .min(1, 'is required')
-      .max(200, 'must be at most 200 characters'),
+    company_name: resourceName(200),
     address: z
       .string({ error: 'is required' })
       .trim()

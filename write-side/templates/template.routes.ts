@@ -4,6 +4,7 @@ import { templateStream } from '../../domain/templates/template.events.ts';
 import { RenderedTemplate, Template } from '../../domain/templates/templates.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -19,11 +20,7 @@ import {
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const TEMPLATE_PROJECTIONS = ['templates'];
 
-const name = z
-  .string()
-  .trim()
-  .min(1, 'is required')
-  .max(TEMPLATE_NAME_MAX, `must be at most ${TEMPLATE_NAME_MAX} characters`);
+const name = resourceName(TEMPLATE_NAME_MAX);
 const variable = z
   .object({
     name: z.string().min(1, 'is required').max(100, 'must be at most 100 characters'),

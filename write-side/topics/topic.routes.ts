@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Topic } from '../../domain/topics/topics.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { resourceName } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -10,7 +11,7 @@ import { createTopic, deleteTopic, updateTopic } from './topic.commands.ts';
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const TOPIC_PROJECTIONS = ['topics'];
 
-const name = z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters');
+const name = resourceName(100);
 const description = z.string().trim().max(1000, 'must be at most 1000 characters').nullable();
 
 const createBody = z
