@@ -20,10 +20,14 @@ const contentRow = (c: BroadcastContent) => ({
 const moveTo = (tx: Transaction, id: string, status: string, since: string, at: string) =>
   updateRow(tx, 'broadcasts', id, { status, [since]: at, updated_at: at });
 
-/** Broadcasts with their sending's progress, and the unsubscribes their links caused. */
+/**
+ * Broadcasts with their sending's progress, and the contacts their links unsubscribed: each contact once per
+ * broadcast, however often it used the link. `broadcast_unsubscribes` holds who did, so an event applied again
+ * (a rebuild) counts no one twice.
+ */
 export const broadcastsProjection: Projection<BroadcastEvent | ContactEvent> = {
   name: 'broadcasts',
-  tables: ['broadcasts'],
+  tables: ['broadcasts', 'broadcast_unsubscribes'],
   types: [
     'BroadcastCreated',
     'BroadcastUpdated',
@@ -85,9 +89,13 @@ export const broadcastsProjection: Projection<BroadcastEvent | ContactEvent> = {
         return moveTo(tx, e.data.broadcastId, 'sent', 'sent_at', e.data.sentAt);
       case 'ContactUnsubscribed':
         if (e.data.broadcastId)
-          await tx.query('UPDATE broadcasts SET unsubscribed = unsubscribed + 1 WHERE id = $1', [
-            e.data.broadcastId,
-          ]);
+          await tx.query(
+            `WITH first AS (
+               INSERT INTO broadcast_unsubscribes (broadcast_id, contact_id) VALUES ($1, $2)
+               ON CONFLICT DO NOTHING RETURNING broadcast_id)
+             UPDATE broadcasts SET unsubscribed = unsubscribed + 1 WHERE id IN (SELECT broadcast_id FROM first)`,
+            [e.data.broadcastId, e.data.contactId],
+          );
         return;
     }
   },

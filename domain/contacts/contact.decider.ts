@@ -20,6 +20,8 @@ export type ContactCommand =
       subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[];
       /** Each topic's default (topics the contact has no choice for follow it). */
       defaults: Record<string, 'opt_in' | 'opt_out'>;
+      /** The broadcast whose unsubscribe page the choices were made on; null for any other way. */
+      broadcastId: string | null;
     })
   /**
    * An unsubscribe link (RFC 8058): from the topic `topicId` (whose default is `topicDefault`), or from
@@ -48,6 +50,8 @@ function subscriptionEvents(
   state: ContactState,
 ): ContactEvent[] {
   const { contactId, at } = command;
+  // An unsubscribe by a broadcast's link (one-click or its page's form) names the broadcast: it is counted there.
+  const from = command.broadcastId ? { broadcastId: command.broadcastId } : {};
   switch (command.type) {
     case 'SetContactTopics': {
       // The choices so far, each on the one before it (a topic named twice is one change).
@@ -62,14 +66,16 @@ function subscriptionEvents(
           data: { contactId, topicId, subscription, changedAt: at },
         });
         if (subscription === 'opt_out' && now === 'opt_in')
-          events.push({ type: 'ContactUnsubscribed', data: { contactId, topicId, unsubscribedAt: at } });
+          events.push({
+            type: 'ContactUnsubscribed',
+            data: { contactId, topicId, ...from, unsubscribedAt: at },
+          });
       }
       return events;
     }
     case 'UnsubscribeContact': {
       const contact = owned(state, command);
-      const { topicId, broadcastId } = command;
-      const from = broadcastId ? { broadcastId } : {};
+      const { topicId } = command;
       if (!topicId) {
         if (contact.unsubscribed) return [];
         return [{ type: 'ContactUnsubscribed', data: { contactId, ...from, unsubscribedAt: at } }];

@@ -30,7 +30,7 @@ export interface BroadcastsTable {
   skipped_not_subscribed: number;
   skipped_quota: number;
   skipped_failed: number;
-  /** Contacts that unsubscribed by the link in one of its emails. */
+  /** Contacts that unsubscribed by the link in one of its emails, each once (`broadcast_unsubscribes`). */
   unsubscribed: number;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -38,6 +38,12 @@ export interface BroadcastsTable {
   sent_at: Timestamp | null;
   canceled_at: Timestamp | null;
   deleted_at: Timestamp | null;
+}
+
+/** Who unsubscribed by a broadcast's link: one row per contact, however often it did (what `unsubscribed` counts). */
+export interface BroadcastUnsubscribesTable {
+  broadcast_id: string;
+  contact_id: string;
 }
 
 export const broadcastsMigrations: Migration[] = [
@@ -75,5 +81,15 @@ CREATE TABLE IF NOT EXISTS broadcasts (
   deleted_at timestamptz
 );
 CREATE INDEX IF NOT EXISTS broadcasts_org ON broadcasts (org_id, mode, id) WHERE deleted_at IS NULL;`,
+  },
+  {
+    id: 'broadcasts-002',
+    // Each contact counts once per broadcast, however often it uses the link (docs/broadcasts.md).
+    sql: `
+CREATE TABLE IF NOT EXISTS broadcast_unsubscribes (
+  broadcast_id text NOT NULL,
+  contact_id text NOT NULL,
+  PRIMARY KEY (broadcast_id, contact_id)
+);`,
   },
 ];

@@ -107,3 +107,25 @@ describe('names', () => {
     expect(ok(await org.test.get(`/v1/audiences/${created.id}`)).name).toBe(name.trim());
   });
 });
+
+// The impressum's optional one-line fields: printed each on a line of its own in broadcast footers.
+describe.each(['representative', 'register_entry'])('the impressum’s `%s`', (field) => {
+  const set = (value: unknown) =>
+    org.test.patch(`/v1/domains/${ids.domain}`, { impressum: { ...impressum, [field]: value } });
+
+  it('refuses control characters (line breaks, tabs, …), naming the field', async () => {
+    await expectValidationErrors(
+      set,
+      controls.map((value) => [value, `\`impressum.${field}\`: must not contain control characters`]),
+    );
+  });
+
+  it('keeps its other rules, and takes printable Unicode without the spaces around', async () => {
+    await expectValidationErrors(set, [
+      ['', `\`impressum.${field}\`: must not be empty`],
+      ['x'.repeat(201), `\`impressum.${field}\`: must be at most 200 characters`],
+    ]);
+    const value = '  Amtsgericht Köln HRB 12345 — Jörg Müller & Co.  ';
+    expect(ok(await set(value)).impressum[field]).toBe(value.trim());
+  });
+});

@@ -98,6 +98,7 @@ describe('contact decider', () => {
       type: 'SetContactTopics' as const,
       subscriptions: [{ topicId, subscription }],
       defaults: { top_in: 'opt_in' as const, top_out: 'opt_out' as const },
+      broadcastId: null,
       at: 'T2',
     });
     spec(contactDecider)
@@ -135,6 +136,42 @@ describe('contact decider', () => {
           data: { contactId: 'con_1', topicId: 'top_in', unsubscribedAt: 'T2' },
         },
       ]);
+  });
+
+  it('names the broadcast in each unsubscription of choices made on its unsubscribe page', () => {
+    const onPage = {
+      ...caller,
+      type: 'SetContactTopics' as const,
+      subscriptions: [
+        { topicId: 'top_in', subscription: 'opt_out' as const },
+        { topicId: 'top_out', subscription: 'opt_in' as const },
+        { topicId: 'top_other', subscription: 'opt_out' as const },
+      ],
+      defaults: { top_in: 'opt_in' as const, top_out: 'opt_out' as const, top_other: 'opt_in' as const },
+      broadcastId: 'bc_1',
+      at: 'T2',
+    };
+    spec(contactDecider)
+      .given([created])
+      .when(onPage)
+      .then([
+        changed('top_in', 'opt_out'),
+        {
+          type: 'ContactUnsubscribed',
+          data: { contactId: 'con_1', topicId: 'top_in', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+        },
+        changed('top_out', 'opt_in'),
+        changed('top_other', 'opt_out'),
+        {
+          type: 'ContactUnsubscribed',
+          data: { contactId: 'con_1', topicId: 'top_other', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+        },
+      ]);
+    // Nothing left to leave: nothing is recorded, whatever page it came from.
+    spec(contactDecider)
+      .given([created, changed('top_in', 'opt_out')])
+      .when({ ...onPage, subscriptions: [{ topicId: 'top_in', subscription: 'opt_out' }] })
+      .then([]);
   });
 
   it('unsubscribes by a broadcast’s link: from its topic if it had one, else from everything, once', () => {

@@ -125,7 +125,10 @@ ${topics
         subscription: form.preferences!.has(topic.id) ? ('opt_in' as const) : ('opt_out' as const),
       }));
       // Deleted between the look-up and the write: the same page as a deleted contact's.
-      const saved = await setContactTopics(services, t.meta, t.contactId, choices).then(
+      // The topics left here are the broadcast's unsubscribes, as the one-click's are.
+      const saved = await setContactTopics(services, t.meta, t.contactId, choices, {
+        broadcastId: t.broadcastId,
+      }).then(
         () => true,
         (error) => {
           if (contactGone(error)) return false;

@@ -166,12 +166,16 @@ export async function changeMembership(
   return { position: result.position };
 }
 
-/** Sets the contact's choices for topics of its organization and mode; an unknown topic is refused. */
+/**
+ * Sets the contact's choices for topics of its organization and mode; an unknown topic is refused. `broadcastId`:
+ * the broadcast whose unsubscribe page they were made on, which each topic left is then counted for.
+ */
 export async function setContactTopics(
   services: Deps,
   meta: EventMetadata,
   contactId: string,
   subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[],
+  from: { broadcastId: string | null } = { broadcastId: null },
 ) {
   const defaults: Record<string, 'opt_in' | 'opt_out'> = {};
   for (const { topicId } of subscriptions) {
@@ -179,7 +183,11 @@ export async function setContactTopics(
     if (!topic) throw new AppError('validation_error', `\`topic_id\`: topic ${topicId} not found`);
     defaults[topicId] = topic.default_subscription;
   }
-  const result = await onContact(services, meta, 'SetContactTopics', contactId, { subscriptions, defaults });
+  const result = await onContact(services, meta, 'SetContactTopics', contactId, {
+    subscriptions,
+    defaults,
+    broadcastId: from.broadcastId,
+  });
   return { position: result.position };
 }
 

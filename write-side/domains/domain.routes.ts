@@ -5,7 +5,11 @@ import { Domain } from '../../domain/domains/domains.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
-import { resourceName } from '../../platform/http/route-schema.ts';
+import {
+  CONTROL_CHARACTERS_REFUSED,
+  hasNoControlCharacter,
+  resourceName,
+} from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -46,8 +50,16 @@ const verifyBody = z
   })
   .strict();
 
-const optionalText = (max: number) =>
-  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).optional();
+/** An optional field printed as one line of the footer: a line break or other control character would break it. */
+const optionalLine = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .refine(hasNoControlCharacter, CONTROL_CHARACTERS_REFUSED)
+    .meta({ description: `1 to ${max} characters, one line: no control characters (line breaks, tabs, …).` })
+    .optional();
 
 /** The legal notice printed in broadcast footers (German "Impressum", §5 DDG): who sends, and how to reach them. */
 export const impressumSchema = z
@@ -67,8 +79,8 @@ export const impressumSchema = z
       .string()
       .regex(/^\+?[0-9][0-9 ()/-]{4,30}$/, 'must be a phone number, e.g. +49 30 1234567')
       .optional(),
-    representative: optionalText(200),
-    register_entry: optionalText(200),
+    representative: optionalLine(200),
+    register_entry: optionalLine(200),
     vat_id: z
       .string()
       .regex(/^[A-Z]{2}[0-9A-Z+*.]{2,13}$/, 'must be a VAT id with its country prefix, e.g. DE123456789')
