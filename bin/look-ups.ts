@@ -5,7 +5,7 @@ import { broadcastUsing, findBroadcast } from '../read-side/broadcasts/broadcast
 import { findContactImport } from '../read-side/contact-imports/contact-imports.queries.ts';
 import { contactTopics, findContact } from '../read-side/contacts/contacts.queries.ts';
 import { findApiDomain } from '../read-side/domains/domains.queries.ts';
-import { getEmail } from '../read-side/emails/emails.queries.ts';
+import { getEmail, monthlyUsage } from '../read-side/emails/emails.queries.ts';
 import { countedResourceIds } from '../read-side/plan-slots/plan-slots.queries.ts';
 import {
   findReceivedEmail,
@@ -40,4 +40,5 @@ export const lookUps: LookUps = {
   findAudience,
   findApiDomain,
   countedResourceIds,
+  monthlyUsage,
 };

@@ -80,6 +80,8 @@ declare module '../platform/services.ts' {
     findApiDomain(db: Database, tenant: Tenant, domainId: string): Promise<{ id: string } | null>;
     /** The ids of the organization's resources of a kind that count toward its plan (not deleted). */
     countedResourceIds(db: Database, tenant: Tenant, resource: PlanSlotResource): Promise<string[]>;
+    /** The emails accepted in the month (`YYYY-MM`, UTC) in the tenant's mode, as GET /v1/usage counts them. */
+    monthlyUsage(db: Database, tenant: Tenant, month: string): Promise<number>;
   }
 }
 

@@ -9,6 +9,12 @@ import type { Postline } from '../service.ts';
 /** Wrong or missing arguments: the CLI prints what the command needs and exits 2. */
 export class UsageError extends Error {}
 
+/**
+ * A command that cannot be done (an unknown organization or key): said on standard error, exit code 1, so that
+ * standard output holds only results (a `--json` line, say).
+ */
+export class CommandFailed extends Error {}
+
 /** A command's options and positionals (node:util parseArgs); a mistake in them is a UsageError saying `usage`. */
 export function parseOptions<T extends ParseArgsConfig>(
   config: T,
@@ -40,8 +46,8 @@ export interface Cli {
   write(s: string): void;
   /** The command's input, checked; `usage` says what it needs when it is not right. */
   parse<T extends z.ZodType>(schema: T, input: unknown, usage: string): z.output<T>;
-  /** Whether the organization exists; says so when it does not. */
-  knownOrganization(orgId: string): Promise<boolean>;
+  /** True when the organization exists; when it does not, throws CommandFailed saying so. */
+  knownOrganization(orgId: string): Promise<true>;
   /**
    * Waits until the API keys written up to `position` work. False when the read models have not caught up within
    * PROJECTION_WAIT_MS: what was written is saved all the same (and works once they have), so a command that made
@@ -70,8 +76,7 @@ export function cliOf({ services, runner }: Postline, out: Writable): Cli {
     },
     async knownOrganization(orgId) {
       if (await findOrganization(services.db, orgId)) return true;
-      write(`No organization ${orgId} (npx postline orgs list shows them).`);
-      return false;
+      throw new CommandFailed(`No organization ${orgId} (npx postline orgs list shows them).`);
     },
     async keysInUse(position) {
       try {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { resourceName } from '../../platform/http/route-schema.ts';
 import { findApiKeyById } from '../../read-side/api-keys/api-keys.queries.ts';
 import { createApiKey, deleteApiKey } from '../../write-side/api-keys/api-key.commands.ts';
-import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions, positionalsOf } from './cli.ts';
+import { type Cli, CommandFailed, KEYS_NOT_YET_IN_USE, parseOptions, positionalsOf } from './cli.ts';
 
 /** A new API key for an organization (one that has none left, too). */
 export async function keysCreate(
@@ -30,12 +30,13 @@ export async function keysCreate(
       org: z.string().min(1),
       mode: z.enum(['live', 'test']),
       permission: z.enum(['full_access', 'sending_access']),
-      name: resourceName(200),
+      // The API's limit for a key's name (POST /v1/api-keys).
+      name: resourceName(100),
     }),
     values,
     usage,
   );
-  if (!(await knownOrganization(org))) return 1;
+  await knownOrganization(org);
   const key = await createApiKey(
     services,
     { orgId: org, mode, actor: 'cli' },
@@ -55,10 +56,7 @@ export async function keysCreate(
 export async function keysRevoke({ services, write }: Cli, rest: string[]): Promise<number> {
   const [keyId] = positionalsOf(rest, 1, 1, 'keys revoke needs <key_id>');
   const found = await findApiKeyById(services.db, keyId);
-  if (!found) {
-    write(`No API key ${keyId} in use.`);
-    return 1;
-  }
+  if (!found) throw new CommandFailed(`No API key ${keyId} in use.`);
   const { position } = await deleteApiKey(
     services,
     { orgId: found.org_id, mode: found.mode, actor: 'cli' },

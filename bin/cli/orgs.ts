@@ -95,7 +95,7 @@ export async function orgsSetPlan(
     positionalsOf(rest, 2, 2, usage),
     usage,
   );
-  if (!(await knownOrganization(orgId))) return 1;
+  await knownOrganization(orgId);
   const { changed, position } = await changePlan(services, orgId, plan);
   await services.readYourWrites.waitFor(['api_keys'], position);
   write(changed ? `${orgId} is on the ${plan} plan now.` : `${orgId} is on the ${plan} plan already.`);
@@ -118,7 +118,7 @@ export async function orgsSetClientDetails(
     usage,
   );
   const [orgId, setting] = parse(z.tuple([z.string().min(1), z.enum(['on', 'off'])]), positionals, usage);
-  if (!(await knownOrganization(orgId))) return 1;
+  await knownOrganization(orgId);
   const on = setting === 'on';
   const r = await setClientDetailsTracking(services, orgId, on, { forget: values.forget });
   await services.readYourWrites.waitFor(['api_keys'], r.position);

@@ -21,6 +21,11 @@ export type ConsumeQuota = {
   limit: number;
   at: string;
   request?: string;
+  /**
+   * The emails the read model counts for the month (`email_usage`), those sent under a plan without a hard stop
+   * too: a month counts once whatever plan the organization was on in it.
+   */
+  counted?: number;
 };
 
 export interface QuotaState {
@@ -33,8 +38,10 @@ export interface QuotaState {
  * The monthly quota of a plan with a hard stop (plans.ts): counted in a stream per month
  * (`quota-<org>-<mode>-<yyyy-mm>`) appended with an expected revision, so concurrent requests cannot overshoot
  * it. Plans without one are never refused; their overage is counted from the `emails` read model (`email_usage`,
- * GET /v1/usage). Grants what is left, up to the request; refuses only when nothing is left (a batch gets a
- * partial grant). A request's grant is taken once (`request`).
+ * GET /v1/usage). Used is the larger of the stream's grants and the read model's count (`counted`), so that what
+ * was sent this month on another plan counts after a move to a plan with a hard stop. Grants what is left, up to
+ * the request; refuses only when nothing is left (a batch gets a partial grant). A request's grant is taken once
+ * (`request`).
  */
 export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
   initialState: { used: 0, grants: {} },
@@ -45,7 +52,7 @@ export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
   decide(c, s) {
     // A request granted before (an interrupted attempt of it): its grant stands, nothing is taken again.
     if (c.request !== undefined && c.request in s.grants) return [];
-    const left = Math.max(0, c.limit - s.used);
+    const left = Math.max(0, c.limit - Math.max(s.used, c.counted ?? 0));
     if (left === 0) throw quotaExceeded(c.limit, c.month, c.at);
     return [
       {

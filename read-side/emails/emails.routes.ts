@@ -37,7 +37,8 @@ const usageQuery = z
   .object({
     month: z
       .string()
-      .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
+      // A calendar month of the years 0001 to 9999, the years a timestamp the service stores can fall in.
+      .regex(/^(?!0000)\d{4}-(0[1-9]|1[0-2])$/, 'must be a month, YYYY-MM (01 to 12)')
       .optional(),
   })
   .strict();

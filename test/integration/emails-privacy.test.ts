@@ -278,7 +278,10 @@ describe("an organization's opt-in to client details", () => {
   });
 
   it('is refused for an unknown organization and a setting that is not on or off', async () => {
-    expect((await cli('orgs', 'set-client-details', 'org_nope', 'on')).code).toBe(1);
+    // Said on standard error, exit code 1 (bin/postline.ts): runCommand throws it.
+    await expect(cli('orgs', 'set-client-details', 'org_nope', 'on')).rejects.toThrow(
+      /No organization org_nope/,
+    );
     await expect(cli('orgs', 'set-client-details', acme.orgId, 'maybe')).rejects.toThrow(/on\|off/);
   });
 });

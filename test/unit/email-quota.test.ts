@@ -35,6 +35,16 @@ describe('monthly quota decider (Free plan hard stop)', () => {
       .given([{ ...consumed(3), data: { ...consumed(3).data, request: 'em_1' } }, consumed(97)])
       .when({ ...consume(3), request: 'em_1' })
       .then([]));
+  it('counts the emails the read model holds for the month, when more than it granted (sent on another plan)', () =>
+    spec(quotaDecider)
+      .given([consumed(10)])
+      .when({ ...consume(10), counted: 95 })
+      .then([consumed(5)]));
+  it('refuses when the read model counts the whole quota used', () =>
+    spec(quotaDecider)
+      .given([])
+      .when({ ...consume(1), counted: 120 })
+      .thenFails('monthly_quota_exceeded', /100/));
   it('refuses once used up', () =>
     spec(quotaDecider)
       .given([consumed(60), consumed(40)])

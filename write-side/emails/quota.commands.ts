@@ -1,4 +1,10 @@
-import { quotaDecider, quotaExceeded, quotaStream } from '../../domain/emails/quota.decider.ts';
+import {
+  type ConsumeQuota,
+  type QuotaState,
+  quotaDecider,
+  quotaExceeded,
+  quotaStream,
+} from '../../domain/emails/quota.decider.ts';
 import { monthOf, PLANS } from '../../domain/organizations/plans.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
@@ -9,7 +15,8 @@ type Payer = Pick<AuthContext, 'orgId' | 'mode' | 'plan'>;
 /**
  * Takes up to `requested` emails from the month's quota; returns how many may go. Only Free has a hard stop.
  * `request` (the first id the request chose under an Idempotency-Key): a request granted before gets its
- * grant again, not a second one.
+ * grant again, not a second one. The month's emails the read model counts are used too, so that an organization
+ * moved to Free mid-month keeps what it sent before (on Pro, say) in its count.
  */
 export async function consumeQuota(
   services: Services,
@@ -21,11 +28,25 @@ export async function consumeQuota(
   if (!plan.monthlyHardStop || requested === 0) return requested;
   const now = services.clock.now();
   const month = monthOf(now);
+  const limit = plan.emailsPerMonth;
+  const consume = async (state: QuotaState): Promise<ConsumeQuota> => {
+    const command = {
+      type: 'ConsumeQuota' as const,
+      month,
+      requested,
+      limit,
+      at: now.toISOString(),
+      request,
+    };
+    // Nothing to count when the stream alone refuses, or when this request was granted before.
+    if (state.used >= limit || (request !== undefined && request in state.grants)) return command;
+    return { ...command, counted: await services.lookUps.monthlyUsage(services.db, auth, month) };
+  };
   const result = await handleCommand(
     services.store,
     quotaStream(auth.orgId, auth.mode, month),
     quotaDecider,
-    { type: 'ConsumeQuota', month, requested, limit: plan.emailsPerMonth, at: now.toISOString(), request },
+    consume,
     { orgId: auth.orgId, mode: auth.mode, actor: 'system' },
     { retries: 50 },
   );

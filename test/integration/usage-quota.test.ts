@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../platform/clock.ts';
+import { changePlan } from '../../write-side/organizations/organization.commands.ts';
+import { type TestOrg, useTestService } from '../support/service.ts';
+
+const clock = new ManualClock('2026-03-10T12:00:00Z');
+const svc = useTestService({ clock });
+
+const email = () => ({
+  from: 'x@quota.test',
+  to: ['delivered@simulator.postline.dev'],
+  subject: 'Hi',
+  html: '<p>Hi</p>',
+});
+const batchOf = (n: number) => Array.from({ length: n }, email);
+
+async function moveTo(org: TestOrg, plan: 'free' | 'pro') {
+  const { position } = await changePlan(svc.postline.services, org.orgId, plan);
+  await svc.postline.services.readYourWrites.waitFor(['api_keys'], position);
+}
+
+describe('the monthly quota across a change of plan', () => {
+  it('counts what an organization sent this month on Pro once it is moved to Free', async () => {
+    const org = await svc.createOrg('pro');
+    const sent = await org.test.post('/v1/emails/batch', batchOf(90));
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    await moveTo(org, 'free');
+    // 90 of Free's 100 are used: a batch of 15 gets 10 through.
+    const batch = await org.test.post('/v1/emails/batch', batchOf(15));
+    const outcomes = batch.body.data.map((i: any) => i.status ?? i.error.code);
+    expect(outcomes.filter((o: string) => o === 'queued')).toHaveLength(10);
+    expect(outcomes.filter((o: string) => o === 'monthly_quota_exceeded')).toHaveLength(5);
+    const over = await org.test.post('/v1/emails', email());
+    expect([over.status, over.body.error?.code]).toEqual([429, 'monthly_quota_exceeded']);
+    expect((await org.test.get('/v1/usage')).body).toMatchObject({
+      plan: 'free',
+      emails: 100,
+      included: 100,
+    });
+    // The live mode has a count of its own.
+    expect((await org.live.get('/v1/usage')).body.emails).toBe(0);
+  });
+
+  it('counts a month on Free, then Pro, then Free again as one month', async () => {
+    const org = await svc.createOrg('free');
+    expect((await org.test.post('/v1/emails/batch', batchOf(40))).status).toBe(200);
+    await moveTo(org, 'pro');
+    expect((await org.test.post('/v1/emails/batch', batchOf(50))).status).toBe(200);
+    await moveTo(org, 'free');
+    const batch = await org.test.post('/v1/emails/batch', batchOf(20));
+    const queued = batch.body.data.filter((i: any) => i.status === 'queued');
+    expect(queued).toHaveLength(10);
+    expect((await org.test.get('/v1/usage')).body.emails).toBe(100);
+  });
+});
+
+describe('GET /v1/usage', () => {
+  it('refuses a month that is no calendar month with 422 naming `month`', async () => {
+    const org = await svc.createOrg('pro');
+    for (const month of ['2026-13', '2026-00', '0000-01', '2026-3', 'March']) {
+      const r = await org.live.get(`/v1/usage?month=${month}`);
+      expect(r.status, `${month} -> ${JSON.stringify(r.body)}`).toBe(422);
+      expect(r.body.error).toMatchObject({ type: 'validation_error', code: 'validation_error' });
+      expect(r.body.error.message).toContain('`month`');
+    }
+    expect((await org.live.get('/v1/usage?month=2025-12')).body).toMatchObject({
+      month: '2025-12',
+      emails: 0,
+    });
+  });
+});
