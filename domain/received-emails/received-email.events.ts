@@ -45,6 +45,11 @@ export interface ReceivedAttachment {
   attachmentId: string;
   filename: string;
   contentType: string;
+  /**
+   * The charset its Content-Type names (lower case), served with its download so that text is read as it was
+   * written; absent when none is named, and from events recorded before it was kept.
+   */
+  charset?: string | null;
   contentId: string | null;
   size: number;
   blobKey: string;

@@ -1,4 +1,6 @@
-import type { Selectable } from 'kysely';
+import { domainToUnicode } from 'node:url';
+import { type Selectable, sql } from 'kysely';
+import { asciiDomain } from '../../domain/emails/addresses.ts';
 import type {
   MailAddress,
   ReceivedAttachment,
@@ -30,10 +32,22 @@ export function findReceivedEmail(db: Database, tenant: Tenant, id: string) {
   return ofTenant(db, tenant).where('id', '=', id).executeTakeFirst();
 }
 
-/** Newest first; `domain` and `from` match whole addresses and names, in any letter case. */
+/**
+ * A message received at `domain` (any case, Unicode or punycode): recorded for it, or sent to one of its addresses
+ * as well (a message to two of an organization's domains is recorded once, for the first).
+ */
+function receivedAt(domain: string) {
+  const ascii = asciiDomain(domain) ?? domain.toLowerCase();
+  // The envelope keeps recipients as the sender named them: an internationalized domain in either form.
+  const names = [...new Set([ascii, domainToUnicode(ascii) || ascii])];
+  return sql<boolean>`(domain = ${ascii} OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(envelope_to) AS r(address)
+    WHERE lower(substring(r.address from '@([^@]*)$')) IN (${sql.join(names)})))`;
+}
+
+/** Newest first; `domain` and `from` match whole names and addresses, in any letter case. */
 export function listReceivedEmails(db: Database, tenant: Tenant, page: PageParams & ReceivedEmailFilters) {
   let q = ofTenant(db, tenant);
-  if (page.domain) q = q.where('domain', '=', page.domain.toLowerCase());
+  if (page.domain) q = q.where(receivedAt(page.domain));
   if (page.from) q = q.where('from_lower', '=', page.from.toLowerCase());
   if (page.from_date) q = q.where('created_at', '>=', new Date(page.from_date));
   if (page.to_date) q = q.where('created_at', '<=', new Date(page.to_date));

@@ -105,7 +105,13 @@ export function receivedEmailQueryRoutes(api: ApiRouter, services: Services) {
       kept(row);
       return {
         ...receivedAttachmentJson(row, a),
-        ...downloadLink(services, a.blobKey, a.filename, a.contentType),
+        // With the charset it was written in: a server would otherwise say UTF-8 for any text.
+        ...downloadLink(
+          services,
+          a.blobKey,
+          a.filename,
+          a.charset ? `${a.contentType}; charset=${a.charset}` : a.contentType,
+        ),
       };
     },
   );

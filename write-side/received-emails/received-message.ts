@@ -60,6 +60,10 @@ const FIELD_CHARS = 998;
 const field = (value: unknown) =>
   typeof value === 'string' && value ? storableText(value, FIELD_CHARS) : null;
 
+/** A charset name as a Content-Type parameter may carry it: a token (RFC 2045), in lower case; else none. */
+const charsetOf = (value: string | undefined) =>
+  value && /^[A-Za-z0-9!#$%&'*+.^_`{|}~-]{1,40}$/.test(value) ? value.toLowerCase() : null;
+
 /**
  * The mailboxes of a list, those of a group (`team: a@x.example, b@x.example;`) in the group's place: its name is
  * dropped, and an empty group (`undisclosed-recipients:;`) gives none.
@@ -78,18 +82,29 @@ const addresses = (value: unknown): MailAddress[] => {
 /**
  * Every header in the order of the message: the name in lower case, the value unfolded, decoded where mailparser
  * reads the header as text (`subject`); a header that repeats (Received) is there each time, with its own value.
+ * mailparser keeps one value of some headers (Subject, Message-ID) however often they appear: a repeated one is read
+ * from its own line. Header bytes are UTF-8 (RFC 6532), as mailparser reads them.
  */
 function headersOf(mail: ParsedMessage): ReceivedHeader[] {
+  const count = new Map<string, number>();
+  for (const { key } of mail.headerLines) count.set(key, (count.get(key) ?? 0) + 1);
+  const seen = new Map<string, number>();
   return mail.headerLines.map(({ key, line }) => {
-    const decoded = mail.headers.get(key);
-    const raw = line
-      .slice(line.indexOf(':') + 1)
+    const nth = seen.get(key) ?? 0;
+    seen.set(key, nth + 1);
+    const parsed = mail.headers.get(key);
+    const decoded =
+      count.get(key) === 1
+        ? parsed
+        : Array.isArray(parsed) && parsed.length === count.get(key)
+          ? parsed[nth]
+          : undefined;
+    const raw = Buffer.from(line.slice(line.indexOf(':') + 1), 'binary')
+      .toString('utf8')
       .replace(/\r?\n[ \t]+/g, ' ')
       .trim();
-    return {
-      name: storableText(key, 200),
-      value: storableText(typeof decoded === 'string' ? decoded : raw, FIELD_CHARS * 8),
-    };
+    const value = typeof decoded === 'string' ? decoded : key === 'subject' ? mail.decodeWords(raw) : raw;
+    return { name: storableText(key, 200), value: storableText(value, FIELD_CHARS * 8) };
   });
 }
 
@@ -203,6 +218,7 @@ export function receivedEmailData(
         attachmentId: newId('att', now.getTime()),
         filename: storableText((a.filename ?? 'attachment').replace(/[\r\n/\\]/g, '_'), 255) || 'attachment',
         contentType: field(a.contentType) ?? 'application/octet-stream',
+        charset: charsetOf(a.charset),
         contentId: field(a.contentId?.replace(/^<|>$/g, '')),
         size: a.size,
         blobKey: a.blobKey,

@@ -1,11 +1,18 @@
 import type { Readable } from 'node:stream';
-import { type AttachmentStream, type HeaderLines, type Headers, MailParser } from 'mailparser';
+import {
+  type AttachmentStream,
+  type HeaderLines,
+  type Headers,
+  MailParser,
+  type StructuredHeader,
+} from 'mailparser';
 import type { BlobStore } from '../../platform/blob-store.ts';
 import type { BlobWriter } from '../../platform/blob-writer.ts';
 
 export interface StoredAttachment {
   filename: string | undefined;
   contentType: string;
+  charset: string | undefined;
   contentId: string | undefined;
   size: number;
   blobKey: string;
@@ -17,6 +24,8 @@ export interface ParsedMessage {
   text?: string;
   html?: string;
   attachments: StoredAttachment[];
+  /** RFC 2047 encoded words decoded, as mailparser decodes the headers it reads as text. */
+  decodeWords: (value: string) => string;
   /** Resolves once every attachment's blob is durable; their writes end with the parse, their syncs after it. */
   synced: Promise<unknown>;
 }
@@ -35,10 +44,19 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
       skipTextLinks: true,
       skipImageLinks: true,
     });
+    // What mailparser keeps of a message but does not declare.
+    const inner = parser as unknown as { hasText: boolean; libmime: { decodeWords(value: string): string } };
     const parsed: ParsedMessage = {
       headers: new Map(),
       headerLines: [],
       attachments: [],
+      decodeWords: (value) => {
+        try {
+          return inner.libmime.decodeWords(value);
+        } catch {
+          return value; // words it cannot decode stay as they are, as mailparser leaves them
+        }
+      },
       synced: Promise.resolve(),
     };
     const written: Promise<unknown>[] = [];
@@ -61,6 +79,7 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
         parsed.attachments.push({
           filename: a.filename,
           contentType: a.contentType,
+          charset: (a.headers?.get('content-type') as StructuredHeader | undefined)?.params?.charset,
           contentId: a.contentId,
           size: blob.size,
           blobKey: blob.key,
@@ -79,7 +98,8 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
     parser.on('data', (data) => {
       if (data.type === 'attachment') written.push(store(data).catch(fail));
       else {
-        parsed.text = data.text;
+        // mailparser gives mail without a text part (html only) an empty text: it has none.
+        parsed.text = inner.hasText ? data.text : undefined;
         parsed.html = typeof data.html === 'string' ? data.html : undefined;
       }
     });
