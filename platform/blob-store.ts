@@ -209,7 +209,7 @@ export class BlobStore {
       if (!bytes) throw new AppError('not_found', 'This download link is invalid or has expired.');
       res.set({
         'Content-Type': type,
-        'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(filename)}`,
+        'Content-Disposition': attachmentDisposition(filename),
         'X-Content-Type-Options': 'nosniff',
         'Cache-Control': 'private, no-store',
       });
@@ -219,6 +219,19 @@ export class BlobStore {
 }
 
 const BLOB_KEY = /^blob_[0-9a-z]{26}$/;
+
+/**
+ * `Content-Disposition` of a download named `filename` (RFC 6266, its name in RFC 8187's `filename*`): every
+ * character outside RFC 8187's attr-char percent-encoded, `'`, `(`, `)` and `*` too, which encodeURIComponent
+ * leaves as they are and which end the value early for a strict reader.
+ */
+export function attachmentDisposition(filename: string): string {
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename*=UTF-8''${encoded}`;
+}
 
 /** The blob keys `data` (an event's) holds, at any depth. */
 export function blobKeysIn(data: unknown, keys: string[] = []): string[] {

@@ -5615,7 +5615,9 @@ export interface operations {
                         /** Format: email */
                         email: string;
                         phone?: string;
+                        /** @description 1 to 200 characters, one line: no control characters (line breaks, tabs, …). */
                         representative?: string;
+                        /** @description 1 to 200 characters, one line: no control characters (line breaks, tabs, …). */
                         register_entry?: string;
                         vat_id?: string;
                     } | null;

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { BlobStore, blobKeysIn } from '../../platform/blob-store.ts';
+import { attachmentDisposition, BlobStore, blobKeysIn } from '../../platform/blob-store.ts';
 import { newId } from '../../platform/ids.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
@@ -78,5 +78,16 @@ describe('blobKeysIn', () => {
     };
     expect(blobKeysIn(data)).toEqual([a, b, c]);
     expect(blobKeysIn({ emailId: 'em_x', to: ['blob_@example.com'] })).toEqual([]);
+  });
+});
+
+describe('attachmentDisposition', () => {
+  it.each([
+    ['invoice.pdf', "attachment; filename*=UTF-8''invoice.pdf"],
+    ["it's (final)*.pdf", "attachment; filename*=UTF-8''it%27s%20%28final%29%2A.pdf"],
+    ['Übersicht 2026.csv', "attachment; filename*=UTF-8''%C3%9Cbersicht%202026.csv"],
+  ])('names %j in RFC 8187 form, each character outside attr-char encoded', (name, header) => {
+    expect(attachmentDisposition(name)).toBe(header);
+    expect(decodeURIComponent(header.split("''")[1])).toBe(name);
   });
 });
