@@ -13,8 +13,7 @@ import { ProcessManager } from '../process.ts';
  */
 export async function applyQueueControls(tx: Transaction, events: StoredEvent[]): Promise<void> {
   for (const e of events) {
-    if (!isOneOf<QueueEvent>(e, QUEUE_EVENT_TYPES)) continue;
-    if (e.type !== 'DeliveryRetryRequested' && e.type !== 'DeliveryGiveUpRequested') continue;
+    if (!isQueueControl(e)) continue;
     const flag = e.type === 'DeliveryRetryRequested' ? 'expedite' : 'give_up';
     await tx.query(
       `UPDATE delivery_jobs SET due_at = $1, ${flag} = true, claimed_until = NULL
@@ -25,10 +24,24 @@ export async function applyQueueControls(tx: Transaction, events: StoredEvent[])
   }
 }
 
-/** Follows the log for the queue's retry and give-up requests; it has no timed work of its own. */
+/** An operator's retry or give-up request: the only events `applyQueueControls` acts on. */
+const isQueueControl = (
+  e: StoredEvent,
+): e is StoredEvent & Extract<QueueEvent, { type: 'DeliveryRetryRequested' | 'DeliveryGiveUpRequested' }> =>
+  isOneOf<QueueEvent>(e, QUEUE_EVENT_TYPES) &&
+  (e.type === 'DeliveryRetryRequested' || e.type === 'DeliveryGiveUpRequested');
+
+/**
+ * Follows the log for the queue's retry and give-up requests; it has no timed work of its own. Batches without
+ * such a request cost it no transaction (log-consumer.ts): under load every batch of the log would.
+ */
 export class QueueControlsProcess extends ProcessManager {
   constructor(services: Services) {
     super(services, { name: 'queue-controls', everyMs: 60_000 });
+  }
+
+  protected override acts(event: StoredEvent): boolean {
+    return isQueueControl(event);
   }
 
   protected override consume(tx: Transaction, events: StoredEvent[]): Promise<void> {

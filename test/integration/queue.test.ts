@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
+import { readCheckpoint } from '../../platform/eventstore/checkpoints.ts';
 import { QueueControlsProcess } from '../../processes/delivery/queue-controls.process.ts';
 import { pausedJobSql } from '../../processes/delivery/queue-view.ts';
 import { deliveryPausesProjection } from '../../projections/delivery-pauses.projection.ts';
@@ -251,6 +252,51 @@ describe('retry and give-up requests', () => {
       expect(row(given, id)).toMatchObject({ give_up: true, due_at: now, claimed_until: null });
     expect(row(given, 'em_4').give_up).toBe(false);
     expect(row(given, 'em_6').give_up).toBe(false);
+  });
+});
+
+describe('the queue controls process, following the log', () => {
+  /** Counts its runs: each batch of the log it applies wakes one. */
+  class Counted extends QueueControlsProcess {
+    runs = 0;
+    protected override async work(): Promise<number> {
+      this.runs++;
+      return 0;
+    }
+  }
+
+  it('applies only batches with a retry or give-up request: others cost it no transaction and no run', async () => {
+    const { services } = svc.postline;
+    const process = new Counted(services);
+    const caughtUp = async () => {
+      const head = await services.store.headPosition({ committed: true });
+      await expect
+        .poll(() => readCheckpoint(services.db, 'process_checkpoints', 'queue-controls'))
+        .toBe(head);
+    };
+    process.start();
+    try {
+      await caughtUp();
+      const before = process.runs;
+      for (let i = 0; i < 5; i++)
+        await services.store.append(
+          `unrelated-${i}`,
+          [
+            {
+              type: 'SomethingElse',
+              data: {},
+              metadata: { orgId: orgs.acme.orgId, mode: 'live', actor: 'test' },
+            },
+          ],
+          { expectedRevision: 'no_stream' },
+        );
+      await caughtUp();
+      expect(process.runs).toBe(before);
+      await retryDelivery(controls(), { destination: 'yahoo.com', orgId: orgs.acme.orgId, actor: 'cli' });
+      await expect.poll(() => process.runs).toBeGreaterThan(before);
+    } finally {
+      await process.stop();
+    }
   });
 });
 
