@@ -26,6 +26,7 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
     const relay = {
       banner: 'Postline relay',
       auth: true,
+      smtpUtf8: false,
       hooks: relayHooks(servers, services, authenticate),
     };
     // Submission with STARTTLS, submissions with TLS from the first byte (RFC 8314).
@@ -43,6 +44,7 @@ export async function startSmtp(services: Services, authenticate: Authenticate):
         implicitTls: false,
         banner: 'Postline',
         auth: false,
+        smtpUtf8: true,
         hooks: mxHooks(servers, services),
       });
     }

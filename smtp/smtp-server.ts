@@ -35,6 +35,8 @@ export interface ListenerOptions {
   banner: string;
   /** The relay offers AUTH (PLAIN, LOGIN); the MX does not. */
   auth: boolean;
+  /** Whether EHLO offers SMTPUTF8: not the relay's, whose addresses are ASCII (docs/smtp.md). */
+  smtpUtf8: boolean;
   hooks: Pick<SMTPServerOptions, 'onAuth' | 'onMailFrom' | 'onRcptTo'> &
     Required<Pick<SMTPServerOptions, 'onData'>>;
 }
@@ -106,6 +108,7 @@ export class SmtpServers {
       allowInsecureAuth: config.SMTP_ALLOW_INSECURE_AUTH,
       disabledCommands: [...(options.implicitTls ? ['STARTTLS'] : []), ...(options.auth ? [] : ['AUTH'])],
       size: MAX_MESSAGE_BYTES,
+      hideSMTPUTF8: !options.smtpUtf8,
       // smtp-server's own idle timer (any byte resets it) is only a backstop: the progress timer ends a stalled
       // session first, with the catalogue's reply. It still bounds an implicit TLS handshake before the session.
       socketTimeout: 2 * config.SMTP_IDLE_TIMEOUT_MS,
@@ -132,7 +135,7 @@ export class SmtpServers {
           closeSession(session.id, 'idleTimeout'),
         );
         progress.watch(connection._socket);
-        if (authAfterTls) hideAuthUntilTls(connection);
+        catalogueReplies(connection, authAfterTls);
         this.#sessions.set(session.id, {
           address,
           errors: 0,
@@ -221,18 +224,17 @@ function answering<A, C extends (...result: never[]) => void>(
 }
 
 /**
- * EHLO leaves AUTH out until TLS is up (RFC 4954 §4: no plaintext mechanism before TLS): smtp-server would offer
- * it and then refuse it with 538, which misleads clients that pick their mechanism from EHLO. AUTH before TLS is
- * still answered 538 (docs/smtp.md).
+ * Two replies smtp-server writes itself, made ours. A `SIZE=` above the limit at MAIL gets the catalogue's
+ * 552 5.3.4, as the message would (docs/smtp.md). With `authAfterTls`, EHLO leaves AUTH out until TLS is up
+ * (RFC 4954 §4: no plaintext mechanism before TLS): smtp-server would offer it and then refuse it with 538, which
+ * misleads clients that pick their mechanism from EHLO. AUTH before TLS is still answered 538 (docs/smtp.md).
  */
-function hideAuthUntilTls(connection: Connection) {
+function catalogueReplies(connection: Connection, authAfterTls: boolean) {
   const send = connection.send.bind(connection);
-  connection.send = (code, data, context) =>
-    send(
-      code,
-      code === 250 && Array.isArray(data) && !connection.secure
-        ? data.filter((line) => !/^AUTH /.test(line))
-        : data,
-      context,
-    );
+  const tooBig = new SmtpReply('messageTooBig');
+  connection.send = (code, data, context) => {
+    if (code === 552 && context === 'MESSAGE_TOO_BIG') return send(code, tooBig.message, false);
+    const hideAuth = authAfterTls && code === 250 && Array.isArray(data) && !connection.secure;
+    return send(code, hideAuth ? data.filter((line) => !/^AUTH /.test(line)) : data, context);
+  };
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type AddressObject, simpleParser } from 'mailparser';
 import { z } from 'zod';
-import { domainOf, formatMailbox, parseMailbox } from '../domain/emails/addresses.ts';
+import { domainOf, formatMailbox, type Mailbox, parseAddress } from '../domain/emails/addresses.ts';
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
 import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
@@ -11,6 +11,7 @@ import type { Services } from '../platform/services.ts';
 import { cutText, findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
 import { acceptEmail } from '../write-side/emails/accept-email.ts';
 import type { Accepted } from '../write-side/emails/email-draft.ts';
+import { checkSendAt } from '../write-side/emails/email-limits.ts';
 import { messageDraft, type SubmittedMessage } from '../write-side/emails/message-draft.ts';
 import { oneEmail } from '../write-side/emails/quota.commands.ts';
 import { type HeaderField, headerField, joinMessage, rfc5322Date, splitMessage } from './message-headers.ts';
@@ -52,26 +53,47 @@ function options(fields: HeaderField[]) {
   if (sendAt !== undefined && !isoDateTime.safeParse(sendAt).success) {
     throw invalid('X-Postline-Send-At', 'must be an ISO 8601 date-time with a time zone');
   }
-  return { tags, sendAt, idempotencyKey: value('X-Postline-Idempotency-Key') };
+  const idempotencyKey = value('X-Postline-Idempotency-Key');
+  // The rule of Idempotency-Key (platform/idempotency), answered under the header's own name.
+  if (idempotencyKey !== undefined && !/^[\x20-\x7e]{1,255}$/.test(idempotencyKey)) {
+    throw invalid('X-Postline-Idempotency-Key', 'must be 1 to 255 printable ASCII characters');
+  }
+  return { tags, sendAt, idempotencyKey };
 }
 
-const mailboxList = (field: AddressObject | AddressObject[] | undefined): string[] =>
+/** X-Postline-Send-At's rules of time (those of `send_at`), answered under the header's own name. */
+function checkedSendAt(sendAt: string | undefined, now: Date) {
+  try {
+    return checkSendAt(sendAt, now);
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    throw invalid('X-Postline-Send-At', error.message.replace(/^`send_at`: /, ''));
+  }
+}
+
+const ONE_FROM = 'the message needs exactly one From header, with one address';
+
+const mailboxList = (field: AddressObject | AddressObject[] | undefined): Mailbox[] =>
   (Array.isArray(field) ? field : field ? [field] : [])
     .flatMap((o) => o.value)
-    .flatMap((m) => (m.address ? [formatMailbox({ name: m.name || null, address: m.address })] : []));
+    .flatMap((m) => (m.address ? [{ name: m.name || null, address: m.address }] : []));
 
 /**
  * The message as it is delivered: Bcc and X-Postline-* removed, Date and Message-ID added when missing (the
  * Message-ID on the From domain, named after the email), and Postline's Received on top.
  */
-function finalBytes(fields: HeaderField[], body: Buffer, emailId: string, arrival: Arrival, now: Date) {
+function finalBytes(
+  fields: HeaderField[],
+  body: Buffer,
+  from: string,
+  emailId: string,
+  arrival: Arrival,
+  now: Date,
+) {
   const kept = fields.filter((f) => f.name !== 'bcc' && !f.name.startsWith('x-postline-'));
-  const fromField = kept.find((f) => f.name === 'from');
-  const from = fromField && parseMailbox(fromField.value);
-  if (!from || 'error' in from) throw invalid('From', 'the message needs a From header with one address');
   let messageId = kept.find((f) => f.name === 'message-id')?.value;
   if (!messageId) {
-    messageId = `<${emailId}@${domainOf(from.address)}>`;
+    messageId = `<${emailId}@${domainOf(from)}>`;
     kept.push(headerField('Message-ID', messageId));
   }
   if (!kept.some((f) => f.name === 'date')) kept.push(headerField('Date', rfc5322Date(now)));
@@ -91,16 +113,19 @@ async function parsed(bytes: Buffer) {
     skipImageLinks: true,
   });
   const from = mailboxList(mail.from);
-  if (from.length !== 1) throw invalid('From', 'the message needs a From header with one address');
+  if (from.length !== 1) throw invalid('From', ONE_FROM);
+  const sender = parseAddress(from[0].address);
+  if ('error' in sender) throw invalid('From', sender.error);
   // A single-part message's body ends with the CRLF that DATA's end marker needs: framing, not the sender's text
   // (in a multipart message the boundary takes that line break).
   const contentType = mail.headers.get('content-type') as { value?: string } | undefined;
   const singlePart = !contentType?.value?.toLowerCase().startsWith('multipart/');
   const fields = {
-    from: from[0],
-    to: mailboxList(mail.to),
-    cc: mailboxList(mail.cc),
-    replyTo: mailboxList(mail.replyTo),
+    from: formatMailbox(from[0]),
+    fromAddress: sender.address,
+    to: mailboxList(mail.to).map(formatMailbox),
+    cc: mailboxList(mail.cc).map(formatMailbox),
+    replyTo: mailboxList(mail.replyTo).map(formatMailbox),
     subject: cutText(mail.subject ?? '', EMAIL_LIMITS.subjectChars),
     html: typeof mail.html === 'string' ? mail.html : null,
     text: mail.text === undefined ? null : singlePart ? mail.text.replace(/\r?\n$/, '') : mail.text,
@@ -129,17 +154,23 @@ export async function submitMessage(
   arrival: Arrival,
 ): Promise<Accepted | { id: string }> {
   const { fields, body } = splitMessage(submitted);
+  // RFC 5322 §3.6: one From field. Of two, one would be shown and checked, and the other signed and seen.
+  if (fields.filter((f) => f.name === 'from').length !== 1) throw invalid('From', ONE_FROM);
   const { tags, sendAt, idempotencyKey } = options(fields);
+  // Parsed as submitted: what Postline removes or adds (Bcc, X-Postline-*, Received, Message-ID, Date) is none
+  // of what the API shows.
+  const { fromAddress, ...shown } = await parsed(submitted);
   const send = async (ids: { ids: string[]; resumed: boolean }) => {
     const now = services.clock.now();
-    const { bytes, messageId } = finalBytes(fields, body, ids.ids[0], arrival, now);
+    const checkedAt = checkedSendAt(sendAt, now);
+    const { bytes, messageId } = finalBytes(fields, body, fromAddress, ids.ids[0], arrival, now);
     const message: SubmittedMessage = {
       raw: bytes,
       messageId,
       envelopeTo,
-      ...(await parsed(bytes)),
+      ...shown,
       tags,
-      ...(sendAt && { sendAt }),
+      ...(checkedAt && { sendAt: checkedAt }),
     };
     const chosen = { emailId: ids.ids[0], resumed: ids.resumed };
     const draft = messageDraft(auth, message, chosen, oneEmail(services, auth, chosen.emailId));
