@@ -45,9 +45,9 @@ export class ApiError extends Error {
   }
 }
 
-let onUnauthorized: () => void = () => {};
-/** What happens when the key is refused (401): the app signs out. */
-export function setUnauthorizedHandler(f: () => void) {
+let onUnauthorized: (error: ApiError) => void = () => {};
+/** What happens when the key is refused (401): the app signs out, saying why. */
+export function setUnauthorizedHandler(f: (error: ApiError) => void) {
   onUnauthorized = f;
 }
 
@@ -76,7 +76,7 @@ export async function api<T = any>(
   }
   if (!res.ok) {
     const error = new ApiError(res.status, parsed);
-    if (res.status === 401 && key === storedKey()) onUnauthorized();
+    if (res.status === 401 && key === storedKey()) onUnauthorized(error);
     throw error;
   }
   return parsed as T;

@@ -95,18 +95,21 @@ export function App() {
   const [key, setKey] = useState(storedKey());
   const { path } = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
-  const signOut = () => {
+  // Why the app signed itself out (the API refused the key), for the sign-in screen to say.
+  const [refused, setRefused] = useState<string | null>(null);
+  const signOut = (why: string | null = null) => {
     clearKey();
     setKey(null);
+    setRefused(why);
   };
-  useEffect(() => setUnauthorizedHandler(signOut), []);
+  useEffect(() => setUnauthorizedHandler((e) => signOut(`Signed out: ${e.message}`)), []);
   useEffect(() => setMenuOpen(false), [path]);
   useEffect(() => {
     const title = NAV.find(([href]) => href !== '/' && path.startsWith(href))?.[1] ?? 'Overview';
     document.title = `${title} · Postline`;
   }, [path]);
 
-  if (!key) return <SignIn onSignedIn={setKey} />;
+  if (!key) return <SignIn onSignedIn={setKey} refused={refused} />;
   const mode = modeOf(key);
   const section = `/${path.split('/')[1] ?? ''}`;
   return (

@@ -130,7 +130,7 @@ export function Email({ id }: { id: string }) {
       <h3>Attachments</h3>
       <PagedList loaded={attachments} what="attachments" empty="No attachments.">
         {(items) => (
-          <ul>
+          <ul class="wrap">
             {items.map((a) => (
               <li key={a.id}>
                 <AttachmentLink emailId={e.id} attachment={a} />

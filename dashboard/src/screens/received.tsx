@@ -66,7 +66,7 @@ export function ReceivedEmail({ id }: { id: string }) {
           {r.attachments.length === 0 ? (
             <Empty>No attachments.</Empty>
           ) : (
-            <ul>
+            <ul class="wrap">
               {r.attachments.map((a) => (
                 <li key={a.id}>
                   {a.filename}{' '}

@@ -1,10 +1,19 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api, modeOf, storeKey } from '../api.ts';
 
-/** Sign in with an API key: checked against the API, then kept in sessionStorage for this tab only. */
-export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
+/**
+ * Sign in with an API key: checked against the API, then kept in sessionStorage for this tab only. `refused`:
+ * why the previous key was signed out (the API refused it), shown until the next attempt.
+ */
+export function SignIn({
+  onSignedIn,
+  refused,
+}: {
+  onSignedIn: (key: string) => void;
+  refused?: string | null;
+}) {
   const [key, setKey] = useState('');
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(refused ?? null);
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
     e.preventDefault();
