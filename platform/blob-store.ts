@@ -211,6 +211,8 @@ export class BlobStore {
         'Content-Type': type,
         'Content-Disposition': attachmentDisposition(filename),
         'X-Content-Type-Options': 'nosniff',
+        // A file opened in the browser after all (an .html attachment) runs nothing and reaches nothing.
+        'Content-Security-Policy': "sandbox; default-src 'none'",
         'Cache-Control': 'private, no-store',
       });
       res.send(bytes);

@@ -317,6 +317,8 @@ describe('attachments', () => {
     const dl = await request(local);
     expect(dl.statusCode).toBe(200);
     expect(dl.headers['content-type']).toBe('application/pdf');
+    expect(dl.headers['content-disposition']).toBe("attachment; filename*=UTF-8''invoice.pdf");
+    expect(dl.headers['content-security-policy']).toBe("sandbox; default-src 'none'");
     expect(Buffer.from(await dl.body.arrayBuffer())).toEqual(pdf);
     const tampered = await request(local.replace('invoice.pdf', 'other.pdf'));
     expect(tampered.statusCode).toBe(404);
