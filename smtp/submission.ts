@@ -5,7 +5,7 @@ import { domainOf, formatMailbox, type Mailbox, parseAddress } from '../domain/e
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
 import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
-import { requestHash } from '../platform/idempotency/idempotency.ts';
+import { isIdempotencyKey, requestHash } from '../platform/idempotency/idempotency.ts';
 import { newId } from '../platform/ids.ts';
 import type { Services } from '../platform/services.ts';
 import { cutText, findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
@@ -55,7 +55,7 @@ function options(fields: HeaderField[]) {
   }
   const idempotencyKey = value('X-Postline-Idempotency-Key');
   // The rule of Idempotency-Key (platform/idempotency), answered under the header's own name.
-  if (idempotencyKey !== undefined && !/^[\x20-\x7e]{1,255}$/.test(idempotencyKey)) {
+  if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {
     throw invalid('X-Postline-Idempotency-Key', 'must be 1 to 255 printable ASCII characters');
   }
   return { tags, sendAt, idempotencyKey };

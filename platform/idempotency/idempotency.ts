@@ -20,6 +20,12 @@ export interface IdempotentRun {
   resumed: boolean;
 }
 
+/**
+ * An idempotency key: 1 to 255 printable ASCII characters, the space included (as docs/api.md says, and as
+ * Stripe takes them). The key is hashed into its stream's name, so any of them is safe.
+ */
+export const isIdempotencyKey = (key: string) => /^[\x20-\x7e]{1,255}$/.test(key);
+
 /** A body as its meaning goes: JSON objects are unordered, so their keys are sorted, at every depth. */
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
@@ -80,9 +86,8 @@ export class IdempotencyKeys {
   ): Promise<StoredReply & { replayed?: boolean }> {
     const store = this.#store;
     const owed = this.#owed;
-    // Printable ASCII, the space included (as docs/api.md says, and as Stripe takes them); the key is hashed into
-    // its stream's name, so any of them is safe. Over HTTP a space cannot begin or end it: HTTP trims field values.
-    if (!/^[\x20-\x7e]{1,255}$/.test(key)) {
+    // Over HTTP a space cannot begin or end it: HTTP trims field values.
+    if (!isIdempotencyKey(key)) {
       throw new AppError(
         'invalid_header',
         'Idempotency-Key must be 1 to 255 printable ASCII characters (letters, digits, punctuation, spaces).',

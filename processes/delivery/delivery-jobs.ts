@@ -7,6 +7,9 @@ import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { destinationsOf } from './look-times.ts';
 import { pausedJobSql, shapingHeldJobSql } from './queue-view.ts';
 
+/** How long a claimed job stays the claimant's without a renewal (renewed while its look goes on). */
+export const DELIVERY_JOB_LEASE_MS = 30_000;
+
 export const deliveryMigrations: Migration[] = [
   {
     id: 'delivery-001',
@@ -107,7 +110,7 @@ export const deliveryJobs = (o = { perQueue: 40, broadcastHeld: 30 }): DueTable 
   dueAt: 'due_at',
   columns: ['org_id', 'mode', 'lane', 'queue', 'expedite', 'give_up'],
   // Renewed while a look goes on: after a crash, the jobs it held are taken again within half a minute.
-  leaseMs: 30_000,
+  leaseMs: DELIVERY_JOB_LEASE_MS,
   where: `($row.give_up OR (
       NOT ${pausedJobSql('$row', '$now')} AND NOT ${shapingHeldJobSql('$row', '$now')}))`,
   priority: `$row.lane = 'broadcast'`,

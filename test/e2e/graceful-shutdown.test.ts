@@ -1,16 +1,14 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS } from '../../processes/delivery/attempts.ts';
+import { DELIVERY_JOB_LEASE_MS } from '../../processes/delivery/delivery-jobs.ts';
+import { DEFAULT_LEASE_MS as SLOT_LEASE_MS } from '../../processes/delivery/shaping/connection-slots.ts';
 import { startDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain, sendingToLoopbackEnv } from '../support/domains.ts';
 import { PATIENCE_MS } from '../support/patience.ts';
 import { createOrgWithCli, freePort, startServer, useServiceEnv } from '../support/process.ts';
 import { apiClient } from '../support/service.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
-
-/** The leases of delivery_jobs' claims (delivery-jobs.ts) and of connection slots (connection-slots.ts). */
-const DUE_LEASE_MS = 30_000;
-const SLOT_LEASE_MS = 30_000;
 
 const setup = useServiceEnv({ RATE_LIMIT_RPS: '100000', RATE_LIMIT_BATCH_RPS: '100000' });
 
@@ -85,7 +83,8 @@ describe('graceful shutdown', () => {
       // The remaining process delivers what the stopped one gave back: each acknowledged email exactly once.
       // Mail the stopped process held comes back once its claims, its attempts in flight and its connection slots
       // run out (at worst one after the other), then as long as any condition.
-      const recovery = DUE_LEASE_MS + ATTEMPT_LIMIT_MS + ATTEMPT_MARGIN_MS + SLOT_LEASE_MS + PATIENCE_MS;
+      const recovery =
+        DELIVERY_JOB_LEASE_MS + ATTEMPT_LIMIT_MS + ATTEMPT_MARGIN_MS + SLOT_LEASE_MS + PATIENCE_MS;
       const delivered = new Map<string, number>();
       for (const until = Date.now() + recovery; Date.now() < until; ) {
         delivered.clear();

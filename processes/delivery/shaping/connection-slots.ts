@@ -19,7 +19,7 @@ export interface ConnectionSlotsOptions {
   leaseMs?: number;
 }
 
-const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_LEASE_MS = 30_000;
 
 /**
  * A group's `connections` shared by every worker process: each open connection to the group holds one of its
