@@ -1,4 +1,11 @@
 /**
+ * Batches of writes that share a commit (group commit) run one at a time: the writes made while one commits gather
+ * for the next. A second batch in flight halved the batches under load, and with them nothing but round trips: the
+ * relay paid a fifth more CPU a message and the MX a seventh (bench/README.md, 2026-11-29).
+ */
+export const WRITES_IN_FLIGHT = 1;
+
+/**
  * Gathers concurrent calls into batches, so that many requests in flight share one round trip to the database
  * (appends share one INSERT and one commit, look-ups one SELECT). Calls made in the same run of code go
  * together; while `maxInFlight` batches are running, further calls wait and go in the next one. A lone call

@@ -11,6 +11,43 @@ eventStoreContract('PostgreSQL', async () => {
   return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), dispose };
 });
 
+describe('PostgreSQL event store group commit', () => {
+  it('runs one batch of appends at a time: those made while it commits go together in the next', async () => {
+    const { db, url, dispose } = await openTestDatabase();
+    let inserts = 0;
+    const counted = {
+      ...db,
+      query: ((sql: string, params?: unknown[]) => {
+        if (sql.includes('INSERT INTO events')) inserts++;
+        return db.query(sql, params);
+      }) as typeof db.query,
+    };
+    const store = await PostgresEventStore.create(counted, { pollMs: 200 });
+    const meta = { orgId: 'o', mode: 'test', actor: 't' } as any;
+    const append = (i: number) =>
+      store.append(`s-${i}`, [{ type: 'T', data: { i }, metadata: meta }], { expectedRevision: 'no_stream' });
+
+    // The first batch's INSERT waits for this lock, so the appends after it are made while it is in flight.
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE events IN SHARE MODE');
+    const appends = [append(0)];
+    for (let i = 1; i <= 5; i++) {
+      await new Promise((r) => setImmediate(r)); // each in a run of code of its own
+      appends.push(append(i));
+    }
+    await locker.query('COMMIT');
+    const results = await Promise.all(appends);
+
+    expect(results.map((r) => r.nextRevision)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(inserts).toBe(2);
+    await locker.end();
+    await store.close();
+    await dispose();
+  });
+});
+
 describe('PostgreSQL event store under out-of-order commits', () => {
   it('stops a subscription at once, not at its next poll (an hour away here)', async () => {
     const { db, dispose } = await openTestDatabase();
