@@ -1,4 +1,4 @@
-import { Batcher, WRITES_IN_FLIGHT } from './batcher.ts';
+import { Batcher, GROUP_COMMIT } from './batcher.ts';
 import type { Database, Queryable } from './db/database.ts';
 import type { Migration } from './db/migrations.ts';
 
@@ -26,7 +26,7 @@ const RECENT_MS = 60_000;
 
 /**
  * The small blobs of the blob store (blob-store.ts), as rows of the database: puts in flight share one INSERT and
- * one commit (group commit, one batch at a time), where each file of its own waits for its own sync and its
+ * one commit (group commit, GROUP_COMMIT), where each file of its own waits for its own sync and its
  * folder's. PostgreSQL shares one flush of its WAL among the commits of the moment, so a message's bytes and its
  * event become durable in two shared flushes.
  */
@@ -48,7 +48,7 @@ export class BlobRows {
     this.#db = db;
     this.#now = now;
     this.#writes = new Batcher({
-      maxInFlight: WRITES_IN_FLIGHT,
+      ...GROUP_COMMIT,
       maxWeight: BATCH_BYTES,
       weight: (row) => (row.bytes?.length ?? 0) + 1,
       run: async (rows) => {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { Batcher, WRITES_IN_FLIGHT } from '../batcher.ts';
+import { Batcher, GROUP_COMMIT } from '../batcher.ts';
 import type { Database } from '../db/database.ts';
 import type { Migration } from '../db/migrations.ts';
 import { AppError } from '../errors.ts';
@@ -169,7 +169,7 @@ export class PostgresRateLimiter implements RateLimiter {
   #lastSweep = 0;
   constructor(db: Database) {
     this.#db = db;
-    this.#hits = new Batcher({ run: (hits) => countHits(db, hits), maxInFlight: WRITES_IN_FLIGHT });
+    this.#hits = new Batcher({ run: (hits) => countHits(db, hits), ...GROUP_COMMIT });
   }
   /** `window_start` is the window's start in milliseconds, so windows of any length sweep alike. */
   async hit(key: string, limit: number, now: number, windowMs = WINDOW_MS) {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Batcher } from '../../platform/batcher.ts';
 
 describe('Batcher', () => {
@@ -42,6 +42,38 @@ describe('Batcher', () => {
     expect(batches).toEqual([[1], [2, 3, 4]]);
     releases[1]();
     expect(await Promise.all(rest)).toEqual([2, 3, 4]);
+  });
+
+  it('with nextAfterMs, starts a second batch only beside one held up that long', async () => {
+    const batches: number[][] = [];
+    const releases: (() => void)[] = [];
+    const b = new Batcher<number, number>({
+      maxInFlight: 2,
+      nextAfterMs: 200,
+      run: async (items) => {
+        batches.push(items);
+        await new Promise<void>((r) => releases.push(r));
+        return items;
+      },
+    });
+    const startedAt = performance.now();
+    const first = b.add(1);
+    await new Promise((r) => setImmediate(r));
+    const rest = [2, 3].map((i) => b.add(i));
+    await new Promise((r) => setImmediate(r));
+    expect(batches).toEqual([[1]]);
+    // The first is held up: the calls made meanwhile start beside it once it has run 200 ms, not sooner.
+    await vi.waitFor(() => expect(batches).toEqual([[1], [2, 3]]));
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(200);
+    const fourth = b.add(4);
+    await new Promise((r) => setImmediate(r));
+    expect(batches).toHaveLength(2); // two in flight: the most
+    releases[0]();
+    expect(await first).toBe(1);
+    await vi.waitFor(() => expect(batches).toEqual([[1], [2, 3], [4]]));
+    releases[1]();
+    releases[2]();
+    expect(await Promise.all([...rest, fourth])).toEqual([2, 3, 4]);
   });
 
   it('keeps items with the same key, and weight beyond the maximum, for later batches', async () => {

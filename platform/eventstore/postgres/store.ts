@@ -1,4 +1,4 @@
-import { Batcher, WRITES_IN_FLIGHT } from '../../batcher.ts';
+import { Batcher, GROUP_COMMIT } from '../../batcher.ts';
 import type { Database } from '../../db/database.ts';
 import { migrate } from '../../db/migrations.ts';
 import { type LogFollower, Subscriptions } from '../subscription.ts';
@@ -79,13 +79,13 @@ export class PostgresEventStore implements EventStore {
 
   /**
    * Appends with an exact expectation (what commands use) share one INSERT and one commit with the others in
-   * flight (group commit): under load, one round trip serves many requests. One batch runs at a time
-   * (WRITES_IN_FLIGHT): the appends made meanwhile gather for the next. A batch never holds two appends to one
-   * stream. A stream whose guard fails gets its conflict alone; a unique violation (a concurrent writer took a
-   * revision) fails the statement, and then each append of the batch is tried on its own.
+   * flight (group commit): under load, one round trip serves many requests. One batch runs at a time while
+   * batches are quick (GROUP_COMMIT): the appends made meanwhile gather for the next. A batch never holds two
+   * appends to one stream. A stream whose guard fails gets its conflict alone; a unique violation (a concurrent
+   * writer took a revision) fails the statement, and then each append of the batch is tried on its own.
    */
   readonly #writes = new Batcher<ExactAppend, AppendResult>({
-    maxInFlight: WRITES_IN_FLIGHT,
+    ...GROUP_COMMIT,
     maxWeight: 1000,
     weight: (a) => a.events.length,
     key: (a) => a.streamId,
