@@ -31,9 +31,9 @@ export const RUNNER_THREAD_NAME = 'projections';
  * request on the main event loop; in a thread of its own the runner's awaits do not queue, and building its rows
  * does not take the main thread's time. The main thread sees the same surface as a `ProjectionRunner`: `events`
  * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. The thread's reader is woken by the
- * store's NOTIFY, as another process's would be: it gathers the appends of 20 ms, where waking it for each append
- * (by message) made it read and apply the log in many small batches, at a cost to the rest of the process
- * (delivery 15% slower in `bench:send`). A request waiting for its write (`wake`) does not wait for the NOTIFY:
+ * store's NOTIFY, as another process's would be: it gathers the appends of WAKE_AFTER_MS, where waking it for
+ * each append (by message) made it read and apply the log in many small batches, at a cost to the rest of the
+ * process (delivery 15% slower in `bench:send`). A request waiting for its write (`wake`) does not wait for the NOTIFY:
  * it wakes the thread at once, and at most one wake-up is on its way until the thread reports a batch.
  */
 interface ThreadOptions {

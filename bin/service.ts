@@ -19,6 +19,7 @@ import { connectPostgres, type Database } from '../platform/db/database.ts';
 import { migrate } from '../platform/db/migrations.ts';
 import { createResolver } from '../platform/dns.ts';
 import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
+import { WAKE_AFTER_MS } from '../platform/eventstore/postgres/notifier.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
 import { mountApiReference } from '../platform/http/api-reference.ts';
@@ -83,13 +84,6 @@ export interface Postline {
   close(): Promise<void>;
 }
 
-/**
- * The process managers and the projection runner (in its thread, with a store of its own) hear of appends this
- * much later, the appends in between sharing the wake-up: under load each wake-up would otherwise cost every
- * consumer its transaction per email. A request waiting for its write wakes the runner at once.
- */
-const POSTGRES_WAKE_MS = 20;
-
 /** The dashboard's committed build (`npm run build:dashboard`), served at `/` by processes with the API. */
 const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/dist', import.meta.url));
 
@@ -105,7 +99,7 @@ async function openEventStore(config: Config, db: Database): Promise<EventStore>
     const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
     return KurrentEventStore.connect(config.KURRENTDB_URL);
   }
-  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: POSTGRES_WAKE_MS });
+  return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: WAKE_AFTER_MS });
 }
 
 /** The operator's bounce rules, checked before anything starts: a faulty file stops start-up. */
@@ -158,7 +152,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
       ? new ThreadedProjectionRunner(projections, {
           databaseUrl: config.DATABASE_URL,
           pollMs: config.LOG_POLL_MS,
-          wakeAfterMs: POSTGRES_WAKE_MS,
+          wakeAfterMs: WAKE_AFTER_MS,
           poolSize: config.DATABASE_POOL_SIZE,
           log,
           logFormat: config.LOG_FORMAT,
