@@ -33,8 +33,8 @@ export const RUNNER_THREAD_NAME = 'projections';
  * ('changed', 'checkpoint'), `start`, `stop`, `running`, `caughtUp`. The thread's reader is woken by the
  * store's NOTIFY, as another process's would be: it gathers the appends of WAKE_AFTER_MS, where waking it for
  * each append (by message) made it read and apply the log in many small batches, at a cost to the rest of the
- * process (delivery 15% slower in `bench:send`). A request waiting for its write (`wake`) does not wait for the NOTIFY:
- * it wakes the thread at once, and at most one wake-up is on its way until the thread reports a batch.
+ * process (delivery 15% slower in `bench:send`). A request waiting for its write (`wake`) does not wait for the
+ * NOTIFY: it wakes the thread at once, and at most one wake-up is on its way until the thread reports a batch.
  */
 interface ThreadOptions {
   databaseUrl: string;
