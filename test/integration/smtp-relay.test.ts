@@ -6,8 +6,6 @@ import { dkimVerify } from 'mailauth';
 import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { quotaStream } from '../../domain/emails/quota.decider.ts';
-import { monthOf } from '../../domain/organizations/plans.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { REPLIES } from '../../smtp/replies.ts';
@@ -254,17 +252,16 @@ describe('the SMTP relay and X-Postline-Idempotency-Key', () => {
       expect((await c.command(`AUTH PLAIN ${authPlain(org.testKey)}`)).code).toBe(235);
       await atData(c);
     }
-    // The first message to claim the key is held at its quota's append (a Free plan's month is a stream) by a
-    // row of that revision the test writes and does not commit: it stays in flight until the test rolls back.
+    // The first message to claim the key is held at its quota (a Free plan's month counts the emails the
+    // `email_usage` read model has) by a lock on that table the test takes and does not release: it stays in flight
+    // until the test rolls back. Not by a lock on an append: appends in flight share a statement (group commit),
+    // so the other messages' claims would be held with it.
     const hold = new pg.Client({ connectionString: svc.postline.services.config.DATABASE_URL });
     await hold.connect();
     const answers: { code: number; text: string; session: RawSmtp }[] = [];
     try {
       await hold.query('BEGIN');
-      await hold.query(
-        `INSERT INTO events (stream_id, stream_revision, type, data, metadata) VALUES ($1, 0, 'Held', '{}', '{}')`,
-        [quotaStream(org.orgId, 'test', monthOf(svc.postline.services.clock.now()))],
-      );
+      await hold.query('LOCK TABLE email_usage IN ACCESS EXCLUSIVE MODE');
       const replies = sessions.map((c) =>
         c.reply().then((r) => {
           answers.push({ ...r, session: c });
