@@ -94,10 +94,10 @@ async function withinGrace(work: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-async function openEventStore(config: Config, db: Database): Promise<EventStore> {
+async function openEventStore(config: Config, db: Database, blobRows: BlobRows): Promise<EventStore> {
   if (config.KURRENTDB_URL) {
     const { KurrentEventStore } = await import('../platform/eventstore/kurrentdb.ts');
-    return KurrentEventStore.connect(config.KURRENTDB_URL);
+    return KurrentEventStore.connect(config.KURRENTDB_URL, { writeBlobs: (blobs) => blobRows.putAll(blobs) });
   }
   return PostgresEventStore.create(db, { pollMs: config.LOG_POLL_MS, wakeAfterMs: WAKE_AFTER_MS });
 }
@@ -143,7 +143,8 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
       'Invalid configuration:\n  DATABASE_URL: required (bin/postline.ts starts the embedded one)',
     );
   const db = options.db ?? connectPostgres(config.DATABASE_URL!, config.DATABASE_POOL_SIZE);
-  const store = await openEventStore(config, db);
+  const blobRows = new BlobRows(db);
+  const store = await openEventStore(config, db, blobRows);
   await migrate(db, migrations);
 
   // With the log in PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); with KurrentDB, here.
@@ -172,7 +173,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     log,
     secretKey,
     secrets: new SecretBox(secretKey),
-    blobs: new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), secretKey, new BlobRows(db)),
+    blobs: new BlobStore(join(config.POSTLINE_DATA_DIR, 'blobs'), secretKey, blobRows),
     tokens: {
       tracking: TrackingTokens.fromConfig(config, secretKey),
       unsubscribe: new UnsubscribeTokens(secretKey),

@@ -1,6 +1,7 @@
 import { Batcher, GROUP_COMMIT } from './batcher.ts';
 import type { Database, Queryable } from './db/database.ts';
 import type { Migration } from './db/migrations.ts';
+import type { BlobRow } from './eventstore/types.ts';
 
 export const blobRowMigrations: Migration[] = [
   {
@@ -17,6 +18,16 @@ export const blobRowMigrations: Migration[] = [
     sql: 'CREATE TABLE blob_unnamed (key text PRIMARY KEY)',
   },
 ];
+
+/**
+ * The common table expressions that write blob rows (keys `$k`, bytes `$b`: arrays; a null's key is a file's, only
+ * listed), each key listed as unnamed in the same commit as its row, for a statement's WITH. A row written again
+ * (a command tried again after a conflict) is the same blob.
+ */
+export const blobRowsWritten = (k: string, b: string) => `blob_row AS (
+  INSERT INTO blob_rows (key, bytes) SELECT k, b FROM unnest(${k}::text[], ${b}::bytea[]) AS t(k, b)
+  WHERE b IS NOT NULL ON CONFLICT (key) DO NOTHING
+), blob_listed AS (INSERT INTO blob_unnamed (key) SELECT unnest(${k}::text[]) ON CONFLICT (key) DO NOTHING)`;
 
 /** The bytes of one INSERT at most: a put larger than this goes alone. */
 const BATCH_BYTES = 4 * 1024 * 1024;
@@ -52,13 +63,10 @@ export class BlobRows {
       maxWeight: BATCH_BYTES,
       weight: (row) => (row.bytes?.length ?? 0) + 1,
       run: async (rows) => {
-        // Every key is also listed as unnamed, in the same statement and commit as its row.
-        await db.query(
-          `WITH r AS (INSERT INTO blob_rows (key, bytes)
-             SELECT k, b FROM unnest($1::text[], $2::bytea[]) AS t(k, b) WHERE b IS NOT NULL)
-           INSERT INTO blob_unnamed (key) SELECT unnest($1::text[])`,
-          [rows.map((r) => r.key), rows.map((r) => r.bytes)],
-        );
+        await db.query(`WITH ${blobRowsWritten('$1', '$2')} SELECT 1`, [
+          rows.map((r) => r.key),
+          rows.map((r) => r.bytes),
+        ]);
         return rows.map(() => undefined);
       },
     });
@@ -67,11 +75,17 @@ export class BlobRows {
   /** Resolves once the row is committed, listed as unnamed. */
   async put(key: string, bytes: Buffer): Promise<undefined> {
     await this.#writes.add({ key, bytes });
-    this.#remember(key, bytes);
+    this.remember({ key, bytes });
     return undefined;
   }
 
-  #remember(key: string, bytes: Buffer): void {
+  /** Resolves once every row is committed (a store that cannot write them with their events, KurrentDB's). */
+  async putAll(rows: BlobRow[]): Promise<void> {
+    await Promise.all(rows.map((r) => this.put(r.key, r.bytes)));
+  }
+
+  /** A row committed by this process (its own put, or with the events that name it), kept for the reads after. */
+  remember({ key, bytes }: BlobRow): void {
     const now = this.#now();
     this.#recent.set(key, { bytes, at: now });
     this.#recentBytes += bytes.length;

@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
 import type { BlobRows } from './blob-rows.ts';
-import { type BlobWriter, FileBlobWriter } from './blob-writer.ts';
+import { type BlobWriter, FileBlobWriter, ROW_BYTES } from './blob-writer.ts';
 import { purposeKey } from './crypto.ts';
 import type { Queryable } from './db/database.ts';
 import { AppError } from './errors.ts';
+import type { BlobRow } from './eventstore/types.ts';
 import { encodeTime, newId } from './ids.ts';
 import { blobSyncs } from './metrics.ts';
 
@@ -60,6 +61,21 @@ export class BlobStore {
     const blob = await this.writer(at);
     await blob.write(bytes);
     return blob.finish();
+  }
+
+  /**
+   * A blob to be committed with the events that name it (EventStore.append's `blobs`, then `committed`): its key,
+   * and its row when it is small enough for one. A larger one is written and synced here, as `put` does.
+   */
+  async stage(bytes: Buffer, at: number = Date.now()): Promise<{ key: string; row?: BlobRow }> {
+    if (!this.#rows || bytes.length > ROW_BYTES) return { key: await this.put(bytes, at) };
+    const key = newId('blob', at);
+    return { key, row: { key, bytes } };
+  }
+
+  /** Staged rows whose events committed: kept in memory for the reads right after (the delivery's). */
+  committed(rows: BlobRow[]): void {
+    for (const row of rows) this.#rows?.remember(row);
   }
 
   /** Writes what `source` yields as a blob, without holding it whole; its key and size once synced. */

@@ -23,7 +23,7 @@ export interface BlobWriter {
 const FLUSH_BYTES = 1024 * 1024;
 
 /** A blob held whole up to this size goes to the database's rows (blob-rows.ts) rather than a file. */
-const ROW_BYTES = 256 * 1024;
+export const ROW_BYTES = 256 * 1024;
 
 export class FileBlobWriter implements BlobWriter {
   readonly key: string;

@@ -1,4 +1,4 @@
-import type { EventMetadata, EventStore, Position, StoredEvent } from './types.ts';
+import type { BlobRow, EventMetadata, EventStore, Position, StoredEvent } from './types.ts';
 import { WrongExpectedRevisionError } from './types.ts';
 
 /** An event as a decider sees it: no metadata, no positions. */
@@ -63,7 +63,7 @@ export interface CommandResult<E, S> {
  * then the command is decided again on the fresh state, so races resolve by the business rules (e.g. cancel
  * versus the scheduler: whoever appends second sees the first one's events and gets its conflict error).
  * `command` may be a function of the state, for a command whose inputs depend on it (what to look up first);
- * it is called again on each attempt.
+ * it is called again on each attempt. `blobs`: rows the events name, written with them (EventStore.append).
  */
 export async function handleCommand<C, E extends DomainEvent, S>(
   store: EventStore,
@@ -71,7 +71,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
   decider: Decider<C, E, S>,
   command: C | ((state: S) => C | Promise<C>),
   metadata: EventMetadata,
-  options: { retries?: number; history?: StoredEvent[] } = {},
+  options: { retries?: number; history?: StoredEvent[]; blobs?: BlobRow[] } = {},
 ): Promise<CommandResult<E, S>> {
   const retries = options.retries ?? 3;
   for (let attempt = 0; ; attempt++) {
@@ -87,7 +87,7 @@ export async function handleCommand<C, E extends DomainEvent, S>(
       const result = await store.append(
         streamId,
         events.map((e) => ({ type: e.type, data: e.data, metadata })),
-        { expectedRevision: revision < 0 ? 'no_stream' : revision },
+        { expectedRevision: revision < 0 ? 'no_stream' : revision, blobs: options.blobs },
       );
       const next = events.reduce(decider.evolve, state);
       return { events, state: next, position: result.position, revision: result.nextRevision };

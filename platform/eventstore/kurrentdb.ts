@@ -20,8 +20,10 @@ import {
 } from '@kurrent/kurrentdb-client';
 import { Restart, Subscriptions } from './subscription.ts';
 import {
+  type AppendOptions,
   type AppendResult,
   applyUpcasters,
+  type BlobRow,
   type EventMetadata,
   type EventStore,
   type ExpectedRevision,
@@ -57,6 +59,8 @@ const isSystemType = (type: string) => type.startsWith('$');
 
 export interface KurrentEventStoreOptions {
   upcasters?: Record<string, Upcaster>;
+  /** Writes the blob rows an append carries (the blob store's, in PostgreSQL), durably, before its events. */
+  writeBlobs?: (blobs: BlobRow[]) => Promise<void>;
 }
 
 /**
@@ -67,11 +71,13 @@ export interface KurrentEventStoreOptions {
 export class KurrentEventStore implements EventStore {
   readonly #client: KurrentDBClient;
   readonly #upcasters: Record<string, Upcaster>;
+  readonly #writeBlobs?: KurrentEventStoreOptions['writeBlobs'];
   readonly #subscriptions = new Subscriptions();
 
   constructor(client: KurrentDBClient, options: KurrentEventStoreOptions = {}) {
     this.#client = client;
     this.#upcasters = options.upcasters ?? {};
+    this.#writeBlobs = options.writeBlobs;
   }
 
   /** Connects with a connection string (`kurrentdb://host:2113?tls=false`) and checks that the server answers. */
@@ -89,12 +95,12 @@ export class KurrentEventStore implements EventStore {
     return store;
   }
 
-  async append(
-    streamId: string,
-    events: NewEvent[],
-    { expectedRevision }: { expectedRevision: ExpectedRevision },
-  ) {
+  async append(streamId: string, events: NewEvent[], { expectedRevision, blobs }: AppendOptions) {
     if (events.length === 0) throw new Error('append needs at least one event');
+    if (blobs?.length) {
+      if (!this.#writeBlobs) throw new Error('this KurrentDB store has nowhere to write blob rows');
+      await this.#writeBlobs(blobs);
+    }
     const data = events.map((e) =>
       jsonEvent({
         type: e.type,

@@ -101,12 +101,24 @@ export interface Subscription {
 /** Turns an old shape of an event into the current one as it is read; events on disk never change. */
 export type Upcaster = (event: StoredEvent) => StoredEvent;
 
+/** A small blob (platform/blob-store.ts) that events name, written with them as a row of the database. */
+export interface BlobRow {
+  key: string;
+  bytes: Buffer;
+}
+
+export interface AppendOptions {
+  expectedRevision: ExpectedRevision;
+  /**
+   * Blobs the events name, stored no later than they are: never an event whose blob is missing. The PostgreSQL
+   * store commits them in the events' statement (a message's bytes and its event share one commit); a store with
+   * no room for them writes them first. Each is listed as unnamed, in case the events are refused.
+   */
+  blobs?: BlobRow[];
+}
+
 export interface EventStore {
-  append(
-    streamId: string,
-    events: NewEvent[],
-    options: { expectedRevision: ExpectedRevision },
-  ): Promise<AppendResult>;
+  append(streamId: string, events: NewEvent[], options: AppendOptions): Promise<AppendResult>;
   readStream(streamId: string, options?: { fromRevision?: number }): Promise<StoredEvent[]>;
   /** Events in global order, never skipping one that commits late. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;

@@ -6,11 +6,14 @@ import {
   type StoredEvent,
   WrongExpectedRevisionError,
 } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
 import { PATIENCE_MS } from '../support/patience.ts';
 
 export interface ContractHarness {
   /** A store on a fresh, empty log. `upcasters` are installed on it. */
   open(options?: { upcasters?: Record<string, (e: StoredEvent) => StoredEvent> }): Promise<EventStore>;
+  /** Where the blob rows appends carry end up (the blob store's, platform/blob-rows.ts). */
+  blobs: { get(key: string): Promise<Buffer | undefined>; unnamed(): Promise<string[]> };
   dispose(): Promise<void>;
 }
 
@@ -159,6 +162,47 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       expect(results.slice(0, 5).filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect(results.slice(5).every((r) => r.status === 'fulfilled')).toBe(true);
       expect(await store.readStream(s)).toHaveLength(1);
+    });
+
+    it('stores the blobs an append carries with its events, each listed as unnamed until the log is read', async () => {
+      const blob = (bytes: Buffer) => ({ key: newId('blob'), bytes });
+      const carried = Array.from({ length: 12 }, (_, i) => [
+        blob(Buffer.from(`message ${i}`)),
+        blob(Buffer.alloc(3000, i)),
+      ]);
+      const streams = carried.map((_, i) => stream(`blobs-${i}`));
+      // Together, as concurrent messages are: an exact append each, and one with `any`.
+      await Promise.all(
+        carried.map((blobs, i) =>
+          store.append(streams[i], [ev('Message', { keys: blobs.map((b) => b.key) })], {
+            expectedRevision: i === 0 ? 'any' : 'no_stream',
+            blobs,
+          }),
+        ),
+      );
+      const all = carried.flat();
+      expect(await Promise.all(all.map((b) => harness.blobs.get(b.key)))).toEqual(all.map((b) => b.bytes));
+      expect(await harness.blobs.unnamed()).toEqual(expect.arrayContaining(all.map((b) => b.key)));
+      expect(((await store.readStream(streams[3]))[0].data as { keys: string[] }).keys).toEqual(
+        carried[3].map((b) => b.key),
+      );
+    });
+
+    it("keeps a refused append's blobs only where they can be swept: listed as unnamed", async () => {
+      const s = stream('blobs-refused');
+      await store.append(s, [ev('A')], { expectedRevision: 'no_stream' });
+      const refused = [
+        { expectedRevision: 'no_stream' as const, blobs: [{ key: newId('blob'), bytes: Buffer.from('a') }] },
+        { expectedRevision: 4, blobs: [{ key: newId('blob'), bytes: Buffer.from('b') }] },
+      ];
+      for (const options of refused) {
+        const error = await store.append(s, [ev('B')], options).catch((e) => e);
+        expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+      }
+      const unnamed = await harness.blobs.unnamed();
+      for (const { key } of refused.flatMap((o) => o.blobs))
+        if ((await harness.blobs.get(key)) !== undefined) expect(unnamed).toContain(key);
+      expect((await store.readStream(s)).map((e) => e.type)).toEqual(['A']);
     });
 
     it('appends with any, concurrently, without losing an event', async () => {

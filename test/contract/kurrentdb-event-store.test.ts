@@ -1,5 +1,8 @@
 import { describe, it } from 'vitest';
+import { BlobRows, blobRowMigrations } from '../../platform/blob-rows.ts';
+import { migrate } from '../../platform/db/migrations.ts';
 import { KurrentEventStore } from '../../platform/eventstore/kurrentdb.ts';
+import { openTestDatabase } from '../support/databases.ts';
 import { eventStoreContract } from './event-store.contract.ts';
 
 /**
@@ -12,10 +15,17 @@ const SKIP_REASON =
   'KURRENTDB_URL not set: KurrentDB contract tests skipped (start one with docker-compose up kurrentdb)';
 
 if (url) {
-  eventStoreContract('KurrentDB', async () => ({
-    open: (options) => KurrentEventStore.connect(url, options),
-    dispose: async () => {},
-  }));
+  // Blob rows go where the service keeps them with KurrentDB: the blob store's table in PostgreSQL.
+  eventStoreContract('KurrentDB', async () => {
+    const { db, dispose } = await openTestDatabase();
+    await migrate(db, blobRowMigrations);
+    const rows = new BlobRows(db);
+    return {
+      open: (options) => KurrentEventStore.connect(url, { ...options, writeBlobs: (b) => rows.putAll(b) }),
+      blobs: { get: (key) => rows.get(key), unnamed: () => rows.unnamed('blob_~', 10_000) },
+      dispose,
+    };
+  });
 } else {
   console.log(SKIP_REASON);
   describe.skipIf(!url)(SKIP_REASON, () => {

@@ -1,14 +1,28 @@
 import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
+import { BlobRows, blobRowMigrations } from '../../platform/blob-rows.ts';
+import { migrate } from '../../platform/db/migrations.ts';
 import { PostgresEventStore } from '../../platform/eventstore/postgres/store.ts';
 import { START, type StoredEvent } from '../../platform/eventstore/types.ts';
+import { newId } from '../../platform/ids.ts';
 import { openTestDatabase } from '../support/databases.ts';
 import { PATIENCE } from '../support/patience.ts';
 import { eventStoreContract } from './event-store.contract.ts';
 
+/** A test database with the blob store's tables, and what its rows hold. */
+async function withBlobRows() {
+  const database = await openTestDatabase();
+  await migrate(database.db, blobRowMigrations);
+  const rows = new BlobRows(database.db);
+  return {
+    ...database,
+    blobs: { get: (key: string) => rows.get(key), unnamed: () => rows.unnamed('blob_~', 10_000) },
+  };
+}
+
 eventStoreContract('PostgreSQL', async () => {
-  const { db, dispose } = await openTestDatabase();
-  return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), dispose };
+  const { db, blobs, dispose } = await withBlobRows();
+  return { open: (o) => PostgresEventStore.create(db, { ...o, pollMs: 200 }), blobs, dispose };
 });
 
 describe('PostgreSQL event store group commit', () => {
@@ -43,6 +57,43 @@ describe('PostgreSQL event store group commit', () => {
     expect(results.map((r) => r.nextRevision)).toEqual([0, 0, 0, 0, 0, 0]);
     expect(inserts).toBe(2);
     await locker.end();
+    await store.close();
+    await dispose();
+  });
+});
+
+describe('PostgreSQL event store with blob rows', () => {
+  it("writes the blobs of the appends in flight in their events' statement, up to about 4 MiB of them", async () => {
+    const { db, blobs, dispose } = await withBlobRows();
+    const statements: string[] = [];
+    const counted = {
+      ...db,
+      query: ((sql: string, params?: unknown[]) => {
+        statements.push(sql);
+        return db.query(sql, params);
+      }) as typeof db.query,
+    };
+    const store = await PostgresEventStore.create(counted, { pollMs: 200 });
+    const meta = { orgId: 'o', mode: 'test', actor: 't' } as any;
+    const append = (i: number, size: number) => {
+      const blob = { key: newId('blob'), bytes: Buffer.alloc(size, i) };
+      return store
+        .append(`b-${i}`, [{ type: 'T', data: { key: blob.key }, metadata: meta }], {
+          expectedRevision: 'no_stream',
+          blobs: [blob],
+        })
+        .then(() => blob);
+    };
+
+    statements.length = 0;
+    const small = await Promise.all(Array.from({ length: 6 }, (_, i) => append(i, 3000)));
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/INSERT INTO blob_rows[\s\S]*INSERT INTO events/);
+    // Three of 1.5 MiB weigh more than a batch holds: two go together, the third in a statement of its own.
+    statements.length = 0;
+    const large = await Promise.all([6, 7, 8].map((i) => append(i, 1536 * 1024)));
+    expect(statements).toHaveLength(2);
+    for (const blob of [...small, ...large]) expect(await blobs.get(blob.key)).toEqual(blob.bytes);
     await store.close();
     await dispose();
   });

@@ -7,7 +7,7 @@ import {
 } from '../../domain/emails/email.events.ts';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
-import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
+import type { BlobRow, EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../../platform/unstorable-text.ts';
 import { emailBody } from './email-body.ts';
@@ -100,23 +100,30 @@ interface Checked {
 }
 
 /**
- * Stores the attachment bytes and a submitted message's (the log gets their keys), then appends EmailQueued or
- * EmailScheduled. An email queued already under the chosen id (an earlier attempt's) is the answer.
+ * Stores the attachment bytes and a submitted message's (the log gets their keys) with EmailQueued or
+ * EmailScheduled: small ones in the event's commit, larger ones synced before it. An email queued already under
+ * the chosen id (an earlier attempt's) is the answer.
  */
 async function append(services: Services, meta: EventMetadata, checked: Checked): Promise<Accepted> {
   const blobs = services.blobs;
   const { raw: submitted, sendAt, broadcast } = checked;
-  // Written side by side: each put waits for its own sync, and they share their folder's.
+  const rows: BlobRow[] = [];
+  const stage = async (bytes: Buffer) => {
+    const { key, row } = await blobs.stage(bytes);
+    if (row) rows.push(row);
+    return key;
+  };
+  // Files are written side by side: each waits for its own sync, and they share their folder's.
   const [attachments, raw] = await Promise.all([
     Promise.all(
       checked.attachments.map(async ({ bytes, ...rest }) => ({
         ...rest,
         size: bytes.length,
-        blobKey: await blobs.put(bytes),
+        blobKey: await stage(bytes),
       })),
     ),
     submitted &&
-      blobs.put(submitted.bytes).then((blobKey) => ({
+      stage(submitted.bytes).then((blobKey) => ({
         blobKey,
         size: submitted.bytes.length,
         messageId: submitted.messageId,
@@ -129,7 +136,7 @@ async function append(services: Services, meta: EventMetadata, checked: Checked)
     emailDecider,
     { type: 'QueueEmail', content, sendAt },
     meta,
-    { history: [] },
+    { history: [], blobs: rows },
   ).catch(async (error) => {
     // An id chosen in advance (Idempotency-Key, a broadcast's) that another attempt queued first: that email is
     // this attempt's answer.
@@ -139,6 +146,7 @@ async function append(services: Services, meta: EventMetadata, checked: Checked)
     throw error;
   });
   if ('id' in result) return result;
+  blobs.committed(rows);
   countOutcomes(meta, result);
   return {
     id: content.emailId,

@@ -1,7 +1,9 @@
+import { blobRowsWritten } from '../../blob-rows.ts';
 import { type Database, prepared } from '../../db/database.ts';
 import { mapLimited } from '../../map-limited.ts';
 import {
   type AppendResult,
+  type BlobRow,
   type ExpectedRevision,
   type NewEvent,
   WrongExpectedRevisionError,
@@ -63,6 +65,25 @@ export interface ExactAppend {
   /** The expected revision: -1 for a stream that must not exist yet. */
   after: number;
   events: NewEvent[];
+  blobs?: BlobRow[];
+}
+
+const withBlobsSql = new Map<string, string>();
+
+/**
+ * An append statement (its parameters `params`) that also writes `blobs` (the blob store's rows, blob-rows.ts):
+ * they commit with the events that name them, or not at all when the statement fails.
+ */
+function withBlobs(sql: string, params: unknown[], blobs: BlobRow[] | undefined): [string, unknown[]] {
+  if (!blobs?.length) return [sql, params];
+  let text = withBlobsSql.get(sql);
+  if (!text) {
+    const ctes = blobRowsWritten(`$${params.length + 1}`, `$${params.length + 2}`);
+    const own = /^\s*WITH\s/;
+    text = prepared(own.test(sql) ? sql.replace(own, () => `WITH ${ctes},\n`) : `WITH ${ctes}\n${sql}`);
+    withBlobsSql.set(sql, text);
+  }
+  return [text, [...params, blobs.map((b) => b.key), blobs.map((b) => b.bytes)]];
 }
 
 type InsertedRow = { position: string; stream_revision: number; tx: string };
@@ -84,9 +105,14 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
       m: e.metadata,
     })),
   );
+  const [sql, params] = withBlobs(
+    APPEND_BATCH_SQL,
+    [JSON.stringify(rows)],
+    batch.flatMap((a) => a.blobs ?? []),
+  );
   let inserted: (InsertedRow & { stream_id: string })[];
   try {
-    ({ rows: inserted } = await db.query(APPEND_BATCH_SQL, [JSON.stringify(rows)]));
+    ({ rows: inserted } = await db.query(sql, params));
   } catch (error: any) {
     if (error?.code !== UNIQUE_VIOLATION) throw error;
     // Each on its own, a few at a time: a batch of a thousand conflicts (an import of addresses that are taken)
@@ -110,7 +136,7 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
 /** One append after an exact revision (-1: a new stream). */
 export async function appendAfter(
   db: Database,
-  { streamId, after, events }: ExactAppend,
+  { streamId, after, events, blobs }: ExactAppend,
 ): Promise<AppendResult> {
   let sql: string;
   let params: unknown[];
@@ -129,7 +155,7 @@ export async function appendAfter(
     ];
   }
   const expected = after < 0 ? 'no_stream' : after;
-  const result = await tryAppend(db, sql, params, streamId, expected);
+  const result = await tryAppend(db, ...withBlobs(sql, params, blobs), streamId, expected);
   if (result) return result;
   throw await conflict(db, streamId, expected);
 }
@@ -140,15 +166,20 @@ export async function appendLookingUp(
   streamId: string,
   events: NewEvent[],
   expected: 'any' | 'stream_exists',
+  blobs?: BlobRow[],
 ) {
-  const params = [
-    streamId,
-    expected,
-    null,
-    JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
-  ];
+  const [sql, params] = withBlobs(
+    APPEND_SQL,
+    [
+      streamId,
+      expected,
+      null,
+      JSON.stringify(events.map((e) => ({ type: e.type, data: e.data ?? {}, metadata: e.metadata }))),
+    ],
+    blobs,
+  );
   for (let attempt = 0; ; attempt++) {
-    const result = await tryAppend(db, APPEND_SQL, params, streamId, expected);
+    const result = await tryAppend(db, sql, params, streamId, expected);
     if (result) return result;
     // A concurrent writer took the revision. With `any` that is no conflict: try again.
     if (expected !== 'any' || attempt > 20) throw await conflict(db, streamId, expected);

@@ -3,10 +3,10 @@ import type { Database } from '../../db/database.ts';
 import { migrate } from '../../db/migrations.ts';
 import { type LogFollower, Subscriptions } from '../subscription.ts';
 import {
+  type AppendOptions,
   type AppendResult,
   applyUpcasters,
   type EventStore,
-  type ExpectedRevision,
   type NewEvent,
   type Position,
   type ReadAllOptions,
@@ -19,6 +19,10 @@ import { appendAfter, appendBatch, appendLookingUp, type ExactAppend } from './a
 import { AppendNotifier } from './notifier.ts';
 import { headPosition, readLog, readStreamEvents } from './read.ts';
 import { eventStoreMigrations } from './schema.ts';
+
+/** A batch of appends holds 1,000 events, or fewer with their blobs: one event's worth per 4 KiB of blob rows. */
+const BLOB_BYTES_PER_EVENT = 4096;
+const blobBytes = (a: ExactAppend) => a.blobs?.reduce((sum, b) => sum + b.bytes.length, 0) ?? 0;
 
 /**
  * The event store on PostgreSQL. Its parts: the table (`schema.ts`), appends
@@ -62,11 +66,11 @@ export class PostgresEventStore implements EventStore {
   async append(
     streamId: string,
     events: NewEvent[],
-    { expectedRevision }: { expectedRevision: ExpectedRevision },
+    { expectedRevision, blobs }: AppendOptions,
   ): Promise<AppendResult> {
     if (events.length === 0) throw new Error('append needs at least one event');
     if (expectedRevision === 'any' || expectedRevision === 'stream_exists') {
-      const result = await appendLookingUp(this.#db, streamId, events, expectedRevision);
+      const result = await appendLookingUp(this.#db, streamId, events, expectedRevision, blobs);
       this.#notifier.committed(result.position);
       return result;
     }
@@ -74,12 +78,13 @@ export class PostgresEventStore implements EventStore {
       streamId,
       after: expectedRevision === 'no_stream' ? -1 : expectedRevision,
       events,
+      blobs,
     });
   }
 
   /**
    * Appends with an exact expectation (what commands use) share one INSERT and one commit with the others in
-   * flight (group commit): under load, one round trip serves many requests. One batch runs at a time while
+   * flight (group commit), their blob rows too: under load, one round trip serves many requests. One batch runs at a time while
    * batches are quick (GROUP_COMMIT): the appends made meanwhile gather for the next. A batch never holds two
    * appends to one stream. A stream whose guard fails gets its conflict alone; a unique violation (a concurrent
    * writer took a revision) fails the statement, and then each append of the batch is tried on its own.
@@ -87,7 +92,7 @@ export class PostgresEventStore implements EventStore {
   readonly #writes = new Batcher<ExactAppend, AppendResult>({
     ...GROUP_COMMIT,
     maxWeight: 1000,
-    weight: (a) => a.events.length,
+    weight: (a) => a.events.length + Math.ceil(blobBytes(a) / BLOB_BYTES_PER_EVENT),
     key: (a) => a.streamId,
     run: async (batch) => {
       const results =
