@@ -1,8 +1,6 @@
 import {
   type AllStreamResolvedEvent,
   type AllStreamSubscription,
-  ANY,
-  type AppendStreamState,
   BACKWARDS,
   END,
   excludeSystemEvents,
@@ -11,13 +9,12 @@ import {
   jsonEvent,
   START as KURRENT_START,
   KurrentDBClient,
-  type Position as KurrentPosition,
   NO_STREAM,
   type ResolvedEvent,
-  STREAM_EXISTS,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '@kurrent/kurrentdb-client';
+import { fromPosition, toPosition, toStreamState } from './kurrentdb-positions.ts';
 import { Restart, Subscriptions } from './subscription.ts';
 import {
   type AppendOptions,
@@ -26,7 +23,6 @@ import {
   type BlobRow,
   type EventMetadata,
   type EventStore,
-  type ExpectedRevision,
   type NewEvent,
   type Position,
   type ReadAllOptions,
@@ -37,23 +33,6 @@ import {
   type Upcaster,
   WrongExpectedRevisionError,
 } from './types.ts';
-
-// A position is KurrentDB's (commit, prepare) pair, zero-padded to the width of an unsigned 64-bit number,
-// so that comparing two positions as strings is comparing them in log order (as with the PostgreSQL adapter).
-const pad = (n: bigint) => n.toString(10).padStart(20, '0');
-export const toPosition = (p: KurrentPosition): Position => `${pad(p.commit)}.${pad(p.prepare)}`;
-export const fromPosition = (p: Position): KurrentPosition => {
-  const [commit, prepare] = p.split('.');
-  if (commit === undefined || prepare === undefined) throw new Error(`not a KurrentDB position: ${p}`);
-  return { commit: BigInt(commit), prepare: BigInt(prepare) };
-};
-
-const toStreamState = (expected: ExpectedRevision): AppendStreamState => {
-  if (typeof expected === 'number') return BigInt(expected);
-  if (expected === 'no_stream') return NO_STREAM;
-  if (expected === 'stream_exists') return STREAM_EXISTS;
-  return ANY;
-};
 
 const isSystemType = (type: string) => type.startsWith('$');
 
@@ -71,13 +50,14 @@ export interface KurrentEventStoreOptions {
 export class KurrentEventStore implements EventStore {
   readonly #client: KurrentDBClient;
   readonly #upcasters: Record<string, Upcaster>;
-  readonly #writeBlobs?: KurrentEventStoreOptions['writeBlobs'];
+  readonly #writeBlobs: NonNullable<KurrentEventStoreOptions['writeBlobs']>;
   readonly #subscriptions = new Subscriptions();
 
   constructor(client: KurrentDBClient, options: KurrentEventStoreOptions = {}) {
     this.#client = client;
     this.#upcasters = options.upcasters ?? {};
-    this.#writeBlobs = options.writeBlobs;
+    this.#writeBlobs =
+      options.writeBlobs ?? (() => Promise.reject(new Error('no place for blob rows given')));
   }
 
   /** Connects with a connection string (`kurrentdb://host:2113?tls=false`) and checks that the server answers. */
@@ -97,10 +77,7 @@ export class KurrentEventStore implements EventStore {
 
   async append(streamId: string, events: NewEvent[], { expectedRevision, blobs }: AppendOptions) {
     if (events.length === 0) throw new Error('append needs at least one event');
-    if (blobs?.length) {
-      if (!this.#writeBlobs) throw new Error('this KurrentDB store has nowhere to write blob rows');
-      await this.#writeBlobs(blobs);
-    }
+    if (blobs?.length) await this.#writeBlobs(blobs);
     const data = events.map((e) =>
       jsonEvent({
         type: e.type,
