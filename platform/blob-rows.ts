@@ -86,6 +86,7 @@ export class BlobRows {
 
   /** A row committed by this process (its own put, or with the events that name it), kept for the reads after. */
   remember({ key, bytes }: BlobRow): void {
+    this.#forget(key); // told of twice, counted once
     const now = this.#now();
     this.#recent.set(key, { bytes, at: now });
     this.#recentBytes += bytes.length;

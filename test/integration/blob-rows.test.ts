@@ -81,6 +81,19 @@ describe('small blobs as rows of the database', () => {
     for (const key of newer) expect(rows.recent(key)?.length).toBe(200 * 1024);
   });
 
+  it('counts a row it is told of twice once (KurrentDB: its own put, then the commit of its event)', async () => {
+    const rows = new BlobRows(db);
+    const local = new BlobStore(dir, secret, rows);
+    const bytes = Buffer.alloc(200 * 1024, 3);
+    const twice = await local.put(bytes);
+    local.committed([{ key: twice, bytes }]);
+    // 40 × 200 KiB is under 8 MiB: all are kept, the one told of twice too.
+    const others: string[] = [];
+    for (let i = 0; i < 39; i++) others.push(await local.put(Buffer.alloc(200 * 1024, 4)));
+    expect(rows.recent(twice)).toEqual(bytes);
+    for (const key of others) expect(rows.recent(key)?.length).toBe(200 * 1024);
+  });
+
   it('deletes a row as it deletes a file: the bytes are gone, a second delete is no error', async () => {
     const key = await store.put(Buffer.from('forget me'));
     await store.delete(key);
