@@ -164,7 +164,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       expect(await store.readStream(s)).toHaveLength(1);
     });
 
-    it('stores the blobs an append carries with its events, each listed as unnamed until the log is read', async () => {
+    it('stores the blobs an append carries with its events, each listed as unnamed', async () => {
       const blob = (bytes: Buffer) => ({ key: newId('blob'), bytes });
       const carried = Array.from({ length: 12 }, (_, i) => [
         blob(Buffer.from(`message ${i}`)),
