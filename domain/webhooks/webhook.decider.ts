@@ -27,7 +27,7 @@ export type WebhookCommand =
         planLimit: number | null;
       })
   | (Caller & { type: 'UpdateWebhook'; url?: string; events?: string[]; active?: boolean })
-  | (Caller & { type: 'RotateWebhookSecret'; sealedSecret: string })
+  | (Caller & { type: 'RotateWebhookSecret'; sealedSecret: string; overlapMs?: number })
   | (Caller & { type: 'DeleteWebhook' })
   | (Caller & { type: 'RequestDeliveryRetry'; deliveryId: string })
   | (Caller & { type: 'RequestWebhookReplay'; replayId: string; since: string; until: string | null })
@@ -96,16 +96,21 @@ function updateWebhook(command: Command<'UpdateWebhook'>, s: Existing): WebhookE
 }
 
 /**
- * The new secret signs from now on; the one it replaces keeps signing for ROTATION_OVERLAP_MS, and those replaced
- * earlier keep signing until their own overlap ends, within MAX_SIGNING_SECRETS in all.
+ * The new secret signs from now on; the one it replaces keeps signing for the overlap (ROTATION_OVERLAP_MS unless
+ * the command says less: 0 for a secret that leaked), and those replaced earlier keep signing until their own
+ * overlap ends, and no longer than the replaced one, within MAX_SIGNING_SECRETS in all.
  */
 function rotateSecret(command: Command<'RotateWebhookSecret'>, s: Existing): WebhookEvent[] {
   const now = Date.parse(command.at);
-  const previousValidUntil = new Date(now + ROTATION_OVERLAP_MS).toISOString();
+  const overlapEnds = now + (command.overlapMs ?? ROTATION_OVERLAP_MS);
+  const previousValidUntil = new Date(overlapEnds).toISOString();
   const olderSecrets = s.retiring
+    .map(({ sealedSecret, validUntil }) => ({
+      sealedSecret,
+      validUntil: Date.parse(validUntil) > overlapEnds ? previousValidUntil : validUntil,
+    }))
     .filter((r) => Date.parse(r.validUntil) > now)
-    .slice(0, MAX_SIGNING_SECRETS - 2)
-    .map(({ sealedSecret, validUntil }) => ({ sealedSecret, validUntil }));
+    .slice(0, MAX_SIGNING_SECRETS - 2);
   return [
     {
       type: 'WebhookSecretRotated',

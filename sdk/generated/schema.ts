@@ -758,7 +758,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret
-         * @description The previous secret keeps signing alongside until `previous_secret_expires_at`; secrets replaced by earlier rotations keep signing until their own expiry, newest first, at most 5 signatures in all.
+         * @description The previous secret keeps signing alongside until `previous_secret_expires_at` (24 hours, or `previous_secret_expires_in`); secrets replaced by earlier rotations keep signing until their own expiry and no longer, newest first, at most 5 signatures in all.
          */
         post: operations["postWebhooksWebhookIdRotateSecret"];
         delete?: never;
@@ -19102,7 +19102,10 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    /** @description Seconds from now until the replaced secrets stop signing: 86400 (24 hours) by default, 0 to stop them at once (a secret that leaked). */
+                    previous_secret_expires_in?: number;
+                };
             };
         };
         responses: {

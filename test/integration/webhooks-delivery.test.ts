@@ -196,6 +196,24 @@ describe('webhook fan-out and dispatch', () => {
     expect(after.verifiedWith).toEqual([rotated.body.signing_secret]);
   });
 
+  it('signs with the new secret only after a rotation told to end the overlap at once (a secret that leaked)', async () => {
+    const { org, r, wh } = await subscribed();
+    const first = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`);
+    const now = clock.now().toISOString();
+    const leaked = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`, {
+      previous_secret_expires_in: 0,
+    });
+    expect(leaked.status, JSON.stringify(leaked.body)).toBe(200);
+    expect(leaked.body.previous_secret_expires_at).toBe(now);
+    r.secrets.push(first.body.signing_secret, leaked.body.signing_secret);
+    await (await sendEmail(org)).sent();
+    await pump();
+    const got = r.received.at(-1)!;
+    expect(got.payload.type).toBe('email.sent');
+    expect(got.signatures).toHaveLength(1);
+    expect(got.verifiedWith).toEqual([leaked.body.signing_secret]);
+  });
+
   it('keeps signing with every secret whose overlap has not ended when rotated twice, newest first', async () => {
     const { org, r, wh } = await subscribed();
     const first = await org.live.post(`/v1/webhooks/${wh.id}/rotate-secret`);

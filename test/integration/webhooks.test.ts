@@ -174,6 +174,28 @@ describe('webhooks API', () => {
     expect(JSON.stringify(after.body)).not.toContain(r.body.signing_secret);
   });
 
+  it('rotates with a shorter overlap when told, and refuses one it cannot keep, rotating nothing', async () => {
+    const created = await create(acme);
+    const id = created.body.id;
+    for (const wrong of [-1, 86_401, 1.5, '60', null]) {
+      const bad = await acme.live.post(`/v1/webhooks/${id}/rotate-secret`, {
+        previous_secret_expires_in: wrong,
+      });
+      expect(bad.status, String(wrong)).toBe(422);
+      expect(bad.body.error.type).toBe('validation_error');
+      expect(bad.body.error.message).toContain('previous_secret_expires_in');
+    }
+    const unknown = await acme.live.post(`/v1/webhooks/${id}/rotate-secret`, { overlap: 0 });
+    expect(unknown.status).toBe(422);
+    expect((await acme.live.get(`/v1/webhooks/${id}`)).body.secret_rotated_at).toBeNull();
+
+    const r = await acme.live.post(`/v1/webhooks/${id}/rotate-secret`, { previous_secret_expires_in: 600 });
+    expect(r.status).toBe(200);
+    const now = svc.postline.services.clock.now().getTime();
+    expect(Date.parse(r.body.previous_secret_expires_at) - now).toBeGreaterThan(590_000);
+    expect(Date.parse(r.body.previous_secret_expires_at) - now).toBeLessThanOrEqual(600_000);
+  });
+
   it("answers 404 for unknown, malformed and other organizations' ids, on every route", async () => {
     const mine = await create(acme);
     const ids = [mine.body.id, 'wh_00000000000000000000000000', 'nope'];

@@ -161,6 +161,40 @@ describe('webhook decider: secret rotation', () => {
       .when(rotate(`sealed-${n}`, n))
       .then([rotated(`sealed-${n}`, `sealed-${n - 1}`, n, older.slice(0, MAX_SIGNING_SECRETS - 2))]);
   });
+  it('ends the overlap at once when told 0 (a secret that leaked): the replaced secrets sign no more', () =>
+    spec(webhookDecider)
+      .given([created, rotated('sealed-2', 'sealed-1')])
+      .when({ ...rotate('sealed-3', 1), overlapMs: 0 })
+      .then([
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            webhookId: 'wh_1',
+            sealedSecret: 'sealed-3',
+            previousSealedSecret: 'sealed-2',
+            previousValidUntil: plus(hour),
+            olderSecrets: [],
+            rotatedAt: plus(hour),
+          },
+        },
+      ]));
+  it('ends the earlier secrets no later than the replaced one when told a shorter overlap', () =>
+    spec(webhookDecider)
+      .given([created, rotated('sealed-2', 'sealed-1')])
+      .when({ ...rotate('sealed-3', 1), overlapMs: 2 * hour })
+      .then([
+        {
+          type: 'WebhookSecretRotated',
+          data: {
+            webhookId: 'wh_1',
+            sealedSecret: 'sealed-3',
+            previousSealedSecret: 'sealed-2',
+            previousValidUntil: plus(3 * hour),
+            olderSecrets: [{ sealedSecret: 'sealed-1', validUntil: plus(3 * hour) }],
+            rotatedAt: plus(hour),
+          },
+        },
+      ]));
   it('reads rotations recorded before several previous secrets were kept', () =>
     spec(webhookDecider)
       .given([created, rotatedBefore('sealed-2', 'sealed-1'), rotatedBefore('sealed-3', 'sealed-2', 1)])

@@ -107,7 +107,13 @@ export async function updateWebhook(
   return { position: result.position };
 }
 
-export async function rotateWebhookSecret(services: Deps, meta: EventMetadata, webhookId: string) {
+/** `overlapMs`: how long the replaced secrets may still sign, at most (the decider's default: 24 hours). */
+export async function rotateWebhookSecret(
+  services: Deps,
+  meta: EventMetadata,
+  webhookId: string,
+  overlapMs?: number,
+) {
   const secret = generateSigningSecret();
   const result = await handleCommand(
     services.store,
@@ -117,6 +123,7 @@ export async function rotateWebhookSecret(services: Deps, meta: EventMetadata, w
       type: 'RotateWebhookSecret',
       ...caller(services, meta, webhookId),
       sealedSecret: services.secrets.seal(secret),
+      overlapMs,
     },
     meta,
   );

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { endpointUrlProblem } from '../../domain/webhooks/endpoint-url.ts';
 import { isSubscribable, PUBLIC_EVENT_TYPES } from '../../domain/webhooks/event-types.ts';
-import { MAX_SIGNING_SECRETS } from '../../domain/webhooks/webhook.decider.ts';
+import { MAX_SIGNING_SECRETS, ROTATION_OVERLAP_MS } from '../../domain/webhooks/webhook.decider.ts';
 import { WEBHOOK_ID } from '../../domain/webhooks/webhook.events.ts';
 import {
   CreatedWebhook,
@@ -61,7 +61,19 @@ const bodies = (allowPrivateNetworks: boolean) => {
       .strict(),
   };
 };
-const rotateBody = z.object({}).strict();
+const OVERLAP_SECONDS = ROTATION_OVERLAP_MS / 1000;
+const rotateBody = z
+  .object({
+    previous_secret_expires_in: z
+      .int()
+      .min(0, 'must be 0 or more seconds')
+      .max(OVERLAP_SECONDS, `must be at most ${OVERLAP_SECONDS} seconds`)
+      .optional()
+      .meta({
+        description: `Seconds from now until the replaced secrets stop signing: ${OVERLAP_SECONDS} (24 hours) by default, 0 to stop them at once (a secret that leaked).`,
+      }),
+  })
+  .strict();
 const replayBody = z.object({ since: zonedDateTime, until: zonedDateTime.nullish() }).strict();
 
 export function webhookCommandRoutes(api: ApiRouter, services: Services) {
@@ -124,8 +136,9 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     '/webhooks/:webhook_id/rotate-secret',
     async (req) => {
       const id = webhooks.id(req);
-      parse(rotateBody, req.body);
-      const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id);
+      const { previous_secret_expires_in: expiresIn } = parse(rotateBody, req.body);
+      const overlapMs = expiresIn === undefined ? undefined : expiresIn * 1000;
+      const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id, overlapMs);
       await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
       return ok({
         id,
@@ -138,9 +151,9 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
         tag: 'Webhooks',
         summary: 'Rotate the signing secret',
         description:
-          'The previous secret keeps signing alongside until `previous_secret_expires_at`; secrets replaced by ' +
-          `earlier rotations keep signing until their own expiry, newest first, at most ${MAX_SIGNING_SECRETS} ` +
-          'signatures in all.',
+          'The previous secret keeps signing alongside until `previous_secret_expires_at` (24 hours, or ' +
+          '`previous_secret_expires_in`); secrets replaced by earlier rotations keep signing until their own ' +
+          `expiry and no longer, newest first, at most ${MAX_SIGNING_SECRETS} signatures in all.`,
         body: rotateBody,
         responses: { 200: RotatedSecret },
         errors: ['conflict'],
