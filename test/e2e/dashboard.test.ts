@@ -223,7 +223,8 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
     await page.getByRole('button', { name: 'Add endpoint' }).click();
     const secret = page.locator('.notice.secret code');
     await secret.waitFor();
-    expect(await secret.textContent()).toMatch(/^whsec_/);
+    const first = await secret.textContent();
+    expect(first).toMatch(/^whsec_/);
     await page.getByRole('button', { name: 'I have copied it' }).click();
     await page.getByRole('heading', { name: receiverUrl }).waitFor();
     const row = page.locator('tr[data-event="webhook.test"]');
@@ -238,6 +239,18 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser', () => {
       .toBe('succeeded');
     expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
     await shot('webhook');
+
+    // A secret that leaked: the new one is shown once, and the old one stops signing now, not in 24 hours.
+    page.once('dialog', (d) => d.accept());
+    const [rotated] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/rotate-secret')),
+      page.getByRole('button', { name: 'Rotate, old secret stops now' }).click(),
+    ]);
+    await secret.waitFor();
+    expect(await secret.textContent()).toMatch(/^whsec_/);
+    expect(await secret.textContent()).not.toBe(first);
+    const answer = await rotated.json();
+    expect(Date.parse(answer.previous_secret_expires_at)).toBeLessThanOrEqual(Date.now());
   });
 
   it('shows the overview and the other lists', async () => {

@@ -104,6 +104,13 @@ export function Webhook({ id }: { id: string }) {
   const [note, setNote] = useState<string | null>(null);
   const w = hook.data;
   if (!w) return <NotLoaded back={BACK} loaded={hook} what="this webhook" />;
+  /** `expiresIn`: seconds the replaced secret still signs (0: a secret that leaked); by default 24 hours. */
+  const rotate = async (expiresIn?: number) => {
+    const body = expiresIn === undefined ? {} : { previous_secret_expires_in: expiresIn };
+    setSecret(
+      (await post<{ signing_secret: string }>(`/webhooks/${w.id}/rotate-secret`, body)).signing_secret,
+    );
+  };
   return (
     <section>
       <BackLink back={BACK} />
@@ -125,15 +132,15 @@ export function Webhook({ id }: { id: string }) {
         </p>
       )}
       <div class="row">
+        <ActionButton action={act} run={() => rotate()}>
+          Rotate secret
+        </ActionButton>
         <ActionButton
           action={act}
-          run={async () =>
-            setSecret(
-              (await post<{ signing_secret: string }>(`/webhooks/${w.id}/rotate-secret`)).signing_secret,
-            )
-          }
+          confirm="Rotate the secret and stop the current one now? Deliveries are then signed with the new secret only."
+          run={() => rotate(0)}
         >
-          Rotate secret
+          Rotate, old secret stops now
         </ActionButton>
         <ActionButton
           action={act}
