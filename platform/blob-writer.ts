@@ -23,7 +23,10 @@ export interface BlobWriter {
 const FLUSH_BYTES = 1024 * 1024;
 
 /** A blob held whole up to this size goes to the database's rows (blob-rows.ts) rather than a file. */
-export const ROW_BYTES = 256 * 1024;
+const ROW_BYTES = 256 * 1024;
+
+/** Whether a blob of `size` bytes is a row of the database (with rows to write to), not a file. */
+export const fitsInRow = (size: number) => size <= ROW_BYTES;
 
 export class FileBlobWriter implements BlobWriter {
   readonly key: string;
@@ -72,7 +75,7 @@ export class FileBlobWriter implements BlobWriter {
 
   async finish(): Promise<string> {
     if (!this.#file) this.#held = Buffer.concat(this.#pending);
-    if (this.#held && this.#rows && this.#held.length <= ROW_BYTES) {
+    if (this.#held && this.#rows && fitsInRow(this.#held.length)) {
       this.#pending = [];
       await this.#rows.put(this.key, this.#held);
       return this.key;
