@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Batcher } from '../../platform/batcher.ts';
+import { PATIENCE } from '../support/patience.ts';
 
 describe('Batcher', () => {
   it('puts calls of one tick in one batch, in order, and settles each with its own result', async () => {
@@ -63,14 +64,14 @@ describe('Batcher', () => {
     await new Promise((r) => setImmediate(r));
     expect(batches).toEqual([[1]]);
     // The first is held up: the calls made meanwhile start beside it once it has run 200 ms, not sooner.
-    await vi.waitFor(() => expect(batches).toEqual([[1], [2, 3]]));
+    await vi.waitFor(() => expect(batches).toEqual([[1], [2, 3]]), PATIENCE);
     expect(performance.now() - startedAt).toBeGreaterThanOrEqual(200);
     const fourth = b.add(4);
     await new Promise((r) => setImmediate(r));
     expect(batches).toHaveLength(2); // two in flight: the most
     releases[0]();
     expect(await first).toBe(1);
-    await vi.waitFor(() => expect(batches).toEqual([[1], [2, 3], [4]]));
+    await vi.waitFor(() => expect(batches).toEqual([[1], [2, 3], [4]]), PATIENCE);
     releases[1]();
     releases[2]();
     expect(await Promise.all([...rest, fourth])).toEqual([2, 3, 4]);
