@@ -93,7 +93,7 @@ async function session(postline: Postline) {
    * process has read the log up to then first, as a running service's would have (it follows the log), so the time
    * is the expansion's and not a catch-up over the import's events; `measure` starts measuring then.
    */
-  const expand = async (measure: () => Promise<unknown> | void = () => {}) => {
+  const expand = async (measure: () => unknown = () => {}) => {
     const broadcast = await call('POST', '/broadcasts', content(audience.id));
     await expansion.runOnce();
     await measure();
