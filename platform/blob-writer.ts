@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { type FileHandle, open, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { BlobRows } from './blob-rows.ts';
+import type { BlobRow } from './eventstore/types.ts';
 import { blobSyncs } from './metrics.ts';
 
 /**
@@ -14,6 +15,11 @@ export interface BlobWriter {
   readonly size: number;
   write(chunk: Buffer): Promise<void>;
   finish(): Promise<string>;
+  /**
+   * Ends the blob for the events that name it to commit (EventStore.append's `blobs`): a small one's row, written
+   * by whoever commits it (or by `finish` after all); a larger one is synced here, as `finish` does (undefined).
+   */
+  stage(): Promise<BlobRow | undefined>;
   abort(): Promise<void>;
   /** The bytes written, to read again once `finish` began: from memory while the blob is small, else its file. */
   reader(): Readable;
@@ -73,11 +79,25 @@ export class FileBlobWriter implements BlobWriter {
     }
   }
 
+  /** The blob as a row of the database, when it never went to a file and is small enough for one. */
+  #row(): BlobRow | undefined {
+    if (!this.#file) this.#held ??= Buffer.concat(this.#pending);
+    return this.#held && this.#rows && fitsInRow(this.#held.length)
+      ? { key: this.key, bytes: this.#held }
+      : undefined;
+  }
+
+  async stage(): Promise<BlobRow | undefined> {
+    const row = this.#row();
+    if (!row) await this.finish();
+    return row;
+  }
+
   async finish(): Promise<string> {
-    if (!this.#file) this.#held = Buffer.concat(this.#pending);
-    if (this.#held && this.#rows && fitsInRow(this.#held.length)) {
+    const row = this.#row();
+    if (row) {
       this.#pending = [];
-      await this.#rows.put(this.key, this.#held);
+      await this.#rows!.put(row.key, row.bytes);
       return this.key;
     }
     this.#written = this.#flush();

@@ -99,8 +99,8 @@ export function bounceReports(
      * Reads the message as a report on the emails its return paths here name (or, sent elsewhere, the one it
      * quotes). Resolves with whether its stored copy is to be kept: when it matched nothing, for an operator.
      */
-    async deliver({ blob, synced }: SpooledMessage, addresses: string[], _session: SMTPServerSession) {
-      await synced;
+    async deliver(message: SpooledMessage, addresses: string[], _session: SMTPServerSession) {
+      const blob = message.blob;
       const report = await readReport(await buffer(blob.reader())).catch((): Report => ({ kind: 'other' }));
       const emailIds = new Set<string>();
       // Only the addresses routed here: a `b+…@` a customer's inbound domain beside them is that customer's mail.
@@ -113,6 +113,7 @@ export function bounceReports(
       for (const emailId of emailIds) recorded = (await apply(emailId, report)) || recorded;
       if (recorded) return false;
       // Never an error for the sender: what matches nothing is kept for an operator to look at.
+      await message.keep();
       servers.log.warn(
         { blobKey: blob.key, kind: report.kind, emails: [...emailIds] },
         'MX message matched no email',

@@ -55,8 +55,7 @@ export function dmarcReports(servers: SmtpServers, services: Services) {
     },
 
     /** Records each report about the addresses' domains; the message itself is not kept. */
-    async deliver({ blob, synced }: SpooledMessage, addresses: string[]): Promise<boolean> {
-      await synced;
+    async deliver({ blob }: SpooledMessage, addresses: string[]): Promise<boolean> {
       const reports = await reportsIn(await buffer(blob.reader())).catch((error: Error) => {
         servers.log.warn({ err: error.message }, 'MX DMARC report message not read');
         return [];

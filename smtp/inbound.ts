@@ -54,10 +54,11 @@ export function inbound(servers: SmtpServers, services: Services) {
     },
 
     /** Records the message for each organization it was sent to; its stored copy is always kept. */
-    async deliver({ blob, synced }: SpooledMessage, addresses: string[], session: SMTPServerSession) {
+    async deliver(message: SpooledMessage, addresses: string[], session: SMTPServerSession) {
+      const blob = message.blob;
       const targets = await targetsOf(addresses);
       if (targets.length === 0) {
-        await synced;
+        await message.keep();
         // Inbound was turned off between RCPT and the end of DATA: the message is kept for an operator.
         servers.log.warn(
           { blobKey: blob.key, recipients: addresses },
@@ -68,16 +69,16 @@ export function inbound(servers: SmtpServers, services: Services) {
       const mailFrom = (session.envelope.mailFrom || undefined)?.address ?? '';
       const helo = session.hostNameAppearsAs || session.remoteAddress;
       const arrival = { ip: session.remoteAddress, helo, mailFrom };
-      // Checked while it is parsed; recorded once checked and synced.
+      // Checked while it is parsed; recorded once checked, its row committed with the first record.
       const checks = Promise.all([
-        synced,
         authenticate(blob.reader(), arrival),
         rspamd?.(blob.reader(), { ...arrival, rcptTo: addresses, hostname: servers.hostname }) ?? null,
-      ]).then(([, authentication, spamScore]) => ({ authentication, spamScore }));
+      ]).then(([authentication, spamScore]) => ({ authentication, spamScore }));
       const { ids, already } = await receiveMessage(
         services,
         {
           rawKey: blob.key,
+          rows: message.rows(),
           size: blob.size,
           read: () => blob.reader(),
           mailFrom,
@@ -89,6 +90,7 @@ export function inbound(servers: SmtpServers, services: Services) {
         targets,
         'mx',
       );
+      if (already.length < ids.length) message.committed();
       servers.log.info(
         { receivedEmailIds: ids, recordedBefore: already, client: session.remoteAddress },
         'MX message received',

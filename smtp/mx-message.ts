@@ -3,13 +3,42 @@ import { MimeShape } from '../domain/received-emails/mime-shape.ts';
 import type { BlobStore } from '../platform/blob-store.ts';
 import type { BlobWriter } from '../platform/blob-writer.ts';
 import type { Clock } from '../platform/clock.ts';
+import type { BlobRow } from '../platform/eventstore/types.ts';
 import { readMessage } from './message-reader.ts';
 import type { ReplyName } from './replies.ts';
 
-/** A message the MX took, spooled: written to the blob store as it arrived, `synced` once it is on disk. */
-export interface SpooledMessage {
-  blob: BlobWriter;
-  synced: Promise<string>;
+/**
+ * A message the MX took, spooled: written to the blob store as it arrived, then staged (blob-writer.ts): a small
+ * one is a row for the event that records it to commit, a larger one a synced file.
+ */
+export class SpooledMessage {
+  readonly blob: BlobWriter;
+  /** Settles once the message is staged: a larger one synced. */
+  readonly staged: Promise<BlobRow | undefined>;
+  #committed = false;
+
+  constructor(blob: BlobWriter) {
+    this.blob = blob;
+    this.staged = blob.stage();
+    this.staged.catch(() => {}); // awaited by whoever needs it
+  }
+
+  /** Its row, for the events that record the message to commit: none once committed, or when it is a file. */
+  async rows(): Promise<BlobRow[]> {
+    const row = await this.staged;
+    return row && !this.#committed ? [row] : [];
+  }
+
+  /** An event that names the message committed its row. */
+  committed(): void {
+    this.#committed = true;
+  }
+
+  /** Durable on its own, for a route that keeps the message without an event naming it. */
+  async keep(): Promise<void> {
+    if ((await this.rows()).length > 0) await this.blob.finish();
+    this.#committed = true;
+  }
 }
 
 /**
@@ -38,8 +67,6 @@ export async function storeArriving(
     await blob.abort();
     throw o.refuse(refusal);
   }
-  // Synced while the message is handled; nothing is recorded before it is on disk.
-  const synced = blob.finish();
-  synced.catch(() => {}); // awaited by whoever needs it
-  return { blob, synced };
+  // Staged while the message is handled: nothing names it before it is durable, with that record or before.
+  return new SpooledMessage(blob);
 }

@@ -68,7 +68,7 @@ export function mxHooks(servers: SmtpServers, services: Services) {
       if (addresses.length > 0) kept = (await route.deliver(message, addresses, session)) || kept;
     }
     if (!kept) {
-      await message.synced;
+      await message.staged;
       await blobs.delete(message.blob.key);
     }
     return '2.0.0 Ok: received';

@@ -57,6 +57,27 @@ describe('small blobs as rows of the database', () => {
     expect(await elsewhere.exists(keys[0])).toBe(true);
   });
 
+  it('stages a blob written piece by piece: a small one is a row written by no one yet, a larger one a synced file', async () => {
+    const small = await store.writer();
+    for (const piece of [Buffer.from('Received: '), Buffer.from('by mx\r\n\r\nHi\r\n')])
+      await small.write(piece);
+    const row = await small.stage();
+    expect(row).toEqual({ key: small.key, bytes: Buffer.from('Received: by mx\r\n\r\nHi\r\n') });
+    // Read back while staged, from memory; nothing is written until its event commits it, or `finish` does.
+    expect((await readAll(small.reader())).toString()).toBe('Received: by mx\r\n\r\nHi\r\n');
+    expect(await rowCount([small.key])).toBe(0);
+    expect(existsSync(fileOf(small.key))).toBe(false);
+    expect(await small.finish()).toBe(small.key);
+    expect((await elsewhere.get(small.key)).equals(row!.bytes)).toBe(true);
+
+    const large = await store.writer();
+    await large.write(Buffer.alloc(300 * 1024, 5));
+    expect(await large.stage()).toBeUndefined();
+    expect(existsSync(fileOf(large.key))).toBe(true);
+    expect(await rowCount([large.key])).toBe(0);
+    expect((await elsewhere.get(large.key)).equals(Buffer.alloc(300 * 1024, 5))).toBe(true);
+  });
+
   it('serves the rows it committed lately from memory, up to 8 MiB and for a minute, and forgets what it deletes', async () => {
     let now = Date.now();
     const rows = new BlobRows(db, { now: () => now });

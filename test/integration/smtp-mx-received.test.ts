@@ -1,4 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  type InboundEmailReceived,
+  receivedEmailStream,
+} from '../../domain/received-emails/received-email.events.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { receivedWithSubject } from '../support/inbound.ts';
@@ -7,7 +11,8 @@ import type { TestOrg } from '../support/service.ts';
 
 /**
  * Received mail as senders write it beyond the common case: internationalized domains named in Unicode
- * (SMTPUTF8), one message for two of an organization's domains, html-only mail, headers repeated or in UTF-8.
+ * (SMTPUTF8), one message for two of an organization's domains, html-only mail, headers repeated or in UTF-8;
+ * and how a message is stored.
  */
 
 let acme: TestOrg;
@@ -179,5 +184,44 @@ describe('attachments', () => {
     const file = await fetch(`${svc.baseUrl}${url.pathname}${url.search}`);
     expect(file.headers.get('content-type')).toBe('text/csv; charset=iso-8859-1');
     expect(Buffer.from(await file.arrayBuffer()).toString('latin1')).toBe('Café;Müller\r\n');
+  });
+});
+
+describe('storage', () => {
+  it('commits a message’s raw copy, bodies, headers and attachment in the transaction of its record', async () => {
+    const raw = [
+      'From: ann@remote.test',
+      `To: a@${DOMAIN}`,
+      'Subject: One commit',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary=b',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      'the minutes',
+      '--b',
+      'Content-Type: text/plain; name="minutes.txt"',
+      'Content-Disposition: attachment; filename="minutes.txt"',
+      '',
+      'All present.',
+      '--b--',
+      '',
+    ].join('\n');
+    expect((await deliver('ann@remote.test', [`a@${DOMAIN}`], raw)).at(-1)).toBe('250 2.0.0 Ok: received');
+    const got = await receivedWithSubject(acme.live, 'One commit');
+    const { store, db } = svc.postline.services;
+    const [recorded] = await store.readStream(receivedEmailStream(got.id));
+    const data = recorded.data as InboundEmailReceived['data'];
+    const keys = [data.rawKey, data.contentKey, data.headersKey, ...data.attachments.map((a) => a.blobKey)];
+    expect(keys).toHaveLength(4);
+    // A row's xmin is the 32-bit id of the transaction that wrote it; the event's position starts with its 64-bit one.
+    const eventTx = BigInt(recorded.position.split('.')[0]) % 2n ** 32n;
+    const { rows } = await db.query<{ key: string; tx: string }>(
+      'SELECT key, xmin::text AS tx FROM blob_rows WHERE key = ANY($1)',
+      [keys],
+    );
+    expect(rows.map((r) => r.key).sort()).toEqual([...keys].sort());
+    expect(new Set(rows.map((r) => r.tx))).toEqual(new Set([String(eventTx)]));
   });
 });

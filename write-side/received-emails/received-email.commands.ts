@@ -22,11 +22,13 @@ import {
 
 /**
  * Records a message that arrived for one or more organizations (docs/receiving.md). The raw message is in the
- * blob store already; it is read from there (received-message.ts) while its checks finish and the ids of its
- * received emails are claimed (received-email-ids.ts), and then `InboundEmailReceived` is appended for each
+ * blob store already, staged; it is read from there (received-message.ts) while its checks finish and the ids of
+ * its received emails are claimed (received-email-ids.ts), and then `InboundEmailReceived` is appended for each
  * organization (which share the blobs: their retention ends together), but one an earlier attempt of the same
- * message recorded already (`already`). A message that cannot be parsed is recorded all the same, raw, with its
- * `parseError`. Resolves once every event is committed: only then may the MX answer 250.
+ * message recorded already (`already`). The message's small blobs (raw, bodies, headers, attachments) are rows
+ * committed with the first of those events: one commit for a message. A message that cannot be parsed is
+ * recorded all the same, raw, with its `parseError`. Resolves once every event is committed: only then may the MX
+ * answer 250.
  */
 export async function receiveMessage(
   services: Pick<Services, 'store' | 'clock' | 'config' | 'blobs'>,
@@ -35,13 +37,16 @@ export async function receiveMessage(
   actor: string,
 ): Promise<{ ids: string[]; already: string[]; position?: Position }> {
   const now = services.clock.now();
-  const [read, checks, ids] = await Promise.all([
+  const [read, checks, ids, raw] = await Promise.all([
     readArrivedMessage(services.blobs, message, now.getTime()),
     message.checks,
     receivedEmailIds(services, message, targets, actor, now),
+    message.rows,
   ]);
   const already: string[] = [];
   let position: Position | undefined;
+  // The message's rows go with the first record appended; the others name them once they are committed.
+  let rows = [...raw, ...read.rows];
   for (const [i, target] of targets.entries()) {
     const data = receivedEmailData(
       read,
@@ -61,9 +66,13 @@ export async function receiveMessage(
       receivedEmailDecider,
       { type: 'RecordReceivedEmail', email: data },
       meta,
-      { history: [] },
+      { history: [], blobs: rows },
     );
     if (result.events.length === 0) already.push(data.receivedEmailId);
+    else {
+      services.blobs.committed(rows);
+      rows = [];
+    }
     position = result.position ?? position;
   }
   return { ids, already, position };

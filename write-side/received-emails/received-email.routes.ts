@@ -38,11 +38,12 @@ export function receivedEmailCommandRoutes(api: ApiRouter, services: Services) {
         );
       const body = parse(injectBody, req.body);
       const raw = Buffer.from(body.raw.replace(/\r?\n/g, '\r\n'), 'utf8');
-      const rawKey = await services.blobs.put(raw, services.clock.now().getTime());
+      const staged = await services.blobs.stage(raw, services.clock.now().getTime());
       const { ids, position } = await receiveMessage(
         services,
         {
-          rawKey,
+          rawKey: staged.key,
+          rows: Promise.resolve(staged.row ? [staged.row] : []),
           size: raw.length,
           read: () => Readable.from([raw]),
           mailFrom: body.mail_from ?? '',

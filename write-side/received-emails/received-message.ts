@@ -12,7 +12,7 @@ import type {
 import { spamScore } from '../../domain/received-emails/spam-score.ts';
 import type { BlobStore } from '../../platform/blob-store.ts';
 import type { Config } from '../../platform/config.ts';
-import type { Mode } from '../../platform/eventstore/types.ts';
+import type { BlobRow, Mode } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import { storableText } from '../../platform/storable-text.ts';
 import { type ParsedMessage, parseStoredMessage } from './stored-message.ts';
@@ -34,8 +34,10 @@ export interface MessageChecks {
 }
 
 export interface ArrivedMessage {
-  /** The message as it arrived, in the blob store (durable once `checks` resolves), and how to read it back. */
+  /** The message as it arrived, in the blob store, and how to read it back. */
   rawKey: string;
+  /** Its row, to commit with the first record of the message (BlobStore.stage); none when it is durable already. */
+  rows: Promise<BlobRow[]>;
   size: number;
   read: () => Readable;
   mailFrom: string;
@@ -130,11 +132,14 @@ export interface ReadMessage {
   shape: { hasDate: boolean; hasMessageId: boolean; hasText: boolean; hasHtml: boolean };
   contentKey: string | null;
   headersKey: string | null;
+  /** The rows of its attachments, content and headers, to commit with the first record of the message. */
+  rows: BlobRow[];
 }
 
 /**
  * Reads an arrived message from the blob store: parses it (each attachment decoded into a blob of its own), and
- * stores its bodies and its headers in one blob each.
+ * stages its bodies and its headers in one blob each (small blobs are rows for the record to commit, larger ones
+ * are synced files).
  */
 export async function readArrivedMessage(
   blobs: BlobStore,
@@ -157,15 +162,15 @@ export async function readArrivedMessage(
     hasText: content.text !== null,
     hasHtml: content.html !== null,
   };
-  // Side by side with the attachments' syncs (or commits), which the parse left running.
-  const [contentKey, headersKey] = mail
-    ? await Promise.all([
-        blobs.put(Buffer.from(JSON.stringify(content)), at),
-        blobs.put(Buffer.from(JSON.stringify({ headers } satisfies ReceivedHeaders)), at),
-        mail.synced,
-      ])
-    : [null, null];
-  return { parsed, subject, from, shape, contentKey, headersKey };
+  if (!mail) return { parsed, subject, from, shape, contentKey: null, headersKey: null, rows: [] };
+  // Side by side with the larger attachments' syncs, which the parse left running.
+  const [body, head, attachments] = await Promise.all([
+    blobs.stage(Buffer.from(JSON.stringify(content)), at),
+    blobs.stage(Buffer.from(JSON.stringify({ headers } satisfies ReceivedHeaders)), at),
+    mail.rows,
+  ]);
+  const rows = [body.row, head.row, ...attachments].filter((r) => r !== undefined);
+  return { parsed, subject, from, shape, contentKey: body.key, headersKey: head.key, rows };
 }
 
 /** A spam filter's score when one scored the message, else Postline's own. */

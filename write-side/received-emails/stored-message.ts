@@ -8,6 +8,7 @@ import {
 } from 'mailparser';
 import type { BlobStore } from '../../platform/blob-store.ts';
 import type { BlobWriter } from '../../platform/blob-writer.ts';
+import type { BlobRow } from '../../platform/eventstore/types.ts';
 
 export interface StoredAttachment {
   filename: string | undefined;
@@ -26,15 +27,18 @@ export interface ParsedMessage {
   attachments: StoredAttachment[];
   /** RFC 2047 encoded words decoded, as mailparser decodes the headers it reads as text. */
   decodeWords: (value: string) => string;
-  /** Resolves once every attachment's blob is durable; their writes end with the parse, their syncs after it. */
-  synced: Promise<unknown>;
+  /**
+   * The attachments' rows, for the record of the message to commit (BlobWriter.stage), once every larger one is
+   * synced: their writes end with the parse, their syncs after it.
+   */
+  rows: Promise<BlobRow[]>;
 }
 
 /**
  * Parses a message kept in the blob store as it streams back (`raw`): each attachment is decoded straight into a
  * blob of its own, so no attachment and no whole message is held in memory (the text and html bodies are).
  * Rejects when the message cannot be parsed, with the attachments written so far removed. Resolves before the
- * attachments are durable (`synced`), so that their syncs (or commits) overlap the work after the parse.
+ * larger attachments are synced (`rows`), so that their syncs overlap the work after the parse.
  */
 export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number): Promise<ParsedMessage> {
   return new Promise((resolve, reject) => {
@@ -57,12 +61,12 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
           return value; // words it cannot decode stay as they are, as mailparser leaves them
         }
       },
-      synced: Promise.resolve(),
+      rows: Promise.resolve([]),
     };
     const written: Promise<unknown>[] = [];
     const writers: BlobWriter[] = [];
-    /** Each attachment is synced while the parser goes on to the next: their syncs overlap. */
-    const syncs: Promise<string>[] = [];
+    /** Each attachment is staged while the parser goes on to the next: the larger ones' syncs overlap. */
+    const staged: Promise<BlobRow | undefined>[] = [];
     let failed = false;
     const fail = (error: unknown) => {
       if (failed) return;
@@ -84,9 +88,9 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
           size: blob.size,
           blobKey: blob.key,
         });
-        const synced = blob.finish();
-        synced.catch(() => {}); // awaited with the others at the end
-        syncs.push(synced);
+        const row = blob.stage();
+        row.catch(() => {}); // awaited with the others at the end
+        staged.push(row);
       } finally {
         a.release?.();
       }
@@ -108,11 +112,14 @@ export function parseStoredMessage(blobs: BlobStore, raw: Readable, at: number):
       Promise.all(written).then(() => {
         if (failed) return;
         // A sync that fails removes the attachments, as a failed parse does.
-        parsed.synced = Promise.all(syncs).catch(async (error) => {
-          await Promise.all(writers.map((w) => w.abort()));
-          throw error;
-        });
-        parsed.synced.catch(() => {}); // awaited by the caller
+        parsed.rows = Promise.all(staged).then(
+          (rows) => rows.filter((r) => r !== undefined),
+          async (error) => {
+            await Promise.all(writers.map((w) => w.abort()));
+            throw error;
+          },
+        );
+        parsed.rows.catch(() => {}); // awaited by the caller
         resolve(parsed);
       }, fail);
     });
