@@ -20,14 +20,36 @@ export const blobRowMigrations: Migration[] = [
 ];
 
 /**
- * The common table expressions that write blob rows (keys `$k`, bytes `$b`: arrays; a null's key is a file's, only
- * listed), each key listed as unnamed in the same commit as its row, for a statement's WITH. A row written again
- * (a command tried again after a conflict) is the same blob.
+ * The common table expressions that write blob rows, for a statement's WITH, from the parameters `blobRowParams`
+ * gives, numbered from `$first`: each key listed as unnamed in the same commit as its row (a key without bytes is
+ * a file's, only listed). A row written again (a command tried again after a conflict) is the same blob. The
+ * bytes travel as one binary parameter, cut by offset and length: an array of byteas would go as hex text, twice
+ * their size, to be encoded by Node and decoded by PostgreSQL.
  */
-export const blobRowsWritten = (k: string, b: string) => `blob_row AS (
-  INSERT INTO blob_rows (key, bytes) SELECT k, b FROM unnest(${k}::text[], ${b}::bytea[]) AS t(k, b)
-  WHERE b IS NOT NULL ON CONFLICT (key) DO NOTHING
+export const blobRowsWritten = (first: number) => {
+  const [k, b, o, n] = [0, 1, 2, 3].map((i) => `$${first + i}`);
+  return `blob_row AS (
+  INSERT INTO blob_rows (key, bytes)
+  SELECT k, substring(${b}::bytea FROM o + 1 FOR n) FROM unnest(${k}::text[], ${o}::int[], ${n}::int[]) AS t(k, o, n)
+  WHERE n IS NOT NULL ON CONFLICT (key) DO NOTHING
 ), blob_listed AS (INSERT INTO blob_unnamed (key) SELECT unnest(${k}::text[]) ON CONFLICT (key) DO NOTHING)`;
+};
+
+/** The four parameters of `blobRowsWritten` for `rows` (null bytes: a file's key, only listed). */
+export function blobRowParams(rows: { key: string; bytes: Buffer | null }[]): unknown[] {
+  const offsets: (number | null)[] = [];
+  let at = 0;
+  for (const { bytes } of rows) {
+    offsets.push(bytes ? at : null);
+    at += bytes?.length ?? 0;
+  }
+  return [
+    rows.map((r) => r.key),
+    Buffer.concat(rows.flatMap((r) => (r.bytes ? [r.bytes] : []))),
+    offsets,
+    rows.map((r) => r.bytes?.length ?? null),
+  ];
+}
 
 /** The bytes of one INSERT at most: a put larger than this goes alone. */
 const BATCH_BYTES = 4 * 1024 * 1024;
@@ -63,10 +85,7 @@ export class BlobRows {
       maxWeight: BATCH_BYTES,
       weight: (row) => (row.bytes?.length ?? 0) + 1,
       run: async (rows) => {
-        await db.query(`WITH ${blobRowsWritten('$1', '$2')} SELECT 1`, [
-          rows.map((r) => r.key),
-          rows.map((r) => r.bytes),
-        ]);
+        await db.query(`WITH ${blobRowsWritten(1)} SELECT 1`, blobRowParams(rows));
         return rows.map(() => undefined);
       },
     });

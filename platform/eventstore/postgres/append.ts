@@ -1,4 +1,4 @@
-import { blobRowsWritten } from '../../blob-rows.ts';
+import { blobRowParams, blobRowsWritten } from '../../blob-rows.ts';
 import { type Database, prepared } from '../../db/database.ts';
 import { mapLimited } from '../../map-limited.ts';
 import {
@@ -78,12 +78,12 @@ function withBlobs(sql: string, params: unknown[], blobs: BlobRow[] | undefined)
   if (!blobs?.length) return [sql, params];
   let text = withBlobsSql.get(sql);
   if (!text) {
-    const ctes = blobRowsWritten(`$${params.length + 1}`, `$${params.length + 2}`);
+    const ctes = blobRowsWritten(params.length + 1);
     const own = /^\s*WITH\s/;
     text = prepared(own.test(sql) ? sql.replace(own, () => `WITH ${ctes},\n`) : `WITH ${ctes}\n${sql}`);
     withBlobsSql.set(sql, text);
   }
-  return [text, [...params, blobs.map((b) => b.key), blobs.map((b) => b.bytes)]];
+  return [text, [...params, ...blobRowParams(blobs)]];
 }
 
 type InsertedRow = { position: string; stream_revision: number; tx: string };
