@@ -109,7 +109,10 @@ export interface AudienceRecipient {
 /**
  * The audience's members after `after` (contact ids, in order), at most `limit`, each with what decides whether a
  * broadcast reaches it: its unsubscribed flag, the suppression list, and its choice for `topicId`. A deleted audience
- * has none, so that its broadcast (the deletion past the delete's check) reaches no one.
+ * has none, so that its broadcast (the deletion past the delete's check) reaches no one. The cursor bounds the
+ * contacts too (`c.id > $2`, which the join implies): without it PostgreSQL read the contacts from the first one
+ * to the page on every page (a merge join, or a scan of the organization's contacts while the statistics were
+ * those of before an import), so a page cost more the further into the audience it was.
  */
 export async function audienceRecipients(
   db: Database,
@@ -126,7 +129,7 @@ export async function audienceRecipients(
      JOIN audiences au ON au.id = a.audience_id AND au.deleted_at IS NULL
      JOIN contacts c ON c.id = a.contact_id
      LEFT JOIN contact_topics t ON t.contact_id = c.id AND t.topic_id = $4
-     WHERE a.audience_id = $1 AND a.contact_id > $2 AND c.org_id = $5 AND c.mode = $6
+     WHERE a.audience_id = $1 AND a.contact_id > $2 AND c.id > $2 AND c.org_id = $5 AND c.mode = $6
      ORDER BY a.contact_id LIMIT $3`,
     [audienceId, o.after, o.limit, o.topicId, orgId, mode],
   );
