@@ -6,6 +6,7 @@ import type {
   BroadcastContent,
   BroadcastEvent,
   BroadcastStatus,
+  EmailIdScheme,
   SkippedRecipients,
 } from './broadcast.events.ts';
 
@@ -41,9 +42,17 @@ export type BroadcastState =
       sendAt: string | null;
       plan: Plan | null;
       startedAt: string | null;
+      /** How its emails' ids are made, once it started sending. */
+      emailIds: EmailIdScheme | null;
       /** The last contact id expanded ('' before the first batch). */
       cursor: string;
     };
+
+/** A broadcast starts sending; its emails get their ids as those of every broadcast starting now. */
+const sendingStarted = (broadcastId: string, plan: Plan, at: string): BroadcastEvent => ({
+  type: 'BroadcastSendingStarted',
+  data: { broadcastId, plan, startedAt: at, emailIds: 'contact-ordered' },
+});
 
 const owned = (state: BroadcastState, c: Caller) => visibleTo(state, c, 'Broadcast', c.broadcastId);
 
@@ -72,6 +81,7 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
         sendAt: null,
         plan: null,
         startedAt: null,
+        emailIds: null,
         cursor: '',
       };
     }
@@ -87,8 +97,10 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
         return { ...state, status: 'scheduled', sendAt: event.data.sendAt, plan: event.data.plan };
       case 'BroadcastCanceled':
         return { ...state, status: 'canceled' };
-      case 'BroadcastSendingStarted':
-        return { ...state, status: 'sending', plan: event.data.plan, startedAt: event.data.startedAt };
+      case 'BroadcastSendingStarted': {
+        const { plan, startedAt, emailIds = 'hashed' } = event.data;
+        return { ...state, status: 'sending', plan, startedAt, emailIds };
+      }
       case 'BroadcastBatchExpanded':
         return { ...state, cursor: event.data.cursor };
       case 'BroadcastSent':
@@ -116,7 +128,7 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
         const { plan, sendAt } = command;
         return sendAt
           ? [{ type: 'BroadcastScheduled', data: { broadcastId, sendAt, plan, scheduledAt: at } }]
-          : [{ type: 'BroadcastSendingStarted', data: { broadcastId, plan, startedAt: at } }];
+          : [sendingStarted(broadcastId, plan, at)];
       }
       case 'CancelBroadcast': {
         const broadcast = owned(state, command);
@@ -131,9 +143,7 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
         const broadcast = owned(state, command);
         // Only a scheduled broadcast that is due; anything else (canceled meanwhile, started already) stays.
         if (broadcast.status !== 'scheduled' || !broadcast.sendAt || broadcast.sendAt > at) return [];
-        return [
-          { type: 'BroadcastSendingStarted', data: { broadcastId, plan: broadcast.plan!, startedAt: at } },
-        ];
+        return [sendingStarted(broadcastId, broadcast.plan!, at)];
       }
       case 'RecordBatch': {
         const broadcast = owned(state, command);

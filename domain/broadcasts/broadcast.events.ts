@@ -31,6 +31,14 @@ export interface SkippedRecipients {
   failed: number;
 }
 
+/**
+ * How a broadcast's email ids are made from it and its contacts (processes/broadcasts/broadcast-email.ts): the same
+ * for the whole broadcast, so that a page done again after a crash, by whichever version, finds its emails.
+ * `contact-ordered`: in the contacts' order after the broadcast's start; `hashed`: a digest of the broadcast and
+ * the contact (a broadcast whose start recorded no scheme).
+ */
+export type EmailIdScheme = 'hashed' | 'contact-ordered';
+
 export type BroadcastEvent =
   | {
       type: 'BroadcastCreated';
@@ -45,8 +53,15 @@ export type BroadcastEvent =
       data: { broadcastId: string; sendAt: string; plan: Plan; scheduledAt: string };
     }
   | { type: 'BroadcastCanceled'; data: { broadcastId: string; canceledAt: string } }
-  /** The expansion into emails begins: now (send without `send_at`) or when a scheduled broadcast falls due. */
-  | { type: 'BroadcastSendingStarted'; data: { broadcastId: string; plan: Plan; startedAt: string } }
+  /**
+   * The expansion into emails begins: now (send without `send_at`) or when a scheduled broadcast falls due.
+   * `emailIds`: how its emails' ids are made (EmailIdScheme); absent in a broadcast started before the scheme was
+   * recorded, whose ids are `hashed`.
+   */
+  | {
+      type: 'BroadcastSendingStarted';
+      data: { broadcastId: string; plan: Plan; startedAt: string; emailIds?: EmailIdScheme };
+    }
   /**
    * One batch of the audience turned into emails: the contacts after `after` up to `cursor` (contact ids, in
    * order), of which `queued` got an email and the others were skipped.

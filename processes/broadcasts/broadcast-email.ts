@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
+import type { BroadcastContent, EmailIdScheme } from '../../domain/broadcasts/broadcast.events.ts';
 import { type RecipientData, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
 import { renderPart } from '../../domain/templates/sandbox.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -13,19 +13,27 @@ import { renderVersion } from '../../write-side/templates/render.ts';
 
 /**
  * The email id a contact gets from a broadcast: the same on every attempt, so a step done again after a crash
- * finds the emails it queued before (their streams exist) instead of sending them twice. Time-ordered by the
- * broadcast's start, like every id, then in about the order pages read the contacts in, so that a broadcast's
- * emails go to the end of the log's and the read model's indexes instead of all over them (scattered, they took
- * PostgreSQL a fifth more time an email in a broadcast to 100,000 contacts): a contact id's body starts with its
- * time and ends with what orders the contacts of one millisecond (or of one import: the row). A digest of the
- * broadcast and the contact tells apart broadcasts started in the same millisecond. 35 characters: the email's
- * unsubscribe token must fit an address's local part (domain/broadcasts/unsubscribe-token.ts).
+ * finds the emails it queued before (their streams exist) instead of sending them twice; made as the broadcast
+ * recorded when it started (`scheme`), whichever version does it again. Time-ordered by the broadcast's start, like
+ * every id, then (`contact-ordered`) in about the order pages read the contacts in, so that a broadcast's emails
+ * go to the end of the log's and the read model's indexes instead of all over them (scattered, as `hashed` ones
+ * are, they took PostgreSQL a fifth more time an email in a broadcast to 100,000 contacts): a contact id's body
+ * starts with its time and ends with what orders the contacts of one millisecond (or of one import: the row). A
+ * digest of the broadcast and the contact tells apart broadcasts started in the same millisecond. At most 35
+ * characters: the email's unsubscribe token must fit an address's local part (domain/broadcasts/unsubscribe-token.ts).
  */
-export function broadcastEmailId(broadcastId: string, contactId: string, startedAt: string): string {
-  const contact = contactId.slice(contactId.indexOf('_') + 1);
+export function broadcastEmailId(
+  broadcastId: string,
+  contactId: string,
+  startedAt: string,
+  scheme: EmailIdScheme,
+): string {
   const digest = hash('sha256', `${broadcastId}\0${contactId}`, 'buffer');
+  const started = encodeTime(Date.parse(startedAt));
+  if (scheme === 'hashed') return `em_${started}${base32(digest.subarray(0, 10))}`;
+  const contact = contactId.slice(contactId.indexOf('_') + 1);
   const order = `${contact.slice(0, 10)}${contact.slice(-7)}`;
-  return `em_${encodeTime(Date.parse(startedAt))}${order}${base32(digest.subarray(0, 4)).slice(0, 5)}`;
+  return `em_${started}${order}${base32(digest.subarray(0, 4)).slice(0, 5)}`;
 }
 
 type Text = Pick<ReadyBody, 'subject' | 'html' | 'text'>;

@@ -31,6 +31,9 @@ type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
 type Sending = Extract<BroadcastState, { exists: true }>;
 type Step = { next: Date | null; queued: number };
 
+/** The id of a contact's email from this broadcast (broadcastEmailId). */
+type EmailIdOf = (contactId: string) => string;
+
 /** A slice of a page's emails: the furthest position their appends landed at, once written. */
 type Slice = { last?: Position; written: Promise<unknown> };
 
@@ -127,7 +130,9 @@ class BroadcastStep {
     const granted = await this.#takeQuota(state, after, sendable.length);
     skipped.quota = sendable.length - granted;
     const writing = renderable
-      ? this.#queue(renderable, sendable.slice(0, granted), state.startedAt!)
+      ? this.#queue(renderable, sendable.slice(0, granted), (contactId) =>
+          broadcastEmailId(this.broadcastId, contactId, state.startedAt!, state.emailIds!),
+        )
       : Promise.resolve([]);
     writing.catch(() => {}); // awaited in turn by run
     return { after, cursor: page.at(-1)?.id ?? after, last: page.length < limit, skipped, writing };
@@ -171,8 +176,8 @@ class BroadcastStep {
   }
 
   /** The contact's draft: its text rendered with its data; null (logged) when its data does not render. */
-  #render(sending: RenderableSending, r: AudienceRecipient, startedAt: string): EmailDraft | null {
-    const emailId = broadcastEmailId(this.broadcastId, r.id, startedAt);
+  #render(sending: RenderableSending, r: AudienceRecipient, idOf: EmailIdOf): EmailDraft | null {
+    const emailId = idOf(r.id);
     const token = this.services.tokens.unsubscribe.sign(emailId);
     const contact = {
       email: r.email,
@@ -201,9 +206,9 @@ class BroadcastStep {
    * event loop serves requests. The appends of the slices are in flight together and share the store's group
    * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
-  async #queue(sending: RenderableSending, recipients: AudienceRecipient[], startedAt: string) {
+  async #queue(sending: RenderableSending, recipients: AudienceRecipient[], idOf: EmailIdOf) {
     const queue = async (r: AudienceRecipient, slice: Slice) => {
-      const draft = this.#render(sending, r, startedAt);
+      const draft = this.#render(sending, r, idOf);
       if (!draft) return false;
       const { position } = await acceptEmail(this.services, this.#meta, draft);
       if (position && !(slice.last && slice.last > position)) slice.last = position;

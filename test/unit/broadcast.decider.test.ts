@@ -24,7 +24,7 @@ const created: BroadcastEvent = {
 };
 const started: BroadcastEvent = {
   type: 'BroadcastSendingStarted',
-  data: { broadcastId: 'bc_1', plan: 'pro', startedAt: 'T2' },
+  data: { broadcastId: 'bc_1', plan: 'pro', startedAt: 'T2', emailIds: 'contact-ordered' },
 };
 const scheduled: BroadcastEvent = {
   type: 'BroadcastScheduled',
@@ -103,7 +103,12 @@ describe('broadcast decider', () => {
       .then([
         {
           type: 'BroadcastSendingStarted',
-          data: { broadcastId: 'bc_1', plan: 'free', startedAt: '2026-09-02T00:00:00.000Z' },
+          data: {
+            broadcastId: 'bc_1',
+            plan: 'free',
+            startedAt: '2026-09-02T00:00:00.000Z',
+            emailIds: 'contact-ordered',
+          },
         },
       ]);
     const canceled: BroadcastEvent = {
@@ -216,5 +221,19 @@ describe('unsubscribe tokens', () => {
     expect(new UnsubscribeTokens(Buffer.alloc(32, 2).toString('base64')).verify(token)).toBeNull();
     for (const bad of ['', '-', 'em_1', `${token}-x`, 'tpl_1-abcdefghjkmnpqrs'])
       expect(tokens.verify(bad)).toBeNull();
+  });
+
+  it('records how its emails get their ids when it starts; one started before that keeps the hashed ones', () => {
+    const fold = (events: BroadcastEvent[]) =>
+      events.reduce(broadcastDecider.evolve, broadcastDecider.initialState);
+    expect(fold([created, started])).toMatchObject({
+      status: 'sending',
+      emailIds: 'contact-ordered',
+    });
+    const before: BroadcastEvent = {
+      type: 'BroadcastSendingStarted',
+      data: { broadcastId: 'bc_1', plan: 'pro', startedAt: 'T2' },
+    };
+    expect(fold([created, before])).toMatchObject({ emailIds: 'hashed' });
   });
 });
