@@ -15,10 +15,10 @@ export interface ReadMessage {
 /**
  * Reads a message's DATA to the end, checking each byte on the way: every line ends with CRLF (a bare CR or LF
  * is what SMTP smuggling splits messages on downstream, so none is ever passed on), no NUL, no line over 998
- * characters, 8-bit bytes only when MAIL FROM declared BODY=8BITMIME, and no more than the size limit. A refused
- * message is still read to its end (the session goes on), but not kept. `keep` takes the pieces as they pass (the
- * MX writes them to disk as they arrive); without it they are gathered into `bytes`. What `keep` took of a refused
- * message is the caller's to discard.
+ * characters, 8-bit bytes only when MAIL FROM declared them (BODY=8BITMIME; at the MX, SMTPUTF8 too), and no more
+ * than the size limit. A refused message is still read to its end (the session goes on), but not kept. `keep`
+ * takes the pieces as they pass (the MX writes them to disk as they arrive); without it they are gathered into
+ * `bytes`. What `keep` took of a refused message is the caller's to discard.
  */
 export async function readMessage(
   stream: Readable,

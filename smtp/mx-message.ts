@@ -51,11 +51,13 @@ export async function storeArriving(
   o: { blobs: BlobStore; clock: Clock; refuse: (reply: ReplyName) => Error },
 ): Promise<SpooledMessage> {
   const args = (session.envelope.mailFrom || undefined)?.args || undefined;
+  // SMTPUTF8 declares headers in UTF-8 (RFC 6531, 6532), with or without BODY=8BITMIME for the body.
+  const eightBit = String(args?.BODY ?? '').toUpperCase() === '8BITMIME' || Boolean(args?.SMTPUTF8);
   const blob = await o.blobs.writer(o.clock.now().getTime());
   const shape = new MimeShape();
   let refusal: ReplyName | undefined;
   try {
-    const read = await readMessage(stream, String(args?.BODY ?? '').toUpperCase() === '8BITMIME', (chunk) =>
+    const read = await readMessage(stream, eightBit, (chunk) =>
       shape.push(chunk).problem ? Promise.resolve() : blob.write(chunk),
     );
     refusal = stream.sizeExceeded ? 'messageTooBig' : (read.problem ?? shape.problem);

@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 
 /** One message over a raw socket: each command's reply, the end of DATA's last (null when one before failed). */
-async function deliver(mailFrom: string, rcptTo: string[], raw: string) {
+async function deliver(mailFrom: string, rcptTo: string[], raw: string, params = 'BODY=8BITMIME SMTPUTF8') {
   const c = await rawSmtp(mxPort);
   // Commands in UTF-8, as SMTPUTF8 has them (rawSmtp's `command` writes Latin-1).
   const command = (line: string) => {
@@ -42,7 +42,7 @@ async function deliver(mailFrom: string, rcptTo: string[], raw: string) {
   };
   try {
     await c.command('EHLO remote.test');
-    const replies = [await command(`MAIL FROM:<${mailFrom}> BODY=8BITMIME SMTPUTF8`)];
+    const replies = [await command(`MAIL FROM:<${mailFrom}> ${params}`.trim())];
     for (const to of rcptTo) replies.push(await command(`RCPT TO:<${to}>`));
     if (replies.some((r) => r.code !== 250)) return replies.map((r) => `${r.code} ${r.text}`);
     expect((await c.command('DATA')).code).toBe(354);
@@ -147,6 +147,20 @@ describe('headers', () => {
       subject: 'Café first\nThé second',
       'message-id': '<one@remote.test>\n<two@remote.test>',
     });
+  });
+});
+
+describe('8-bit bytes', () => {
+  it('takes UTF-8 headers under SMTPUTF8 alone (RFC 6531), and refuses 8-bit bytes declared by neither', async () => {
+    const raw = `From: Zoë <zoe@remote.test>\nTo: a@${DOMAIN}\nSubject: Grüße aus Köln\n\nHallo\n`;
+    expect((await deliver('zoe@remote.test', [`a@${DOMAIN}`], raw, 'SMTPUTF8')).at(-1)).toBe(
+      '250 2.0.0 Ok: received',
+    );
+    const got = await receivedWithSubject(acme.live, 'Grüße aus Köln');
+    expect(got.from).toEqual({ email: 'zoe@remote.test', name: 'Zoë' });
+    const refused = raw.replace('Köln', 'Bonn');
+    expect((await deliver('zoe@remote.test', [`a@${DOMAIN}`], refused, '')).at(-1)).toMatch(/^554 5\.6\.7 /);
+    expect(await listed('')).not.toContain('Grüße aus Bonn');
   });
 });
 
