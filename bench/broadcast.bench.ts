@@ -152,7 +152,10 @@ async function countRoundTrips(env: Record<string, string>): Promise<string[]> {
       const batching = await counter.begin(metrics);
       for (let sent = 0; sent < COUNT_CONTACTS; sent += 100)
         await s.call('POST', '/emails/batch', batchOf(100));
-      await postline.services.readYourWrites.waitFor(['emails'], await postline.services.store.headPosition());
+      await postline.services.readYourWrites.waitFor(
+        ['emails'],
+        await postline.services.store.headPosition(),
+      );
       return batching.end(COUNT_CONTACTS);
     });
     return [
