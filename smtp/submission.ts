@@ -31,9 +31,16 @@ const TAG = new RegExp(`^[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}$`);
 const invalid = (header: string, message: string) =>
   new AppError('validation_error', `${header}: ${message}`);
 
-/** The X-Postline-* headers: options of a submission, documented in docs/smtp.md, never delivered. */
+/**
+ * The X-Postline-* headers: options of a submission, documented in docs/smtp.md, never delivered. Each at most
+ * once: of two values, neither is the sender's clear choice.
+ */
 function options(fields: HeaderField[]) {
-  const value = (name: string) => fields.find((f) => f.name === name.toLowerCase())?.value;
+  const value = (name: string) => {
+    const given = fields.filter((f) => f.name === name.toLowerCase());
+    if (given.length > 1) throw invalid(name, 'give it once');
+    return given[0]?.value;
+  };
   const tagList = value('X-Postline-Tags');
   const tags = tagList
     ? tagList

@@ -77,6 +77,11 @@ describe('the relay’s option headers', () => {
       'X-Postline-Idempotency-Key:',
       'X-Postline-Idempotency-Key: must be 1 to 255 printable ASCII characters',
     ],
+    ['X-Postline-Tags: a\r\nX-Postline-Tags: b', 'X-Postline-Tags: give it once'],
+    [
+      'X-Postline-Send-At: 2999-01-01T00:00:00Z\r\nx-postline-send-at: 2999-01-02T00:00:00Z',
+      'X-Postline-Send-At: give it once',
+    ],
   ])('refuses %.60s naming the header (550 5.6.0)', async (header, text) => {
     const org = await svc.createOrg('pro');
     const reply = await submit(org, `From: dev@any.test\r\nTo: ${TO}\r\n${header}\r\nSubject: s\r\n\r\nhi`);
