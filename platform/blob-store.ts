@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type express from 'express';
 import type { BlobRows } from './blob-rows.ts';
-import { type BlobWriter, FileBlobWriter, fitsInRow } from './blob-writer.ts';
+import { type BlobWriter, FileBlobWriter } from './blob-writer.ts';
 import { purposeKey } from './crypto.ts';
 import type { Queryable } from './db/database.ts';
 import { AppError } from './errors.ts';
@@ -68,9 +68,9 @@ export class BlobStore {
    * and its row when it is small enough for one. A larger one is written and synced here, as `put` does.
    */
   async stage(bytes: Buffer, at: number = Date.now()): Promise<{ key: string; row?: BlobRow }> {
-    if (!this.#rows || !fitsInRow(bytes.length)) return { key: await this.put(bytes, at) };
-    const key = newId('blob', at);
-    return { key, row: { key, bytes } };
+    const blob = await this.writer(at);
+    await blob.write(bytes);
+    return { key: blob.key, row: await blob.stage() };
   }
 
   /** Staged rows whose events committed: kept in memory for the reads right after (the delivery's). */

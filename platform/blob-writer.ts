@@ -32,7 +32,7 @@ const FLUSH_BYTES = 1024 * 1024;
 const ROW_BYTES = 256 * 1024;
 
 /** Whether a blob of `size` bytes is a row of the database (with rows to write to), not a file. */
-export const fitsInRow = (size: number) => size <= ROW_BYTES;
+const fitsInRow = (size: number) => size <= ROW_BYTES;
 
 export class FileBlobWriter implements BlobWriter {
   readonly key: string;

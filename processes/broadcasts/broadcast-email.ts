@@ -20,7 +20,8 @@ import { renderVersion } from '../../write-side/templates/render.ts';
  * are, they took PostgreSQL a fifth more time an email in a broadcast to 100,000 contacts): a contact id's body
  * starts with its time and ends with what orders the contacts of one millisecond (or of one import: the row). A
  * digest of the broadcast and the contact tells apart broadcasts started in the same millisecond. At most 35
- * characters: the email's unsubscribe token must fit an address's local part (domain/broadcasts/unsubscribe-token.ts).
+ * characters: the email's unsubscribe token must fit an address's local part
+ * (domain/broadcasts/unsubscribe-token.ts).
  */
 export function broadcastEmailId(
   broadcastId: string,

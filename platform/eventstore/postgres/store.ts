@@ -86,8 +86,9 @@ export class PostgresEventStore implements EventStore {
    * Appends with an exact expectation (what commands use) share one INSERT and one commit with the others in
    * flight (group commit), their blob rows too: under load, one round trip serves many requests. One batch runs
    * at a time while batches are quick (GROUP_COMMIT): the appends made meanwhile gather for the next. A batch
-   * never holds two appends to one stream. A stream whose guard fails gets its conflict alone; a unique violation (a concurrent
-   * writer took a revision) fails the statement, and then each append of the batch is tried on its own.
+   * never holds two appends to one stream. A stream whose guard fails gets its conflict alone; a unique violation
+   * (a concurrent writer took a revision) fails the statement, and then each append of the batch is tried on its
+   * own.
    */
   readonly #writes = new Batcher<ExactAppend, AppendResult>({
     ...GROUP_COMMIT,
