@@ -66,34 +66,42 @@ function compile(cacheKey: string, part: Part, source: string): Compiled {
   return made;
 }
 
-/** Renders one part. Synchronous, so the iteration and size budgets belong to this part alone. */
-export function renderPart(
-  cacheKey: string,
-  part: Part,
-  source: string,
-  data: Record<string, unknown>,
-): string {
-  iterationsLeft = MAX_ITERATIONS_PER_PART;
-  loopCharsLeft = MAX_RENDER_CHARS;
-  let rendered: string;
-  try {
-    const { template, mustaches } = compile(`${cacheKey}:${part}`, part, source);
-    // Refused before any work when its values could make it larger than the budget (render-bound.ts).
-    if (renderBound(mustaches, source, data) > MAX_RENDER_CHARS) throw tooLarge();
-    rendered = template(data);
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    throw new AppError(
-      'template_render_error',
-      `\`${part}\` could not be rendered: ${(error as Error).message}`,
-    );
-  }
-  // Indexing a string (`{{name.[0]}}`, `{{lookup name 0}}`) can split a surrogate pair; the stores cannot hold
-  // half of one (the text rule, platform/unstorable-text.ts).
-  if (!isStorableString(rendered))
-    throw new AppError(
-      'template_render_error',
-      `\`${part}\` could not be rendered: it would hold half of a surrogate pair (a string indexed by position?).`,
-    );
-  return rendered;
+/** What renders one part with the data it is given: compiled on its first call, then kept. */
+export type PartRenderer = (data: Record<string, unknown>) => string;
+
+/**
+ * A part's renderer, for sources rendered many times (a broadcast's, once per contact): it looks its template up
+ * in the compile cache once. Each call is synchronous, so the iteration and size budgets belong to it alone.
+ */
+export function partRenderer(cacheKey: string, part: Part, source: string): PartRenderer {
+  let made: Compiled | undefined;
+  return (data) => {
+    iterationsLeft = MAX_ITERATIONS_PER_PART;
+    loopCharsLeft = MAX_RENDER_CHARS;
+    let rendered: string;
+    try {
+      made ??= compile(`${cacheKey}:${part}`, part, source);
+      // Refused before any work when its values could make it larger than the budget (render-bound.ts).
+      if (renderBound(made.mustaches, source, data) > MAX_RENDER_CHARS) throw tooLarge();
+      rendered = made.template(data);
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      throw new AppError(
+        'template_render_error',
+        `\`${part}\` could not be rendered: ${(error as Error).message}`,
+      );
+    }
+    // Indexing a string (`{{name.[0]}}`, `{{lookup name 0}}`) can split a surrogate pair; the stores cannot hold
+    // half of one (the text rule, platform/unstorable-text.ts).
+    if (!isStorableString(rendered))
+      throw new AppError(
+        'template_render_error',
+        `\`${part}\` could not be rendered: it would hold half of a surrogate pair (a string indexed by position?).`,
+      );
+    return rendered;
+  };
 }
+
+/** Renders one part once. */
+export const renderPart = (cacheKey: string, part: Part, source: string, data: Record<string, unknown>) =>
+  partRenderer(cacheKey, part, source)(data);

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { BroadcastContent, EmailIdScheme } from '../../domain/broadcasts/broadcast.events.ts';
 import { type RecipientData, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
-import { renderPart } from '../../domain/templates/sandbox.ts';
+import { partRenderer } from '../../domain/templates/sandbox.ts';
 import { AppError } from '../../platform/errors.ts';
 import { base32, encodeTime } from '../../platform/ids.ts';
 import type { AudienceRecipient } from '../../read-side/contacts/contacts.queries.ts';
@@ -9,10 +9,10 @@ import type { SendingDomain } from '../../read-side/domains/domains.queries.ts';
 import type { PublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { unsubscribeMailbox } from '../../write-side/broadcasts/unsubscribe.commands.ts';
 import type { EmailDraft, ReadyBody } from '../../write-side/emails/email-draft.ts';
-import { renderVersion } from '../../write-side/templates/render.ts';
+import { versionRenderer } from '../../write-side/templates/render.ts';
 
 /**
- * The email id a contact gets from a broadcast: the same on every attempt, so a step done again after a crash
+ * The email ids contacts get from a broadcast: the same on every attempt, so a step done again after a crash
  * finds the emails it queued before (their streams exist) instead of sending them twice; made as the broadcast
  * recorded when it started (`scheme`), whichever version does it again. Time-ordered by the broadcast's start, like
  * every id, then (`contact-ordered`) in about the order pages read the contacts in, so that a broadcast's emails
@@ -23,18 +23,19 @@ import { renderVersion } from '../../write-side/templates/render.ts';
  * characters: the email's unsubscribe token must fit an address's local part
  * (domain/broadcasts/unsubscribe-token.ts).
  */
-export function broadcastEmailId(
+export function broadcastEmailIds(
   broadcastId: string,
-  contactId: string,
   startedAt: string,
   scheme: EmailIdScheme,
-): string {
-  const digest = hash('sha256', `${broadcastId}\0${contactId}`, 'buffer');
+): (contactId: string) => string {
   const started = encodeTime(Date.parse(startedAt));
-  if (scheme === 'hashed') return `em_${started}${base32(digest.subarray(0, 10))}`;
-  const contact = contactId.slice(contactId.indexOf('_') + 1);
-  const order = `${contact.slice(0, 10)}${contact.slice(-7)}`;
-  return `em_${started}${order}${base32(digest.subarray(0, 4)).slice(0, 5)}`;
+  const digest = (contactId: string) => hash('sha256', `${broadcastId}\0${contactId}`, 'buffer');
+  if (scheme === 'hashed') return (contactId) => `em_${started}${base32(digest(contactId).subarray(0, 10))}`;
+  return (contactId) => {
+    const contact = contactId.slice(contactId.indexOf('_') + 1);
+    const order = `${contact.slice(0, 10)}${contact.slice(-7)}`;
+    return `em_${started}${order}${base32(digest(contactId).subarray(0, 4)).slice(0, 5)}`;
+  };
 }
 
 type Text = Pick<ReadyBody, 'subject' | 'html' | 'text'>;
@@ -54,23 +55,30 @@ export function renderer(
     throw new Error(
       `Broadcast ${broadcastId}: template ${content.templateId} has no published version to render`,
     );
-  const own = (part: 'subject' | 'html' | 'text', source: string, data: RecipientData) =>
-    renderPart(`broadcast ${broadcastId}`, part, source, data as unknown as Record<string, unknown>);
+  const own = (part: 'subject' | 'html' | 'text', source: string) => {
+    const render = partRenderer(`broadcast ${broadcastId}`, part, source);
+    return (data: RecipientData) => render(data as unknown as Record<string, unknown>);
+  };
+  const subjectPart = own('subject', content.subject ?? '');
   const subjectOf = (data: RecipientData) => {
-    const subject = own('subject', content.subject ?? '', data);
+    const subject = subjectPart(data);
     if (/[\r\n]/.test(subject))
       throw new AppError('template_render_error', 'The rendered subject contains a line break.');
     return subject;
   };
-  if (version)
+  if (version) {
+    const render = versionRenderer(version);
     return (data) => {
-      const r = renderVersion(version, data as unknown as Record<string, unknown>);
+      const r = render(data as unknown as Record<string, unknown>);
       return { subject: content.subject ? subjectOf(data) : r.subject, html: r.html, text: r.text };
     };
+  }
+  const html = content.html === null ? null : own('html', content.html);
+  const text = content.text === null ? null : own('text', content.text);
   return (data) => ({
     subject: subjectOf(data),
-    html: content.html === null ? null : own('html', content.html, data),
-    text: content.text === null ? null : own('text', content.text, data),
+    html: html ? html(data) : null,
+    text: text ? text(data) : null,
   });
 }
 
@@ -89,6 +97,8 @@ export interface BroadcastSending {
    * more (deleted after the broadcast was sent): then no contact gets an email.
    */
   render: Renderer | null;
+  /** The id of a contact's email (broadcastEmailIds). */
+  emailIdOf: (contactId: string) => string;
   /** `https://…/unsubscribe/` and the List-Unsubscribe mailto's domain (where the emails' bounces go). */
   unsubscribeBase: string;
   returnPath: string;

@@ -1,4 +1,4 @@
-import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
+import type { BroadcastContent, EmailIdScheme } from '../../domain/broadcasts/broadcast.events.ts';
 import { envelopeDomain, installationBounceDomain } from '../../domain/domains/dns-records.ts';
 import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
 import type { Services } from '../../platform/services.ts';
@@ -6,14 +6,20 @@ import type { Tenant } from '../../platform/tenancy.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
-import { type BroadcastSending, renderer } from './broadcast-email.ts';
+import { type BroadcastSending, broadcastEmailIds, renderer } from './broadcast-email.ts';
 
 type Deps = Pick<Services, 'db' | 'config' | 'log'>;
 
-/** What each email of a broadcast's run shares: domain, topic, template and renderer. */
+/** What each email of a broadcast's run shares: domain, topic, template, renderer and the emails' ids. */
 export async function broadcastSending(
   services: Deps,
-  broadcast: Tenant & { broadcastId: string; content: BroadcastContent },
+  broadcast: Tenant & {
+    broadcastId: string;
+    content: BroadcastContent;
+    /** When it started sending, and the scheme of its emails' ids it recorded then. */
+    startedAt: string;
+    emailIds: EmailIdScheme;
+  },
 ): Promise<BroadcastSending> {
   const { db, config, log } = services;
   const { broadcastId, content } = broadcast;
@@ -46,6 +52,7 @@ export async function broadcastSending(
     domainName,
     version,
     render: textless ? null : renderer(broadcastId, content, version),
+    emailIdOf: broadcastEmailIds(broadcastId, broadcast.startedAt, broadcast.emailIds),
     unsubscribeBase: `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`,
     // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
     returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),

@@ -7,32 +7,26 @@ import { readBroadcast, runBroadcast } from '../../write-side/broadcasts/broadca
 import { acceptEmail, EMAIL_PROJECTIONS } from '../../write-side/emails/accept-email.ts';
 import type { EmailDraft } from '../../write-side/emails/email-draft.ts';
 import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
-import {
-  type BroadcastSending,
-  broadcastDraft,
-  broadcastEmailId,
-  hasText,
-  type RenderableSending,
-} from './broadcast-email.ts';
+import { type BroadcastSending, broadcastDraft, hasText, type RenderableSending } from './broadcast-email.ts';
 import { broadcastSending } from './broadcast-sending.ts';
 
 /** Emails rendered and handed to the store between two turns of the event loop. */
 const SLICE = 50;
 /**
- * Slices of a page whose emails may be in the log before the `emails` read model has them: a transactional send
- * answers once that read model has its email, so a broadcast that ran ahead of it would hold every send behind
- * its backlog (seconds, for a large audience).
+ * Slices of a step, over its pages, whose emails may be in the log before the `emails` read model has them: a
+ * transactional send answers once that read model has its email, so a broadcast that ran ahead of it would hold
+ * every send behind its backlog (seconds, for a large audience).
  */
-const SLICES_AHEAD = 20;
-/** Pages whose emails are in flight at once, each recorded on the broadcast in turn (as the batch API's requests). */
+const SLICES_AHEAD = 40;
+/**
+ * Pages read, their quota taken, at once: the next one's are done while this one renders. They render one after
+ * the other, and are recorded on the broadcast in turn.
+ */
 const PIPELINED_PAGES = 2;
 
 type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
 type Sending = Extract<BroadcastState, { exists: true }>;
 type Step = { next: Date | null; queued: number };
-
-/** The id of a contact's email from this broadcast (broadcastEmailId). */
-type EmailIdOf = (contactId: string) => string;
 
 /** A slice of a page's emails: the furthest position their appends landed at, once written. */
 type Slice = { last?: Position; written: Promise<unknown> };
@@ -64,6 +58,13 @@ class BroadcastStep {
   readonly services: Services;
   readonly broadcastId: string;
   #meta!: EventMetadata;
+  /** The step's slices not yet known to be in the `emails` read model, oldest first (at most SLICES_AHEAD). */
+  #slices: Slice[] = [];
+  /**
+   * Resolves once the page started before has rendered its last email. Pages render one after the other, so the
+   * next one's read and quota are done while this one renders, and its rendering starts as this one's ends.
+   */
+  #rendered: Promise<void> = Promise.resolve();
 
   constructor(services: Services, broadcastId: string) {
     this.services = services;
@@ -77,7 +78,12 @@ class BroadcastStep {
         next: state.exists && state.status === 'scheduled' ? new Date(state.sendAt!) : null,
         queued: 0,
       };
-    const sending = await broadcastSending(this.services, { ...state, broadcastId: this.broadcastId });
+    const sending = await broadcastSending(this.services, {
+      ...state,
+      broadcastId: this.broadcastId,
+      startedAt: state.startedAt!,
+      emailIds: state.emailIds!,
+    });
     const inFlight: Page[] = [];
     let [cursor, read, queued, pages] = [state.cursor, false, 0, 0];
     for (;;) {
@@ -129,11 +135,7 @@ class BroadcastStep {
     skipped.failed = candidates.length - sendable.length;
     const granted = await this.#takeQuota(state, after, sendable.length);
     skipped.quota = sendable.length - granted;
-    const writing = renderable
-      ? this.#queue(renderable, sendable.slice(0, granted), (contactId) =>
-          broadcastEmailId(this.broadcastId, contactId, state.startedAt!, state.emailIds!),
-        )
-      : Promise.resolve([]);
+    const writing = renderable ? this.#queue(renderable, sendable.slice(0, granted)) : Promise.resolve([]);
     writing.catch(() => {}); // awaited in turn by run
     return { after, cursor: page.at(-1)?.id ?? after, last: page.length < limit, skipped, writing };
   }
@@ -176,8 +178,8 @@ class BroadcastStep {
   }
 
   /** The contact's draft: its text rendered with its data; null (logged) when its data does not render. */
-  #render(sending: RenderableSending, r: AudienceRecipient, idOf: EmailIdOf): EmailDraft | null {
-    const emailId = idOf(r.id);
+  #render(sending: RenderableSending, r: AudienceRecipient): EmailDraft | null {
+    const emailId = sending.emailIdOf(r.id);
     const token = this.services.tokens.unsubscribe.sign(emailId);
     const contact = {
       email: r.email,
@@ -202,30 +204,38 @@ class BroadcastStep {
   }
 
   /**
-   * Each contact's email through `acceptEmail`; whether it was queued. Rendering is CPU work: between slices the
-   * event loop serves requests. The appends of the slices are in flight together and share the store's group
-   * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
+   * Each contact's email through `acceptEmail`, once the page before has rendered; whether it was queued.
+   * Rendering is CPU work: between slices the event loop serves requests. The appends of the slices are in flight
+   * together and share the store's group commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
-  async #queue(sending: RenderableSending, recipients: AudienceRecipient[], idOf: EmailIdOf) {
+  async #queue(sending: RenderableSending, recipients: AudienceRecipient[]) {
     const queue = async (r: AudienceRecipient, slice: Slice) => {
-      const draft = this.#render(sending, r, idOf);
+      const draft = this.#render(sending, r);
       if (!draft) return false;
       const { position } = await acceptEmail(this.services, this.#meta, draft);
       if (position && !(slice.last && slice.last > position)) slice.last = position;
       return true;
     };
+    const before = this.#rendered;
+    let rendered = () => {};
+    this.#rendered = new Promise((resolve) => {
+      rendered = resolve;
+    });
     const pending: Promise<boolean>[] = [];
-    const slices: Slice[] = [];
-    for (let i = 0; i < recipients.length; i += SLICE) {
-      const behind = slices[slices.length - SLICES_AHEAD];
-      if (behind) await this.#projected(behind);
-      const slice: Slice = { written: Promise.resolve() };
-      const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice));
-      for (const p of queued) p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
-      slice.written = Promise.allSettled(queued);
-      slices.push(slice);
-      pending.push(...queued);
-      await new Promise((resolve) => setImmediate(resolve));
+    try {
+      await before;
+      for (let i = 0; i < recipients.length; i += SLICE) {
+        if (this.#slices.length >= SLICES_AHEAD) await this.#projected(this.#slices.shift()!);
+        const slice: Slice = { written: Promise.resolve() };
+        const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice));
+        for (const p of queued) p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
+        slice.written = Promise.allSettled(queued);
+        this.#slices.push(slice);
+        pending.push(...queued);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      rendered();
     }
     return Promise.all(pending);
   }

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { UnsubscribeTokens } from '../../domain/broadcasts/unsubscribe-token.ts';
 import { encodeTime, newId } from '../../platform/ids.ts';
-import { broadcastEmailId } from '../../processes/broadcasts/broadcast-email.ts';
+import { broadcastEmailIds } from '../../processes/broadcasts/broadcast-email.ts';
 import { importedContactId } from '../../processes/contact-import/contact-import-cursor.ts';
 import { unsubscribeMailbox } from '../../write-side/broadcasts/unsubscribe.commands.ts';
 
 const startedAt = '2026-11-29T10:00:00.000Z';
 const sorted = (ids: string[]) => [...ids].sort();
 const ordered = (broadcastId: string, contactId: string, at = startedAt) =>
-  broadcastEmailId(broadcastId, contactId, at, 'contact-ordered');
+  broadcastEmailIds(broadcastId, at, 'contact-ordered')(contactId);
 
 describe("a broadcast email's id", () => {
   it('is the same on every attempt, and differs by contact and by broadcast', () => {
@@ -59,10 +59,10 @@ describe("a broadcast email's id", () => {
   it('keeps the ids of a broadcast started when they were a digest of the broadcast and the contact (`hashed`)', () => {
     // What that version gave: a page done again after an upgrade finds the emails it queued.
     const broadcast = 'bc_01kbx0s4q0000000000000000';
-    expect(broadcastEmailId(broadcast, 'con_01kbx0a1b2c3d4e5f6g7h8j9k0', startedAt, 'hashed')).toBe(
+    expect(broadcastEmailIds(broadcast, startedAt, 'hashed')('con_01kbx0a1b2c3d4e5f6g7h8j9k0')).toBe(
       'em_01m8kbyj80nbycfjma0pcqmwps',
     );
-    expect(broadcastEmailId(broadcast, 'con_01kbx0a1b2c3d4e5f6g7h8j9k00000abc', startedAt, 'hashed')).toBe(
+    expect(broadcastEmailIds(broadcast, startedAt, 'hashed')('con_01kbx0a1b2c3d4e5f6g7h8j9k00000abc')).toBe(
       'em_01m8kbyj809vvy9j18hx4eez3f',
     );
   });

@@ -1,5 +1,5 @@
 import { TEMPLATE_LIMITS } from '../../domain/templates/content-rules.ts';
-import { renderPart } from '../../domain/templates/sandbox.ts';
+import { partRenderer } from '../../domain/templates/sandbox.ts';
 import { AppError, notFound } from '../../platform/errors.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -47,34 +47,45 @@ function checkData(version: PublishedVersion, data: Record<string, unknown>) {
 }
 
 /** Renders a version with `data`: pure apart from the compile cache. */
-export function renderVersion(version: PublishedVersion, data: Record<string, unknown>): RenderedTemplate {
-  if (typeof data !== 'object' || data === null || Array.isArray(data))
-    throw renderError('`template_data`: must be an object');
-  checkData(version, data);
-  const subject = renderPart(version.versionId, 'subject', version.subject, data);
-  if (/[\r\n]/.test(subject)) {
-    throw renderError(
-      'The rendered subject contains a line break (CR or LF); check the variables used in `subject`.',
-    );
-  }
-  if (subject.length > TEMPLATE_LIMITS.renderedSubjectChars) {
-    throw renderError(
-      `The rendered subject is longer than ${TEMPLATE_LIMITS.renderedSubjectChars} characters.`,
-    );
-  }
-  const out: RenderedTemplate = { subject, html: null, text: null, templateVersionId: version.versionId };
-  for (const part of ['html', 'text'] as const) {
+export const renderVersion = (version: PublishedVersion, data: Record<string, unknown>): RenderedTemplate =>
+  versionRenderer(version)(data);
+
+/** A version's renderer, for a version rendered many times (a broadcast's): its parts are looked up once. */
+export function versionRenderer(
+  version: PublishedVersion,
+): (data: Record<string, unknown>) => RenderedTemplate {
+  const subjectOf = partRenderer(version.versionId, 'subject', version.subject);
+  const parts = (['html', 'text'] as const).flatMap((part) => {
     const source = version[part];
-    if (!source) continue;
-    const rendered = renderPart(version.versionId, part, source, data);
-    if (Buffer.byteLength(rendered) > TEMPLATE_LIMITS.renderedBytes) {
+    return source ? [{ part, render: partRenderer(version.versionId, part, source) }] : [];
+  });
+  return (data) => {
+    if (typeof data !== 'object' || data === null || Array.isArray(data))
+      throw renderError('`template_data`: must be an object');
+    checkData(version, data);
+    const subject = subjectOf(data);
+    if (/[\r\n]/.test(subject)) {
       throw renderError(
-        `The rendered \`${part}\` is larger than ${TEMPLATE_LIMITS.renderedBytes / 1024 / 1024} MB.`,
+        'The rendered subject contains a line break (CR or LF); check the variables used in `subject`.',
       );
     }
-    out[part] = rendered;
-  }
-  return out;
+    if (subject.length > TEMPLATE_LIMITS.renderedSubjectChars) {
+      throw renderError(
+        `The rendered subject is longer than ${TEMPLATE_LIMITS.renderedSubjectChars} characters.`,
+      );
+    }
+    const out: RenderedTemplate = { subject, html: null, text: null, templateVersionId: version.versionId };
+    for (const { part, render } of parts) {
+      const rendered = render(data);
+      if (Buffer.byteLength(rendered) > TEMPLATE_LIMITS.renderedBytes) {
+        throw renderError(
+          `The rendered \`${part}\` is larger than ${TEMPLATE_LIMITS.renderedBytes / 1024 / 1024} MB.`,
+        );
+      }
+      out[part] = rendered;
+    }
+    return out;
+  };
 }
 
 /**
