@@ -13,15 +13,12 @@ import { broadcastSending } from './broadcast-sending.ts';
 /** Emails rendered and handed to the store between two turns of the event loop. */
 const SLICE = 50;
 /**
- * Slices of a step, over its pages, whose emails may be in the log before the `emails` read model has them: a
- * transactional send answers once that read model has its email, so a broadcast that ran ahead of it would hold
- * every send behind its backlog (seconds, for a large audience).
+ * Slices of a page whose emails may be in the log before the `emails` read model has them: a transactional send
+ * answers once that read model has its email, so a broadcast that ran ahead of it would hold every send behind
+ * its backlog (seconds, for a large audience).
  */
-const SLICES_AHEAD = 40;
-/**
- * Pages read, their quota taken, at once: the next one's are done while this one renders. They render one after
- * the other, and are recorded on the broadcast in turn.
- */
+const SLICES_AHEAD = 20;
+/** Pages whose emails are in flight at once, each recorded on the broadcast in turn (as the batch API's requests). */
 const PIPELINED_PAGES = 2;
 
 type BroadcastState = Awaited<ReturnType<typeof readBroadcast>>['state'];
@@ -58,13 +55,6 @@ class BroadcastStep {
   readonly services: Services;
   readonly broadcastId: string;
   #meta!: EventMetadata;
-  /** The step's slices not yet known to be in the `emails` read model, oldest first (at most SLICES_AHEAD). */
-  #slices: Slice[] = [];
-  /**
-   * Resolves once the page started before has rendered its last email. Pages render one after the other, so the
-   * next one's read and quota are done while this one renders, and its rendering starts as this one's ends.
-   */
-  #rendered: Promise<void> = Promise.resolve();
 
   constructor(services: Services, broadcastId: string) {
     this.services = services;
@@ -204,9 +194,9 @@ class BroadcastStep {
   }
 
   /**
-   * Each contact's email through `acceptEmail`, once the page before has rendered; whether it was queued.
-   * Rendering is CPU work: between slices the event loop serves requests. The appends of the slices are in flight
-   * together and share the store's group commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
+   * Each contact's email through `acceptEmail`; whether it was queued. Rendering is CPU work: between slices the
+   * event loop serves requests. The appends of the slices are in flight together and share the store's group
+   * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
   async #queue(sending: RenderableSending, recipients: AudienceRecipient[]) {
     const queue = async (r: AudienceRecipient, slice: Slice) => {
@@ -216,26 +206,18 @@ class BroadcastStep {
       if (position && !(slice.last && slice.last > position)) slice.last = position;
       return true;
     };
-    const before = this.#rendered;
-    let rendered = () => {};
-    this.#rendered = new Promise((resolve) => {
-      rendered = resolve;
-    });
     const pending: Promise<boolean>[] = [];
-    try {
-      await before;
-      for (let i = 0; i < recipients.length; i += SLICE) {
-        if (this.#slices.length >= SLICES_AHEAD) await this.#projected(this.#slices.shift()!);
-        const slice: Slice = { written: Promise.resolve() };
-        const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice));
-        for (const p of queued) p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
-        slice.written = Promise.allSettled(queued);
-        this.#slices.push(slice);
-        pending.push(...queued);
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    } finally {
-      rendered();
+    const slices: Slice[] = [];
+    for (let i = 0; i < recipients.length; i += SLICE) {
+      const behind = slices[slices.length - SLICES_AHEAD];
+      if (behind) await this.#projected(behind);
+      const slice: Slice = { written: Promise.resolve() };
+      const queued = recipients.slice(i, i + SLICE).map((r) => queue(r, slice));
+      for (const p of queued) p.catch(() => {}); // awaited below: a failure while the loop waits is not an unhandled one
+      slice.written = Promise.allSettled(queued);
+      slices.push(slice);
+      pending.push(...queued);
+      await new Promise((resolve) => setImmediate(resolve));
     }
     return Promise.all(pending);
   }
