@@ -33,6 +33,7 @@ export const broadcastsProjection: Projection<BroadcastEvent | ContactEvent> = {
     'BroadcastUpdated',
     'BroadcastDeleted',
     'BroadcastScheduled',
+    'BroadcastUnscheduled',
     'BroadcastCanceled',
     'BroadcastSendingStarted',
     'BroadcastBatchExpanded',
@@ -68,6 +69,12 @@ export const broadcastsProjection: Projection<BroadcastEvent | ContactEvent> = {
           updated_at: d.scheduledAt,
         });
       }
+      case 'BroadcastUnscheduled':
+        return updateRow(tx, 'broadcasts', e.data.broadcastId, {
+          status: 'draft',
+          send_at: null,
+          updated_at: e.data.unscheduledAt,
+        });
       case 'BroadcastCanceled':
         return moveTo(tx, e.data.broadcastId, 'canceled', 'canceled_at', e.data.canceledAt);
       case 'BroadcastSendingStarted':

@@ -95,6 +95,8 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
         return { ...state, deleted: true };
       case 'BroadcastScheduled':
         return { ...state, status: 'scheduled', sendAt: event.data.sendAt, plan: event.data.plan };
+      case 'BroadcastUnscheduled':
+        return { ...state, status: 'draft', sendAt: null, plan: null };
       case 'BroadcastCanceled':
         return { ...state, status: 'canceled' };
       case 'BroadcastSendingStarted': {
@@ -137,7 +139,7 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
             'broadcast_not_scheduled',
             `Broadcast ${broadcastId} is ${broadcast.status}; only a scheduled broadcast can be canceled.`,
           );
-        return [{ type: 'BroadcastCanceled', data: { broadcastId, canceledAt: at } }];
+        return [{ type: 'BroadcastUnscheduled', data: { broadcastId, unscheduledAt: at } }];
       }
       case 'StartSending': {
         const broadcast = owned(state, command);

@@ -52,6 +52,9 @@ export type BroadcastEvent =
       type: 'BroadcastScheduled';
       data: { broadcastId: string; sendAt: string; plan: Plan; scheduledAt: string };
     }
+  /** A scheduled broadcast canceled before its time: a draft again, to change, send or schedule anew (as Resend's). */
+  | { type: 'BroadcastUnscheduled'; data: { broadcastId: string; unscheduledAt: string } }
+  /** Ended before it was sent: what earlier versions recorded for a canceled scheduled broadcast. */
   | { type: 'BroadcastCanceled'; data: { broadcastId: string; canceledAt: string } }
   /**
    * The expansion into emails begins: now (send without `send_at`) or when a scheduled broadcast falls due.

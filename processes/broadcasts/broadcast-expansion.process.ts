@@ -36,6 +36,7 @@ export const BROADCAST_EXPANSIONS: DueTable = {
 const TYPES: BroadcastEvent['type'][] = [
   'BroadcastScheduled',
   'BroadcastSendingStarted',
+  'BroadcastUnscheduled',
   'BroadcastCanceled',
   'BroadcastSent',
 ];
@@ -65,6 +66,7 @@ export class BroadcastExpansionProcess extends DueProcess<Due> {
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.sendAt } };
       case 'BroadcastSendingStarted':
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.startedAt } };
+      case 'BroadcastUnscheduled':
       case 'BroadcastCanceled':
       case 'BroadcastSent':
         return { remove: { broadcast_id: e.data.broadcastId } };

@@ -662,7 +662,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a scheduled broadcast */
+        /** Cancel a scheduled broadcast: it becomes a draft again, to change and send anew */
         post: operations["postBroadcastsBroadcastIdCancel"];
         delete?: never;
         options?: never;

@@ -132,9 +132,14 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await page.getByRole('button', { name: 'Schedule' }).click();
     await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('scheduled');
     expect(ok(await org.test.get(`/v1/broadcasts/${later.id}`)).send_at).toBe(when.toISOString());
-    await page.getByRole('button', { name: 'Cancel broadcast' }).click();
-    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('canceled');
-    expect(ok(await org.test.get(`/v1/broadcasts/${later.id}`)).status).toBe('canceled');
+    // Canceled, it is a draft again: its form is back, to change and schedule anew.
+    await page.getByRole('button', { name: 'Cancel schedule' }).click();
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('draft');
+    await page.getByRole('button', { name: 'Save draft' }).waitFor();
+    expect(ok(await org.test.get(`/v1/broadcasts/${later.id}`))).toMatchObject({
+      status: 'draft',
+      send_at: null,
+    });
 
     await go(`/broadcasts/${gone.id}`);
     await page.getByRole('heading', { name: /Scrapped news/, level: 1 }).waitFor();

@@ -607,7 +607,7 @@ describe('broadcasts: sending', () => {
     });
   });
 
-  it('schedules, cancels, and sends a scheduled broadcast when it falls due', async () => {
+  it('schedules, cancels back to a draft, and sends a scheduled broadcast when it falls due', async () => {
     const client = orgs.acme.test;
     const aud = await audience(client);
     await contact(client, { email: 'sched@example.org', audience_ids: [aud] });
@@ -617,9 +617,17 @@ describe('broadcasts: sending', () => {
       status: 'scheduled',
       send_at: at,
     });
+    // Canceled before its time, it is a draft again: changed, scheduled and canceled once more.
     expect(ok(await client.post(`/v1/broadcasts/${canceled.id}/cancel`, {}))).toMatchObject({
-      status: 'canceled',
-      canceled_at: clock.now().toISOString(),
+      status: 'draft',
+      send_at: null,
+      canceled_at: null,
+    });
+    ok(await client.patch(`/v1/broadcasts/${canceled.id}`, { subject: 'Changed' }));
+    ok(await client.post(`/v1/broadcasts/${canceled.id}/send`, { send_at: at }));
+    expect(ok(await client.post(`/v1/broadcasts/${canceled.id}/cancel`, {}))).toMatchObject({
+      status: 'draft',
+      subject: 'Changed',
     });
     const later = ok(await draft(client, { audience_id: aud }), 201);
     // Resend's name for the time.
@@ -630,8 +638,9 @@ describe('broadcasts: sending', () => {
     clock.advance(3600_000);
     expect(await expansion.runOnce()).toBe(1);
     expect(await broadcast(client, later.id)).toMatchObject({ status: 'sent', counts: { recipients: 1 } });
+    // Its time came as a draft: nothing went out.
     expect(await broadcast(client, canceled.id)).toMatchObject({
-      status: 'canceled',
+      status: 'draft',
       counts: { recipients: 0 },
     });
   });

@@ -255,8 +255,10 @@ describe("Resend's SDK against Postline", () => {
     const scheduled = await resend.broadcasts.send(id, { scheduledAt: at });
     expect(scheduled.error).toBeNull();
     expect((await resend.broadcasts.get(id)).data).toMatchObject({ status: 'scheduled', send_at: at });
+    // Canceled before its time, a scheduled broadcast is a draft again (Resend's "scheduled -> draft").
     expect((await resend.broadcasts.cancel(id)).error).toBeNull();
-    expect((await resend.broadcasts.get(id)).data).toMatchObject({ status: 'canceled' });
+    expect((await resend.broadcasts.get(id)).data).toMatchObject({ status: 'draft', send_at: null });
+    expect((await resend.broadcasts.send(id, { scheduledAt: inAnHour() })).error).toBeNull();
     // Only a draft is sent: Postline's 409 comes back as the SDK's error.
     expect((await resend.broadcasts.send(id)).error).toMatchObject({
       error: { code: 'broadcast_not_draft' },

@@ -86,10 +86,17 @@ describe('broadcast decider', () => {
       .when({ ...send, plan: 'free', sendAt: '2026-09-02T00:00:00.000Z' })
       .then([scheduled]);
     const cancel = { ...caller, type: 'CancelBroadcast' as const, at: 'T3' };
+    const unscheduled: BroadcastEvent = {
+      type: 'BroadcastUnscheduled',
+      data: { broadcastId: 'bc_1', unscheduledAt: 'T3' },
+    };
+    spec(broadcastDecider).given([created, scheduled]).when(cancel).then([unscheduled]);
+    // A draft again: sent (or scheduled) anew, canceled no more.
+    spec(broadcastDecider).given([created, scheduled, unscheduled]).when(send).then([started]);
     spec(broadcastDecider)
-      .given([created, scheduled])
+      .given([created, scheduled, unscheduled])
       .when(cancel)
-      .then([{ type: 'BroadcastCanceled', data: { broadcastId: 'bc_1', canceledAt: 'T3' } }]);
+      .thenFails('broadcast_not_scheduled');
     spec(broadcastDecider).given([created]).when(cancel).thenFails('broadcast_not_scheduled');
     spec(broadcastDecider).given([created, started]).when(cancel).thenFails('broadcast_not_scheduled');
   });
@@ -111,14 +118,20 @@ describe('broadcast decider', () => {
           },
         },
       ]);
+    // Neither one canceled back to a draft, nor one canceled for good (as earlier versions recorded it).
+    const unscheduled: BroadcastEvent = {
+      type: 'BroadcastUnscheduled',
+      data: { broadcastId: 'bc_1', unscheduledAt: 'T3' },
+    };
     const canceled: BroadcastEvent = {
       type: 'BroadcastCanceled',
       data: { broadcastId: 'bc_1', canceledAt: 'T3' },
     };
-    spec(broadcastDecider)
-      .given([created, scheduled, canceled])
-      .when(start('2026-09-03T00:00:00.000Z'))
-      .then([]);
+    for (const ended of [unscheduled, canceled])
+      spec(broadcastDecider)
+        .given([created, scheduled, ended])
+        .when(start('2026-09-03T00:00:00.000Z'))
+        .then([]);
   });
 
   it('records each step once, and the last one as sent', () => {

@@ -137,7 +137,10 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
   broadcasts.change(
     'POST',
     '/broadcasts/:broadcast_id/cancel',
-    { summary: 'Cancel a scheduled broadcast', errors: ['broadcast_not_scheduled'] },
+    {
+      summary: 'Cancel a scheduled broadcast: it becomes a draft again, to change and send anew',
+      errors: ['broadcast_not_scheduled'],
+    },
     (req, id) => cancelBroadcast(services, metaOf(req.auth), id),
   );
 }

@@ -106,7 +106,7 @@ export function Broadcast({ id }: { id: string }) {
             run={() => post(`/broadcasts/${b.id}/cancel`)}
             onDone={loaded.reload}
           >
-            Cancel broadcast
+            Cancel schedule
           </ActionButton>
           <ErrorBox error={act.error} />
         </div>
