@@ -11,6 +11,8 @@ type Connection = SMTPServer['connections'] extends Set<infer C> ? C : never;
 
 /** Refused commands one session may make before it is closed with 421. */
 const MAX_ERRORS_PER_SESSION = 10;
+/** A reply text that starts with its enhanced status code (RFC 3463), as the catalogue's do. */
+const ENHANCED_CODE = /^[245]\.\d{1,3}\.\d{1,3} /;
 
 /** What the front servers keeps of a session while it is open. */
 export interface SessionState {
@@ -109,6 +111,8 @@ export class SmtpServers {
       disabledCommands: [...(options.implicitTls ? ['STARTTLS'] : []), ...(options.auth ? [] : ['AUTH'])],
       size: MAX_MESSAGE_BYTES,
       hideSMTPUTF8: !options.smtpUtf8,
+      // RFC 2034: every 2xx, 4xx and 5xx reply carries its enhanced status code, and EHLO says so.
+      hideENHANCEDSTATUSCODES: false,
       // smtp-server's own idle timer (any byte resets it) is only a backstop: the progress timer ends a stalled
       // session first, with the catalogue's reply. It still bounds an implicit TLS handshake before the session.
       socketTimeout: 2 * config.SMTP_IDLE_TIMEOUT_MS,
@@ -235,6 +239,8 @@ function catalogueReplies(connection: Connection, authAfterTls: boolean) {
   connection.send = (code, data, context) => {
     if (code === 552 && context === 'MESSAGE_TOO_BIG') return send(code, tooBig.message, false);
     const hideAuth = authAfterTls && code === 250 && Array.isArray(data) && !connection.secure;
-    return send(code, hideAuth ? data.filter((line) => !/^AUTH /.test(line)) : data, context);
+    // The catalogue's replies carry their own enhanced code: smtp-server adds one only to its own.
+    const coded = typeof data === 'string' && ENHANCED_CODE.test(data);
+    return send(code, hideAuth ? data.filter((line) => !/^AUTH /.test(line)) : data, coded ? false : context);
   };
 }

@@ -270,9 +270,11 @@ describe('the MX refuses', () => {
     const ehlo = await c.command('EHLO remote.test');
     expect(ehlo.text).toContain('STARTTLS');
     expect(ehlo.text).not.toContain('AUTH');
-    expect((await c.command('MAIL FROM:<>')).code).toBe(250);
+    // RFC 2034: announced, and each reply carries one enhanced code, smtp-server's own ones as the catalogue's.
+    expect(ehlo.text).toContain('ENHANCEDSTATUSCODES');
+    expect(await c.command('MAIL FROM:<>')).toEqual({ code: 250, text: expect.stringMatching(/^2\.1\.0 /) });
     const foreign = await c.command('RCPT TO:<someone@gmail.com>');
-    expect([foreign.code, foreign.text.slice(0, 5)]).toEqual([550, '5.7.1']);
+    expect([foreign.code, foreign.text]).toEqual([550, `5.7.1 ${REPLIES.relayDenied[2]}`]);
     const own = await c.command('RCPT TO:<news@acme-mx.test>');
     expect([own.code, own.text.slice(0, 5)]).toEqual([550, '5.7.1']);
     const unknown = await c.command('RCPT TO:<b+em_01aaaaaaaaaaaaaaaaaaaaaaaa@bounces.acme-mx.test>');

@@ -172,13 +172,25 @@ describe('the SMTP relay with a live key', () => {
     const c = await rawSmtp(submissions, { tls: true });
     expect(c.greeting.code).toBe(220);
     expect(c.greeting.text).toBe('relay.postline.test ESMTP Postline relay');
-    expect((await c.command('EHLO client.test')).code).toBe(250);
-    expect((await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).code).toBe(235);
-    expect((await c.command('MAIL FROM:<news@acme-relay.test>')).code).toBe(250);
-    expect((await c.command('RCPT TO:<ann@rcpt.test>')).code).toBe(250);
+    const ehlo = await c.command('EHLO client.test');
+    expect([ehlo.code, ehlo.text]).toEqual([250, expect.stringContaining('ENHANCEDSTATUSCODES')]);
+    // Each reply with one enhanced code (RFC 2034), smtp-server's own ones as the catalogue's.
+    expect(await c.command(`AUTH PLAIN ${authPlain(acme.liveKey)}`)).toEqual({
+      code: 235,
+      text: expect.stringMatching(/^2\.7\.0 /),
+    });
+    expect(await c.command('MAIL FROM:<news@acme-relay.test>')).toEqual({
+      code: 250,
+      text: expect.stringMatching(/^2\.1\.0 /),
+    });
+    expect(await c.command('RCPT TO:<ann@rcpt.test>')).toEqual({
+      code: 250,
+      text: expect.stringMatching(/^2\.1\.5 /),
+    });
     expect((await c.command('DATA')).code).toBe(354);
     c.write('From: news@acme-relay.test\r\nTo: ann@rcpt.test\r\nSubject: bare\r\n\r\nNo ids here.\r\n.\r\n');
     const reply = await c.reply();
+    expect(reply.text).toMatch(/^2\.0\.0 Ok: queued as em_\w+$/);
     const id = queuedId(`${reply.code} ${reply.text}`);
     const [message] = await mx.waitForMessages(1);
     const headers = parseMime(message.raw).headers;
