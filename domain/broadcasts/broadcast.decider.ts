@@ -133,11 +133,14 @@ export const broadcastDecider: Decider<BroadcastCommand, BroadcastEvent, Broadca
           : [sendingStarted(broadcastId, plan, at)];
       }
       case 'CancelBroadcast': {
+        // Scheduled: a draft again. Sending: stopped where its expansion is (its queued emails are canceled).
         const broadcast = owned(state, command);
+        if (broadcast.status === 'sending')
+          return [{ type: 'BroadcastCanceled', data: { broadcastId, canceledAt: at } }];
         if (broadcast.status !== 'scheduled')
           throw new AppError(
             'broadcast_not_scheduled',
-            `Broadcast ${broadcastId} is ${broadcast.status}; only a scheduled broadcast can be canceled.`,
+            `Broadcast ${broadcastId} is ${broadcast.status}; only a scheduled or sending broadcast can be canceled.`,
           );
         return [{ type: 'BroadcastUnscheduled', data: { broadcastId, unscheduledAt: at } }];
       }

@@ -54,7 +54,10 @@ export type BroadcastEvent =
     }
   /** A scheduled broadcast canceled before its time: a draft again, to change, send or schedule anew (as Resend's). */
   | { type: 'BroadcastUnscheduled'; data: { broadcastId: string; unscheduledAt: string } }
-  /** Ended before it was sent: what earlier versions recorded for a canceled scheduled broadcast. */
+  /**
+   * Stopped while sending: no more of its audience gets an email, and its emails the MTA has not started on are
+   * canceled. Earlier versions recorded it for a canceled scheduled broadcast (which had no emails).
+   */
   | { type: 'BroadcastCanceled'; data: { broadcastId: string; canceledAt: string } }
   /**
    * The expansion into emails begins: now (send without `send_at`) or when a scheduled broadcast falls due.

@@ -45,6 +45,7 @@ const BroadcastCounts = z
     delivered: count,
     bounced: count,
     complained: count,
+    canceled: count.meta({ description: 'Emails canceled before they went out: the broadcast was stopped.' }),
     opened: count,
     clicked: count,
     unsubscribed: count.meta({ description: 'Contacts that unsubscribed by the link in one of its emails.' }),

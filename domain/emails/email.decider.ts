@@ -18,6 +18,8 @@ export type EmailCommand =
   | { type: 'QueueEmail'; content: EmailContent; sendAt?: string }
   | ({ type: 'RescheduleEmail'; sendAt: string } & Caller)
   | ({ type: 'CancelEmail' } & Caller)
+  /** Its broadcast was stopped: an email the MTA has not started on is canceled; one it started goes on. */
+  | { type: 'WithdrawEmail'; emailId: string; at: string }
   | { type: 'ReleaseEmail'; emailId: string; at: string }
   | { type: 'StartSending'; emailId: string; at: string }
   /**
@@ -79,7 +81,9 @@ function mustBeScheduled(state: Extract<EmailState, { exists: true }>, emailId: 
 
 /** Accepting, rescheduling, canceling and releasing: the commands of an email before it goes out. */
 function decideLifecycle(
-  command: Command<'QueueEmail' | 'RescheduleEmail' | 'CancelEmail' | 'ReleaseEmail' | 'StartSending'>,
+  command: Command<
+    'QueueEmail' | 'RescheduleEmail' | 'CancelEmail' | 'WithdrawEmail' | 'ReleaseEmail' | 'StartSending'
+  >,
   state: EmailState,
 ): EmailEvent[] {
   switch (command.type) {
@@ -105,6 +109,10 @@ function decideLifecycle(
       mustBeScheduled(s, command.emailId, 'canceled');
       return [{ type: 'EmailCanceled', data: { emailId: command.emailId, canceledAt: command.at } }];
     }
+    case 'WithdrawEmail': {
+      if (!state.exists || (state.lifecycle !== 'queued' && state.lifecycle !== 'scheduled')) return [];
+      return [{ type: 'EmailCanceled', data: { emailId: command.emailId, canceledAt: command.at } }];
+    }
     case 'ReleaseEmail': {
       // The scheduler may be late, early (rescheduled meanwhile) or second (another process, a cancel): only a
       // scheduled email that is due moves on; anything else is nothing to do.
@@ -121,7 +129,8 @@ function decideLifecycle(
 
 /** The MTA is about to send: the attempt, for the recipients it may go to now (`attemptable`). */
 function startAttempt(command: Command<'StartDeliveryAttempt'>, state: EmailState): EmailEvent[] {
-  if (!state.exists) return [];
+  // A canceled email is never sent, whatever copy of its stream the MTA decided on.
+  if (!state.exists || state.lifecycle === 'canceled') return [];
   // Decided on the stream as it stands: of two processes about to send, the second sees the first's attempt.
   const { recipients, outcomeUnknown } = attemptable(state, command.at, command.recipients, command.early);
   if (recipients.length === 0) return [];

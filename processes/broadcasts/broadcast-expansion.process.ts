@@ -66,8 +66,10 @@ export class BroadcastExpansionProcess extends DueProcess<Due> {
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.sendAt } };
       case 'BroadcastSendingStarted':
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.startedAt } };
-      case 'BroadcastUnscheduled':
+      // Stopped while sending: one more step withdraws its emails not yet attempted.
       case 'BroadcastCanceled':
+        return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.canceledAt } };
+      case 'BroadcastUnscheduled':
       case 'BroadcastSent':
         return { remove: { broadcast_id: e.data.broadcastId } };
     }

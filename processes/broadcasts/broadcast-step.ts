@@ -9,6 +9,7 @@ import type { EmailDraft } from '../../write-side/emails/email-draft.ts';
 import { consumeQuota } from '../../write-side/emails/quota.commands.ts';
 import { type BroadcastSending, broadcastDraft, hasText, type RenderableSending } from './broadcast-email.ts';
 import { broadcastSending } from './broadcast-sending.ts';
+import { withdrawBroadcast } from './broadcast-withdrawal.ts';
 
 /** Emails rendered and handed to the store between two turns of the event loop. */
 const SLICE = 50;
@@ -43,7 +44,7 @@ interface Page {
  * broadcast in order (`BroadcastBatchExpanded`, and `BroadcastSent` after the last). The next page is read and its
  * emails started while the one before is written (PIPELINED_PAGES), while `more()` says so (by default one page).
  * Safe to run again: the emails of a page keep their ids, and a page recorded already is not recorded twice.
- * Returns when the next step is due (null: the broadcast needs none), and how many emails this run queued.
+ * A broadcast canceled while sending has its emails not yet attempted withdrawn (broadcast-withdrawal.ts). Returns when the next step is due (null: the broadcast needs none), and how many emails this run queued.
  */
 export const expandBroadcast = (
   services: Services,
@@ -63,6 +64,10 @@ class BroadcastStep {
 
   async run(more: () => boolean): Promise<Step> {
     const state = await this.#startIfDue();
+    if (state.exists && state.status === 'canceled') {
+      await withdrawBroadcast(this.services, this.#meta, this.broadcastId);
+      return { next: null, queued: 0 };
+    }
     if (!state.exists || state.status !== 'sending')
       return {
         next: state.exists && state.status === 'scheduled' ? new Date(state.sendAt!) : null,
@@ -90,11 +95,12 @@ class BroadcastStep {
       const { after, skipped, last } = page;
       skipped.failed += results.length - done;
       const recorded = await this.#recordStep({ after, cursor: page.cursor, queued: done, skipped, last });
-      // Sent, canceled, or another run recorded this page first (it goes on from there): this one stops.
+      // Sent, canceled, or another run recorded this page first (it goes on from there): this one stops. A
+      // canceled one has its emails withdrawn by the next step, once the pages in flight are written.
       if (!recorded.exists || recorded.status !== 'sending' || recorded.cursor !== page.cursor) {
         await Promise.allSettled(inFlight.map((p) => p.writing));
-        const going = recorded.exists && recorded.status === 'sending';
-        return { next: going ? this.services.clock.now() : null, queued };
+        const again = recorded.exists && (recorded.status === 'sending' || recorded.status === 'canceled');
+        return { next: again ? this.services.clock.now() : null, queued };
       }
     }
   }

@@ -47,6 +47,7 @@ async function countsOf(db: Database, r: Selectable<BroadcastsTable>) {
        count(*) FILTER (WHERE status IN ('delivered', 'complained'))::int AS delivered,
        count(*) FILTER (WHERE status = 'bounced')::int AS bounced,
        count(*) FILTER (WHERE status = 'complained')::int AS complained,
+       count(*) FILTER (WHERE status = 'canceled')::int AS canceled,
        count(*) FILTER (WHERE opens > 0)::int AS opened,
        count(*) FILTER (WHERE clicks > 0)::int AS clicked
      FROM emails WHERE broadcast_id = $1`,
@@ -59,6 +60,15 @@ async function countsOf(db: Database, r: Selectable<BroadcastsTable>) {
 export async function findBroadcast(db: Database, tenant: Tenant, broadcastId: string) {
   const row = await live(db, tenant).where('id', '=', broadcastId).executeTakeFirst();
   return row ? { ...broadcastJson(row), counts: await countsOf(db, row) } : null;
+}
+
+/** A page of the broadcast's emails still `queued` (none attempted yet), after the id `after`, in id order. */
+export async function queuedEmailsOf(db: Database, broadcastId: string, after: string, limit: number) {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM emails WHERE broadcast_id = $1 AND status = 'queued' AND id > $2 ORDER BY id LIMIT $3`,
+    [broadcastId, after, limit],
+  );
+  return rows.map((r) => r.id);
 }
 
 /** Newest first; each with its recipients so far (the counts of its emails are on the broadcast itself). */

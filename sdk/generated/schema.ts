@@ -662,7 +662,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a scheduled broadcast: it becomes a draft again, to change and send anew */
+        /** Cancel a broadcast: a scheduled one becomes a draft again; a sending one stops, its emails not yet attempted canceled */
         post: operations["postBroadcastsBroadcastIdCancel"];
         delete?: never;
         options?: never;
@@ -2274,6 +2274,8 @@ export interface components {
             delivered: number;
             bounced: number;
             complained: number;
+            /** @description Emails canceled before they went out: the broadcast was stopped. */
+            canceled: number;
             opened: number;
             clicked: number;
             /** @description Contacts that unsubscribed by the link in one of its emails. */

@@ -23,7 +23,7 @@ function daysAhead(days: number) {
 }
 
 describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and the rest', () => {
-  const { opened, received, go, shot, signIn } = useDashboardBrowser();
+  const { svc, opened, received, go, shot, signIn } = useDashboardBrowser();
   let org: TestOrg;
   let page: Page;
   let receiverUrl: string;
@@ -149,6 +149,36 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await page.getByRole('link', { name: 'October news' }).waitFor();
     expect(await page.getByRole('link', { name: 'Scrapped news' }).count()).toBe(0);
     expect((await org.test.get(`/v1/broadcasts/${gone.id}`)).status).toBe(404);
+  });
+
+  it('stops a broadcast while it is sending', async () => {
+    const b = ok(
+      await org.test.post('/v1/broadcasts', {
+        name: 'Sent by mistake',
+        audience_id: audienceId,
+        from: 'news@acme.example',
+        subject: 'Oops',
+        text: 'Hi {{contact.first_name}}',
+      }),
+      201,
+    );
+    // Its expansion held by a claim of an hour, as another process's would: it stays `sending` until stopped.
+    await svc.postline.services.db.query(
+      `INSERT INTO broadcast_expansions (broadcast_id, due_at, claimed_until) VALUES ($1, now(), now() + interval '1 hour')`,
+      [b.id],
+    );
+    expect(ok(await org.test.post(`/v1/broadcasts/${b.id}/send`, {})).status).toBe('sending');
+    await go(`/broadcasts/${b.id}`);
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('sending');
+    acceptNextDialog();
+    await page.getByRole('button', { name: 'Stop sending' }).click();
+    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('canceled');
+    expect(await page.getByRole('button', { name: 'Stop sending' }).count()).toBe(0);
+    expect(ok(await org.test.get(`/v1/broadcasts/${b.id}`))).toMatchObject({
+      status: 'canceled',
+      canceled_at: expect.any(String),
+      counts: { recipients: 0, canceled: 0 },
+    });
   });
 
   it('offers published templates and topics in the form', async () => {

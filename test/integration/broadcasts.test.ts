@@ -10,6 +10,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import { expandBroadcast } from '../../processes/broadcasts/broadcast-step.ts';
+import { startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { expectHiddenFromOutsiders, outsiders } from '../support/resources.ts';
 import type { ApiClient } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';
@@ -89,6 +90,7 @@ describe('broadcasts: drafts', () => {
         delivered: 0,
         bounced: 0,
         complained: 0,
+        canceled: 0,
         opened: 0,
         clicked: 0,
         unsubscribed: 0,
@@ -700,6 +702,38 @@ describe('broadcasts: sending', () => {
     expect(emails.map((e: any) => e.to[0]).sort()).toEqual(
       [0, 1, 2, 3, 4, 5, 6].map((n) => `page${n}@example.org`),
     );
+  });
+
+  it('stops a sending broadcast: no more pages, and its emails not yet attempted canceled', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    for (let n = 0; n < 5; n++) await contact(client, { email: `stop${n}@example.org`, audience_ids: [aud] });
+    const b = ok(await draft(client, { audience_id: aud }), 201);
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    const services = svc.postline.services;
+    expect(await expandBroadcast(services, b.id)).toMatchObject({ queued: 2, next: expect.any(Date) });
+    const [first, second] = await emailsOf(client, b.id);
+    // The MTA started on one of them: it goes on.
+    await startSending(services, systemMeta({ orgId: orgs.acme.orgId, mode: 'test' }), first.id);
+    expect(ok(await client.post(`/v1/broadcasts/${b.id}/cancel`, {}))).toMatchObject({
+      status: 'canceled',
+      canceled_at: clock.now().toISOString(),
+    });
+    // The next step withdraws instead of expanding, and is the last.
+    expect(await expandBroadcast(services, b.id)).toEqual({ queued: 0, next: null });
+    expect(await broadcast(client, b.id)).toMatchObject({
+      status: 'canceled',
+      progress: { contacts_processed: 2 },
+      counts: { recipients: 2, queued: 1, canceled: 1 },
+    });
+    expect((await emailsOf(client, b.id)).map((e: any) => [e.id, e.status, e.last_event])).toEqual([
+      [first.id, 'sending', expect.any(String)],
+      [second.id, 'canceled', 'email.canceled'],
+    ]);
+    const refused = await client.post(`/v1/broadcasts/${b.id}/cancel`, {});
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'broadcast_not_scheduled']);
+    // The process's due list had the broadcast back for that step: nothing more is due.
+    expect(await expansion.runOnce()).toBe(0);
   });
 
   it('two expansions racing send everyone once', async () => {

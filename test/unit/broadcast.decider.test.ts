@@ -78,7 +78,7 @@ describe('broadcast decider', () => {
       .then([{ type: 'BroadcastDeleted', data: { broadcastId: 'bc_1', deletedAt: 'T3' } }]);
   });
 
-  it('sends now or schedules; cancels only what is scheduled', () => {
+  it('sends now or schedules; cancels what is scheduled (a draft again) or sending (stopped)', () => {
     const send = { ...caller, type: 'SendBroadcast' as const, plan: 'pro' as const, at: 'T2' };
     spec(broadcastDecider).given([created]).when(send).then([started]);
     spec(broadcastDecider)
@@ -98,7 +98,35 @@ describe('broadcast decider', () => {
       .when(cancel)
       .thenFails('broadcast_not_scheduled');
     spec(broadcastDecider).given([created]).when(cancel).thenFails('broadcast_not_scheduled');
-    spec(broadcastDecider).given([created, started]).when(cancel).thenFails('broadcast_not_scheduled');
+    // Sending: stopped (its emails not yet attempted are withdrawn by the expansion); sent or stopped: refused.
+    const canceled: BroadcastEvent = {
+      type: 'BroadcastCanceled',
+      data: { broadcastId: 'bc_1', canceledAt: 'T3' },
+    };
+    spec(broadcastDecider).given([created, started]).when(cancel).then([canceled]);
+    spec(broadcastDecider)
+      .given([created, started, canceled])
+      .when(cancel)
+      .thenFails('broadcast_not_scheduled');
+    const sent: BroadcastEvent = { type: 'BroadcastSent', data: { broadcastId: 'bc_1', sentAt: 'T3' } };
+    spec(broadcastDecider)
+      .given([created, started, sent])
+      .when(cancel)
+      .thenFails('broadcast_not_scheduled', /sent/);
+    // A stopped broadcast records no more pages.
+    spec(broadcastDecider)
+      .given([created, started, canceled])
+      .when({
+        ...caller,
+        type: 'RecordBatch',
+        after: '',
+        cursor: 'ct_9',
+        queued: 1,
+        skipped: none,
+        last: true,
+        at: 'T4',
+      })
+      .then([]);
   });
 
   it('starts a scheduled broadcast once it is due, with the plan it was sent under', () => {

@@ -123,6 +123,19 @@ describe('email decider: cancel and reschedule', () => {
       .thenFails('not_found'));
 });
 
+describe('email decider: a stopped broadcast withdraws its emails', () => {
+  const withdraw: EmailCommand = { type: 'WithdrawEmail', emailId: 'em_1', at: T(1) };
+  it('cancels a queued email, or a scheduled one', () => {
+    spec(emailDecider).given([queued]).when(withdraw).then([canceled]);
+    spec(emailDecider).given([scheduled]).when(withdraw).then([canceled]);
+  });
+  it.each<[string, EmailEvent[]]>([
+    ['one the MTA started on', [queued, started]],
+    ['one canceled already', [queued, canceled]],
+    ['one that was never accepted', []],
+  ])('leaves alone %s', (_, history) => spec(emailDecider).given(history).when(withdraw).then([]));
+});
+
 describe('email decider: scheduler', () => {
   const release = (at: string): EmailCommand => ({ type: 'ReleaseEmail', emailId: 'em_1', at });
   it('releases a due email', () =>
@@ -277,6 +290,11 @@ describe('email decider: delivery attempts', () => {
       .given([queued])
       .when(start(['Ann@A.test', bob], T(1)))
       .then([started, attempt([ann, bob], T(1))]));
+  it('never attempts a canceled email, whatever copy of its stream the MTA read before', () =>
+    spec(emailDecider)
+      .given([queued, canceled])
+      .when(start([ann, bob], T(2)))
+      .then([]));
   it('leaves out recipients it does not know, final ones, and delayed ones before their retry', () =>
     spec(emailDecider)
       .given([queued, started, attempt([ann, bob], T(1)), sent, delivered(ann), delayedBob])

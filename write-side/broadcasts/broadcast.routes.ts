@@ -138,7 +138,8 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
     'POST',
     '/broadcasts/:broadcast_id/cancel',
     {
-      summary: 'Cancel a scheduled broadcast: it becomes a draft again, to change and send anew',
+      summary:
+        'Cancel a broadcast: a scheduled one becomes a draft again; a sending one stops, its emails not yet attempted canceled',
       errors: ['broadcast_not_scheduled'],
     },
     (req, id) => cancelBroadcast(services, metaOf(req.auth), id),

@@ -64,6 +64,9 @@ export const systemMeta = (m: { orgId: string; mode: EventMetadata['mode'] }): E
 export const releaseEmail = (services: Deps, meta: EventMetadata, emailId: string) =>
   onEmail(services, meta, { type: 'ReleaseEmail', emailId });
 
+export const withdrawEmail = (services: Deps, meta: EventMetadata, emailId: string) =>
+  onEmail(services, meta, { type: 'WithdrawEmail', emailId });
+
 export const startSending = (services: Deps, meta: EventMetadata, emailId: string, history?: StoredEvent[]) =>
   onEmail(services, meta, { type: 'StartSending', emailId }, history);
 

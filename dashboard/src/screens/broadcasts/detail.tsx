@@ -112,6 +112,21 @@ export function Broadcast({ id }: { id: string }) {
         </div>
       )}
 
+      {b.status === 'sending' && (
+        <div class="row">
+          <ActionButton
+            class="danger"
+            action={act}
+            confirm="Stop this broadcast? No more contacts get its email, and its emails not yet sent are canceled."
+            run={() => post(`/broadcasts/${b.id}/cancel`)}
+            onDone={loaded.reload}
+          >
+            Stop sending
+          </ActionButton>
+          <ErrorBox error={act.error} />
+        </div>
+      )}
+
       {b.status !== 'draft' && (
         <>
           <BroadcastProgress b={b} onRefresh={loaded.reload} />

@@ -19,6 +19,7 @@ const COUNTS: [CountName, string][] = [
   ['delivered', 'delivered'],
   ['bounced', 'bounced'],
   ['complained', 'complained'],
+  ['canceled', 'canceled (stopped before they went out)'],
   ['opened', 'opened'],
   ['clicked', 'clicked'],
   ['unsubscribed', 'unsubscribed'],
