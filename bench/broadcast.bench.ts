@@ -5,7 +5,7 @@
  * - Import: BENCH_CONTACTS contacts from one CSV file through the contact-import process, beside a raw multi-row
  *   INSERT of the same rows (bench/contacts-import.ts); they are the audience of what follows.
  * - Expansion: a test-mode broadcast to an audience of BENCH_CONTACTS contacts, sent, then expanded by the broadcast
- *   process, running as a service's does, until `BroadcastSent`: emails/s into the log. Beside it, in the same run,
+ *   process, running as a service's does, until `BroadcastSent`: emails/s into the log; twice, and between the two
  *   the batch API (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted
  *   emails/s. Both with the broadcast process caught up first, then following the log.
  * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a second broadcast expands.
@@ -210,16 +210,52 @@ try {
   );
   results.push(...imported.text);
   if (PARTS.has('expansion')) {
-    let before = meter.sample();
-    const { queued, ms: expandMs } = await expand(() => {
-      before = meter.sample();
-    });
-    const expandCpu = meter.per(before, meter.sample(), queued);
+    /** A broadcast to the whole audience expanded by the process: emails queued, ms, CPU per email. */
+    const measuredExpansion = async () => {
+      let before = meter.sample();
+      const { queued, ms } = await expand(() => {
+        before = meter.sample();
+      });
+      return { queued, ms, cpu: meter.per(before, meter.sample(), queued) };
+    };
+    /** The batch API on the same service, same database, for SECONDS: emails/s and CPU per email. */
+    const measuredBatches = async () => {
+      const batch = JSON.stringify(batchOf(100));
+      await caughtUp(); // as for the sends alone below: the broadcast's emails are not in its way
+      return following(async () => {
+        const before = meter.sample();
+        const r = await autocannon({
+          url: `${api}/emails/batch`,
+          method: 'POST',
+          connections: BATCH_CONNECTIONS,
+          duration: SECONDS,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
+          body: batch,
+        });
+        const emails = r['2xx'] * 100;
+        const cpu = meter.per(before, meter.sample(), Math.max(1, emails));
+        return { rate: Math.round(emails / SECONDS), errors: r.non2xx + r.errors, cpu };
+      });
+    };
+    // Expansion, batch API, expansion again: the machine's drift over the run (these VMs speed up and slow
+    // down by half) weighs on both sides alike, and the tables grow under both.
+    const expansions = [await measuredExpansion()];
+    const batches = await measuredBatches();
+    expansions.push(await measuredExpansion());
+    for (const [i, e] of expansions.entries())
+      results.push(
+        `expansion ${i + 1}: ${e.queued} emails in ${(e.ms / 1000).toFixed(1)} s, ${rate(e.queued, e.ms)} emails/s into the log (${cpuText(e.cpu)} per email)`,
+      );
     results.push(
-      `expansion: ${queued} emails in ${(expandMs / 1000).toFixed(1)} s, ${rate(queued, expandMs)} emails/s into the log (${cpuText(expandCpu)} per email)`,
+      `batch API, between them: ${batches.rate} emails/s (${BATCH_CONNECTIONS} connections, ${batches.errors} errors; ${cpuText(batches.cpu)} per email)`,
+    );
+    const expansionRate =
+      (rate(expansions[0].queued, expansions[0].ms) + rate(expansions[1].queued, expansions[1].ms)) / 2;
+    results.push(
+      `expansion (mean of the two) / batch API: ${Math.round((expansionRate / batches.rate) * 100)}% (aim: at least 100%)`,
     );
 
-    // Single sends (5 connections) alone, then while a second broadcast to the same audience expands.
+    // Single sends (5 connections) alone, then while another broadcast to the same audience expands.
     const single = {
       url: `${api}/emails`,
       method: 'POST',
@@ -232,40 +268,16 @@ try {
         text: 'Hi',
       }),
     };
-    // Alone: once the read models have taken in the first broadcast's emails, which a send waits for otherwise.
+    // Alone: once the read models have taken in the broadcasts' emails, which a send waits for otherwise.
     await caughtUp();
     const quiet = await autocannon({ ...single, duration: 3 });
     const sends = autocannon({ ...single, duration: 600 });
-    const second = await expand();
+    const beside = await expand();
     sends.stop();
     const busy = await sends;
     results.push(
       `POST /v1/emails (5 connections): p50/p99 ${quiet.latency.p50}/${quiet.latency.p99} ms alone, ` +
-        `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(second.queued, second.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
-    );
-
-    // The batch API on the same service, same database.
-    const batch = batchOf(100);
-    await caughtUp(); // as for the sends alone: the second broadcast's emails are not in its way
-    const { r, batchCpu } = await following(async () => {
-      const beforeBatch = meter.sample();
-      const r = await autocannon({
-        url: `${api}/emails/batch`,
-        method: 'POST',
-        connections: BATCH_CONNECTIONS,
-        duration: SECONDS,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${org.testKey}` },
-        body: JSON.stringify(batch),
-      });
-      return { r, batchCpu: meter.per(beforeBatch, meter.sample(), Math.max(1, r['2xx'] * 100)) };
-    });
-    const batchEmails = r['2xx'] * 100;
-    const batchRate = Math.round(batchEmails / SECONDS);
-    results.push(
-      `batch API: ${batchRate} emails/s (${BATCH_CONNECTIONS} connections, ${r.non2xx + r.errors} errors; ${cpuText(batchCpu)} per email)`,
-    );
-    results.push(
-      `expansion / batch API: ${Math.round((rate(queued, expandMs) / batchRate) * 100)}% (aim: at least 100%)`,
+        `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(beside.queued, beside.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
     );
   }
 } finally {
