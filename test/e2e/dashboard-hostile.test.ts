@@ -106,7 +106,28 @@ describe.skipIf(!hasChromium)('the dashboard with content an outsider controls',
     await page.getByText(`${MARKUP}.html`).waitFor();
     await page.getByText(`<script>${pwn(5)}</script>`).waitFor();
     await expectInert(`HTML of ${MARKUP}`);
+
+    // Its .html attachment and its raw message: downloads only, each asked for by a click.
+    await page.getByRole('button', { name: 'Get download link' }).click();
+    const attachment = await download(page.getByRole('link', { name: 'Download', exact: true }));
+    expect(attachment.body).toBe(`<script>${pwn(6)}</script>`);
+    expect(attachment.headers['content-type']).toMatch(/^text\/html/);
+    await page.getByRole('button', { name: 'Get the raw message' }).click();
+    const message = await download(page.getByRole('link', { name: `Download ${inbound.body.id}.eml` }));
+    expect(message.body).toBe(raw.replace(/\r?\n/g, '\r\n')); // as received: every line ending CRLF
+    expect(message.headers['content-type']).toMatch(/^message\/rfc822/);
   });
+
+  /** What a download link of the page serves, asked of the service where it listens (the link names PUBLIC_URL). */
+  async function download(link: ReturnType<Page['locator']>) {
+    const url = new URL((await link.getAttribute('href'))!);
+    const res = await request(`${svc.baseUrl}${url.pathname}${url.search}`);
+    const body = await res.body.text();
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-disposition']).toMatch(/^attachment;/);
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    return { body, headers: res.headers };
+  }
 
   it("shows a sent email's HTML inert, and serves its .html attachment as a download only", async () => {
     const sent = await org.test.post('/v1/emails', {
@@ -127,15 +148,9 @@ describe.skipIf(!hasChromium)('the dashboard with content an outsider controls',
     await expectInert('HTML part of Hostile sent');
 
     await page.getByRole('button', { name: 'Get download link' }).click();
-    const link = page.getByRole('link', { name: 'Download' });
-    const href = (await link.getAttribute('href'))!;
-    const url = new URL(href); // under PUBLIC_URL: asked of the service where it listens
-    const res = await request(`${svc.baseUrl}${url.pathname}${url.search}`);
-    expect(res.statusCode).toBe(200);
-    await res.body.text();
-    expect(res.headers['content-disposition']).toMatch(/^attachment;/);
-    expect(res.headers['x-content-type-options']).toBe('nosniff');
-    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    const attachment = await download(page.getByRole('link', { name: 'Download', exact: true }));
+    expect(attachment.body).toBe(`<script>${pwn(7)}</script>`);
+    expect(attachment.headers['content-type']).toMatch(/^text\/html/);
   });
 
   it('loads remote images only when asked, and still runs no script', async () => {

@@ -4,10 +4,11 @@ import { get, type List, patch, post, type Schema } from '../api.ts';
 import { ActionButton } from '../components/action-button.tsx';
 import { ActionForm } from '../components/action-form.tsx';
 import { BackLink, NotLoaded } from '../components/detail.tsx';
+import { DownloadLink } from '../components/download-link.tsx';
 import { Fact } from '../components/facts.tsx';
 import { InputField, useFields } from '../components/field.tsx';
 import { PagedList, Table } from '../components/paged-list.tsx';
-import { Badge, Empty, ErrorBox, Status, Time, useAction, useLoad } from '../ui.tsx';
+import { Badge, Empty, Status, Time, useAction, useLoad } from '../ui.tsx';
 
 type FullEmail = Schema<'Email'>;
 type EmailEvent = Schema<'EmailEventList'>['data'][number];
@@ -144,31 +145,13 @@ export function Email({ id }: { id: string }) {
 }
 
 function AttachmentLink({ emailId, attachment: a }: { emailId: string; attachment: Attachment }) {
-  const [url, setUrl] = useState<string | null>(null);
-  const action = useAction();
   return (
     <span>
       {a.filename}{' '}
       <span class="muted">
         ({a.content_type}, {formatSize(a.size)})
       </span>{' '}
-      {url ? (
-        <a href={url} rel="noreferrer">
-          Download
-        </a>
-      ) : (
-        <ActionButton
-          class="small"
-          action={action}
-          run={async () => {
-            const link = await get<{ download_url: string }>(`/emails/${emailId}/attachments/${a.id}`);
-            setUrl(link.download_url);
-          }}
-        >
-          Get download link
-        </ActionButton>
-      )}
-      <ErrorBox error={action.error} />
+      <DownloadLink path={`/emails/${emailId}/attachments/${a.id}`} />
     </span>
   );
 }

@@ -1,5 +1,6 @@
 import { get, type Schema } from '../api.ts';
 import { Detail } from '../components/detail.tsx';
+import { DownloadLink } from '../components/download-link.tsx';
 import { Fact } from '../components/facts.tsx';
 import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { Badge, Empty, Link, Time, useLoad } from '../ui.tsx';
@@ -56,7 +57,17 @@ export function ReceivedEmail({ id }: { id: string }) {
               {r.spam_score !== null && ` (score ${r.spam_score})`}
             </Fact>
           </dl>
-          {r.purged_at && <p class="notice">The content was deleted after the retention period.</p>}
+          {r.purged_at ? (
+            <p class="notice">The content was deleted after the retention period.</p>
+          ) : (
+            <p>
+              <DownloadLink
+                path={`/emails/received/${r.id}/raw`}
+                ask="Get the raw message"
+                download={`Download ${r.id}.eml`}
+              />
+            </p>
+          )}
           {r.html_body && (
             <HtmlPreview html={r.html_body} title={`HTML of ${r.subject ?? 'received email'}`} />
           )}
@@ -72,7 +83,8 @@ export function ReceivedEmail({ id }: { id: string }) {
                   {a.filename}{' '}
                   <span class="muted">
                     ({a.content_type}, {formatSize(a.size)})
-                  </span>
+                  </span>{' '}
+                  {!r.purged_at && <DownloadLink path={`/emails/received/${r.id}/attachments/${a.id}`} />}
                 </li>
               ))}
             </ul>
