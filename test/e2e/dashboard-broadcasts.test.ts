@@ -296,6 +296,9 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await expect.poll(status, { interval: 500 }).toBe('succeeded');
     await row.locator('summary').click();
     await row.getByText('attempt 2:').waitFor();
+    // What the receiver answered each time, as text.
+    for (const attempt of [1, 2])
+      expect(await row.locator(`[data-answer-to="${attempt}"]`).textContent()).toBe(`<b>got ${firstId}</b>`);
   });
 
   it('with a live key: says live mode, and a refused send names its field', async () => {

@@ -40,7 +40,10 @@ async function openBrowser(
   return { browser, context, page };
 }
 
-/** A webhook receiver on a free local port that answers 204, handing each request and its body to `onRequest`. */
+/**
+ * A webhook receiver on a free local port that answers 200 with a few words (the delivery log keeps them), handing
+ * each request and its body to `onRequest`.
+ */
 async function startReceiver(
   onRequest: (req: IncomingMessage, body: string) => void,
 ): Promise<{ server: Server; url: string }> {
@@ -49,7 +52,7 @@ async function startReceiver(
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       onRequest(req, body);
-      res.writeHead(204).end();
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`<b>got ${req.headers['webhook-id']}</b>`);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -194,8 +194,12 @@ export function Webhook({ id }: { id: string }) {
                 <summary>{d.event_type}</summary>
                 <pre>{JSON.stringify(d.payload, null, 2)}</pre>
                 {d.attempts.map((a, i) => (
-                  <div key={i} class="muted">
-                    attempt {i + 1}: <Time value={a.attempted_at} /> {a.response_status ?? a.error ?? ''}
+                  <div key={i} class="attempt">
+                    <span class="muted">
+                      attempt {i + 1}: <Time value={a.attempted_at} /> {a.response_status ?? a.error ?? ''} in{' '}
+                      {a.latency_ms} ms
+                    </span>
+                    {a.response_excerpt && <pre data-answer-to={i + 1}>{a.response_excerpt}</pre>}
                   </div>
                 ))}
               </details>
