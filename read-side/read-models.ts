@@ -2,7 +2,7 @@ import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
 import type { Tenant } from '../platform/tenancy.ts';
-import type { ApiKeysTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
+import type { ApiKeysTable, OrganizationPlansTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { AudiencesTable } from './audiences/audiences.schema.ts';
 import type { BroadcastsTable } from './broadcasts/broadcasts.schema.ts';
 import type {
@@ -22,6 +22,7 @@ import type { WebhooksTable } from './webhooks/webhooks.schema.ts';
 /** Every read-model table by name, each typed beside its migration (`read-side/<resource>/schema.ts`). */
 export interface ReadModels {
   organizations: OrganizationsTable;
+  organization_plans: OrganizationPlansTable;
   api_keys: ApiKeysTable;
   audiences: AudiencesTable;
   broadcasts: BroadcastsTable;

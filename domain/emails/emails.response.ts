@@ -216,7 +216,10 @@ export const Usage = z
     object: z.literal('usage'),
     month: z.string(),
     mode: z.enum(['live', 'test']),
-    plan: z.string(),
+    plan: z.string().meta({
+      description:
+        'The plan the month is figured on: the one in force at its end (the month under way: today’s).',
+    }),
     emails: z.int(),
     included: z.int(),
     overage: z.int(),

@@ -13,6 +13,17 @@ export interface OrganizationsTable {
   track_client_details: Generated<boolean>;
 }
 
+/**
+ * The plans an organization was on: each from `since` until the next row's (what a past month is billed on), in
+ * the order of its stream (`revision`: two changes can share a time).
+ */
+export interface OrganizationPlansTable {
+  org_id: string;
+  revision: number;
+  since: Timestamp;
+  plan: Plan;
+}
+
 export interface ApiKeysTable {
   id: string;
   org_id: string;
@@ -54,5 +65,21 @@ CREATE INDEX IF NOT EXISTS api_keys_org ON api_keys (org_id, mode, id);`,
   {
     id: 'api-keys-002',
     sql: 'ALTER TABLE organizations ADD COLUMN IF NOT EXISTS track_client_details boolean NOT NULL DEFAULT false',
+  },
+  {
+    // Plan changes applied before this table existed are not in it: each organization's plan then counts from
+    // the start (as every month was figured before); a rebuild of the projection (`projections rebuild
+    // api_keys`) writes the whole history from the log.
+    id: 'api-keys-003',
+    sql: `
+CREATE TABLE IF NOT EXISTS organization_plans (
+  org_id text NOT NULL,
+  revision integer NOT NULL,
+  since timestamptz NOT NULL,
+  plan text NOT NULL,
+  PRIMARY KEY (org_id, revision)
+);
+INSERT INTO organization_plans (org_id, revision, since, plan)
+SELECT id, -1, '-infinity', plan FROM organizations ON CONFLICT DO NOTHING`,
   },
 ];

@@ -4,9 +4,9 @@ import { publicEmailEventType } from '../../domain/emails/public-event-types.ts'
 import type { EmailStatus } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
-import type { Tenant } from '../../platform/tenancy.ts';
+import type { Plan, Tenant } from '../../platform/tenancy.ts';
 import { iso, listPage } from '../pagination.ts';
-import { tenantRows } from '../read-models.ts';
+import { readModels, tenantRows } from '../read-models.ts';
 import type { EmailAttachmentsTable, EmailsTable, RecipientEntry } from './emails.schema.ts';
 
 export interface EmailFilters {
@@ -103,6 +103,26 @@ export async function listAttachments(db: Database, t: Tenant, emailId: string):
     .where('email_id', '=', emailId)
     .orderBy('id')
     .execute();
+}
+
+/**
+ * The plan the organization was on at the end of `month` (YYYY-MM, UTC), or is on now in the month under way:
+ * the one its overage is figured with. Null before the organization existed.
+ */
+export async function planOfMonth(db: Database, orgId: string, month: string): Promise<Plan | null> {
+  const [year, m] = month.split('-').map(Number);
+  // The first instant of the next month (Date.UTC reads the years 0 to 99 as 1900 to 1999: set again).
+  const end = new Date(Date.UTC(year, m, 1));
+  end.setUTCFullYear(m === 12 ? year + 1 : year);
+  const row = await readModels(db)
+    .selectFrom('organization_plans')
+    .select('plan')
+    .where('org_id', '=', orgId)
+    .where('since', '<', end)
+    .orderBy('revision', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.plan ?? null;
 }
 
 /** Emails accepted this month (UTC) per mode, for the plan quota and overage. */

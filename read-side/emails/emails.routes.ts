@@ -24,6 +24,7 @@ import {
   listAttachments,
   listEmails,
   monthlyUsage,
+  planOfMonth,
 } from './emails.queries.ts';
 
 const listFilters = {
@@ -120,14 +121,16 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
     async (req) => {
       const q = parse(usageQuery, req.query, 'query');
       const month = q.month ?? monthOf(services.clock.now());
-      const plan = PLANS[req.auth.plan];
+      // A month is figured on the plan in force at its end (the one under way: today's).
+      const planName = (await planOfMonth(services.db, req.auth.orgId, month)) ?? req.auth.plan;
+      const plan = PLANS[planName];
       const sent = await monthlyUsage(services.db, req.auth, month);
       const overage = plan.monthlyHardStop ? 0 : Math.max(0, sent - plan.emailsPerMonth);
       return {
         object: 'usage',
         month,
         mode: req.auth.mode,
-        plan: req.auth.plan,
+        plan: planName,
         emails: sent,
         included: plan.emailsPerMonth,
         overage,

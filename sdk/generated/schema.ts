@@ -3030,6 +3030,7 @@ export interface components {
             month: string;
             /** @enum {string} */
             mode: "live" | "test";
+            /** @description The plan the month is figured on: the one in force at its end (the month under way: today’s). */
             plan: string;
             emails: number;
             included: number;

@@ -69,3 +69,31 @@ describe('GET /v1/usage', () => {
     });
   });
 });
+
+describe('a past month', () => {
+  it('is figured on the plan the organization was on at its end; the month under way on today’s', async () => {
+    const org = await svc.createOrg('pro');
+    expect((await org.test.post('/v1/emails/batch', batchOf(3))).status).toBe(200);
+    clock.set('2026-04-02T09:00:00Z');
+    await moveTo(org, 'free');
+    expect((await org.test.get('/v1/usage?month=2026-03')).body).toEqual({
+      object: 'usage',
+      month: '2026-03',
+      mode: 'test',
+      plan: 'pro',
+      emails: 3,
+      included: 50_000,
+      overage: 0,
+      overage_cost_eur: 0,
+    });
+    expect((await org.test.get('/v1/usage')).body).toMatchObject({
+      month: '2026-04',
+      plan: 'free',
+      emails: 0,
+      included: 100,
+      overage_cost_eur: null,
+    });
+    // Before the organization existed: today's plan, nothing sent.
+    expect((await org.test.get('/v1/usage?month=2026-01')).body).toMatchObject({ plan: 'free', emails: 0 });
+  });
+});
