@@ -22,6 +22,19 @@ export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
 
 const invalid = (message: string) => new AppError('validation_error', message);
 
+/**
+ * The subject an email is sent with, once rendered: never blank (a template's subject source must not be, but its
+ * variables can render to nothing; mail without a subject reads as spam). 422 `template_render_error`.
+ */
+export function sentSubject(subject: string): string {
+  if (!subject.trim())
+    throw new AppError(
+      'template_render_error',
+      'The rendered subject is empty; give the data its variables need, or a `subject` of its own.',
+    );
+  return subject;
+}
+
 export function checkTemplateContent(content: TemplateContent): void {
   if (!content.subject.trim()) throw invalid('`subject`: must not be empty');
   if (content.subject.length > TEMPLATE_LIMITS.subjectChars) {

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { BroadcastContent, EmailIdScheme } from '../../domain/broadcasts/broadcast.events.ts';
 import { type RecipientData, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
+import { sentSubject } from '../../domain/templates/content-rules.ts';
 import { partRenderer } from '../../domain/templates/sandbox.ts';
 import { AppError } from '../../platform/errors.ts';
 import { base32, encodeTime } from '../../platform/ids.ts';
@@ -70,13 +71,17 @@ export function renderer(
     const render = versionRenderer(version);
     return (data) => {
       const r = render(data as unknown as Record<string, unknown>);
-      return { subject: content.subject ? subjectOf(data) : r.subject, html: r.html, text: r.text };
+      return {
+        subject: sentSubject(content.subject ? subjectOf(data) : r.subject),
+        html: r.html,
+        text: r.text,
+      };
     };
   }
   const html = content.html === null ? null : own('html', content.html);
   const text = content.text === null ? null : own('text', content.text);
   return (data) => ({
-    subject: subjectOf(data),
+    subject: sentSubject(subjectOf(data)),
     html: html ? html(data) : null,
     text: text ? text(data) : null,
   });

@@ -471,6 +471,24 @@ describe('broadcasts: sending', () => {
     await settled(`${kind}s`);
   };
 
+  it('sends no email with a blank subject: a contact whose data renders none is counted as not rendered', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    await contact(client, { email: 'named@example.org', first_name: 'Nia', audience_ids: [aud] });
+    await contact(client, { email: 'nameless@example.org', audience_ids: [aud] });
+    const b = ok(await draft(client, { audience_id: aud, subject: '{{contact.first_name}}' }), 201);
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    await expansion.runOnce();
+    expect((await emailsOf(client, b.id)).map((e: any) => [e.to[0], e.subject])).toEqual([
+      ['Nia <named@example.org>', 'Nia'],
+    ]);
+    expect(await broadcast(client, b.id)).toMatchObject({
+      status: 'sent',
+      progress: { contacts_processed: 2, skipped: { render_failed: 1 } },
+      counts: { recipients: 1 },
+    });
+  });
+
   it('sends no one, rather than blank emails, when the template of a scheduled broadcast is gone', async () => {
     const client = orgs.acme.test;
     const emails = ['gone1@example.org', 'gone2@example.org', 'gone3@example.org'];

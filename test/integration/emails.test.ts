@@ -270,6 +270,29 @@ describe('POST /v1/emails', () => {
     expect(mixed.status).toBe(422);
   });
 
+  it('refuses a template whose subject renders blank, unless the request gives its own', async () => {
+    const t = await acme.live.post('/v1/templates', {
+      name: 'headline',
+      subject: '{{headline}}',
+      text: 'Read on',
+      variables: [{ name: 'headline', type: 'string', required: false }],
+    });
+    expect(t.status, JSON.stringify(t.body)).toBe(201);
+    await acme.live.post(`/v1/templates/${t.body.id}/publish`);
+    const body = { ...basic({ subject: undefined, html: undefined }), template_id: t.body.id };
+    for (const template_data of [{}, { headline: '  ' }]) {
+      const r = await acme.live.post('/v1/emails', { ...body, template_data });
+      expect([r.status, r.body.error.code, r.body.error.message]).toEqual([
+        422,
+        'template_render_error',
+        'The rendered subject is empty; give the data its variables need, or a `subject` of its own.',
+      ]);
+    }
+    const own = await acme.live.post('/v1/emails', { ...body, subject: 'Our news' });
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    expect((await acme.live.get(`/v1/emails/${own.body.id}`)).body.subject).toBe('Our news');
+  });
+
   it('replays an idempotent request and refuses the key with another body', async () => {
     const headers = { 'idempotency-key': `k-${Date.now()}` };
     const first = await acme.live.post('/v1/emails', basic(), headers);

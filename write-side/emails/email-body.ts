@@ -1,3 +1,4 @@
+import { sentSubject } from '../../domain/templates/content-rules.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
@@ -48,7 +49,7 @@ async function rendered(
       input.templateData ?? {},
     );
     return {
-      subject: input.subject || r.subject,
+      subject: sentSubject(input.subject || r.subject),
       html: r.html,
       text: r.text,
       templateId: input.templateId,
