@@ -8,7 +8,7 @@
  *   process, running as a service's does, until `BroadcastSent`: emails/s into the log; twice, and between the two
  *   the batch API (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted
  *   emails/s. Both with the broadcast process caught up first, then following the log.
- * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a second broadcast expands.
+ * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a third broadcast expands.
  *
  * - Round trips per contact imported and per email expanded (bench/round-trips.ts): a counting run of
  *   BENCH_COUNT_CONTACTS (default 5,000; 0 skips it) on a private PostgreSQL, before the timed run.

@@ -194,7 +194,7 @@ export function Webhook({ id }: { id: string }) {
                 <summary>{d.event_type}</summary>
                 <pre>{JSON.stringify(d.payload, null, 2)}</pre>
                 {d.attempts.map((a, i) => (
-                  <div key={i} class="attempt">
+                  <div key={i}>
                     <span class="muted">
                       attempt {i + 1}: <Time value={a.attempted_at} /> {a.response_status ?? a.error ?? ''} in{' '}
                       {a.latency_ms} ms
