@@ -15,6 +15,7 @@ import { SendPanel } from './send-panel.tsx';
 type BroadcastJson = Schema<'Broadcast'>;
 
 const FOLLOW = new Set(['sending']);
+const STOP = 'Stop this broadcast? No more contacts get its email, and its emails not yet sent are canceled.';
 
 export function Broadcast({ id }: { id: string }) {
   const loaded = useLoad(() => get<BroadcastJson>(`/broadcasts/${encodeURIComponent(id)}`), [id]);
@@ -95,33 +96,22 @@ export function Broadcast({ id }: { id: string }) {
           />
         </>
       )}
-      {b.status === 'scheduled' && (
-        <div class="row scheduled">
-          <p>
-            Goes out <Time value={b.send_at} /> (your time zone).
-          </p>
-          <ActionButton
-            class="danger"
-            action={act}
-            run={() => post(`/broadcasts/${b.id}/cancel`)}
-            onDone={loaded.reload}
-          >
-            Cancel schedule
-          </ActionButton>
-          <ErrorBox error={act.error} />
-        </div>
-      )}
-
-      {b.status === 'sending' && (
+      {/* One cancel for both: a scheduled broadcast becomes a draft again, a sending one stops for good. */}
+      {(b.status === 'scheduled' || b.status === 'sending') && (
         <div class="row">
+          {b.status === 'scheduled' && (
+            <p>
+              Goes out <Time value={b.send_at} /> (your time zone).
+            </p>
+          )}
           <ActionButton
             class="danger"
             action={act}
-            confirm="Stop this broadcast? No more contacts get its email, and its emails not yet sent are canceled."
+            confirm={b.status === 'sending' ? STOP : undefined}
             run={() => post(`/broadcasts/${b.id}/cancel`)}
             onDone={loaded.reload}
           >
-            Stop sending
+            {b.status === 'scheduled' ? 'Cancel schedule' : 'Stop sending'}
           </ActionButton>
           <ErrorBox error={act.error} />
         </div>
