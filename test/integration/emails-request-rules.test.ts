@@ -95,6 +95,21 @@ describe('messages that name the rule', () => {
     ]);
   });
 
+  it('counts each address once over to, cc and bcc, as it is sent once', async () => {
+    const fifty = many(50);
+    // The same fifty again in cc and bcc, one in other letters: fifty recipients.
+    const r = await send(
+      email({ to: fifty, cc: [...fifty.slice(0, 49), 'R49@EXAMPLE.ORG'], bcc: ['Ann <r0@example.org>'] }),
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect((await org.test.get(`/v1/emails/${r.body.id}`)).body.recipients).toHaveLength(50);
+    const over = await send(email({ to: fifty, cc: ['r50@example.org'] }));
+    expect([over.status, over.body.error.message]).toEqual([
+      422,
+      '`to`: at most 50 recipients in all (to, cc and bcc)',
+    ]);
+  });
+
   it('says what an address field takes when it is neither a string nor an array', async () => {
     await expectValidationErrors(send, [[email({ to: 5 }), /`to`: .*address/]]);
   });

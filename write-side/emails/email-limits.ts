@@ -1,3 +1,4 @@
+import { recipientsOf } from '../../domain/emails/email.events.ts';
 import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
 import { isOwnedHeader } from '../../domain/emails/owned-headers.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -7,9 +8,16 @@ import type { DraftAttachment, EmailDraft } from './email-draft.ts';
 export const invalid = (field: string, message: string) =>
   new AppError('validation_error', `\`${field}\`: ${message}`);
 
-/** At least one recipient, and at most the limit over to, cc and bcc. */
+/**
+ * At least one recipient, and at most the limit over to, cc and bcc: each address counts once, as it is sent to
+ * once (an address named in `to` and again in `cc` is one recipient).
+ */
 export function checkRecipients(draft: Pick<EmailDraft, 'to' | 'cc' | 'bcc'>): void {
-  const count = draft.to.length + draft.cc.length + draft.bcc.length;
+  const count = recipientsOf({
+    to: draft.to.map((m) => m.address),
+    cc: draft.cc.map((m) => m.address),
+    bcc: draft.bcc.map((m) => m.address),
+  }).length;
   if (count === 0) throw invalid('to', 'needs at least one recipient');
   if (count > EMAIL_LIMITS.recipients) {
     throw invalid('to', `at most ${EMAIL_LIMITS.recipients} recipients in all (to, cc and bcc)`);
