@@ -130,9 +130,13 @@ class BroadcastStep {
     const renderable = hasText(sending) ? sending : null;
     const sendable = renderable ? candidates : [];
     skipped.failed = candidates.length - sendable.length;
-    const granted = await this.#takeQuota(state, after, sendable.length);
+    // The page's emails are accepted as of one time, the month of its quota grant.
+    const at = this.services.clock.now();
+    const granted = await this.#takeQuota(state, after, sendable.length, at);
     skipped.quota = sendable.length - granted;
-    const writing = renderable ? this.#queue(renderable, sendable.slice(0, granted)) : Promise.resolve([]);
+    const writing = renderable
+      ? this.#queue(renderable, sendable.slice(0, granted), at)
+      : Promise.resolve([]);
     writing.catch(() => {}); // awaited in turn by run
     return { after, cursor: page.at(-1)?.id ?? after, last: page.length < limit, skipped, writing };
   }
@@ -163,11 +167,11 @@ class BroadcastStep {
   }
 
   /** The quota is asked once per page; a page done again gets the grant it had (`request`). */
-  async #takeQuota(state: Sending, after: string, wanted: number): Promise<number> {
+  async #takeQuota(state: Sending, after: string, wanted: number, at: Date): Promise<number> {
     if (wanted === 0) return 0;
     const payer = { orgId: state.orgId, mode: state.mode, plan: state.plan! };
     try {
-      return await consumeQuota(this.services, payer, wanted, `${this.broadcastId} ${after}`);
+      return await consumeQuota(this.services, payer, wanted, at, `${this.broadcastId} ${after}`);
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'monthly_quota_exceeded') throw error;
       return 0;
@@ -205,11 +209,11 @@ class BroadcastStep {
    * event loop serves requests. The appends of the slices are in flight together and share the store's group
    * commits, at most SLICES_AHEAD slices ahead of the `emails` read model.
    */
-  async #queue(sending: RenderableSending, recipients: AudienceRecipient[]) {
+  async #queue(sending: RenderableSending, recipients: AudienceRecipient[], at: Date) {
     const queue = async (r: AudienceRecipient, slice: Slice) => {
       const draft = this.#render(sending, r);
       if (!draft) return false;
-      const { position } = await acceptEmail(this.services, this.#meta, draft);
+      const { position } = await acceptEmail(this.services, this.#meta, { ...draft, at });
       if (position && !(slice.last && slice.last > position)) slice.last = position;
       return true;
     };

@@ -143,4 +143,13 @@ describe('the acceptance pipeline', () => {
       'EmailQueued',
     ]);
   });
+
+  it('takes the quota as of the time the email is accepted at: its month is the one the email counts in', async () => {
+    const { services } = svc.postline;
+    const taken: Date[] = [];
+    const draft = { ...draftOf('Hi'), quota: async (at: Date) => void taken.push(at) };
+    await acceptEmail(services, meta(), draft);
+    const [queued] = await services.store.readStream(emailStream(draft.emailId));
+    expect(taken.map((at) => at.toISOString())).toEqual([(queued.data as { createdAt: string }).createdAt]);
+  });
 });

@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
+import { quotaStream } from '../../domain/emails/quota.decider.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { changePlan } from '../../write-side/organizations/organization.commands.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
-const clock = new ManualClock('2026-03-10T12:00:00Z');
+/** A manual clock that, while `ticking`, moves on a millisecond at each reading: no two readings are the same. */
+class TickingClock extends ManualClock {
+  ticking = false;
+  override now(): Date {
+    if (this.ticking) this.advance(1);
+    return super.now();
+  }
+}
+
+const clock = new TickingClock('2026-03-10T12:00:00Z');
 const svc = useTestService({ clock });
 
 const email = () => ({
@@ -95,5 +105,24 @@ describe('a past month', () => {
     });
     // Before the organization existed: today's plan, nothing sent.
     expect((await org.test.get('/v1/usage?month=2026-01')).body).toMatchObject({ plan: 'free', emails: 0 });
+  });
+});
+
+describe('the month an email counts in', () => {
+  it('is the one its quota is taken in: a batch is accepted as of one time, at the end of a month too', async () => {
+    const org = await svc.createOrg('free');
+    clock.set('2026-04-30T23:59:59.990Z');
+    clock.ticking = true;
+    const r = await org.test.post('/v1/emails/batch', batchOf(20)).finally(() => {
+      clock.ticking = false;
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const created = new Set<string>();
+    for (const { id } of r.body.data) created.add((await org.test.get(`/v1/emails/${id}`)).body.created_at);
+    expect(created.size).toBe(1);
+    const month = [...created][0].slice(0, 7);
+    const grants = await svc.postline.services.store.readStream(quotaStream(org.orgId, 'test', month));
+    expect(grants.map((e) => (e.data as { granted: number }).granted)).toEqual([20]);
+    expect((await org.test.get(`/v1/usage?month=${month}`)).body.emails).toBe(20);
   });
 });

@@ -34,13 +34,13 @@ export async function acceptEmail(
 ): Promise<Accepted> {
   const earlier = draft.resumed ? await acceptedAs(services, draft.emailId) : undefined;
   if (earlier) return earlier;
-  const now = services.clock.now();
+  const now = draft.at ?? services.clock.now();
   const { sendAt, attachments } = limits(draft, now);
   const domain = await sendingDomain(services, draft.sender);
   const body = await emailBody(services, meta, draft.body);
   storable(draft, body);
   const recipients = await deliverable(services, draft);
-  await draft.quota();
+  await draft.quota(now);
   const content = {
     emailId: draft.emailId,
     orgId: meta.orgId,

@@ -36,9 +36,13 @@ export class BatchQuota {
   /** The request's first chosen id, under which a repeated attempt gets its grant again. */
   readonly request?: string;
 
-  constructor(services: Services, auth: AuthContext, size: number, request?: string) {
+  /** When the batch's emails are accepted: its grant is of that month's quota. */
+  readonly at: Date;
+
+  constructor(services: Services, auth: AuthContext, size: number, at: Date, request?: string) {
     this.services = services;
     this.auth = auth;
+    this.at = at;
     this.request = request;
     this.#arrivals = new Array(size);
     this.#left = size;
@@ -52,7 +56,7 @@ export class BatchQuota {
     const granted = await this.#granted!;
     const done = this.#arrivals.filter((a) => a === 'done').length;
     const before = this.#arrivals.slice(0, i).filter((a) => a === 'take').length;
-    if (done + before >= granted) throw monthUsedUp(this.services, this.auth);
+    if (done + before >= granted) throw monthUsedUp(this.auth, this.at);
   }
 
   /** Item `i` did not reach its quota step; a `failure` that is no item's own stops the batch. */
@@ -74,7 +78,7 @@ export class BatchQuota {
     const valid = this.#arrivals.filter((a) => a === 'take').length;
     if (valid === 0) return 0;
     try {
-      return await consumeQuota(this.services, this.auth, done + valid, this.request);
+      return await consumeQuota(this.services, this.auth, done + valid, this.at, this.request);
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'monthly_quota_exceeded')
         throw new BatchFailed(error);

@@ -29,8 +29,16 @@ export interface EmailDraft {
   sendAt?: string;
   broadcast?: EmailBroadcastRef;
   sender: Sender;
-  /** Takes this email's share of the month's quota; throws `monthly_quota_exceeded` when none is left. */
-  quota: () => Promise<void>;
+  /**
+   * When it is accepted, where the entrance accepts several emails as one (a batch, a broadcast's page): their quota
+   * is taken once, in the month of this time. Else the pipeline reads the clock.
+   */
+  at?: Date;
+  /**
+   * Takes this email's share of the quota of the month it is accepted in (`at`, its `created_at`); throws
+   * `monthly_quota_exceeded` when none is left.
+   */
+  quota: (at: Date) => Promise<void>;
 }
 
 /**

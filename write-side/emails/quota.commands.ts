@@ -13,7 +13,8 @@ import type { Services } from '../../platform/services.ts';
 type Payer = Pick<AuthContext, 'orgId' | 'mode' | 'plan'>;
 
 /**
- * Takes up to `requested` emails from the month's quota; returns how many may go. Only Free has a hard stop.
+ * Takes up to `requested` emails from the quota of the month of `at` (when they are accepted: their `created_at`,
+ * so that the usage read model counts them in the same month); returns how many may go. Only Free has a hard stop.
  * `request` (the first id the request chose under an Idempotency-Key): a request granted before gets its
  * grant again, not a second one. The month's emails the read model counts are used too, so that an organization
  * moved to Free mid-month keeps what it sent before (on Pro, say) in its count.
@@ -22,12 +23,12 @@ export async function consumeQuota(
   services: Services,
   auth: Payer,
   requested: number,
+  at: Date,
   request?: string,
 ): Promise<number> {
   const plan = PLANS[auth.plan];
   if (!plan.monthlyHardStop || requested === 0) return requested;
-  const now = services.clock.now();
-  const month = monthOf(now);
+  const month = monthOf(at);
   const limit = plan.emailsPerMonth;
   const consume = async (state: QuotaState): Promise<ConsumeQuota> => {
     const command = {
@@ -35,7 +36,7 @@ export async function consumeQuota(
       month,
       requested,
       limit,
-      at: now.toISOString(),
+      at: at.toISOString(),
       request,
     };
     // Nothing to count when the stream alone refuses, or when this request was granted before.
@@ -53,16 +54,14 @@ export async function consumeQuota(
   return result.events[0]?.data.granted ?? result.state.grants[request!];
 }
 
-/** The refusal of a send once the month's quota is used up, as of now. */
-export function monthUsedUp(services: Pick<Services, 'clock'>, auth: Payer) {
-  const now = services.clock.now();
-  return quotaExceeded(PLANS[auth.plan].emailsPerMonth, monthOf(now), now.toISOString());
-}
+/** The refusal of a send once the quota of the month of `at` is used up. */
+export const monthUsedUp = (auth: Payer, at: Date) =>
+  quotaExceeded(PLANS[auth.plan].emailsPerMonth, monthOf(at), at.toISOString());
 
 /**
  * One email's quota, for a draft: refused with `monthly_quota_exceeded` when the month is used up. `request`: the
  * id chosen under an idempotency key, so that a repeated attempt gets its grant again.
  */
-export const oneEmail = (services: Services, auth: Payer, request?: string) => async () => {
-  if ((await consumeQuota(services, auth, 1, request)) < 1) throw monthUsedUp(services, auth);
+export const oneEmail = (services: Services, auth: Payer, request?: string) => async (at: Date) => {
+  if ((await consumeQuota(services, auth, 1, at, request)) < 1) throw monthUsedUp(auth, at);
 };

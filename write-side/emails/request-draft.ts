@@ -21,7 +21,7 @@ function mailboxes(field: string, value: string | string[] | undefined): Mailbox
 export function requestDraft(
   auth: AuthContext,
   input: SendEmailInput,
-  chosen: { emailId: string; resumed: boolean },
+  chosen: { emailId: string; resumed: boolean; at?: Date },
   quota: EmailDraft['quota'],
 ): EmailDraft {
   const from = mailboxes('from', input.from)[0];

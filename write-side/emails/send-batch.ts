@@ -22,7 +22,9 @@ export async function sendBatch(
   inputs: (SendEmailInput | AppError)[],
   chosen?: { ids: string[]; resumed: boolean },
 ): Promise<{ items: BatchItem[]; position?: Position }> {
-  const quota = new BatchQuota(services, auth, inputs.length, chosen?.ids[0]);
+  // One time for the whole batch: its emails' `created_at` and the month of its one quota grant.
+  const at = services.clock.now();
+  const quota = new BatchQuota(services, auth, inputs.length, at, chosen?.ids[0]);
   const items = await Promise.all(
     inputs.map(async (input, i): Promise<BatchItem> => {
       if (input instanceof AppError) {
@@ -36,7 +38,7 @@ export async function sendBatch(
         paid = true;
       };
       try {
-        const draft = requestDraft(auth, input, { emailId, resumed: Boolean(chosen?.resumed) }, take);
+        const draft = requestDraft(auth, input, { emailId, resumed: Boolean(chosen?.resumed), at }, take);
         const accepted = await acceptEmail(services, metaOf(auth), draft);
         quota.arrive(i, 'done');
         return accepted;
