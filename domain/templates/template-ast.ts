@@ -96,9 +96,13 @@ class Walker {
     if (node.params.length !== 1) this.#refuse(node.loc, `#${name} takes exactly one argument`);
     this.expression(node.params[0]);
     for (const pair of node.hash?.pairs ?? []) this.expression(pair.value);
-    // #if and #unless keep the context; #each and #with run their main block against a new one.
+    // #if and #unless keep the context; #each and #with run their main block against a new one: the root data
+    // again for a #with over it (`this`, `@root`), whose plain paths then read root variables.
+    const overRoot = this.#isRoot(node.params[0]);
+    if (name === 'each' && overRoot)
+      this.#refuse(node.loc, "#each over the template's own data reads variables it does not declare");
     const frame = CONTEXT_CHANGING.has(name)
-      ? { root: false, blockParams: node.program?.blockParams ?? [] }
+      ? { root: overRoot, blockParams: node.program?.blockParams ?? [] }
       : undefined;
     this.program(node.program, frame);
     this.program(node.inverse);
@@ -121,6 +125,7 @@ class Walker {
     if (arity !== undefined) {
       if (node.params.length !== arity)
         this.#refuse(node.loc, `\`${name}\` takes exactly ${arity} arguments`);
+      if (this.#isRoot(node.params[0])) this.#lookUpRoot(node.params[1]);
     } else if (args.length) {
       this.#refuse(node.loc, `unknown helper \`${name}\``);
     } else {
@@ -155,6 +160,19 @@ class Walker {
       );
     const target = this.#frames[index];
     if (target.root) this.#use(head, node.loc);
+  }
+
+  /** Whether `node` is the template's data itself: `this` or `.` where the context is the root, `../` up to it, `@root`. */
+  #isRoot(node: any): boolean {
+    if (node?.type !== 'PathExpression') return false;
+    if (node.data) return node.parts.length === 1 && node.parts[0] === 'root';
+    return node.parts.length === 0 && this.#frames[this.#frames.length - 1 - node.depth]?.root === true;
+  }
+
+  /** `lookup` on the template's data reads the variable it names: only a name written out can be checked. */
+  #lookUpRoot(key: any) {
+    if (key.type === 'StringLiteral' || key.type === 'NumberLiteral') this.#use(String(key.value), key.loc);
+    else this.#refuse(key.loc, "`lookup` on the template's own data needs the variable's name in quotes");
   }
 
   #use(name: string, loc: any) {

@@ -46,6 +46,31 @@ describe('template analysis: which root variables a source reads', () => {
     ]);
     expect(used('{{this.a}} {{./b}}')).toEqual(['a', 'b']);
   });
+  it("counts what reaches the template's own data by another name: #with this, @root, lookup on it", () => {
+    expect(used('{{#with this}}{{secret}} {{#with .}}{{other}}{{/with}}{{/with}}')).toEqual([
+      'other',
+      'secret',
+    ]);
+    expect(used('{{#with @root}}{{a}}{{/with}} {{#each items}}{{#with ..}}{{b}}{{/with}}{{/each}}')).toEqual([
+      'a',
+      'b',
+      'items',
+    ]);
+    expect(
+      used('{{lookup this "x"}} {{lookup @root "y"}} {{#each items}}{{lookup .. "z"}}{{/each}}'),
+    ).toEqual(['items', 'x', 'y', 'z']);
+    // Inside a loop, `this` is the item: what it holds is the item's, not root data.
+    expect(used('{{#each items}}{{#with this}}{{name}}{{/with}}{{lookup this "n"}}{{/each}}')).toEqual([
+      'items',
+    ]);
+  });
+  it('refuses reading the whole of the data where no name can be checked', () => {
+    expect(refusal(() => used('{{#each this}}{{.}}{{/each}}'))).toMatch(
+      /#each over the template's own data reads variables it does not declare at line 1, column 1/,
+    );
+    expect(refusal(() => used('{{#each @root}}x{{/each}}'))).toMatch(/#each over the template's own data/);
+    expect(refusal(() => used('{{lookup this name}}'))).toMatch(/needs the variable's name in quotes/);
+  });
   it('refuses partials, decorators, unknown helpers and unknown blocks, with the place', () => {
     expect(refusal(() => used('x\n {{> footer}}'))).toMatch(/partials are not supported at line 2, column 2/);
     expect(refusal(() => used('{{upper name}}'))).toMatch(/unknown helper `upper` at line 1, column 1/);
