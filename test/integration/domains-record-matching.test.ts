@@ -44,6 +44,29 @@ describe('SPF', () => {
     expect(await statusWith('spf', () => ['v=spf1 ~include:spf.postline.test -all'])).toBe('failed');
     expect(await statusWith('spf', () => ['v=spf1 ?include:spf.postline.test -all'])).toBe('failed');
   });
+
+  it('follows include: and redirect= as receivers do, within their ten look-ups', async () => {
+    const corp = unique();
+    dns.set(`_spf.${corp}`, 'TXT', ['v=spf1 ip4:192.0.2.1 include:_inner.' + corp + ' -all']);
+    dns.set(`_inner.${corp}`, 'TXT', ['v=spf1 include:spf.postline.test ~all']);
+    expect(await statusWith('spf', () => [`v=spf1 include:_spf.${corp} ~all`])).toBe('verified');
+    // redirect= counts only in a record without `all`.
+    expect(await statusWith('spf', () => [`v=spf1 redirect=_inner.${corp}`])).toBe('verified');
+    expect(await statusWith('spf', () => [`v=spf1 ~all redirect=_inner.${corp}`])).toBe('failed');
+    // Named after an `all` or with a qualifier that does not pass, in the included record too: nothing.
+    dns.set(`_late.${corp}`, 'TXT', ['v=spf1 -all include:spf.postline.test']);
+    expect(await statusWith('spf', () => [`v=spf1 include:_late.${corp} ~all`])).toBe('failed');
+    dns.set(`_soft.${corp}`, 'TXT', ['v=spf1 ~include:spf.postline.test -all']);
+    expect(await statusWith('spf', () => [`v=spf1 include:_soft.${corp} ~all`])).toBe('failed');
+    // A chain past ten look-ups (receivers' permerror), and a loop, end.
+    for (let i = 0; i < 11; i++)
+      dns.set(`_c${i}.${corp}`, 'TXT', [
+        i < 10 ? `v=spf1 include:_c${i + 1}.${corp} -all` : 'v=spf1 include:spf.postline.test -all',
+      ]);
+    expect(await statusWith('spf', () => [`v=spf1 include:_c0.${corp} ~all`])).toBe('failed');
+    dns.set(`_loop.${corp}`, 'TXT', [`v=spf1 include:_loop.${corp} -all`]);
+    expect(await statusWith('spf', () => [`v=spf1 include:_loop.${corp} ~all`])).toBe('failed');
+  });
 });
 
 describe('DMARC', () => {

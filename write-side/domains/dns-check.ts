@@ -42,19 +42,52 @@ function tags(text: string): Map<string, string> {
   return out;
 }
 
+/** RFC 7208's bound on the DNS look-ups of one SPF evaluation: receivers give up past it (permerror). */
+const SPF_LOOK_UPS = 10;
+
+/**
+ * Does the domain's SPF authorise what Postline's record does? Its one SPF record (two are an SPF error) must
+ * reach each of Postline's mechanisms before its `all`: written in it, or in a record it names by `include:` (or
+ * `redirect=`, when it has no `all`), within the look-ups receivers make. A name that does not answer adds
+ * nothing; any other look-up error is thrown (the record's check is inconclusive).
+ */
+async function spfAuthorises(resolver: Resolver, record: DnsRecord, found: string[]): Promise<boolean> {
+  const spf = found.filter(isSpf);
+  if (spf.length !== 1) return false;
+  const wanted = [...passingMechanisms(record.value)];
+  const have = new Set<string>();
+  const reached = () => wanted.every((m) => have.has(m));
+  let lookUps = 0;
+  const visit = async (text: string): Promise<void> => {
+    const own = passingMechanisms(text);
+    for (const m of own) have.add(m);
+    const all = text.split(/\s+/).some((t) => /^[+?~-]?all$/i.test(t));
+    const redirect = all ? [] : [/(?:^|\s)redirect=(\S+)/i.exec(text)?.[1] ?? ''];
+    const named = [
+      ...[...own].filter((m) => m.startsWith('include:')).map((m) => m.slice('include:'.length)),
+      ...redirect,
+    ];
+    // A name with macros (%{i}) depends on the sending address: it is not followed.
+    for (const domain of named.filter((d) => d && !d.includes('%'))) {
+      if (reached() || ++lookUps > SPF_LOOK_UPS) return;
+      const records = await txt(resolver, domain).catch((error) => {
+        if (isNoAnswer(error)) return [];
+        throw error;
+      });
+      const next = records.filter(isSpf);
+      if (next.length === 1) await visit(next[0]);
+    }
+  };
+  await visit(spf[0]);
+  return reached();
+}
+
 /**
  * Does what was found satisfy the record? Exact where it must be (the DKIM key, MX and CNAME targets);
- * lenient where users merge records: SPF needs Postline's mechanisms in the one SPF record, before its `all`
- * (two SPF records are an SPF error), DMARC only needs one valid DMARC record (the user chooses the policy).
+ * lenient where users merge records: DMARC only needs one valid DMARC record (the user chooses the policy); SPF
+ * is `spfAuthorises`.
  */
 function matches(record: DnsRecord, found: string[]): boolean {
-  // SPF records: the domain's own (`spf`) and the custom return path's (`return_path`, TXT).
-  if (record.type === 'TXT' && isSpf(record.value)) {
-    const spf = found.filter(isSpf);
-    if (spf.length !== 1) return false;
-    const have = passingMechanisms(spf[0]);
-    return [...passingMechanisms(record.value)].every((m) => have.has(m));
-  }
   switch (record.purpose) {
     case 'dkim': {
       const expected = tags(record.value).get('p');
@@ -114,7 +147,12 @@ export async function checkDnsRecords(resolver: Resolver, records: DnsRecord[]):
       const key = { type: record.type, name: record.name, purpose: record.purpose };
       try {
         const found = await lookUp(resolver, record);
-        return { ...key, outcome: matches(record, found) ? 'verified' : 'failed', found };
+        // SPF records: the domain's own (`spf`) and the custom return path's (`return_path`, TXT).
+        const ok =
+          record.type === 'TXT' && isSpf(record.value)
+            ? await spfAuthorises(resolver, record, found)
+            : matches(record, found);
+        return { ...key, outcome: ok ? 'verified' : 'failed', found };
       } catch (error) {
         if (isNoAnswer(error)) return { ...key, outcome: 'failed', found: [] };
         return { ...key, outcome: 'inconclusive', found: [] };
