@@ -162,7 +162,7 @@ class Walker {
     if (target.root) this.#use(head, node.loc);
   }
 
-  /** Whether `node` is the template's data itself: `this` or `.` where the context is the root, `../` up to it, `@root`. */
+  /** Whether `node` is the template's data itself: `this` or `.` in the root context, `../` up to it, `@root`. */
   #isRoot(node: any): boolean {
     if (node?.type !== 'PathExpression') return false;
     if (node.data) return node.parts.length === 1 && node.parts[0] === 'root';
