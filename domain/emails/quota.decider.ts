@@ -1,6 +1,7 @@
 import { AppError } from '../../platform/errors.ts';
 import type { Decider } from '../../platform/eventstore/command.ts';
 import type { Mode } from '../../platform/eventstore/types.ts';
+import { monthEnd, monthOf } from '../organizations/plans.ts';
 
 export const quotaStream = (orgId: string, mode: Mode, month: string) => `quota-${orgId}-${mode}-${month}`;
 
@@ -70,9 +71,7 @@ export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
 
 /** Whole seconds from `at` (ISO) until the next calendar month begins, in UTC: when a month's quota resets. */
 export function secondsUntilNextMonth(at: string): number {
-  const t = new Date(at);
-  const next = Date.UTC(t.getUTCFullYear(), t.getUTCMonth() + 1, 1);
-  return Math.max(1, Math.ceil((next - t.getTime()) / 1000));
+  return Math.max(1, Math.ceil((monthEnd(monthOf(at)).getTime() - Date.parse(at)) / 1000));
 }
 
 /** The refusal once the month's quota is used up; `Retry-After` says when it resets. */

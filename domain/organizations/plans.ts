@@ -57,3 +57,11 @@ export const monthOf = (at: Date | string) =>
     0,
     7,
   );
+
+/** The first instant after calendar month `month` (YYYY-MM, UTC): when the next month's quota begins. */
+export function monthEnd(month: string): Date {
+  const [year, m] = month.split('-').map(Number);
+  const end = new Date(Date.UTC(year, m, 1));
+  end.setUTCFullYear(m === 12 ? year + 1 : year); // Date.UTC reads the years 0 to 99 as 1900 to 1999
+  return end;
+}

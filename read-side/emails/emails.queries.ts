@@ -2,6 +2,7 @@ import { type Selectable, sql } from 'kysely';
 import { asciiDomain } from '../../domain/emails/addresses.ts';
 import { publicEmailEventType } from '../../domain/emails/public-event-types.ts';
 import type { EmailStatus } from '../../domain/emails/status.ts';
+import { monthEnd } from '../../domain/organizations/plans.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Plan, Tenant } from '../../platform/tenancy.ts';
@@ -110,15 +111,11 @@ export async function listAttachments(db: Database, t: Tenant, emailId: string):
  * the one its overage is figured with. Null before the organization existed.
  */
 export async function planOfMonth(db: Database, orgId: string, month: string): Promise<Plan | null> {
-  const [year, m] = month.split('-').map(Number);
-  // The first instant of the next month (Date.UTC reads the years 0 to 99 as 1900 to 1999: set again).
-  const end = new Date(Date.UTC(year, m, 1));
-  end.setUTCFullYear(m === 12 ? year + 1 : year);
   const row = await readModels(db)
     .selectFrom('organization_plans')
     .select('plan')
     .where('org_id', '=', orgId)
-    .where('since', '<', end)
+    .where('since', '<', monthEnd(month))
     .orderBy('revision', 'desc')
     .limit(1)
     .executeTakeFirst();

@@ -4,6 +4,8 @@ import { isNoAnswer } from '../../platform/dns.ts';
 
 const host = (h: string) => h.toLowerCase().replace(/\.$/, '');
 const isSpf = (text: string) => /^v=spf1(\s|$)/i.test(text.trim());
+/** An SPF record's `all` mechanism, with any qualifier: receivers evaluate nothing after it. */
+const isAll = (term: string) => /^[+?~-]?all$/i.test(term);
 const isDmarc = (text: string) => /^v=DMARC1\s*(;|$)/i.test(text.trim());
 const DMARC_POLICIES = ['none', 'quarantine', 'reject'];
 
@@ -15,7 +17,7 @@ const DMARC_POLICIES = ['none', 'quarantine', 'reject'];
 function passingMechanisms(spf: string): Set<string> {
   const out = new Set<string>();
   for (const term of spf.trim().toLowerCase().split(/\s+/).slice(1)) {
-    if (/^[+?~-]?all$/.test(term)) break;
+    if (isAll(term)) break;
     if (!/^[?~-]/.test(term)) out.add(term.replace(/^\+/, '').replace(/\.$/, ''));
   }
   return out;
@@ -61,7 +63,7 @@ async function spfAuthorises(resolver: Resolver, record: DnsRecord, found: strin
   const visit = async (text: string): Promise<void> => {
     const own = passingMechanisms(text);
     for (const m of own) have.add(m);
-    const all = text.split(/\s+/).some((t) => /^[+?~-]?all$/i.test(t));
+    const all = text.trim().split(/\s+/).some(isAll);
     const redirect = all ? [] : [/(?:^|\s)redirect=(\S+)/i.exec(text)?.[1] ?? ''];
     const named = [
       ...[...own].filter((m) => m.startsWith('include:')).map((m) => m.slice('include:'.length)),

@@ -134,7 +134,7 @@ export function Email({ id }: { id: string }) {
           <ul class="wrap">
             {items.map((a) => (
               <li key={a.id}>
-                <AttachmentLink emailId={e.id} attachment={a} />
+                <AttachmentLink attachment={a} path={`/emails/${e.id}/attachments/${a.id}`} />
               </li>
             ))}
           </ul>
@@ -144,14 +144,19 @@ export function Email({ id }: { id: string }) {
   );
 }
 
-function AttachmentLink({ emailId, attachment: a }: { emailId: string; attachment: Attachment }) {
+/** An attachment's name, type and size, and its download from `path` (null: its content is gone). */
+export function AttachmentLink(props: {
+  attachment: Pick<Attachment, 'filename' | 'content_type' | 'size'>;
+  path: string | null;
+}) {
+  const a = props.attachment;
   return (
     <span>
       {a.filename}{' '}
       <span class="muted">
         ({a.content_type}, {formatSize(a.size)})
       </span>{' '}
-      <DownloadLink path={`/emails/${emailId}/attachments/${a.id}`} />
+      {props.path && <DownloadLink path={props.path} />}
     </span>
   );
 }

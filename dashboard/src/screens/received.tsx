@@ -4,7 +4,7 @@ import { DownloadLink } from '../components/download-link.tsx';
 import { Fact } from '../components/facts.tsx';
 import { PagedTable, usePagedList } from '../components/paged-list.tsx';
 import { Badge, Empty, Link, Time, useLoad } from '../ui.tsx';
-import { formatSize, HtmlPreview } from './email.tsx';
+import { AttachmentLink, formatSize, HtmlPreview } from './email.tsx';
 
 type Mailbox = NonNullable<ReceivedJson['from']>;
 type ReceivedJson = Schema<'ReceivedEmail'>;
@@ -80,11 +80,10 @@ export function ReceivedEmail({ id }: { id: string }) {
             <ul class="wrap">
               {r.attachments.map((a) => (
                 <li key={a.id}>
-                  {a.filename}{' '}
-                  <span class="muted">
-                    ({a.content_type}, {formatSize(a.size)})
-                  </span>{' '}
-                  {!r.purged_at && <DownloadLink path={`/emails/received/${r.id}/attachments/${a.id}`} />}
+                  <AttachmentLink
+                    attachment={a}
+                    path={r.purged_at ? null : `/emails/received/${r.id}/attachments/${a.id}`}
+                  />
                 </li>
               ))}
             </ul>
