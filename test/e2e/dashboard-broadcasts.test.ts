@@ -113,15 +113,17 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
     await expect.poll(() => row.textContent()).toContain('Newsletter'); // the audience's name, loaded beside
   });
 
+  /** A draft to the audience of the first test, made through the API. */
+  const draft = (name: string) =>
+    org.test.post('/v1/broadcasts', {
+      name,
+      audience_id: audienceId,
+      from: 'news@acme.example',
+      subject: 'Later',
+      text: 'Hi {{contact.first_name}}',
+    });
+
   it('schedules a draft and cancels it; deletes another draft', async () => {
-    const draft = (name: string) =>
-      org.test.post('/v1/broadcasts', {
-        name,
-        audience_id: audienceId,
-        from: 'news@acme.example',
-        subject: 'Later',
-        text: 'Hi {{contact.first_name}}',
-      });
     const later = ok(await draft('October news'), 201);
     const gone = ok(await draft('Scrapped news'), 201);
 
@@ -152,16 +154,7 @@ describe.skipIf(!hasChromium)('the dashboard in a real browser: broadcasts and t
   });
 
   it('stops a broadcast while it is sending', async () => {
-    const b = ok(
-      await org.test.post('/v1/broadcasts', {
-        name: 'Sent by mistake',
-        audience_id: audienceId,
-        from: 'news@acme.example',
-        subject: 'Oops',
-        text: 'Hi {{contact.first_name}}',
-      }),
-      201,
-    );
+    const b = ok(await draft('Sent by mistake'), 201);
     // Its expansion held by a claim of an hour, as another process's would: it stays `sending` until stopped.
     await svc.postline.services.db.query(
       `INSERT INTO broadcast_expansions (broadcast_id, due_at, claimed_until) VALUES ($1, now(), now() + interval '1 hour')`,

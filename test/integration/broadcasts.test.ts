@@ -56,6 +56,15 @@ const emailsOf = async (client: ApiClient, broadcastId: string) => {
   );
   return Promise.all(rows.map(async (r) => ok(await client.get(`/v1/emails/${r.id}`))));
 };
+/** A broadcast to an audience of `n` new contacts (`<prefix>0@example.org`…), sent; not yet expanded. */
+const sendingTo = async (client: ApiClient, prefix: string, n: number) => {
+  const aud = await audience(client);
+  for (let i = 0; i < n; i++)
+    await contact(client, { email: `${prefix}${i}@example.org`, audience_ids: [aud] });
+  const b = ok(await draft(client, { audience_id: aud }), 201);
+  ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+  return b as { id: string };
+};
 const broadcast = async (client: ApiClient, id: string) => {
   await settled('broadcasts', 'emails');
   return ok(await client.get(`/v1/broadcasts/${id}`));
@@ -689,10 +698,7 @@ describe('broadcasts: sending', () => {
 
   it('keeps pages in flight, records them in order, and a run stopped between them resumes', async () => {
     const client = orgs.acme.test;
-    const aud = await audience(client);
-    for (let n = 0; n < 7; n++) await contact(client, { email: `page${n}@example.org`, audience_ids: [aud] });
-    const b = ok(await draft(client, { audience_id: aud }), 201);
-    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    const b = await sendingTo(client, 'page', 7);
     const services = svc.postline.services;
     // A run asked for one page more: two pages of two contacts, in flight together, both recorded.
     let asked = 0;
@@ -724,10 +730,7 @@ describe('broadcasts: sending', () => {
 
   it('stops a sending broadcast: no more pages, and its emails not yet attempted canceled', async () => {
     const client = orgs.acme.test;
-    const aud = await audience(client);
-    for (let n = 0; n < 5; n++) await contact(client, { email: `stop${n}@example.org`, audience_ids: [aud] });
-    const b = ok(await draft(client, { audience_id: aud }), 201);
-    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    const b = await sendingTo(client, 'stop', 5);
     const services = svc.postline.services;
     expect(await expandBroadcast(services, b.id)).toMatchObject({ queued: 2, next: expect.any(Date) });
     const [first, second] = await emailsOf(client, b.id);
@@ -755,10 +758,7 @@ describe('broadcasts: sending', () => {
 
   it('two expansions racing send everyone once', async () => {
     const client = orgs.acme.test;
-    const aud = await audience(client);
-    for (let n = 0; n < 5; n++) await contact(client, { email: `race${n}@example.org`, audience_ids: [aud] });
-    const b = ok(await draft(client, { audience_id: aud }), 201);
-    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    const b = await sendingTo(client, 'race', 5);
     const services = svc.postline.services;
     // Steps taken side by side, as two processes whose claims crossed (or one resumed after a crash) would.
     for (let step = 0; step < 3; step++)
