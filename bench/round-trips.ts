@@ -25,12 +25,13 @@ import { quiet } from './peers/processes.ts';
 
 /** PostgreSQL reports a backend's statistics at most this often (PGSTAT_MIN_INTERVAL), and when it goes idle. */
 const STATS_REPORT_MS = 1_200;
-/** How many statements are listed, most called first (BENCH_TOP). */
+/** How many statements are listed (BENCH_TOP), most called first or, with BENCH_TOP_BY=time, longest first. */
 const TOP = Number(process.env.BENCH_TOP ?? 12);
+const TOP_BY: 'calls' | 'ms' = process.env.BENCH_TOP_BY === 'time' ? 'ms' : 'calls';
 
 interface Snapshot {
   /** Calls, and PostgreSQL's time planning and executing them (ms). */
-  statements: Map<string, { query: string; calls: number; ms: number }>;
+  statements: Map<string, { query: string; calls: number; rows: number; ms: number }>;
   commits: number;
   walSyncs: number;
   walWrites: number;
@@ -72,8 +73,14 @@ export async function startRoundTrips(): Promise<RoundTrips> {
 
   const snapshot = async (blobMetrics: () => Promise<string>): Promise<Snapshot> => {
     await sleep(STATS_REPORT_MS);
-    const statements = await admin.query<{ id: string; query: string; calls: string; ms: number }>(
-      `SELECT queryid::text AS id, query, calls, total_exec_time + total_plan_time AS ms FROM pg_stat_statements
+    const statements = await admin.query<{
+      id: string;
+      query: string;
+      calls: string;
+      rows: string;
+      ms: number;
+    }>(
+      `SELECT queryid::text AS id, query, calls, rows, total_exec_time + total_plan_time AS ms FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'postline')`,
     );
     const { rows } = await admin.query<{ commits: string; syncs: string; writes: string }>(
@@ -83,7 +90,10 @@ export async function startRoundTrips(): Promise<RoundTrips> {
     );
     return {
       statements: new Map(
-        statements.rows.map((r) => [r.id, { query: r.query, calls: Number(r.calls), ms: Number(r.ms) }]),
+        statements.rows.map((r) => [
+          r.id,
+          { query: r.query, calls: Number(r.calls), rows: Number(r.rows), ms: Number(r.ms) },
+        ]),
       ),
       commits: Number(rows[0].commits),
       walSyncs: Number(rows[0].syncs),
@@ -103,6 +113,7 @@ export async function startRoundTrips(): Promise<RoundTrips> {
           const calls = [...after.statements].map(([id, s]) => ({
             query: s.query,
             calls: s.calls - (before.statements.get(id)?.calls ?? 0),
+            rows: s.rows - (before.statements.get(id)?.rows ?? 0),
             ms: s.ms - (before.statements.get(id)?.ms ?? 0),
           }));
           const total = calls.reduce((sum, s) => sum + s.calls, 0);
@@ -110,7 +121,7 @@ export async function startRoundTrips(): Promise<RoundTrips> {
           const blobFolder = after.blob.folder - before.blob.folder;
           const top = calls
             .filter((s) => s.calls > 0)
-            .sort((a, b) => b.calls - a.calls)
+            .sort((a, b) => b[TOP_BY] - a[TOP_BY])
             .slice(0, TOP);
           return [
             `round trips (${messages} messages counted on PostgreSQL 18 with pg_stat_statements): ` +
@@ -119,7 +130,7 @@ export async function startRoundTrips(): Promise<RoundTrips> {
               `blob syncs ${per(blobFile + blobFolder)}/msg (file ${per(blobFile)}, folder ${per(blobFolder)})`,
             ...top.map(
               (s) =>
-                `    ${per(s.calls)}/msg ${((s.ms * 1000) / messages).toFixed(0).padStart(4)} µs  ${oneLine(s.query)}`,
+                `    ${(s.calls / messages).toFixed(3)}/msg ${per(s.rows).padStart(5)} rows ${((s.ms * 1000) / messages).toFixed(0).padStart(4)} µs  ${oneLine(s.query)}`,
             ),
           ];
         },
