@@ -140,7 +140,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   if (!options.db && !config.DATABASE_URL)
     throw new ConfigError(
-      'Invalid configuration:\n  DATABASE_URL: required (bin/postline.ts starts the embedded one)',
+      'Invalid configuration:\n  DATABASE_URL: required (bin/main.ts starts the embedded one)',
     );
   const db = options.db ?? connectPostgres(config.DATABASE_URL!, config.DATABASE_POOL_SIZE);
   const blobRows = new BlobRows(db);
@@ -214,7 +214,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
         return { ready: running, detail: stuck.length > 0 ? { stuck_consumers: stuck } : undefined };
       },
       mount: (a) => {
-        if (router) mountApiReference(a, apiDocument(router), publicRateLimit(services));
+        if (router) mountApiReference(a, () => apiDocument(router), publicRateLimit(services));
         if (api) mountHandlers(a, services);
         else mountOperations(a, services);
         options.mount?.(a, services);

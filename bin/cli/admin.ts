@@ -19,7 +19,7 @@ export interface CommandOutcome {
   stderr?: string;
 }
 
-/** Runs the command; its mistakes as the CLI says them when it runs the command itself (bin/postline.ts). */
+/** Runs the command; its mistakes as the CLI says them when it runs the command itself (bin/main.ts). */
 async function outcome(argv: string[], postline: Postline, out: express.Response): Promise<CommandOutcome> {
   try {
     return { exit: await runCommand(argv, postline, out) };

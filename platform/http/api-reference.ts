@@ -36,13 +36,15 @@ const page = `<!doctype html>
 
 /**
  * `GET /v1/openapi.json` (the document, no key needed) and `GET /docs` (a reference page rendering it). Mounted
- * before the /v1 router, whose every route needs a key. The document is serialised once, at start-up. Being
- * open to anyone, they count against `limit`: the per-address limit of requests without a key.
+ * before the /v1 router, whose every route needs a key. The document is made and serialised once, when first
+ * asked for: made at start-up, its garbage kept the process's heap (and `npm start`'s resident memory) larger for
+ * good. Being open to anyone, they count against `limit`: the per-address limit of requests without a key.
  */
-export function mountApiReference(app: express.Express, document: object, limit: RequestHandler): void {
-  const json = JSON.stringify(document);
+export function mountApiReference(app: express.Express, document: () => object, limit: RequestHandler): void {
+  let json: string | undefined;
   app.use(['/v1/openapi.json', '/docs'], limit);
   app.get('/v1/openapi.json', (_req, res) => {
+    json ??= JSON.stringify(document());
     res.type('application/json').send(json);
   });
   app.get('/docs', (_req, res) => {

@@ -278,7 +278,7 @@ describe("an organization's opt-in to client details", () => {
   });
 
   it('is refused for an unknown organization and a setting that is not on or off', async () => {
-    // Said on standard error, exit code 1 (bin/postline.ts): runCommand throws it.
+    // Said on standard error, exit code 1 (bin/main.ts): runCommand throws it.
     await expect(cli('orgs', 'set-client-details', 'org_nope', 'on')).rejects.toThrow(
       /No organization org_nope/,
     );

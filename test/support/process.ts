@@ -13,7 +13,7 @@ import { createTestDatabaseUrl, TEST_POOL_SIZE } from './databases.ts';
 import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
-export const CLI = join(ROOT, 'bin', 'postline.ts');
+export const CLI = join(ROOT, 'bin', 'postline.js');
 /** How long a server a test starts gets to be ready: an embedded first start (initdb) is slow when busy. */
 export const SERVER_START_MS = 90_000;
 

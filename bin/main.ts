@@ -1,7 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
-// A semi-space of at most 16 MiB (Node 20's default; Node 24 grows the young generation to 128 MiB on a machine
-// with much memory): `npm start` stays under 250 MiB resident once ready. `npm start` runs this file, so the
-// flag holds for it, for `npx postline` and for the container alike.
+/** The `postline` command (bin/postline.js starts it): `serve`, and the operators' commands. */
 import { constants } from 'node:os';
 import { request } from 'undici';
 import { type Config, ConfigError, loadConfig } from '../platform/config.ts';
