@@ -163,6 +163,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     db,
     options.projections === false ? undefined : runner,
     config.PROJECTION_WAIT_MS,
+    projections,
   );
   const secretKey = resolveSecretKey(config);
   const services: Services = {

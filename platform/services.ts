@@ -3,7 +3,7 @@ import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { SecretBox } from './crypto.ts';
 import type { Database } from './db/database.ts';
-import type { EventStore, Position } from './eventstore/types.ts';
+import type { EventMetadata, EventStore, Position } from './eventstore/types.ts';
 import type { RateLimiter } from './http/rate-limit.ts';
 import type { IdempotencyKeys } from './idempotency/idempotency.ts';
 import type { Logger } from './logger.ts';
@@ -11,6 +11,18 @@ import type { Logger } from './logger.ts';
 /** Read-your-writes: wait until the named projections have applied the event at `position`. */
 export interface ReadYourWrites {
   waitFor(projections: string[], position: Position | undefined): Promise<void>;
+  /**
+   * Writes what the named projections make of `events` (each the first of its stream) before they get to them,
+   * as they will find it; false, writing nothing, when one of them cannot (projections/projection.ts).
+   */
+  writeAhead(projections: string[], events: AppendedEvent[]): Promise<boolean>;
+}
+
+/** An event as its write appended it: its type, data and metadata. */
+export interface AppendedEvent {
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
 }
 
 /**

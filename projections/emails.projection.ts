@@ -1,7 +1,8 @@
 import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../domain/emails/email.events.ts';
 import { monthOf } from '../domain/organizations/plans.ts';
-import { type Transaction, withLiteral } from '../platform/db/database.ts';
+import { type Queryable, type Transaction, withLiteral } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
+import type { AppendedEvent } from '../platform/services.ts';
 import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
 
@@ -42,11 +43,17 @@ ON CONFLICT (org_id, mode, month) DO UPDATE SET emails = email_usage.emails + ex
 const textArray = (values: string[]) =>
   `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
-type NewEmail = Stored<Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>>;
+type NewEmailEvent = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>;
+type NewEmail = Stored<NewEmailEvent>;
 const isNewEmail = (e: Stored<EmailEvent>): e is NewEmail =>
   e.type === 'EmailQueued' || e.type === 'EmailScheduled';
 
-function emailRow(e: NewEmail) {
+/** A new email's event as its row needs it: what was appended, with its metadata. */
+type RecordedEmail = NewEmailEvent & Pick<AppendedEvent, 'metadata'>;
+const isRecordedEmail = (e: AppendedEvent): e is RecordedEmail =>
+  e.type === 'EmailQueued' || e.type === 'EmailScheduled';
+
+function emailRow(e: RecordedEmail) {
   const d = e.data;
   return {
     id: d.emailId,
@@ -71,7 +78,8 @@ function emailRow(e: NewEmail) {
     send_at: e.type === 'EmailScheduled' ? e.data.sendAt : null,
     created_at: d.createdAt,
     last_event: e.type,
-    last_event_at: e.createdAt,
+    // The email's own time, not its event's: the row a send writes ahead of the projection is the one it writes.
+    last_event_at: d.createdAt,
     recipients: recipientsOf(d).map((address) => pendingRecipient(address, d.createdAt)),
     attachments: d.attachments,
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
@@ -81,16 +89,16 @@ function emailRow(e: NewEmail) {
 }
 
 /** An email queued twice (a replay) counts once: its first row goes in, as event by event (ON CONFLICT DO NOTHING). */
-const rowsOf = (events: NewEmail[]) => {
-  const first = new Map<string, NewEmail>();
+const rowsOf = (events: RecordedEmail[]) => {
+  const first = new Map<string, RecordedEmail>();
   for (const e of events) if (!first.has(e.data.emailId)) first.set(e.data.emailId, e);
   return JSON.stringify([...first.values()].map(emailRow));
 };
 
-const insertEmails = (tx: Transaction, events: NewEmail[]) => tx.query(INSERT_EMAILS, [rowsOf(events)]);
+const insertEmails = (db: Queryable, events: RecordedEmail[]) => db.query(INSERT_EMAILS, [rowsOf(events)]);
 
 /** The same, as a statement without parameters, for the batch's COMMIT to carry (one round trip fewer). */
-const insertEmailsAtCommit = (tx: Transaction, events: NewEmail[]) =>
+const insertEmailsAtCommit = (tx: Transaction, events: RecordedEmail[]) =>
   tx.atCommit(withLiteral(INSERT_EMAILS, rowsOf(events)));
 
 /** Emails with their recipients' outcomes, their attachments and monthly usage: what GET /v1/emails… and /v1/usage read. */
@@ -114,5 +122,9 @@ export const emailsProjection: Projection<EmailEvent> = {
     if (changes.length === 0) return insertEmailsAtCommit(tx, fresh);
     if (fresh.length > 0) await insertEmails(tx, fresh);
     await applyChanges(tx, changes);
+  },
+  /** New emails' rows, which their send writes when this projection is behind (write-side/emails/readable-emails.ts). */
+  async writeAhead(db, events) {
+    await insertEmails(db, events.filter(isRecordedEmail));
   },
 };

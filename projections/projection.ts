@@ -1,5 +1,6 @@
-import type { Transaction } from '../platform/db/database.ts';
+import type { Queryable, Transaction } from '../platform/db/database.ts';
 import type { Stored, TypedEvent } from '../platform/eventstore/types.ts';
+import type { AppendedEvent } from '../platform/services.ts';
 
 /**
  * A projector: turns events into rows of the tables it owns. Handlers must be idempotent upserts, because a
@@ -21,6 +22,12 @@ export interface Projection<E extends TypedEvent = TypedEvent> {
    * the same result as applying the events in order. Projections on the send path have one.
    */
   applyBatch?(tx: Transaction, events: Stored<E>[]): Promise<void>;
+  /**
+   * Optional: writes the rows of events that begin their streams before the runner gets to them, for a write whose
+   * answer should not wait behind the log (`ReadYourWrites.writeAhead`). Applying them later must then find those
+   * rows in and leave them as they are, so that a rebuild gives the same rows.
+   */
+  writeAhead?(db: Queryable, events: AppendedEvent[]): Promise<void>;
 }
 
 export const CHECKPOINT_CHANNEL = 'postline_checkpoints';

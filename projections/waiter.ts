@@ -2,7 +2,8 @@ import type { Database } from '../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Position } from '../platform/eventstore/types.ts';
-import { CHECKPOINT_CHANNEL } from './projection.ts';
+import type { AppendedEvent } from '../platform/services.ts';
+import { CHECKPOINT_CHANNEL, type Projection } from './projection.ts';
 import type { ProjectionRunner } from './runner.ts';
 
 const unlessUnavailable = (error: unknown) => {
@@ -35,14 +36,33 @@ export class ProjectionWaiter {
   readonly #wakeRunner: (position: Position) => void;
   /** close() was called: waits still under way end at once, as at their deadline (the process is stopping). */
   #closed = false;
+  /** The projections whose rows a write may write ahead of them (`writeAhead`), by name. */
+  readonly #projections: Map<string, Projection>;
 
-  constructor(db: Database, runner: LocalRunner | undefined, timeoutMs: number) {
+  constructor(
+    db: Database,
+    runner: LocalRunner | undefined,
+    timeoutMs: number,
+    projections: readonly Projection[] = [],
+  ) {
     this.#db = db;
+    this.#projections = new Map(projections.map((p) => [p.name, p]));
     this.#timeoutMs = timeoutMs;
     this.#localRunner = runner !== undefined;
     this.#wakeRunner = runner?.wake ? (position) => runner.wake!(position) : () => {};
     runner?.events.on('checkpoint', (name: string, position: Position) => this.#learn(name, position));
     runner?.events.on('changed', (name: string) => this.#changed(name));
+  }
+
+  /**
+   * Writes what the named projections make of `events` (each the first of its stream) with their own
+   * `writeAhead`, one after the other; false, writing nothing, when one of them has none.
+   */
+  async writeAhead(names: string[], events: AppendedEvent[]): Promise<boolean> {
+    const writers = names.map((name) => this.#projections.get(name));
+    if (!writers.every((p) => p?.writeAhead)) return false;
+    for (const p of writers) await p!.writeAhead!(this.#db, events);
+    return true;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type ApiResponse, type TestOrg, useTestService, useTwoOrgs } from '../support/service.ts';
+import { type TestOrg, useTestService, useTwoOrgs, whileProjectionsStopped } from '../support/service.ts';
 import { expectValidationErrors } from '../support/validation.ts';
 
 const { svc, orgs } = useTwoOrgs();
@@ -98,13 +98,9 @@ describe('API keys, when the read models lag', () => {
   });
 
   it('answers 503 projection_timeout carrying the key it created, shown only then, which works once they catch up', async () => {
-    await lagging.postline.runner.stop();
-    let created: ApiResponse;
-    try {
-      created = await org.live.post('/v1/api-keys', { name: 'made while lagging' });
-    } finally {
-      await lagging.postline.runner.start();
-    }
+    const created = await whileProjectionsStopped(lagging, () =>
+      org.live.post('/v1/api-keys', { name: 'made while lagging' }),
+    );
     expect(created.status).toBe(503);
     expect(created.body.error.code).toBe('projection_timeout');
     expect(created.body).toMatchObject({ name: 'made while lagging', permission: 'full_access' });

@@ -202,3 +202,13 @@ export function useTwoOrgs(options: TestServiceOptions | (() => TestServiceOptio
   });
   return { svc, orgs };
 }
+
+/** Runs `fn` with the service's projections stopped (its read models standing still), started again after. */
+export async function whileProjectionsStopped<T>(svc: TestService, fn: () => Promise<T>): Promise<T> {
+  await svc.postline.runner.stop();
+  try {
+    return await fn();
+  } finally {
+    await svc.postline.runner.start();
+  }
+}

@@ -154,6 +154,7 @@ async function append(services: Services, meta: EventMetadata, checked: Checked)
     ...(sendAt && { sendAt }),
     suppressedRecipients: content.suppressedRecipients,
     position: result.position,
+    recorded: { ...result.events[0], metadata: meta },
   };
 }
 

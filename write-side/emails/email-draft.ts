@@ -2,6 +2,7 @@ import type { Mailbox } from '../../domain/emails/addresses.ts';
 import type { EmailBroadcastRef } from '../../domain/emails/email.events.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import type { Position } from '../../platform/eventstore/types.ts';
+import type { AppendedEvent } from '../../platform/services.ts';
 
 /**
  * An email as an entrance hands it to `acceptEmail`: the API turns a JSON body into it, the SMTP relay a MIME
@@ -85,4 +86,6 @@ export interface Accepted {
   sendAt?: string;
   suppressedRecipients: string[];
   position?: Position;
+  /** What this attempt appended (none when an earlier attempt did): its send may write its row (readable-emails.ts). */
+  recorded?: AppendedEvent;
 }
