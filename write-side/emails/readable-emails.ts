@@ -16,8 +16,9 @@ const WRITE_AHEAD_AFTER_MS = 50;
  * Read-your-writes for sends: resolves once `GET /v1/emails/{id}` and the lists show the accepted emails. That is
  * when the `emails` read model has reached `position`, or, past WRITE_AHEAD_AFTER_MS, once the send has written
  * their rows itself (the projection's own `writeAhead`: when the projection gets there it finds them in, and
- * counts them in the month's usage once). Emails an earlier attempt appended are waited for; so is everything when the write fails,
- * as any write's answer waits (503 `projection_timeout`, carrying `committed`, past PROJECTION_WAIT_MS).
+ * counts them in the month's usage once). Emails an earlier attempt appended are waited for, and so is everything
+ * when the write fails, as any write's answer waits (503 `projection_timeout`, carrying `committed`, past
+ * PROJECTION_WAIT_MS).
  */
 export async function emailsReadable(
   services: Pick<Services, 'readYourWrites' | 'log'>,
