@@ -55,10 +55,10 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Runs the CLI to completion: `postline <args>`. */
+/** Runs the CLI to completion: `postline <args>`; a variable set to undefined in `env` is not passed on. */
 export function runCli(
   args: string[],
-  env: Record<string, string>,
+  env: Record<string, string | undefined>,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
