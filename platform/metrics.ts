@@ -80,6 +80,13 @@ export const blobSyncs = counter(
   ['kind'],
 );
 
+/** Writes a request made of its events' rows ahead of a projection that was behind (ReadYourWrites.writeAhead). */
+export const writesAhead = counter(
+  'postline_read_model_writes_ahead_total',
+  "Requests that wrote their events' rows ahead of a read model that had not reached them in time, by projection.",
+  ['projection'],
+);
+
 /** One webhook request's outcome (`status` null: no answer) and how long it took. */
 export function observeWebhook(status: number | null, ms: number): void {
   const outcome = status === null ? 'no_response' : status >= 200 && status < 300 ? 'success' : 'http_error';

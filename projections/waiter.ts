@@ -2,6 +2,7 @@ import type { Database } from '../platform/db/database.ts';
 import { isDatabaseUnavailable } from '../platform/db/unavailable.ts';
 import { AppError } from '../platform/errors.ts';
 import type { Position } from '../platform/eventstore/types.ts';
+import { writesAhead } from '../platform/metrics.ts';
 import type { AppendedEvent } from '../platform/services.ts';
 import { CHECKPOINT_CHANNEL, type Projection } from './projection.ts';
 import type { ProjectionRunner } from './runner.ts';
@@ -61,7 +62,10 @@ export class ProjectionWaiter {
   async writeAhead(names: string[], events: AppendedEvent[]): Promise<boolean> {
     const writers = names.map((name) => this.#projections.get(name));
     if (!writers.every((p) => p?.writeAhead)) return false;
-    for (const p of writers) await p!.writeAhead!(this.#db, events);
+    for (const p of writers) {
+      await p!.writeAhead!(this.#db, events);
+      writesAhead.inc({ projection: p!.name });
+    }
     return true;
   }
 

@@ -16,9 +16,19 @@ const email = (subject: string) => ({
   attachments: [{ filename: 'note.txt', content: Buffer.from('a note').toString('base64') }],
 });
 
+/** The service's count of requests that wrote the `emails` read model's rows ahead of it. */
+async function writesAhead(): Promise<number> {
+  const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('postline_read_model_writes_ahead_total{projection="emails"}'));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
 describe('Sends while the emails read model is behind', () => {
   it('answer with their emails readable, which the read model then counts once', async () => {
     const before = (await org.test.get('/v1/usage')).body.emails;
+    const aheadBefore = await writesAhead();
     const { single, batch, got, attached, listed, usage } = await whileProjectionsStopped(svc, async () => {
       const single = await org.test.post('/v1/emails', email('single'));
       const batch = await org.test.post('/v1/emails/batch', [email('first'), email('second')]);
@@ -36,6 +46,7 @@ describe('Sends while the emails read model is behind', () => {
     expect(attached.body.data.map((a: { filename: string }) => a.filename)).toEqual(['note.txt']);
     expect(listed.body.data.map((e: { id: string }) => e.id)).toEqual(expect.arrayContaining(ids));
     expect(usage.body.emails).toBe(before + 3);
+    expect(await writesAhead()).toBe(aheadBefore + 2);
 
     // The projection reaches those emails, finds them in, and goes on with what happened to them since.
     await svc.postline.runner.caughtUp();
