@@ -29,6 +29,7 @@ import { benchDatabase } from './bench-database.ts';
 import { importContacts, measureContactImport } from './contacts-import.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
 import { startRoundTrips } from './round-trips.ts';
+import { emailsWrittenAhead } from './writes-ahead.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -271,13 +272,15 @@ try {
     // Alone: once the read models have taken in the broadcasts' emails, which a send waits for otherwise.
     await caughtUp();
     const quiet = await autocannon({ ...single, duration: 3 });
+    const ahead = await emailsWrittenAhead();
     const sends = autocannon({ ...single, duration: 600 });
     const beside = await expand();
     sends.stop();
     const busy = await sends;
     results.push(
       `POST /v1/emails (5 connections): p50/p99 ${quiet.latency.p50}/${quiet.latency.p99} ms alone, ` +
-        `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(beside.queued, beside.ms)} emails/s then; ${busy.non2xx + busy.errors} errors)`,
+        `${busy.latency.p50}/${busy.latency.p99} ms while a broadcast expands (${rate(beside.queued, beside.ms)} emails/s then; ${busy.non2xx + busy.errors} errors; ` +
+        `${(await emailsWrittenAhead()) - ahead} of ${busy.requests.total} sends wrote their row ahead of the read model)`,
     );
   }
 } finally {

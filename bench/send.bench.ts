@@ -37,6 +37,7 @@ import { cpuMeter, cpuText } from './cpu.ts';
 import { measureDelivery } from './delivery.ts';
 import { measureEmbedded } from './embedded.ts';
 import { measureLanes } from './lanes.ts';
+import { emailsWrittenAhead } from './writes-ahead.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 /** Each HTTP measurement alternates baseline and Postline this many times, SECONDS / ROUNDS each. */
@@ -67,6 +68,11 @@ type Meter = ReturnType<typeof cpuMeter>;
 interface Target {
   url: string;
   key: string | null;
+}
+
+/** Of the requests of a comparison (`rps` over SECONDS), the share that wrote ahead since `before` was read. */
+async function writtenAheadShare(before: number, rps: number): Promise<string> {
+  return pct((await emailsWrittenAhead()) - before, rps * SECONDS);
 }
 
 /** One load of `seconds`; `perRequest`: emails in one request (for CPU per email). */
@@ -200,10 +206,12 @@ async function inProcess(results: string[]) {
     const single = { url: `${api}/emails`, key: org.testKey };
     if (PARTS.has('single')) {
       await load(meter, single, email('warmup@rcpt.test'), CONNECTIONS, SECONDS); // warm-up (JIT, pools)
+      const ahead = await emailsWrittenAhead();
       const s = await compare(meter, base, single, email('a@rcpt.test'), CONNECTIONS);
       results.push(
         `POST /v1/emails, ${CONNECTIONS} connections: ${s.postline.rps.toFixed(0)} emails/s, p50 ${s.postline.p50} ms, p99 ${s.postline.p99} ms` +
-          ` (non-2xx ${s.postline.errors}); baseline ${s.base.rps.toFixed(0)} req/s, p50 ${s.base.p50} ms, p99 ${s.base.p99} ms -> ${pct(s.postline.rps, s.base.rps)} of baseline (rounds ${s.rounds}); CPU per email ${cpuText(s.postline.cpu)}, baseline ${cpuText(s.base.cpu)}`,
+          ` (non-2xx ${s.postline.errors}); baseline ${s.base.rps.toFixed(0)} req/s, p50 ${s.base.p50} ms, p99 ${s.base.p99} ms -> ${pct(s.postline.rps, s.base.rps)} of baseline (rounds ${s.rounds}); CPU per email ${cpuText(s.postline.cpu)}, baseline ${cpuText(s.base.cpu)}` +
+          `; ${await writtenAheadShare(ahead, s.postline.rps)} of the sends wrote their row ahead of the read model`,
       );
     }
 

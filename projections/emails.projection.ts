@@ -123,7 +123,7 @@ export const emailsProjection: Projection<EmailEvent> = {
     if (fresh.length > 0) await insertEmails(tx, fresh);
     await applyChanges(tx, changes);
   },
-  /** New emails' rows, which their send writes when this projection is behind (write-side/emails/readable-emails.ts). */
+  /** New emails' rows, which their send writes when this projection is behind (write-side/emails/readable-email.ts). */
   async writeAhead(db, events) {
     await insertEmails(db, events.filter(isRecordedEmail));
   },

@@ -86,6 +86,6 @@ export interface Accepted {
   sendAt?: string;
   suppressedRecipients: string[];
   position?: Position;
-  /** What this attempt appended (none when an earlier attempt did): its send may write its row (readable-emails.ts). */
+  /** What this attempt appended (none when an earlier attempt did): its send may write its row (readable-email.ts). */
   recorded?: AppendedEvent;
 }

@@ -5,7 +5,7 @@ import { sendEmailInput, updateEmailInput } from '../../domain/emails/request.ts
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError, type ErrorCode } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
-import { type ApiRouter, ok } from '../../platform/http/router.ts';
+import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
@@ -14,7 +14,7 @@ import { cancelEmail, rescheduleEmail } from './email.commands.ts';
 import type { Accepted } from './email-draft.ts';
 import { checkSendAt } from './email-limits.ts';
 import { oneEmail } from './quota.commands.ts';
-import { emailsReadable } from './readable-emails.ts';
+import { readableEmail } from './readable-email.ts';
 import { requestDraft } from './request-draft.ts';
 import { sendBatch } from './send-batch.ts';
 
@@ -59,7 +59,7 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
       const quota = oneEmail(services, req.auth, chosen?.ids[0]);
       const draft = requestDraft(req.auth, input, { emailId, resumed: Boolean(chosen?.resumed) }, quota);
       const accepted = await acceptEmail(services, metaOf(req.auth), draft);
-      await emailsReadable(services, [accepted], accepted.position, { id: accepted.id });
+      await readableEmail(services, accepted);
       return ok(acceptedBody(accepted));
     },
     {
@@ -97,8 +97,8 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
       });
       const { items, position } = await sendBatch(services, req.auth, inputs, req.idempotency);
       const data = items.map((i) => ('error' in i ? i.error.toJSON() : acceptedBody(i)));
-      const accepted = items.flatMap((i) => ('error' in i ? [] : [i]));
-      await emailsReadable(services, accepted, position, { data });
+      // A batch waits for the read model (readable-email.ts says why).
+      await waitAfterCommit(services, EMAIL_PROJECTIONS, position, { data });
       return ok({ data });
     },
     {
