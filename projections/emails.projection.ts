@@ -1,7 +1,6 @@
 import { EMAIL_EVENT_TYPES, type EmailEvent, recipientsOf } from '../domain/emails/email.events.ts';
 import { monthOf } from '../domain/organizations/plans.ts';
 import { type Queryable, type Transaction, withLiteral } from '../platform/db/database.ts';
-import type { Stored } from '../platform/eventstore/types.ts';
 import type { AppendedEvent } from '../platform/services.ts';
 import { applyChange, applyChanges, changeOf, pendingRecipient } from './email-changes.ts';
 import type { Projection } from './projection.ts';
@@ -44,14 +43,12 @@ const textArray = (values: string[]) =>
   `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
 type NewEmailEvent = Extract<EmailEvent, { type: 'EmailQueued' | 'EmailScheduled' }>;
-type NewEmail = Stored<NewEmailEvent>;
-const isNewEmail = (e: Stored<EmailEvent>): e is NewEmail =>
+/** An event that begins an email's stream, as the log has it or as its write appended it. */
+const isNewEmail = <E extends { type: string }>(e: E): e is E & NewEmailEvent =>
   e.type === 'EmailQueued' || e.type === 'EmailScheduled';
 
 /** A new email's event as its row needs it: what was appended, with its metadata. */
 type RecordedEmail = NewEmailEvent & Pick<AppendedEvent, 'metadata'>;
-const isRecordedEmail = (e: AppendedEvent): e is RecordedEmail =>
-  e.type === 'EmailQueued' || e.type === 'EmailScheduled';
 
 function emailRow(e: RecordedEmail) {
   const d = e.data;
@@ -125,6 +122,6 @@ export const emailsProjection: Projection<EmailEvent> = {
   },
   /** New emails' rows, which their send writes when this projection is behind (write-side/emails/readable-email.ts). */
   async writeAhead(db, events) {
-    await insertEmails(db, events.filter(isRecordedEmail));
+    await insertEmails(db, events.filter(isNewEmail));
   },
 };
