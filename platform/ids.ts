@@ -1,8 +1,22 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastTime = 0;
 let lastRandom: number[] = [];
+
+/** Randomness for ids, drawn 4 KiB at a time: a call into OpenSSL for every 256 milliseconds that make ids. */
+const pool = Buffer.alloc(4096);
+let pooled = 0;
+
+function randomDigits(count: number): number[] {
+  if (pooled < count) {
+    randomFillSync(pool);
+    pooled = pool.length;
+  }
+  const digits: number[] = [];
+  for (let i = 0; i < count; i++) digits.push(pool[--pooled] & 31);
+  return digits;
+}
 
 /** Bytes as lower-case Crockford base32, 5 bits a character (10 bytes: 16 characters, as a ULID's random part). */
 export function base32(bytes: Uint8Array): string {
@@ -47,7 +61,7 @@ export function newId(prefix: string, at: number = Date.now()): string {
     at = lastTime;
   } else {
     lastTime = at;
-    lastRandom = [...randomBytes(16)].map((b) => b % 32);
+    lastRandom = randomDigits(16);
   }
   return `${prefix}_${encodeTime(at)}${lastRandom.map((n) => CROCKFORD[n]).join('')}`;
 }
