@@ -86,7 +86,8 @@ export async function createOrgWithCli(
 export async function startServer(
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; output: () => string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  // The file itself, as `npm start` runs it: its first line gives Node its flags.
+  const child = spawn(CLI, ['serve'], {
     cwd: ROOT,
     // SMTP listeners on free ports unless a test names them: test files run side by side. A write's answer
     // waits for its read models as long as a test waits for any condition (5 s, the default, runs out).
