@@ -42,6 +42,19 @@ export const inFlightAt = (
   return !!flight && Date.parse(at) < Date.parse(flight.endsBy);
 };
 
+/**
+ * Whether a stopped broadcast withdraws the email at `at`: not started yet, or started but received by nobody and
+ * sent to by nobody now (every recipient waiting for its first attempt or for a retry). One with an attempt in
+ * flight goes on, and so does one a recipient's server has taken.
+ */
+export function withdrawable(state: EmailState, at: string): boolean {
+  if (!state.exists || state.lifecycle === 'canceled') return false;
+  if (state.lifecycle === 'queued' || state.lifecycle === 'scheduled') return true;
+  return Object.entries(state.recipients).every(
+    ([address, r]) => (r.status === 'pending' || r.status === 'delayed') && !inFlightAt(state, address, at),
+  );
+}
+
 /** The events of a delivery attempt's outcomes: one per recipient still waiting for this attempt's. */
 export function outcomeEvents(
   state: Extract<EmailState, { exists: true }>,

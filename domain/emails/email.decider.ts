@@ -8,6 +8,7 @@ import {
   outcomeEvents,
   reportable,
   wentOut,
+  withdrawable,
 } from './delivery-attempts.ts';
 import { type EmailBounced, type EmailContent, type EmailEvent, recipientsOf } from './email.events.ts';
 import { type EmailState, evolveEmail, initialEmailState, statusOf } from './email.state.ts';
@@ -18,7 +19,10 @@ export type EmailCommand =
   | { type: 'QueueEmail'; content: EmailContent; sendAt?: string }
   | ({ type: 'RescheduleEmail'; sendAt: string } & Caller)
   | ({ type: 'CancelEmail' } & Caller)
-  /** Its broadcast was stopped: an email the MTA has not started on is canceled; one it started goes on. */
+  /**
+   * Its broadcast was stopped: an email nobody received and nobody is sending to is canceled (`withdrawable`),
+   * also one waiting for a retry; one with an attempt in flight goes on.
+   */
   | { type: 'WithdrawEmail'; emailId: string; at: string }
   | { type: 'ReleaseEmail'; emailId: string; at: string }
   | { type: 'StartSending'; emailId: string; at: string }
@@ -110,7 +114,7 @@ function decideLifecycle(
       return [{ type: 'EmailCanceled', data: { emailId: command.emailId, canceledAt: command.at } }];
     }
     case 'WithdrawEmail': {
-      if (!state.exists || (state.lifecycle !== 'queued' && state.lifecycle !== 'scheduled')) return [];
+      if (!withdrawable(state, command.at)) return [];
       return [{ type: 'EmailCanceled', data: { emailId: command.emailId, canceledAt: command.at } }];
     }
     case 'ReleaseEmail': {

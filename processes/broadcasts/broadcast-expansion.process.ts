@@ -66,7 +66,7 @@ export class BroadcastExpansionProcess extends DueProcess<Due> {
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.sendAt } };
       case 'BroadcastSendingStarted':
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.startedAt } };
-      // Stopped while sending: one more step withdraws its emails not yet attempted.
+      // Stopped while sending: one more step withdraws its emails nobody received (broadcast-withdrawal.ts).
       case 'BroadcastCanceled':
         return { set: { broadcast_id: e.data.broadcastId, due_at: e.data.canceledAt } };
       case 'BroadcastUnscheduled':

@@ -44,7 +44,7 @@ interface Page {
  * broadcast in order (`BroadcastBatchExpanded`, and `BroadcastSent` after the last). The next page is read and its
  * emails started while the one before is written (PIPELINED_PAGES), while `more()` says so (by default one page).
  * Safe to run again: the emails of a page keep their ids, and a page recorded already is not recorded twice.
- * A broadcast canceled while sending has its emails not yet attempted withdrawn (broadcast-withdrawal.ts).
+ * A broadcast canceled while sending has its emails nobody received withdrawn (broadcast-withdrawal.ts).
  * Returns when the next step is due (null: the broadcast needs none), and how many emails this run queued.
  */
 export const expandBroadcast = (

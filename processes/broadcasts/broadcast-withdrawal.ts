@@ -1,7 +1,7 @@
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { mapLimited } from '../../platform/map-limited.ts';
 import type { Services } from '../../platform/services.ts';
-import { queuedEmailsOf } from '../../read-side/broadcasts/broadcasts.queries.ts';
+import { unfinishedEmailsOf } from '../../read-side/broadcasts/broadcasts.queries.ts';
 import { EMAIL_PROJECTIONS } from '../../write-side/emails/accept-email.ts';
 import { withdrawEmail } from '../../write-side/emails/email.commands.ts';
 
@@ -11,10 +11,11 @@ const PAGE = 1000;
 const AT_ONCE = 100;
 
 /**
- * A stopped broadcast's emails that the MTA has not started on are canceled (`WithdrawEmail`); the ones it started
- * go on. Run once no step of the broadcast writes emails any more (the step that saw the stop waited for its pages'
- * writes): every email of the broadcast is in the log, and the `emails` read model is waited for up to its head.
- * A read model that does not get there in time throws, and the withdrawal runs again. How many were canceled.
+ * A stopped broadcast's emails that nobody received and nobody is sending to are canceled (`WithdrawEmail`): those
+ * the MTA has not started on, and those waiting for a retry; one with an attempt in flight goes on. Run once no step
+ * of the broadcast writes emails any more (the step that saw the stop waited for its pages' writes): every email of
+ * the broadcast is in the log, and the `emails` read model is waited for up to its head. A read model that does not
+ * get there in time throws, and the withdrawal runs again. How many were canceled.
  */
 export async function withdrawBroadcast(
   services: Services,
@@ -25,7 +26,7 @@ export async function withdrawBroadcast(
   await services.readYourWrites.waitFor(EMAIL_PROJECTIONS, head);
   let [after, canceled] = ['', 0];
   for (;;) {
-    const ids = await queuedEmailsOf(services.db, broadcastId, after, PAGE);
+    const ids = await unfinishedEmailsOf(services.db, broadcastId, after, PAGE);
     const results = await mapLimited(ids, AT_ONCE, (id) => withdrawEmail(services, meta, id));
     canceled += results.filter((r) => r.events.length > 0).length;
     if (ids.length < PAGE) return canceled;

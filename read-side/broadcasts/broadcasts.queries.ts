@@ -62,10 +62,14 @@ export async function findBroadcast(db: Database, tenant: Tenant, broadcastId: s
   return row ? { ...broadcastJson(row), counts: await countsOf(db, row) } : null;
 }
 
-/** A page of the broadcast's emails still `queued` (none attempted yet), after the id `after`, in id order. */
-export async function queuedEmailsOf(db: Database, broadcastId: string, after: string, limit: number) {
+/**
+ * A page of the broadcast's emails nobody has received yet (`queued`, or `sending` or `sent` with no final outcome:
+ * for an email of one recipient, waiting for an attempt or a retry), after the id `after`, in id order.
+ */
+export async function unfinishedEmailsOf(db: Database, broadcastId: string, after: string, limit: number) {
   const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM emails WHERE broadcast_id = $1 AND status = 'queued' AND id > $2 ORDER BY id LIMIT $3`,
+    `SELECT id FROM emails WHERE broadcast_id = $1 AND status IN ('queued', 'sending', 'sent') AND id > $2
+     ORDER BY id LIMIT $3`,
     [broadcastId, after, limit],
   );
   return rows.map((r) => r.id);

@@ -53,8 +53,11 @@ function toApiEmail(row: Selectable<EmailsTable>, full: boolean) {
   };
 }
 
-/** An entry of `emails.recipients`, in the API's field order. */
-const toApiRecipient = (r: RecipientEntry) => ({
+/**
+ * An entry of `emails.recipients`, in the API's field order. A canceled email has no next attempt: a stopped
+ * broadcast's deferred email keeps its recipient's last outcome (`delayed`), not the retry it will never make.
+ */
+const toApiRecipient = (r: RecipientEntry, canceled: boolean) => ({
   email: r.email,
   status: r.status,
   attempts: r.attempts,
@@ -62,7 +65,7 @@ const toApiRecipient = (r: RecipientEntry) => ({
   smtp_response: r.smtp_response,
   bounce_type: r.bounce_type,
   classification: r.classification ?? null,
-  next_attempt_at: r.next_attempt_at,
+  next_attempt_at: canceled ? null : r.next_attempt_at,
   updated_at: r.updated_at,
 });
 
@@ -73,7 +76,11 @@ const byEmail = (a: { email: string }, b: { email: string }) =>
 export async function getEmail(db: Database, t: Tenant, emailId: string) {
   const row = await tenantRows(db, 'emails', t).selectAll().where('id', '=', emailId).executeTakeFirst();
   if (!row) return null;
-  return { ...toApiEmail(row, true), recipients: row.recipients.map(toApiRecipient).sort(byEmail) };
+  const canceled = row.status === 'canceled';
+  return {
+    ...toApiEmail(row, true),
+    recipients: row.recipients.map((r) => toApiRecipient(r, canceled)).sort(byEmail),
+  };
 }
 
 export async function listEmails(db: Database, t: Tenant, page: PageParams & EmailFilters) {

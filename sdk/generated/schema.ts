@@ -662,7 +662,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a broadcast: a scheduled one becomes a draft again; a sending one stops, its emails not yet attempted canceled */
+        /** Cancel a broadcast: a scheduled one becomes a draft again; a sending one stops, its emails nobody received canceled */
         post: operations["postBroadcastsBroadcastIdCancel"];
         delete?: never;
         options?: never;

@@ -10,7 +10,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import { expandBroadcast } from '../../processes/broadcasts/broadcast-step.ts';
-import { startSending, systemMeta } from '../../write-side/emails/email.commands.ts';
+import { recordOutcomes, startDeliveryAttempt, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { expectHiddenFromOutsiders, outsiders } from '../support/resources.ts';
 import type { ApiClient } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';
@@ -728,14 +728,35 @@ describe('broadcasts: sending', () => {
     );
   });
 
-  it('stops a sending broadcast: no more pages, and its emails not yet attempted canceled', async () => {
+  it('stops a sending broadcast: no more pages, and its emails nobody received canceled, deferred ones too', async () => {
     const client = orgs.acme.test;
     const b = await sendingTo(client, 'stop', 5);
     const services = svc.postline.services;
     expect(await expandBroadcast(services, b.id)).toMatchObject({ queued: 2, next: expect.any(Date) });
-    const [first, second] = await emailsOf(client, b.id);
-    // The MTA started on one of them: it goes on.
-    await startSending(services, systemMeta({ orgId: orgs.acme.orgId, mode: 'test' }), first.id);
+    expect(await expandBroadcast(services, b.id)).toMatchObject({ queued: 2, next: expect.any(Date) });
+    const [inFlight, deferred, received, queued] = await emailsOf(client, b.id);
+    const meta = systemMeta({ orgId: orgs.acme.orgId, mode: 'test' });
+    const endsBy = new Date(clock.now().getTime() + 10 * 60_000).toISOString();
+    const attempt = (e: any) => startDeliveryAttempt(services, meta, e.id, { recipients: e.to, endsBy });
+    const outcome = (e: any, result: 'delayed' | 'delivered') =>
+      recordOutcomes(services, meta, e.id, `<${e.id}@acme.test>`, [
+        {
+          recipient: e.to[0],
+          result,
+          attempt: 1,
+          smtpResponse: result === 'delayed' ? '451 4.7.1 Try again later' : '250 2.0.0 Ok',
+          ...(result === 'delayed' && {
+            smtpCode: 451,
+            nextAttemptAt: new Date(clock.now().getTime() + 60 * 60_000).toISOString(),
+          }),
+        },
+      ]);
+    // The MTA is sending one of them; one its server deferred waits for a retry; another's server took it.
+    await attempt(inFlight);
+    await attempt(deferred);
+    await outcome(deferred, 'delayed');
+    await attempt(received);
+    await outcome(received, 'delivered');
     expect(ok(await client.post(`/v1/broadcasts/${b.id}/cancel`, {}))).toMatchObject({
       status: 'canceled',
       canceled_at: clock.now().toISOString(),
@@ -744,12 +765,18 @@ describe('broadcasts: sending', () => {
     expect(await expansion.runOnce()).toBe(0);
     expect(await broadcast(client, b.id)).toMatchObject({
       status: 'canceled',
-      progress: { contacts_processed: 2 },
-      counts: { recipients: 2, queued: 1, canceled: 1 },
+      progress: { contacts_processed: 4 },
+      counts: { recipients: 4, queued: 1, sent: 1, delivered: 1, canceled: 2 },
     });
     expect((await emailsOf(client, b.id)).map((e: any) => [e.id, e.status, e.last_event])).toEqual([
-      [first.id, 'sending', expect.any(String)],
-      [second.id, 'canceled', 'email.canceled'],
+      [inFlight.id, 'sending', expect.any(String)],
+      [deferred.id, 'canceled', 'email.canceled'],
+      [received.id, 'delivered', 'email.delivered'],
+      [queued.id, 'canceled', 'email.canceled'],
+    ]);
+    // The deferred one keeps its recipient's last outcome, without the retry it will not make.
+    expect(ok(await client.get(`/v1/emails/${deferred.id}`)).recipients).toMatchObject([
+      { status: 'delayed', attempts: 1, smtp_code: 451, next_attempt_at: null },
     ]);
     const refused = await client.post(`/v1/broadcasts/${b.id}/cancel`, {});
     expect([refused.status, refused.body.error.code]).toEqual([409, 'broadcast_not_scheduled']);

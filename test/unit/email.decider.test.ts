@@ -130,10 +130,61 @@ describe('email decider: a stopped broadcast withdraws its emails', () => {
     spec(emailDecider).given([scheduled]).when(withdraw).then([canceled]);
   });
   it.each<[string, EmailEvent[]]>([
-    ['one the MTA started on', [queued, started]],
     ['one canceled already', [queued, canceled]],
     ['one that was never accepted', []],
   ])('leaves alone %s', (_, history) => spec(emailDecider).given(history).when(withdraw).then([]));
+
+  const at = (minutes: number, seconds = 0) =>
+    new Date(Date.parse(T(minutes)) + seconds * 1000).toISOString();
+  const withdrawAt = (when: string): EmailCommand => ({ type: 'WithdrawEmail', emailId: 'em_1', at: when });
+  const canceledAt = (when: string): EmailEvent => ({
+    type: 'EmailCanceled',
+    data: { emailId: 'em_1', canceledAt: when },
+  });
+  /** The MTA's attempt on both recipients at T(1), to end by 35 s later. */
+  const attempt: EmailEvent = {
+    type: 'EmailDeliveryAttemptStarted',
+    data: { emailId: 'em_1', recipients: ['ann@a.test', 'bob@b.test'], startedAt: T(1), endsBy: at(1, 35) },
+  };
+  const delayed = (recipient: string): EmailEvent => ({
+    type: 'EmailDeliveryDelayed',
+    data: {
+      emailId: 'em_1',
+      recipient,
+      attempt: 1,
+      nextAttemptAt: T(30),
+      smtpCode: 451,
+      smtpResponse: '451 4.7.1 Try again later',
+      delayedAt: T(2),
+    },
+  });
+  it('cancels one waiting for a retry of every recipient, or started but not yet attempted', () => {
+    spec(emailDecider)
+      .given([queued, started, attempt, sent, delayed('ann@a.test'), delayed('bob@b.test')])
+      .when(withdrawAt(T(5)))
+      .then([canceledAt(T(5))]);
+    spec(emailDecider)
+      .given([queued, started])
+      .when(withdrawAt(T(5)))
+      .then([canceledAt(T(5))]);
+  });
+  it('cancels one whose attempt ended without an outcome (its process died)', () =>
+    spec(emailDecider)
+      .given([queued, started, attempt])
+      .when(withdrawAt(at(1, 36)))
+      .then([canceledAt(at(1, 36))]));
+  it.each<[string, EmailEvent[]]>([
+    ['with an attempt in flight', [queued, started, attempt]],
+    [
+      'that a recipient received',
+      [queued, started, attempt, sent, delivered('ann@a.test'), delayed('bob@b.test')],
+    ],
+  ])('leaves alone one %s', (_, history) =>
+    spec(emailDecider)
+      .given(history)
+      .when(withdrawAt(at(1, 10)))
+      .then([]),
+  );
 });
 
 describe('email decider: scheduler', () => {

@@ -139,7 +139,7 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
     '/broadcasts/:broadcast_id/cancel',
     {
       summary:
-        'Cancel a broadcast: a scheduled one becomes a draft again; a sending one stops, its emails not yet attempted canceled',
+        'Cancel a broadcast: a scheduled one becomes a draft again; a sending one stops, its emails nobody received canceled',
       errors: ['broadcast_not_scheduled'],
     },
     (req, id) => cancelBroadcast(services, metaOf(req.auth), id),
