@@ -66,8 +66,9 @@ class BroadcastStep {
   async run(more: () => boolean): Promise<Step> {
     const state = await this.#startIfDue();
     if (state.exists && state.status === 'canceled') {
-      await withdrawBroadcast(this.services, this.#meta, this.broadcastId);
-      return { next: null, queued: 0 };
+      // An email being sent goes on; once its attempt has ended, a deferral it got is withdrawn too.
+      const { inFlightUntil } = await withdrawBroadcast(this.services, this.#meta, this.broadcastId);
+      return { next: inFlightUntil, queued: 0 };
     }
     if (!state.exists || state.status !== 'sending')
       return {

@@ -778,6 +778,15 @@ describe('broadcasts: sending', () => {
     expect(ok(await client.get(`/v1/emails/${deferred.id}`)).recipients).toMatchObject([
       { status: 'delayed', attempts: 1, smtp_code: 451, next_attempt_at: null },
     ]);
+    // The attempt under way ends deferred: the broadcast is due again when that attempt ends, and withdraws it.
+    await outcome(inFlight, 'delayed');
+    expect(await expansion.runOnce()).toBe(0);
+    expect((await emailsOf(client, b.id))[0].status).toBe('sent');
+    clock.set(endsBy);
+    expect(await expansion.runOnce()).toBe(0);
+    expect(await broadcast(client, b.id)).toMatchObject({
+      counts: { recipients: 4, queued: 0, sent: 1, delivered: 1, canceled: 3 },
+    });
     const refused = await client.post(`/v1/broadcasts/${b.id}/cancel`, {});
     expect([refused.status, refused.body.error.code]).toEqual([409, 'broadcast_not_scheduled']);
     expect(await expandBroadcast(services, b.id)).toEqual({ queued: 0, next: null });
