@@ -42,6 +42,15 @@ export const inFlightAt = (
   return !!flight && Date.parse(at) < Date.parse(flight.endsBy);
 };
 
+/** When the attempt in flight at `at` on any of the email's recipients ends (the latest `endsBy`); null: none is. */
+export function attemptEndsAfter(state: EmailState, at: number): Date | null {
+  if (!state.exists) return null;
+  const ends = Object.values(state.recipients)
+    .map((r) => (r.inFlight ? Date.parse(r.inFlight.endsBy) : 0))
+    .filter((t) => t > at);
+  return ends.length > 0 ? new Date(Math.max(...ends)) : null;
+}
+
 /**
  * Whether a stopped broadcast withdraws the email at `at`: not started yet, or started but received by nobody and
  * sent to by nobody now (every recipient waiting for its first attempt or for a retry). One with an attempt in

@@ -1,4 +1,4 @@
-import type { EmailState } from '../../domain/emails/email.state.ts';
+import { attemptEndsAfter } from '../../domain/emails/delivery-attempts.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import { mapLimited } from '../../platform/map-limited.ts';
 import type { Services } from '../../platform/services.ts';
@@ -33,19 +33,10 @@ export async function withdrawBroadcast(
     canceled += results.filter((r) => r.events.length > 0).length;
     const now = services.clock.now().getTime();
     for (const r of results) {
-      const ends = attemptEnds(r.state, now);
+      const ends = attemptEndsAfter(r.state, now);
       if (ends && (!inFlightUntil || ends > inFlightUntil)) inFlightUntil = ends;
     }
     if (ids.length < PAGE) return { canceled, inFlightUntil };
     after = ids.at(-1)!;
   }
-}
-
-/** When the email's attempt in flight at `now` ends (its `endsBy`, the latest of its recipients'); null: none is. */
-function attemptEnds(state: EmailState, now: number): Date | null {
-  if (!state.exists) return null;
-  const ends = Object.values(state.recipients)
-    .map((r) => (r.inFlight ? Date.parse(r.inFlight.endsBy) : 0))
-    .filter((t) => t > now);
-  return ends.length > 0 ? new Date(Math.max(...ends)) : null;
 }

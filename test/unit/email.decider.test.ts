@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { attemptEndsAfter } from '../../domain/emails/delivery-attempts.ts';
 import { type EmailCommand, emailDecider } from '../../domain/emails/email.decider.ts';
 import type { EmailContent, EmailEvent } from '../../domain/emails/email.events.ts';
-import { statusOf } from '../../domain/emails/email.state.ts';
+import { foldEmail, statusOf } from '../../domain/emails/email.state.ts';
 import { rollUp } from '../../domain/emails/status.ts';
 import { inSequence } from '../../platform/eventstore/command.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
@@ -173,6 +174,21 @@ describe('email decider: a stopped broadcast withdraws its emails', () => {
       .given([queued, started, attempt])
       .when(withdrawAt(at(1, 36)))
       .then([canceledAt(at(1, 36))]));
+  it('tells when an attempt in flight ends, for the withdrawal to look again then', () => {
+    expect(attemptEndsAfter(foldEmail([queued, started, attempt]), Date.parse(at(1, 10)))).toEqual(
+      new Date(at(1, 35)),
+    );
+    expect(attemptEndsAfter(foldEmail([queued, started, attempt]), Date.parse(at(1, 35)))).toBeNull();
+    const deferred = foldEmail([
+      queued,
+      started,
+      attempt,
+      sent,
+      delayed('ann@a.test'),
+      delayed('bob@b.test'),
+    ]);
+    expect(attemptEndsAfter(deferred, Date.parse(at(1, 10)))).toBeNull();
+  });
   it.each<[string, EmailEvent[]]>([
     ['with an attempt in flight', [queued, started, attempt]],
     [
