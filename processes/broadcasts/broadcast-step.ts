@@ -67,8 +67,8 @@ class BroadcastStep {
     const state = await this.#startIfDue();
     if (state.exists && state.status === 'canceled') {
       // An email being sent goes on; once its attempt has ended, a deferral it got is withdrawn too.
-      const { inFlightUntil } = await withdrawBroadcast(this.services, this.#meta, this.broadcastId);
-      return { next: inFlightUntil, queued: 0 };
+      const next = await withdrawBroadcast(this.services, this.#meta, this.broadcastId);
+      return { next, queued: 0 };
     }
     if (!state.exists || state.status !== 'sending')
       return {

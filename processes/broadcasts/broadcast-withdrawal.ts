@@ -16,27 +16,26 @@ const AT_ONCE = 100;
  * the MTA has not started on, and those waiting for a retry; one with an attempt in flight goes on. Run once no step
  * of the broadcast writes emails any more (the step that saw the stop waited for its pages' writes): every email of
  * the broadcast is in the log, and the `emails` read model is waited for up to its head. A read model that does not
- * get there in time throws, and the withdrawal runs again. How many were canceled, and when the last attempt left
- * in flight ends (null: none was): the step withdraws once more then, for an email that attempt left deferred.
+ * get there in time throws, and the withdrawal runs again. Answers when the last attempt it left in flight ends
+ * (null: none was): the step withdraws once more then, for an email that attempt left deferred.
  */
 export async function withdrawBroadcast(
   services: Services,
   meta: EventMetadata,
   broadcastId: string,
-): Promise<{ canceled: number; inFlightUntil: Date | null }> {
+): Promise<Date | null> {
   const head = await services.store.headPosition({ committed: true });
   await services.readYourWrites.waitFor(EMAIL_PROJECTIONS, head);
-  let [after, canceled, inFlightUntil] = ['', 0, null as Date | null];
+  let [after, inFlightUntil] = ['', null as Date | null];
   for (;;) {
     const ids = await unfinishedEmailsOf(services.db, broadcastId, after, PAGE);
     const results = await mapLimited(ids, AT_ONCE, (id) => withdrawEmail(services, meta, id));
-    canceled += results.filter((r) => r.events.length > 0).length;
     const now = services.clock.now().getTime();
     for (const r of results) {
       const ends = attemptEndsAfter(r.state, now);
       if (ends && (!inFlightUntil || ends > inFlightUntil)) inFlightUntil = ends;
     }
-    if (ids.length < PAGE) return { canceled, inFlightUntil };
+    if (ids.length < PAGE) return inFlightUntil;
     after = ids.at(-1)!;
   }
 }
