@@ -10,7 +10,8 @@ export type Task = () => Promise<number>;
 /**
  * What one event does to a due table. `add`: a row (column → value, its due time included), left alone when its
  * key is there already. `set`: the same, or a row that is there due at the new time instead (`unclaim`: and free
- * to be claimed again at once). `remove`: the row with this key, if any.
+ * to be claimed again at once). `remove`: the rows with this key, if any; a key column after the first that it
+ * leaves out matches every value (every destination's job of an email).
  */
 export type DueChange =
   | { add: Record<string, unknown> }

@@ -69,6 +69,11 @@ export function dueStatements(spec: DueTable) {
   const keys = keyNames.join(', ');
   const keyRecord = keyNames.map((k) => `${k} ${spec.key[k]}`);
   const sameKey = keyNames.map((k) => `t.${k} = x.${k}`).join(' AND ');
+  // A removal may leave out key columns after the first (null): it matches every value there, through the
+  // primary key's index all the same.
+  const coveredKey = keyNames
+    .map((k, i) => (i === 0 ? `t.${k} = x.${k}` : `(x.${k} IS NULL OR t.${k} = x.${k})`))
+    .join(' AND ');
   let n = 4;
   const tokenAt = token ? `$${n++}` : '';
   const [capAt, groupsAt, countsAt] = groups ? [`$${n++}`, `$${n++}`, `$${n++}`] : [];
@@ -127,8 +132,8 @@ export function dueStatements(spec: DueTable) {
     keyRecord,
     sameKey,
     claim,
-    // An event's `remove`: the row, claimed or not.
-    remove: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${sameKey}`,
+    // An event's `remove`: the rows with the key, claimed or not.
+    remove: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${keyRecord.join(', ')}) WHERE ${coveredKey}`,
     // Finishes: only rows still claimed by the lease end this process holds them by (`ours`), never a row another
     // claim took once this one's lease had run out.
     done: `DELETE FROM ${table} t USING json_to_recordset($1::json) AS x(${[...keyRecord, 'ours timestamptz'].join(', ')})

@@ -1,7 +1,13 @@
-import { type EmailContent, readyToSend, recipientsOf } from '../../domain/emails/email.events.ts';
+import {
+  type EmailCanceled,
+  type EmailContent,
+  readyToSend,
+  recipientsOf,
+} from '../../domain/emails/email.events.ts';
 import { isFinal, type RecipientStatus } from '../../domain/emails/status.ts';
 import type { Queryable } from '../../platform/db/database.ts';
 import type { Migration } from '../../platform/db/migrations.ts';
+import type { DueChange } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';
 import { destinationsOf } from './look-times.ts';
@@ -138,19 +144,24 @@ export const jobRow = (
 });
 
 /**
- * The jobs an event of the log makes: a live email accepted is a job per destination, due at once; one released
- * by the scheduler is one job ('') that its look splits (the release does not name the recipients).
+ * What an event of the log does to the jobs: a live email accepted is a job per destination, due at once; one
+ * released by the scheduler is one job ('') that its look splits (the release does not name the recipients); one
+ * canceled (a stopped broadcast withdraws deferred emails) has its jobs removed at every destination, so that the
+ * queue shows no mail that will never be sent.
  */
-export function jobsOf(event: StoredEvent): Record<string, unknown>[] {
-  const ready = event.metadata.mode === 'live' ? readyToSend(event) : undefined;
+export function jobChangesOf(event: StoredEvent): DueChange[] {
+  if (event.metadata.mode !== 'live') return [];
+  if (event.type === 'EmailCanceled')
+    return [{ remove: { email_id: (event.data as EmailCanceled['data']).emailId } }];
+  const ready = readyToSend(event);
   if (!ready) return [];
   const { orgId, mode } = event.metadata;
   const content = event.type === 'EmailQueued' ? (event.data as EmailContent) : undefined;
   const destinations = content ? destinationsOf(recipientsOf(content)) : [''];
   const lane: Lane = content?.broadcast ? 'broadcast' : 'transactional';
-  return destinations.map((destination) =>
-    jobRow({ email_id: ready.emailId, destination, org_id: orgId, mode, lane }, ready.since),
-  );
+  return destinations.map((destination) => ({
+    add: jobRow({ email_id: ready.emailId, destination, org_id: orgId, mode, lane }, ready.since),
+  }));
 }
 
 /**

@@ -7,7 +7,7 @@ import {
   messageIdOf,
 } from '../../domain/emails/email.events.ts';
 import type { Transaction } from '../../platform/db/database.ts';
-import type { Task } from '../../platform/due/due-queue.ts';
+import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { CommandResult } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -22,7 +22,7 @@ import {
 } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
 import { ATTEMPT_LIMIT_MS, ATTEMPT_MARGIN_MS, UnknownOutcomes, writeUntilWritten } from './attempts.ts';
-import { deliveryJobs, type Job, jobsOf, listQueues, splitJob } from './delivery-jobs.ts';
+import { deliveryJobs, type Job, jobChangesOf, listQueues, splitJob } from './delivery-jobs.ts';
 import { DestinationLog } from './destination-log.ts';
 import { type DestinationShaping, outbound } from './destination-shaping.ts';
 import { type EgressChoice, EgressSources } from './egress/egress-sources.ts';
@@ -89,19 +89,18 @@ export class DeliveryProcess extends DueProcess<Job> {
     this.#egress = new EgressSources({ ...services, policy: services.policies.egress });
   }
 
-  /** Live emails accepted become a job per destination, due at once (delivery-jobs.ts). */
-  protected dueChange(event: StoredEvent): { add: Record<string, unknown> }[] {
-    return jobsOf(event).map((add) => ({ add }));
+  /** Live emails accepted become a job per destination, due at once; canceled ones have none (delivery-jobs.ts). */
+  protected dueChange(event: StoredEvent): DueChange[] {
+    return jobChangesOf(event);
   }
 
   /** The jobs, and their queues listed for the claim's turns, in the consumer's transaction. */
   protected override async consume(tx: Transaction, events: StoredEvent[]): Promise<void> {
     const perEvent = events.map((e) => this.dueChange(e));
-    this.#queued.note(events.filter((_, i) => perEvent[i].length > 0)); // the emails this process may look at
-    const changes = perEvent.flat();
-    const jobs = changes.map((c) => c.add);
-    await this.due.apply(tx, changes);
-    await listQueues(tx, jobs);
+    const jobs = perEvent.map((changes) => changes.flatMap((c) => ('add' in c ? [c.add] : [])));
+    this.#queued.note(events.filter((_, i) => jobs[i].length > 0)); // the emails this process may look at
+    await this.due.apply(tx, perEvent.flat());
+    await listQueues(tx, jobs.flat());
   }
 
   /** Looks at the jobs claimed, sharing their domains' look-ups; a task resolves with 1 when its look succeeded. */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { DeliveryProcess } from '../../processes/delivery/delivery.process.ts';
 import { SuppressionPolicyProcess } from '../../processes/suppression-policy/suppression-policy.process.ts';
-import { startDeliveryAttempt, systemMeta } from '../../write-side/emails/email.commands.ts';
+import { startDeliveryAttempt, systemMeta, withdrawEmail } from '../../write-side/emails/email.commands.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain, recipientDomainOnLoopback } from '../support/domains.ts';
 import { emailHistory, readEmail } from '../support/emails.ts';
@@ -125,6 +125,23 @@ describe('the queue controls in the delivery look', () => {
     await policy.runOnce();
     const suppressed = await acme.live.get('/v1/suppressions');
     expect(suppressed.body.data.map((s: { email: string }) => s.email)).not.toContain('stuck@open.test');
+  });
+
+  it('a withdrawn email leaves the queue: its deferred jobs at every destination are removed', async () => {
+    mx.scriptRecipient('wait@open.test', { code: 451, message: '4.3.0 try again later' }, 'always');
+    mx.scriptRecipient('wait@dead.test', { code: 451, message: '4.3.0 try again later' }, 'always');
+    const id = await send(['wait@open.test', 'wait@dead.test']);
+    await delivery.runOnce();
+    const jobs = async () =>
+      (await db().query(`SELECT destination FROM delivery_jobs WHERE email_id = $1 ORDER BY 1`, [id])).rows;
+    expect(await jobs()).toEqual([{ destination: 'dead.test' }, { destination: 'open.test' }]);
+    const meta = systemMeta({ orgId: acme.orgId, mode: 'live' });
+    expect((await withdrawEmail(svc.postline.services, meta, id)).events.map((e) => e.type)).toEqual([
+      'EmailCanceled',
+    ]);
+    await delivery.runOnce();
+    expect(await jobs()).toEqual([]);
+    expect((await readEmail(svc, acme.live, id)).status).toBe('canceled');
   });
 
   it('give_up settles a recipient whose attempt a crash cut short: it bounces and the job ends', async () => {

@@ -147,6 +147,19 @@ describe('DueQueue', () => {
     expect(notes.map((r) => r.note)).toEqual(['kept', 'new', 'set makes it']);
   });
 
+  it('removes every row of a key whose later columns a removal leaves out, claimed or not', async () => {
+    await queue().add(db, [
+      { owner: 'r', n: 1, note: 'claimed', due_at: at(-1000) },
+      { owner: 'r', n: 2, note: 'later', due_at: at(60_000) },
+      { owner: 'rr', n: 1, note: 'another owner', due_at: at(60_000) },
+    ]);
+    const q = queue();
+    expect((await q.claim(1)).map((r) => r.note)).toEqual(['claimed']);
+    await q.apply(db, [{ remove: { owner: 'r' } }]);
+    const { rows: left } = await db.query("SELECT owner, n FROM due_things WHERE owner LIKE 'r%'");
+    expect(left).toEqual([{ owner: 'rr', n: 1 }]);
+  });
+
   const claimedUntil = async (owner: string, n: number) =>
     (
       await db.query<{ claimed_until: Date | null }>(
