@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { waitAfterCommit } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { EMAIL_PROJECTIONS } from './accept-email.ts';
@@ -28,7 +27,12 @@ export async function readableEmail(
     () => true,
     () => false,
   );
-  const readable = await Promise.race([projected, sleep(WRITE_AHEAD_AFTER_MS, false)]);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(resolve, WRITE_AHEAD_AFTER_MS, false);
+  });
+  const readable = await Promise.race([projected, late]);
+  clearTimeout(timer); // a send answered in time leaves no timer behind
   if (readable) return;
   if (recorded) {
     try {
