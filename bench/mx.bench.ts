@@ -67,27 +67,25 @@ const LOAD: SmtpLoad = {
   message,
 };
 
-/** Messages/s answered 250, and CPU ms per message of the processes a meter reads (it returns seconds since). */
-async function measure(port: number, first: number, meter: () => () => number, postlinePid: number) {
+type Measured = { rate: number; cpuMs: number; pgMs: number };
+
+/** Messages/s answered 250, and CPU ms per message of a process and its children, and of its database's backends. */
+async function measure(port: number, first: number, pid: number, postlinePid: number, database?: string) {
   await quiet(postlinePid, processCpu);
-  const cpuSince = meter();
+  const cpuSince = familyCpuMeter(pid, database);
   const t0 = performance.now();
   await runLoad(port, LOAD, first, MESSAGES);
   const t1 = performance.now();
-  return { rate: MESSAGES / ((t1 - t0) / 1000), cpuMs: (cpuSince() * 1000) / MESSAGES };
+  const { node, pg } = cpuSince();
+  return {
+    rate: MESSAGES / ((t1 - t0) / 1000),
+    cpuMs: ((node + pg) * 1000) / MESSAGES,
+    pgMs: (pg * 1000) / MESSAGES,
+  } satisfies Measured;
 }
 
-/** The CPU seconds, since the meter started, of a process and its children, and of its database's backends. */
-const meterOf = (pid: number, database?: string) => () => {
-  const since = familyCpuMeter(pid, database);
-  return () => {
-    const { node, pg } = since();
-    return node + pg;
-  };
-};
-
-const figures = (r: { rate: number; cpuMs: number }) =>
-  `${r.rate.toFixed(0)} msg/s, CPU ${r.cpuMs.toFixed(2)} ms/msg`;
+const figures = (r: Measured) =>
+  `${r.rate.toFixed(0)} msg/s, CPU ${r.cpuMs.toFixed(2)} ms/msg${r.pgMs > 0 ? ` (PostgreSQL ${r.pgMs.toFixed(2)})` : ''}`;
 
 /** Round trips per message received (bench/round-trips.ts), on a Postline of its own. */
 const countRoundTrips = (env: Record<string, string>, dns: TestDnsServer) =>
@@ -141,28 +139,32 @@ async function main() {
     sent += 200;
 
     const pid = server.child.pid!;
-    const results: { postline: { rate: number; cpuMs: number }; haraka?: { rate: number; cpuMs: number } }[] =
-      [];
+    const results: { postline: Measured; haraka?: Measured }[] = [];
     for (let run = 1; run <= RUNS; run++) {
       const [postline, other] = await alternately(
         run,
-        () => measure(mxPort, sent, meterOf(pid, database), pid),
-        haraka && (() => measure(haraka.port, sent, meterOf(haraka.pid), pid)),
+        () => measure(mxPort, sent, pid, pid, database),
+        haraka && (() => measure(haraka.port, sent, haraka.pid, pid)),
       );
       sent += MESSAGES;
       if (haraka && haraka.stored() !== sent)
         throw new Error(`Haraka stored ${haraka.stored()} of ${sent} messages`);
       results.push({ postline, haraka: other });
       console.log(
-        `run ${run}: ${MESSAGES} messages, ${SESSIONS} sessions, ${message(0).length} B: Postline ${figures(postline)} (250 after parse, authentication, fsync and commit; Postline + PostgreSQL)` +
+        `run ${run}: ${MESSAGES} messages, ${SESSIONS} sessions, ${message(0).length} B: Postline ${figures(postline)} (250 after parse, authentication, fsync and commit; Postline and its PostgreSQL)` +
           (other && haraka ? `; ${haraka.name} ${figures(other)}: ${ratio(postline.rate, other.rate)}` : ''),
       );
     }
     // BENCH_RUNS=0: the round trips were counted, nothing was timed.
     if (results.length === 0) return;
     const med = (pick: (r: (typeof results)[number]) => number) => median(results.map(pick));
-    const postline = { rate: med((r) => r.postline.rate), cpuMs: med((r) => r.postline.cpuMs) };
-    const other = haraka && { rate: med((r) => r.haraka!.rate), cpuMs: med((r) => r.haraka!.cpuMs) };
+    const medianOf = (side: (r: (typeof results)[number]) => Measured) => ({
+      rate: med((r) => side(r).rate),
+      cpuMs: med((r) => side(r).cpuMs),
+      pgMs: med((r) => side(r).pgMs),
+    });
+    const postline = medianOf((r) => r.postline);
+    const other = haraka && medianOf((r) => r.haraka!);
     console.log(
       `MEDIAN MX (${RUNS} runs alternating, N=${MESSAGES}, ${os.cpus().length} cores): Postline ${figures(postline)}` +
         (other
