@@ -156,9 +156,9 @@ const SET_EMAILS = `
 UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event = x.last_event,
   last_event_at = x.last_event_at, send_at = coalesce(x.send_at, e.send_at),
   message_id = coalesce(x.message_id, e.message_id), opens = e.opens + x.opens, clicks = e.clicks + x.clicks,
-  recipients = ${mergeRecipients('e.recipients', 'x.recipients')}
+  recipients = ${mergeRecipients('e.recipients', '(x.recipients::jsonb)')}
 FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, last_event_at timestamptz,
-  send_at timestamptz, message_id text, opens integer, clicks integer, recipients jsonb)
+  send_at timestamptz, message_id text, opens integer, clicks integer, recipients json)
 WHERE e.id = ANY($2::text[]) AND e.id = x.id
 RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`;
 

@@ -9,7 +9,8 @@ import type { Projection } from './projection.ts';
  * New emails with their recipients and attachments, and the months' usage, in one statement: this runs on the
  * path every send waits for, and a batch of the log usually holds many EmailQueued (one round trip for all).
  * Emails already there are left alone, and counted once; so only fresh emails (`n`) get attachment rows.
- * Tags come as an array literal: PostgreSQL reads a JSON array into text[] several times slower.
+ * Tags come as an array literal: PostgreSQL reads a JSON array into text[] several times slower; the recipients
+ * as json, cast to jsonb (docs/architecture.md, "JSON rows into PostgreSQL").
  */
 const INSERT_EMAILS = `
 WITH x AS (
@@ -17,14 +18,14 @@ WITH x AS (
     to_addresses json, cc_addresses json, bcc_addresses json, reply_to json, subject text, html text,
     text_body text, headers json, tags text, domain_id text, domain_name text, template_id text,
     template_version_id text, suppressed_recipients json, send_at timestamptz, created_at timestamptz,
-    last_event text, last_event_at timestamptz, recipients jsonb, attachments jsonb, month text, broadcast_id text)
+    last_event text, last_event_at timestamptz, recipients json, attachments json, month text, broadcast_id text)
 ), e AS (
   INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
     reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
     suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id)
   SELECT id, org_id, mode, status, status, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
     subject, html, text_body, headers, tags::text[], domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id
+    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients::jsonb, broadcast_id
   FROM x
   ON CONFLICT (id) DO NOTHING RETURNING id
 ), n AS (
@@ -32,7 +33,7 @@ WITH x AS (
 ), a AS (
   INSERT INTO email_attachments (id, email_id, org_id, mode, filename, content_type, content_id, size, blob_key)
   SELECT y.id, n.id, n.org_id, n.mode, y."filename", y."contentType", y."contentId", y.size, y."blobKey"
-  FROM n, jsonb_to_recordset(n.attachments) AS y(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
+  FROM n, json_to_recordset(n.attachments) AS y(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
 )
 INSERT INTO email_usage (org_id, mode, month, emails)
 SELECT org_id, mode, month, count(*) FROM n GROUP BY org_id, mode, month

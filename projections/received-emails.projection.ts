@@ -10,10 +10,11 @@ const isReceived = (e: Stored<ReceivedEmailEvent>): e is Received => e.type === 
 /**
  * New received emails in one statement, their rows read from a JSON array by the table's own row type: the MX's
  * 250 waits for nothing here, but every message is one, and a batch of the log holds several. A row already there
- * is left alone, so an event applied again changes nothing.
+ * is left alone, so an event applied again changes nothing. The array is read as jsonb: six of the columns are
+ * (docs/architecture.md, "JSON rows into PostgreSQL").
  */
 const INSERT_RECEIVED = `INSERT INTO received_emails
-  SELECT * FROM json_populate_recordset(NULL::received_emails, $1::json) ON CONFLICT (id) DO NOTHING`;
+  SELECT * FROM jsonb_populate_recordset(NULL::received_emails, $1::jsonb) ON CONFLICT (id) DO NOTHING`;
 
 function receivedRow({ data: d }: Received) {
   return {

@@ -93,11 +93,12 @@ export class DueQueue<Row extends object> {
 
   async #insert(q: Queryable, rows: Record<string, unknown>[], onConflict: string): Promise<void> {
     if (rows.length === 0) return;
-    // The columns the rows name, so that the others keep their defaults.
+    // The columns the rows name, so that the others keep their defaults; read as jsonb, as a `jsonb` column
+    // needs (docs/architecture.md, "JSON rows into PostgreSQL").
     const columns = plainNames(Object.keys(rows[0])).join(', ');
     const { table } = this.#spec;
     await q.query(
-      `INSERT INTO ${table} (${columns}) SELECT ${columns} FROM json_populate_recordset(NULL::${table}, $1::json)
+      `INSERT INTO ${table} (${columns}) SELECT ${columns} FROM jsonb_populate_recordset(NULL::${table}, $1::jsonb)
        ON CONFLICT ${onConflict}`,
       [JSON.stringify(rows)],
     );

@@ -15,7 +15,7 @@ export const SUMMARY_KEEP_DAYS = 7;
 
 const INSERT_SQL = `
 INSERT INTO webhook_email_summaries (email_id, summary, recorded_at)
-SELECT email_id, summary, $2 FROM json_to_recordset($1::json) AS (email_id text, summary jsonb)
+SELECT email_id, summary::jsonb, $2 FROM json_to_recordset($1::json) AS (email_id text, summary json)
 ON CONFLICT (email_id) DO NOTHING`;
 
 /** Rows deleted by one statement of a purge: it goes on until fewer are left. */

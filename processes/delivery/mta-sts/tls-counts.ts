@@ -84,9 +84,9 @@ export class TlsCounts {
       await this.#db.query(
         `INSERT INTO tls_report_counts AS c (day, domain, policy_type, policy_hash, policy_text, mx_patterns,
            result_type, receiving_mx, sessions)
-         SELECT day, domain, "policyType", "policyHash", "policyText", "mxPatterns", "resultType", mx, sessions
+         SELECT day, domain, "policyType", "policyHash", "policyText", "mxPatterns"::jsonb, "resultType", mx, sessions
          FROM json_to_recordset($1::json) AS x(day date, domain text, "policyType" text, "policyHash" text,
-           "policyText" text, "mxPatterns" jsonb, "resultType" text, mx text, sessions bigint)
+           "policyText" text, "mxPatterns" json, "resultType" text, mx text, sessions bigint)
          ON CONFLICT (day, domain, policy_type, policy_hash, result_type, receiving_mx)
          DO UPDATE SET sessions = c.sessions + excluded.sessions`,
         [JSON.stringify(batch)],
