@@ -77,14 +77,23 @@ export async function createdEarlier(
  * 503 `projection_timeout`, which says the write was saved, carrying `committed` (the ids it created): a client
  * never takes it for a failure and sends again.
  */
-export async function waitAfterCommit(
+export function waitAfterCommit(
   services: Pick<Services, 'readYourWrites' | 'log'>,
   projections: string[],
   position: Position | undefined,
   committed: Record<string, unknown>,
 ): Promise<void> {
+  return readableAfterCommit(services, services.readYourWrites.waitFor(projections, position), committed);
+}
+
+/** `waitAfterCommit` for a wait already under way (`waiting`, from `readYourWrites.waitFor`). */
+export async function readableAfterCommit(
+  services: Pick<Services, 'log'>,
+  waiting: Promise<void>,
+  committed: Record<string, unknown>,
+): Promise<void> {
   try {
-    await services.readYourWrites.waitFor(projections, position);
+    await waiting;
   } catch (error) {
     const timedOut = error instanceof AppError && error.code === 'projection_timeout';
     if (!timedOut)

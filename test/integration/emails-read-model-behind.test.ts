@@ -56,3 +56,28 @@ describe('Sends while the emails read model is behind', () => {
     expect(again.body.data.map((a: { filename: string }) => a.filename)).toEqual(['note.txt']);
   });
 });
+
+describe('A send whose row cannot be written ahead', () => {
+  const lagging = useTestService({ env: { PROJECTION_WAIT_MS: '300' } });
+  let acme: TestOrg;
+  beforeAll(async () => {
+    acme = await lagging.createOrg('pro');
+  });
+
+  it('waits for the read model, and past its deadline answers 503 projection_timeout carrying its id', async () => {
+    const db = lagging.postline.services.db;
+    // The write-ahead's row breaks a rule the projection's will not meet: it is dropped before they catch up.
+    await db.query(`ALTER TABLE emails ADD CONSTRAINT not_ahead CHECK (subject <> 'refused ahead')`);
+    const answer = await whileProjectionsStopped(lagging, async () => {
+      const answer = await acme.test.post('/v1/emails', email('refused ahead'));
+      await db.query('ALTER TABLE emails DROP CONSTRAINT not_ahead');
+      return answer;
+    });
+    expect(answer.status).toBe(503);
+    expect(answer.body.error.code).toBe('projection_timeout');
+    expect(answer.body.id).toMatch(/^em_/);
+    await lagging.postline.runner.caughtUp();
+    const got = await acme.test.get(`/v1/emails/${answer.body.id}`);
+    expect(got.body).toMatchObject({ id: answer.body.id, subject: 'refused ahead', status: 'queued' });
+  });
+});

@@ -1,4 +1,4 @@
-import { waitAfterCommit } from '../../platform/http/router.ts';
+import { readableAfterCommit } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { EMAIL_PROJECTIONS } from './accept-email.ts';
 import type { Accepted } from './email-draft.ts';
@@ -23,7 +23,10 @@ export async function readableEmail(
   accepted: Accepted,
 ): Promise<void> {
   const { position, recorded } = accepted;
-  const projected = services.readYourWrites.waitFor(EMAIL_PROJECTIONS, position).then(
+  // One wait for the read model, whose deadline counts from the send: raced against the write-ahead's delay, then
+  // (when the write-ahead could not be made) answered from.
+  const waiting = services.readYourWrites.waitFor(EMAIL_PROJECTIONS, position);
+  const projected = waiting.then(
     () => true,
     () => false,
   );
@@ -41,5 +44,5 @@ export async function readableEmail(
       services.log.warn({ err }, 'email not written ahead of its read model; waiting for it');
     }
   }
-  await waitAfterCommit(services, EMAIL_PROJECTIONS, position, { id: accepted.id });
+  await readableAfterCommit(services, waiting, { id: accepted.id });
 }
