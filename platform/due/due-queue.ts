@@ -93,8 +93,7 @@ export class DueQueue<Row extends object> {
 
   async #insert(q: Queryable, rows: Record<string, unknown>[], onConflict: string): Promise<void> {
     if (rows.length === 0) return;
-    // The columns the rows name, so that the others keep their defaults; read as jsonb, as a `jsonb` column
-    // needs (docs/architecture.md, "JSON rows into PostgreSQL").
+    // The columns the rows name (the others keep their defaults), read as jsonb (docs/architecture.md).
     const columns = plainNames(Object.keys(rows[0])).join(', ');
     const { table } = this.#spec;
     await q.query(
