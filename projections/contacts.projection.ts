@@ -33,7 +33,7 @@ async function insertCreated(tx: Transaction, events: Created[]) {
       {
         id: d.contactId,
         ...personalRow(p),
-        properties: p.properties,
+        properties: JSON.stringify(p.properties),
         unsubscribed: d.unsubscribed,
         consent_given_at: d.consentGivenAt,
         org_id: d.orgId,
@@ -50,7 +50,7 @@ async function insertCreated(tx: Transaction, events: Created[]) {
      SELECT id, email, email_lower, first_name, last_name, properties::jsonb, unsubscribed, consent_given_at,
        org_id, mode, created_at, created_at
      FROM json_to_recordset($1::json) AS x(id text, email text, email_lower text, first_name text,
-       last_name text, properties json, unsubscribed boolean, consent_given_at timestamptz, org_id text,
+       last_name text, properties text, unsubscribed boolean, consent_given_at timestamptz, org_id text,
        mode text, created_at timestamptz)
      ON CONFLICT (id) DO NOTHING`,
     [JSON.stringify(rows)],

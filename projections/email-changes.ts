@@ -158,7 +158,7 @@ UPDATE emails e SET lifecycle = coalesce(x.lifecycle, e.lifecycle), last_event =
   message_id = coalesce(x.message_id, e.message_id), opens = e.opens + x.opens, clicks = e.clicks + x.clicks,
   recipients = ${mergeRecipients('e.recipients', '(x.recipients::jsonb)')}
 FROM json_to_recordset($1::json) AS x(id text, lifecycle text, last_event text, last_event_at timestamptz,
-  send_at timestamptz, message_id text, opens integer, clicks integer, recipients json)
+  send_at timestamptz, message_id text, opens integer, clicks integer, recipients text)
 WHERE e.id = ANY($2::text[]) AND e.id = x.id
 RETURNING e.id, e.lifecycle, e.status, ${statusesOf('e.recipients')} AS statuses`;
 
@@ -212,7 +212,13 @@ export async function applyChanges(tx: Transaction, events: Stored<EmailEvent>[]
     lifecycle: Lifecycle;
     status: string;
     statuses: RecipientStatus[] | null;
-  }>(SET_EMAILS, [JSON.stringify([...emails.values()]), [...emails.keys()]]);
+  }>(SET_EMAILS, [
+    // The recipients' patches as JSON text (docs/architecture.md, "JSON rows into PostgreSQL").
+    JSON.stringify(
+      [...emails.values()].map((r) => ({ ...r, recipients: r.recipients && JSON.stringify(r.recipients) })),
+    ),
+    [...emails.keys()],
+  ]);
   const moved = rows
     .map((r) => ({ id: r.id, status: rollUp(r.lifecycle, r.statuses ?? []), was: r.status }))
     .filter((r) => r.status !== r.was);

@@ -9,23 +9,24 @@ import type { Projection } from './projection.ts';
  * New emails with their recipients and attachments, and the months' usage, in one statement: this runs on the
  * path every send waits for, and a batch of the log usually holds many EmailQueued (one round trip for all).
  * Emails already there are left alone, and counted once; so only fresh emails (`n`) get attachment rows.
- * Tags come as an array literal: PostgreSQL reads a JSON array into text[] several times slower; the recipients
- * as json, cast to jsonb (docs/architecture.md, "JSON rows into PostgreSQL").
+ * Tags come as an array literal: PostgreSQL reads a JSON array into text[] several times slower; the columns that
+ * hold JSON come as JSON text, cast (docs/architecture.md, "JSON rows into PostgreSQL").
  */
 const INSERT_EMAILS = `
 WITH x AS (
   SELECT * FROM json_to_recordset($1::json) AS x(id text, org_id text, mode text, status text, from_address text,
-    to_addresses json, cc_addresses json, bcc_addresses json, reply_to json, subject text, html text,
-    text_body text, headers json, tags text, domain_id text, domain_name text, template_id text,
-    template_version_id text, suppressed_recipients json, send_at timestamptz, created_at timestamptz,
-    last_event text, last_event_at timestamptz, recipients json, attachments json, month text, broadcast_id text)
+    to_addresses text, cc_addresses text, bcc_addresses text, reply_to text, subject text, html text,
+    text_body text, headers text, tags text, domain_id text, domain_name text, template_id text,
+    template_version_id text, suppressed_recipients text, send_at timestamptz, created_at timestamptz,
+    last_event text, last_event_at timestamptz, recipients text, attachments text, month text, broadcast_id text)
 ), e AS (
   INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
     reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
     suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id)
-  SELECT id, org_id, mode, status, status, from_address, to_addresses, cc_addresses, bcc_addresses, reply_to,
-    subject, html, text_body, headers, tags::text[], domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients::jsonb, broadcast_id
+  SELECT id, org_id, mode, status, status, from_address, to_addresses::json, cc_addresses::json,
+    bcc_addresses::json, reply_to::json, subject, html, text_body, headers::json, tags::text[], domain_id,
+    domain_name, template_id, template_version_id, suppressed_recipients::json, send_at, created_at, last_event,
+    last_event_at, recipients::jsonb, broadcast_id
   FROM x
   ON CONFLICT (id) DO NOTHING RETURNING id
 ), n AS (
@@ -33,7 +34,7 @@ WITH x AS (
 ), a AS (
   INSERT INTO email_attachments (id, email_id, org_id, mode, filename, content_type, content_id, size, blob_key)
   SELECT y.id, n.id, n.org_id, n.mode, y."filename", y."contentType", y."contentId", y.size, y."blobKey"
-  FROM n, json_to_recordset(n.attachments) AS y(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
+  FROM n, json_to_recordset(n.attachments::json) AS y(id text, "filename" text, "contentType" text, "contentId" text, size integer, "blobKey" text)
 )
 INSERT INTO email_usage (org_id, mode, month, emails)
 SELECT org_id, mode, month, count(*) FROM n GROUP BY org_id, mode, month
@@ -59,27 +60,27 @@ function emailRow(e: RecordedEmail) {
     mode: e.metadata.mode,
     status: e.type === 'EmailQueued' ? 'queued' : 'scheduled',
     from_address: d.from,
-    to_addresses: d.to,
-    cc_addresses: d.cc,
-    bcc_addresses: d.bcc,
-    reply_to: d.replyTo,
+    to_addresses: JSON.stringify(d.to),
+    cc_addresses: JSON.stringify(d.cc),
+    bcc_addresses: JSON.stringify(d.bcc),
+    reply_to: JSON.stringify(d.replyTo),
     subject: d.subject,
     html: d.html,
     text_body: d.text,
-    headers: d.headers,
+    headers: JSON.stringify(d.headers),
     tags: textArray(d.tags),
     domain_id: d.domainId,
     domain_name: d.domainName,
     template_id: d.templateId ?? null,
     template_version_id: d.templateVersionId ?? null,
-    suppressed_recipients: d.suppressedRecipients,
+    suppressed_recipients: JSON.stringify(d.suppressedRecipients),
     send_at: e.type === 'EmailScheduled' ? e.data.sendAt : null,
     created_at: d.createdAt,
     last_event: e.type,
     // The email's own time, not its event's: the row a send writes ahead of the projection is the one it writes.
     last_event_at: d.createdAt,
-    recipients: recipientsOf(d).map((address) => pendingRecipient(address, d.createdAt)),
-    attachments: d.attachments,
+    recipients: JSON.stringify(recipientsOf(d).map((address) => pendingRecipient(address, d.createdAt))),
+    attachments: JSON.stringify(d.attachments ?? []),
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
     month: monthOf(d.createdAt),
     broadcast_id: d.broadcast?.broadcastId ?? null,

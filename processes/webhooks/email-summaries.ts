@@ -15,7 +15,7 @@ export const SUMMARY_KEEP_DAYS = 7;
 
 const INSERT_SQL = `
 INSERT INTO webhook_email_summaries (email_id, summary, recorded_at)
-SELECT email_id, summary::jsonb, $2 FROM json_to_recordset($1::json) AS (email_id text, summary json)
+SELECT email_id, summary::jsonb, $2 FROM json_to_recordset($1::json) AS (email_id text, summary text)
 ON CONFLICT (email_id) DO NOTHING`;
 
 /** Rows deleted by one statement of a purge: it goes on until fewer are left. */
@@ -105,7 +105,10 @@ export class EmailSummaries {
   }
 
   async #insert(q: Queryable, summaries: Map<string, EmailSummary | null>): Promise<void> {
-    const rows = [...summaries].flatMap(([email_id, summary]) => (summary ? [{ email_id, summary }] : []));
+    // Each summary as JSON text (docs/architecture.md, "JSON rows into PostgreSQL").
+    const rows = [...summaries].flatMap(([email_id, summary]) =>
+      summary ? [{ email_id, summary: JSON.stringify(summary) }] : [],
+    );
     if (rows.length > 0) await q.query(INSERT_SQL, [JSON.stringify(rows), this.#now()]);
   }
 }

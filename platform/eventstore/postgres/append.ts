@@ -48,11 +48,12 @@ ORDER BY x.ord
 RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`);
 
 // Several appends, each after its exact revision, in one statement: rows come as one JSON parameter (cheaper
-// to build and to parse than escaped arrays), in order; each stream's guard is the one of APPEND_ONE_AFTER_SQL.
+// to build and to parse than escaped arrays), in order, each event's data and metadata as JSON text (half the
+// time of a nested value: docs/architecture.md); each stream's guard is the one of APPEND_ONE_AFTER_SQL.
 const APPEND_BATCH_SQL = prepared(`
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
-SELECT x.s, x.r, x.t, x.d, x.m
-FROM json_to_recordset($1::json) AS x(o int, s text, a bigint, r bigint, t text, d json, m json)
+SELECT x.s, x.r, x.t, x.d::json, x.m::json
+FROM json_to_recordset($1::json) AS x(o int, s text, a bigint, r bigint, t text, d text, m text)
 LEFT JOIN LATERAL (
   SELECT true AS found FROM events e WHERE x.a >= 0 AND e.stream_id = x.s AND e.stream_revision = x.a LIMIT 1
 ) previous ON true
@@ -101,8 +102,8 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
       a: a.after,
       r: a.after + i + 1,
       t: e.type,
-      d: e.data ?? {},
-      m: e.metadata,
+      d: JSON.stringify(e.data ?? {}),
+      m: JSON.stringify(e.metadata),
     })),
   );
   const [sql, params] = withBlobs(

@@ -86,10 +86,10 @@ export class TlsCounts {
            result_type, receiving_mx, sessions)
          SELECT day, domain, "policyType", "policyHash", "policyText", "mxPatterns"::jsonb, "resultType", mx, sessions
          FROM json_to_recordset($1::json) AS x(day date, domain text, "policyType" text, "policyHash" text,
-           "policyText" text, "mxPatterns" json, "resultType" text, mx text, sessions bigint)
+           "policyText" text, "mxPatterns" text, "resultType" text, mx text, sessions bigint)
          ON CONFLICT (day, domain, policy_type, policy_hash, result_type, receiving_mx)
          DO UPDATE SET sessions = c.sessions + excluded.sessions`,
-        [JSON.stringify(batch)],
+        [JSON.stringify(batch.map((r) => ({ ...r, mxPatterns: JSON.stringify(r.mxPatterns) })))],
       );
     } catch (err) {
       this.#log.warn({ err }, 'could not write the TLS report counts');
