@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { Resolver } from 'node:dns/promises';
 import { createServer } from 'node:net';
 import { dkimVerify } from 'mailauth';
@@ -258,9 +259,13 @@ describe('outbound MTA over MX', () => {
   });
 
   it('defers when DNS does not answer, and when the MX refuses connections', async () => {
-    const deadDns = await closedPort();
-    const noDns = mta(25, { dnsServers: [`127.0.0.1:${deadDns}`], timeoutMs: 1_000 });
-    const [dnsOutcome] = await noDns.send(message({ to: ['x@one.test'] }), ['x@one.test']);
+    // A DNS server that never answers: a UDP port held, so that no other test's DNS server can take it meanwhile.
+    const silent = createSocket('udp4');
+    await new Promise<void>((resolve) => silent.bind(0, '127.0.0.1', resolve));
+    const noDns = mta(25, { dnsServers: [`127.0.0.1:${silent.address().port}`], timeoutMs: 1_000 });
+    const [dnsOutcome] = await noDns
+      .send(message({ to: ['x@one.test'] }), ['x@one.test'])
+      .finally(() => silent.close());
     expect(dnsOutcome.result).toBe('deferred');
     expect(dnsOutcome.smtpCode).toBeUndefined();
     expect(dnsOutcome.smtpResponse).toMatch(/MX lookup for one\.test failed/);
