@@ -1,4 +1,5 @@
 import { literal, type Queryable, type Transaction } from '../../platform/db/database.ts';
+import { joinJsonTexts, jsonTextsSql } from '../../platform/db/json-texts.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { PreviousSecret } from '../../read-side/webhooks/delivery-log.schema.ts';
 import { deliveryId } from './delivery-ids.ts';
@@ -57,9 +58,8 @@ export function newDelivery(
 
 /**
  * The one statement that creates delivery rows, due at $2. The short fields come as JSON ($1, cheaper to build
- * than pg's escaped arrays), the bodies apart ($3) joined by U+001E: bodies are JSON text, in which that control
- * character is always escaped, and PostgreSQL splits them far faster than it parses them as JSON. A delivery that
- * exists already (its event fanned out or replayed before) is left as it is.
+ * than pg's escaped arrays), the bodies, JSON texts, apart ($3: json-texts.ts). A delivery that exists already
+ * (its event fanned out or replayed before) is left as it is.
  */
 const INSERT_SQL = `
 INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_type, body, status, attempts,
@@ -67,7 +67,7 @@ INSERT INTO webhook_deliveries (id, webhook_id, org_id, mode, source_key, event_
 SELECT r.id, r.webhook_id, r.org_id, r.mode, r.source_key, r.event_type, r.body, 'pending', 0, $2, $2, $2
 FROM ROWS FROM (
   json_to_recordset($1::json) AS (id text, webhook_id text, org_id text, mode text, source_key text, event_type text),
-  unnest(string_to_array($3, chr(30)))
+  ${jsonTextsSql(3)}
 ) AS r(id, webhook_id, org_id, mode, source_key, event_type, body)
 ON CONFLICT (webhook_id, id) DO NOTHING
 RETURNING id`;
@@ -83,7 +83,7 @@ export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: D
     source_key: d.sourceKey,
     event_type: d.eventType,
   }));
-  const bodies = rows.map((d) => d.body).join('\u001e');
+  const bodies = joinJsonTexts(rows.map((d) => d.body));
   const { rows: written } = await q.query<{ id: string }>(INSERT_SQL, [JSON.stringify(fields), now, bodies]);
   return written.map((r) => r.id);
 }

@@ -150,6 +150,22 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       expect((await store.readStream(existing)).map((e) => e.type)).toEqual(['A', 'B', 'C']);
     });
 
+
+    it('keeps every character of data and metadata appended together, separators and escapes too', async () => {
+      const texts = ['a\u001eb', 'line\nbreak "quoted" \\ back', '\u0000 nul \u2028 ü 😀', '', '\u001e'];
+      const streams = texts.map((_, i) => stream(`chars-${i}`));
+      await Promise.all(
+        texts.map((text, i) =>
+          store.append(streams[i], [{ type: 'T', data: { text, i }, metadata: { ...meta, actor: text } }], {
+            expectedRevision: 'no_stream',
+          }),
+        ),
+      );
+      for (const [i, text] of texts.entries()) {
+        const [event] = await store.readStream(streams[i]);
+        expect([event.data, event.metadata.actor]).toEqual([{ text, i }, text]);
+      }
+    });
     it('lets exactly one of many racing writers to one stream win, among appends to other streams', async () => {
       const s = stream('race-many');
       const others = Array.from({ length: 10 }, (_, i) => stream(`race-other-${i}`));
