@@ -150,7 +150,6 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
       expect((await store.readStream(existing)).map((e) => e.type)).toEqual(['A', 'B', 'C']);
     });
 
-
     it('keeps every character of data and metadata appended together, separators and escapes too', async () => {
       const texts = ['a\u001eb', 'line\nbreak "quoted" \\ back', '\u0000 nul \u2028 ü 😀', '', '\u001e'];
       const streams = texts.map((_, i) => stream(`chars-${i}`));
