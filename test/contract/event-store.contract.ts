@@ -165,6 +165,7 @@ export function eventStoreContract(name: string, makeHarness: () => Promise<Cont
         expect([event.data, event.metadata.actor]).toEqual([{ text, i }, text]);
       }
     });
+
     it('lets exactly one of many racing writers to one stream win, among appends to other streams', async () => {
       const s = stream('race-many');
       const others = Array.from({ length: 10 }, (_, i) => stream(`race-other-${i}`));
