@@ -11,6 +11,7 @@ import type { BlobStore } from '../../platform/blob-store.ts';
 import { rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
+import { analyzeContacts } from '../../read-side/contacts/contacts.queries.ts';
 import {
   onImport,
   readContactImport,
@@ -24,6 +25,9 @@ type Job = ContactImportState & { exists: true };
 
 /** Rows written per batch: their appends share statements, and each batch records its progress once. */
 export const IMPORT_BATCH_ROWS = 1000;
+
+/** An import of at least this many rows has the contacts' tables analyzed once it is done (analyzeContacts). */
+export const ANALYZE_AFTER_ROWS = 1000;
 /** Batches written at once (in order of their progress). */
 const PIPELINED_BATCHES = 2;
 
@@ -207,14 +211,15 @@ class ImportRun {
   }
 
   async #completeIfDone() {
-    if (this.#state.status === 'running' && this.#state.processed === this.#state.rowsTotal)
-      await this.#finish({
-        type: 'FinishContactImport',
-        importId: this.importId,
-        status: 'completed',
-        error: null,
-        at: this.#now(),
-      });
+    if (this.#state.status !== 'running' || this.#state.processed !== this.#state.rowsTotal) return;
+    await this.#finish({
+      type: 'FinishContactImport',
+      importId: this.importId,
+      status: 'completed',
+      error: null,
+      at: this.#now(),
+    });
+    if (this.#state.rowsTotal >= ANALYZE_AFTER_ROWS) await analyzeContacts(this.services.db);
   }
 
   #fail(error: { line: number | null; message: string }) {

@@ -6,7 +6,11 @@ import {
   ContactImportCursor,
   importedContactId,
 } from '../../processes/contact-import/contact-import-cursor.ts';
-import { IMPORT_BATCH_ROWS, workContactImport } from '../../processes/contact-import/contact-import-run.ts';
+import {
+  ANALYZE_AFTER_ROWS,
+  IMPORT_BATCH_ROWS,
+  workContactImport,
+} from '../../processes/contact-import/contact-import-run.ts';
 import { importContacts } from '../../processes/contact-import/import-contacts.ts';
 import {
   readContactImport,
@@ -428,5 +432,31 @@ describe('contact import from CSV', () => {
     const again = await members(second);
     expect(again.length).toBe(IMPORT_BATCH_ROWS);
     expect(again.every((c) => c.properties.plan === 'pro' && c.audience_ids.length === 2)).toBe(true);
+  });
+
+  it('has the contacts’ tables analyzed after an import of a thousand rows or more, not after a smaller one', async () => {
+    const db = svc.postline.services.db;
+    /** When `contacts` and `contact_audiences` were last analyzed by a command (not autovacuum). */
+    const lastAnalyzed = async (): Promise<(string | null)[]> => {
+      const { rows } = await db.query(
+        `SELECT last_analyze::text AS at FROM pg_stat_user_tables
+         WHERE relname IN ('contacts', 'contact_audiences') ORDER BY relname`,
+      );
+      return rows.map((r) => r.at);
+    };
+    const importOf = async (rows: number, prefix: string) => {
+      const emails = Array.from({ length: rows }, (_, i) => `${prefix}${i}@analyzed.example.org`);
+      const started = await upload(['email', ...emails].join('\n'));
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+      await work(started.body.id);
+      expect((await job(started.body.id)).body).toMatchObject({ status: 'completed', rows_created: rows });
+    };
+    const before = await lastAnalyzed();
+    await importOf(ANALYZE_AFTER_ROWS - 1, 'small');
+    expect(await lastAnalyzed()).toEqual(before);
+    await importOf(ANALYZE_AFTER_ROWS, 'large');
+    await expect
+      .poll(async () => (await lastAnalyzed()).map((at, i) => at !== null && at !== before[i]))
+      .toEqual([true, true]);
   });
 });
