@@ -28,6 +28,7 @@ export const IMPORT_BATCH_ROWS = 1000;
 
 /** An import of at least this many rows has the contacts' tables analyzed once it is done (analyzeContacts). */
 export const ANALYZE_AFTER_ROWS = 1000;
+
 /** Batches written at once (in order of their progress). */
 const PIPELINED_BATCHES = 2;
 

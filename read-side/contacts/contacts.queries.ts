@@ -139,8 +139,8 @@ export async function audienceRecipients(
 /**
  * Has PostgreSQL measure the contacts' tables anew (ANALYZE samples at most 30,000 rows, whatever their number).
  * After a large import: autovacuum analyzes a table a minute or more after it grew, and a broadcast to the new
- * contacts meanwhile had its pages planned for the table as it was before (its first expansion cost 15 % more
- * an email, bench/README.md).
+ * contacts meanwhile had its pages planned for the table as it was before (its first expansion cost 10–19 %
+ * more an email, bench/README.md).
  */
 export async function analyzeContacts(db: Queryable): Promise<void> {
   await db.query('ANALYZE contacts, contact_audiences');
