@@ -126,6 +126,9 @@ export function useDashboardBrowser(o: { env?: Record<string, string> } = {}) {
       await page().getByLabel('API key').fill(key);
       await page().getByRole('button', { name: 'Sign in' }).click();
       await page().getByRole('navigation', { name: 'Sections' }).waitFor();
+      // The overview has loaded: a key revoked next is refused by the request a test makes, not by one
+      // of the overview's own still under way (which would sign the tab out before the test's click).
+      await page().waitForFunction(() => !document.querySelector('[role="status"]'));
     },
   };
 }
