@@ -140,7 +140,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
   const log = options.log ?? createLogger(config.LOG_LEVEL, undefined, config.LOG_FORMAT);
   if (!options.db && !config.DATABASE_URL)
     throw new ConfigError(
-      'Invalid configuration:\n  DATABASE_URL: required (bin/main.ts starts the embedded one)',
+      'Invalid configuration:\n  DATABASE_URL: required (bin/start.ts starts the embedded one)',
     );
   const db = options.db ?? connectPostgres(config.DATABASE_URL!, config.DATABASE_POOL_SIZE);
   const blobRows = new BlobRows(db);

@@ -3,21 +3,9 @@ import express from 'express';
 import { AppError } from '../../platform/errors.ts';
 import { refuseUnstorableText } from '../../platform/unstorable-text.ts';
 import type { Postline } from '../service.ts';
-import { UsageError } from './cli.ts';
 import { runCommand } from './commands.ts';
-
-/**
- * Where the command's output (its standard output, streamed) ends and its outcome begins: a NUL, which no output
- * holds (commands print what the stores hold, where PostgreSQL's text cannot hold one and JSON escapes it, and
- * their arguments, refused here with one). The outcome is JSON: `{ exit, stderr? }`, the exit code and what the
- * CLI writes to its standard error.
- */
-export const END_OF_OUTPUT = '\u0000';
-
-export interface CommandOutcome {
-  exit: number;
-  stderr?: string;
-}
+import { UsageError } from './usage.ts';
+import { type CommandOutcome, END_OF_OUTPUT } from './via-server.ts';
 
 /** Runs the command; its mistakes as the CLI says them when it runs the command itself (bin/main.ts). */
 async function outcome(argv: string[], postline: Postline, out: express.Response): Promise<CommandOutcome> {

@@ -5,9 +5,7 @@ import { AppError } from '../../platform/errors.ts';
 import type { Position } from '../../platform/eventstore/types.ts';
 import { findOrganization } from '../../read-side/api-keys/api-keys.queries.ts';
 import type { Postline } from '../service.ts';
-
-/** Wrong or missing arguments: the CLI prints what the command needs and exits 2. */
-export class UsageError extends Error {}
+import { UsageError } from './usage.ts';
 
 /**
  * A command that cannot be done (an unknown organization or key): said on standard error, exit code 1, so that

@@ -1,6 +1,5 @@
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AppError } from '../../platform/errors.ts';
 import { workContactImport } from '../../processes/contact-import/contact-import-run.ts';
@@ -9,29 +8,11 @@ import {
   startContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
 import { type Cli, parseOptions } from './cli.ts';
+import { IMPORT_OPTIONS } from './contacts-import-args.ts';
 import { progressBar } from './progress.ts';
 
-const OPTIONS = {
-  org: { type: 'string' },
-  mode: { type: 'string', default: 'live' },
-  audience: { type: 'string' },
-} as const;
 const USAGE =
   'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>';
-
-/** `contacts import`'s arguments with its file (its positionals) resolved against this process's directory. */
-export function withAbsoluteFile(rest: string[]): string[] {
-  const { tokens } = parseArgs({
-    args: rest,
-    options: OPTIONS,
-    allowPositionals: true,
-    strict: false,
-    tokens: true,
-  });
-  return rest.map((arg, i) =>
-    tokens.some((t) => t.kind === 'positional' && t.index === i) ? resolve(arg) : arg,
-  );
-}
 
 /** Imports contacts from a CSV file, working the import here through the code the service runs. */
 export async function contactsImport(
@@ -39,7 +20,7 @@ export async function contactsImport(
   rest: string[],
 ): Promise<number> {
   const { values, positionals } = parseOptions(
-    { args: rest, options: OPTIONS, allowPositionals: true, strict: true },
+    { args: rest, options: IMPORT_OPTIONS, allowPositionals: true, strict: true },
     USAGE,
   );
   const { file, org, mode, audience } = parse(

@@ -1,7 +1,8 @@
 import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
-import { type Cli, positionalsOf, UsageError } from './cli.ts';
+import { type Cli, positionalsOf } from './cli.ts';
 import { progressBar } from './progress.ts';
+import { UsageError } from './usage.ts';
 
 /** Position and lag of every projection, and the parked events (exit code 1 while there are any). */
 export async function projectionsStatus({ services, runner, write }: Cli, rest: string[]): Promise<number> {

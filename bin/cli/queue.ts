@@ -10,7 +10,8 @@ import {
   resumeDelivery,
   retryDelivery,
 } from '../../write-side/queue/queue.commands.ts';
-import { type Cli, parseOptions, UsageError } from './cli.ts';
+import { type Cli, parseOptions } from './cli.ts';
+import { UsageError } from './usage.ts';
 
 /** How long `queue pause` holds a destination when `--for` is not given. */
 export const DEFAULT_PAUSE = '1h';

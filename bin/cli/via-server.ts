@@ -1,0 +1,72 @@
+import { request } from 'undici';
+import { withAbsoluteFile } from './contacts-import-args.ts';
+import type { Owner } from './data-dir-owner.ts';
+
+/**
+ * Where the command's output (its standard output, streamed) ends and its outcome begins: a NUL, which no output
+ * holds (commands print what the stores hold, where PostgreSQL's text cannot hold one and JSON escapes it, and
+ * their arguments, refused here with one). The outcome is JSON: `{ exit, stderr? }`, the exit code and what the
+ * CLI writes to its standard error.
+ */
+export const END_OF_OUTPUT = '\u0000';
+
+export interface CommandOutcome {
+  exit: number;
+  stderr?: string;
+}
+
+/** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
+function adminHost(host: string | undefined): string {
+  if (!host || host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Embedded mode with a running server: the command is run inside it (POST /admin/cli, admin.ts). */
+export async function viaServer(owner: Owner, token: string, argv: string[]): Promise<number> {
+  const res = await request(`http://${adminHost(owner.host)}:${owner.port}/admin/cli`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-postline-admin-token': token },
+    body: JSON.stringify({ argv: withAbsolutePaths(argv) }),
+  });
+  if (res.statusCode !== 200) {
+    // The server's own words: `{error:{type,message,code}}`.
+    const error = ((await res.body.json().catch(() => undefined)) as any)?.error;
+    const said = error?.message
+      ? `${error.message} (${error.code}, HTTP ${res.statusCode})`
+      : `HTTP ${res.statusCode}`;
+    process.stderr.write(`The running service refused the command: ${said}\n`);
+    return 1;
+  }
+  // The output is streamed as it comes, up to END_OF_OUTPUT; the outcome after it says the rest (admin.ts).
+  const end = END_OF_OUTPUT.charCodeAt(0);
+  let outcome: Buffer | undefined;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    if (outcome) outcome = Buffer.concat([outcome, chunk]);
+    else if (chunk.includes(end)) {
+      process.stdout.write(chunk.subarray(0, chunk.indexOf(end)));
+      outcome = chunk.subarray(chunk.indexOf(end) + 1);
+    } else process.stdout.write(chunk);
+  }
+  let parsed: CommandOutcome | undefined;
+  try {
+    parsed = outcome && JSON.parse(outcome.toString('utf8'));
+  } catch {}
+  if (!parsed) {
+    process.stderr.write('postline: the running service ended the command without its outcome.\n');
+    return 1;
+  }
+  if (parsed.stderr)
+    process.stderr.write(parsed.stderr.endsWith('\n') ? parsed.stderr : `${parsed.stderr}\n`);
+  return parsed.exit;
+}
+
+/**
+ * The arguments with the files they name as absolute paths: a relative path means the operator's working
+ * directory, and a running server, which works the command, has another.
+ */
+function withAbsolutePaths(argv: string[]): string[] {
+  if (argv[0] === 'contacts' && argv[1] === 'import')
+    return [...argv.slice(0, 2), ...withAbsoluteFile(argv.slice(2))];
+  return argv;
+}
