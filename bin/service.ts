@@ -223,12 +223,35 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
       drain,
       dashboardDir: api ? DASHBOARD_DIR : undefined,
     });
-    server = await listenHttp(app, config);
   }
-  const smtp =
-    (options.smtp ?? (options.http !== false && options.api !== false))
-      ? await startSmtp(services, authenticate)
-      : undefined;
+  let smtp: SmtpListeners | undefined;
+  /**
+   * Graceful: every door stops taking work at once (HTTP answers 503 `shutting_down`, SMTP 421); requests,
+   * sessions and process work in flight get SHUTDOWN_GRACE_MS to finish, and claimed work not started is given
+   * back for another process. Then the projections and stores close.
+   */
+  const close = async () => {
+    const grace = config.SHUTDOWN_GRACE_MS;
+    await Promise.all([
+      smtp?.close(),
+      server && drain.drain(server, grace),
+      withinGrace(Promise.all(processes.map((p) => p.stop())), grace),
+    ]);
+    await runner.stop();
+    await waiter.close();
+    await services.rateLimiter.close();
+    await store.close();
+    if (!options.db) await db.close();
+  };
+  try {
+    if (app) server = await listenHttp(app, config);
+    if (options.smtp ?? (options.http !== false && options.api !== false))
+      smtp = await startSmtp(services, authenticate);
+  } catch (error) {
+    // A door that cannot open (its port taken) closes what started: its reason is all a failed start says.
+    await close();
+    throw error;
+  }
 
   return {
     services,
@@ -238,23 +261,6 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     server,
     smtp,
     port: server ? (server.address() as AddressInfo).port : undefined,
-    /**
-     * Graceful: every door stops taking work at once (HTTP answers 503 `shutting_down`, SMTP 421); requests,
-     * sessions and process work in flight get SHUTDOWN_GRACE_MS to finish, and claimed work not started is given
-     * back for another process. Then the projections and stores close.
-     */
-    async close() {
-      const grace = config.SHUTDOWN_GRACE_MS;
-      await Promise.all([
-        smtp?.close(),
-        server && drain.drain(server, grace),
-        withinGrace(Promise.all(processes.map((p) => p.stop())), grace),
-      ]);
-      await runner.stop();
-      await waiter.close();
-      await services.rateLimiter.close();
-      await store.close();
-      if (!options.db) await db.close();
-    },
+    close,
   };
 }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -44,16 +44,31 @@ export function useServiceEnv(extra: Record<string, string> = {}): { env: Record
   return setup;
 }
 
+/**
+ * Ports the tests pick, below the kernel's ephemeral range (32768 and up on Linux): a port from that range may be
+ * taken, between a test's pick and its server's start (or restart, after a crash), by any outgoing connection, a
+ * database pool's say, while ports below it go only to listeners that ask for them. Test files running side by
+ * side (VITEST_POOL_ID) pick from slices of their own, in turn from a random place.
+ */
+const PORTS = { first: 20_000, slice: 3_000, slices: 4 };
+let nextPort = randomInt(PORTS.slice);
+
+/** A port nothing listens on now, from this test file's slice. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
+  const slice = (Number(process.env.VITEST_POOL_ID ?? 1) - 1) % PORTS.slices;
+  for (let tried = 0; tried < PORTS.slice; tried++) {
+    const port = PORTS.first + slice * PORTS.slice + (nextPort++ % PORTS.slice);
+    if (await listenable(port)) return port;
+  }
+  throw new Error("No free port left in this test file's slice");
 }
+
+const listenable = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
 
 /** Runs the CLI to completion: `postline <args>`; a variable set to undefined in `env` is not passed on. */
 export function runCli(
