@@ -3,9 +3,9 @@ import express from 'express';
 import { AppError } from '../../platform/errors.ts';
 import { refuseUnstorableText } from '../../platform/unstorable-text.ts';
 import type { Postline } from '../service.ts';
+import { type CommandOutcome, END_OF_OUTPUT } from './admin-protocol.ts';
 import { runCommand } from './commands.ts';
 import { UsageError } from './usage.ts';
-import { type CommandOutcome, END_OF_OUTPUT } from './via-server.ts';
 
 /** Runs the command; its mistakes as the CLI says them when it runs the command itself (bin/main.ts). */
 async function outcome(argv: string[], postline: Postline, out: express.Response): Promise<CommandOutcome> {

@@ -1,19 +1,7 @@
 import { request } from 'undici';
+import { type CommandOutcome, END_OF_OUTPUT } from './admin-protocol.ts';
 import { withAbsoluteFile } from './contacts-import-args.ts';
 import type { Owner } from './data-dir-owner.ts';
-
-/**
- * Where the command's output (its standard output, streamed) ends and its outcome begins: a NUL, which no output
- * holds (commands print what the stores hold, where PostgreSQL's text cannot hold one and JSON escapes it, and
- * their arguments, refused here with one). The outcome is JSON: `{ exit, stderr? }`, the exit code and what the
- * CLI writes to its standard error.
- */
-export const END_OF_OUTPUT = '\u0000';
-
-export interface CommandOutcome {
-  exit: number;
-  stderr?: string;
-}
 
 /** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
 function adminHost(host: string | undefined): string {
