@@ -20,7 +20,7 @@ export default defineConfig({
     // second and a half of each file's start-up; the suite took a quarter longer isolated). Postline's own modules
     // are still fresh for each file (fresh-modules.ts).
     isolate: false,
-    setupFiles: ['test/support/fresh-modules.ts'],
+    setupFiles: ['test/support/fresh-modules.ts', 'test/support/failure-logs.setup.ts'],
     // expect.poll waits as long as any condition (its own default, a second, fails on a busy machine).
     expect: { poll: PATIENCE },
   },

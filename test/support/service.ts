@@ -7,10 +7,10 @@ import { afterAll, beforeAll, vi } from 'vitest';
 import { type Postline, type StartOptions, startPostline } from '../../bin/service.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { loadConfig } from '../../platform/config.ts';
-import { createLogger } from '../../platform/logger.ts';
 import type { Plan } from '../../platform/tenancy.ts';
 import { createOrganization } from '../../write-side/organizations/organization.commands.ts';
 import { openTestDatabase, TEST_POOL_SIZE } from './databases.ts';
+import { testLogger } from './failure-logs.ts';
 import { openApiResponses } from './openapi-responses.ts';
 import { PATIENCE, PATIENCE_MS } from './patience.ts';
 
@@ -93,7 +93,7 @@ export interface TestServiceOptions {
   env?: Record<string, string>;
   /** Extra non-/v1 handlers, as `serve` mounts the embedded admin endpoint. */
   mount?: StartOptions['mount'];
-  /** Where the service logs (default: silent, or TEST_LOG_LEVEL's level to stdout). */
+  /** Where the service logs (default: failure-logs.ts, its warnings shown under a failed test). */
   log?: StartOptions['log'];
 }
 
@@ -127,7 +127,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     clock: options.clock,
     processes: options.processes ?? false,
     mount: options.mount,
-    log: options.log ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    log: options.log ?? testLogger(),
   });
   const baseUrl = `http://127.0.0.1:${postline.port}`;
   return {

@@ -109,7 +109,7 @@ async function append(services: Services, meta: EventMetadata, checked: Checked)
   const { raw: submitted, sendAt, broadcast } = checked;
   const rows: BlobRow[] = [];
   const stage = async (bytes: Buffer) => {
-    const { key, row } = await blobs.stage(bytes);
+    const { key, row } = await blobs.stage(bytes, services.clock.now().getTime());
     if (row) rows.push(row);
     return key;
   };

@@ -1,0 +1,3 @@
+import { printLogsOfFailedTests } from './failure-logs.ts';
+
+printLogsOfFailedTests();
