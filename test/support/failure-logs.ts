@@ -1,9 +1,15 @@
 import { beforeEach } from 'vitest';
 import { createLogger, type Logger } from '../../platform/logger.ts';
 
-/** Lines kept at most, the latest: what led up to a failure. */
+/** Pieces kept at most, the latest: what led up to a failure. */
 const KEPT = 200;
 const kept: string[] = [];
+
+/** Keeps `text` (log lines, a server's output) to be printed if the running test fails. */
+export function keepForFailure(text: string): void {
+  kept.push(text);
+  if (kept.length > KEPT) kept.shift();
+}
 
 /**
  * The logger of a service a test file runs in its own process: TEST_LOG_LEVEL's level to standard output when it
@@ -13,12 +19,7 @@ const kept: string[] = [];
 export function testLogger(): Logger {
   const level = process.env.TEST_LOG_LEVEL;
   if (level) return createLogger(level);
-  return createLogger('warn', {
-    write(line: string) {
-      kept.push(line);
-      if (kept.length > KEPT) kept.shift();
-    },
-  });
+  return createLogger('warn', { write: keepForFailure });
 }
 
 /** For every test of a file (vitest.config.ts, setupFiles): prints what was kept when it fails, then forgets it. */
@@ -26,7 +27,7 @@ export function printLogsOfFailedTests(): void {
   beforeEach(({ onTestFinished }) => {
     onTestFinished(({ task }) => {
       if (task.result?.state === 'fail' && kept.length > 0)
-        console.error(`The test service's warnings and errors before the failure:\n${kept.join('')}`);
+        console.error(`What the test's services logged before the failure:\n${kept.join('')}`);
       kept.length = 0;
     });
   });

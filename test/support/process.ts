@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from './databases.ts';
+import { keepForFailure } from './failure-logs.ts';
 import { PATIENCE_MS } from './patience.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
@@ -118,10 +119,14 @@ export async function startServer(
     },
   });
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
+  const take = (d: Buffer) => {
+    output += d;
+    keepForFailure(String(d));
+  };
+  child.stdout!.on('data', take);
   if (process.env.E2E_SERVER_LOG)
     child.stdout!.pipe(require('node:fs').createWriteStream(process.env.E2E_SERVER_LOG));
-  child.stderr!.on('data', (d) => (output += d));
+  child.stderr!.on('data', take);
   if (process.env.E2E_SERVER_LOG)
     child.stderr!.pipe(require('node:fs').createWriteStream(`${process.env.E2E_SERVER_LOG}.err`));
   const deadline = Date.now() + SERVER_START_MS;
