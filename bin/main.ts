@@ -4,9 +4,10 @@
  * mistake, and a command the running server works for it, load none of them.
  */
 import { ConfigError, loadConfig } from '../platform/config.ts';
+import { argumentsOf } from './cli/arguments.ts';
 import { currentOwner } from './cli/data-dir-owner.ts';
 import { wasInterrupted } from './cli/signals.ts';
-import { commandOf, USAGE, UsageError } from './cli/usage.ts';
+import { USAGE, UsageError } from './cli/usage.ts';
 import { viaServer } from './cli/via-server.ts';
 
 async function main(argv: string[]): Promise<number> {
@@ -28,7 +29,7 @@ async function main(argv: string[]): Promise<number> {
     await (await import('./start.ts')).serve(given);
     return -1;
   }
-  commandOf(argv); // a command no one has is a usage mistake before anything starts for it
+  argumentsOf(argv); // a usage mistake is said before anything starts for the command
   const running = given.embedded ? currentOwner(given.POSTLINE_DATA_DIR) : null;
   if (running?.port && running.adminToken) return viaServer(running, running.adminToken, argv);
   return (await import('./start.ts')).runHere(argv, given);

@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { Postline } from '../service.ts';
+import { type ArgumentsOf, argumentsOf } from './arguments.ts';
 import { type Cli, cliOf } from './cli.ts';
 import { contactsImport } from './contacts-import.ts';
 import { keysCreate, keysRevoke } from './keys.ts';
@@ -7,10 +8,10 @@ import { projectionsRebuild, projectionsStatus, streamsShow } from './operations
 import { orgsCreate, orgsList, orgsSetClientDetails, orgsSetPlan } from './orgs.ts';
 import { queueBounce, queueList, queuePause, queueResume, queueRetry } from './queue.ts';
 import { sourcesList } from './sources.ts';
-import { type CommandName, commandOf } from './usage.ts';
+import type { CommandName } from './usage.ts';
 
 /** Each command, by its name (usage.ts). */
-const RUN: Record<CommandName, (cli: Cli, rest: string[]) => Promise<number>> = {
+const RUN: { [N in CommandName]: (cli: Cli, args: ArgumentsOf<N>) => Promise<number> } = {
   'orgs create': orgsCreate,
   'orgs list': orgsList,
   'orgs set-plan': orgsSetPlan,
@@ -31,6 +32,7 @@ const RUN: Record<CommandName, (cli: Cli, rest: string[]) => Promise<number>> = 
 
 /** Runs one CLI command against an open Postline (local, or inside the running server). Returns the exit code. */
 export async function runCommand(argv: string[], postline: Postline, out: Writable): Promise<number> {
-  const { name, rest } = commandOf(argv);
-  return RUN[name](cliOf(postline, out), rest);
+  const { name, args } = argumentsOf(argv);
+  const run = RUN[name] as (cli: Cli, args: unknown) => Promise<number>;
+  return run(cliOf(postline, out), args);
 }

@@ -1,38 +1,20 @@
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { z } from 'zod';
 import { AppError } from '../../platform/errors.ts';
 import { workContactImport } from '../../processes/contact-import/contact-import-run.ts';
 import {
   contactImportReport,
   startContactImport,
 } from '../../write-side/contact-imports/contact-import.commands.ts';
-import { type Cli, parseOptions } from './cli.ts';
-import { IMPORT_OPTIONS } from './contacts-import-args.ts';
+import type { ArgumentsOf } from './arguments.ts';
+import type { Cli } from './cli.ts';
 import { progressBar } from './progress.ts';
-
-const USAGE =
-  'contacts import needs <file.csv> and --org <org_id>, and takes --mode live|test and --audience <audience_id>';
 
 /** Imports contacts from a CSV file, working the import here through the code the service runs. */
 export async function contactsImport(
-  { services, out, write, parse, knownOrganization }: Cli,
-  rest: string[],
+  { services, out, write, knownOrganization }: Cli,
+  { file, org, mode, audience }: ArgumentsOf<'contacts import'>,
 ): Promise<number> {
-  const { values, positionals } = parseOptions(
-    { args: rest, options: IMPORT_OPTIONS, allowPositionals: true, strict: true },
-    USAGE,
-  );
-  const { file, org, mode, audience } = parse(
-    z.object({
-      file: z.string().min(1),
-      org: z.string().min(1),
-      mode: z.enum(['live', 'test']),
-      audience: z.string().min(1).optional(),
-    }),
-    { ...values, file: positionals.length === 1 ? positionals[0] : undefined },
-    USAGE,
-  );
   if (!(await knownOrganization(org))) return 1;
   const meta = { orgId: org, mode, actor: 'cli' } as const;
   let importId: string;

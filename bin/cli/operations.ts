@@ -1,12 +1,15 @@
 import { listParked } from '../../platform/eventstore/parked-events.ts';
 import { projectionStatus, rebuildProjection } from '../../projections/rebuild.ts';
-import { type Cli, positionalsOf } from './cli.ts';
+import type { ArgumentsOf } from './arguments.ts';
+import type { Cli } from './cli.ts';
 import { progressBar } from './progress.ts';
 import { UsageError } from './usage.ts';
 
 /** Position and lag of every projection, and the parked events (exit code 1 while there are any). */
-export async function projectionsStatus({ services, runner, write }: Cli, rest: string[]): Promise<number> {
-  positionalsOf(rest, 0, 0, 'projections status takes no arguments');
+export async function projectionsStatus(
+  { services, runner, write }: Cli,
+  _: ArgumentsOf<'projections status'>,
+): Promise<number> {
   const rows = await projectionStatus(services.db, services.store, runner.projections);
   write(`${'projection'.padEnd(24)}${'lag'.padStart(8)}  position`);
   for (const r of rows) write(`${r.name.padEnd(24)}${String(r.lag).padStart(8)}  ${r.position || '(start)'}`);
@@ -23,14 +26,8 @@ export async function projectionsStatus({ services, runner, write }: Cli, rest: 
 /** Rebuilds one projection (or all) from the event log. */
 export async function projectionsRebuild(
   { services, runner, out, write }: Cli,
-  rest: string[],
+  { name }: ArgumentsOf<'projections rebuild'>,
 ): Promise<number> {
-  const [name] = positionalsOf(
-    rest,
-    0,
-    1,
-    "projections rebuild takes one projection's name, or none for all",
-  );
   const chosen = name ? runner.projections.filter((p) => p.name === name) : runner.projections;
   if (chosen.length === 0) {
     throw new UsageError(
@@ -51,8 +48,10 @@ export async function projectionsRebuild(
 }
 
 /** The history of one stream, for auditors. */
-export async function streamsShow({ services, write }: Cli, rest: string[]): Promise<number> {
-  const [streamId] = positionalsOf(rest, 1, 1, 'streams show needs <stream-id>');
+export async function streamsShow(
+  { services, write }: Cli,
+  { streamId }: ArgumentsOf<'streams show'>,
+): Promise<number> {
   const events = await services.store.readStream(streamId);
   if (events.length === 0) {
     write(`Stream ${streamId} has no events.`);

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-import { resourceName } from '../../platform/http/route-schema.ts';
 import { listOrganizations } from '../../read-side/api-keys/api-keys.queries.ts';
 import { planJson } from '../../read-side/organizations/organizations.queries.ts';
 import {
@@ -7,35 +5,18 @@ import {
   createOrganization,
   setClientDetailsTracking,
 } from '../../write-side/organizations/organization.commands.ts';
-import { type Cli, KEYS_NOT_YET_IN_USE, parseOptions, positionalsOf } from './cli.ts';
+import type { ArgumentsOf } from './arguments.ts';
+import { type Cli, KEYS_NOT_YET_IN_USE } from './cli.ts';
 import { plansTable, priceText } from './plan-text.ts';
 
 /** Creates an organization and prints its live and test API keys, once. */
 export async function orgsCreate(
-  { services, write, parse, keysInUse }: Cli,
-  rest: string[],
+  { services, write, keysInUse }: Cli,
+  { json, ...input }: ArgumentsOf<'orgs create'>,
 ): Promise<number> {
-  const usage = 'orgs create needs --name <name> and an optional --plan free|pro|business, --json';
-  const { values } = parseOptions(
-    {
-      args: rest,
-      options: {
-        name: { type: 'string' },
-        plan: { type: 'string', default: 'free' },
-        json: { type: 'boolean', default: false },
-      },
-      strict: true,
-    },
-    usage,
-  );
-  const input = parse(
-    z.object({ name: resourceName(200), plan: z.enum(['free', 'pro', 'business']) }),
-    values,
-    usage,
-  );
   const org = await createOrganization(services, input);
   const inUse = await keysInUse(org.position);
-  if (values.json) write(JSON.stringify({ org_id: org.orgId, live_key: org.liveKey, test_key: org.testKey }));
+  if (json) write(JSON.stringify({ org_id: org.orgId, live_key: org.liveKey, test_key: org.testKey }));
   else {
     write(`Organization ${input.name} created: ${org.orgId} (plan ${input.plan})`);
     write(`  live key: ${org.liveKey}`);
@@ -47,16 +28,15 @@ export async function orgsCreate(
 }
 
 /** Every organization with its plan and keys in use per mode, then what each plan costs and includes. */
-export async function orgsList({ services, write }: Cli, rest: string[]): Promise<number> {
-  const { values } = parseOptions(
-    { args: rest, options: { json: { type: 'boolean', default: false } } },
-    'orgs list takes --json',
-  );
+export async function orgsList(
+  { services, write }: Cli,
+  { json }: ArgumentsOf<'orgs list'>,
+): Promise<number> {
   const rows = await listOrganizations(services.db);
   for (const o of rows) {
     const created = new Date(o.created_at).toISOString();
     const plan = planJson(o.plan);
-    if (values.json)
+    if (json)
       write(
         JSON.stringify({
           org_id: o.id,
@@ -78,7 +58,7 @@ export async function orgsList({ services, write }: Cli, rest: string[]): Promis
       );
     }
   }
-  if (values.json) return 0;
+  if (json) return 0;
   if (rows.length === 0) write('No organizations yet: npx postline orgs create --name <name>');
   write(['', ...plansTable()].join('\n'));
   return 0;
@@ -86,15 +66,9 @@ export async function orgsList({ services, write }: Cli, rest: string[]): Promis
 
 /** Moves an organization to another plan. */
 export async function orgsSetPlan(
-  { services, write, parse, knownOrganization }: Cli,
-  rest: string[],
+  { services, write, knownOrganization }: Cli,
+  { orgId, plan }: ArgumentsOf<'orgs set-plan'>,
 ): Promise<number> {
-  const usage = 'orgs set-plan needs <org_id> <free|pro|business>';
-  const [orgId, plan] = parse(
-    z.tuple([z.string().min(1), z.enum(['free', 'pro', 'business'])]),
-    positionalsOf(rest, 2, 2, usage),
-    usage,
-  );
   await knownOrganization(orgId);
   const { changed, position } = await changePlan(services, orgId, plan);
   await services.readYourWrites.waitFor(['api_keys'], position);
@@ -104,28 +78,16 @@ export async function orgsSetPlan(
 
 /** Records openers' and clickers' IP address and user agent (sealed) or not; `--forget` erases them. */
 export async function orgsSetClientDetails(
-  { services, write, parse, knownOrganization }: Cli,
-  rest: string[],
+  { services, write, knownOrganization }: Cli,
+  { orgId, on, forget }: ArgumentsOf<'orgs set-client-details'>,
 ): Promise<number> {
-  const usage = 'orgs set-client-details needs <org_id> <on|off> and an optional --forget';
-  const { values, positionals } = parseOptions(
-    {
-      args: rest,
-      options: { forget: { type: 'boolean', default: false } },
-      allowPositionals: true,
-      strict: true,
-    },
-    usage,
-  );
-  const [orgId, setting] = parse(z.tuple([z.string().min(1), z.enum(['on', 'off'])]), positionals, usage);
   await knownOrganization(orgId);
-  const on = setting === 'on';
-  const r = await setClientDetailsTracking(services, orgId, on, { forget: values.forget });
+  const r = await setClientDetailsTracking(services, orgId, on, { forget });
   await services.readYourWrites.waitFor(['api_keys'], r.position);
   const what = on ? 'records' : 'does not record';
   write(
     `${orgId} ${what} openers' and clickers' IP address and user agent${r.changed ? ' now' : ' already'}.`,
   );
-  if (values.forget) write(`Erased the client details of ${r.forgotten} email(s).`);
+  if (forget) write(`Erased the client details of ${r.forgotten} email(s).`);
   return 0;
 }

@@ -1,5 +1,3 @@
-import type { ParseArgsConfig } from 'node:util';
-import { queueDestination } from '../../domain/queue/queue.decider.ts';
 import { AppError } from '../../platform/errors.ts';
 import { livePauses, queueRows } from '../../processes/delivery/queue-view.ts';
 import {
@@ -10,50 +8,17 @@ import {
   resumeDelivery,
   retryDelivery,
 } from '../../write-side/queue/queue.commands.ts';
-import { type Cli, parseOptions } from './cli.ts';
+import type { ArgumentsOf } from './arguments.ts';
+import type { Cli } from './cli.ts';
 import { UsageError } from './usage.ts';
 
-/** How long `queue pause` holds a destination when `--for` is not given. */
-export const DEFAULT_PAUSE = '1h';
-
-const UNIT_MS = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 } as const;
-
-/** `2h`, `30m`, `1h30m`, `1d`: a positive duration in days, hours, minutes and seconds, in that order. */
-export function parseDuration(text: string): number | null {
-  const m = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text.trim());
-  if (!m || text.trim() === '') return null;
-  const [d, h, min, s] = m.slice(1).map((x) => Number(x ?? 0));
-  const ms = d * UNIT_MS.d + h * UNIT_MS.h + min * UNIT_MS.m + s * UNIT_MS.s;
-  return ms > 0 ? ms : null;
-}
-
-/** A destination and its scope from `<destination> [--org X]`, with the command's own options. */
-function targetOf(rest: string[], usage: string, extra: Record<string, { type: 'string' }> = {}) {
-  // Typed loosely, as the options vary by command: each reads its own with a check of their type.
-  const { values, positionals } = parseOptions<ParseArgsConfig>(
-    { args: rest, options: { org: { type: 'string' }, ...extra }, allowPositionals: true, strict: true },
-    usage,
-  );
-  if (positionals.length !== 1) throw new UsageError(usage);
-  const orgId = typeof values.org === 'string' ? values.org : null;
-  return { destination: checked(positionals[0]), orgId, values };
-}
-
-/** A destination that is no domain name is a usage mistake: exit code 2, saying why. */
-function checked(destination: string): string {
-  try {
-    return queueDestination(destination);
-  } catch (e) {
-    if (e instanceof AppError) throw new UsageError(`${e.message}: ${destination}`);
-    throw e;
-  }
-}
+type Target = ArgumentsOf<'queue resume'>;
 
 const scopeText = (orgId: string | null) => (orgId ? `for ${orgId}` : 'for every organization');
 
 async function control(
   cli: Cli,
-  { destination, orgId }: { destination: string; orgId: string | null },
+  { destination, orgId }: Target,
   act: (target: QueueTarget) => Promise<QueueControlResult>,
   say: (r: QueueControlResult, orgId: string | null) => string,
 ): Promise<number> {
@@ -65,18 +30,12 @@ async function control(
 }
 
 /** `queue pause <destination> [--for 1h] [--org X] [--reason text]`: its mail waits until then. */
-export async function queuePause(cli: Cli, rest: string[]): Promise<number> {
-  const usage = `queue pause needs <destination> and takes --for <duration> (e.g. 30m, 2h, 1d; default ${DEFAULT_PAUSE}, at most 30d), --org <org_id>, --reason <text>`;
-  const target = targetOf(rest, usage, { for: { type: 'string' }, reason: { type: 'string' } });
-  const { values } = target;
-  const ms = parseDuration(typeof values.for === 'string' ? values.for : DEFAULT_PAUSE);
-  if (ms === null) throw new UsageError(`Not a duration: ${values.for}. ${usage}`);
-  const until = new Date(cli.services.clock.now().getTime() + ms).toISOString();
-  const reason = typeof values.reason === 'string' ? values.reason : null;
+export async function queuePause(cli: Cli, args: ArgumentsOf<'queue pause'>): Promise<number> {
+  const until = new Date(cli.services.clock.now().getTime() + args.ms).toISOString();
   return control(
     cli,
-    target,
-    (t) => pauseDelivery(cli.services, t, { until, reason }).catch(usageOf),
+    args,
+    (t) => pauseDelivery(cli.services, t, { until, reason: args.reason }).catch(usageOf),
     (r, orgId) => `Delivery to ${r.destination} paused ${scopeText(orgId)} until ${until}.`,
   );
 }
@@ -87,10 +46,10 @@ const usageOf = (e: unknown): never => {
   throw e;
 };
 
-export const queueResume = (cli: Cli, rest: string[]) =>
+export const queueResume = (cli: Cli, target: Target) =>
   control(
     cli,
-    targetOf(rest, 'queue resume needs <destination> and takes --org <org_id>'),
+    target,
     (t) => resumeDelivery(cli.services, t),
     (r, orgId) =>
       r.changed
@@ -98,18 +57,18 @@ export const queueResume = (cli: Cli, rest: string[]) =>
         : `Delivery to ${r.destination} was not paused ${scopeText(orgId)}.`,
   );
 
-export const queueRetry = (cli: Cli, rest: string[]) =>
+export const queueRetry = (cli: Cli, target: Target) =>
   control(
     cli,
-    targetOf(rest, 'queue retry needs <destination> and takes --org <org_id>'),
+    target,
     (t) => retryDelivery(cli.services, t),
     (r, orgId) => `The waiting mail to ${r.destination} ${scopeText(orgId)} is due now.`,
   );
 
-export const queueBounce = (cli: Cli, rest: string[]) =>
+export const queueBounce = (cli: Cli, target: Target) =>
   control(
     cli,
-    targetOf(rest, 'queue bounce needs <destination> and takes --org <org_id>'),
+    target,
     (t) => giveUpDelivery(cli.services, t),
     (r, orgId) =>
       `The queued mail to ${r.destination} ${scopeText(orgId)} is given up: each recipient bounces softly.`,
@@ -118,21 +77,14 @@ export const queueBounce = (cli: Cli, rest: string[]) =>
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '-');
 
 /** `queue [--org X] [--destination D] [--json]`: what waits, over every organization, and the pauses in force. */
-export async function queueList({ services, write }: Cli, rest: string[]): Promise<number> {
-  const usage = 'queue takes --org <org_id>, --destination <domain>, --json';
-  const { values } = parseOptions(
-    {
-      args: rest,
-      options: { org: { type: 'string' }, destination: { type: 'string' }, json: { type: 'boolean' } },
-      strict: true,
-    },
-    usage,
-  );
-  const destination = values.destination === undefined ? undefined : checked(values.destination);
+export async function queueList(
+  { services, write }: Cli,
+  { orgId, destination, json }: ArgumentsOf<'queue'>,
+): Promise<number> {
   const now = services.clock.now();
-  const rows = await queueRows(services.db, { orgId: values.org, destination }, now);
-  const pauses = await livePauses(services.db, { orgId: values.org, destination }, now);
-  if (values.json) {
+  const rows = await queueRows(services.db, { orgId, destination }, now);
+  const pauses = await livePauses(services.db, { orgId, destination }, now);
+  if (json) {
     for (const r of rows) write(JSON.stringify(r));
     return 0;
   }

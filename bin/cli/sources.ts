@@ -1,7 +1,8 @@
 import { createResolver } from '../../platform/dns.ts';
 import { checkReverseDns, type ReverseDns } from '../../processes/delivery/egress/reverse-dns.ts';
 import { type SourceView, sourcesView } from '../../processes/delivery/egress/sources-view.ts';
-import { type Cli, parseOptions } from './cli.ts';
+import type { ArgumentsOf } from './arguments.ts';
+import type { Cli } from './cli.ts';
 
 /** A table's rows with their columns padded to the widest cell. */
 function table(rows: string[][]): string[] {
@@ -31,11 +32,7 @@ function groupLines(s: SourceView): string[] {
  * and per destination group today's cap and use; `--check` looks up each address's reverse DNS (exit code 1
  * when one does not name its HELO name).
  */
-export async function sourcesList({ services, write }: Cli, rest: string[]): Promise<number> {
-  const { values } = parseOptions(
-    { args: rest, options: { json: { type: 'boolean' }, check: { type: 'boolean' } }, strict: true },
-    'sources takes --check, --json',
-  );
+export async function sourcesList({ services, write }: Cli, values: ArgumentsOf<'sources'>): Promise<number> {
   const policy = services.policies.egress;
   const view = await sourcesView(services.db, policy, services.clock.now());
   const reverse = values.check

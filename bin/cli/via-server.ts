@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { type CommandOutcome, END_OF_OUTPUT } from './admin-protocol.ts';
-import { withAbsoluteFile } from './contacts-import-args.ts';
+import { withAbsoluteFile } from './arguments.ts';
 import type { Owner } from './data-dir-owner.ts';
 
 /** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */

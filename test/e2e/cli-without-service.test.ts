@@ -24,7 +24,7 @@ registerHooks({
 const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', NODE_OPTIONS: `--import ${watcher}` };
 
 describe('the CLI before it needs a Postline', () => {
-  it('answers help and usage mistakes without loading the service or starting a database', async () => {
+  it("answers help and usage mistakes (of a command's arguments too) without loading the service or starting a database", async () => {
     const help = await runCli(['--help'], env);
     expect([help.code, help.stderr]).toEqual([0, '']);
     expect(help.stdout).toMatch(/^Usage: postline <command>/);
@@ -32,6 +32,20 @@ describe('the CLI before it needs a Postline', () => {
       const mistaken = await runCli(args, env);
       expect([args, mistaken.code, mistaken.stdout]).toEqual([args, 2, '']);
       expect(mistaken.stderr).toMatch(/^Usage: postline <command>/);
+    }
+    // A command's own arguments are checked before anything starts for it, each saying what it needs.
+    for (const [args, said] of [
+      [['queue', '--bogus'], /^queue takes --org/],
+      [['queue', 'pause', 'gmail.com', '--for', 'soon'], /^Not a duration: soon\. queue pause needs/],
+      [['queue', 'retry', 'localhost'], /^`destination` must have at least two labels/],
+      [['orgs', 'set-plan', 'org_x', 'gold'], /^orgs set-plan needs <org_id> <free\|pro\|business>/],
+      [['keys', 'create', '--mode', 'live'], /^keys create needs --org <org_id>/],
+      [['contacts', 'import', '--org', 'org_x'], /^contacts import needs <file\.csv>/],
+      [['streams', 'show'], /^streams show needs <stream-id>/],
+    ] as const) {
+      const mistaken = await runCli([...args], env);
+      expect([args, mistaken.code, mistaken.stdout]).toEqual([args, 2, '']);
+      expect(mistaken.stderr).toMatch(said);
     }
     // Nothing was started for them: the embedded server would have made its data dir.
     expect(existsSync(dataDir)).toBe(false);

@@ -1,8 +1,7 @@
-import { PassThrough } from 'node:stream';
+import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Cli } from '../../bin/cli/cli.ts';
-import { queueList } from '../../bin/cli/queue.ts';
+import { runCommand } from '../../bin/cli/commands.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { useTwoOrgs } from '../support/service.ts';
 
@@ -92,21 +91,25 @@ describe('mail held back by a pause or a shaping hold', () => {
   });
 
   it('postline queue shows a HELD column and `held` in --json', async () => {
-    const lines: string[] = [];
-    const cli = {
-      services: svc.postline.services,
-      out: new PassThrough(),
-      write: (s: string) => lines.push(s),
+    const queue = async (...args: string[]) => {
+      let output = '';
+      const out = new Writable({
+        write(chunk, _encoding, done) {
+          output += chunk.toString();
+          done();
+        },
+      });
+      expect(await runCommand(['queue', ...args], svc.postline, out)).toBe(0);
+      return output.trimEnd().split('\n');
     };
-    expect(await queueList(cli as unknown as Cli, ['--org', orgs.acme.orgId])).toBe(0);
+    const lines = await queue('--org', orgs.acme.orgId);
     expect(lines[0]).toMatch(/^ORG +MODE +DESTINATION +LANE +QUEUED +DEFERRED +HELD +IN_FLIGHT +OLDEST /);
     const line = (destination: string) => lines.find((l) => l.includes(` ${destination} `));
     expect(line('paused.test')).toMatch(/ paused\.test +transactional +1 +0 +3 +1 /);
     expect(line('held.test')).toMatch(/ held\.test +transactional +1 +2 +0 +0 /);
 
-    lines.length = 0;
-    expect(await queueList(cli as unknown as Cli, ['--destination', 'paused.test', '--json'])).toBe(0);
-    expect(lines.map((l) => JSON.parse(l))).toEqual([
+    const json = await queue('--destination', 'paused.test', '--json');
+    expect(json.map((l) => JSON.parse(l))).toEqual([
       expect.objectContaining({ destination: 'paused.test', queued: 1, deferred: 0, held: 3, in_flight: 1 }),
     ]);
   });

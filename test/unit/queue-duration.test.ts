@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PAUSE, parseDuration } from '../../bin/cli/queue.ts';
+import { DEFAULT_PAUSE, parseDuration } from '../../bin/cli/arguments.ts';
 
 describe('queue pause --for', () => {
   it('reads days, hours, minutes and seconds, in that order', () => {
