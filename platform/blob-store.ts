@@ -33,7 +33,8 @@ const isMissing = (error: unknown) => (error as NodeJS.ErrnoException)?.code ===
 
 /**
  * Small blobs are rows of the database when it is given (`rows`), others files; a key is looked for among the rows
- * this process committed lately (in memory), then as a file, then as a row.
+ * this process committed lately (in memory), then as a file, then as a row. Every write is given its time `at` (ms,
+ * the service's clock), which its key carries: the sweep of unnamed blobs compares it with the same clock.
  */
 export class BlobStore {
   readonly #dir: string;
@@ -57,7 +58,7 @@ export class BlobStore {
    * (the file's name). A crash before that leaves at most a row or a file that no event names: the caller appends
    * its event only after. Puts in flight together share their commit, or their folder's sync.
    */
-  async put(bytes: Buffer, at: number = Date.now()): Promise<string> {
+  async put(bytes: Buffer, at: number): Promise<string> {
     const blob = await this.writer(at);
     await blob.write(bytes);
     return blob.finish();
@@ -67,7 +68,7 @@ export class BlobStore {
    * A blob to be committed with the events that name it (EventStore.append's `blobs`, then `committed`): its key,
    * and its row when it is small enough for one. A larger one is written and synced here, as `put` does.
    */
-  async stage(bytes: Buffer, at: number = Date.now()): Promise<{ key: string; row?: BlobRow }> {
+  async stage(bytes: Buffer, at: number): Promise<{ key: string; row?: BlobRow }> {
     const blob = await this.writer(at);
     await blob.write(bytes);
     return { key: blob.key, row: await blob.stage() };
@@ -79,10 +80,7 @@ export class BlobStore {
   }
 
   /** Writes what `source` yields as a blob, without holding it whole; its key and size once synced. */
-  async putStream(
-    source: AsyncIterable<Buffer>,
-    at: number = Date.now(),
-  ): Promise<{ key: string; size: number }> {
+  async putStream(source: AsyncIterable<Buffer>, at: number): Promise<{ key: string; size: number }> {
     const blob = await this.writer(at);
     try {
       for await (const chunk of source) await blob.write(chunk);
@@ -97,7 +95,7 @@ export class BlobStore {
    * A blob written piece by piece as its bytes arrive. `finish` syncs it as `put` does and resolves with its
    * key; `abort` removes what was written. One of the two must be called.
    */
-  async writer(at: number = Date.now()): Promise<BlobWriter> {
+  async writer(at: number): Promise<BlobWriter> {
     const key = newId('blob', at);
     const path = this.#path(key);
     const dir = join(path, '..');

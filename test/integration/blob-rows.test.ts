@@ -40,8 +40,8 @@ describe('small blobs as rows of the database', () => {
     const small = Array.from({ length: 20 }, (_, i) => Buffer.alloc(3000 + i, i));
     const large = Buffer.alloc(300 * 1024, 9);
     // Puts in flight together: they share INSERTs and commits.
-    const keys = await Promise.all(small.map((b) => store.put(b)));
-    const largeKey = await store.put(large);
+    const keys = await Promise.all(small.map((b) => store.put(b, Date.now())));
+    const largeKey = await store.put(large, Date.now());
 
     expect(await rowCount(keys)).toBe(20);
     expect(keys.some((k) => existsSync(fileOf(k)))).toBe(false);
@@ -58,7 +58,7 @@ describe('small blobs as rows of the database', () => {
   });
 
   it('stages a blob written piece by piece: a small one is a row written by no one yet, a larger one a synced file', async () => {
-    const small = await store.writer();
+    const small = await store.writer(Date.now());
     for (const piece of [Buffer.from('Received: '), Buffer.from('by mx\r\n\r\nHi\r\n')])
       await small.write(piece);
     const row = await small.stage();
@@ -70,7 +70,7 @@ describe('small blobs as rows of the database', () => {
     expect(await small.finish()).toBe(small.key);
     expect((await elsewhere.get(small.key)).equals(row!.bytes)).toBe(true);
 
-    const large = await store.writer();
+    const large = await store.writer(Date.now());
     await large.write(Buffer.alloc(300 * 1024, 5));
     expect(await large.stage()).toBeUndefined();
     expect(existsSync(fileOf(large.key))).toBe(true);
@@ -82,7 +82,7 @@ describe('small blobs as rows of the database', () => {
     let now = Date.now();
     const rows = new BlobRows(db, { now: () => now });
     const local = new BlobStore(dir, secret, rows);
-    const first = await local.put(Buffer.from('first'));
+    const first = await local.put(Buffer.from('first'), Date.now());
     // The row is gone behind the process's back: only its memory still has the bytes.
     await db.query('DELETE FROM blob_rows WHERE key = $1', [first]);
     expect((await local.get(first)).toString()).toBe('first');
@@ -90,13 +90,13 @@ describe('small blobs as rows of the database', () => {
     now += 60_001;
     await expect(local.get(first)).rejects.toMatchObject({ code: 'ENOENT' });
 
-    const kept = await local.put(Buffer.from('kept'));
+    const kept = await local.put(Buffer.from('kept'), Date.now());
     await local.delete(kept);
     expect(rows.recent(kept)).toBeUndefined();
 
-    const older = await local.put(Buffer.alloc(200 * 1024, 1));
+    const older = await local.put(Buffer.alloc(200 * 1024, 1), Date.now());
     const newer: string[] = [];
-    for (let i = 0; i < 40; i++) newer.push(await local.put(Buffer.alloc(200 * 1024, 2)));
+    for (let i = 0; i < 40; i++) newer.push(await local.put(Buffer.alloc(200 * 1024, 2), Date.now()));
     // 41 × 200 KiB is past 8 MiB: the oldest is pushed out, the 40 newer are kept.
     expect(rows.recent(older)).toBeUndefined();
     for (const key of newer) expect(rows.recent(key)?.length).toBe(200 * 1024);
@@ -106,17 +106,17 @@ describe('small blobs as rows of the database', () => {
     const rows = new BlobRows(db);
     const local = new BlobStore(dir, secret, rows);
     const bytes = Buffer.alloc(200 * 1024, 3);
-    const twice = await local.put(bytes);
+    const twice = await local.put(bytes, Date.now());
     local.committed([{ key: twice, bytes }]);
     // 40 × 200 KiB is under 8 MiB: all are kept, the one told of twice too.
     const others: string[] = [];
-    for (let i = 0; i < 39; i++) others.push(await local.put(Buffer.alloc(200 * 1024, 4)));
+    for (let i = 0; i < 39; i++) others.push(await local.put(Buffer.alloc(200 * 1024, 4), Date.now()));
     expect(rows.recent(twice)).toEqual(bytes);
     for (const key of others) expect(rows.recent(key)?.length).toBe(200 * 1024);
   });
 
   it('deletes a row as it deletes a file: the bytes are gone, a second delete is no error', async () => {
-    const key = await store.put(Buffer.from('forget me'));
+    const key = await store.put(Buffer.from('forget me'), Date.now());
     await store.delete(key);
     await store.delete(key);
     expect(await rowCount([key])).toBe(0);
@@ -130,7 +130,7 @@ describe('small blobs as rows of the database', () => {
   it('fails a put whose row cannot be written, and leaves no file', async () => {
     await db.exec('ALTER TABLE blob_rows RENAME TO blob_rows_aside');
     try {
-      const blob = await store.writer();
+      const blob = await store.writer(Date.now());
       await blob.write(Buffer.from('not stored'));
       await expect(blob.finish()).rejects.toThrow(/blob_rows/);
       expect(existsSync(fileOf(blob.key))).toBe(false);

@@ -30,7 +30,7 @@ describe('the blob store', () => {
     'writes %s piece by piece, and reads it back whole while it is still being synced',
     async (_, n, piece) => {
       const { bytes, out } = pieces(n, piece);
-      const blob = await store.writer();
+      const blob = await store.writer(Date.now());
       for (const chunk of out) await blob.write(chunk);
       const finished = blob.finish();
       // Read before the last pieces are on disk: the reader waits for them.
@@ -45,11 +45,11 @@ describe('the blob store', () => {
 
   it('leaves nothing of an aborted blob, and deletes a blob once and again without error', async () => {
     const { out } = pieces(2_000_000, 100_000);
-    const blob = await store.writer();
+    const blob = await store.writer(Date.now());
     for (const chunk of out) await blob.write(chunk);
     await blob.abort();
     expect(await store.exists(blob.key)).toBe(false);
-    const key = await store.put(Buffer.from('kept'));
+    const key = await store.put(Buffer.from('kept'), Date.now());
     expect(await store.exists(key)).toBe(true);
     await store.delete(key);
     await store.delete(key);
@@ -57,7 +57,9 @@ describe('the blob store', () => {
   });
 
   it('puts side by side, each durable and distinct (the folder sync is shared)', async () => {
-    const keys = await Promise.all(Array.from({ length: 20 }, (_, i) => store.put(Buffer.from(`blob ${i}`))));
+    const keys = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.put(Buffer.from(`blob ${i}`), Date.now())),
+    );
     expect(new Set(keys).size).toBe(20);
     const back = await Promise.all(keys.map((k) => store.get(k)));
     expect(back.map(String)).toEqual(Array.from({ length: 20 }, (_, i) => `blob ${i}`));
