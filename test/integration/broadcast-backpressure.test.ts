@@ -6,7 +6,7 @@ import { ContactImportProcess } from '../../processes/contact-import/contact-imp
 import { PATIENCE } from '../support/patience.ts';
 import { useTwoOrgs } from '../support/service.ts';
 
-const { svc, orgs } = useTwoOrgs({ env: { BROADCAST_EXPANSION_BATCH: '2000' } });
+const { svc, orgs } = useTwoOrgs({ env: { BROADCAST_EXPANSION_BATCH: '3000' } });
 
 /** The broadcast's emails in the log, and in the `emails` read model. */
 async function counts(broadcastId: string) {
@@ -19,11 +19,11 @@ async function counts(broadcastId: string) {
 }
 
 describe('broadcast expansion beside transactional sends', () => {
-  it('runs at most 1,000 emails of a page ahead of the emails read model, and goes on once it catches up', async () => {
+  it('runs at most 2,000 emails of a page ahead of the emails read model, and goes on once it catches up', async () => {
     const client = orgs.acme.test;
     const services = svc.postline.services;
     const audience = (await client.post('/v1/audiences', { name: 'Many' })).body.id as string;
-    const rows = Array.from({ length: 1500 }, (_, i) => `reader${i}@example.org,Reader${i}`);
+    const rows = Array.from({ length: 2500 }, (_, i) => `reader${i}@example.org,Reader${i}`);
     const upload = await client.post(
       `/v1/audiences/${audience}/contacts/import`,
       ['email,first_name', ...rows].join('\n'),
@@ -57,13 +57,13 @@ describe('broadcast expansion beside transactional sends', () => {
     try {
       await holder.query('BEGIN; LOCK TABLE emails IN SHARE MODE');
       const expanding = expandBroadcast(services, b.body.id);
-      // 20 slices of 50 are in the log; the 21st waits for the first to be readable.
+      // 40 slices of 50 are in the log; the 41st waits for the first to be readable.
       await expect
         .poll(async () => ({ waiting: waits.length > 0, ...(await counts(b.body.id)) }), PATIENCE)
-        .toEqual({ waiting: true, logged: 1000, projected: 0 });
+        .toEqual({ waiting: true, logged: 2000, projected: 0 });
       await holder.query('COMMIT');
-      expect(await expanding).toEqual({ queued: 1500, next: null });
-      await expect.poll(() => counts(b.body.id), PATIENCE).toEqual({ logged: 1500, projected: 1500 });
+      expect(await expanding).toEqual({ queued: 2500, next: null });
+      await expect.poll(() => counts(b.body.id), PATIENCE).toEqual({ logged: 2500, projected: 2500 });
     } finally {
       services.readYourWrites.waitFor = waitFor;
       await holder.query('ROLLBACK').catch(() => {});
