@@ -12,7 +12,7 @@ export function keepForFailure(text: string): void {
 }
 
 /**
- * The logger of a service a test file runs in its own process: TEST_LOG_LEVEL's level to standard output when it
+ * The logger of a service a test runs in the test's own process: TEST_LOG_LEVEL's level to standard output when it
  * is set; else its warnings and errors, kept in memory and printed only under a test that fails, so that a 500
  * or a failed job in a run nobody watched leaves its cause in the run's output.
  */
