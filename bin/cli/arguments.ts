@@ -87,14 +87,16 @@ function destinationOf(destination: string): string {
   }
 }
 
-/** A destination and its scope from `<destination> [--org X]`. */
-function targetOf(rest: string[], usage: string) {
+/** A destination and its scope from `<destination> [--org X]`, and the values of the command's `strings` options. */
+function targetOf<S extends string>(rest: string[], usage: string, strings: S[] = []) {
+  const options = Object.fromEntries(['org', ...strings].map((name) => [name, { type: 'string' as const }]));
   const { values, positionals } = parseOptions(
-    { args: rest, options: { org: { type: 'string' } }, allowPositionals: true, strict: true },
+    { args: rest, options, allowPositionals: true, strict: true },
     usage,
   );
   if (positionals.length !== 1) throw new UsageError(usage);
-  return { destination: destinationOf(positionals[0]), orgId: values.org ?? null };
+  const given = values as Partial<Record<S | 'org', string>>;
+  return { destination: destinationOf(positionals[0]), orgId: given.org ?? null, given };
 }
 
 const QUEUE_PAUSE_USAGE = `queue pause needs <destination> and takes --for <duration> (e.g. 30m, 2h, 1d; default ${DEFAULT_PAUSE}, at most 30d), --org <org_id>, --reason <text>`;
@@ -219,20 +221,10 @@ const ARGUMENTS = {
     return { orgId: values.org, destination, json: values.json ?? false };
   },
   'queue pause': (rest: string[]) => {
-    const { values, positionals } = parseOptions(
-      {
-        args: rest,
-        options: { org: { type: 'string' }, for: { type: 'string' }, reason: { type: 'string' } },
-        allowPositionals: true,
-        strict: true,
-      },
-      QUEUE_PAUSE_USAGE,
-    );
-    if (positionals.length !== 1) throw new UsageError(QUEUE_PAUSE_USAGE);
-    const ms = parseDuration(values.for ?? DEFAULT_PAUSE);
-    if (ms === null) throw new UsageError(`Not a duration: ${values.for}. ${QUEUE_PAUSE_USAGE}`);
-    const target = { destination: destinationOf(positionals[0]), orgId: values.org ?? null };
-    return { ...target, ms, reason: values.reason ?? null };
+    const { destination, orgId, given } = targetOf(rest, QUEUE_PAUSE_USAGE, ['for', 'reason']);
+    const ms = parseDuration(given.for ?? DEFAULT_PAUSE);
+    if (ms === null) throw new UsageError(`Not a duration: ${given.for}. ${QUEUE_PAUSE_USAGE}`);
+    return { destination, orgId, ms, reason: given.reason ?? null };
   },
   'queue resume': (rest: string[]) =>
     targetOf(rest, 'queue resume needs <destination> and takes --org <org_id>'),

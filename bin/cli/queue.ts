@@ -12,7 +12,8 @@ import type { ArgumentsOf } from './arguments.ts';
 import type { Cli } from './cli.ts';
 import { UsageError } from './usage.ts';
 
-type Target = ArgumentsOf<'queue resume'>;
+/** What a control acts on: a destination, for one organization or (null) every one. */
+type Target = Pick<ArgumentsOf<'queue resume'>, 'destination' | 'orgId'>;
 
 const scopeText = (orgId: string | null) => (orgId ? `for ${orgId}` : 'for every organization');
 
