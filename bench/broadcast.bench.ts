@@ -28,6 +28,7 @@ import { createOrganization } from '../write-side/organizations/organization.com
 import { benchDatabase } from './bench-database.ts';
 import { importContacts, measureContactImport } from './contacts-import.ts';
 import { cpuMeter, cpuText } from './cpu.ts';
+import { machineLine } from './machine.ts';
 import { startRoundTrips } from './round-trips.ts';
 import { emailsWrittenAhead } from './writes-ahead.ts';
 
@@ -287,4 +288,6 @@ try {
   await postline.close();
   await dispose();
 }
-console.log(`\nbench:broadcast (${CONTACTS} contacts)\n${results.map((l) => `  ${l}`).join('\n')}`);
+console.log(
+  `\nbench:broadcast (${CONTACTS} contacts)\n  ${await machineLine()}\n${results.map((l) => `  ${l}`).join('\n')}`,
+);

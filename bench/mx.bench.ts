@@ -22,6 +22,7 @@ import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.ts';
 import { freePort, startServer } from '../test/support/process.ts';
 import { familyCpuMeter, processCpu } from './cpu.ts';
+import { machineLine } from './machine.ts';
 import { startHaraka } from './peers/haraka.ts';
 import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
 import { countOnServer } from './round-trips.ts';
@@ -100,6 +101,7 @@ const countRoundTrips = (env: Record<string, string>, dns: TestDnsServer) =>
   });
 
 async function main() {
+  console.log(await machineLine());
   const { url, drop } = await createTestDatabaseUrl();
   const database = new URL(url).pathname.slice(1);
   const dataDir = mkdtempSync(join(os.tmpdir(), 'postline-bench-mx-'));

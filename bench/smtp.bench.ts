@@ -25,6 +25,7 @@ import { startDnsServer, type TestDnsServer } from '../test/support/dns-server.t
 import { recipientDomainOnLoopback } from '../test/support/domains.ts';
 import { freePort, startServer } from '../test/support/process.ts';
 import { familyCpuMeter, processCpu } from './cpu.ts';
+import { machineLine } from './machine.ts';
 import { startPostfix } from './peers/postfix.ts';
 import { alternately, median, type Peer, quiet, ratio } from './peers/processes.ts';
 import { type Receiver, startReceiver } from './receiver.ts';
@@ -120,6 +121,7 @@ async function countRoundTrips(env: Record<string, string>, dns: TestDnsServer):
 }
 
 async function main() {
+  console.log(await machineLine());
   const { url, drop } = await createTestDatabaseUrl();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'postline-bench-smtp-'));
   const dns = await startDnsServer();
