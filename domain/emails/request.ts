@@ -1,15 +1,9 @@
 import { z } from 'zod';
-import { zonedDateTime } from '../../platform/http/route-schema.ts';
+import { unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
 import { EMAIL_LIMITS } from './limits.ts';
 
 const mailbox = z.string().max(MAX_MAILBOX_CHARS, `must be at most ${MAX_MAILBOX_CHARS} characters`);
-/**
- * A union's own error ("Invalid input") names no rule: the answer is the message of a branch that failed on more
- * than the type (a list that is too long), else what the field takes.
- */
-const unionError = (takes: string) => (issue: { errors?: { code: string; message: string }[][] }) =>
-  issue.errors?.flat().find((e) => e.code !== 'invalid_type')?.message ?? takes;
 
 const addressList = z.union(
   [

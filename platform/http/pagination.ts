@@ -17,7 +17,7 @@ const cursor = z
 
 export const pageQuery = z.object({
   limit: z.coerce
-    .number()
+    .number({ error: 'must be an integer between 1 and 100' })
     .int('must be an integer')
     .min(1, 'must be between 1 and 100')
     .max(100, 'must be between 1 and 100')

@@ -29,6 +29,19 @@ export interface RouteSchema {
   errors?: ErrorCode[];
 }
 
+/**
+ * The error of a union of types (`z.union(…, { error: unionError(takes) })`): the message of a rule the value
+ * broke in a branch of its own type (a list that is too long), else what the field takes. zod's own ("Invalid
+ * input") names no rule, and a branch of another type may report one that does not apply: a string's maximum
+ * length checked against the length of an array.
+ */
+export const unionError =
+  (takes: string) => (issue: { errors?: { code: string; message: string; path: PropertyKey[] }[][] }) =>
+    issue.errors
+      ?.filter((branch) => !branch.some((e) => e.code === 'invalid_type' && e.path.length === 0))
+      .flat()
+      .find((e) => e.code !== 'invalid_type')?.message ?? takes;
+
 /** A timestamp as the API writes it (`Date#toISOString()`). */
 export const timestamp = z.iso.datetime();
 

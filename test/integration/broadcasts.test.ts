@@ -189,12 +189,20 @@ describe('broadcasts: drafts', () => {
     ],
     [{ html: '<p>{{#if}}</p>' }, '`html`'],
     [{ colour: 'red' }, '`colour`'],
+    [{ reply_to: 5 }, '`reply_to`: must be an address or an array of at most 10 addresses'],
   ])('refuses %j with 422 naming %s', async (fields, message) => {
     const aud = await audience(orgs.acme.test);
     const r = await draft(orgs.acme.test, { audience_id: aud, ...fields });
     expect(r.status, JSON.stringify(r.body)).toBe(422);
     expect(r.body.error.code).toBe('validation_error');
     expect(r.body.error.message).toContain(message);
+  });
+
+  it('refuses a list of reply-to addresses too long by its own rule, not a string length measured on it', async () => {
+    const aud = await audience(orgs.acme.test);
+    const replyTo = Array.from({ length: 999 }, (_, i) => `r${i}@acme.test`);
+    const r = await draft(orgs.acme.test, { audience_id: aud, reply_to: replyTo });
+    expect([r.status, r.body.error?.message]).toEqual([422, '`reply_to`: must have at most 10 addresses']);
   });
 
   it('sends only drafts, cancels only scheduled broadcasts', async () => {

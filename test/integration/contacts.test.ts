@@ -228,7 +228,11 @@ describe('contacts', () => {
     [{ email: 'not an address' }, 'email'],
     [{ email: 'a@example.org', first_name: 'x'.repeat(257) }, 'first_name'],
     [{ email: 'a@example.org', properties: { 'bad key': 1 } }, 'properties'],
-    [{ email: 'a@example.org', properties: { nested: { a: 1 } } }, 'properties'],
+    [
+      { email: 'a@example.org', properties: { nested: { a: 1 } } },
+      '`properties.nested`: must be a string of at most 1000 characters, a number or a boolean',
+    ],
+    [{ email: 'a@example.org', properties: { gone: null } }, '`properties.gone`: must be a string of'],
     [{ email: 'a@example.org', consent_given_at: 'yesterday' }, 'consent_given_at'],
     // Valid ISO 8601, but not a timestamp PostgreSQL can store.
     [{ email: 'a@example.org', consent_given_at: '2024-01-01T00:00:00+23:59' }, 'consent_given_at'],

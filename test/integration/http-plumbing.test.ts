@@ -177,6 +177,10 @@ describe('pagination', () => {
       const r = await pager.live.get(`/v1/api-keys?${q}`);
       expectError(r, 422, 'validation_error');
     }
+    // In words of the rule, not zod's ("expected number, received NaN").
+    expect((await pager.live.get('/v1/api-keys?limit=abc')).body.error.message).toBe(
+      '`limit`: must be an integer between 1 and 100',
+    );
     expect((await pager.live.get('/v1/api-keys?limit=1')).body.data).toHaveLength(1);
     expect((await pager.live.get('/v1/api-keys?limit=100')).body.data.length).toBeGreaterThan(20);
   });

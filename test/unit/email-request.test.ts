@@ -49,3 +49,20 @@ describe("the send request: Resend's names beside Postline's", () => {
     );
   });
 });
+
+describe('the send request: a list of addresses', () => {
+  const messageOf = (to: unknown) => sendEmailInput.safeParse({ ...base, to }).error?.issues[0].message;
+  const tooMany = 'must have at most 50 addresses (and at most 50 recipients in to, cc and bcc)';
+
+  it('names the rule the value broke in a branch of its own type', () => {
+    expect(messageOf(Array.from({ length: 51 }, (_, i) => `r${i}@example.org`))).toBe(tooMany);
+    // 999 entries: a string's limit of 998 characters, measured on the list's length, is not the rule broken.
+    expect(messageOf(Array.from({ length: 999 }, (_, i) => `r${i}@example.org`))).toBe(tooMany);
+    expect(messageOf('x'.repeat(999))).toBe('must be at most 998 characters');
+  });
+
+  it('says what the field takes when the value is of neither type', () => {
+    expect(messageOf(5)).toBe('must be an address or an array of addresses');
+    expect(messageOf([5])).toBe('must be an address or an array of addresses');
+  });
+});

@@ -3,7 +3,7 @@ import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.
 import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
-import { resourceName, zonedDateTime } from '../../platform/http/route-schema.ts';
+import { resourceName, unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -28,7 +28,9 @@ const fields = {
   audience_id: z.string().regex(idShape('aud'), 'must be an audience id (aud_…)'),
   topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)').nullable(),
   from: text(998),
-  reply_to: z.union([text(998), z.array(text(998)).max(10, 'at most 10 addresses')]),
+  reply_to: z.union([text(998), z.array(text(998)).max(10, 'must have at most 10 addresses')], {
+    error: unionError('must be an address or an array of at most 10 addresses'),
+  }),
   subject: text(1000).nullable(),
   html: source,
   text: source,

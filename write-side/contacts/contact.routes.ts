@@ -4,7 +4,7 @@ import { Contact, ContactTopicList } from '../../domain/contacts/contacts.respon
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { notFound } from '../../platform/errors.ts';
 import { commandRoutes, idShape, knownId } from '../../platform/http/command-routes.ts';
-import { zonedDateTime } from '../../platform/http/route-schema.ts';
+import { unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -30,16 +30,23 @@ const properties = z
         CONTACT_FIELD_RULES.propertyName,
         `names are 1 to ${CONTACT_LIMITS.propertyKeyChars} characters of A-Z a-z 0-9 _`,
       ),
-    z.union([
-      z
-        .string()
-        .max(
-          CONTACT_LIMITS.propertyValueChars,
-          `must be at most ${CONTACT_LIMITS.propertyValueChars} characters`,
+    z.union(
+      [
+        z
+          .string()
+          .max(
+            CONTACT_LIMITS.propertyValueChars,
+            `must be at most ${CONTACT_LIMITS.propertyValueChars} characters`,
+          ),
+        z.number(),
+        z.boolean(),
+      ],
+      {
+        error: unionError(
+          `must be a string of at most ${CONTACT_LIMITS.propertyValueChars} characters, a number or a boolean`,
         ),
-      z.number(),
-      z.boolean(),
-    ]),
+      },
+    ),
   )
   .refine((p) => Object.keys(p).length <= CONTACT_LIMITS.properties, {
     message: `must have at most ${CONTACT_LIMITS.properties} properties`,
