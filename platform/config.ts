@@ -2,6 +2,10 @@ import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { useFieldMessages } from './field-messages.ts';
+
+// The environment's mistakes are said in the words of the API's (field-messages.ts).
+useFieldMessages();
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const commaList = z

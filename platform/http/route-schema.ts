@@ -36,11 +36,14 @@ export interface RouteSchema {
  * length checked against the length of an array.
  */
 export const unionError =
-  (takes: string) => (issue: { errors?: { code: string; message: string; path: PropertyKey[] }[][] }) =>
-    issue.errors
-      ?.filter((branch) => !branch.some((e) => e.code === 'invalid_type' && e.path.length === 0))
-      .flat()
-      .find((e) => e.code !== 'invalid_type')?.message ?? takes;
+  (takes: string) =>
+  (issue: { input?: unknown; errors?: { code: string; message: string; path: PropertyKey[] }[][] }) =>
+    issue.input === undefined
+      ? 'is required'
+      : (issue.errors
+          ?.filter((branch) => !branch.some((e) => e.code === 'invalid_type' && e.path.length === 0))
+          .flat()
+          .find((e) => e.code !== 'invalid_type')?.message ?? takes);
 
 /** A timestamp as the API writes it (`Date#toISOString()`). */
 export const timestamp = z.iso.datetime();
@@ -77,7 +80,7 @@ export const hasNoControlCharacter = (text: string) => !CONTROL_CHARACTER.test(t
  */
 export const resourceName = (max: number) =>
   z
-    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .string()
     .trim()
     .min(1, 'is required')
     .max(max, `must be at most ${max} characters`)

@@ -1,5 +1,9 @@
 import type { z } from 'zod';
 import { AppError } from '../errors.ts';
+import { useFieldMessages } from '../field-messages.ts';
+
+// Every parse of the process answers in the API's words where a schema gives none (field-messages.ts).
+useFieldMessages();
 
 function pathOf(path: PropertyKey[]): string {
   return path.reduce<string>(

@@ -439,6 +439,10 @@ describe('test mode', () => {
     const invalid = await acme.test.post('/v1/emails/received', { raw: '', extra: 1 });
     expect(invalid.status).toBe(422);
     expect(invalid.body.error.code).toBe('validation_error');
+    const messageFor = async (body: object) =>
+      (await acme.test.post('/v1/emails/received', body)).body.error.message;
+    expect(await messageFor({})).toBe('`raw`: is required: the whole MIME message');
+    expect(await messageFor({ raw: 5 })).toBe('`raw`: must be a string, not a number');
   });
 });
 

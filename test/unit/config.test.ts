@@ -63,6 +63,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
 
+  it('says what a variable must be in the words of the API, not zod’s', () => {
+    expect(() => loadConfig({ PORT: 'abc' })).toThrow('PORT: must be a number');
+    expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL: must be one of "fatal", "error", /);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', REDIS_URL: '' }).embedded).toBe(true);
   });

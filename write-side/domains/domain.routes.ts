@@ -26,15 +26,13 @@ import {
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const DOMAIN_PROJECTIONS = ['domains'];
 
-const flag = z.boolean({ error: 'must be true or false' });
+const flag = z.boolean();
 
 const createBody = z
   .object({
-    name: z
-      .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
-      .max(300, 'is too long'),
+    name: z.string().max(300, 'is too long'),
     region: z
-      .string({ error: 'must be a string' })
+      .string()
       .default('eu')
       .refine((r) => r === 'eu', 'must be `eu`: Postline stores and processes all data in the EU only'),
     open_tracking: flag.default(false),
@@ -65,13 +63,9 @@ const optionalLine = (max: number) =>
 export const impressumSchema = z
   .object({
     company_name: resourceName(200),
-    address: z
-      .string({ error: 'is required' })
-      .trim()
-      .min(1, 'is required')
-      .max(500, 'must be at most 500 characters'),
+    address: z.string().trim().min(1, 'is required').max(500, 'must be at most 500 characters'),
     country: z
-      .string({ error: 'is required' })
+      .string()
       .regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 country code, e.g. DE')
       .transform((c) => c.toUpperCase()),
     email: z.email({ error: 'must be an email address' }),

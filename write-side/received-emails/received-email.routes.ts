@@ -15,7 +15,9 @@ const address = z.string().trim().max(254).pipe(z.email('must be a valid email a
 
 const injectBody = z
   .object({
-    raw: z.string({ error: 'is required: the whole MIME message' }).min(1, 'must not be empty'),
+    raw: z
+      .string({ error: (i) => (i.input === undefined ? 'is required: the whole MIME message' : undefined) })
+      .min(1, 'must not be empty'),
     mail_from: address.optional(),
     to: z.array(address).min(1).max(100).optional(),
   })

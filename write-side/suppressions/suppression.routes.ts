@@ -17,7 +17,7 @@ export const SUPPRESSION_PROJECTIONS = ['suppressions'];
  * blocks sends to both.
  */
 const address = z
-  .string({ error: 'is required' })
+  .string()
   .trim()
   .max(254, 'must be at most 254 characters')
   .transform((raw, ctx) => {

@@ -65,7 +65,7 @@ const renderBody = z
     template_id: z.string().min(1, 'is required'),
     /** A version of the template to render instead of the published one (any status: a draft's preview). */
     version_id: z.string().min(1, 'must not be empty').optional(),
-    template_data: z.record(z.string(), z.unknown(), { error: 'must be an object' }),
+    template_data: z.record(z.string(), z.unknown()),
   })
   .strict();
 
