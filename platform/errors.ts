@@ -133,7 +133,13 @@ export class AppError extends Error {
   }
 }
 
-export const notFound = (what: string, id: string) => new AppError('not_found', `${what} ${id} not found`);
+/** Ids are far shorter: a made-up one of thousands of characters is not echoed whole. */
+const ID_SHOWN_CHARS = 64;
+export const notFound = (what: string, id: string) =>
+  new AppError(
+    'not_found',
+    `${what} ${id.length > ID_SHOWN_CHARS ? `${id.slice(0, ID_SHOWN_CHARS)}…` : id} not found`,
+  );
 
 /**
  * The tenancy rule of every command: another organization's resource, the other mode's, or a deleted one is not

@@ -31,7 +31,10 @@ export const attachmentInput = z
     content: z.string().min(1, 'is required'),
     content_type: z
       .string()
-      .regex(/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i, 'must be a media type such as application/pdf')
+      .regex(
+        /^[a-z0-9!#$&^_.+-]{1,127}\/[a-z0-9!#$&^_.+-]{1,127}$/i,
+        'must be a media type such as application/pdf',
+      )
       .optional(),
     content_id: z
       .string()
@@ -111,7 +114,7 @@ export const sendEmailInput = z.preprocess(
       text: bodyText.optional(),
       template_id: z
         .string()
-        .regex(/^tmpl_[0-9a-z]+$/, 'must be a template id (tmpl_…)')
+        .regex(/^tmpl_[0-9a-z]{1,60}$/, 'must be a template id (tmpl_…)')
         .optional(),
       template_data: z.record(z.string(), z.unknown()).optional(),
       headers: z.record(z.string(), z.string()).optional(),

@@ -29,6 +29,8 @@ describe('attachments: content must be base64', () => {
       [attach('aGk=='), 'attachments[0].content'],
       [attach('='), 'attachments[0].content'],
       [attach(' \r\n '), 'attachments[0].content'],
+      [attach('aG!k'), 'attachments[0].content'],
+      [attach('aGk\u00e9'), 'attachments[0].content'],
     ]);
   });
 

@@ -17,7 +17,8 @@ beforeAll(async () => {
   routes.push(...router.routes.map((r) => ({ method: r.method, path: r.path })));
 });
 
-const ids = ['nope', 'em_00000000000000000000000000', '%00', 'a'.repeat(300), "'; drop table events; --"];
+const LONG_ID = 'a'.repeat(300);
+const ids = ['nope', 'em_00000000000000000000000000', '%00', LONG_ID, "'; drop table events; --"];
 const bodies: unknown[] = [
   undefined,
   {},
@@ -74,6 +75,8 @@ describe('hostile input, on every route', () => {
               );
             else if (/\bat .*\.(ts|js):\d+|<html/i.test(JSON.stringify(r.body)))
               failures.push(`${label} leaks: ${e.message}`);
+            else if (e.message.includes(LONG_ID.slice(0, 100)))
+              failures.push(`${label} echoes the made-up id whole: ${e.message.slice(0, 120)}…`);
           }
         }
       }

@@ -17,7 +17,7 @@ const createBody = z
     permission: z.enum(['full_access', 'sending_access']).default('full_access'),
     domain_id: z
       .string()
-      .regex(/^dom_[0-9a-z]+$/, 'must be a domain id (dom_…)')
+      .regex(/^dom_[0-9a-z]{1,60}$/, 'must be a domain id (dom_…)')
       .nullish(),
   })
   .strict();
