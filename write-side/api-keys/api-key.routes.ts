@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CreatedApiKey } from '../../domain/api-keys/api-keys.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { commandRoutes } from '../../platform/http/command-routes.ts';
+import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
 import { resourceName } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
@@ -15,10 +15,7 @@ const createBody = z
   .object({
     name: resourceName(100),
     permission: z.enum(['full_access', 'sending_access']).default('full_access'),
-    domain_id: z
-      .string()
-      .regex(/^dom_[0-9a-z]{1,60}$/, 'must be a domain id (dom_…)')
-      .nullish(),
+    domain_id: z.string().regex(idShape('dom'), 'must be a domain id (dom_…)').nullish(),
   })
   .strict();
 
