@@ -28,6 +28,7 @@ export const REPLIES = {
   idleTimeout: [421, '4.4.2', 'Timeout: no progress for too long; closing'],
   sessionTooLong: [421, '4.4.2', 'Session too long; closing'],
   invalidAddress: [501, '5.1.3', 'Invalid address'],
+  unsupportedParameter: [555, '5.5.4', 'Unsupported MAIL FROM or RCPT TO parameter'],
   unknownReturnPath: [550, '5.1.1', 'No such return path: it names no email sent from here'],
   unknownDmarcDomain: [550, '5.1.1', 'No such DMARC report address: it names no domain here'],
   relayDenied: [

@@ -3,6 +3,7 @@ import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp
 import { smtpHostname } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Services } from '../platform/services.ts';
+import { parametersOf, unsupportedParameter } from './parameters.ts';
 import { ProgressTimer } from './progress-timer.ts';
 import { MAX_MESSAGE_BYTES, type ReplyName, SmtpReply } from './replies.ts';
 import { loadCertificate, watchCertificate } from './tls.ts';
@@ -97,6 +98,19 @@ export class SmtpServers {
     // AUTH needs TLS on the STARTTLS listener (unless SMTP_ALLOW_INSECURE_AUTH): it is offered once TLS is up.
     const authAfterTls = options.auth && !options.implicitTls && !config.SMTP_ALLOW_INSECURE_AUTH;
     const progressOf = (session: SMTPServerSession) => this.#sessions.get(session.id)?.progress;
+    const parameters = parametersOf(options);
+    /** A MAIL or RCPT hook behind the check of its parameters (parameters.ts). */
+    const checked =
+      (
+        command: 'MAIL FROM' | 'RCPT TO',
+        hook: SMTPServerOptions['onMailFrom'],
+      ): SMTPServerOptions['onMailFrom'] =>
+      (address, session, callback) => {
+        const unsupported = unsupportedParameter(address, command, parameters[command]);
+        if (unsupported)
+          return callback(this.refuse(session, new SmtpReply('unsupportedParameter', unsupported)));
+        hook ? hook(address, session, callback) : callback();
+      };
     server = new SMTPServer({
       name: this.hostname,
       banner: options.banner,
@@ -177,8 +191,8 @@ export class SmtpServers {
         else this.#perAddress.delete(state.address);
       },
       onAuth: answering(options.hooks.onAuth, progressOf),
-      onMailFrom: answering(options.hooks.onMailFrom, progressOf),
-      onRcptTo: answering(options.hooks.onRcptTo, progressOf),
+      onMailFrom: answering(checked('MAIL FROM', options.hooks.onMailFrom), progressOf),
+      onRcptTo: answering(checked('RCPT TO', options.hooks.onRcptTo), progressOf),
       onData: (stream, session, callback) => {
         const progress = progressOf(session);
         progress?.answering();

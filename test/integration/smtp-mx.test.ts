@@ -294,6 +294,28 @@ describe('the MX refuses', () => {
   });
 });
 
+describe('the MX’s MAIL and RCPT parameters', () => {
+  it('takes those of the extensions it announces and refuses any other with 555 5.5.4', async () => {
+    const c = await rawSmtp(mxPort);
+    await c.command('EHLO remote.test');
+    const unknown = await c.command('MAIL FROM:<ann@remote.test> FOO=bar');
+    expect(unknown).toEqual({
+      code: 555,
+      text: '5.5.4 Unsupported parameter FOO: MAIL FROM takes only SIZE, BODY, SMTPUTF8 here',
+    });
+    // Delivery notifications are not offered: RET is refused, not ignored.
+    expect((await c.command('MAIL FROM:<ann@remote.test> RET=HDRS')).code).toBe(555);
+    const taken = await c.command('MAIL FROM:<ann@remote.test> SIZE=100 BODY=8BITMIME SMTPUTF8');
+    expect(taken.code).toBe(250);
+    const notify = await c.command('RCPT TO:<support@acme-mx.test> NOTIFY=NEVER');
+    expect(notify).toEqual({
+      code: 555,
+      text: '5.5.4 Unsupported parameter NOTIFY: RCPT TO takes no parameters here',
+    });
+    c.close();
+  });
+});
+
 describe('the MX’s time-outs', () => {
   it('closes a session that drips bytes, however steadily, once it makes no progress (421 4.4.2)', async () => {
     const mx = await startTestService({ env: { SMTP_MX_PORT: '0', SMTP_IDLE_TIMEOUT_MS: '1000' } });

@@ -358,6 +358,18 @@ describe('the SMTP relay refuses', () => {
     return c;
   };
 
+  it('a MAIL or RCPT parameter of an extension it does not announce (555 5.5.4), not SMTPUTF8 either', async () => {
+    const c = await session();
+    expect(await c.command('MAIL FROM:<news@acme-relay.test> SMTPUTF8')).toEqual({
+      code: 555,
+      text: '5.5.4 Unsupported parameter SMTPUTF8: MAIL FROM takes only SIZE, BODY, AUTH here',
+    });
+    expect((await c.command('MAIL FROM:<news@acme-relay.test> BODY=8BITMIME AUTH=<>')).code).toBe(250);
+    expect((await c.command('RCPT TO:<ann@rcpt.test> ORCPT=rfc822;ann@rcpt.test')).code).toBe(555);
+    expect((await c.command('RCPT TO:<ann@rcpt.test>')).code).toBe(250);
+    c.close();
+  });
+
   it('a wrong key (535 5.7.8), MAIL before AUTH (530 5.7.0) and AUTH before STARTTLS', async () => {
     const c = await rawSmtp(submissions, { tls: true });
     await c.command('EHLO client.test');
