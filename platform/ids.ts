@@ -44,6 +44,9 @@ export function encodeTime(ms: number): string {
   return out;
 }
 
+/** The shape of the ids `newId(prefix)` makes, as a request or a token may give them (`idShape('top')`). */
+export const idShape = (prefix: string) => new RegExp(`^${prefix}_[0-9a-z]{1,60}$`);
+
 /**
  * A prefixed, lexicographically time-ordered id (ULID body, lower case).
  * Monotonic within the process so ids created in the same millisecond still sort in creation order,

@@ -1,8 +1,8 @@
 import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { purposeKey } from '../../platform/crypto.ts';
-import { base32 } from '../../platform/ids.ts';
+import { base32, idShape } from '../../platform/ids.ts';
 
-const EMAIL_ID = /^em_[0-9a-z]{1,60}$/;
+const EMAIL_ID = idShape('em');
 
 /**
  * Unsubscribe tokens: `<email id>-<mac>`, the mac an HMAC of the id under a key derived from POSTLINE_SECRET_KEY.

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
+import { idShape } from '../../platform/ids.ts';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
 import { EMAIL_LIMITS } from './limits.ts';
 
@@ -112,10 +113,7 @@ export const sendEmailInput = z.preprocess(
         .optional(),
       html: bodyText.optional(),
       text: bodyText.optional(),
-      template_id: z
-        .string()
-        .regex(/^tmpl_[0-9a-z]{1,60}$/, 'must be a template id (tmpl_…)')
-        .optional(),
+      template_id: z.string().regex(idShape('tmpl'), 'must be a template id (tmpl_…)').optional(),
       template_data: z.record(z.string(), z.unknown()).optional(),
       headers: z.record(z.string(), z.string()).optional(),
       tags: tagList.optional(),

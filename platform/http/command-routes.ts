@@ -16,9 +16,6 @@ import {
   waitAfterCommit,
 } from './router.ts';
 
-/** The shape of the ids `newId(prefix)` makes, as a request may give them (`idShape('top')`). */
-export const idShape = (prefix: string) => new RegExp(`^${prefix}_[0-9a-z]{1,60}$`);
-
 /** An id of the path that cannot be one of its kind (`pattern`) names nothing: it is simply not found. */
 export function knownId(id: string, pattern: RegExp, name: string): string {
   if (!pattern.test(id)) throw notFound(name, id);

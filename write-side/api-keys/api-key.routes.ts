@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { CreatedApiKey } from '../../domain/api-keys/api-keys.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { resourceName } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { createApiKey, deleteApiKey } from './api-key.commands.ts';
 

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { AUDIENCE_PATHS, Audience, aliased } from '../../domain/audiences/audiences.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { type CommandResource, commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { type CommandResource, commandRoutes } from '../../platform/http/command-routes.ts';
 import { resourceName } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { createAudience, deleteAudience, renameAudience } from './audience.commands.ts';
 

@@ -2,10 +2,11 @@ import { z } from 'zod';
 import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
 import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { resourceName, unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import {
   cancelBroadcast,

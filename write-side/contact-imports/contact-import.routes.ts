@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { ContactImport } from '../../domain/contact-imports/contact-imports.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
-import { idShape, knownId } from '../../platform/http/command-routes.ts';
+import { knownId } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, waitAfterCommit } from '../../platform/http/router.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { startContactImport } from './contact-import.commands.ts';
 

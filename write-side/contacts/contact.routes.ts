@@ -3,10 +3,11 @@ import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../../domain/contacts/conta
 import { Contact, ContactTopicList } from '../../domain/contacts/contacts.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { notFound } from '../../platform/errors.ts';
-import { commandRoutes, idShape, knownId } from '../../platform/http/command-routes.ts';
+import { commandRoutes, knownId } from '../../platform/http/command-routes.ts';
 import { unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import {
   changeMembership,

@@ -4,7 +4,7 @@ import { normalizeDomainName } from '../../domain/domains/domain-name.ts';
 import { Domain } from '../../domain/domains/domains.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { AppError } from '../../platform/errors.ts';
-import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import {
   CONTROL_CHARACTERS_REFUSED,
   hasNoControlCharacter,
@@ -12,6 +12,7 @@ import {
 } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import {
   addDomain,

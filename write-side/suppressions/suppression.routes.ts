@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { parseAddress } from '../../domain/emails/addresses.ts';
 import { SuppressionAdded, suppressionJson } from '../../domain/suppressions/suppressions.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, created } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { addSuppression, removeSuppression } from './suppression.commands.ts';
 

@@ -3,10 +3,11 @@ import { TEMPLATE_NAME_MAX } from '../../domain/templates/template.decider.ts';
 import { templateStream } from '../../domain/templates/template.events.ts';
 import { RenderedTemplate, Template } from '../../domain/templates/templates.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { commandRoutes, idShape } from '../../platform/http/command-routes.ts';
+import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { resourceName } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
+import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { renderPublished } from './render.ts';
 import {
