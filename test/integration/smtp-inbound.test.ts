@@ -31,6 +31,11 @@ beforeAll(async () => {
   const key = `v=DKIM1; k=rsa; p=${dkim.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`;
   dns.set('sel._domainkey.remote.test', 'TXT', [key.match(/.{1,250}/g)!]);
   dns.set('_dmarc.remote.test', 'TXT', [['v=DMARC1; p=reject']]);
+  // A sender that asks for strict alignment, mailing from a subdomain of its own: SPF and DKIM pass for
+  // mail.strict.test, which does not align with strict.test under adkim=s and aspf=s.
+  dns.set('mail.strict.test', 'TXT', [['v=spf1 ip4:127.0.0.1 -all']]);
+  dns.set('sel._domainkey.mail.strict.test', 'TXT', [key.match(/.{1,250}/g)!]);
+  dns.set('_dmarc.strict.test', 'TXT', [['v=DMARC1; p=reject; adkim=s; aspf=s']]);
 });
 beforeAll(async () => {
   mxPort = svc.postline.smtp!.mxPort!;
@@ -142,6 +147,28 @@ describe('mail for an inbound domain', () => {
       is_spam: false,
       timestamp: listed.created_at,
     });
+  });
+
+  it('fails DMARC under strict alignment when SPF and DKIM pass only for a subdomain of the From domain', async () => {
+    await mx().sendMail({
+      envelope: { from: 'bounce@mail.strict.test', to: [`support@${DOMAIN}`] },
+      from: 'Ann <ann@strict.test>',
+      to: `support@${DOMAIN}`,
+      subject: 'Strictly aligned?',
+      text: 'Signed by a subdomain.',
+      dkim: {
+        domainName: 'mail.strict.test',
+        keySelector: 'sel',
+        privateKey: dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+      },
+    });
+    const listed = await receivedWith('Strictly aligned?');
+    expect(listed.authentication).toMatchObject({
+      spf: { result: 'pass' },
+      dkim: { result: 'pass', detail: 'd=mail.strict.test' },
+      dmarc: { result: 'fail', detail: 'p=reject d=strict.test' },
+    });
+    expect(listed.spam_score).toBe(3);
   });
 
   it('gives each header name one string (three Received joined in order) and every header in order in header_list', async () => {
