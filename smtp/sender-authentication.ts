@@ -37,6 +37,8 @@ async function authenticateArrival(
       mta: arrival.hostname,
       resolver: arrival.resolver,
       disableBimi: true,
+      // RFC 8301 §3.1: verifiers must not consider rsa-sha1 signatures valid (`policy`, not counted for DMARC).
+      rejectRsaSha1: true,
     });
     const signatures = r.dkim.results ?? [];
     const dkim = signatures.find((s) => s.status.result === 'pass') ?? signatures[0];

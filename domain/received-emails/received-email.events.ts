@@ -5,7 +5,10 @@ export interface MailAddress {
   name: string | null;
 }
 
-/** One check's verdict (`pass`, `fail`, `softfail`, `neutral`, `none`, `temperror`, `permerror`, …) and why. */
+/**
+ * One check's verdict (`pass`, `fail`, `softfail`, `neutral`, `none`, `policy`, `temperror`, `permerror`, …)
+ * and why.
+ */
 export interface AuthVerdict {
   result: string;
   detail: string | null;

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { dkimSign } from 'mailauth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIME_CORPUS } from '../fixtures/mime-corpus.ts';
 import { useDnsService } from '../support/dns-service.ts';
@@ -169,6 +170,42 @@ describe('mail for an inbound domain', () => {
       dmarc: { result: 'fail', detail: 'p=reject d=strict.test' },
     });
     expect(listed.spam_score).toBe(3);
+  });
+
+  it('does not count an rsa-sha1 signature (RFC 8301): DKIM policy, and DMARC fails without it', async () => {
+    const message = [
+      'From: Ann <ann@remote.test>',
+      `To: support@${DOMAIN}`,
+      'Subject: Signed with SHA-1',
+      'Message-ID: <sha1@remote.test>',
+      'Date: Sun, 01 Mar 2026 00:00:00 +0000',
+      '',
+      'An old signer.',
+      '',
+    ].join('\r\n');
+    const signed = await dkimSign(message, {
+      signTime: new Date(),
+      signatureData: [
+        {
+          signingDomain: 'remote.test',
+          selector: 'sel',
+          privateKey: dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+          algorithm: 'rsa-sha1',
+        },
+      ],
+    } as unknown as Parameters<typeof dkimSign>[1]);
+    expect(signed.errors).toEqual([]);
+    // An envelope sender without SPF: DMARC has only the signature to go by.
+    await mx().sendMail({
+      envelope: { from: 'bounce@unknown-sender.test', to: [`support@${DOMAIN}`] },
+      raw: signed.signatures + message,
+    });
+    const listed = await receivedWith('Signed with SHA-1');
+    expect(listed.authentication).toMatchObject({
+      spf: { result: 'none' },
+      dkim: { result: 'policy', detail: 'd=remote.test; weak algorithm' },
+      dmarc: { result: 'fail', detail: 'p=reject d=remote.test' },
+    });
   });
 
   it('gives each header name one string (three Received joined in order) and every header in order in header_list', async () => {
