@@ -22,6 +22,7 @@ let acme: TestOrg;
 let mxPort: number;
 const DOMAIN = 'acme-in.test';
 const dkim = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const dkimPrivateKey = dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 
 const { svc, dns } = useDnsService({ processes: true, env: { SMTP_MX_PORT: '0' } });
 beforeAll(async () => {
@@ -78,7 +79,7 @@ describe('mail for an inbound domain', () => {
       dkim: {
         domainName: 'remote.test',
         keySelector: 'sel',
-        privateKey: dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+        privateKey: dkimPrivateKey,
       },
     });
     expect(info.response).toBe('250 2.0.0 Ok: received');
@@ -160,7 +161,7 @@ describe('mail for an inbound domain', () => {
       dkim: {
         domainName: 'mail.strict.test',
         keySelector: 'sel',
-        privateKey: dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+        privateKey: dkimPrivateKey,
       },
     });
     const listed = await receivedWith('Strictly aligned?');
@@ -189,7 +190,7 @@ describe('mail for an inbound domain', () => {
         {
           signingDomain: 'remote.test',
           selector: 'sel',
-          privateKey: dkim.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+          privateKey: dkimPrivateKey,
           algorithm: 'rsa-sha1',
         },
       ],
