@@ -7,6 +7,7 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
+import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 const SIGNATURES = 200;
@@ -49,12 +50,13 @@ async function roundTripMicros(): Promise<{ cpu: number; wall: number }> {
   return { cpu: (user + system) / ROUND_TRIPS, wall };
 }
 
-/** One line: this machine's signature and round trip, to print before a bench's runs. */
+/** One line: this machine's processor, signature and round trip, to print before a bench's runs. */
 export async function machineLine(): Promise<string> {
   const rsa = signatureMicros();
   const trip = await roundTripMicros();
   return (
-    `machine: an RSA-2048 signature ${rsa.toFixed(0)} µs of CPU; a loopback round trip ` +
-    `${trip.cpu.toFixed(0)} µs of CPU (both ends), ${trip.wall.toFixed(0)} µs of wall time`
+    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}; an RSA-2048 signature ${rsa.toFixed(0)} µs ` +
+    `of CPU; a loopback round trip ${trip.cpu.toFixed(0)} µs of CPU (both ends), ` +
+    `${trip.wall.toFixed(0)} µs of wall time`
   );
 }
