@@ -4,6 +4,7 @@ import type { Authentication, AuthVerdict } from '../domain/received-emails/rece
 import { createResolver, type MailauthResolver, mailauthResolver } from '../platform/dns.ts';
 import type { Logger } from '../platform/logger.ts';
 import { storableText } from '../platform/storable-text.ts';
+import { withDkimSignaturesCapped } from './dkim-signature-cap.ts';
 import { keptAnswers } from './dns-answers.ts';
 
 const verdict = (result: string, detail?: string | null): AuthVerdict => ({
@@ -13,24 +14,49 @@ const verdict = (result: string, detail?: string | null): AuthVerdict => ({
 const none = verdict('none');
 
 /**
- * SPF, DKIM, DMARC and ARC for a message that arrived at the MX, with mailauth: SPF from the client's address,
- * HELO and MAIL FROM; DKIM from the signatures; DMARC from both and the From domain. Lookups go to DNS_SERVERS,
- * through one resolver for every message, their answers kept briefly (dns-answers.ts). A check that cannot be done
- * (DNS away, a bug) is `temperror`: the message is taken all the same.
+ * How long one message's checks may take. Each look-up waits up to 2 s and mailauth makes them one after the
+ * other (a key for each signature, an ARC chain's seals, SPF's includes): a sender's DNS that does not answer
+ * would otherwise hold the message for minutes.
  */
-export function inboundAuthenticator(dnsServers: string[], hostname: string, log: Logger) {
+const AUTHENTICATION_DEADLINE_MS = 30_000;
+
+/**
+ * SPF, DKIM, DMARC and ARC for a message that arrived at the MX, with mailauth: SPF from the client's address,
+ * HELO and MAIL FROM; DKIM from the first signatures (dkim-signature-cap.ts); DMARC from both and the From domain.
+ * Lookups go to DNS_SERVERS, through one resolver for every message, their answers kept briefly (dns-answers.ts).
+ * A check that cannot be done (DNS away, past the deadline, a bug) is `temperror`: the message is taken all the
+ * same.
+ */
+export function inboundAuthenticator(
+  dnsServers: string[],
+  hostname: string,
+  log: Logger,
+  deadlineMs = AUTHENTICATION_DEADLINE_MS,
+) {
   const resolver = keptAnswers(mailauthResolver(createResolver(dnsServers, { timeout: 2000, tries: 1 })));
   return (raw: Readable, arrival: { ip: string; helo: string; mailFrom: string }) =>
-    authenticateArrival(raw, { ...arrival, hostname, resolver }, log);
+    authenticateArrival(raw, { ...arrival, hostname, resolver }, log, deadlineMs);
 }
+
+/** Every check `temperror`, for why. */
+const unmade = (why: string): Authentication => {
+  const failed = verdict('temperror', why);
+  return { spf: failed, dkim: failed, dmarc: failed, arc: failed };
+};
 
 async function authenticateArrival(
   raw: Readable,
   arrival: { ip: string; helo: string; mailFrom: string; hostname: string; resolver: MailauthResolver },
   log: Logger,
+  deadlineMs: number,
 ): Promise<Authentication> {
+  const message = withDkimSignaturesCapped(raw);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), deadlineMs);
+  });
   try {
-    const r = await authenticate(raw, {
+    const checks = authenticate(message, {
       ip: arrival.ip,
       helo: arrival.helo,
       sender: arrival.mailFrom,
@@ -40,6 +66,14 @@ async function authenticateArrival(
       // RFC 8301 §3.1: verifiers must not consider rsa-sha1 signatures valid (`policy`, not counted for DMARC).
       rejectRsaSha1: true,
     });
+    checks.catch(() => {}); // settled after the deadline, by then unheard
+    const r = await Promise.race([checks, late]);
+    if (r === 'late') {
+      message.destroy();
+      raw.destroy();
+      log.warn({ deadlineMs }, 'inbound authentication did not finish in time');
+      return unmade(`the checks did not finish within ${deadlineMs / 1000} s`);
+    }
     const signatures = r.dkim.results ?? [];
     const dkim = signatures.find((s) => s.status.result === 'pass') ?? signatures[0];
     return {
@@ -54,9 +88,11 @@ async function authenticateArrival(
       arc: r.arc ? verdict(r.arc.status.result, r.arc.status.comment) : none,
     };
   } catch (err) {
+    message.destroy();
     raw.destroy(); // what the checks left unread
     log.warn({ err }, 'inbound authentication failed');
-    const failed = verdict('temperror', 'the checks could not be made');
-    return { spf: failed, dkim: failed, dmarc: failed, arc: failed };
+    return unmade('the checks could not be made');
+  } finally {
+    clearTimeout(timer);
   }
 }

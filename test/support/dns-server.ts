@@ -17,6 +17,8 @@ export interface TestDnsServer {
   serverAddress: string;
   /** Replaces all records of this type at this name. */
   set(name: string, type: DnsRecordType, values: DnsValue[]): void;
+  /** How many questions of any type this server was asked about the name. */
+  asked(name: string): number;
   /** Removes the records of one type at the name, or all of them. */
   remove(name: string, type?: DnsRecordType): void;
   clear(): void;
@@ -81,6 +83,7 @@ async function listenOnOnePort(
  */
 export async function startDnsServer(): Promise<TestDnsServer> {
   const zone = new Map<string, Map<DnsRecordType, DnsValue[]>>();
+  const questions = new Map<string, number>();
 
   const answersFor = (name: string, type: DnsRecordType, depth = 0): any[] => {
     const at = zone.get(key(name));
@@ -100,6 +103,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     const response = Packet.createResponseFromRequest(request);
     response.header.aa = 1;
     const [question] = request.questions;
+    if (question) questions.set(key(question.name), (questions.get(key(question.name)) ?? 0) + 1);
     const typeName = Object.entries(Packet.TYPE).find(([, v]) => v === question?.type)?.[0] as
       | DnsRecordType
       | undefined;
@@ -122,6 +126,9 @@ export async function startDnsServer(): Promise<TestDnsServer> {
       const at = zone.get(key(name)) ?? new Map();
       at.set(type, values);
       zone.set(key(name), at);
+    },
+    asked(name) {
+      return questions.get(key(name)) ?? 0;
     },
     remove(name, type) {
       const at = zone.get(key(name));

@@ -32,6 +32,7 @@ export function useDnsService(options: TestServiceOptions | (() => TestServiceOp
       return started().serverAddress;
     },
     set: (name, type, values) => started().set(name, type, values),
+    asked: (name) => started().asked(name),
     remove: (name, type) => started().remove(name, type),
     clear: () => started().clear(),
     // Closed by the afterAll above.
