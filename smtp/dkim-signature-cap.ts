@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { MIME_LIMITS } from '../domain/received-emails/mime-shape.ts';
 
 /**
@@ -15,6 +15,7 @@ const LF = 0x0a;
 
 /** The start of a DKIM-Signature field: its name at the start of a line, any case, spaces before the colon. */
 const SIGNATURE_FIELD = /^dkim-signature[ \t]*:/i;
+const SIGNATURE_FIELDS = new RegExp(SIGNATURE_FIELD.source, 'gim');
 
 /**
  * A header block (CRLF lines) with no DKIM-Signature field after the `max`th, each dropped with its folded lines;
@@ -22,7 +23,7 @@ const SIGNATURE_FIELD = /^dkim-signature[ \t]*:/i;
  */
 export function capDkimSignatures(header: Buffer, max: number): Buffer {
   const text = header.toString('latin1');
-  if ((text.match(new RegExp(SIGNATURE_FIELD.source, 'gim'))?.length ?? 0) <= max) return header;
+  if ((text.match(SIGNATURE_FIELDS)?.length ?? 0) <= max) return header;
   let seen = 0;
   let dropping = false;
   const kept = text.split('\r\n').filter((line) => {
@@ -38,24 +39,43 @@ export function capDkimSignatures(header: Buffer, max: number): Buffer {
  * first ones; its body and its parts' headers pass as they are. The header is held until its end: at most what
  * the MIME limits let a header be, or it is taken as ending there.
  */
-export function withDkimSignaturesCapped(message: Readable, max = MAX_DKIM_SIGNATURES): Readable {
-  async function* capped() {
-    let head: Buffer | undefined = Buffer.alloc(0);
-    for await (const chunk of message as AsyncIterable<Buffer>) {
-      if (!head) {
-        yield chunk;
-        continue;
-      }
-      head = Buffer.concat([head, chunk]);
-      // A message that starts with its empty line has no header of its own.
-      const end = head[0] === CR && head[1] === LF ? 0 : head.indexOf(END_OF_HEADER);
-      if (end < 0 && head.length <= MIME_LIMITS.headerBytes) continue;
-      const header = end < 0 ? head : head.subarray(0, end);
-      if (header.length > 0) yield capDkimSignatures(header, max);
-      if (header.length < head.length) yield head.subarray(header.length);
-      head = undefined;
-    }
-    if (head?.length) yield capDkimSignatures(head, max);
+class DkimSignatureCap extends Transform {
+  readonly #max: number;
+  /** What came of the header so far; undefined once it has passed. */
+  #head: Buffer | undefined = Buffer.alloc(0);
+
+  constructor(max: number) {
+    super();
+    this.#max = max;
   }
-  return Readable.from(capped(), { objectMode: false });
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    if (!this.#head) {
+      done(null, chunk);
+      return;
+    }
+    const head = this.#head.length === 0 ? chunk : Buffer.concat([this.#head, chunk]);
+    // A message that starts with its empty line has no header of its own.
+    const end = head[0] === CR && head[1] === LF ? 0 : head.indexOf(END_OF_HEADER);
+    if (end < 0 && head.length <= MIME_LIMITS.headerBytes) {
+      this.#head = head;
+      done();
+      return;
+    }
+    this.#head = undefined;
+    const header = end < 0 ? head : head.subarray(0, end);
+    if (header.length > 0) this.push(capDkimSignatures(header, this.#max));
+    done(null, header.length < head.length ? head.subarray(header.length) : undefined);
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(null, this.#head?.length ? capDkimSignatures(this.#head, this.#max) : undefined);
+  }
+}
+
+/** `message` through the cap (DkimSignatureCap); an error of `message` ends it too. */
+export function withDkimSignaturesCapped(message: Readable, max = MAX_DKIM_SIGNATURES): Readable {
+  const capped = new DkimSignatureCap(max);
+  message.on('error', (error) => capped.destroy(error));
+  return message.pipe(capped);
 }
