@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { authenticate } from 'mailauth';
+import { type AuthenticateResult, authenticate } from 'mailauth';
 import type { Authentication, AuthVerdict } from '../domain/received-emails/received-email.events.ts';
 import { createResolver, type MailauthResolver, mailauthResolver } from '../platform/dns.ts';
 import type { Logger } from '../platform/logger.ts';
@@ -74,19 +74,7 @@ async function authenticateArrival(
       log.warn({ deadlineMs }, 'inbound authentication did not finish in time');
       return unmade(`the checks did not finish within ${deadlineMs / 1000} s`);
     }
-    const signatures = r.dkim.results ?? [];
-    const dkim = signatures.find((s) => s.status.result === 'pass') ?? signatures[0];
-    return {
-      spf: r.spf ? verdict(r.spf.status.result, r.spf.status.comment) : none,
-      dkim: dkim
-        ? verdict(
-            dkim.status.result,
-            [`d=${dkim.signingDomain}`, dkim.status.comment].filter(Boolean).join('; '),
-          )
-        : none,
-      dmarc: r.dmarc ? verdict(r.dmarc.status.result, `p=${r.dmarc.policy} d=${r.dmarc.domain}`) : none,
-      arc: r.arc ? verdict(r.arc.status.result, r.arc.status.comment) : none,
-    };
+    return verdictsOf(r);
   } catch (err) {
     message.destroy();
     raw.destroy(); // what the checks left unread
@@ -95,4 +83,42 @@ async function authenticateArrival(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What a passing signature whose `l=` is shorter than the body leaves unsigned, for a verdict's detail. */
+const unsigned = (bytes: number | undefined) =>
+  bytes ? `${bytes} bytes of the body unsigned (l=)` : undefined;
+const details = (...parts: (string | undefined)[]) => parts.filter(Boolean).join('; ');
+
+/**
+ * The verdicts Postline keeps of mailauth's results. DKIM: a passing signature, one that covers the whole body
+ * first, else the first signature. Anyone may append to a message whose signature has an `l=`, and DKIM and DMARC
+ * still pass: both details say how much of the body was not signed.
+ */
+function verdictsOf(r: AuthenticateResult): Authentication {
+  const signatures = r.dkim.results ?? [];
+  const passed = signatures.filter((s) => s.status.result === 'pass');
+  const dkim = passed.find((s) => !s.status.underSized) ?? passed[0] ?? signatures[0];
+  const dmarc = r.dmarc || undefined;
+  // A DMARC pass that rests on a DKIM signature alone (no aligned SPF).
+  const onDkimAlone = dmarc?.status.result === 'pass' && !dmarc.alignment?.spf?.result;
+  return {
+    spf: r.spf ? verdict(r.spf.status.result, r.spf.status.comment) : none,
+    dkim: dkim
+      ? verdict(
+          dkim.status.result,
+          details(`d=${dkim.signingDomain}`, dkim.status.comment, unsigned(dkim.status.underSized)),
+        )
+      : none,
+    dmarc: dmarc
+      ? verdict(
+          dmarc.status.result,
+          details(
+            `p=${dmarc.policy} d=${dmarc.domain}`,
+            onDkimAlone ? unsigned(dmarc.alignment?.dkim?.underSized) : undefined,
+          ),
+        )
+      : none,
+    arc: r.arc ? verdict(r.arc.status.result, r.arc.status.comment) : none,
+  };
 }

@@ -209,6 +209,44 @@ describe('mail for an inbound domain', () => {
     });
   });
 
+  it('says how much of the body a passing signature leaves unsigned (l=), as when someone appended to it', async () => {
+    const signedPart = 'Pay invoice 42.\r\n';
+    const appended = 'Wire it to account 666 instead.\r\n';
+    const message = [
+      'From: Ann <ann@remote.test>',
+      `To: support@${DOMAIN}`,
+      'Subject: Partly signed',
+      'Message-ID: <partly@remote.test>',
+      'Date: Sun, 01 Mar 2026 00:00:00 +0000',
+      '',
+      signedPart,
+    ].join('\r\n');
+    const signed = await dkimSign(message, {
+      signTime: new Date(),
+      signatureData: [
+        {
+          signingDomain: 'remote.test',
+          selector: 'sel',
+          privateKey: dkimPrivateKey,
+          maxBodyLength: Buffer.byteLength(signedPart),
+        },
+      ],
+    } as unknown as Parameters<typeof dkimSign>[1]);
+    expect(signed.signatures).toContain(`l=${Buffer.byteLength(signedPart)}`);
+    // An envelope sender without SPF: DMARC rests on the signature alone.
+    await mx().sendMail({
+      envelope: { from: 'bounce@unknown-sender.test', to: [`support@${DOMAIN}`] },
+      raw: signed.signatures + message + appended,
+    });
+    const listed = await receivedWith('Partly signed');
+    const unsigned = `${Buffer.byteLength(appended)} bytes of the body unsigned (l=)`;
+    expect(listed.authentication).toMatchObject({
+      dkim: { result: 'pass', detail: `d=remote.test; ${unsigned}` },
+      dmarc: { result: 'pass', detail: `p=reject d=remote.test; ${unsigned}` },
+    });
+    expect(listed.text_body).toContain('account 666');
+  });
+
   it('gives each header name one string (three Received joined in order) and every header in order in header_list', async () => {
     const received = [
       'from relay2.remote.test by mx.acme-in.test; Wed, 1 Apr 2026 10:00:02 +0000',
