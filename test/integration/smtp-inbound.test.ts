@@ -63,6 +63,22 @@ const POLL = PATIENCE;
 
 const receivedWith = (subject: string) => receivedWithSubject(acme.live, subject);
 
+/** remote.test's DKIM-Signature field for `message`, signed with `options` (an algorithm, a body length). */
+async function remoteSignature(message: string, options: Record<string, unknown>): Promise<string> {
+  const { signatures, errors } = await dkimSign(message, {
+    signTime: new Date(),
+    signatureData: [
+      { signingDomain: 'remote.test', selector: 'sel', privateKey: dkimPrivateKey, ...options },
+    ],
+  } as unknown as Parameters<typeof dkimSign>[1]);
+  expect(errors).toEqual([]);
+  return signatures;
+}
+
+/** `raw` through the MX from an envelope sender without SPF: DMARC has only the signatures to go by. */
+const sentWithoutSpf = (raw: string) =>
+  mx().sendMail({ envelope: { from: 'bounce@unknown-sender.test', to: [`support@${DOMAIN}`] }, raw });
+
 describe('mail for an inbound domain', () => {
   it('is received with every field, its attachment downloads, and a signed email.received arrives', async () => {
     const info = await mx().sendMail({
@@ -184,23 +200,7 @@ describe('mail for an inbound domain', () => {
       'An old signer.',
       '',
     ].join('\r\n');
-    const signed = await dkimSign(message, {
-      signTime: new Date(),
-      signatureData: [
-        {
-          signingDomain: 'remote.test',
-          selector: 'sel',
-          privateKey: dkimPrivateKey,
-          algorithm: 'rsa-sha1',
-        },
-      ],
-    } as unknown as Parameters<typeof dkimSign>[1]);
-    expect(signed.errors).toEqual([]);
-    // An envelope sender without SPF: DMARC has only the signature to go by.
-    await mx().sendMail({
-      envelope: { from: 'bounce@unknown-sender.test', to: [`support@${DOMAIN}`] },
-      raw: signed.signatures + message,
-    });
+    await sentWithoutSpf(`${await remoteSignature(message, { algorithm: 'rsa-sha1' })}${message}`);
     const listed = await receivedWith('Signed with SHA-1');
     expect(listed.authentication).toMatchObject({
       spf: { result: 'none' },
@@ -221,23 +221,9 @@ describe('mail for an inbound domain', () => {
       '',
       signedPart,
     ].join('\r\n');
-    const signed = await dkimSign(message, {
-      signTime: new Date(),
-      signatureData: [
-        {
-          signingDomain: 'remote.test',
-          selector: 'sel',
-          privateKey: dkimPrivateKey,
-          maxBodyLength: Buffer.byteLength(signedPart),
-        },
-      ],
-    } as unknown as Parameters<typeof dkimSign>[1]);
-    expect(signed.signatures).toContain(`l=${Buffer.byteLength(signedPart)}`);
-    // An envelope sender without SPF: DMARC rests on the signature alone.
-    await mx().sendMail({
-      envelope: { from: 'bounce@unknown-sender.test', to: [`support@${DOMAIN}`] },
-      raw: signed.signatures + message + appended,
-    });
+    const signature = await remoteSignature(message, { maxBodyLength: Buffer.byteLength(signedPart) });
+    expect(signature).toContain(`l=${Buffer.byteLength(signedPart)}`);
+    await sentWithoutSpf(`${signature}${message}${appended}`);
     const listed = await receivedWith('Partly signed');
     const unsigned = `${Buffer.byteLength(appended)} bytes of the body unsigned (l=)`;
     expect(listed.authentication).toMatchObject({
