@@ -1,5 +1,6 @@
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { MIME_LIMITS } from '../domain/received-emails/mime-shape.ts';
+import { joinMessage, splitMessage } from './message-headers.ts';
 
 /**
  * Signatures a received message's DKIM check verifies: the first ones of its header, the newest signers' (RFC
@@ -10,28 +11,29 @@ import { MIME_LIMITS } from '../domain/received-emails/mime-shape.ts';
 export const MAX_DKIM_SIGNATURES = 5;
 
 const END_OF_HEADER = Buffer.from('\r\n\r\n');
-const CR = 0x0d;
-const LF = 0x0a;
 
-/** The start of a DKIM-Signature field: its name at the start of a line, any case, spaces before the colon. */
-const SIGNATURE_FIELD = /^dkim-signature[ \t]*:/i;
-const SIGNATURE_FIELDS = new RegExp(SIGNATURE_FIELD.source, 'gim');
+/** A DKIM-Signature field's start: its name at the start of a line, any case, spaces before the colon. */
+const SIGNATURE_FIELDS = /^dkim-signature[ \t]*:/gim;
 
 /**
- * A header block (CRLF lines) with no DKIM-Signature field after the `max`th, each dropped with its folded lines;
- * the same bytes when it has no more than `max`.
+ * Where the header of `message` (its start, at least) ends: 0 when the message starts with its empty line (it has
+ * none of its own), -1 when its end is not there yet.
  */
-export function capDkimSignatures(header: Buffer, max: number): Buffer {
-  const text = header.toString('latin1');
-  if ((text.match(SIGNATURE_FIELDS)?.length ?? 0) <= max) return header;
+const headerEnd = (message: Buffer) =>
+  message[0] === 0x0d && message[1] === 0x0a ? 0 : message.indexOf(END_OF_HEADER);
+
+/**
+ * `message` (its header, and any of what follows) with no DKIM-Signature field in its header after the `max`th,
+ * each dropped with its folded lines; the same bytes when it has no more than `max`.
+ */
+export function capDkimSignatures(message: Buffer, max: number): Buffer {
+  const end = headerEnd(message);
+  const header = end < 0 ? message : message.subarray(0, end);
+  // Counted first, on the message's own bytes: most have one or two, and are passed on as they are.
+  if ((header.toString('latin1').match(SIGNATURE_FIELDS)?.length ?? 0) <= max) return message;
+  const { fields, body } = splitMessage(message);
   let seen = 0;
-  let dropping = false;
-  const kept = text.split('\r\n').filter((line) => {
-    if (!line.startsWith(' ') && !line.startsWith('\t'))
-      dropping = SIGNATURE_FIELD.test(line) && ++seen > max;
-    return !dropping;
-  });
-  return Buffer.from(kept.join('\r\n'), 'latin1');
+  return joinMessage({ fields: fields.filter((f) => f.name !== 'dkim-signature' || ++seen <= max), body });
 }
 
 /**
@@ -55,17 +57,13 @@ class DkimSignatureCap extends Transform {
       return;
     }
     const head = this.#head.length === 0 ? chunk : Buffer.concat([this.#head, chunk]);
-    // A message that starts with its empty line has no header of its own.
-    const end = head[0] === CR && head[1] === LF ? 0 : head.indexOf(END_OF_HEADER);
-    if (end < 0 && head.length <= MIME_LIMITS.headerBytes) {
+    if (headerEnd(head) < 0 && head.length <= MIME_LIMITS.headerBytes) {
       this.#head = head;
       done();
       return;
     }
     this.#head = undefined;
-    const header = end < 0 ? head : head.subarray(0, end);
-    if (header.length > 0) this.push(capDkimSignatures(header, this.#max));
-    done(null, header.length < head.length ? head.subarray(header.length) : undefined);
+    done(null, capDkimSignatures(head, this.#max));
   }
 
   override _flush(done: TransformCallback): void {
