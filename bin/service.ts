@@ -194,6 +194,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     void warnReverseDns(policies.egress, createResolver(config.DNS_SERVERS), log).catch(() => {});
 
   const authenticate: Authenticate = (key) => services.caches.apiKeys.get(key);
+  let doorsOpen = false;
   let app: express.Express | undefined;
   let server: Server | undefined;
   const drain = new HttpDrain();
@@ -211,7 +212,8 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
         // A parked event is reported, not a reason to stop serving: every replica shares the log, so one bad event
         // (anyone's) would take them all out of a load balancer, and serving holds none of it back.
         const stuck = await stuckConsumers(db);
-        const running = runner.running || options.projections === false;
+        // Ready once every door this process opens is open: the SMTP listeners start after HTTP does.
+        const running = doorsOpen && (runner.running || options.projections === false);
         return { ready: running, detail: stuck.length > 0 ? { stuck_consumers: stuck } : undefined };
       },
       mount: (a) => {
@@ -247,6 +249,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     if (app) server = await listenHttp(app, config);
     if (options.smtp ?? (options.http !== false && options.api !== false))
       smtp = await startSmtp(services, authenticate);
+    doorsOpen = true;
   } catch (error) {
     // A door that cannot open (its port taken) closes what started: its reason is all a failed start says.
     await close();

@@ -66,7 +66,7 @@ export async function serve(given: Config) {
   if (wasInterrupted() || !opened) return;
   const { config, owner, embedded } = opened;
   const roles = config.POSTLINE_ROLES;
-  starting = startPostline(config, {
+  const started = startPostline(config, {
     log,
     // Every process serves HTTP on PORT: the API with the `api` role, else only health checks and metrics.
     http: true,
@@ -74,8 +74,9 @@ export async function serve(given: Config) {
     smtp: roles.has('smtp'),
     projections: roles.has('projections'),
     processes: roles.has('workers'),
-    mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => postline!) : undefined,
-  }).then((started) => (postline = started));
+    mount: owner?.adminToken ? (app) => mountAdmin(app, owner.adminToken!, () => started) : undefined,
+  });
+  starting = started.then((p) => (postline = p));
   try {
     await starting;
   } catch (error) {

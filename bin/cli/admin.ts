@@ -23,7 +23,11 @@ async function outcome(argv: string[], postline: Postline, out: express.Response
  * owner, so `postline orgs create` talks to the service that owns it. Guarded by the admin token the server wrote
  * into the data dir (readable only by its user).
  */
-export function mountAdmin(app: express.Express, token: string, postline: () => Postline) {
+export function mountAdmin(
+  app: express.Express,
+  token: string,
+  postline: () => Postline | Promise<Postline>,
+) {
   app.post('/admin/cli', express.json({ limit: '64kb' }), async (req, res) => {
     const presented = Buffer.from(req.get('x-postline-admin-token') ?? '');
     const expected = Buffer.from(token);
@@ -34,6 +38,8 @@ export function mountAdmin(app: express.Express, token: string, postline: () => 
       throw new AppError('validation_error', '`argv`: must be an array of strings');
     refuseUnstorableText(argv, 'argv');
     res.status(200).type('text/plain');
-    res.end(`${END_OF_OUTPUT}${JSON.stringify(await outcome(argv, postline(), res))}`);
+    // The endpoint is mounted while the service starts: a command that comes before its start ended waits for it.
+    const started = await postline();
+    res.end(`${END_OF_OUTPUT}${JSON.stringify(await outcome(argv, started, res))}`);
   });
 }
