@@ -31,7 +31,7 @@ async function main(argv: string[]): Promise<number> {
   }
   argumentsOf(argv); // a usage mistake is said before anything starts for the command
   const running = given.embedded ? currentOwner(given.POSTLINE_DATA_DIR) : null;
-  if (running?.port && running.adminToken) return viaServer(running, running.adminToken, argv);
+  if (running?.port && running.adminToken) return viaServer(given.POSTLINE_DATA_DIR, running, argv);
   return (await import('./start.ts')).runHere(argv, given);
 }
 

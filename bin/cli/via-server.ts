@@ -1,7 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { type CommandOutcome, END_OF_OUTPUT } from './admin-protocol.ts';
 import { withAbsoluteFile } from './arguments.ts';
-import type { Owner } from './data-dir-owner.ts';
+import { currentOwner, type Owner } from './data-dir-owner.ts';
+
+/** How long a command waits for a server that owns the data dir but does not listen yet (a first start sets up its PostgreSQL). */
+const START_PATIENCE_MS = 120_000;
 
 /** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
 function adminHost(host: string | undefined): string {
@@ -11,12 +15,14 @@ function adminHost(host: string | undefined): string {
 }
 
 /** Embedded mode with a running server: the command is run inside it (POST /admin/cli, admin.ts). */
-export async function viaServer(owner: Owner, token: string, argv: string[]): Promise<number> {
-  const res = await request(`http://${adminHost(owner.host)}:${owner.port}/admin/cli`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-postline-admin-token': token },
-    body: JSON.stringify({ argv: withAbsolutePaths(argv) }),
-  });
+export async function viaServer(dataDir: string, owner: Owner, argv: string[]): Promise<number> {
+  const res = await whenListening(dataDir, owner, () =>
+    request(`http://${adminHost(owner.host)}:${owner.port}/admin/cli`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-postline-admin-token': owner.adminToken! },
+      body: JSON.stringify({ argv: withAbsolutePaths(argv) }),
+    }),
+  );
   if (res.statusCode !== 200) {
     // The server's own words: `{error:{type,message,code}}`.
     const error = ((await res.body.json().catch(() => undefined)) as any)?.error;
@@ -47,6 +53,31 @@ export async function viaServer(owner: Owner, token: string, argv: string[]): Pr
   if (parsed.stderr)
     process.stderr.write(parsed.stderr.endsWith('\n') ? parsed.stderr : `${parsed.stderr}\n`);
   return parsed.exit;
+}
+
+/**
+ * The command, sent once the server listens: a server that owns the data dir may still be starting. A refused
+ * connection sent nothing, so sending again runs the command once; the wait ends if the owner stops.
+ */
+async function whenListening<T>(dataDir: string, owner: Owner, send: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + START_PATIENCE_MS;
+  let said = false;
+  while (true) {
+    try {
+      return await send();
+    } catch (error: any) {
+      if (error?.code !== 'ECONNREFUSED') throw error;
+      if (currentOwner(dataDir)?.pid !== owner.pid)
+        throw new Error(`the service (process ${owner.pid}) stopped before it answered.`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the service (process ${owner.pid}) did not listen on port ${owner.port} within ${START_PATIENCE_MS / 1000} s.`,
+        );
+      if (!said) process.stderr.write(`Waiting for the service (process ${owner.pid}) to finish starting…\n`);
+      said = true;
+      await sleep(250);
+    }
+  }
 }
 
 /**
