@@ -4,7 +4,10 @@ import { type CommandOutcome, END_OF_OUTPUT } from './admin-protocol.ts';
 import { withAbsoluteFile } from './arguments.ts';
 import { currentOwner, type Owner } from './data-dir-owner.ts';
 
-/** How long a command waits for a server that owns the data dir but does not listen yet (a first start sets up its PostgreSQL). */
+/**
+ * How long a command waits for a server that owns the data dir but does not listen yet: a first start sets up its
+ * PostgreSQL first.
+ */
 const START_PATIENCE_MS = 120_000;
 
 /** Where the server listens for this machine's CLI: loopback when it binds every interface, else its address. */
