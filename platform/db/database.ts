@@ -86,12 +86,33 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/**
+ * Whether a connection whose statement failed goes back to the pool: after an ERROR the server goes on with the
+ * session (a unique violation is how the event store learns of a conflict), after FATAL or a broken connection it
+ * does not. `pool.query` would drop the connection after any error, and a new one costs a server process.
+ */
+const sessionGoesOn = (error: unknown) => error instanceof pg.DatabaseError && error.severity === 'ERROR';
+
+/** One statement on a connection of the pool, which keeps the connection unless it broke. */
+async function pooledQuery(pool: pg.Pool, query: ReturnType<typeof statement> | string) {
+  const client = await pool.connect();
+  let result: pg.QueryResult;
+  try {
+    result = await client.query(query);
+  } catch (error) {
+    client.release(sessionGoesOn(error) ? undefined : (error as Error));
+    throw error;
+  }
+  client.release();
+  return result;
+}
+
 function wrap(pool: pg.Pool, listen: Database['listen'], onClose: () => Promise<void>) {
   const kysely = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
   const db: Database = {
     kysely,
     async query(sql, params) {
-      const r = await pool.query(statement(sql, params));
+      const r = await pooledQuery(pool, statement(sql, params));
       return { rows: r.rows, rowCount: r.rowCount ?? 0 };
     },
     async transaction(fn) {
@@ -128,7 +149,7 @@ function wrap(pool: pg.Pool, listen: Database['listen'], onClose: () => Promise<
       }
     },
     async exec(sql) {
-      await pool.query(sql);
+      await pooledQuery(pool, sql);
     },
     listen,
     async close() {
