@@ -1,4 +1,4 @@
-import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
 import { MIME_LIMITS } from '../domain/received-emails/mime-shape.ts';
 import { joinMessage, splitMessage } from './message-headers.ts';
 
@@ -71,9 +71,10 @@ class DkimSignatureCap extends Transform {
   }
 }
 
-/** `message` through the cap (DkimSignatureCap); an error of `message` ends it too. */
+/**
+ * `message` through the cap (DkimSignatureCap). The two end together: an error of `message` ends the capped
+ * stream, and the capped stream destroyed (its reader gave up) destroys `message`, with what was left unread.
+ */
 export function withDkimSignaturesCapped(message: Readable, max = MAX_DKIM_SIGNATURES): Readable {
-  const capped = new DkimSignatureCap(max);
-  message.on('error', (error) => capped.destroy(error));
-  return message.pipe(capped);
+  return pipeline(message, new DkimSignatureCap(max), () => {});
 }

@@ -69,15 +69,13 @@ async function authenticateArrival(
     checks.catch(() => {}); // settled after the deadline, by then unheard
     const r = await Promise.race([checks, late]);
     if (r === 'late') {
-      message.destroy();
-      raw.destroy();
+      message.destroy(); // and `raw` with it, what the checks left unread
       log.warn({ deadlineMs }, 'inbound authentication did not finish in time');
       return unmade(`the checks did not finish within ${deadlineMs / 1000} s`);
     }
     return verdictsOf(r);
   } catch (err) {
     message.destroy();
-    raw.destroy(); // what the checks left unread
     log.warn({ err }, 'inbound authentication failed');
     return unmade('the checks could not be made');
   } finally {

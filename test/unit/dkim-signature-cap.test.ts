@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import { finished } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import { capDkimSignatures, withDkimSignaturesCapped } from '../../smtp/dkim-signature-cap.ts';
 
@@ -82,5 +83,19 @@ describe('withDkimSignaturesCapped', () => {
     expect(await through(headless, 1)).toBe(headless);
     const within = `${signature(0)}\r\nSubject: one\r\n\r\nbody\r\n`;
     expect(await through(within, 3)).toBe(within);
+  });
+
+  it('ends with its source: a reader that gives up destroys the source, a source that fails fails it', async () => {
+    const given = new Readable({ read() {} });
+    given.push(Buffer.from(`${signature(0)}\r\n`));
+    const abandoned = withDkimSignaturesCapped(given);
+    abandoned.destroy();
+    await expect(finished(abandoned)).rejects.toThrow();
+    expect(given.destroyed).toBe(true);
+
+    const failing = new Readable({ read() {} });
+    const capped = withDkimSignaturesCapped(failing);
+    failing.destroy(new Error('the spool file is gone'));
+    await expect(finished(capped)).rejects.toThrow('the spool file is gone');
   });
 });
