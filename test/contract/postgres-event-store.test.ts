@@ -62,6 +62,70 @@ describe('PostgreSQL event store group commit', () => {
   });
 });
 
+/** A store on a test database whose statements are counted: how many of them match `pattern`. */
+async function countingStore(pattern: RegExp) {
+  const database = await openTestDatabase();
+  const counted = { n: 0 };
+  const db = {
+    ...database.db,
+    query: ((sql: string, params?: unknown[]) => {
+      if (pattern.test(sql)) counted.n++;
+      return database.db.query(sql, params);
+    }) as typeof database.db.query,
+  };
+  const store = await PostgresEventStore.create(db, { pollMs: 200 });
+  counted.n = 0;
+  return { store, counted, dispose: database.dispose };
+}
+
+const meta = { orgId: 'o', mode: 'test', actor: 't' } as any;
+
+describe('PostgreSQL event store statements shared', () => {
+  it('refuses the appends of a batch whose expectations are stale alone: one INSERT for the batch', async () => {
+    const { store, counted, dispose } = await countingStore(/INSERT INTO events/);
+    const taken = Array.from({ length: 10 }, (_, i) => `taken-${i}`);
+    for (const s of taken)
+      await store.append(s, [{ type: 'T', data: {}, metadata: meta }], { expectedRevision: 'no_stream' });
+    counted.n = 0;
+    const event = (type: string) => [{ type, data: {}, metadata: meta }];
+    const results = await Promise.allSettled([
+      ...taken.map((s) => store.append(s, event('U'), { expectedRevision: 'no_stream' })),
+      ...taken.map((_, i) => store.append(`fresh-${i}`, event('F'), { expectedRevision: 'no_stream' })),
+    ]);
+    expect(results.slice(0, 10).map((r) => r.status)).toEqual(taken.map(() => 'rejected'));
+    for (const r of results.slice(0, 10))
+      expect((r as PromiseRejectedResult).reason).toMatchObject({ actual: 0, expected: 'no_stream' });
+    expect(results.slice(10).map((r) => r.status)).toEqual(taken.map(() => 'fulfilled'));
+    expect(counted.n).toBe(1);
+    await store.close();
+    await dispose();
+  });
+
+  it('reads the streams asked for together in one statement, each from its revision', async () => {
+    const { store, counted, dispose } = await countingStore(/FROM events/);
+    for (let i = 0; i < 5; i++)
+      await store.append(
+        `r-${i}`,
+        Array.from({ length: i + 1 }, (_, k) => ({ type: `E${k}`, data: { i }, metadata: meta })),
+        { expectedRevision: 'no_stream' },
+      );
+    counted.n = 0;
+    const reads = await Promise.all([
+      ...Array.from({ length: 5 }, (_, i) => store.readStream(`r-${i}`)),
+      store.readStream('r-4', { fromRevision: 3 }),
+      store.readStream('r-unknown'),
+    ]);
+    expect(counted.n).toBe(1);
+    expect(reads.map((events) => events.map((e) => `${e.streamId}:${e.revision}:${e.type}`))).toEqual([
+      ...Array.from({ length: 5 }, (_, i) => Array.from({ length: i + 1 }, (_, k) => `r-${i}:${k}:E${k}`)),
+      ['r-4:3:E3', 'r-4:4:E4'],
+      [],
+    ]);
+    await store.close();
+    await dispose();
+  });
+});
+
 describe('PostgreSQL event store with blob rows', () => {
   it("writes the blobs of the appends in flight in their events' statement, up to about 4 MiB of them", async () => {
     const { db, blobs, dispose } = await withBlobRows();

@@ -51,7 +51,9 @@ RETURNING global_position::text AS position, stream_revision, tx_id::text AS tx`
 // Several appends, each after its exact revision, in one statement: the short fields as one JSON parameter
 // (cheaper to build and to parse than escaped arrays), in order; the events' data and metadata as JSON texts apart
 // (json-texts.ts: read as strings out of the JSON parameter, they cost PostgreSQL twice the time and Node a second
-// escaping); each stream's guard is the one of APPEND_ONE_AFTER_SQL.
+// escaping). Each stream's guard is the one of APPEND_ONE_AFTER_SQL, and its next revision must be free: an append
+// whose expectation is stale gets its conflict alone instead of failing everyone's statement with a unique
+// violation (an import of addresses that are taken expects a thousand streams not to exist).
 const APPEND_BATCH_SQL = prepared(`
 INSERT INTO events (stream_id, stream_revision, type, data, metadata)
 SELECT x.s, x.r, x.t, x.d::json, x.m::json
@@ -63,7 +65,10 @@ FROM ROWS FROM (
 LEFT JOIN LATERAL (
   SELECT true AS found FROM events e WHERE x.a >= 0 AND e.stream_id = x.s AND e.stream_revision = x.a LIMIT 1
 ) previous ON true
-WHERE x.a = -1 OR previous.found
+LEFT JOIN LATERAL (
+  SELECT true AS found FROM events e WHERE e.stream_id = x.s AND e.stream_revision = x.a + 1 LIMIT 1
+) later ON true
+WHERE (x.a = -1 OR previous.found) AND later.found IS NULL
 ORDER BY x.o
 RETURNING stream_id, stream_revision, global_position::text AS position, tx_id::text AS tx`);
 
@@ -130,13 +135,31 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
     const known = last.get(row.stream_id);
     if (!known || Number(row.stream_revision) > known.nextRevision) last.set(row.stream_id, resultOf([row]));
   }
-  return Promise.all(
-    batch.map(
-      async (a) =>
-        last.get(a.streamId) ?? (await conflict(db, a.streamId, a.after < 0 ? 'no_stream' : a.after)),
-    ),
+  const refused = batch.filter((a) => !last.has(a.streamId));
+  const revisions = await lastRevisions(
+    db,
+    refused.map((a) => a.streamId),
+  );
+  return batch.map(
+    (a) =>
+      last.get(a.streamId) ??
+      conflictOf(a.streamId, a.after < 0 ? 'no_stream' : a.after, revisions.get(a.streamId)),
   );
 }
+
+/** The last revision of each stream that has one. */
+async function lastRevisions(db: Database, streamIds: string[]): Promise<Map<string, number>> {
+  if (streamIds.length === 0) return new Map();
+  const { rows } = await db.query<{ stream_id: string; rev: string }>(
+    `SELECT stream_id, max(stream_revision)::text AS rev FROM events WHERE stream_id = ANY($1::text[])
+     GROUP BY stream_id`,
+    [streamIds],
+  );
+  return new Map(rows.map((r) => [r.stream_id, Number(r.rev)]));
+}
+
+const conflictOf = (streamId: string, expected: ExpectedRevision, revision: number | undefined) =>
+  new WrongExpectedRevisionError(streamId, expected, revision ?? 'no_stream');
 
 /** One append after an exact revision (-1: a new stream). */
 export async function appendAfter(
@@ -213,14 +236,5 @@ async function tryAppend(
 }
 
 async function conflict(db: Database, streamId: string, expected: ExpectedRevision) {
-  const { rows } = await db.query<{ rev: number | null }>(
-    'SELECT max(stream_revision) AS rev FROM events WHERE stream_id = $1',
-    [streamId],
-  );
-  const rev = rows[0]?.rev;
-  return new WrongExpectedRevisionError(
-    streamId,
-    expected,
-    rev === null || rev === undefined ? 'no_stream' : Number(rev),
-  );
+  return conflictOf(streamId, expected, (await lastRevisions(db, [streamId])).get(streamId));
 }

@@ -17,7 +17,7 @@ import {
 } from '../types.ts';
 import { appendAfter, appendBatch, appendLookingUp, type ExactAppend } from './append.ts';
 import { AppendNotifier } from './notifier.ts';
-import { headPosition, readLog, readStreamEvents } from './read.ts';
+import { headPosition, readLog, readStreamsEvents, type StreamRead } from './read.ts';
 import { eventStoreMigrations } from './schema.ts';
 
 /** A batch of appends holds 1,000 events, or fewer with their blobs: one event's worth per 4 KiB of blob rows. */
@@ -129,8 +129,17 @@ export class PostgresEventStore implements EventStore {
     return [...(await read)];
   }
 
+  /**
+   * Reads of streams in flight together share one statement, as appends do: commands decided at once (an import's
+   * thousand contacts, many sessions' requests) read their streams in one round trip.
+   */
+  readonly #reads = new Batcher<StreamRead, StoredEvent[]>({
+    ...GROUP_COMMIT,
+    run: (reads) => readStreamsEvents(this.#db, reads),
+  });
+
   async readStream(streamId: string, options: { fromRevision?: number } = {}) {
-    return this.#upcast(await readStreamEvents(this.#db, streamId, options.fromRevision ?? 0));
+    return this.#upcast(await this.#reads.add({ streamId, fromRevision: options.fromRevision ?? 0 }));
   }
 
   async readAll(options: ReadAllOptions = {}) {
