@@ -3,15 +3,17 @@
  * bench/README.md.
  *
  * - Import: BENCH_CONTACTS contacts from one CSV file through the contact-import process, beside a raw multi-row
- *   INSERT of the same rows (bench/contacts-import.ts); they are the audience of what follows.
+ *   INSERT of the same rows, then the same addresses again, every contact updated (bench/contacts-import.ts); they
+ *   are the audience of what follows.
  * - Expansion: a test-mode broadcast to an audience of BENCH_CONTACTS contacts, sent, then expanded by the broadcast
  *   process, running as a service's does, until `BroadcastSent`: emails/s into the log; twice, and between the two
  *   the batch API (`POST /v1/emails/batch`, 100 emails a request, 20 connections) for BENCH_SECONDS: accepted
  *   emails/s. Both with the broadcast process caught up first, then following the log.
  * - The API meanwhile: `POST /v1/emails` latency at 5 connections, alone and while a third broadcast expands.
  *
- * - Round trips per contact imported and per email expanded (bench/round-trips.ts): a counting run of
- *   BENCH_COUNT_CONTACTS (default 5,000; 0 skips it) on a private PostgreSQL, before the timed run.
+ * - Round trips per contact imported, per contact updated by importing the same addresses again, and per email
+ *   expanded (bench/round-trips.ts): a counting run of BENCH_COUNT_CONTACTS (default 5,000; 0 skips it) on a
+ *   private PostgreSQL, before the timed run.
  *
  * Settings: BENCH_CONTACTS (default 100,000), BENCH_SECONDS (default 10), BENCH_COUNT_CONTACTS, BENCH_PARTS
  * (default `import,expansion`; `import` alone stops after the import), TEST_DATABASE_ADMIN_URL (as the tests).
@@ -153,6 +155,13 @@ async function countRoundTrips(env: Record<string, string>): Promise<string[]> {
       await postline.services.store.headPosition(),
     );
     const imported = await importing.end(COUNT_CONTACTS);
+    const reimporting = await counter.begin(metrics);
+    await importContacts(postline.services, s.tenant, s.audience.id, COUNT_CONTACTS, true);
+    await postline.services.readYourWrites.waitFor(
+      ['contacts'],
+      await postline.services.store.headPosition(),
+    );
+    const reimported = await reimporting.end(COUNT_CONTACTS);
     let expanding: Awaited<ReturnType<typeof counter.begin>> | undefined;
     const { queued } = await s.expand(async () => {
       expanding = await counter.begin(metrics);
@@ -172,6 +181,8 @@ async function countRoundTrips(env: Record<string, string>): Promise<string[]> {
     return [
       `import: ${imported[0]}`,
       ...imported.slice(1),
+      `re-import, every contact updated: ${reimported[0]}`,
+      ...reimported.slice(1),
       `expansion: ${expanded[0]}`,
       ...expanded.slice(1),
       `batch API: ${batched[0]}`,

@@ -2,7 +2,7 @@ import type { AudienceEvent } from '../domain/audiences/audience.events.ts';
 import type { ContactEvent, ContactPersonalData } from '../domain/contacts/contact.events.ts';
 import type { Transaction } from '../platform/db/database.ts';
 import type { Stored } from '../platform/eventstore/types.ts';
-import { openPersonalData, openPersonalDataMany } from '../platform/personal-data.ts';
+import { openPersonalDataMany } from '../platform/personal-data.ts';
 import type { Projection } from './projection.ts';
 import { updateRow } from './rows.ts';
 
@@ -18,7 +18,7 @@ type Created = Stored<Extract<ContactEvent, { type: 'ContactCreated' }>>;
 
 /**
  * New contacts (an import writes thousands in a row) in three statements: their keys, their rows, their
- * audiences; `apply` hands one at a time here too.
+ * audiences.
  */
 async function insertCreated(tx: Transaction, events: Created[]) {
   const opened = await openPersonalDataMany<ContactPersonalData>(
@@ -61,6 +61,45 @@ async function insertCreated(tx: Transaction, events: Created[]) {
   );
 }
 
+type Updated = Stored<Extract<ContactEvent, { type: 'ContactUpdated' }>>;
+
+/**
+ * Changed contacts (an import that updates a list writes thousands in a row) in two statements: their keys and
+ * their rows. Each change carries the whole of what it sets, so a contact changed twice takes its last.
+ */
+async function updateChanged(tx: Transaction, events: Updated[]) {
+  const last = [...new Map(events.map((e) => [e.data.contactId, e])).values()];
+  const opened = await openPersonalDataMany<ContactPersonalData>(
+    tx,
+    last.map((e) => ({ subject: e.data.contactId, sealed: e.data.personal })),
+  );
+  const rows = last.flatMap((e, i) => {
+    const p = opened[i];
+    if (!p) return [];
+    const d = e.data;
+    return [
+      {
+        id: d.contactId,
+        ...personalRow(p),
+        properties: JSON.stringify(p.properties),
+        unsubscribed: d.unsubscribed,
+        consent_given_at: d.consentGivenAt,
+        updated_at: d.updatedAt,
+      },
+    ];
+  });
+  if (rows.length === 0) return;
+  await tx.query(
+    `UPDATE contacts c SET email = x.email, email_lower = x.email_lower, first_name = x.first_name,
+       last_name = x.last_name, properties = x.properties::jsonb, unsubscribed = x.unsubscribed,
+       consent_given_at = x.consent_given_at, updated_at = x.updated_at
+     FROM json_to_recordset($1::json) AS x(id text, email text, email_lower text, first_name text,
+       last_name text, properties text, unsubscribed boolean, consent_given_at timestamptz, updated_at timestamptz)
+     WHERE c.id = x.id`,
+    [JSON.stringify(rows)],
+  );
+}
+
 /**
  * Audience memberships, each once; none in an audience deleted already (a write that checked the audience before
  * its deletion, or an import's batch in flight then, may still name it).
@@ -95,34 +134,24 @@ export const contactsProjection: Projection<ContactEvent | AudienceEvent> = {
     'AudienceDeleted',
   ],
   async applyBatch(tx, events) {
-    let run: Created[] = [];
-    for (const e of events) {
-      if (e.type === 'ContactCreated') {
-        run.push(e);
-        continue;
-      }
-      await insertCreated(tx, run);
-      run = [];
-      await this.apply(tx, e);
+    // A run of new contacts, or of changed ones, in one go; other events one at a time.
+    for (let i = 0; i < events.length; ) {
+      const type = events[i].type;
+      let end = i + 1;
+      while (end < events.length && events[end].type === type) end++;
+      const run = events.slice(i, end);
+      if (type === 'ContactCreated') await insertCreated(tx, run as Created[]);
+      else if (type === 'ContactUpdated') await updateChanged(tx, run as Updated[]);
+      else for (const e of run) await this.apply(tx, e);
+      i = end;
     }
-    await insertCreated(tx, run);
   },
   async apply(tx, e) {
     switch (e.type) {
       case 'ContactCreated':
         return insertCreated(tx, [e]);
-      case 'ContactUpdated': {
-        const d = e.data;
-        const p = await openPersonalData<ContactPersonalData>(tx, d.contactId, d.personal);
-        if (!p) return;
-        return updateRow(tx, 'contacts', d.contactId, {
-          ...personalRow(p),
-          properties: JSON.stringify(p.properties),
-          unsubscribed: d.unsubscribed,
-          consent_given_at: d.consentGivenAt,
-          updated_at: d.updatedAt,
-        });
-      }
+      case 'ContactUpdated':
+        return updateChanged(tx, [e]);
       case 'ContactAddedToAudience':
         return insertMembers(tx, [{ contact_id: e.data.contactId, audience_id: e.data.audienceId }]);
       case 'ContactRemovedFromAudience':

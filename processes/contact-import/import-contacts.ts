@@ -7,10 +7,9 @@ import {
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
-import { mapLimited } from '../../platform/map-limited.ts';
 import { sealPersonalDataMany } from '../../platform/personal-data.ts';
-import { updateContact } from '../../write-side/contacts/contact.commands.ts';
 import { at, claimEmail, type Deps, emailKeysOf } from '../../write-side/contacts/contact-streams.ts';
+import { mergeImportedMany } from './merge-imported.ts';
 
 /** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
 export interface ImportedContact {
@@ -23,9 +22,6 @@ export interface ImportedContact {
   properties: Record<string, string>;
 }
 
-/** Rows whose claims the store refused, and rows that update a contact, settled at once (each a few statements). */
-const SETTLED_AT_ONCE = 8;
-
 export interface ImportedBatch {
   created: number;
   updated: number;
@@ -35,9 +31,9 @@ export interface ImportedBatch {
 /**
  * Writes a batch of imported rows (distinct addresses) under the address rule. A row whose address is free gets
  * a new contact in `audienceId`; one whose address belongs to a contact updates it: the names the row gives, its
- * properties merged by name (at most `maxProperties`), and it joins the audience. The appends of the whole batch
- * are in flight together and share statements (the store's group commit); streams are not read first unless
- * `mayExist`. A row written already by an earlier run of the same import is found as its own and counted as
+ * properties merged by name (at most `maxProperties`), and it joins the audience (merge-imported.ts). The appends
+ * and reads of the whole batch are in flight together and share statements (the store's group commit); streams are
+ * not read first unless `mayExist`. A row written already by an earlier run of the same import is found as its own and counted as
  * created again.
  */
 export async function importContacts(
@@ -55,7 +51,7 @@ export async function importContacts(
   const now = at(services);
   const keyOf = emailKeysOf(services, meta);
   // Every row's first claim at once, so that their appends share statements; a claim refused there (its address
-  // taken, or claimed by an earlier run) is settled after, a few rows at a time.
+  // taken, or claimed by an earlier run) is settled after, the refused rows' reads sharing statements too.
   const tried = await Promise.all(
     rows.map(async (row) => {
       const emailKey = keyOf(row.email);
@@ -74,8 +70,10 @@ export async function importContacts(
     }),
   );
   const refused = tried.filter((t) => t.outcome !== 'claimed');
-  const holders = await mapLimited(refused, SETTLED_AT_ONCE, ({ row, emailKey, outcome }) =>
-    claimOrHolder(services, meta, emailKey, row.contactId, outcome === 'taken'),
+  const holders = await Promise.all(
+    refused.map(({ row, emailKey, outcome }) =>
+      claimOrHolder(services, meta, emailKey, row.contactId, outcome === 'taken'),
+    ),
   );
   const holderOf = new Map(refused.map((t, i) => [t.row, holders[i]]));
   const claims = tried.map(({ row, emailKey }) => ({ row, emailKey, holder: holderOf.get(row) ?? null }));
@@ -122,16 +120,12 @@ export async function importContacts(
       ),
     ),
   );
+  const merges = claims.flatMap(({ row, holder }) => (holder === null ? [] : [{ row, contactId: holder }]));
+  const reasons = await mergeImportedMany(services, meta, merges, o);
   let updated = 0;
-  await mapLimited(
-    claims.filter((c) => c.holder !== null),
-    SETTLED_AT_ONCE,
-    async ({ row, holder }) => {
-      const reason = await mergeImported(services, meta, holder!, row, o);
-      if (reason) skipped.push({ line: row.line, reason });
-      else updated++;
-    },
-  );
+  for (const [i, reason] of reasons.entries())
+    if (reason) skipped.push({ line: merges[i].row.line, reason });
+    else updated++;
   return { created: fresh.length, updated, skipped: skipped.sort((a, b) => a.line - b.line) };
 }
 
@@ -164,51 +158,4 @@ async function claimOrHolder(
     if (holder !== null || attempt > 0) return holder ?? contactId;
     taken = false;
   }
-}
-
-const BUSY = 'email: its contact was being created or deleted; import the row again';
-
-/** An imported row into the contact that has its address; why not, when it cannot be. */
-async function mergeImported(
-  services: Deps,
-  meta: EventMetadata,
-  contactId: string,
-  row: ImportedContact,
-  o: { audienceId: string | null; maxProperties: number },
-): Promise<string | null> {
-  // Merged into the contact as it is when the change is appended (a change that came in between is kept).
-  let tooMany = false;
-  const merge = async () => {
-    await updateContact(services, meta, contactId, (current) => {
-      const properties = { ...current.properties, ...row.properties };
-      tooMany = Object.keys(properties).length > o.maxProperties;
-      return tooMany ? {} : { firstName: row.firstName, lastName: row.lastName, properties };
-    });
-    if (o.audienceId && !tooMany)
-      await handleCommand(
-        services.store,
-        contactStream(contactId),
-        contactDecider,
-        {
-          type: 'AddContactToAudience',
-          contactId,
-          orgId: meta.orgId,
-          mode: meta.mode,
-          audienceId: o.audienceId,
-          at: at(services),
-        },
-        meta,
-      );
-  };
-  const gone = await merge().then(
-    () => false,
-    (error) => {
-      // Not written yet (still being created), or deleted before or while the row was merged: skipped.
-      if (error instanceof AppError && error.code === 'not_found') return true;
-      throw error;
-    },
-  );
-  if (gone) return BUSY;
-  if (tooMany) return `properties: the existing contact would have more than ${o.maxProperties}`;
-  return null;
 }

@@ -161,6 +161,25 @@ async function contactHistory(db: Database): Promise<StoredEvent[]> {
       audienceIds,
       createdAt: '2026-11-22T10:00:00.000Z',
     });
+  const updated = async (
+    contactId: string,
+    firstName: string,
+    properties: Record<string, unknown>,
+    at: string,
+  ) =>
+    contactEvent('ContactUpdated', {
+      contactId,
+      emailKey: `key-${contactId}`,
+      personal: await sealPersonalData(db, contactId, {
+        email: `${contactId}@example.org`,
+        firstName,
+        lastName: 'Lee',
+        properties,
+      }),
+      unsubscribed: contactId === 'con_6',
+      consentGivenAt: contactId === 'con_2' ? '2026-11-22T11:00:00.000Z' : null,
+      updatedAt: `2026-11-22T11:0${at}:00.000Z`,
+    });
   return [
     await created('con_1', ['aud_1']),
     await created('con_2', []),
@@ -183,6 +202,14 @@ async function contactHistory(db: Database): Promise<StoredEvent[]> {
     await created('con_7', ['aud_3', 'aud_1']),
     contactEvent('ContactAddedToAudience', { contactId: 'con_1', audienceId: 'aud_3', addedAt: 'T' }),
     await created('con_8', []),
+    // A run of changes, one contact's twice (its last counts), one of a deleted contact.
+    await updated('con_1', 'Bea', { plan: 'silver' }, '1'),
+    await updated('con_2', 'Cy', {}, '2'),
+    await updated('con_1', 'Dee', { plan: 'bronze', seats: 4 }, '3'),
+    await updated('con_5', 'Gone', {}, '4'),
+    await updated('con_6', 'Eve', { seats: 1 }, '5'),
+    await created('con_9', ['aud_1']),
+    await updated('con_9', 'Fay', {}, '6'),
   ];
 }
 

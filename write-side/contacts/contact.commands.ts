@@ -118,7 +118,7 @@ async function releaseUnheld(services: Deps, meta: EventMetadata, emailKey: stri
 }
 
 /** The contact once `patch` applies; null when nothing would change. */
-function patched(
+export function patched(
   state: Extract<ContactState, { exists: true }>,
   current: ContactPersonalData,
   patch: Partial<ContactInput>,

@@ -1,0 +1,166 @@
+import { type ContactCommand, contactDecider } from '../../domain/contacts/contact.decider.ts';
+import { type ContactPersonalData, contactStream } from '../../domain/contacts/contact.events.ts';
+import { AppError } from '../../platform/errors.ts';
+import { handleCommand, inSequence, rebuildState } from '../../platform/eventstore/command.ts';
+import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
+import { mapLimited } from '../../platform/map-limited.ts';
+import { openPersonalDataMany, sealPersonalDataMany } from '../../platform/personal-data.ts';
+import { patched, updateContact } from '../../write-side/contacts/contact.commands.ts';
+import { at, type Deps, emailKeyOf } from '../../write-side/contacts/contact-streams.ts';
+import type { ImportedContact } from './import-contacts.ts';
+
+export interface MergeOptions {
+  audienceId: string | null;
+  maxProperties: number;
+}
+
+/** A row to merge into `contactId`, the contact that holds its address. */
+export interface Merge {
+  contactId: string;
+  row: ImportedContact;
+}
+
+/** Rows merged one by one (a contact that changed meanwhile, or is not there), a few at a time. */
+const ALONE_AT_ONCE = 8;
+
+const BUSY = 'email: its contact was being created or deleted; import the row again';
+const tooMany = (o: MergeOptions) =>
+  `properties: the existing contact would have more than ${o.maxProperties}`;
+
+/**
+ * Imported rows into the contacts that have their addresses: the names each row gives, its properties merged by
+ * name (at most `maxProperties`), and the audience. All at once: the contacts' streams are read together, their
+ * personal data opened and sealed again in one statement each, and each contact's change (its update and its
+ * membership) is one append, the appends in flight together. A contact that changed between its read and its
+ * append, or that is not there as read, has its row merged on its own (`mergeImported`). For each row: why it was
+ * skipped, or null.
+ */
+export async function mergeImportedMany(
+  services: Deps,
+  meta: EventMetadata,
+  merges: Merge[],
+  o: MergeOptions,
+): Promise<(string | null)[]> {
+  const reasons: (string | null | undefined)[] = merges.map(() => undefined);
+  const histories = await Promise.all(
+    merges.map((m) => services.store.readStream(contactStream(m.contactId))),
+  );
+  const live = merges.flatMap((m, i) => {
+    const state = rebuildState(contactDecider, histories[i]);
+    const own = state.exists && !state.deleted && state.orgId === meta.orgId && state.mode === meta.mode;
+    return own ? [{ ...m, i, state }] : [];
+  });
+  const currents = await openPersonalDataMany<ContactPersonalData>(
+    services.db,
+    live.map(({ contactId, state }) => ({ subject: contactId, sealed: state.personal })),
+  );
+  const changes = live.flatMap((l, k) => {
+    const current = currents[k];
+    if (!current) return [];
+    const properties = { ...current.properties, ...l.row.properties };
+    if (Object.keys(properties).length > o.maxProperties) {
+      reasons[l.i] = tooMany(o);
+      return [];
+    }
+    const { firstName, lastName } = l.row;
+    const next = patched(l.state, current, { firstName, lastName, properties });
+    // A contact whose address would need another claim (its key made anew) is merged on its own.
+    if (next && emailKeyOf(services, meta, next.personal.email) !== l.state.emailKey) return [];
+    return [{ ...l, next }];
+  });
+  const updated = changes.filter((c) => c.next !== null);
+  const sealed = await sealPersonalDataMany(
+    services.db,
+    updated.map(({ contactId, next }) => ({ subject: contactId, value: next!.personal })),
+  );
+  const personal = new Map(updated.map((c, k) => [c.i, sealed[k]]));
+  await Promise.all(
+    changes.map(async ({ i, contactId, state, next }) => {
+      const fields = { contactId, orgId: meta.orgId, mode: meta.mode, at: at(services) };
+      const commands: ContactCommand[] = [];
+      if (next) {
+        const sealedNow = personal.get(i);
+        // Deleted since it was read (its data forgotten).
+        if (!sealedNow) return;
+        const { unsubscribed, consentGivenAt } = next;
+        commands.push({
+          type: 'UpdateContact',
+          ...fields,
+          emailKey: state.emailKey,
+          personal: sealedNow,
+          unsubscribed,
+          consentGivenAt,
+        });
+      }
+      if (o.audienceId) commands.push({ type: 'AddContactToAudience', ...fields, audienceId: o.audienceId });
+      await handleCommand(
+        services.store,
+        contactStream(contactId),
+        inSequence(contactDecider),
+        commands,
+        meta,
+        {
+          history: histories[i],
+          retries: 0,
+        },
+      ).then(
+        () => {
+          reasons[i] = null;
+        },
+        (error) => {
+          if (!(error instanceof WrongExpectedRevisionError)) throw error;
+        },
+      );
+    }),
+  );
+  const alone = merges.flatMap((m, i) => (reasons[i] === undefined ? [{ ...m, i }] : []));
+  await mapLimited(alone, ALONE_AT_ONCE, async ({ contactId, row, i }) => {
+    reasons[i] = await mergeImported(services, meta, contactId, row, o);
+  });
+  return reasons as (string | null)[];
+}
+
+/** An imported row into the contact that has its address, on its own; why not, when it cannot be. */
+async function mergeImported(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  row: ImportedContact,
+  o: MergeOptions,
+): Promise<string | null> {
+  // Merged into the contact as it is when the change is appended (a change that came in between is kept).
+  let refused = false;
+  const merge = async () => {
+    await updateContact(services, meta, contactId, (current) => {
+      const properties = { ...current.properties, ...row.properties };
+      refused = Object.keys(properties).length > o.maxProperties;
+      return refused ? {} : { firstName: row.firstName, lastName: row.lastName, properties };
+    });
+    if (o.audienceId && !refused)
+      await handleCommand(
+        services.store,
+        contactStream(contactId),
+        contactDecider,
+        {
+          type: 'AddContactToAudience',
+          contactId,
+          orgId: meta.orgId,
+          mode: meta.mode,
+          audienceId: o.audienceId,
+          at: at(services),
+        },
+        meta,
+      );
+  };
+  const gone = await merge().then(
+    () => false,
+    (error) => {
+      // Not written yet (still being created), or deleted before or while the row was merged: skipped.
+      if (error instanceof AppError && error.code === 'not_found') return true;
+      throw error;
+    },
+  );
+  if (gone) return BUSY;
+  if (refused) return tooMany(o);
+  return null;
+}
