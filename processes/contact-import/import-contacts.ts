@@ -9,7 +9,7 @@ import { handleCommand, rebuildState } from '../../platform/eventstore/command.t
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { at, claimEmail, type Deps, emailKeysOf } from '../../write-side/contacts/contact-streams.ts';
-import { mergeImportedMany } from './merge-imported.ts';
+import { type Merge, mergeImportedMany } from './merge-imported.ts';
 
 /** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
 export interface ImportedContact {
@@ -55,25 +55,23 @@ export async function importContacts(
   const tried = await Promise.all(
     rows.map(async (row) => {
       const emailKey = keyOf(row.email);
-      const outcome = await claimEmail(services, meta, emailKey, row.contactId, {
+      const claimed = await claimEmail(services, meta, emailKey, row.contactId, {
         likelyFree: unwritten,
         retries: 0,
       }).then(
-        () => 'claimed' as const,
+        () => true,
         (error) => {
-          if (isTaken(error)) return 'taken' as const;
-          if (error instanceof WrongExpectedRevisionError) return 'raced' as const;
+          // Its address taken, or its stream there already (an earlier claim, whoever made it).
+          if (isTaken(error) || error instanceof WrongExpectedRevisionError) return false;
           throw error;
         },
       );
-      return { row, emailKey, outcome };
+      return { row, emailKey, claimed };
     }),
   );
-  const refused = tried.filter((t) => t.outcome !== 'claimed');
+  const refused = tried.filter((t) => !t.claimed);
   const holders = await Promise.all(
-    refused.map(({ row, emailKey, outcome }) =>
-      claimOrHolder(services, meta, emailKey, row.contactId, outcome === 'taken'),
-    ),
+    refused.map(({ row, emailKey }) => claimOrHolder(services, meta, emailKey, row.contactId)),
   );
   const holderOf = new Map(refused.map((t, i) => [t.row, holders[i]]));
   const claims = tried.map(({ row, emailKey }) => ({ row, emailKey, holder: holderOf.get(row) ?? null }));
@@ -120,7 +118,7 @@ export async function importContacts(
       ),
     ),
   );
-  const merges = claims.flatMap(({ row, holder }) => (holder === null ? [] : [{ row, contactId: holder }]));
+  const merges = claims.flatMap(({ row, holder }) => (holder === null ? [] : [{ row, ...holder }]));
   const reasons = await mergeImportedMany(services, meta, merges, o);
   let updated = 0;
   for (const [i, reason] of reasons.entries())
@@ -132,30 +130,37 @@ export async function importContacts(
 const isTaken = (error: unknown) => error instanceof AppError && error.code === 'contact_exists';
 
 /**
- * After a first claim that was `taken` (the address is another contact's) or raced (the store refused the append):
- * the address claimed for `contactId` (null), or the contact that holds it. A holder that released it between
- * the refusal and the read: claimed again, once.
+ * After a first claim that was refused: the address claimed for `contactId` (null), or the contact that holds it,
+ * with the stream it was read from. A holder that lives keeps its address (contactEmailDecider), which needs no
+ * claim to learn; an address free, or held by a contact deleted or never written, is claimed under the address
+ * rule, and again once if another claimant came first.
  */
 async function claimOrHolder(
   services: Deps,
   meta: EventMetadata,
   emailKey: string,
   contactId: string,
-  taken: boolean,
-) {
+): Promise<Pick<Merge, 'contactId' | 'history'> | null> {
   for (let attempt = 0; ; attempt++) {
-    if (!taken)
-      try {
-        await claimEmail(services, meta, emailKey, contactId);
-        return null;
-      } catch (error) {
-        if (!isTaken(error)) throw error;
-      }
-    const { holder } = rebuildState(
+    const claim = rebuildState(
       contactEmailDecider,
       await services.store.readStream(contactEmailStream(emailKey)),
     );
-    if (holder !== null || attempt > 0) return holder ?? contactId;
-    taken = false;
+    const holder = claim.holder;
+    if (holder === contactId) return null;
+    if (holder !== null) {
+      const history = await services.store.readStream(contactStream(holder));
+      const contact = rebuildState(contactDecider, history);
+      if (contact.exists && !contact.deleted) return { contactId: holder, history };
+    }
+    try {
+      await claimEmail(services, meta, emailKey, contactId);
+      return null;
+    } catch (error) {
+      // Refused twice, the address changing hands meanwhile: merged into the holder last read, or skipped as
+      // busy if that one is not there (merge-imported.ts).
+      if (!isTaken(error)) throw error;
+      if (attempt > 0) return { contactId: holder ?? contactId };
+    }
   }
 }

@@ -2,7 +2,11 @@ import { type ContactCommand, contactDecider } from '../../domain/contacts/conta
 import { type ContactPersonalData, contactStream } from '../../domain/contacts/contact.events.ts';
 import { AppError } from '../../platform/errors.ts';
 import { handleCommand, inSequence, rebuildState } from '../../platform/eventstore/command.ts';
-import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
+import {
+  type EventMetadata,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '../../platform/eventstore/types.ts';
 import { mapLimited } from '../../platform/map-limited.ts';
 import { openPersonalDataMany, sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { patched, updateContact } from '../../write-side/contacts/contact.commands.ts';
@@ -14,10 +18,11 @@ export interface MergeOptions {
   maxProperties: number;
 }
 
-/** A row to merge into `contactId`, the contact that holds its address. */
+/** A row to merge into `contactId`, the contact that holds its address; its stream when it was read already. */
 export interface Merge {
   contactId: string;
   row: ImportedContact;
+  history?: StoredEvent[];
 }
 
 /** Rows merged one by one (a contact that changed meanwhile, or is not there), a few at a time. */
@@ -43,12 +48,12 @@ export async function mergeImportedMany(
 ): Promise<(string | null)[]> {
   const reasons: (string | null | undefined)[] = merges.map(() => undefined);
   const histories = await Promise.all(
-    merges.map((m) => services.store.readStream(contactStream(m.contactId))),
+    merges.map((m) => m.history ?? services.store.readStream(contactStream(m.contactId))),
   );
-  const live = merges.flatMap((m, i) => {
+  const live = merges.flatMap(({ contactId, row }, i) => {
     const state = rebuildState(contactDecider, histories[i]);
     const own = state.exists && !state.deleted && state.orgId === meta.orgId && state.mode === meta.mode;
-    return own ? [{ ...m, i, state }] : [];
+    return own ? [{ contactId, row, i, state }] : [];
   });
   const currents = await openPersonalDataMany<ContactPersonalData>(
     services.db,
@@ -113,7 +118,9 @@ export async function mergeImportedMany(
       );
     }),
   );
-  const alone = merges.flatMap((m, i) => (reasons[i] === undefined ? [{ ...m, i }] : []));
+  const alone = merges.flatMap(({ contactId, row }, i) =>
+    reasons[i] === undefined ? [{ contactId, row, i }] : [],
+  );
   await mapLimited(alone, ALONE_AT_ONCE, async ({ contactId, row, i }) => {
     reasons[i] = await mergeImported(services, meta, contactId, row, o);
   });
