@@ -134,17 +134,37 @@ export const contactsProjection: Projection<ContactEvent | AudienceEvent> = {
     'AudienceDeleted',
   ],
   async applyBatch(tx, events) {
-    // A run of new contacts, or of changed ones, in one go; other events one at a time.
-    for (let i = 0; i < events.length; ) {
-      const type = events[i].type;
-      let end = i + 1;
-      while (end < events.length && events[end].type === type) end++;
-      const run = events.slice(i, end);
-      if (type === 'ContactCreated') await insertCreated(tx, run as Created[]);
-      else if (type === 'ContactUpdated') await updateChanged(tx, run as Updated[]);
-      else for (const e of run) await this.apply(tx, e);
-      i = end;
+    let run: Stored<ContactEvent | AudienceEvent>[] = [];
+    // A run's new contacts, then its changes, then its memberships, a statement or two each: a contact's change or
+    // membership comes after its creation in the log, and a change and a membership touch different rows.
+    const applyRun = async () => {
+      await insertCreated(
+        tx,
+        run.filter((e): e is Created => e.type === 'ContactCreated'),
+      );
+      await updateChanged(
+        tx,
+        run.filter((e): e is Updated => e.type === 'ContactUpdated'),
+      );
+      await insertMembers(
+        tx,
+        run.flatMap((e) =>
+          e.type === 'ContactAddedToAudience'
+            ? [{ contact_id: e.data.contactId, audience_id: e.data.audienceId }]
+            : [],
+        ),
+      );
+      run = [];
+    };
+    for (const e of events) {
+      if (e.type === 'ContactCreated' || e.type === 'ContactUpdated' || e.type === 'ContactAddedToAudience') {
+        run.push(e);
+        continue;
+      }
+      await applyRun();
+      await this.apply(tx, e);
     }
+    await applyRun();
   },
   async apply(tx, e) {
     switch (e.type) {

@@ -202,14 +202,18 @@ async function contactHistory(db: Database): Promise<StoredEvent[]> {
     await created('con_7', ['aud_3', 'aud_1']),
     contactEvent('ContactAddedToAudience', { contactId: 'con_1', audienceId: 'aud_3', addedAt: 'T' }),
     await created('con_8', []),
-    // A run of changes, one contact's twice (its last counts), one of a deleted contact.
+    // A run of changes and memberships (an import into another audience): one contact changed twice (its last
+    // counts), one deleted, one created in the run; a membership of an audience deleted before is not added.
     await updated('con_1', 'Bea', { plan: 'silver' }, '1'),
+    contactEvent('ContactAddedToAudience', { contactId: 'con_1', audienceId: 'aud_4', addedAt: 'T' }),
     await updated('con_2', 'Cy', {}, '2'),
+    contactEvent('ContactAddedToAudience', { contactId: 'con_2', audienceId: 'aud_3', addedAt: 'T' }),
     await updated('con_1', 'Dee', { plan: 'bronze', seats: 4 }, '3'),
     await updated('con_5', 'Gone', {}, '4'),
-    await updated('con_6', 'Eve', { seats: 1 }, '5'),
     await created('con_9', ['aud_1']),
+    contactEvent('ContactAddedToAudience', { contactId: 'con_9', audienceId: 'aud_4', addedAt: 'T' }),
     await updated('con_9', 'Fay', {}, '6'),
+    await updated('con_6', 'Eve', { seats: 1 }, '5'),
   ];
 }
 
