@@ -6,43 +6,49 @@ import { openPersonalDataMany } from '../platform/personal-data.ts';
 import type { Projection } from './projection.ts';
 import { updateRow } from './rows.ts';
 
-/** The personal columns of a contact's row, but its properties. */
+/** The personal columns of a contact's row. */
 const personalRow = (p: ContactPersonalData) => ({
   email: p.email,
   email_lower: p.email.toLowerCase(),
   first_name: p.firstName,
   last_name: p.lastName,
+  properties: JSON.stringify(p.properties),
 });
 
 type Created = Stored<Extract<ContactEvent, { type: 'ContactCreated' }>>;
+type Updated = Stored<Extract<ContactEvent, { type: 'ContactUpdated' }>>;
+
+/** Each event's row, made with its contact's personal data opened; none for a contact forgotten since. */
+async function rowsOf<E extends Created | Updated, R>(
+  tx: Transaction,
+  events: E[],
+  rowOf: (data: E['data'], personal: ContactPersonalData) => R,
+): Promise<R[]> {
+  const opened = await openPersonalDataMany<ContactPersonalData>(
+    tx,
+    events.map((e) => ({ subject: e.data.contactId, sealed: e.data.personal })),
+  );
+  return events.flatMap((e, i) => {
+    const p = opened[i];
+    return p ? [rowOf(e.data, p)] : [];
+  });
+}
 
 /**
  * New contacts (an import writes thousands in a row) in three statements: their keys, their rows, their
  * audiences.
  */
 async function insertCreated(tx: Transaction, events: Created[]) {
-  const opened = await openPersonalDataMany<ContactPersonalData>(
-    tx,
-    events.map((e) => ({ subject: e.data.contactId, sealed: e.data.personal })),
-  );
-  const rows = events.flatMap((e, i) => {
-    const p = opened[i];
-    if (!p) return [];
-    const d = e.data;
-    return [
-      {
-        id: d.contactId,
-        ...personalRow(p),
-        properties: JSON.stringify(p.properties),
-        unsubscribed: d.unsubscribed,
-        consent_given_at: d.consentGivenAt,
-        org_id: d.orgId,
-        mode: d.mode,
-        created_at: d.createdAt,
-        audiences: d.audienceIds,
-      },
-    ];
-  });
+  const rows = await rowsOf(tx, events, (d, p) => ({
+    id: d.contactId,
+    ...personalRow(p),
+    unsubscribed: d.unsubscribed,
+    consent_given_at: d.consentGivenAt,
+    org_id: d.orgId,
+    mode: d.mode,
+    created_at: d.createdAt,
+    audiences: d.audienceIds,
+  }));
   if (rows.length === 0) return;
   await tx.query(
     `INSERT INTO contacts (id, email, email_lower, first_name, last_name, properties, unsubscribed,
@@ -61,33 +67,19 @@ async function insertCreated(tx: Transaction, events: Created[]) {
   );
 }
 
-type Updated = Stored<Extract<ContactEvent, { type: 'ContactUpdated' }>>;
-
 /**
  * Changed contacts (an import that updates a list writes thousands in a row) in two statements: their keys and
  * their rows. Each change carries the whole of what it sets, so a contact changed twice takes its last.
  */
 async function updateChanged(tx: Transaction, events: Updated[]) {
   const last = [...new Map(events.map((e) => [e.data.contactId, e])).values()];
-  const opened = await openPersonalDataMany<ContactPersonalData>(
-    tx,
-    last.map((e) => ({ subject: e.data.contactId, sealed: e.data.personal })),
-  );
-  const rows = last.flatMap((e, i) => {
-    const p = opened[i];
-    if (!p) return [];
-    const d = e.data;
-    return [
-      {
-        id: d.contactId,
-        ...personalRow(p),
-        properties: JSON.stringify(p.properties),
-        unsubscribed: d.unsubscribed,
-        consent_given_at: d.consentGivenAt,
-        updated_at: d.updatedAt,
-      },
-    ];
-  });
+  const rows = await rowsOf(tx, last, (d, p) => ({
+    id: d.contactId,
+    ...personalRow(p),
+    unsubscribed: d.unsubscribed,
+    consent_given_at: d.consentGivenAt,
+    updated_at: d.updatedAt,
+  }));
   if (rows.length === 0) return;
   await tx.query(
     `UPDATE contacts c SET email = x.email, email_lower = x.email_lower, first_name = x.first_name,

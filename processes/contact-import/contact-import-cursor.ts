@@ -8,7 +8,17 @@ import {
   headerColumns,
 } from '../../domain/contact-imports/contact-import.csv.ts';
 import type { InvalidRow } from '../../domain/contact-imports/contact-import.events.ts';
-import type { ImportedContact } from './import-contacts.ts';
+
+/** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
+export interface ImportedContact {
+  contactId: string;
+  line: number;
+  email: string;
+  /** Undefined: the row gave none (an existing contact keeps its own). */
+  firstName?: string;
+  lastName?: string;
+  properties: Record<string, string>;
+}
 
 /** The id of the contact a row of an import creates: the same in every run, in the file's order. */
 export function importedContactId(importId: string, row: number): string {

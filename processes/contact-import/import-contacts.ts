@@ -9,18 +9,8 @@ import { handleCommand, rebuildState } from '../../platform/eventstore/command.t
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { at, claimEmail, type Deps, emailKeysOf } from '../../write-side/contacts/contact-streams.ts';
+import type { ImportedContact } from './contact-import-cursor.ts';
 import { type Merge, mergeImportedMany } from './merge-imported.ts';
-
-/** A contact of an import: its id is the import's for that row, so a resumed run writes the same contact again. */
-export interface ImportedContact {
-  contactId: string;
-  line: number;
-  email: string;
-  /** Undefined: the row gave none (an existing contact keeps its own). */
-  firstName?: string;
-  lastName?: string;
-  properties: Record<string, string>;
-}
 
 export interface ImportedBatch {
   created: number;

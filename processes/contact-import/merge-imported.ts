@@ -11,7 +11,7 @@ import { mapLimited } from '../../platform/map-limited.ts';
 import { openPersonalDataMany, sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { patched, updateContact } from '../../write-side/contacts/contact.commands.ts';
 import { at, type Deps, emailKeyOf } from '../../write-side/contacts/contact-streams.ts';
-import type { ImportedContact } from './import-contacts.ts';
+import type { ImportedContact } from './contact-import-cursor.ts';
 
 export interface MergeOptions {
   audienceId: string | null;

@@ -5,7 +5,8 @@ import { rebuildState } from '../../platform/eventstore/command.ts';
 import { WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import { openPersonalData } from '../../platform/personal-data.ts';
-import { type ImportedContact, importContacts } from '../../processes/contact-import/import-contacts.ts';
+import type { ImportedContact } from '../../processes/contact-import/contact-import-cursor.ts';
+import { importContacts } from '../../processes/contact-import/import-contacts.ts';
 import {
   createContact,
   deleteContact,
