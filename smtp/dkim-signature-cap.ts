@@ -1,4 +1,4 @@
-import { pipeline, type Readable, Transform, type TransformCallback } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { MIME_LIMITS } from '../domain/received-emails/mime-shape.ts';
 import { joinMessage, splitMessage } from './message-headers.ts';
 
@@ -73,8 +73,13 @@ class DkimSignatureCap extends Transform {
 
 /**
  * `message` through the cap (DkimSignatureCap). The two end together: an error of `message` ends the capped
- * stream, and the capped stream destroyed (its reader gave up) destroys `message`, with what was left unread.
+ * stream, and the capped stream closed (read to its end, or destroyed by a reader that gave up) destroys
+ * `message`, with what was left unread. Wired by hand: `stream.pipeline` does the same but makes an AbortError,
+ * stack and all, at every end (54 µs a message received on 2026-12-01, 2 % of the MX's CPU).
  */
 export function withDkimSignaturesCapped(message: Readable, max = MAX_DKIM_SIGNATURES): Readable {
-  return pipeline(message, new DkimSignatureCap(max), () => {});
+  const capped = new DkimSignatureCap(max);
+  message.once('error', (error) => capped.destroy(error));
+  capped.once('close', () => message.destroy());
+  return message.pipe(capped);
 }

@@ -32,6 +32,8 @@ it('keeps records and "no such name" for 30 s, shares them, and hands each calle
   expect(b).toEqual([['v=spf1 -all']]);
   const missing = await lookUp('nowhere.test', 'TXT').catch((e) => e);
   expect(missing.code).toMatch(/ENOTFOUND|ENODATA/);
+  expect(missing).toBeInstanceOf(Error);
+  expect(missing.message).toMatch(/nowhere\.test/);
   missing.spfResult = 'marked by a caller';
   expect((await lookUp('nowhere.test', 'TXT').catch((e) => e)).spfResult).toBeUndefined();
   dns.set('kept.test', 'TXT', [['v=spf1 +all']]);
