@@ -74,8 +74,8 @@ class DkimSignatureCap extends Transform {
 /**
  * `message` through the cap (DkimSignatureCap). The two end together: an error of `message` ends the capped
  * stream, and the capped stream closed (read to its end, or destroyed by a reader that gave up) destroys
- * `message`, with what was left unread. Wired by hand: `stream.pipeline` does the same but makes an AbortError,
- * stack and all, at every end (54 µs a message received on 2026-12-01, 2 % of the MX's CPU).
+ * `message`, with what was left unread. Wired by hand: `stream.pipeline` would do the same, but it makes an
+ * AbortError, stack and all, at every end (each message received).
  */
 export function withDkimSignaturesCapped(message: Readable, max = MAX_DKIM_SIGNATURES): Readable {
   const capped = new DkimSignatureCap(max);

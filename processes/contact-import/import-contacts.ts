@@ -23,8 +23,8 @@ export interface ImportedBatch {
  * a new contact in `audienceId`; one whose address belongs to a contact updates it: the names the row gives, its
  * properties merged by name (at most `maxProperties`), and it joins the audience (merge-imported.ts). The appends
  * and reads of the whole batch are in flight together and share statements (the store's group commit); streams are
- * not read first unless `mayExist`. A row written already by an earlier run of the same import is found as its own and counted as
- * created again.
+ * not read first unless `mayExist`. A row written already by an earlier run of the same import is found as its own
+ * and counted as created again.
  */
 export async function importContacts(
   services: Deps,

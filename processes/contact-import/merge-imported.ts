@@ -81,41 +81,31 @@ export async function mergeImportedMany(
   const personal = new Map(updated.map((c, k) => [c.i, sealed[k]]));
   await Promise.all(
     changes.map(async ({ i, contactId, state, next }) => {
-      const fields = { contactId, orgId: meta.orgId, mode: meta.mode, at: at(services) };
-      const commands: ContactCommand[] = [];
-      if (next) {
-        const sealedNow = personal.get(i);
-        // Deleted since it was read (its data forgotten).
-        if (!sealedNow) return;
-        const { unsubscribed, consentGivenAt } = next;
-        commands.push({
-          type: 'UpdateContact',
-          ...fields,
-          emailKey: state.emailKey,
-          personal: sealedNow,
-          unsubscribed,
-          consentGivenAt,
-        });
-      }
-      if (o.audienceId) commands.push({ type: 'AddContactToAudience', ...fields, audienceId: o.audienceId });
-      await handleCommand(
+      const sealedNow = next ? personal.get(i) : undefined;
+      // Deleted since it was read (its data forgotten): merged on its own, which finds it gone.
+      if (next && !sealedNow) return;
+      const update = next && {
+        emailKey: state.emailKey,
+        personal: sealedNow!,
+        unsubscribed: next.unsubscribed,
+        consentGivenAt: next.consentGivenAt,
+      };
+      const commands = mergeCommands(services, meta, contactId, o.audienceId, update);
+      const appended = await handleCommand(
         services.store,
         contactStream(contactId),
         inSequence(contactDecider),
         commands,
         meta,
-        {
-          history: histories[i],
-          retries: 0,
-        },
+        { history: histories[i], retries: 0 },
       ).then(
-        () => {
-          reasons[i] = null;
-        },
+        () => true,
         (error) => {
           if (!(error instanceof WrongExpectedRevisionError)) throw error;
+          return false;
         },
       );
+      if (appended) reasons[i] = null;
     }),
   );
   const alone = merges.flatMap(({ contactId, row }, i) =>
@@ -125,6 +115,24 @@ export async function mergeImportedMany(
     reasons[i] = await mergeImported(services, meta, contactId, row, o);
   });
   return reasons as (string | null)[];
+}
+
+/** A merged row's commands on its contact: its update, when the row changes something, then its membership. */
+function mergeCommands(
+  services: Deps,
+  meta: EventMetadata,
+  contactId: string,
+  audienceId: string | null,
+  update: Omit<
+    Extract<ContactCommand, { type: 'UpdateContact' }>,
+    'type' | 'contactId' | 'orgId' | 'mode' | 'at'
+  > | null,
+): ContactCommand[] {
+  const fields = { contactId, orgId: meta.orgId, mode: meta.mode, at: at(services) };
+  const commands: ContactCommand[] = [];
+  if (update) commands.push({ type: 'UpdateContact', ...fields, ...update });
+  if (audienceId) commands.push({ type: 'AddContactToAudience', ...fields, audienceId });
+  return commands;
 }
 
 /** An imported row into the contact that has its address, on its own; why not, when it cannot be. */

@@ -125,8 +125,8 @@ export async function appendBatch(db: Database, batch: ExactAppend[]): Promise<(
     ({ rows: inserted } = await db.query(sql, params));
   } catch (error: any) {
     if (error?.code !== UNIQUE_VIOLATION) throw error;
-    // Each on its own, a few at a time: a batch of a thousand conflicts (an import of addresses that are taken)
-    // must not queue two thousand statements ahead of everyone else's.
+    // A writer committed a revision after the statement's snapshot: each append on its own, a few at a time, so
+    // that a large batch does not queue two statements an append ahead of everyone else's.
     return mapLimited(batch, FALLBACK_AT_ONCE, (a) => appendAfter(db, a).catch((e) => e));
   }
   // Each stream's result is its highest revision, whatever order RETURNING gives the rows in.

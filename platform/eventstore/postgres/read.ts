@@ -70,8 +70,8 @@ const READ_LOG = {
   database: readLogSql(OWN_DATABASE_BOUND),
 };
 
-// Several streams' reads in one statement: each read's events in order, after those of the reads before it.
-// A lateral read of each stream: the index scan READ_STREAM makes, whatever the planner guesses of the list's length.
+// Several streams' reads in one statement: each read's events in order, after those of the reads before it. Each
+// stream is read laterally, by the index scan READ_STREAM makes, whatever the planner guesses of the list's length.
 const READ_STREAMS = prepared(
   `SELECT e.*, r.i FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r(s, f, i)
    CROSS JOIN LATERAL (
