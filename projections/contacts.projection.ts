@@ -18,19 +18,30 @@ const personalRow = (p: ContactPersonalData) => ({
 type Created = Stored<Extract<ContactEvent, { type: 'ContactCreated' }>>;
 type Updated = Stored<Extract<ContactEvent, { type: 'ContactUpdated' }>>;
 
-/** Each event's row, made with its contact's personal data opened; none for a contact forgotten since. */
+/**
+ * Each event's row: the columns both kinds of event set (the contact's id, personal data and consent), then the
+ * event's own (`own`). None for a contact forgotten since.
+ */
 async function rowsOf<E extends Created | Updated, R>(
   tx: Transaction,
   events: E[],
-  rowOf: (data: E['data'], personal: ContactPersonalData) => R,
-): Promise<R[]> {
+  own: (data: E['data']) => R,
+) {
   const opened = await openPersonalDataMany<ContactPersonalData>(
     tx,
     events.map((e) => ({ subject: e.data.contactId, sealed: e.data.personal })),
   );
   return events.flatMap((e, i) => {
     const p = opened[i];
-    return p ? [rowOf(e.data, p)] : [];
+    if (!p) return [];
+    const d = e.data;
+    const shared = {
+      id: d.contactId,
+      ...personalRow(p),
+      unsubscribed: d.unsubscribed,
+      consent_given_at: d.consentGivenAt,
+    };
+    return [{ ...shared, ...own(d) }];
   });
 }
 
@@ -39,11 +50,7 @@ async function rowsOf<E extends Created | Updated, R>(
  * audiences.
  */
 async function insertCreated(tx: Transaction, events: Created[]) {
-  const rows = await rowsOf(tx, events, (d, p) => ({
-    id: d.contactId,
-    ...personalRow(p),
-    unsubscribed: d.unsubscribed,
-    consent_given_at: d.consentGivenAt,
+  const rows = await rowsOf(tx, events, (d) => ({
     org_id: d.orgId,
     mode: d.mode,
     created_at: d.createdAt,
@@ -73,13 +80,7 @@ async function insertCreated(tx: Transaction, events: Created[]) {
  */
 async function updateChanged(tx: Transaction, events: Updated[]) {
   const last = [...new Map(events.map((e) => [e.data.contactId, e])).values()];
-  const rows = await rowsOf(tx, last, (d, p) => ({
-    id: d.contactId,
-    ...personalRow(p),
-    unsubscribed: d.unsubscribed,
-    consent_given_at: d.consentGivenAt,
-    updated_at: d.updatedAt,
-  }));
+  const rows = await rowsOf(tx, last, (d) => ({ updated_at: d.updatedAt }));
   if (rows.length === 0) return;
   await tx.query(
     `UPDATE contacts c SET email = x.email, email_lower = x.email_lower, first_name = x.first_name,
