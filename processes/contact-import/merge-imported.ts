@@ -10,7 +10,7 @@ import {
 import { mapLimited } from '../../platform/map-limited.ts';
 import { openPersonalDataMany, sealPersonalDataMany } from '../../platform/personal-data.ts';
 import { patched, updateContact } from '../../write-side/contacts/contact.commands.ts';
-import { at, type Deps, emailKeyOf } from '../../write-side/contacts/contact-streams.ts';
+import { at, type Deps, emailKeysOf } from '../../write-side/contacts/contact-streams.ts';
 import type { ImportedContact } from './contact-import-cursor.ts';
 
 export interface MergeOptions {
@@ -59,6 +59,7 @@ export async function mergeImportedMany(
     services.db,
     live.map(({ contactId, state }) => ({ subject: contactId, sealed: state.personal })),
   );
+  const keyOf = emailKeysOf(services, meta);
   const changes = live.flatMap((l, k) => {
     const current = currents[k];
     if (!current) return [];
@@ -70,7 +71,7 @@ export async function mergeImportedMany(
     const { firstName, lastName } = l.row;
     const next = patched(l.state, current, { firstName, lastName, properties });
     // A contact whose address would need another claim (its key made anew) is merged on its own.
-    if (next && emailKeyOf(services, meta, next.personal.email) !== l.state.emailKey) return [];
+    if (next && keyOf(next.personal.email) !== l.state.emailKey) return [];
     return [{ ...l, next }];
   });
   const updated = changes.filter((c) => c.next !== null);
