@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createTestDatabaseUrl } from '../test/support/databases.ts';
 import { CLI, freePort, ROOT } from '../test/support/process.ts';
 import { postgresCpu, postgresCpuSince, processCpu } from './cpu.ts';
+import { median } from './peers/processes.ts';
 
 const MIB = 2 ** 20;
 
@@ -158,7 +159,13 @@ async function measureOne(
   }
 }
 
-/** The embedded PostgreSQL and the machine's one after the other, `rounds` times, alternating. */
+/** What the embedded default must show against the machine's PostgreSQL (bench/README.md). */
+const AIMS = { ratio: 80, p99Ms: 200, readyMiB: 250 };
+
+/**
+ * The embedded PostgreSQL and the machine's one after the other, `rounds` times (3 at least: the aims are read
+ * off the medians), alternating; a line for each run, the ratio of each round and the medians against the aims.
+ */
 export async function measureEmbedded(o: {
   seconds: number;
   rounds: number;
@@ -166,16 +173,31 @@ export async function measureEmbedded(o: {
   autocannon: Autocannon;
 }): Promise<string[]> {
   const lines: string[] = [];
-  for (let i = 0; i < o.rounds; i++) {
-    for (const backend of ['embedded PostgreSQL', 'PostgreSQL'] as const) {
-      const r = await measureOne(backend, o.seconds, o.body, o.autocannon);
+  const rounds: { embedded: EmbeddedResult; machine: EmbeddedResult }[] = [];
+  for (let i = 0; i < Math.max(3, o.rounds); i++) {
+    const embedded = await measureOne('embedded PostgreSQL', o.seconds, o.body, o.autocannon);
+    const machine = await measureOne('PostgreSQL', o.seconds, o.body, o.autocannon);
+    rounds.push({ embedded, machine });
+    for (const r of [embedded, machine])
       lines.push(
         `\`npm start\` on ${r.backend}: POST /v1/emails, 50 connections, ${r.rps.toFixed(0)} emails/s, p50 ${r.p50} ms, p99 ${r.p99} ms` +
           ` (non-2xx ${r.errors}); resident memory ${r.rssStart.toFixed(0)} MiB once ready (${(r.startMs / 1000).toFixed(1)} s, new data dir),` +
           ` ${r.rssPeak.toFixed(0)} MiB at most under load; CPU per email ${(r.cpuNode + (r.cpuPg ?? 0)).toFixed(0)} µs` +
           ` (service ${r.cpuNode.toFixed(0)}${r.cpuPg === null ? '' : ` + PostgreSQL ${r.cpuPg.toFixed(0)}`})`,
       );
-    }
   }
+  const percents = rounds.map((r) => (100 * r.embedded.rps) / r.machine.rps);
+  const [percent, p99, ready] = [
+    median(percents),
+    median(rounds.map((r) => r.embedded.p99)),
+    median(rounds.map((r) => r.embedded.rssStart)),
+  ];
+  const met = percent >= AIMS.ratio && p99 < AIMS.p99Ms && ready < AIMS.readyMiB;
+  lines.push(
+    `MEDIAN embedded (${rounds.length} rounds, embedded first): ${median(rounds.map((r) => r.embedded.rps)).toFixed(0)} emails/s,` +
+      ` on PostgreSQL ${median(rounds.map((r) => r.machine.rps)).toFixed(0)}; embedded/PostgreSQL ${percent.toFixed(0)} %` +
+      ` (the median of rounds ${percents.map((x) => x.toFixed(0)).join(', ')} %); p99 ${p99} ms; ${ready.toFixed(0)} MiB once ready` +
+      ` (aims: ≥ ${AIMS.ratio} %, p99 < ${AIMS.p99Ms} ms, < ${AIMS.readyMiB} MiB: ${met ? 'met' : 'not met'})`,
+  );
   return lines;
 }

@@ -13,7 +13,7 @@
  *
  * - Embedded: `npm start` as a process of its own with its process managers, on its embedded PostgreSQL (no
  *   DATABASE_URL) and on the machine's PostgreSQL: POST /v1/emails at 50 connections, resident memory once ready
- *   and under load (bench/embedded.ts).
+ *   and under load, BENCH_ROUNDS rounds but at least 3, and the medians against the aims (bench/embedded.ts).
  *
  * Settings: BENCH_PARTS (default `single,batch,delivery,lanes,embedded`: which measurements run),
  * BENCH_SECONDS per HTTP measurement (default 8), BENCH_DELIVERY (emails, default 2000),
