@@ -56,6 +56,11 @@ export interface StartOptions {
   log?: Logger;
   /** Run projections in this process (default true). */
   projections?: boolean;
+  /**
+   * With the log in PostgreSQL, apply them on a thread of their own (default true); false: on this one, as an
+   * operator's command does, for which the thread's start (a third of a second) would be a sixth of its time.
+   */
+  projectionThread?: boolean;
   /** Run process managers in this process (default true). Tests drive them by hand when false. */
   processes?: boolean;
   /** Serve HTTP (default true). The CLI opens the stores without it. */
@@ -149,7 +154,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
 
   // With the log in PostgreSQL the runner gets a thread of its own (bin/projections-thread.ts); with KurrentDB, here.
   const runner =
-    config.DATABASE_URL && store instanceof PostgresEventStore
+    config.DATABASE_URL && store instanceof PostgresEventStore && options.projectionThread !== false
       ? new ThreadedProjectionRunner(projections, {
           databaseUrl: config.DATABASE_URL,
           pollMs: config.LOG_POLL_MS,

@@ -122,7 +122,10 @@ export async function runHere(argv: string[], given: Config): Promise<number> {
     );
   const { config } = await opening;
   try {
-    const postline = await startPostline({ ...config, LOG_LEVEL: 'warn' }, { http: false, processes: false });
+    const postline = await startPostline(
+      { ...config, LOG_LEVEL: 'warn' },
+      { http: false, processes: false, projectionThread: false },
+    );
     try {
       return await runCommand(argv, postline, process.stdout);
     } finally {
