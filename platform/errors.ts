@@ -151,10 +151,16 @@ export function visibleTo<S extends { exists: false } | Visible>(
   what: string,
   id: string,
 ): Extract<S, { exists: true }> {
-  if (!state.exists || state.deleted || state.orgId !== caller.orgId || state.mode !== caller.mode)
-    throw notFound(what, id);
-  return state as Extract<S, { exists: true }>;
+  if (!isVisibleTo(state, caller)) throw notFound(what, id);
+  return state;
 }
+
+/** The tenancy rule of `visibleTo`, as a test: for work that skips what the caller cannot see. */
+export const isVisibleTo = <S extends { exists: false } | Visible>(
+  state: S,
+  caller: { orgId: string; mode: string },
+): state is Extract<S, { exists: true }> =>
+  state.exists && !state.deleted && state.orgId === caller.orgId && state.mode === caller.mode;
 
 interface Visible {
   exists: true;

@@ -6,7 +6,7 @@ import {
 import { type BroadcastContent, broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError, visibleTo } from '../../platform/errors.ts';
 import { handleCommand, rebuildState, tenantCommands } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
@@ -47,9 +47,8 @@ export async function updateBroadcast(
   broadcastId: string,
   patch: Partial<BroadcastContent>,
 ) {
-  const command = async (state: BroadcastState): Promise<BroadcastCommand> => {
-    if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
-      throw notFound('Broadcast', broadcastId);
+  const command = async (given: BroadcastState): Promise<BroadcastCommand> => {
+    const state = visibleTo(given, meta, 'Broadcast', broadcastId);
     const content = { ...state.content, ...patch };
     // Switching between a template and sources of its own: the other kind goes.
     if (patch.templateId) Object.assign(content, { html: patch.html ?? null, text: patch.text ?? null });
@@ -88,9 +87,7 @@ export async function sendBroadcast(
   broadcastId: string,
   sendAt: string | undefined,
 ) {
-  const { state } = await readBroadcast(services, broadcastId);
-  if (!state.exists || state.deleted || state.orgId !== auth.orgId || state.mode !== auth.mode)
-    throw notFound('Broadcast', broadcastId);
+  const state = visibleTo((await readBroadcast(services, broadcastId)).state, auth, 'Broadcast', broadcastId);
   if (state.status === 'draft') {
     sendAt = checkSendAt(sendAt, services.clock.now());
     await checkSendable(services, auth, state.content);

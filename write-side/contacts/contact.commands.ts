@@ -73,9 +73,7 @@ export async function updateContact(
   for (let attempt = 1; ; attempt++) {
     try {
       const history = await services.store.readStream(contactStream(contactId));
-      const state = rebuildState(contactDecider, history);
-      if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
-        throw notFound('Contact', contactId);
+      const state = visibleTo(rebuildState(contactDecider, history), meta, 'Contact', contactId);
       const current = await openPersonalData<ContactPersonalData>(services.db, contactId, state.personal);
       if (!current) throw notFound('Contact', contactId);
       const next = patched(state, current, typeof patch === 'function' ? patch(current) : patch);

@@ -14,7 +14,7 @@ import {
 import { domainNameDecider } from '../../domain/domains/domain-name.decider.ts';
 import { PLANS } from '../../domain/organizations/plans.ts';
 import { createResolver } from '../../platform/dns.ts';
-import { notFound } from '../../platform/errors.ts';
+import { visibleTo } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, Mode } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
@@ -86,9 +86,7 @@ export async function verifyDomain(
 ) {
   const stream = domainStream(domainId);
   const history = await services.store.readStream(stream);
-  const state = rebuildState(domainDecider, history);
-  if (!state.exists || state.deleted || state.orgId !== meta.orgId || state.mode !== meta.mode)
-    throw notFound('Domain', domainId);
+  const state = visibleTo(rebuildState(domainDecider, history), meta, 'Domain', domainId);
   const at = services.clock.now().toISOString();
   const command = await dnsCheck(
     services,
