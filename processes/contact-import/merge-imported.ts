@@ -1,6 +1,6 @@
 import { type ContactCommand, contactDecider } from '../../domain/contacts/contact.decider.ts';
 import { type ContactPersonalData, contactStream } from '../../domain/contacts/contact.events.ts';
-import { AppError } from '../../platform/errors.ts';
+import { AppError, isVisibleTo } from '../../platform/errors.ts';
 import { handleCommand, inSequence, rebuildState } from '../../platform/eventstore/command.ts';
 import {
   type EventMetadata,
@@ -32,6 +32,12 @@ const BUSY = 'email: its contact was being created or deleted; import the row ag
 const tooMany = (o: MergeOptions) =>
   `properties: the existing contact would have more than ${o.maxProperties}`;
 
+/** The contact's properties with the row's merged in by name; null past `maxProperties`. */
+function mergedProperties(current: ContactPersonalData, row: ImportedContact, o: MergeOptions) {
+  const properties = { ...current.properties, ...row.properties };
+  return Object.keys(properties).length > o.maxProperties ? null : properties;
+}
+
 /**
  * Imported rows into the contacts that have their addresses: the names each row gives, its properties merged by
  * name (at most `maxProperties`), and the audience. All at once: the contacts' streams are read together, their
@@ -52,8 +58,7 @@ export async function mergeImportedMany(
   );
   const live = merges.flatMap(({ contactId, row }, i) => {
     const state = rebuildState(contactDecider, histories[i]);
-    const own = state.exists && !state.deleted && state.orgId === meta.orgId && state.mode === meta.mode;
-    return own ? [{ contactId, row, i, state }] : [];
+    return isVisibleTo(state, meta) ? [{ contactId, row, i, state }] : [];
   });
   const currents = await openPersonalDataMany<ContactPersonalData>(
     services.db,
@@ -63,8 +68,8 @@ export async function mergeImportedMany(
   const changes = live.flatMap((l, k) => {
     const current = currents[k];
     if (!current) return [];
-    const properties = { ...current.properties, ...l.row.properties };
-    if (Object.keys(properties).length > o.maxProperties) {
+    const properties = mergedProperties(current, l.row, o);
+    if (!properties) {
       reasons[l.i] = tooMany(o);
       return [];
     }
@@ -148,25 +153,14 @@ async function mergeImported(
   let refused = false;
   const merge = async () => {
     await updateContact(services, meta, contactId, (current) => {
-      const properties = { ...current.properties, ...row.properties };
-      refused = Object.keys(properties).length > o.maxProperties;
-      return refused ? {} : { firstName: row.firstName, lastName: row.lastName, properties };
+      const properties = mergedProperties(current, row, o);
+      refused = properties === null;
+      return properties ? { firstName: row.firstName, lastName: row.lastName, properties } : {};
     });
-    if (o.audienceId && !refused)
-      await handleCommand(
-        services.store,
-        contactStream(contactId),
-        contactDecider,
-        {
-          type: 'AddContactToAudience',
-          contactId,
-          orgId: meta.orgId,
-          mode: meta.mode,
-          audienceId: o.audienceId,
-          at: at(services),
-        },
-        meta,
-      );
+    // Its membership alone: the update, if any, is appended already.
+    const [join] = mergeCommands(services, meta, contactId, o.audienceId, null);
+    if (join && !refused)
+      await handleCommand(services.store, contactStream(contactId), contactDecider, join, meta);
   };
   const gone = await merge().then(
     () => false,
