@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
 import { type Config, smtpHostname } from '../platform/config.ts';
@@ -13,16 +14,21 @@ export interface Certificate {
 const WATCH_INTERVAL_MS = 5000;
 
 /**
+ * The PEM files, read without holding the event loop: a file that is slow to give its bytes (a network mount, a
+ * secret store's pipe) holds back only the listeners, while HTTP answers and `/readyz` says not ready.
+ */
+const readPems = async (files: { cert: string; key: string }): Promise<Certificate> => ({
+  cert: await readFile(files.cert, 'utf8'),
+  key: await readFile(files.key, 'utf8'),
+});
+
+/**
  * The SMTP listeners' certificate: the configured PEM files, or a self-signed one generated once into the data
  * dir (clients must then be told not to verify it: fine for tests, not for production, hence the warning).
  */
 export async function loadCertificate(config: Config, log: Logger): Promise<Certificate> {
-  if (config.SMTP_TLS_CERT && config.SMTP_TLS_KEY) {
-    return {
-      cert: readFileSync(config.SMTP_TLS_CERT, 'utf8'),
-      key: readFileSync(config.SMTP_TLS_KEY, 'utf8'),
-    };
-  }
+  if (config.SMTP_TLS_CERT && config.SMTP_TLS_KEY)
+    return readPems({ cert: config.SMTP_TLS_CERT, key: config.SMTP_TLS_KEY });
   const dir = join(config.POSTLINE_DATA_DIR, 'smtp-tls');
   const files = { key: join(dir, 'key.pem'), cert: join(dir, 'cert.pem') };
   log.warn(
@@ -40,7 +46,7 @@ export async function loadCertificate(config: Config, log: Logger): Promise<Cert
     writeFileSync(files.key, pems.private, { mode: 0o600 });
     writeFileSync(files.cert, pems.cert);
   }
-  return { key: readFileSync(files.key, 'utf8'), cert: readFileSync(files.cert, 'utf8') };
+  return readPems(files);
 }
 
 /**
@@ -54,15 +60,14 @@ export function watchCertificate(
 ): () => void {
   const { SMTP_TLS_CERT: certFile, SMTP_TLS_KEY: keyFile } = config;
   if (!certFile || !keyFile) return () => {};
-  const reload = () => {
-    try {
-      onChange({ cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') });
-      log.info({ cert: certFile }, 'SMTP TLS certificate reloaded');
-    } catch (err) {
+  const reload = () =>
+    readPems({ cert: certFile, key: keyFile })
+      .then((pems) => {
+        onChange(pems);
+        log.info({ cert: certFile }, 'SMTP TLS certificate reloaded');
+      })
       // Half-written files (a renewal in progress) fail to load: the old certificate stays until the next change.
-      log.warn({ err, cert: certFile }, 'SMTP TLS certificate not reloaded');
-    }
-  };
+      .catch((err) => log.warn({ err, cert: certFile }, 'SMTP TLS certificate not reloaded'));
   for (const f of [certFile, keyFile]) watchFile(f, { interval: WATCH_INTERVAL_MS }, reload);
   return () => {
     for (const f of [certFile, keyFile]) unwatchFile(f, reload);

@@ -1,9 +1,12 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type PeerCertificate } from 'node:tls';
 import { generate } from 'selfsigned';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/process.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 /** The certificate the implicit-TLS listener presents to a new connection (or the handshake's error). */
@@ -19,6 +22,12 @@ function peerCertificate(port: number, options: { maxVersion?: 'TLSv1.1' } = {})
 
 const certificate = (name: string) =>
   generate([{ name: 'commonName', value: name }], { keySize: 2048, algorithm: 'sha256' });
+
+/** What /readyz answers, or undefined while nothing listens. */
+async function readiness(baseUrl: string) {
+  const r = await fetch(`${baseUrl}/readyz`).catch(() => undefined);
+  return r && { status: r.status, body: await r.json() };
+}
 
 const services: TestService[] = [];
 const dirs: string[] = [];
@@ -66,5 +75,37 @@ describe('the SMTP listeners’ TLS', () => {
       name = (await peerCertificate(port)).subject.CN as string;
     }
     expect(name).toBe('renewed.test');
+  });
+
+  it('keeps /readyz not ready while the listeners wait for their certificate, then ready once they listen', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postline-tls-'));
+    dirs.push(dir);
+    // Named pipes: reading one waits until something writes it, as a secret store's pipe or a slow mount does.
+    const files = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
+    for (const file of Object.values(files)) execFileSync('mkfifo', [file]);
+    const pems = await certificate('held.test');
+    const giveCertificate = () =>
+      Promise.all([writeFile(files.cert, pems.cert), writeFile(files.key, pems.private)]);
+    const port = await freePort();
+    const starting = startTestService({
+      env: {
+        PORT: String(port),
+        SMTP_SUBMISSIONS_PORT: '0',
+        SMTP_TLS_CERT: files.cert,
+        SMTP_TLS_KEY: files.key,
+      },
+    });
+    try {
+      // HTTP listens first and answers, not ready: a load balancer sends nothing to a process whose relay is shut.
+      await expect
+        .poll(() => readiness(`http://127.0.0.1:${port}`))
+        .toEqual({ status: 503, body: { status: 'not_ready' } });
+    } finally {
+      await giveCertificate();
+    }
+    const svc = await starting;
+    services.push(svc);
+    expect(await readiness(svc.baseUrl)).toEqual({ status: 200, body: { status: 'ready' } });
+    expect((await peerCertificate(svc.postline.smtp!.submissionsPort!)).subject.CN).toBe('held.test');
   });
 });
