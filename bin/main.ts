@@ -1,7 +1,7 @@
 /**
  * The `postline` command (bin/postline.js starts it): `serve`, and the operators' commands. It loads the service's
- * modules (a second and a half of CPU, 200 MiB) only for what runs a Postline in this process: help, a usage
- * mistake, and a command the running server works for it, load none of them.
+ * modules (about a second of CPU) only for what runs a Postline in this process: help, a usage mistake, and a
+ * command the running server works for it, load none of them.
  */
 import { ConfigError, loadConfig } from '../platform/config.ts';
 import { argumentsOf } from './cli/arguments.ts';

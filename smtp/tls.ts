@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { type Config, smtpHostname } from '../platform/config.ts';
 import type { Logger } from '../platform/logger.ts';
 
@@ -36,6 +35,8 @@ export async function loadCertificate(config: Config, log: Logger): Promise<Cert
     'SMTP_TLS_CERT and SMTP_TLS_KEY are not set: the SMTP listeners use a self-signed certificate',
   );
   if (!existsSync(files.key) || !existsSync(files.cert)) {
+    // Loaded only to make one: its X.509 libraries are a seventh of the CPU an operator's command takes to start.
+    const { generate } = await import('selfsigned');
     const hostname = smtpHostname(config);
     const pems = await generate([{ name: 'commonName', value: hostname }], {
       keySize: 2048,
