@@ -21,8 +21,8 @@ const none = verdict('none');
 const AUTHENTICATION_DEADLINE_MS = 30_000;
 
 /**
- * mailauth, loaded once an MX is set up rather than with the service's modules: it is an eighth of the CPU an
- * operator's command takes to start, and only received mail needs it.
+ * mailauth, loaded when the first message arrives rather than with the service's modules: it is an eighth of the
+ * CPU a start takes, and only received mail needs it.
  */
 let mailauth: Promise<typeof import('mailauth')> | undefined;
 const loadMailauth = () => (mailauth ??= import('mailauth'));
@@ -41,7 +41,6 @@ export function inboundAuthenticator(
   deadlineMs = AUTHENTICATION_DEADLINE_MS,
 ) {
   const resolver = keptAnswers(mailauthResolver(createResolver(dnsServers, { timeout: 2000, tries: 1 })));
-  loadMailauth().catch(() => {}); // a failure to load is each message's to report
   return (raw: Readable, arrival: { ip: string; helo: string; mailFrom: string }) =>
     authenticateArrival(raw, { ...arrival, hostname, resolver }, log, deadlineMs);
 }
