@@ -184,6 +184,8 @@ describe('PostgreSQL event store under out-of-order commits', () => {
   it('delivers every event exactly once, in position order, although a transaction commits late', async () => {
     const { db, url, dispose } = await openTestDatabase();
     const store = await PostgresEventStore.create(db, { pollMs: 50 });
+    // The subscriber's reads of the log, to know when it has looked again.
+    const reads = vi.spyOn(store, 'readAll');
     const seen: StoredEvent[] = [];
     const sub = store.subscribe({ from: START, batchSize: 7 }, async (events) => {
       seen.push(...events);
@@ -209,8 +211,13 @@ describe('PostgreSQL event store under out-of-order commits', () => {
       })(),
     );
     await Promise.all(writers);
-    // The subscriber may not move past the open transaction: nothing committed after it is delivered yet.
-    await new Promise((r) => setTimeout(r, 200));
+    // The subscriber may not move past the open transaction: having read the log three times since the others
+    // committed (reads begun before may be still under way), it has delivered nothing committed after it.
+    const readsBegun = reads.mock.calls.length;
+    await vi.waitFor(
+      () => expect(reads.mock.settledResults.length).toBeGreaterThanOrEqual(readsBegun + 3),
+      PATIENCE,
+    );
     expect(seen.some((e) => e.streamId === 'slow-1')).toBe(false);
     expect(seen).toHaveLength(0);
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { connect, type PeerCertificate } from 'node:tls';
 import { generate } from 'selfsigned';
 import { afterAll, describe, expect, it } from 'vitest';
+import { PATIENCE } from '../support/patience.ts';
 import { freePort } from '../support/process.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
@@ -69,12 +70,9 @@ describe('the SMTP listeners’ TLS', () => {
 
     await write('renewed.test');
     // The files are looked at every few seconds: new connections get the renewed certificate within that.
-    let name = '';
-    for (let i = 0; i < 100 && name !== 'renewed.test'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      name = (await peerCertificate(port)).subject.CN as string;
-    }
-    expect(name).toBe('renewed.test');
+    await expect
+      .poll(async () => (await peerCertificate(port)).subject.CN, { ...PATIENCE, interval: 200 })
+      .toBe('renewed.test');
   });
 
   it('keeps /readyz not ready while the listeners wait for their certificate, then ready once they listen', async () => {
