@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { type AddressObject, simpleParser } from 'mailparser';
-import { z } from 'zod';
 import { domainOf, formatMailbox, type Mailbox, parseAddress } from '../domain/emails/addresses.ts';
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
+import { sendTime } from '../domain/emails/send-time.ts';
 import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
 import { isIdempotencyKey, requestHash } from '../platform/idempotency/idempotency.ts';
@@ -25,7 +25,6 @@ export interface Arrival {
   secure: boolean;
 }
 
-const isoDateTime = z.iso.datetime({ offset: true });
 const TAG = new RegExp(`^[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}$`);
 
 const invalid = (header: string, message: string) =>
@@ -57,9 +56,8 @@ function options(fields: HeaderField[]) {
       );
   }
   const sendAt = value('X-Postline-Send-At');
-  if (sendAt !== undefined && !isoDateTime.safeParse(sendAt).success) {
-    throw invalid('X-Postline-Send-At', 'must be an ISO 8601 date-time with a time zone');
-  }
+  const sendAtRead = sendAt === undefined ? undefined : sendTime.safeParse(sendAt);
+  if (sendAtRead?.success === false) throw invalid('X-Postline-Send-At', sendAtRead.error.issues[0].message);
   const idempotencyKey = value('X-Postline-Idempotency-Key');
   // The rule of Idempotency-Key (platform/idempotency), answered under the header's own name.
   if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
+import { unionError } from '../../platform/http/route-schema.ts';
 import { idShape } from '../../platform/ids.ts';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
 import { EMAIL_LIMITS } from './limits.ts';
+import { sendTime } from './send-time.ts';
 
 const mailbox = z.string().max(MAX_MAILBOX_CHARS, `must be at most ${MAX_MAILBOX_CHARS} characters`);
 
@@ -121,7 +122,7 @@ export const sendEmailInput = z.preprocess(
         .array(attachmentInput)
         .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)
         .optional(),
-      send_at: zonedDateTime.optional(),
+      send_at: sendTime.optional(),
     })
     .strict()
     .meta({
@@ -144,7 +145,7 @@ export const updateEmailInput = z.preprocess(
   resendAliases,
   z
     .object({
-      send_at: zonedDateTime,
+      send_at: sendTime,
     })
     .strict(),
 );

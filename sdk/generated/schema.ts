@@ -1408,7 +1408,13 @@ export interface components {
                 content_type?: string;
                 content_id?: string;
             }[];
-            /** Format: date-time */
+            /**
+             * @description ISO 8601 with a time zone, or English words read in UTC unless they name a zone
+             * @example 2026-12-24T09:00:00+01:00
+             * @example in 1 hour
+             * @example tomorrow at 9am
+             * @example Friday at 3pm CET
+             */
             send_at?: string;
         };
         Webhook_email_sent: {
@@ -16940,9 +16946,21 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** Format: date-time */
+                    /**
+                     * @description ISO 8601 with a time zone, or English words read in UTC unless they name a zone
+                     * @example 2026-12-24T09:00:00+01:00
+                     * @example in 1 hour
+                     * @example tomorrow at 9am
+                     * @example Friday at 3pm CET
+                     */
                     send_at?: string;
-                    /** Format: date-time */
+                    /**
+                     * @description ISO 8601 with a time zone, or English words read in UTC unless they name a zone
+                     * @example 2026-12-24T09:00:00+01:00
+                     * @example in 1 hour
+                     * @example tomorrow at 9am
+                     * @example Friday at 3pm CET
+                     */
                     scheduled_at?: string;
                 };
             };
@@ -22762,7 +22780,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** Format: date-time */
+                    /**
+                     * @description ISO 8601 with a time zone, or English words read in UTC unless they name a zone
+                     * @example 2026-12-24T09:00:00+01:00
+                     * @example in 1 hour
+                     * @example tomorrow at 9am
+                     * @example Friday at 3pm CET
+                     */
                     send_at: string;
                 };
             };

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { audienceDecider } from '../../domain/audiences/audience.decider.ts';
 import { audienceStream } from '../../domain/audiences/audience.events.ts';
 import { broadcastStream } from '../../domain/broadcasts/broadcast.events.ts';
+import { SEND_TIME_RULE } from '../../domain/emails/send-time.ts';
 import { templateDecider } from '../../domain/templates/template.decider.ts';
 import { templateStream } from '../../domain/templates/template.events.ts';
 import { topicDecider } from '../../domain/topics/topic.decider.ts';
@@ -214,6 +215,8 @@ describe('broadcasts: drafts', () => {
       send_at: '2020-01-01T00:00:00Z',
     });
     expect([past.status, past.body.error.message]).toEqual([422, '`send_at`: must be in the future']);
+    const unread = await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, { scheduled_at: 'in a while' });
+    expect([unread.status, unread.body.error.message]).toEqual([422, `\`scheduled_at\`: ${SEND_TIME_RULE}`]);
     expect(ok(await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, {})).status).toBe('sending');
     for (const r of [
       await orgs.acme.test.post(`/v1/broadcasts/${b.id}/send`, {}),
@@ -667,8 +670,10 @@ describe('broadcasts: sending', () => {
       subject: 'Changed',
     });
     const later = ok(await draft(client, { audience_id: aud }), 201);
-    // Resend's name for the time.
-    ok(await client.post(`/v1/broadcasts/${later.id}/send`, { scheduled_at: at }));
+    // Resend's name for the time, in words: read when the request is handled.
+    expect(
+      ok(await client.post(`/v1/broadcasts/${later.id}/send`, { scheduled_at: 'in 1 hour' })),
+    ).toMatchObject({ status: 'scheduled', send_at: at });
     expect(await expansion.runOnce()).toBe(0);
     expect((await broadcast(client, later.id)).status).toBe('scheduled');
 

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { SEND_TIME_RULE } from '../../domain/emails/send-time.ts';
 import { ManualClock } from '../../platform/clock.ts';
 import { SchedulerProcess } from '../../processes/scheduler/scheduler.process.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
@@ -60,6 +61,42 @@ describe('scheduler', () => {
     expect(await scheduler.runOnce()).toBe(1);
     expect(await types(moved.body.id)).toEqual(['EmailScheduled', 'EmailRescheduled', 'EmailReleased']);
     expect((await acme.test.post(`/v1/emails/${moved.body.id}/cancel`)).status).toBe(409);
+  });
+
+  it('takes the time in words (send_at or scheduled_at), read at the request in UTC, and keeps the instant', async () => {
+    const r = await send('in 30 min');
+    expect(r.status).toBe(200);
+    expect((await readEmail(svc, acme.test, r.body.id)).send_at).toBe(at(30));
+    const resend = await acme.test.post('/v1/emails', {
+      from: 'x@acme.test',
+      to: ['ann@example.org'],
+      subject: 'Later',
+      text: 'hi',
+      scheduled_at: 'in 45 minutes',
+    });
+    expect((await readEmail(svc, acme.test, resend.body.id)).send_at).toBe(at(45));
+    await scheduler.runOnce();
+    const moved = await acme.test.patch(`/v1/emails/${resend.body.id}`, { scheduled_at: 'in 2 hours' });
+    expect(moved.status).toBe(200);
+    expect((await readEmail(svc, acme.test, resend.body.id)).send_at).toBe(at(120));
+    clock.advance(30 * 60_000);
+    expect(await scheduler.runOnce()).toBe(1);
+    expect(await types(r.body.id)).toEqual(['EmailScheduled', 'EmailReleased']);
+    expect(await types(resend.body.id)).toEqual(['EmailScheduled', 'EmailRescheduled']);
+  });
+
+  it.each([
+    ['in 1 hour please', `\`send_at\`: ${SEND_TIME_RULE}`],
+    ['yesterday', '`send_at`: must be in the future'],
+    ['in 31 days', '`send_at`: must be at most 30 days ahead'],
+  ])('refuses %j with what it takes, and schedules nothing', async (words, message) => {
+    const before = await acme.test.get('/v1/emails?limit=100');
+    const r = await send(words);
+    expect(r.status).toBe(422);
+    expect(r.body.error).toMatchObject({ code: 'validation_error', message });
+    const patched = await acme.test.patch(`/v1/emails/${before.body.data[0].id}`, { send_at: words });
+    expect(patched.body.error?.message).toBe(message);
+    expect((await acme.test.get('/v1/emails?limit=100')).body.data).toHaveLength(before.body.data.length);
   });
 
   it('releases each email once with several schedulers at work', async () => {

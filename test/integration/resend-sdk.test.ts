@@ -96,6 +96,26 @@ describe("Resend's SDK against Postline", () => {
     expect((await resend.emails.get(id)).data).toMatchObject({ status: 'canceled' });
   });
 
+  it('scheduledAt in words, as Resend’s documentation writes it', async () => {
+    const before = Date.now();
+    const sent = await resend.emails.send({
+      from: 'Acme <hello@acme.test>',
+      to: `delivered@${SIM}`,
+      subject: 'In a minute',
+      text: 'soon',
+      scheduledAt: 'in 1 min',
+    });
+    const after = Date.now();
+    expect(sent.error).toBeNull();
+    const email = (await resend.emails.get(sent.data!.id)).data as unknown as {
+      status: string;
+      send_at: string;
+    };
+    expect(email.status).toBe('scheduled');
+    expect(Date.parse(email.send_at)).toBeGreaterThanOrEqual(before + 60_000);
+    expect(Date.parse(email.send_at)).toBeLessThanOrEqual(after + 60_000);
+  });
+
   it('domains.create, list, get and remove', async () => {
     const created = await resend.domains.create({ name: 'acme-resend.test' });
     expect(created.error).toBeNull();

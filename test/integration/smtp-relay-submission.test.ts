@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SEND_TIME_RULE } from '../../domain/emails/send-time.ts';
 import { REPLIES } from '../../smtp/replies.ts';
 import { authPlain, type RawSmtp, rawSmtp } from '../support/raw-smtp.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
@@ -69,6 +70,8 @@ describe('the relay’s option headers', () => {
   it.each([
     ['X-Postline-Send-At: 2001-01-01T00:00:00Z', 'X-Postline-Send-At: must be in the future'],
     ['X-Postline-Send-At: 2999-01-01T00:00:00Z', 'X-Postline-Send-At: must be at most 30 days ahead'],
+    ['X-Postline-Send-At: in 1 hour please', `X-Postline-Send-At: ${SEND_TIME_RULE}`],
+    ['X-Postline-Send-At: in 31 days', 'X-Postline-Send-At: must be at most 30 days ahead'],
     [
       `X-Postline-Idempotency-Key: ${'k'.repeat(256)}`,
       'X-Postline-Idempotency-Key: must be 1 to 255 printable ASCII characters',
@@ -87,6 +90,26 @@ describe('the relay’s option headers', () => {
     const reply = await submit(org, `From: dev@any.test\r\nTo: ${TO}\r\n${header}\r\nSubject: s\r\n\r\nhi`);
     expect(reply).toEqual({ code: 550, text: `5.6.0 ${text}` });
     expect(await listed(org)).toEqual([]);
+  });
+});
+
+describe('the relay’s X-Postline-Send-At in words', () => {
+  it('schedules the email at the time the words mean when the message arrives, in UTC', async () => {
+    const org = await svc.createOrg('pro');
+    const before = Date.now();
+    const reply = await submit(
+      org,
+      `From: dev@any.test\r\nTo: ${TO}\r\nX-Postline-Send-At: in 2 hours\r\n\r\nhi`,
+    );
+    const after = Date.now();
+    const id = /^2\.0\.0 Ok: queued as (em_[0-9a-z]+)$/.exec(reply.text)?.[1];
+    expect(id, reply.text).toBeDefined();
+    await expect
+      .poll(async () => (await org.test.get(`/v1/emails/${id}`)).body)
+      .toMatchObject({ status: 'scheduled' });
+    const sendAt = Date.parse((await org.test.get(`/v1/emails/${id}`)).body.send_at);
+    expect(sendAt).toBeGreaterThanOrEqual(before + 7200_000);
+    expect(sendAt).toBeLessThanOrEqual(after + 7200_000);
   });
 });
 

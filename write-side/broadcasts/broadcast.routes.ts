@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
 import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
+import { sendTime } from '../../domain/emails/send-time.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
-import { resourceName, unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
+import { resourceName, unionError } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { idShape } from '../../platform/ids.ts';
@@ -51,9 +52,9 @@ const createBody = z
 const updateBody = z.object(fields).partial().strict();
 const sendBody = z
   .object({
-    send_at: zonedDateTime,
+    send_at: sendTime,
     // Resend's name for it.
-    scheduled_at: zonedDateTime,
+    scheduled_at: sendTime,
   })
   .partial()
   .strict()

@@ -1,6 +1,7 @@
 import { recipientsOf } from '../../domain/emails/email.events.ts';
 import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
 import { isOwnedHeader } from '../../domain/emails/owned-headers.ts';
+import { SEND_TIME_RULE, sendInstant } from '../../domain/emails/send-time.ts';
 import { AppError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { DraftAttachment, EmailDraft } from './email-draft.ts';
@@ -24,10 +25,14 @@ export function checkRecipients(draft: Pick<EmailDraft, 'to' | 'cc' | 'bcc'>): v
   }
 }
 
-/** `send_at` as an ISO string, once it is in the future and within the horizon; for emails and broadcasts. */
+/**
+ * `send_at` (ISO 8601 or words, send-time.ts) as the ISO string of the instant it means now, once that is in the
+ * future and within the horizon; for emails and broadcasts.
+ */
 export function checkSendAt(sendAt: string | undefined, now: Date): string | undefined {
   if (sendAt === undefined) return undefined;
-  const t = Date.parse(sendAt);
+  const t = sendInstant(sendAt, now);
+  if (Number.isNaN(t)) throw invalid('send_at', SEND_TIME_RULE);
   if (t <= now.getTime()) throw invalid('send_at', 'must be in the future');
   if (t > now.getTime() + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
     throw invalid('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
