@@ -24,7 +24,20 @@ export const pageQuery = z.object({
     .default(20),
   starting_after: cursor.optional(),
   ending_before: cursor.optional(),
+  after: cursor.optional().meta({ description: 'Resend’s name for `starting_after`' }),
+  before: cursor.optional().meta({ description: 'Resend’s name for `ending_before`' }),
 });
+
+/** Resend's names of the cursors, each beside Postline's own: given both, which one counts would be a guess. */
+function cursorOf(q: Record<string, string | undefined>, own: string, resends: string): string | undefined {
+  if (q[own] !== undefined && q[resends] !== undefined) {
+    throw new AppError(
+      'validation_error',
+      `\`${resends}\`: cannot be given with ${own} (it is Resend’s name for it)`,
+    );
+  }
+  return q[own] ?? q[resends];
+}
 
 /** A list's filters by creation time, both bounds included. */
 export const createdBetween = { from_date: zonedDateTime.optional(), to_date: zonedDateTime.optional() };
@@ -33,8 +46,8 @@ export const createdBetween = { from_date: zonedDateTime.optional(), to_date: zo
 export const listQuery = <E extends z.ZodRawShape>(extra: E = {} as E) => pageQuery.extend(extra).strict();
 
 /**
- * `limit` (1-100, default 20), `starting_after`, `ending_before` (not both). Extra filters come with `extra`:
- * their shape, or the route's declared `listQuery(filters)` itself.
+ * `limit` (1-100, default 20), `starting_after`, `ending_before` (not both; Resend's `after` and `before` for
+ * them). Extra filters come with `extra`: their shape, or the route's declared `listQuery(filters)` itself.
  */
 export function parsePage<E extends z.ZodRawShape>(
   query: unknown,
@@ -42,12 +55,14 @@ export function parsePage<E extends z.ZodRawShape>(
 ): PageParams & z.infer<z.ZodObject<E>> {
   const schema = extra instanceof z.ZodObject ? extra : listQuery(extra ?? ({} as E));
   const q = parse(schema, query, 'query') as any;
-  if (q.starting_after && q.ending_before) {
+  const startingAfter = cursorOf(q, 'starting_after', 'after');
+  const endingBefore = cursorOf(q, 'ending_before', 'before');
+  if (startingAfter && endingBefore) {
     throw new AppError(
       'validation_error',
       '`ending_before`: use either starting_after or ending_before, not both',
     );
   }
-  const { limit, starting_after, ending_before, ...filters } = q;
-  return { limit, startingAfter: starting_after, endingBefore: ending_before, ...filters };
+  const { limit, starting_after, ending_before, after, before, ...filters } = q;
+  return { limit, startingAfter, endingBefore, ...filters };
 }

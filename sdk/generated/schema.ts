@@ -3073,6 +3073,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -3918,6 +3922,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -6647,6 +6655,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -8373,6 +8385,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path: {
@@ -8580,6 +8596,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
                 reason?: "hard_bounce" | "complaint" | "manual";
             };
             header?: never;
@@ -9245,6 +9265,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -10389,6 +10413,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -11528,6 +11556,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -12667,6 +12699,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
                 audience_id?: string;
                 unsubscribed?: "true" | "false";
                 email?: string;
@@ -15576,6 +15612,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
                 unsubscribed?: "true" | "false";
                 email?: string;
             };
@@ -15785,6 +15825,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -17976,6 +18020,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
             };
             header?: never;
             path?: never;
@@ -19941,6 +19989,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
                 status?: "pending" | "succeeded" | "failed" | "exhausted" | "canceled";
             };
             header?: never;
@@ -20534,6 +20586,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
                 domain?: string;
                 from?: string;
                 from_date?: string;
@@ -21831,6 +21887,10 @@ export interface operations {
                 limit?: number;
                 starting_after?: string;
                 ending_before?: string;
+                /** @description Resend’s name for `starting_after` */
+                after?: string;
+                /** @description Resend’s name for `ending_before` */
+                before?: string;
                 status?: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "bounced" | "complained" | "canceled";
                 domain?: string;
                 tag?: string;

@@ -155,6 +155,32 @@ describe('pagination', () => {
     expect(back.body.has_more).toBe(true);
   });
 
+  it('takes Resend’s after and before for starting_after and ending_before, not both names of one cursor', async () => {
+    const newestFirst = [...ids.slice(0, 24)].reverse().concat(ids[24]);
+    const page = async (q: string) =>
+      (await pager.live.get(`/v1/api-keys?${q}`)).body.data.map((k: any) => k.id);
+    expect(await page(`limit=5&after=${newestFirst[4]}`)).toEqual(newestFirst.slice(5, 10));
+    expect(await page(`limit=5&before=${newestFirst[10]}`)).toEqual(newestFirst.slice(5, 10));
+    for (const [q, message] of [
+      [
+        `after=${ids[1]}&starting_after=${ids[2]}`,
+        '`after`: cannot be given with starting_after (it is Resend’s name for it)',
+      ],
+      [
+        `before=${ids[1]}&ending_before=${ids[2]}`,
+        '`before`: cannot be given with ending_before (it is Resend’s name for it)',
+      ],
+      [
+        `after=${ids[1]}&before=${ids[2]}`,
+        '`ending_before`: use either starting_after or ending_before, not both',
+      ],
+    ]) {
+      const r = await pager.live.get(`/v1/api-keys?${q}`);
+      expectError(r, 422, 'validation_error');
+      expect(r.body.error.message).toBe(message);
+    }
+  });
+
   it('stays stable when items are inserted while paging', async () => {
     const first = await pager.live.get('/v1/api-keys?limit=5');
     await pager.live.post('/v1/api-keys', { name: 'late' });

@@ -201,6 +201,14 @@ describe("Resend's SDK against Postline", () => {
       graceId,
       adaId,
     ]);
+    // Resend's cursors, `after` and `before`, page as `starting_after` and `ending_before` do.
+    const page = async (options: { after: string } | { before: string } | object) =>
+      (await resend.contacts.list({ segmentId: audienceId, limit: 1, ...options })).data?.data.map(
+        (c) => c.id,
+      );
+    expect(await page({})).toEqual([graceId]);
+    expect(await page({ after: graceId })).toEqual([adaId]);
+    expect(await page({ before: adaId })).toEqual([graceId]);
     expect(
       (await resend.contacts.segments.remove({ contactId: adaId, segmentId: audienceId })).error,
     ).toBeNull();
