@@ -70,6 +70,8 @@ declare module '../platform/services.ts' {
     ): Promise<{ email: string; unsubscribed: boolean } | null>;
     /** The contact's choice for every topic of its tenant, as `GET /v1/contacts/{id}/topics` answers it. */
     contactTopics(db: Database, tenant: Tenant, contactId: string): Promise<ContactTopicsLookUp>;
+    /** The id of the contact a path names by its id or its address, or null. */
+    contactIdOf(db: Database, tenant: Tenant, named: string): Promise<string | null>;
     /** The import as `GET /v1/contact-imports/{id}` answers it, or null. */
     findContactImport(db: Database, tenant: Tenant, importId: string): Promise<object | null>;
     /** The template as `GET /v1/templates/{id}` answers it, or null. */

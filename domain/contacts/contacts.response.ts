@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { listOf, timestamp } from '../../platform/http/route-schema.ts';
 
+/** What a contact's path may give for it (Resend's SDK names contacts by their address). */
+export const BY_ID_OR_ADDRESS =
+  'The path names the contact by its id, or by its email address (in any letter case).';
+
 export const Contact = z
   .strictObject({
     object: z.literal('contact'),

@@ -31,6 +31,11 @@ export interface CommandResource {
   /** The path parameter that holds its id (`topic_id`), and the shape of its ids, when they have a fixed one. */
   param: string;
   idPattern?: RegExp;
+  /**
+   * The id of the one a path names in another way than by its id (a contact by its address, as Resend's SDK
+   * does), or null when none has that name; called for every path's name, it returns an id as it is.
+   */
+  named?: (tenant: Tenant, named: string) => Promise<string | null>;
   /** The projections that serve it: an answer waits for them (read-your-writes). */
   projections: string[];
   /** One as a GET shows it (null when there is none), and that answer's schema: what a create or a change answers. */
@@ -63,9 +68,11 @@ export function commandRoutes(api: ApiRouter, services: Services, resource: Comm
   });
 
   /** The path's id of the resource. */
-  const id = (req: ApiRequest) => {
+  const id = async (req: ApiRequest) => {
     const raw = req.params[resource.param];
-    return resource.idPattern ? knownId(raw, resource.idPattern, name) : raw;
+    const named = resource.named ? await resource.named(req.auth, raw) : raw;
+    if (named === null) throw notFound(name, raw);
+    return resource.idPattern ? knownId(named, resource.idPattern, name) : named;
   };
 
   /** Its read and response schema, without which no route can answer with it: a gap fails at start-up. */
@@ -116,7 +123,7 @@ export function commandRoutes(api: ApiRouter, services: Services, resource: Comm
         method,
         path,
         async (req) => {
-          const resourceId = id(req);
+          const resourceId = await id(req);
           const { position } = await run(req, resourceId);
           return ok(await answer(req.auth, resourceId, position));
         },
@@ -132,7 +139,7 @@ export function commandRoutes(api: ApiRouter, services: Services, resource: Comm
       api.delete(
         path,
         async (req) => {
-          const resourceId = id(req);
+          const resourceId = await id(req);
           const { position } = await remove(services, metaOf(req.auth), resourceId);
           await services.readYourWrites.waitFor(projections, position);
           return ok({ id: resourceId, deleted: true });

@@ -21,19 +21,22 @@ const decoded = (segment: string) => {
 
 /**
  * A request's path as the log shows it: as it came, except the capability of `/unsubscribe/…` and `/t/…`, written
- * `[redacted]`. Matched as the router matches and more loosely (any case, any number of slashes, percent-encoded
- * or not), for paths that route nowhere too: a mistyped link carries its token all the same.
+ * `[redacted]`, and an email address (a contact named by it, as Resend's SDK does), written `[address]`: personal
+ * data stays out of the log. Matched as the router matches and more loosely (any case, any number of slashes,
+ * percent-encoded or not), for paths that route nowhere too: a mistyped link carries its token all the same.
  */
 export function loggablePath(path: string): string {
   // Segments at the even places, the separators between them (a slash, or one percent-encoded) at the odd ones.
-  const parts = path.split(/(\/|%2f)/i);
+  const parts = path
+    .split(/(\/|%2f)/i)
+    .map((s, i) => (i % 2 === 0 && decoded(s).includes('@') ? '[address]' : s));
   let at = parts.findIndex((s, i) => i % 2 === 0 && s !== '');
   const name = at < 0 ? '' : decoded(parts[at]).toLowerCase();
-  if (!Object.hasOwn(CAPABILITY_SEGMENTS, name)) return path;
+  if (!Object.hasOwn(CAPABILITY_SEGMENTS, name)) return parts.join('');
   at += 2;
   const kind = CAPABILITY_SEGMENTS[name];
   if (kind && at < parts.length && kind.test(decoded(parts[at]))) at += 2;
-  if (parts.slice(at).every((s, i) => i % 2 === 1 || s === '')) return path;
+  if (parts.slice(at).every((s, i) => i % 2 === 1 || s === '')) return parts.join('');
   return `${parts.slice(0, at).join('')}[redacted]`;
 }
 

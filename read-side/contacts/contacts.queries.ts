@@ -42,6 +42,19 @@ async function audiencesOf(db: Database, contactIds: string[]): Promise<Map<stri
   return out;
 }
 
+/**
+ * The id of the contact a path names: its id as it is, or (as Resend's SDK names one) its address, in any letter
+ * case, looked up: null when no contact has it.
+ */
+export async function contactIdOf(db: Database, tenant: Tenant, named: string): Promise<string | null> {
+  if (!named.includes('@')) return named;
+  const row = await tenantRows(db, 'contacts', tenant)
+    .select('id')
+    .where('email_lower', '=', named.trim().toLowerCase())
+    .executeTakeFirst();
+  return row?.id ?? null;
+}
+
 export async function findContact(db: Database, tenant: Tenant, contactId: string) {
   const row = await ofTenant(db, tenant).where('id', '=', contactId).executeTakeFirst();
   return row ? contactJson(row, (await audiencesOf(db, [row.id])).get(row.id)!) : null;

@@ -1,12 +1,17 @@
 import { z } from 'zod';
-import { Contact, ContactList, ContactTopicList } from '../../domain/contacts/contacts.response.ts';
+import {
+  BY_ID_OR_ADDRESS,
+  Contact,
+  ContactList,
+  ContactTopicList,
+} from '../../domain/contacts/contacts.response.ts';
 import { notFound } from '../../platform/errors.ts';
 import { listQuery } from '../../platform/http/pagination.ts';
 import { queryRoutes } from '../../platform/http/query-routes.ts';
-import type { ApiRouter } from '../../platform/http/router.ts';
+import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { findAudience } from '../audiences/audiences.queries.ts';
-import { contactTopics, findContact, listContacts } from './contacts.queries.ts';
+import { contactIdOf, contactTopics, findContact, listContacts } from './contacts.queries.ts';
 
 const filters = {
   audience_id: z.string().min(1).max(100).optional(),
@@ -42,15 +47,26 @@ export function contactQueryRoutes(api: ApiRouter, services: Services) {
       return listContacts(services.db, req.auth, { ...page, audience_id: audienceId });
     },
   );
-  contacts.get('/contacts/:contact_id', { summary: 'Get a contact', responses: { 200: Contact } }, (req) =>
-    findContact(services.db, req.auth, req.params.contact_id),
+  // A contact's path names it by its id or by its address (`contacts.get({ email })` in Resend's SDK).
+  const contactOf = async (req: ApiRequest) => {
+    const id = await contactIdOf(services.db, req.auth, req.params.contact_id);
+    return id === null ? null : findContact(services.db, req.auth, id);
+  };
+  contacts.get(
+    '/contacts/:contact_id',
+    { summary: 'Get a contact', description: BY_ID_OR_ADDRESS, responses: { 200: Contact } },
+    contactOf,
   );
   contacts.get(
     '/contacts/:contact_id/topics',
-    { summary: "A contact's topic subscriptions", responses: { 200: ContactTopicList } },
+    {
+      summary: "A contact's topic subscriptions",
+      description: BY_ID_OR_ADDRESS,
+      responses: { 200: ContactTopicList },
+    },
     async (req) => {
-      const id = req.params.contact_id;
-      return (await findContact(services.db, req.auth, id)) ? contactTopics(services.db, req.auth, id) : null;
+      const contact = await contactOf(req);
+      return contact ? contactTopics(services.db, req.auth, contact.id) : null;
     },
   );
 }

@@ -498,15 +498,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a contact */
+        /**
+         * Get a contact
+         * @description The path names the contact by its id, or by its email address (in any letter case).
+         */
         get: operations["getContactsContactId"];
         put?: never;
         post?: never;
-        /** Delete a contact and its personal data */
+        /**
+         * Delete a contact and its personal data
+         * @description The path names the contact by its id, or by its email address (in any letter case).
+         */
         delete: operations["deleteContactsContactId"];
         options?: never;
         head?: never;
-        /** Change a contact */
+        /**
+         * Change a contact
+         * @description The path names the contact by its id, or by its email address (in any letter case).
+         */
         patch: operations["patchContactsContactId"];
         trace?: never;
     };
@@ -517,14 +526,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A contact's topic subscriptions */
+        /**
+         * A contact's topic subscriptions
+         * @description The path names the contact by its id, or by its email address (in any letter case).
+         */
         get: operations["getContactsContactIdTopics"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Set a contact's topic subscriptions */
+        /**
+         * Set a contact's topic subscriptions
+         * @description The path names the contact by its id, or by its email address (in any letter case).
+         */
         patch: operations["patchContactsContactIdTopics"];
         trace?: never;
     };
@@ -538,13 +553,13 @@ export interface paths {
         get?: never;
         /**
          * Add a contact to an audience
-         * @description Changes nothing when it is so already, and answers the same.
+         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
          */
         put: operations["putAudiencesAudienceIdContactsContactId"];
         post?: never;
         /**
          * Remove a contact from an audience
-         * @description Changes nothing when it is so already, and answers the same.
+         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
          */
         delete: operations["deleteAudiencesAudienceIdContactsContactId"];
         options?: never;
@@ -563,12 +578,12 @@ export interface paths {
         put?: never;
         /**
          * Add a contact to an audience (Resend's path)
-         * @description Changes nothing when it is so already, and answers the same.
+         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
          */
         post: operations["postContactsContactIdSegmentsAudienceId"];
         /**
          * Remove a contact from an audience (Resend's path)
-         * @description Changes nothing when it is so already, and answers the same.
+         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
          */
         delete: operations["deleteContactsContactIdSegmentsAudienceId"];
         options?: never;

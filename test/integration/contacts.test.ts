@@ -187,9 +187,41 @@ describe('contacts', () => {
     expect((await orgs.other.live.get(`/v1/contacts/${c}/topics`)).status).toBe(404);
   });
 
+  it('names a contact in its path by its address too, in any letter case: get, change, topics, audiences, delete', async () => {
+    const { id } = (await contact('Named.By@Example.org', { first_name: 'Nell' })).body;
+    const path = '/v1/contacts/named.by@EXAMPLE.org';
+    expect((await orgs.acme.live.get(path)).body).toMatchObject({ id, first_name: 'Nell' });
+    expect((await orgs.acme.live.get('/v1/contacts/named.by%40example.org')).body.id).toBe(id);
+    expect((await orgs.acme.live.patch(path, { unsubscribed: true })).body).toMatchObject({
+      id,
+      unsubscribed: true,
+    });
+    expect((await orgs.acme.live.get(`${path}/topics`)).status).toBe(200);
+    const audience = (await orgs.acme.live.post('/v1/audiences', { name: 'By address' })).body.id;
+    const joined = await orgs.acme.live.post(`${path}/segments/${audience}`);
+    expect(joined.body).toMatchObject({ id, audience_ids: [audience] });
+    // Its address changed, the old one names nothing; the new one names it.
+    await orgs.acme.live.patch(path, { email: 'renamed.by@example.org' });
+    const gone = await orgs.acme.live.get(path);
+    expect([gone.status, gone.body.error.message]).toEqual([404, 'Contact named.by@EXAMPLE.org not found']);
+    expect((await orgs.acme.live.delete('/v1/contacts/renamed.by@example.org')).body).toEqual({
+      id,
+      deleted: true,
+    });
+    expect((await orgs.acme.live.get(`/v1/contacts/${id}`)).status).toBe(404);
+    for (const [method, unknown] of [
+      ['get', '/v1/contacts/nobody@example.org'],
+      ['patch', '/v1/contacts/nobody@example.org'],
+      ['delete', '/v1/contacts/nobody@example.org'],
+      ['get', '/v1/contacts/nobody@example.org/topics'],
+    ] as const)
+      expect((await orgs.acme.live[method](unknown, {})).status, `${method} ${unknown}`).toBe(404);
+  });
+
   it('keeps organizations and modes apart', async () => {
     const c = await contact('private@example.org');
     await expectHiddenFromOutsiders(orgs, `/v1/contacts/${c.body.id}`, { first_name: 'x' });
+    await expectHiddenFromOutsiders(orgs, '/v1/contacts/private@example.org', { first_name: 'x' });
     for (const client of outsiders(orgs))
       expect((await client.get('/v1/contacts?email=private@example.org')).body.data).toEqual([]);
   });

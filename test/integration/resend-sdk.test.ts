@@ -230,7 +230,17 @@ describe("Resend's SDK against Postline", () => {
 
     expect((await resend.contacts.remove(adaId)).error).toBeNull();
     expect((await resend.contacts.get(adaId)).error).toMatchObject({ error: { code: 'not_found' } });
-    // Postline has no look-up by email in the path: an email where an id goes is not found.
+    // By address, as Resend's SDK names a contact by its `email`: get, update, segments, remove.
+    expect((await resend.contacts.get({ email: 'Grace@example.com' })).data).toMatchObject({ id: graceId });
+    expect(
+      (await resend.contacts.update({ email: 'grace@example.com', lastName: 'Hopper' })).error,
+    ).toBeNull();
+    expect((await resend.contacts.get(graceId)).data).toMatchObject({ last_name: 'Hopper' });
+    expect(
+      (await resend.contacts.segments.add({ email: 'grace@example.com', segmentId: audienceId })).error,
+    ).toBeNull();
+    expect((await resend.contacts.get(graceId)).data).toMatchObject({ audience_ids: [audienceId] });
+    expect((await resend.contacts.remove({ email: 'grace@example.com' })).error).toBeNull();
     expect((await resend.contacts.get({ email: 'grace@example.com' })).error).toMatchObject({
       error: { code: 'not_found' },
     });

@@ -14,6 +14,15 @@ describe('loggablePath', () => {
     expect(loggablePath('/unsubscribe/em_1-abc/more')).toBe('/unsubscribe/[redacted]');
   });
 
+  it('writes an email address in a path (a contact named by it) as [address], encoded or not', () => {
+    expect(loggablePath('/v1/contacts/Ann@Example.org')).toBe('/v1/contacts/[address]');
+    expect(loggablePath('/v1/contacts/ann%40example.org/topics')).toBe('/v1/contacts/[address]/topics');
+    expect(loggablePath('/v1/contacts/ann@example.org/segments/aud_1')).toBe(
+      '/v1/contacts/[address]/segments/aud_1',
+    );
+    expect(loggablePath('/unsubscribe/a@b')).toBe('/unsubscribe/[redacted]');
+  });
+
   it('keeps every other path, and those with nothing to hide, as they are', () => {
     for (const path of [
       '/',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CONTACT_FIELD_RULES, CONTACT_LIMITS } from '../../domain/contacts/contact-fields.ts';
-import { Contact, ContactTopicList } from '../../domain/contacts/contacts.response.ts';
+import { BY_ID_OR_ADDRESS, Contact, ContactTopicList } from '../../domain/contacts/contacts.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { notFound } from '../../platform/errors.ts';
 import { commandRoutes, knownId } from '../../platform/http/command-routes.ts';
@@ -100,6 +100,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     name: 'Contact',
     param: 'contact_id',
     idPattern: idShape('con'),
+    named: (tenant, named) => services.lookUps.contactIdOf(services.db, tenant, named),
     projections: CONTACT_PROJECTIONS,
     read: (tenant, id) => services.lookUps.findContact(services.db, tenant, id),
     response: Contact,
@@ -147,7 +148,12 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
   contacts.change(
     'PATCH',
     '/contacts/:contact_id',
-    { summary: 'Change a contact', body: updateBody, errors: ['contact_exists', 'conflict'] },
+    {
+      summary: 'Change a contact',
+      description: BY_ID_OR_ADDRESS,
+      body: updateBody,
+      errors: ['contact_exists', 'conflict'],
+    },
     (req, id) => {
       const body = parse(updateBody, req.body);
       return updateContact(services, metaOf(req.auth), id, {
@@ -163,14 +169,18 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
 
   contacts.delete(
     '/contacts/:contact_id',
-    { summary: 'Delete a contact and its personal data', errors: ['conflict'] },
+    {
+      summary: 'Delete a contact and its personal data',
+      description: BY_ID_OR_ADDRESS,
+      errors: ['conflict'],
+    },
     deleteContact,
   );
 
   api.patch(
     '/contacts/:contact_id/topics',
     async (req) => {
-      const id = contacts.id(req);
+      const id = await contacts.id(req);
       const body = parse(topicsBody, req.body);
       const { position } = await setContactTopics(
         services,
@@ -185,6 +195,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
       schema: {
         tag: 'Contacts',
         summary: "Set a contact's topic subscriptions",
+        description: BY_ID_OR_ADDRESS,
         body: topicsBody,
         responses: { 200: ContactTopicList },
         errors: ['conflict'],
@@ -206,7 +217,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
       path,
       async (req) => {
         const audienceId = audienceIdOf(req);
-        const contactId = contacts.id(req);
+        const contactId = await contacts.id(req);
         const meta = metaOf(req.auth);
         const { position } = await changeMembership(services, meta, contactId, audienceId, member);
         return ok(await contacts.answer(req.auth, contactId, position));
@@ -217,7 +228,7 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
           summary:
             (member ? 'Add a contact to an audience' : 'Remove a contact from an audience') +
             (resendPath ? " (Resend's path)" : ''),
-          description: 'Changes nothing when it is so already, and answers the same.',
+          description: `Changes nothing when it is so already, and answers the same. ${BY_ID_OR_ADDRESS}`,
           responses: { 200: Contact },
           errors: ['conflict'],
         },

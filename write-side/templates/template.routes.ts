@@ -159,7 +159,7 @@ export function templateCommandRoutes(api: ApiRouter, services: Services) {
     '/templates/:template_id/duplicate',
     { summary: 'Duplicate a template', body: duplicateBody, errors: ['plan_limit_exceeded', 'conflict'] },
     async (req) => {
-      const sourceId = templates.id(req);
+      const sourceId = await templates.id(req);
       const body = parse(duplicateBody, req.body);
       const { templateId: id, position } = await duplicateTemplate(
         services,

@@ -135,7 +135,7 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/webhooks/:webhook_id/rotate-secret',
     async (req) => {
-      const id = webhooks.id(req);
+      const id = await webhooks.id(req);
       const { previous_secret_expires_in: expiresIn } = parse(rotateBody, req.body);
       const overlapMs = expiresIn === undefined ? undefined : expiresIn * 1000;
       const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id, overlapMs);
@@ -164,7 +164,7 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/webhooks/:webhook_id/deliveries/:delivery_id/retry',
     async (req) => {
-      const id = webhooks.id(req);
+      const id = await webhooks.id(req);
       const deliveryId = req.params.delivery_id;
       if (!(await services.lookUps.getWebhook(services.db, req.auth, id))) throw notFound('Webhook', id);
       if (!(await services.lookUps.findDelivery(services.db, req.auth, id, deliveryId)))
@@ -188,7 +188,7 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/webhooks/:webhook_id/replay',
     async (req) => {
-      const id = webhooks.id(req);
+      const id = await webhooks.id(req);
       const body = parse(replayBody, req.body);
       const since = new Date(body.since).toISOString();
       const until = body.until ? new Date(body.until).toISOString() : null;
