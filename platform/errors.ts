@@ -133,6 +133,10 @@ export class AppError extends Error {
   }
 }
 
+/** A request's field that breaks its rule: 422 `validation_error`, the message naming the field. */
+export const invalidField = (field: string, message: string) =>
+  new AppError('validation_error', `\`${field}\`: ${message}`);
+
 /** Ids are far shorter: a made-up one of thousands of characters is not echoed whole. */
 const ID_SHOWN_CHARS = 64;
 export const notFound = (what: string, id: string) =>

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { unionError } from '../../platform/http/route-schema.ts';
+import { resendsName, unionError } from '../../platform/http/route-schema.ts';
 import { idShape } from '../../platform/ids.ts';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
 import { EMAIL_LIMITS } from './limits.ts';
@@ -82,11 +82,7 @@ const tagList = z
  */
 function resendAliases(body: unknown): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-  const out: Record<string, unknown> = { ...body };
-  if ('scheduled_at' in out && !('send_at' in out)) {
-    out.send_at = out.scheduled_at;
-    delete out.scheduled_at;
-  }
+  const out = { ...(resendsName('scheduled_at', 'send_at')(body) as Record<string, unknown>) };
   const template = out.template as { id?: unknown; variables?: unknown } | undefined;
   if (template && typeof template === 'object' && !('template_id' in out) && !('template_data' in out)) {
     const { id, variables, ...rest } = template;

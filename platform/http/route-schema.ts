@@ -59,6 +59,19 @@ const storableInstant = (value: string) => {
   return !(offset && Number(offset[2]) > 15) && year >= 1 && year <= 9999;
 };
 
+/**
+ * A body in which Resend's SDK names a field `resends` where Postline says `own`: taken for it when `own` is not
+ * given. Given both, `resends` stays, where the strict schema refuses it by its name.
+ */
+export const resendsName =
+  (resends: string, own: string) =>
+  (body: unknown): unknown => {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+    if (!(resends in body) || own in body) return body;
+    const { [resends]: value, ...rest } = body as Record<string, unknown>;
+    return { ...rest, [own]: value };
+  };
+
 /** A date-time a request gives: ISO 8601 with a time zone. */
 export const zonedDateTime = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone' })

@@ -10160,6 +10160,8 @@ export interface operations {
                     /** @description 1 to 100 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
                     name?: string;
                     description?: string | null;
+                    /** @description The path’s topic id again, as Resend’s SDK sends it */
+                    id?: string;
                 };
             };
         };

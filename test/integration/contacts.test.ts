@@ -185,6 +185,13 @@ describe('contacts', () => {
     ).toBe(422);
     expect((await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, { topic_id: news })).status).toBe(422);
     expect((await orgs.other.live.get(`/v1/contacts/${c}/topics`)).status).toBe(404);
+    // Resend's SDK names the topic `id`; given beside `topic_id`, it is refused by its name.
+    await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [{ id: news, subscription: 'opt_in' }]);
+    expect((await subscriptions()).News).toBe('opt_in');
+    const both = await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [
+      { id: news, topic_id: news, subscription: 'opt_out' },
+    ]);
+    expect([both.status, both.body.error.message]).toEqual([422, expect.stringContaining('`[0].id`')]);
   });
 
   it('names a contact in its path by its address too, in any letter case: get, change, topics, audiences, delete', async () => {

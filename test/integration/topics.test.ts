@@ -62,4 +62,13 @@ describe('topics', () => {
     expect((await orgs.acme.live.get('/v1/topics/top_01unknown')).body.error.code).toBe('not_found');
     expect((await orgs.acme.live.patch('/v1/topics/not-an-id', { name: 'x' })).status).toBe(404);
   });
+
+  it('takes its id repeated in a change’s body, as Resend’s SDK sends it, and refuses another', async () => {
+    const t = await orgs.acme.live.post('/v1/topics', { name: 'Repeated', default_subscription: 'opt_in' });
+    const same = await orgs.acme.live.patch(`/v1/topics/${t.body.id}`, { id: t.body.id, name: 'Again' });
+    expect(same.body).toMatchObject({ id: t.body.id, name: 'Again' });
+    const other = await orgs.acme.live.patch(`/v1/topics/${t.body.id}`, { id: 'top_01other', name: 'No' });
+    expect([other.status, other.body.error.message]).toEqual([422, '`id`: must be the topic id of the path']);
+    expect((await orgs.acme.live.get(`/v1/topics/${t.body.id}`)).body.name).toBe('Again');
+  });
 });

@@ -2,7 +2,7 @@ import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.
 import { checkBroadcastContent, checkBroadcastTemplate } from '../../domain/broadcasts/broadcast-content.ts';
 import { domainOf, parseMailbox } from '../../domain/emails/addresses.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
-import { AppError } from '../../platform/errors.ts';
+import { AppError, invalidField } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { domainNotVerified } from '../emails/sending-domain.ts';
@@ -10,29 +10,26 @@ import type { BroadcastResource } from '../look-ups.ts';
 
 type Deps = Pick<Services, 'db' | 'lookUps' | 'caches'>;
 
-const invalid = (field: string, message: string) =>
-  new AppError('validation_error', `\`${field}\`: ${message}`);
-
 /**
  * The content's rules, then what it names: a From address, the audience, the topic, the template (its look-up is
  * returned, for a send to check it is published).
  */
 export async function checkContent(services: Deps, tenant: Tenant, content: BroadcastContent) {
   const from = parseMailbox(content.from);
-  if ('error' in from) throw invalid('from', from.error);
+  if ('error' in from) throw invalidField('from', from.error);
   content.replyTo.forEach((r, i) => {
     const m = parseMailbox(r);
-    if ('error' in m) throw invalid(`reply_to[${i}]`, m.error);
+    if ('error' in m) throw invalidField(`reply_to[${i}]`, m.error);
   });
   checkBroadcastContent(content);
   if (!(await services.lookUps.findAudience(services.db, tenant, content.audienceId)))
-    throw invalid('audience_id', `audience ${content.audienceId} not found`);
+    throw invalidField('audience_id', `audience ${content.audienceId} not found`);
   if (content.topicId && !(await services.lookUps.findTopic(services.db, tenant, content.topicId)))
-    throw invalid('topic_id', `topic ${content.topicId} not found`);
+    throw invalidField('topic_id', `topic ${content.topicId} not found`);
   if (!content.templateId) return { template: null };
   const template = await services.lookUps.findPublishedVersion(services.db, tenant, content.templateId);
   if (template.status === 'not_found')
-    throw invalid('template_id', `template ${content.templateId} not found`);
+    throw invalidField('template_id', `template ${content.templateId} not found`);
   return { template };
 }
 
@@ -48,7 +45,7 @@ export async function checkSendable(services: Deps, auth: AuthContext, content: 
   if (auth.mode === 'live') {
     if (!domain?.canSendLive) throw domainNotVerified(domainName, Boolean(domain));
     if (!domain.impressum)
-      throw invalid(
+      throw invalidField(
         'from',
         `domain ${domainName} has no impressum; broadcasts print it in their footer (PATCH /v1/domains/${domain.id})`,
       );

@@ -4,7 +4,7 @@ import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
 import { sendTime } from '../../domain/emails/send-time.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
-import { resourceName, unionError } from '../../platform/http/route-schema.ts';
+import { resendsName, resourceName, unionError } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { idShape } from '../../platform/ids.ts';
@@ -38,18 +38,23 @@ const fields = {
   text: source,
   template_id: z.string().max(100).nullable(),
 };
-const createBody = z
-  .object({
-    ...fields,
-    topic_id: fields.topic_id.optional(),
-    reply_to: fields.reply_to.optional(),
-    subject: fields.subject.optional(),
-    html: fields.html.optional(),
-    text: fields.text.optional(),
-    template_id: fields.template_id.optional(),
-  })
-  .strict();
-const updateBody = z.object(fields).partial().strict();
+// Resend's SDK names the audience `segment_id` (`broadcasts.create({ segmentId })`).
+const segment = resendsName('segment_id', 'audience_id');
+const createBody = z.preprocess(
+  segment,
+  z
+    .object({
+      ...fields,
+      topic_id: fields.topic_id.optional(),
+      reply_to: fields.reply_to.optional(),
+      subject: fields.subject.optional(),
+      html: fields.html.optional(),
+      text: fields.text.optional(),
+      template_id: fields.template_id.optional(),
+    })
+    .strict(),
+);
+const updateBody = z.preprocess(segment, z.object(fields).partial().strict());
 const sendBody = z
   .object({
     send_at: sendTime,

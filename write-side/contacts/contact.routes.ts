@@ -4,7 +4,7 @@ import { BY_ID_OR_ADDRESS, Contact, ContactTopicList } from '../../domain/contac
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { notFound } from '../../platform/errors.ts';
 import { commandRoutes, knownId } from '../../platform/http/command-routes.ts';
-import { unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
+import { resendsName, unionError, zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRequest, type ApiRouter, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { idShape } from '../../platform/ids.ts';
@@ -73,12 +73,16 @@ const createInAudienceBody = z.object(fields).strict();
 const updateBody = z.object({ ...fields, email: email.optional() }).strict();
 const topicsBody = z
   .array(
-    z
-      .object({
-        topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)'),
-        subscription: z.enum(['opt_in', 'opt_out'], { error: 'must be `opt_in` or `opt_out`' }),
-      })
-      .strict(),
+    // Resend's SDK names the topic `id` (`contacts.topics.update`).
+    z.preprocess(
+      resendsName('id', 'topic_id'),
+      z
+        .object({
+          topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)'),
+          subscription: z.enum(['opt_in', 'opt_out'], { error: 'must be `opt_in` or `opt_out`' }),
+        })
+        .strict(),
+    ),
   )
   .min(1, 'must name at least one topic')
   .max(100, 'must name at most 100 topics');

@@ -5,14 +5,14 @@ import {
   type EmailScheduled,
   emailStream,
 } from '../../domain/emails/email.events.ts';
-import { AppError } from '../../platform/errors.ts';
+import { AppError, invalidField } from '../../platform/errors.ts';
 import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { BlobRow, EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../../platform/unstorable-text.ts';
 import { emailBody } from './email-body.ts';
 import type { Accepted, EmailDraft } from './email-draft.ts';
-import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt, invalid } from './email-limits.ts';
+import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt } from './email-limits.ts';
 import { countOutcomes } from './email-outcomes.ts';
 import { sendingDomain } from './sending-domain.ts';
 import { deliverable } from './suppressed-recipients.ts';
@@ -88,7 +88,7 @@ function storable(draft: EmailDraft, body: { subject: string; html: string | nul
     tags,
     attachments: attachments.map((a) => a.filename),
   });
-  if (field !== undefined) throw invalid(field, UNSTORABLE_TEXT);
+  if (field !== undefined) throw invalidField(field, UNSTORABLE_TEXT);
 }
 
 interface Checked {

@@ -1,10 +1,9 @@
 import { sentSubject } from '../../domain/templates/content-rules.ts';
-import { AppError } from '../../platform/errors.ts';
+import { AppError, invalidField } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 import { renderPublished } from '../templates/render.ts';
 import type { DraftBody, ReadyBody } from './email-draft.ts';
-import { invalid } from './email-limits.ts';
 
 type Requested = Extract<DraftBody, { requested: unknown }>['requested'];
 
@@ -20,15 +19,15 @@ export async function emailBody(
   if ('ready' in body) return body.ready;
   const input = body.requested;
   if (input.templateId === undefined) {
-    if (input.templateData !== undefined) throw invalid('template_data', 'needs `template_id`');
-    if (!input.subject) throw invalid('subject', 'is required (or send a `template_id`)');
-    if (/[\r\n]/.test(input.subject)) throw invalid('subject', 'must not contain line breaks');
+    if (input.templateData !== undefined) throw invalidField('template_data', 'needs `template_id`');
+    if (!input.subject) throw invalidField('subject', 'is required (or send a `template_id`)');
+    if (/[\r\n]/.test(input.subject)) throw invalidField('subject', 'must not contain line breaks');
     if (!input.html && !input.text)
-      throw invalid('html', 'an `html` or `text` body (or a `template_id`) is required');
+      throw invalidField('html', 'an `html` or `text` body (or a `template_id`) is required');
     return { subject: input.subject, html: input.html ?? null, text: input.text ?? null };
   }
   if (input.html !== undefined || input.text !== undefined) {
-    throw invalid('template_id', 'cannot be combined with `html` or `text`');
+    throw invalidField('template_id', 'cannot be combined with `html` or `text`');
   }
   return rendered(services, tenant, input as Requested & { templateId: string });
 }
@@ -40,7 +39,7 @@ async function rendered(
 ): Promise<ReadyBody> {
   try {
     if (input.subject && /[\r\n]/.test(input.subject))
-      throw invalid('subject', 'must not contain line breaks');
+      throw invalidField('subject', 'must not contain line breaks');
     const r = await renderPublished(
       services,
       tenant.orgId,
@@ -57,7 +56,8 @@ async function rendered(
     };
   } catch (error) {
     // A template the sender cannot use is a problem with this request's fields: 422, not 404.
-    if (error instanceof AppError && error.code === 'not_found') throw invalid('template_id', error.message);
+    if (error instanceof AppError && error.code === 'not_found')
+      throw invalidField('template_id', error.message);
     throw error;
   }
 }

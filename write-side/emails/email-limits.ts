@@ -2,12 +2,9 @@ import { recipientsOf } from '../../domain/emails/email.events.ts';
 import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
 import { isOwnedHeader } from '../../domain/emails/owned-headers.ts';
 import { SEND_TIME_RULE, sendInstant } from '../../domain/emails/send-time.ts';
-import { AppError } from '../../platform/errors.ts';
+import { invalidField } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { DraftAttachment, EmailDraft } from './email-draft.ts';
-
-export const invalid = (field: string, message: string) =>
-  new AppError('validation_error', `\`${field}\`: ${message}`);
 
 /**
  * At least one recipient, and at most the limit over to, cc and bcc: each address counts once, as it is sent to
@@ -19,9 +16,9 @@ export function checkRecipients(draft: Pick<EmailDraft, 'to' | 'cc' | 'bcc'>): v
     cc: draft.cc.map((m) => m.address),
     bcc: draft.bcc.map((m) => m.address),
   }).length;
-  if (count === 0) throw invalid('to', 'needs at least one recipient');
+  if (count === 0) throw invalidField('to', 'needs at least one recipient');
   if (count > EMAIL_LIMITS.recipients) {
-    throw invalid('to', `at most ${EMAIL_LIMITS.recipients} recipients in all (to, cc and bcc)`);
+    throw invalidField('to', `at most ${EMAIL_LIMITS.recipients} recipients in all (to, cc and bcc)`);
   }
 }
 
@@ -32,10 +29,10 @@ export function checkRecipients(draft: Pick<EmailDraft, 'to' | 'cc' | 'bcc'>): v
 export function checkSendAt(sendAt: string | undefined, now: Date): string | undefined {
   if (sendAt === undefined) return undefined;
   const t = sendInstant(sendAt, now);
-  if (Number.isNaN(t)) throw invalid('send_at', SEND_TIME_RULE);
-  if (t <= now.getTime()) throw invalid('send_at', 'must be in the future');
+  if (Number.isNaN(t)) throw invalidField('send_at', SEND_TIME_RULE);
+  if (t <= now.getTime()) throw invalidField('send_at', 'must be in the future');
   if (t > now.getTime() + EMAIL_LIMITS.sendAtHorizonDays * 86_400_000) {
-    throw invalid('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
+    throw invalidField('send_at', `must be at most ${EMAIL_LIMITS.sendAtHorizonDays} days ahead`);
   }
   return new Date(t).toISOString();
 }
@@ -44,23 +41,24 @@ export function checkSendAt(sendAt: string | undefined, now: Date): string | und
 export function checkHeaders(headers: Record<string, string>): Record<string, string> {
   const entries = Object.entries(headers);
   if (entries.length > EMAIL_LIMITS.headers)
-    throw invalid('headers', `must have at most ${EMAIL_LIMITS.headers} entries`);
+    throw invalidField('headers', `must have at most ${EMAIL_LIMITS.headers} entries`);
   // Header names are case-insensitive: of two spellings of one name only one would go out.
   const seen = new Set<string>();
   for (const [name, value] of entries) {
-    if (!/^[!-9;-~]{1,100}$/.test(name)) throw invalid(`headers.${name}`, 'is not a valid header name');
+    if (!/^[!-9;-~]{1,100}$/.test(name)) throw invalidField(`headers.${name}`, 'is not a valid header name');
     const lower = name.toLowerCase();
-    if (seen.has(lower)) throw invalid(`headers.${name}`, 'is given twice (header names ignore case)');
+    if (seen.has(lower)) throw invalidField(`headers.${name}`, 'is given twice (header names ignore case)');
     seen.add(lower);
     if (isOwnedHeader(lower)) {
-      throw invalid(
+      throw invalidField(
         `headers.${name}`,
         'is set by Postline and cannot be overridden (use the request fields instead)',
       );
     }
-    if (/[\r\n\0]/.test(value)) throw invalid(`headers.${name}`, 'must not contain line breaks (CR or LF)');
+    if (/[\r\n\0]/.test(value))
+      throw invalidField(`headers.${name}`, 'must not contain line breaks (CR or LF)');
     if (value.length > EMAIL_LIMITS.headerValueChars) {
-      throw invalid(`headers.${name}`, `must be at most ${EMAIL_LIMITS.headerValueChars} characters`);
+      throw invalidField(`headers.${name}`, `must be at most ${EMAIL_LIMITS.headerValueChars} characters`);
     }
   }
   return headers;
@@ -73,7 +71,7 @@ export function attachmentBytes(list: DraftAttachment[], at: number) {
     const bytes = Buffer.isBuffer(content) ? content : decodeBase64(content.base64, i);
     total += bytes.length;
     if (total > EMAIL_LIMITS.attachmentBytes) {
-      throw invalid(
+      throw invalidField(
         'attachments',
         `must be at most ${EMAIL_LIMITS.attachmentBytes / 1024 / 1024} MB in all (decoded)`,
       );
@@ -95,6 +93,6 @@ function decodeBase64(content: string, i: number): Buffer {
     data.length > 0 &&
     !/[^A-Za-z0-9+/]/.test(data) &&
     (compact === data ? data.length % 4 !== 1 : compact.length % 4 === 0 && data.length % 4 !== 1);
-  if (!whole) throw invalid(`attachments[${i}].content`, 'must be base64');
+  if (!whole) throw invalidField(`attachments[${i}].content`, 'must be base64');
   return Buffer.from(compact, 'base64');
 }

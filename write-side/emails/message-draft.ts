@@ -1,7 +1,7 @@
 import { domainOf, formatMailbox, type Mailbox, parseMailbox } from '../../domain/emails/addresses.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
+import { invalidField } from '../../platform/errors.ts';
 import type { EmailDraft } from './email-draft.ts';
-import { invalid } from './email-limits.ts';
 
 /**
  * A message submitted over SMTP, as the relay parsed it (smtp/): recipients from the envelope, the rest from
@@ -27,7 +27,7 @@ export interface SubmittedMessage {
 
 function mailbox(field: string, raw: string, i?: number): Mailbox {
   const m = parseMailbox(raw);
-  if ('error' in m) throw invalid(i === undefined ? field : `${field}[${i}]`, m.error);
+  if ('error' in m) throw invalidField(i === undefined ? field : `${field}[${i}]`, m.error);
   return m;
 }
 

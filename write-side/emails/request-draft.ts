@@ -2,14 +2,14 @@ import { domainOf, formatMailbox, type Mailbox, parseMailbox } from '../../domai
 import { attachmentContentType } from '../../domain/emails/attachment-types.ts';
 import type { SendEmailInput } from '../../domain/emails/request.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
+import { invalidField } from '../../platform/errors.ts';
 import type { EmailDraft } from './email-draft.ts';
-import { invalid } from './email-limits.ts';
 
 function mailboxes(field: string, value: string | string[] | undefined): Mailbox[] {
   const list = value === undefined ? [] : Array.isArray(value) ? value : [value];
   return list.map((raw, i) => {
     const m = parseMailbox(raw);
-    if ('error' in m) throw invalid(Array.isArray(value) ? `${field}[${i}]` : field, m.error);
+    if ('error' in m) throw invalidField(Array.isArray(value) ? `${field}[${i}]` : field, m.error);
     return m;
   });
 }
@@ -29,7 +29,7 @@ export function requestDraft(
   const cc = mailboxes('cc', input.cc);
   const bcc = mailboxes('bcc', input.bcc);
   const replyTo = mailboxes('reply_to', input.reply_to);
-  if (to.length === 0) throw invalid('to', 'needs at least one recipient');
+  if (to.length === 0) throw invalidField('to', 'needs at least one recipient');
   return {
     ...chosen,
     from: formatMailbox(from),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Topic } from '../../domain/topics/topics.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
+import { invalidField } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { resourceName } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
@@ -22,7 +23,14 @@ const createBody = z
     default_subscription: z.enum(['opt_in', 'opt_out'], { error: 'must be `opt_in` or `opt_out`' }),
   })
   .strict();
-const updateBody = z.object({ name: name.optional(), description: description.optional() }).strict();
+const updateBody = z
+  .object({
+    name: name.optional(),
+    description: description.optional(),
+    // Resend's SDK repeats the path's id in the body (`topics.update({ id, … })`).
+    id: z.string().optional().meta({ description: 'The path’s topic id again, as Resend’s SDK sends it' }),
+  })
+  .strict();
 
 export function topicCommandRoutes(api: ApiRouter, services: Services) {
   const topics = commandRoutes(api, services, {
@@ -53,7 +61,12 @@ export function topicCommandRoutes(api: ApiRouter, services: Services) {
     'PATCH',
     '/topics/:topic_id',
     { summary: 'Change a topic', body: updateBody, errors: ['conflict'] },
-    (req, id) => updateTopic(services, metaOf(req.auth), id, parse(updateBody, req.body)),
+    (req, id) => {
+      const { id: repeated, ...change } = parse(updateBody, req.body);
+      if (repeated !== undefined && repeated !== id)
+        throw invalidField('id', 'must be the topic id of the path');
+      return updateTopic(services, metaOf(req.auth), id, change);
+    },
   );
 
   topics.delete('/topics/:topic_id', { summary: 'Delete a topic', errors: ['conflict'] }, deleteTopic);
