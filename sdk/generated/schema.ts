@@ -16033,8 +16033,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …). */
-                    name: string;
+                    /**
+                     * @description 1 to 200 characters once the spaces around are dropped; no control characters (line breaks, tabs, …).
+                     * @default Untitled
+                     */
+                    name?: string;
                     audience_id: string;
                     topic_id?: string | null;
                     from: string;

@@ -363,6 +363,35 @@ describe('broadcasts: sending', () => {
     expect(await emailsOf(client, b.id)).toHaveLength(2);
   });
 
+  it('renders Resend’s placeholders, kept as Postline’s variables, in a broadcast made without a name', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    await contact(client, { email: 'cleo@example.org', first_name: 'Cleo', audience_ids: [aud] });
+    await contact(client, { email: 'dana@example.org', audience_ids: [aud] });
+    // Resend's own example: no name, its placeholders with a fallback and its unsubscribe link.
+    const made = await client.post('/v1/broadcasts', {
+      audience_id: aud,
+      from: 'Acme <news@acme.test>',
+      subject: 'Hello {{{FIRST_NAME|there}}}',
+      html: '<p>Hi {{{ FIRST_NAME | there }}}, <a href="{{{RESEND_UNSUBSCRIBE_URL}}}">unsubscribe</a></p>',
+      text: 'Hi {{{FIRST_NAME|there}}} ({{{EMAIL}}})',
+    });
+    const b = ok(made, 201);
+    expect(b).toMatchObject({
+      name: 'Untitled',
+      subject: 'Hello {{#if contact.first_name}}{{contact.first_name}}{{else}}there{{/if}}',
+      text: 'Hi {{#if contact.first_name}}{{contact.first_name}}{{else}}there{{/if}} ({{contact.email}})',
+    });
+    ok(await client.post(`/v1/broadcasts/${b.id}/send`, {}));
+    await expansion.runOnce();
+    const emails = await emailsOf(client, b.id);
+    const to = (who: string) => emails.find((e: any) => e.to[0].includes(who));
+    expect([to('cleo@').subject, to('dana@').subject]).toEqual(['Hello Cleo', 'Hello there']);
+    expect(to('dana@').text).toMatch(/^Hi there \(dana@example\.org\)\n/);
+    const link = /<a href="([^"]+)">unsubscribe<\/a>/.exec(to('cleo@').html)?.[1];
+    expect(link).toMatch(/^http:\/\/localhost:0\/unsubscribe\/em_[0-9a-z]+-[0-9a-z]{16}$/);
+  });
+
   it('renders a published template with the contact and the unsubscribe URL', async () => {
     const client = orgs.acme.test;
     const tpl = ok(

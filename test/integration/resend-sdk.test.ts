@@ -273,17 +273,20 @@ describe("Resend's SDK against Postline", () => {
     expect((await resend.topics.remove(id)).error).toBeNull();
   });
 
-  it('broadcasts: create with segmentId, Resend’s newer name for audienceId', async () => {
+  it('broadcasts: create as Resend’s example does, with segmentId, no name and its placeholders', async () => {
     const audienceId = (await resend.audiences.create({ name: 'Segment readers' })).data!.id;
     const created = await resend.broadcasts.create({
       segmentId: audienceId,
-      name: 'By segment',
       from: 'Acme <news@acme.test>',
-      subject: 's',
-      html: '<p>h</p>',
+      subject: 'hello world',
+      html: 'Hi {{{FIRST_NAME|there}}}, you can unsubscribe here: {{{RESEND_UNSUBSCRIBE_URL}}}',
     });
     expect(created.error).toBeNull();
-    expect((await resend.broadcasts.get(created.data!.id)).data).toMatchObject({ audience_id: audienceId });
+    expect((await resend.broadcasts.get(created.data!.id)).data).toMatchObject({
+      audience_id: audienceId,
+      name: 'Untitled',
+      html: 'Hi {{#if contact.first_name}}{{contact.first_name}}{{else}}there{{/if}}, you can unsubscribe here: {{unsubscribe_url}}',
+    });
   });
 
   it('broadcasts: create, get, list, update, send with scheduledAt, cancel; remove a draft; send now', async () => {
@@ -346,16 +349,6 @@ describe("Resend's SDK against Postline", () => {
       expect(r.error).toMatchObject({
         error: { code: 'validation_error', message: expect.stringContaining(field) },
       });
-    // A broadcast without a name (optional in Resend).
-    refused(
-      await resend.broadcasts.create({
-        audienceId,
-        from: 'Acme <news@acme.test>',
-        subject: 's',
-        html: '<p>h</p>',
-      }),
-      'name',
-    );
     // Resend's newer name for `audienceId`, `segmentId`, beside it: which one counts would be a guess.
     refused(
       await resend.broadcasts.create({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { BroadcastContent } from '../../domain/broadcasts/broadcast.events.ts';
 import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
+import { fromResendPlaceholders } from '../../domain/broadcasts/resend-placeholders.ts';
 import { sendTime } from '../../domain/emails/send-time.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
@@ -38,6 +39,7 @@ const fields = {
   text: source,
   template_id: z.string().max(100).nullable(),
 };
+const UNTITLED = 'Untitled';
 // Resend's SDK names the audience `segment_id` (`broadcasts.create({ segmentId })`).
 const segment = resendsName('segment_id', 'audience_id');
 const createBody = z.preprocess(
@@ -45,6 +47,8 @@ const createBody = z.preprocess(
   z
     .object({
       ...fields,
+      // Optional in Resend's API, which names such a broadcast "Untitled".
+      name: fields.name.default(UNTITLED),
       topic_id: fields.topic_id.optional(),
       reply_to: fields.reply_to.optional(),
       subject: fields.subject.optional(),
@@ -72,6 +76,9 @@ const sendBody = z
 const replyToList = (r: string | string[] | undefined) =>
   r === undefined ? undefined : Array.isArray(r) ? r : [r];
 
+/** A source with Resend's placeholders written as Postline's variables (docs/broadcasts.md). */
+const resends = (source: string | null | undefined) => (source ? fromResendPlaceholders(source) : source);
+
 /** The request's fields as the aggregate names them; absent ones stay absent (a PATCH changes only what it names). */
 function contentOf(body: z.infer<typeof updateBody>): Partial<BroadcastContent> {
   const out: Partial<BroadcastContent> = {
@@ -80,9 +87,9 @@ function contentOf(body: z.infer<typeof updateBody>): Partial<BroadcastContent> 
     topicId: body.topic_id,
     from: body.from,
     replyTo: replyToList(body.reply_to),
-    subject: body.subject,
-    html: body.html,
-    text: body.text,
+    subject: resends(body.subject),
+    html: resends(body.html),
+    text: resends(body.text),
     templateId: body.template_id,
   };
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
