@@ -782,6 +782,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/signing-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret (Resend's path)
+         * @description The previous secret keeps signing alongside until `previous_secret_expires_at` (24 hours, or `previous_secret_expires_in`); secrets replaced by earlier rotations keep signing until their own expiry and no longer, newest first, at most 5 signatures in all.
+         */
+        post: operations["postWebhooksWebhookIdSigningSecretRotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
         parameters: {
             query?: never;
@@ -18233,8 +18253,12 @@ export interface operations {
                 "application/json": {
                     url: string;
                     events: string[];
-                    /** @default true */
                     active?: boolean;
+                    /**
+                     * @description Resend’s name for `active`: `enabled` or `disabled`
+                     * @enum {string}
+                     */
+                    status?: "enabled" | "disabled";
                 };
             };
         };
@@ -18918,6 +18942,11 @@ export interface operations {
                     url?: string;
                     events?: string[];
                     active?: boolean;
+                    /**
+                     * @description Resend’s name for `active`: `enabled` or `disabled`
+                     * @enum {string}
+                     */
+                    status?: "enabled" | "disabled";
                 };
             };
         };
@@ -19181,6 +19210,282 @@ export interface operations {
         };
     };
     postWebhooksWebhookIdRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Seconds from now until the replaced secrets stop signing: 86400 (24 hours) by default, 0 to stop them at once (a secret that leaked). */
+                    previous_secret_expires_in?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedSecret"];
+                };
+            };
+            /** @description Error: `malformed_request`, `malformed_json` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request" | "malformed_json";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `not_found`, `route_not_found` */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "not_found" | "route_not_found";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `concurrent_modification`, `conflict` */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "concurrent_modification" | "conflict";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `body_too_large` */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "body_too_large";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `unsupported_content_type` */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "unsupported_content_type";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    postWebhooksWebhookIdSigningSecretRotate: {
         parameters: {
             query?: never;
             header?: never;

@@ -11,9 +11,9 @@ import {
   WebhookReplay,
 } from '../../domain/webhooks/webhooks.response.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { AppError, notFound } from '../../platform/errors.ts';
+import { AppError, invalidField, notFound } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
-import { zonedDateTime } from '../../platform/http/route-schema.ts';
+import { resendsName, zonedDateTime } from '../../platform/http/route-schema.ts';
 import { type ApiRouter, created, ok } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -52,13 +52,33 @@ const events = z
   .max(50, 'must list at most 50 event types')
   .transform((list) => [...new Set(list)]);
 
+/** Resend's `status` for `active`, `enabled` or `disabled`; given with `active`, it is refused by its name. */
+const status = z
+  .enum(['enabled', 'disabled'], { error: 'must be `enabled` or `disabled`' })
+  .optional()
+  .meta({ description: 'Resend’s name for `active`: `enabled` or `disabled`' });
+const withStatus = <B extends { active?: boolean; status?: 'enabled' | 'disabled' }>(body: B) => {
+  if (body.active !== undefined && body.status !== undefined)
+    throw invalidField('status', 'cannot be given with `active` (it is Resend’s name for it)');
+  const { status: given, ...rest } = body;
+  return given === undefined ? rest : { ...rest, active: given === 'enabled' };
+};
+// Resend's SDK names the url `endpoint` (`webhooks.create({ endpoint, events })`).
+const endpoint = resendsName('endpoint', 'url');
+
 const bodies = (allowPrivateNetworks: boolean) => {
   const url = urlOf(allowPrivateNetworks);
   return {
-    createBody: z.object({ url, events, active: z.boolean().default(true) }).strict(),
-    updateBody: z
-      .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional() })
-      .strict(),
+    createBody: z.preprocess(
+      endpoint,
+      z.object({ url, events, active: z.boolean().optional(), status }).strict(),
+    ),
+    updateBody: z.preprocess(
+      endpoint,
+      z
+        .object({ url: url.optional(), events: events.optional(), active: z.boolean().optional(), status })
+        .strict(),
+    ),
   };
 };
 const OVERLAP_SECONDS = ROTATION_OVERLAP_MS / 1000;
@@ -98,12 +118,12 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
   api.post(
     '/webhooks',
     async (req) => {
-      const body = parse(createBody, req.body);
+      const { active, ...body } = withStatus(parse(createBody, req.body));
       const {
         webhookId: id,
         secret,
         position,
-      } = await addWebhook(services, metaOf(req.auth), req.auth.plan, body);
+      } = await addWebhook(services, metaOf(req.auth), req.auth.plan, { ...body, active: active ?? true });
       await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, position);
       return created({ ...(await view(req.auth, id)), signing_secret: secret });
     },
@@ -123,7 +143,7 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     'PATCH',
     '/webhooks/:webhook_id',
     { summary: 'Change a webhook', body: updateBody, errors: ['conflict'] },
-    (req, id) => updateWebhook(services, metaOf(req.auth), id, parse(updateBody, req.body)),
+    (req, id) => updateWebhook(services, metaOf(req.auth), id, withStatus(parse(updateBody, req.body))),
   );
 
   webhooks.delete(
@@ -132,34 +152,36 @@ export function webhookCommandRoutes(api: ApiRouter, services: Services) {
     deleteWebhook,
   );
 
-  api.post(
-    '/webhooks/:webhook_id/rotate-secret',
-    async (req) => {
-      const id = await webhooks.id(req);
-      const { previous_secret_expires_in: expiresIn } = parse(rotateBody, req.body);
-      const overlapMs = expiresIn === undefined ? undefined : expiresIn * 1000;
-      const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id, overlapMs);
-      await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
-      return ok({
-        id,
-        signing_secret: rotated.secret,
-        previous_secret_expires_at: rotated.previousValidUntil,
-      });
-    },
-    {
-      schema: {
-        tag: 'Webhooks',
-        summary: 'Rotate the signing secret',
-        description:
-          'The previous secret keeps signing alongside until `previous_secret_expires_at` (24 hours, or ' +
-          '`previous_secret_expires_in`); secrets replaced by earlier rotations keep signing until their own ' +
-          `expiry and no longer, newest first, at most ${MAX_SIGNING_SECRETS} signatures in all.`,
-        body: rotateBody,
-        responses: { 200: RotatedSecret },
-        errors: ['conflict'],
+  // `/signing-secret/rotate` is how Resend's SDK says it (`webhooks.rotateSigningSecret`): an alias.
+  for (const path of ['/webhooks/:webhook_id/rotate-secret', '/webhooks/:webhook_id/signing-secret/rotate'])
+    api.post(
+      path,
+      async (req) => {
+        const id = await webhooks.id(req);
+        const { previous_secret_expires_in: expiresIn } = parse(rotateBody, req.body);
+        const overlapMs = expiresIn === undefined ? undefined : expiresIn * 1000;
+        const rotated = await rotateWebhookSecret(services, metaOf(req.auth), id, overlapMs);
+        await services.readYourWrites.waitFor(WEBHOOK_PROJECTIONS, rotated.position);
+        return ok({
+          id,
+          signing_secret: rotated.secret,
+          previous_secret_expires_at: rotated.previousValidUntil,
+        });
       },
-    },
-  );
+      {
+        schema: {
+          tag: 'Webhooks',
+          summary: `Rotate the signing secret${path.includes('signing-secret') ? " (Resend's path)" : ''}`,
+          description:
+            'The previous secret keeps signing alongside until `previous_secret_expires_at` (24 hours, or ' +
+            '`previous_secret_expires_in`); secrets replaced by earlier rotations keep signing until their own ' +
+            `expiry and no longer, newest first, at most ${MAX_SIGNING_SECRETS} signatures in all.`,
+          body: rotateBody,
+          responses: { 200: RotatedSecret },
+          errors: ['conflict'],
+        },
+      },
+    );
 
   api.post(
     '/webhooks/:webhook_id/deliveries/:delivery_id/retry',
