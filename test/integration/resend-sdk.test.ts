@@ -116,14 +116,21 @@ describe("Resend's SDK against Postline", () => {
     expect(Date.parse(email.send_at)).toBeLessThanOrEqual(after + 60_000);
   });
 
-  it('domains.create, list, get and remove', async () => {
-    const created = await resend.domains.create({ name: 'acme-resend.test' });
+  it('domains.create (in Resend’s EU region too), list, get, update, verify and remove', async () => {
+    const created = await resend.domains.create({ name: 'acme-resend.test', region: 'eu-west-1' });
     expect(created.error).toBeNull();
     const id = created.data!.id;
     // Postline's statuses and fields, not Resend's (docs/resend.md).
     expect(created.data).toMatchObject({ name: 'acme-resend.test', status: 'pending' });
     expect((await resend.domains.list()).data?.data.map((d) => d.id)).toContain(id);
-    expect((await resend.domains.get(id)).data).toMatchObject({ id, name: 'acme-resend.test' });
+    expect((await resend.domains.get(id)).data).toMatchObject({ id, name: 'acme-resend.test', region: 'eu' });
+    expect((await resend.domains.update({ id, openTracking: true, clickTracking: true })).error).toBeNull();
+    expect((await resend.domains.get(id)).data).toMatchObject({ open_tracking: true, click_tracking: true });
+    // Its records are looked up (none published here: the domain stays unverified).
+    expect((await resend.domains.verify(id)).error).toBeNull();
+    expect((await resend.domains.create({ name: 'us.test', region: 'us-east-1' })).error).toMatchObject({
+      error: { message: expect.stringContaining('`region`: must be `eu`') },
+    });
     expect((await resend.domains.remove(id)).error).toBeNull();
   });
 

@@ -32,10 +32,15 @@ const flag = z.boolean();
 const createBody = z
   .object({
     name: z.string().max(300, 'is too long'),
+    // Resend's region in the EU, `eu-west-1` (Ireland), is the EU too.
     region: z
       .string()
       .default('eu')
-      .refine((r) => r === 'eu', 'must be `eu`: Postline stores and processes all data in the EU only'),
+      .refine(
+        (r) => r === 'eu' || r === 'eu-west-1',
+        'must be `eu`: Postline stores and processes all data in the EU only',
+      )
+      .transform(() => 'eu'),
     open_tracking: flag.default(false),
     click_tracking: flag.default(false),
     inbound_enabled: flag.default(false),
