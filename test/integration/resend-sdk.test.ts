@@ -253,6 +253,38 @@ describe("Resend's SDK against Postline", () => {
     });
   });
 
+  it('templates without variables: create and publish in one chain, get, list, duplicate, remove; a send', async () => {
+    const created = await resend.templates
+      .create({ name: 'Welcome', subject: 'Welcome', html: '<p>Welcome aboard</p>' })
+      .publish();
+    expect(created.error).toBeNull();
+    const id = created.data!.id;
+    expect((await resend.templates.get(id)).data).toMatchObject({ id, name: 'Welcome' });
+    expect((await resend.templates.list()).data?.data.map((t) => t.id)).toContain(id);
+    const copy = await resend.templates.duplicate(id);
+    expect(copy.error).toBeNull();
+    expect(copy.data!.id).not.toBe(id);
+    const sent = await resend.emails.send({
+      from: 'Acme <hello@acme.test>',
+      to: `delivered@${SIM}`,
+      template: { id },
+    });
+    expect(sent.error).toBeNull();
+    expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({
+      subject: 'Welcome',
+      html: '<p>Welcome aboard</p>',
+    });
+    expect((await resend.templates.remove(copy.data!.id)).error).toBeNull();
+    // Resend's variables, `{ key, type, fallbackValue }`, are not Postline's (docs/resend.md).
+    const resends = await resend.templates.create({
+      name: 'Resend style',
+      subject: 'Hi',
+      html: '<p>{{{NAME}}}</p>',
+      variables: [{ key: 'NAME', type: 'string', fallbackValue: 'there' }],
+    });
+    expect(resends.error).toMatchObject({ error: { code: 'validation_error' } });
+  });
+
   it('topics: create, list, get, update, remove; a contact’s topics: update and list', async () => {
     const created = await resend.topics.create({
       name: 'Product news',
