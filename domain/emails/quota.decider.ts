@@ -22,6 +22,8 @@ export type ConsumeQuota = {
   limit: number;
   at: string;
   request?: string;
+  /** All that is requested or nothing (a strict batch): refused when less is left. */
+  whole?: boolean;
   /**
    * The emails the read model counts for the month (`email_usage`), those sent under a plan without a hard stop
    * too: a month counts once whatever plan the organization was on in it.
@@ -41,7 +43,8 @@ export interface QuotaState {
  * it. Plans without one are never refused; their overage is counted from the `emails` read model (`email_usage`,
  * GET /v1/usage). Used is the larger of the stream's grants and the read model's count (`counted`), so that what
  * was sent this month on another plan counts after a move to a plan with a hard stop. Grants what is left, up to
- * the request; refuses only when nothing is left (a batch gets a partial grant). A request's grant is taken once
+ * the request; refuses only when nothing is left (a batch gets a partial grant), or, for a request that must
+ * have all it asks (`whole`), when less is left. A request's grant is taken once
  * (`request`).
  */
 export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
@@ -54,7 +57,7 @@ export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
     // A request granted before (an interrupted attempt of it): its grant stands, nothing is taken again.
     if (c.request !== undefined && c.request in s.grants) return [];
     const left = Math.max(0, c.limit - Math.max(s.used, c.counted ?? 0));
-    if (left === 0) throw quotaExceeded(c.limit, c.month, c.at);
+    if (left === 0 || (c.whole && left < c.requested)) throw quotaExceeded(c.limit, c.month, c.at);
     return [
       {
         type: 'MonthlyQuotaConsumed',

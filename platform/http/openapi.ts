@@ -141,14 +141,14 @@ function operationOf(route: Route): ZodOpenApiOperationObject {
   const names = paramNames(route.path);
   const path = schema.params ?? z.object(Object.fromEntries(names.map((n) => [n, z.string()])));
   const idempotencyKey = route.options.idempotent && {
-    header: z.object({
-      'Idempotency-Key': z.string().min(1).max(255).optional().meta({
-        description:
-          'Within 24 hours the same key and body replay the first answer without acting again (docs/api.md).',
-        example: 'order-1234-confirmation',
-      }),
+    'Idempotency-Key': z.string().min(1).max(255).optional().meta({
+      description:
+        'Within 24 hours the same key and body replay the first answer without acting again (docs/api.md).',
+      example: 'order-1234-confirmation',
     }),
   };
+  const header =
+    idempotencyKey || schema.header ? z.object({ ...idempotencyKey, ...schema.header?.shape }) : null;
   return {
     operationId: operationId(route),
     summary: schema.summary,
@@ -160,7 +160,7 @@ function operationOf(route: Route): ZodOpenApiOperationObject {
     requestParams: {
       ...(names.length > 0 && { path }),
       ...(schema.query && { query: schema.query }),
-      ...idempotencyKey,
+      ...(header && { header }),
     },
     ...(schema.body && {
       requestBody: {

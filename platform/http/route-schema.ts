@@ -15,6 +15,8 @@ export interface RouteSchema {
   /** Path parameters; default: each `:name` of the path as a string. */
   params?: z.ZodObject;
   query?: z.ZodObject;
+  /** Request headers the route reads, beside the Idempotency-Key of an idempotent route. */
+  header?: z.ZodObject;
   body?: z.ZodType;
   /** The body may be left out (a send without options); default: required. */
   bodyOptional?: boolean;

@@ -1014,7 +1014,7 @@ export interface paths {
         put?: never;
         /**
          * Send up to 100 emails
-         * @description Each item is accepted or refused on its own; the answer lists them in order.
+         * @description Each item is accepted or refused on its own; the answer lists them in order. With `x-batch-validation: strict` (Resend’s SDK sends it), one refused item refuses the whole batch and none is sent.
          */
         post: operations["postEmailsBatch"];
         delete?: never;
@@ -22680,6 +22680,8 @@ export interface operations {
             header?: {
                 /** @description Within 24 hours the same key and body replay the first answer without acting again (docs/api.md). */
                 "Idempotency-Key"?: string;
+                /** @description Resend’s name: `strict` refuses the whole batch for a bad item; default `permissive`. */
+                "x-batch-validation"?: "strict" | "permissive";
             };
             path?: never;
             cookie?: never;

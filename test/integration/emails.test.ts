@@ -465,6 +465,43 @@ describe('POST /v1/emails/batch', () => {
       expect((await acme.live.get(`/v1/emails/${item.id}`)).status).toBe(200);
   });
 
+  it('with x-batch-validation: strict, refuses the whole batch for one bad item and sends none', async () => {
+    const strict = { 'x-batch-validation': 'strict' };
+    const listed = async () => (await acme.live.get('/v1/emails?limit=100')).body.data.length;
+    const before = await listed();
+    const r = await acme.live.post('/v1/emails/batch', [basic(), basic({ to: ['bad@'] }), basic()], strict);
+    expect(r.status).toBe(422);
+    expect(r.body.error).toMatchObject({
+      code: 'validation_error',
+      message: expect.stringMatching(/^`body\[1\]`: `to\[0\]`/),
+    });
+    const unverified = await acme.live.post(
+      '/v1/emails/batch',
+      [basic(), basic({ from: 'x@nowhere.test' })],
+      strict,
+    );
+    expect([unverified.status, unverified.body.error.code]).toEqual([422, 'domain_not_verified']);
+    expect(unverified.body.error.message).toMatch(/^`body\[1\]`: /);
+    const all = await acme.live.post('/v1/emails/batch', [basic({ to: ['bad@'] }), { from: 1 }], strict);
+    expect(all.body.error.message).toMatch(/^`body\[0\]`: /);
+    expect(await listed()).toBe(before);
+    const good = await acme.live.post('/v1/emails/batch', [basic(), basic()], strict);
+    expect(good.body.data.map((i: any) => i.status)).toEqual(['queued', 'queued']);
+    const permissive = await acme.live.post('/v1/emails/batch', [basic(), basic({ to: ['bad@'] })], {
+      'x-batch-validation': 'Permissive',
+    });
+    expect(permissive.body.data.map((i: any) => i.status ?? i.error.code)).toEqual([
+      'queued',
+      'validation_error',
+    ]);
+    const unknown = await acme.live.post('/v1/emails/batch', [basic()], { 'x-batch-validation': 'lenient' });
+    expect([unknown.status, unknown.body.error.message]).toEqual([
+      422,
+      '`x-batch-validation`: must be `strict` or `permissive`',
+    ]);
+    expect(await listed()).toBe(before + 3);
+  });
+
   it('refuses an empty batch, more than 100 items and a non-array body with 400', async () => {
     for (const body of [[], Array.from({ length: 101 }, () => basic()), basic()]) {
       const r = await acme.live.post('/v1/emails/batch', body);
@@ -492,6 +529,13 @@ describe('monthly quota', () => {
     const batch = Array.from({ length: 98 }, () => basic({ from: 'x@free.test' }));
     const b = await free.test.post('/v1/emails/batch', batch);
     expect(b.body.data.every((i: any) => i.status === 'queued')).toBe(true);
+    // A strict batch takes all it asks or nothing: three of the two left refuse it whole, taking none.
+    const strict = await free.test.post(
+      '/v1/emails/batch',
+      [basic({ from: 'x@free.test' }), basic({ from: 'x@free.test' }), basic({ from: 'x@free.test' })],
+      { 'x-batch-validation': 'strict' },
+    );
+    expect([strict.status, strict.body.error.code]).toEqual([429, 'monthly_quota_exceeded']);
     const last = await free.test.post('/v1/emails/batch', [
       basic({ from: 'x@free.test' }),
       basic({ from: 'x@free.test' }),

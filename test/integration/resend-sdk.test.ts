@@ -63,15 +63,28 @@ describe("Resend's SDK against Postline", () => {
     expect(attachments.body.data.map((a: any) => [a.filename, a.size])).toEqual([['hello.txt', 11]]);
   });
 
-  it('batch.send', async () => {
-    const batch = await resend.batch.send([
-      { from: 'Acme <hello@acme.test>', to: [`delivered@${SIM}`], subject: 'One', html: '<p>1</p>' },
-      { from: 'Acme <hello@acme.test>', to: [`delivered@${SIM}`], subject: 'Two', text: '2' },
-    ]);
+  it('batch.send: strict (the SDK’s default) refuses the whole batch for a bad item, permissive sends the rest', async () => {
+    const one = {
+      from: 'Acme <hello@acme.test>',
+      to: [`delivered@${SIM}`],
+      subject: 'One',
+      html: '<p>1</p>',
+    };
+    const batch = await resend.batch.send([one, { ...one, subject: 'Two', html: undefined, text: '2' }]);
     expect(batch.error).toBeNull();
     expect(batch.data?.data.map((e) => e.id)).toEqual([
       expect.stringMatching(/^em_/),
       expect.stringMatching(/^em_/),
+    ]);
+    const bad = { ...one, to: ['not an address'] };
+    const strict = await resend.batch.send([one, bad]);
+    expect(strict.error).toMatchObject({
+      error: { code: 'validation_error', message: expect.stringContaining('`body[1]`') },
+    });
+    const permissive = await resend.batch.send([one, bad], { batchValidation: 'permissive' });
+    expect(permissive.data?.data.map((e: any) => e.id ?? e.error.code)).toEqual([
+      expect.stringMatching(/^em_/),
+      'validation_error',
     ]);
   });
 

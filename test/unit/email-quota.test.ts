@@ -30,6 +30,16 @@ describe('monthly quota decider (Free plan hard stop)', () => {
       .given([consumed(95)])
       .when(consume(10))
       .then([consumed(5)]));
+  it('grants all a strict batch asks, or refuses it whole: nothing taken', () => {
+    spec(quotaDecider)
+      .given([consumed(90)])
+      .when({ ...consume(10), whole: true })
+      .then([consumed(10)]);
+    spec(quotaDecider)
+      .given([consumed(95)])
+      .when({ ...consume(10), whole: true })
+      .thenFails('monthly_quota_exceeded', /100/);
+  });
   it('grants a request once: a retry of it gets its grant again, taking nothing', () =>
     spec(quotaDecider)
       .given([{ ...consumed(3), data: { ...consumed(3).data, request: 'em_1' } }, consumed(97)])

@@ -45,6 +45,17 @@ const batchBody = z
 /** The batch as the document shows it: what `batchBody` checks, each item what `sendEmailInput` parses. */
 const batchRequest = z.array(sendEmailInput).min(1).max(EMAIL_LIMITS.batch);
 
+/**
+ * Resend's `x-batch-validation`: `strict` (what Resend's SDK sends unless told otherwise) refuses the whole batch
+ * for a bad item; `permissive`, and Postline without the header, accepts each item on its own.
+ */
+function batchValidation(header: string | undefined): 'strict' | 'permissive' {
+  const value = header?.trim().toLowerCase() ?? 'permissive';
+  if (value !== 'strict' && value !== 'permissive')
+    throw new AppError('validation_error', '`x-batch-validation`: must be `strict` or `permissive`');
+  return value;
+}
+
 /** The items of a batch body, as far as it is one: each gets an id in advance under an Idempotency-Key. */
 const batchItems = (body: unknown): unknown[] =>
   Array.isArray(body) ? body.slice(0, EMAIL_LIMITS.batch) : [];
@@ -95,7 +106,10 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
           throw error;
         }
       });
-      const { items, position } = await sendBatch(services, req.auth, inputs, req.idempotency);
+      const { items, position } = await sendBatch(services, req.auth, inputs, {
+        chosen: req.idempotency,
+        strict: batchValidation(req.header('x-batch-validation')) === 'strict',
+      });
       const data = items.map((i) => ('error' in i ? i.error.toJSON() : acceptedBody(i)));
       // A batch waits for the read model (readable-email.ts says why).
       await waitAfterCommit(services, EMAIL_PROJECTIONS, position, { data });
@@ -105,7 +119,14 @@ export function emailCommandRoutes(api: ApiRouter, services: Services) {
       schema: {
         tag: 'Emails',
         summary: 'Send up to 100 emails',
-        description: 'Each item is accepted or refused on its own; the answer lists them in order.',
+        description:
+          'Each item is accepted or refused on its own; the answer lists them in order. With `x-batch-validation: strict` (Resend’s SDK sends it), one refused item refuses the whole batch and none is sent.',
+        header: z.object({
+          'x-batch-validation': z.enum(['strict', 'permissive']).optional().meta({
+            description:
+              'Resend’s name: `strict` refuses the whole batch for a bad item; default `permissive`.',
+          }),
+        }),
         body: batchRequest,
         responses: { 200: BatchResult },
         errors: ['invalid_batch', ...SEND_ERRORS],

@@ -15,9 +15,10 @@ type Payer = Pick<AuthContext, 'orgId' | 'mode' | 'plan'>;
 /**
  * Takes up to `requested` emails from the quota of the month of `at` (when they are accepted: their `created_at`,
  * so that the usage read model counts them in the same month); returns how many may go. Only Free has a hard stop.
- * `request` (the first id the request chose under an Idempotency-Key): a request granted before gets its
- * grant again, not a second one. The month's emails the read model counts are used too, so that an organization
- * moved to Free mid-month keeps what it sent before (on Pro, say) in its count.
+ * `request` (the first id the request chose under an Idempotency-Key): a request granted before gets its grant
+ * again, not a second one. `whole`: all of `requested` or a refusal (a strict batch). The month's emails the read
+ * model counts are used too, so that an organization moved to Free mid-month keeps what it sent before (on Pro,
+ * say) in its count.
  */
 export async function consumeQuota(
   services: Services,
@@ -25,6 +26,7 @@ export async function consumeQuota(
   requested: number,
   at: Date,
   request?: string,
+  whole = false,
 ): Promise<number> {
   const plan = PLANS[auth.plan];
   if (!plan.monthlyHardStop || requested === 0) return requested;
@@ -38,6 +40,7 @@ export async function consumeQuota(
       limit,
       at: at.toISOString(),
       request,
+      whole,
     };
     // Nothing to count when the stream alone refuses, or when this request was granted before.
     if (state.used >= limit || (request !== undefined && request in state.grants)) return command;

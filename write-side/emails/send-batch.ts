@@ -13,22 +13,27 @@ export type BatchItem = Accepted | { error: AppError };
 
 /**
  * `POST /v1/emails/batch`: each item is accepted on its own (`acceptEmail`): a bad item gets its error, the others
- * go. Nothing is appended before every item has passed or failed its checks; those that passed share one grant of
- * the quota (`BatchQuota`). `chosen`: the ids an Idempotency-Key chose in advance.
+ * go; in a `strict` batch a bad item refuses the whole batch, and nothing goes. Nothing is appended before every
+ * item has passed or failed its checks; those that passed share one grant of the quota (`BatchQuota`). `chosen`:
+ * the ids an Idempotency-Key chose in advance.
  */
 export async function sendBatch(
   services: Services,
   auth: AuthContext,
   inputs: (SendEmailInput | AppError)[],
-  chosen?: { ids: string[]; resumed: boolean },
+  o: { chosen?: { ids: string[]; resumed: boolean }; strict?: boolean } = {},
 ): Promise<{ items: BatchItem[]; position?: Position }> {
+  const { chosen } = o;
   // One time for the whole batch: its emails' `created_at` and the month of its one quota grant.
   const at = services.clock.now();
-  const quota = new BatchQuota(services, auth, inputs.length, at, chosen?.ids[0]);
+  const quota = new BatchQuota(services, auth, inputs.length, at, {
+    request: chosen?.ids[0],
+    strict: o.strict,
+  });
   const items = await Promise.all(
     inputs.map(async (input, i): Promise<BatchItem> => {
       if (input instanceof AppError) {
-        quota.arrive(i, 'skip');
+        quota.arrive(i, 'skip', undefined, input);
         return { error: input };
       }
       const emailId = chosen?.ids[i] ?? newId('em', services.clock.now().getTime());
@@ -44,8 +49,11 @@ export async function sendBatch(
         return accepted;
       } catch (error) {
         if (error instanceof BatchFailed) throw error.reason;
-        quota.arrive(i, 'skip', error instanceof AppError ? undefined : error);
-        if (error instanceof AppError) return { error };
+        if (error instanceof AppError) {
+          quota.arrive(i, 'skip', undefined, error);
+          return { error };
+        }
+        quota.arrive(i, 'skip', error);
         if (!paid) throw error;
         // Others may already be accepted: a failure here is this item's answer, not the whole batch's 500.
         services.log.error({ err: error }, 'batch item failed');
@@ -53,6 +61,8 @@ export async function sendBatch(
       }
     }),
   );
+  // Every item refused: no taker heard of the strict batch's refusal.
+  if (quota.refusal) throw quota.refusal;
   const positions = items.flatMap((i) => ('position' in i && i.position ? [i.position] : []));
   return { items, position: positions.sort(comparePositions).at(-1) };
 }
