@@ -44,8 +44,7 @@ export interface QuotaState {
  * GET /v1/usage). Used is the larger of the stream's grants and the read model's count (`counted`), so that what
  * was sent this month on another plan counts after a move to a plan with a hard stop. Grants what is left, up to
  * the request; refuses only when nothing is left (a batch gets a partial grant), or, for a request that must
- * have all it asks (`whole`), when less is left. A request's grant is taken once
- * (`request`).
+ * have all it asks (`whole`), when less is left. A request's grant is taken once (`request`).
  */
 export const quotaDecider: Decider<ConsumeQuota, QuotaEvent, QuotaState> = {
   initialState: { used: 0, grants: {} },

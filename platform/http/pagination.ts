@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../errors.ts';
+import { AppError, invalidField } from '../errors.ts';
 import { zonedDateTime } from './route-schema.ts';
 import { parse } from './validate.ts';
 
@@ -30,12 +30,8 @@ export const pageQuery = z.object({
 
 /** Resend's names of the cursors, each beside Postline's own: given both, which one counts would be a guess. */
 function cursorOf(q: Record<string, string | undefined>, own: string, resends: string): string | undefined {
-  if (q[own] !== undefined && q[resends] !== undefined) {
-    throw new AppError(
-      'validation_error',
-      `\`${resends}\`: cannot be given with ${own} (it is Resend’s name for it)`,
-    );
-  }
+  if (q[own] !== undefined && q[resends] !== undefined)
+    throw invalidField(resends, `cannot be given with ${own} (it is Resend’s name for it)`);
   return q[own] ?? q[resends];
 }
 

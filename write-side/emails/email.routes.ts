@@ -3,7 +3,7 @@ import { AcceptedEmail, BatchResult, Email } from '../../domain/emails/emails.re
 import { EMAIL_LIMITS } from '../../domain/emails/limits.ts';
 import { sendEmailInput, updateEmailInput } from '../../domain/emails/request.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
-import { AppError, type ErrorCode } from '../../platform/errors.ts';
+import { AppError, type ErrorCode, invalidField } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { type ApiRouter, ok, waitAfterCommit } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
@@ -52,7 +52,7 @@ const batchRequest = z.array(sendEmailInput).min(1).max(EMAIL_LIMITS.batch);
 function batchValidation(header: string | undefined): 'strict' | 'permissive' {
   const value = header?.trim().toLowerCase() ?? 'permissive';
   if (value !== 'strict' && value !== 'permissive')
-    throw new AppError('validation_error', '`x-batch-validation`: must be `strict` or `permissive`');
+    throw invalidField('x-batch-validation', 'must be `strict` or `permissive`');
   return value;
 }
 
