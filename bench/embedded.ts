@@ -103,6 +103,10 @@ async function measureOne(
     LOG_LEVEL: 'warn',
     RATE_LIMIT_RPS: '1000000',
     RATE_LIMIT_BATCH_RPS: '1000000',
+    // Every listener as `npm start` opens them, on free ports: a Postline running beside holds the defaults.
+    SMTP_SUBMISSION_PORT: '0',
+    SMTP_SUBMISSIONS_PORT: '0',
+    SMTP_MX_PORT: '0',
   };
   const { child, startMs } = await serve(env);
   const pid = child.pid!;
