@@ -129,6 +129,41 @@ describe("Resend's SDK against Postline", () => {
     expect(Date.parse(email.send_at)).toBeLessThanOrEqual(after + 60_000);
   });
 
+  it('emails.receiving: list, get, and its attachments, through the /emails/receiving alias', async () => {
+    const raw = [
+      'From: ann@remote.test',
+      'To: hooks@acme.test',
+      'Subject: Received through the SDK',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      'body',
+      '--b',
+      'Content-Type: text/plain; name="a.txt"',
+      'Content-Disposition: attachment; filename="a.txt"',
+      '',
+      'file',
+      '--b--',
+    ].join('\r\n');
+    const injected = await acme.test.post('/v1/emails/received', { raw });
+    expect(injected.status).toBe(201);
+    const id = injected.body.id;
+    expect((await resend.emails.receiving.list()).data?.data.map((e) => e.id)).toContain(id);
+    expect((await resend.emails.receiving.get(id)).data).toMatchObject({
+      id,
+      subject: 'Received through the SDK',
+    });
+    const attachments = await resend.emails.receiving.attachments.list({ emailId: id });
+    expect(attachments.data?.data.map((a) => a.filename)).toEqual(['a.txt']);
+    const attachment = await resend.emails.receiving.attachments.get({
+      emailId: id,
+      id: attachments.data!.data[0].id,
+    });
+    expect(attachment.data).toMatchObject({ filename: 'a.txt', download_url: expect.any(String) });
+  });
+
   it('domains.create (in Resend’s EU region too), list, get, update, verify and remove', async () => {
     const created = await resend.domains.create({ name: 'acme-resend.test', region: 'eu-west-1' });
     expect(created.error).toBeNull();
