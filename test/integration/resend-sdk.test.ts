@@ -1,5 +1,6 @@
 import { Resend } from 'resend';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { messageWithAttachment } from '../fixtures/received-email.ts';
 import { documentCheckingFetch } from '../support/openapi-responses.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
 
@@ -130,23 +131,7 @@ describe("Resend's SDK against Postline", () => {
   });
 
   it('emails.receiving: list, get, and its attachments, through the /emails/receiving alias', async () => {
-    const raw = [
-      'From: ann@remote.test',
-      'To: hooks@acme.test',
-      'Subject: Received through the SDK',
-      'Content-Type: multipart/mixed; boundary="b"',
-      '',
-      '--b',
-      'Content-Type: text/plain',
-      '',
-      'body',
-      '--b',
-      'Content-Type: text/plain; name="a.txt"',
-      'Content-Disposition: attachment; filename="a.txt"',
-      '',
-      'file',
-      '--b--',
-    ].join('\r\n');
+    const raw = messageWithAttachment('Received through the SDK');
     const injected = await acme.test.post('/v1/emails/received', { raw });
     expect(injected.status).toBe(201);
     const id = injected.body.id;

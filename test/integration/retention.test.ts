@@ -3,7 +3,7 @@ import { receivedEmailStream } from '../../domain/received-emails/received-email
 import { ManualClock } from '../../platform/clock.ts';
 import { newId } from '../../platform/ids.ts';
 import { RetentionProcess } from '../../processes/retention/retention.process.ts';
-import { receivedEmail } from '../fixtures/received-email.ts';
+import { messageWithAttachment, receivedEmail } from '../fixtures/received-email.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import type { TestOrg } from '../support/service.ts';
@@ -128,23 +128,7 @@ describe('restoring a deleted domain', () => {
 
 describe('retention of received emails', () => {
   it('deletes the raw message, content and attachments after INBOUND_RETENTION_DAYS; the metadata stays', async () => {
-    const raw = [
-      'From: ann@remote.test',
-      'To: hooks@acme.test',
-      'Subject: Keep me a while',
-      'Content-Type: multipart/mixed; boundary="b"',
-      '',
-      '--b',
-      'Content-Type: text/plain',
-      '',
-      'body',
-      '--b',
-      'Content-Type: text/plain; name="a.txt"',
-      'Content-Disposition: attachment; filename="a.txt"',
-      '',
-      'file',
-      '--b--',
-    ].join('\n');
+    const raw = messageWithAttachment('Keep me a while');
     const injected = await acme.test.post('/v1/emails/received', { raw });
     expect(injected.status).toBe(201);
     const id = injected.body.id;
