@@ -61,6 +61,11 @@ export function checkTemplateContent(content: TemplateContent): void {
     }
     if (declared.has(v.name)) throw invalid(`\`variables[${i}].name\`: \`${v.name}\` is declared twice`);
     declared.add(v.name);
+    if (v.fallback === undefined) return;
+    // A fallback stands in for the value: it has the variable's type, and a variable that has one is never missing.
+    if (typeof v.fallback !== v.type)
+      throw invalid(`\`variables[${i}].fallback\`: must be a ${v.type}, as the variable is`);
+    if (v.required) throw invalid(`\`variables[${i}].fallback\`: a required variable has no fallback`);
   });
 
   for (const part of ['subject', 'html', 'text'] as const) {

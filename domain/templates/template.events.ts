@@ -6,6 +6,8 @@ export interface TemplateVariable {
   name: string;
   type: VariableType;
   required: boolean;
+  /** What a send that does not give the variable (or gives null) renders with; a plain value of its type. */
+  fallback?: string | number | boolean;
 }
 
 /** What a version holds: the three Handlebars sources and the declared variables. */

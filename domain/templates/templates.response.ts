@@ -5,6 +5,7 @@ const variable = z.strictObject({
   name: z.string(),
   type: z.enum(['string', 'number', 'boolean', 'object', 'array']),
   required: z.boolean(),
+  fallback: z.union([z.string(), z.number(), z.boolean()]).optional(),
 });
 
 const version = {

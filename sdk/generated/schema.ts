@@ -2172,6 +2172,7 @@ export interface components {
                 /** @enum {string} */
                 type: "string" | "number" | "boolean" | "object" | "array";
                 required: boolean;
+                fallback?: string | number | boolean;
             }[];
             /** Format: date-time */
             created_at: string;
@@ -2207,6 +2208,7 @@ export interface components {
                 /** @enum {string} */
                 type: "string" | "number" | "boolean" | "object" | "array";
                 required: boolean;
+                fallback?: string | number | boolean;
             }[];
             /** Format: date-time */
             created_at: string;
@@ -6979,7 +6981,6 @@ export interface operations {
                     subject: string;
                     html?: string | null;
                     text?: string | null;
-                    /** @default [] */
                     variables?: {
                         name: string;
                         /**
@@ -6989,6 +6990,7 @@ export interface operations {
                         type?: "string" | "number" | "boolean" | "object" | "array";
                         /** @default false */
                         required?: boolean;
+                        fallback?: string | number | boolean;
                     }[];
                 };
             };
@@ -7686,6 +7688,7 @@ export interface operations {
                         type?: "string" | "number" | "boolean" | "object" | "array";
                         /** @default false */
                         required?: boolean;
+                        fallback?: string | number | boolean;
                     }[];
                 };
             };

@@ -286,7 +286,7 @@ describe("Resend's SDK against Postline", () => {
     });
   });
 
-  it('templates without variables: create and publish in one chain, get, list, duplicate, remove; a send', async () => {
+  it('templates: create and publish in one chain, get, list, duplicate, remove; sends, with Resend’s variables', async () => {
     const created = await resend.templates
       .create({ name: 'Welcome', subject: 'Welcome', html: '<p>Welcome aboard</p>' })
       .publish();
@@ -308,14 +308,41 @@ describe("Resend's SDK against Postline", () => {
       html: '<p>Welcome aboard</p>',
     });
     expect((await resend.templates.remove(copy.data!.id)).error).toBeNull();
-    // Resend's variables, `{ key, type, fallbackValue }`, are not Postline's (docs/resend.md).
-    const resends = await resend.templates.create({
-      name: 'Resend style',
-      subject: 'Hi',
-      html: '<p>{{{NAME}}}</p>',
-      variables: [{ key: 'NAME', type: 'string', fallbackValue: 'there' }],
+    // Resend's variables, `{ key, type, fallbackValue }`: one with a fallback renders it when not given, one
+    // without is required, as in Resend.
+    const resends = await resend.templates
+      .create({
+        name: 'Resend style',
+        subject: 'Hi {{{NAME}}}',
+        html: '<p>{{{NAME}}}, order {{{ORDER}}}</p>',
+        variables: [
+          { key: 'NAME', type: 'string', fallbackValue: 'there' },
+          { key: 'ORDER', type: 'number' },
+        ],
+      })
+      .publish();
+    expect(resends.error).toBeNull();
+    const variables = (await resend.templates.get(resends.data!.id)).data as unknown as {
+      published: { variables: object[] };
+    };
+    expect(variables.published.variables).toEqual([
+      { name: 'NAME', type: 'string', required: false, fallback: 'there' },
+      { name: 'ORDER', type: 'number', required: true },
+    ]);
+    const send = (templateVariables: Record<string, string | number>) =>
+      resend.emails.send({
+        from: 'Acme <hello@acme.test>',
+        to: `delivered@${SIM}`,
+        template: { id: resends.data!.id, variables: templateVariables },
+      });
+    const fallen = await send({ ORDER: 7 });
+    expect((await resend.emails.get(fallen.data!.id)).data).toMatchObject({
+      subject: 'Hi there',
+      html: '<p>there, order 7</p>',
     });
-    expect(resends.error).toMatchObject({ error: { code: 'validation_error' } });
+    const named = await send({ NAME: 'Ann', ORDER: 8 });
+    expect((await resend.emails.get(named.data!.id)).data).toMatchObject({ subject: 'Hi Ann' });
+    expect((await send({ NAME: 'Ann' })).error).toMatchObject({ error: { code: 'template_render_error' } });
   });
 
   it('topics: create, list, get, update, remove; a contact’s topics: update and list', async () => {

@@ -309,6 +309,21 @@ describe('templates: rendering over HTTP', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('renders a variable’s fallback where the data does not give it', async () => {
+    const t = await acme.live.post('/v1/templates', {
+      name: 'With fallback',
+      subject: 'Hi {{first_name}}',
+      text: 'Hi {{first_name}}',
+      variables: [{ name: 'first_name', type: 'string', fallback: 'there' }],
+    });
+    expect(t.body.draft.variables).toEqual([
+      { name: 'first_name', type: 'string', required: false, fallback: 'there' },
+    ]);
+    await acme.live.post(`/v1/templates/${t.body.id}/publish`);
+    const r = await acme.live.post('/v1/templates/render', { template_id: t.body.id, template_data: {} });
+    expect([r.body.subject, r.body.text]).toEqual(['Hi there', 'Hi there']);
+  });
+
   it('names missing required variables', async () => {
     const r = await acme.live.post('/v1/templates/render', { template_id: id, template_data: { plan: 'x' } });
     expect(r.status).toBe(422);
@@ -373,6 +388,17 @@ describe('templates: validation', () => {
       [
         { ...welcome, variables: [{ name: 'first_name', type: 'date', required: true }] },
         /variables\[0\]\.type/,
+      ],
+      [
+        {
+          ...welcome,
+          variables: [{ name: 'first_name', type: 'string', required: false, fallback: { a: 1 } }],
+        },
+        /variables\[0\]\.fallback`: must be a string, a number or a boolean/,
+      ],
+      [
+        { ...welcome, variables: [{ name: 'first_name', type: 'string', required: false, fallback: 3 }] },
+        /variables\[0\]\.fallback`: must be a string, as the variable is/,
       ],
       [{ ...welcome, html: '{{> header}}' }, /partials/],
       [{ ...welcome, html: '{{upper first_name}}' }, /unknown helper `upper`/],

@@ -59,6 +59,20 @@ describe('rendering', () => {
     expect(renderVersion(two, { a: 'x', b: 2, extra: 1 }).subject).toBe('x 2');
   });
 
+  it('renders a variable’s fallback where the data does not give it, or gives null; a given value wins', () => {
+    const greeting = version({
+      subject: 'Hi {{name}}',
+      html: '<p>{{name}}, {{count}} new</p>',
+      variables: [
+        { name: 'name', type: 'string', required: false, fallback: 'there' },
+        { name: 'count', type: 'number', required: false, fallback: 0 },
+      ],
+    });
+    expect(renderVersion(greeting, {})).toMatchObject({ subject: 'Hi there', html: '<p>there, 0 new</p>' });
+    expect(renderVersion(greeting, { name: null, count: 3 }).html).toBe('<p>there, 3 new</p>');
+    expect(renderVersion(greeting, { name: 'Ann' }).subject).toBe('Hi Ann');
+  });
+
   it('reads only the data own keys: a variable named like an Object member is missing when not given', () => {
     const named = version({
       subject: '{{constructor}}',

@@ -170,6 +170,27 @@ describe('template decider: rules', () => {
       message: /variables\[1\]\.name.*declared twice/,
     },
     {
+      rule: 'refuses a fallback of another type than its variable’s',
+      history: [],
+      command: {
+        ...create,
+        content: {
+          ...content,
+          variables: [{ name: 'name', type: 'number', required: false, fallback: 'x' }],
+        },
+      },
+      message: /`variables\[0\]\.fallback`: must be a number, as the variable is/,
+    },
+    {
+      rule: 'refuses a fallback on a required variable',
+      history: [],
+      command: {
+        ...create,
+        content: { ...content, variables: [{ name: 'name', type: 'string', required: true, fallback: 'x' }] },
+      },
+      message: /`variables\[0\]\.fallback`: a required variable has no fallback/,
+    },
+    {
       rule: 'refuses a syntax error with line and column',
       history: [],
       command: { ...create, content: { ...content, text: 'Hi\n{{#if name}}x{{/each}}' } },

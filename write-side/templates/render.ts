@@ -46,6 +46,12 @@ function checkData(version: PublishedVersion, data: Record<string, unknown>) {
   }
 }
 
+/** The data with each fallback where the data does not give its variable, or gives null. */
+function withFallbacks(fallbacks: PublishedVersion['variables'], data: Record<string, unknown>) {
+  const missing = fallbacks.filter((v) => !Object.hasOwn(data, v.name) || data[v.name] === null);
+  return missing.length ? { ...data, ...Object.fromEntries(missing.map((v) => [v.name, v.fallback])) } : data;
+}
+
 /** Renders a version with `data`: pure apart from the compile cache. */
 export const renderVersion = (version: PublishedVersion, data: Record<string, unknown>): RenderedTemplate =>
   versionRenderer(version)(data);
@@ -59,9 +65,11 @@ export function versionRenderer(
     const source = version[part];
     return source ? [{ part, render: partRenderer(version.versionId, part, source) }] : [];
   });
-  return (data) => {
-    if (typeof data !== 'object' || data === null || Array.isArray(data))
+  const fallbacks = version.variables.filter((v) => v.fallback !== undefined);
+  return (given) => {
+    if (typeof given !== 'object' || given === null || Array.isArray(given))
       throw renderError('`template_data`: must be an object');
+    const data = withFallbacks(fallbacks, given);
     checkData(version, data);
     const subject = subjectOf(data);
     if (/[\r\n]/.test(subject)) {

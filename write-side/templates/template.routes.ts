@@ -22,13 +22,35 @@ import {
 export const TEMPLATE_PROJECTIONS = ['templates'];
 
 const name = resourceName(TEMPLATE_NAME_MAX);
-const variable = z
-  .object({
-    name: z.string().min(1, 'is required').max(100, 'must be at most 100 characters'),
-    type: z.enum(['string', 'number', 'boolean', 'object', 'array']).default('string'),
-    required: z.boolean().default(false),
-  })
-  .strict();
+/**
+ * Resend's shape of a variable, `{ key, type, fallback_value }` (its SDK's `templates.create`): `key` is the name,
+ * `fallback_value` the fallback, and a variable without one is required, as in Resend.
+ */
+const resendsVariable = (v: unknown) => {
+  if (typeof v !== 'object' || v === null || !('key' in v) || 'name' in v) return v;
+  const { key, fallback_value, ...rest } = v as Record<string, unknown>;
+  return {
+    name: key,
+    required: fallback_value === undefined || fallback_value === null,
+    ...rest,
+    ...(fallback_value !== undefined && fallback_value !== null && { fallback: fallback_value }),
+  };
+};
+const variable = z.preprocess(
+  resendsVariable,
+  z
+    .object({
+      name: z.string().min(1, 'is required').max(100, 'must be at most 100 characters'),
+      type: z.enum(['string', 'number', 'boolean', 'object', 'array']).default('string'),
+      required: z.boolean().default(false),
+      fallback: z
+        .union([z.string().max(1000, 'must be at most 1000 characters'), z.number(), z.boolean()], {
+          error: 'must be a string, a number or a boolean',
+        })
+        .optional(),
+    })
+    .strict(),
+);
 // Sizes and Handlebars syntax are the decider's rules (content-rules.ts); here only the shapes.
 const content = {
   subject: z.string().min(1, 'is required'),
