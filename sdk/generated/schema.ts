@@ -621,7 +621,10 @@ export interface paths {
         /** List broadcasts */
         get: operations["getBroadcasts"];
         put?: never;
-        /** Create a broadcast (a draft) */
+        /**
+         * Create a broadcast (a draft)
+         * @description With `send: true` (Resend’s), it is sent at once, or at `scheduled_at`, as `POST /v1/broadcasts/{id}/send` would: what that send refuses, this create refuses before anything is made.
+         */
         post: operations["postBroadcasts"];
         delete?: never;
         options?: never;
@@ -16154,6 +16157,16 @@ export interface operations {
                     html?: string | null;
                     text?: string | null;
                     template_id?: string | null;
+                    /** @description Send it at once, as `POST …/send` would (Resend’s). */
+                    send?: boolean;
+                    /**
+                     * @description With `send: true`: when (Resend’s).
+                     * @example 2026-12-24T09:00:00+01:00
+                     * @example in 1 hour
+                     * @example tomorrow at 9am
+                     * @example Friday at 3pm CET
+                     */
+                    scheduled_at?: string;
                 };
             };
         };
@@ -16302,7 +16315,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_error` */
+            /** @description Error: `validation_error`, `domain_not_verified`, `template_not_published` */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
@@ -16317,7 +16330,7 @@ export interface operations {
                             type: "validation_error";
                             message: string;
                             /** @enum {string} */
-                            code: "validation_error";
+                            code: "validation_error" | "domain_not_verified" | "template_not_published";
                         };
                     } & {
                         [key: string]: unknown;

@@ -277,6 +277,34 @@ describe('broadcasts: drafts', () => {
     },
   );
 
+  it('creates and sends in one call with send: true, now or at scheduled_at, as Resend does', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    const now = ok(await draft(client, { audience_id: aud, send: true }), 201);
+    expect(now).toMatchObject({ status: 'sending', send_at: null });
+    const later = ok(await draft(client, { audience_id: aud, send: true, scheduled_at: 'in 2 hours' }), 201);
+    expect(later).toMatchObject({
+      status: 'scheduled',
+      send_at: new Date(clock.now().getTime() + 7200_000).toISOString(),
+    });
+    const listed = async (c = client) => (await c.get('/v1/broadcasts?limit=100')).body.data.length;
+    const before = await listed();
+    const timeless = await draft(client, { audience_id: aud, scheduled_at: 'in 2 hours' });
+    expect([timeless.status, timeless.body.error.message]).toEqual([
+      422,
+      '`scheduled_at`: needs `send: true`: a draft has no time',
+    ]);
+    const past = await draft(client, { audience_id: aud, send: true, scheduled_at: 'yesterday' });
+    expect([past.status, past.body.error.message]).toEqual([422, '`send_at`: must be in the future']);
+    // What the send refuses leaves no draft behind: a live key's unverified domain.
+    const liveAudience = await audience(orgs.acme.live);
+    const liveBefore = await listed(orgs.acme.live);
+    const unverified = await draft(orgs.acme.live, { audience_id: liveAudience, send: true });
+    expect([unverified.status, unverified.body.error.code]).toEqual([422, 'domain_not_verified']);
+    expect(await listed(orgs.acme.live)).toBe(liveBefore);
+    expect(await listed()).toBe(before);
+  });
+
   it('refuses a send that gives the time under both names, as an email send does', async () => {
     const aud = await audience(orgs.acme.test);
     const b = ok(await draft(orgs.acme.test, { audience_id: aud }), 201);

@@ -386,6 +386,17 @@ describe("Resend's SDK against Postline", () => {
       name: 'Untitled',
       html: 'Hi {{#if contact.first_name}}{{contact.first_name}}{{else}}there{{/if}}, you can unsubscribe here: {{unsubscribe_url}}',
     });
+    // Created and scheduled in one call.
+    const scheduled = await resend.broadcasts.create({
+      segmentId: audienceId,
+      from: 'Acme <news@acme.test>',
+      subject: 'Later',
+      html: '<p>Later</p>',
+      send: true,
+      scheduledAt: 'in 1 hour',
+    });
+    expect(scheduled.error).toBeNull();
+    expect((await resend.broadcasts.get(scheduled.data!.id)).data).toMatchObject({ status: 'scheduled' });
   });
 
   it('broadcasts: create, get, list, update, send with scheduledAt, cancel; remove a draft; send now', async () => {

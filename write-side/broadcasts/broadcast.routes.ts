@@ -4,12 +4,14 @@ import { Broadcast } from '../../domain/broadcasts/broadcasts.response.ts';
 import { fromResendPlaceholders } from '../../domain/broadcasts/resend-placeholders.ts';
 import { sendTime } from '../../domain/emails/send-time.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
+import { invalidField } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
 import { resendsName, resourceName, unionError } from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
+import { checkSendAt } from '../emails/email-limits.ts';
 import {
   cancelBroadcast,
   createBroadcast,
@@ -17,6 +19,7 @@ import {
   sendBroadcast,
   updateBroadcast,
 } from './broadcast.commands.ts';
+import { checkSendable } from './broadcast-checks.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const BROADCAST_PROJECTIONS = ['broadcasts'];
@@ -55,6 +58,12 @@ const createBody = z.preprocess(
       html: fields.html.optional(),
       text: fields.text.optional(),
       template_id: fields.template_id.optional(),
+      // Resend's create and send in one call (`broadcasts.create({ …, send: true, scheduledAt })`).
+      send: z
+        .boolean()
+        .optional()
+        .meta({ description: 'Send it at once, as `POST …/send` would (Resend’s).' }),
+      scheduled_at: sendTime.optional().meta({ description: 'With `send: true`: when (Resend’s).' }),
     })
     .strict(),
 );
@@ -108,15 +117,28 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
 
   broadcasts.create(
     '/broadcasts',
-    { summary: 'Create a broadcast (a draft)', body: createBody },
+    {
+      summary: 'Create a broadcast (a draft)',
+      description:
+        'With `send: true` (Resend’s), it is sent at once, or at `scheduled_at`, as `POST /v1/broadcasts/{id}/send` would: what that send refuses, this create refuses before anything is made.',
+      body: createBody,
+      errors: ['domain_not_verified', 'template_not_published'],
+    },
     async (req) => {
-      const body = parse(createBody, req.body);
+      const { send, scheduled_at: sendAt, ...body } = parse(createBody, req.body);
+      if (sendAt !== undefined && !send)
+        throw invalidField('scheduled_at', 'needs `send: true`: a draft has no time');
       const absent = { topicId: null, replyTo: [], subject: null, html: null, text: null, templateId: null };
-      const { broadcastId: id, position } = await createBroadcast(services, metaOf(req.auth), {
-        ...absent,
-        ...contentOf(body),
-      } as BroadcastContent);
-      return { id, position };
+      const content = { ...absent, ...contentOf(body) } as BroadcastContent;
+      // The send's own checks first, so that a send it would refuse leaves no draft behind.
+      if (send) {
+        checkSendAt(sendAt, services.clock.now());
+        await checkSendable(services, req.auth, content);
+      }
+      const created = await createBroadcast(services, metaOf(req.auth), content);
+      if (!send) return { id: created.broadcastId, position: created.position };
+      const sent = await sendBroadcast(services, req.auth, created.broadcastId, sendAt);
+      return { id: created.broadcastId, position: sent.position };
     },
   );
 
