@@ -14,6 +14,7 @@ const contentRow = (c: BroadcastContent) => ({
   html: c.html,
   text_body: c.text,
   template_id: c.templateId,
+  preview_text: c.previewText ?? null,
 });
 
 /** A broadcast in a new status since `at`, which its own column keeps too. */

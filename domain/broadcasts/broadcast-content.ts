@@ -120,3 +120,20 @@ export function withFooter(
       : `${body.text}\n\n-- \n${[...lines, `Unsubscribe: ${unsubscribeUrl}`].join('\n')}\n`;
   return { html, text };
 }
+
+/** Hidden from the reader, shown by inbox lists after the subject: the style mail clients honour (Outlook too). */
+const HIDDEN =
+  'display:none;font-size:1px;line-height:1px;max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all';
+
+/**
+ * A broadcast's html with its preview text (the preheader) first: right after `<body …>` in a whole document,
+ * else at the start; the text plain, escaped.
+ */
+export function withPreheader(html: string, previewText: string | null | undefined): string {
+  if (!previewText) return html;
+  const preheader = `<div style="${HIDDEN}">${htmlEscape(previewText)}</div>`;
+  const body = /<body\b[^>]*>/i.exec(html);
+  if (!body) return preheader + html;
+  const at = body.index + body[0].length;
+  return html.slice(0, at) + preheader + html.slice(at);
+}

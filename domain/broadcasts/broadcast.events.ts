@@ -17,6 +17,11 @@ export interface BroadcastContent {
   html: string | null;
   text: string | null;
   templateId: string | null;
+  /**
+   * The preheader, the line an inbox shows after the subject (Resend's `preview_text`): plain text, hidden at the
+   * top of the html. Absent in broadcasts made before it existed.
+   */
+  previewText?: string | null;
 }
 
 /** Contacts of the audience that were not sent to, by reason. */

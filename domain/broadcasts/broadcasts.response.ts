@@ -15,6 +15,10 @@ const broadcastFields = {
   html: z.string().nullable(),
   text: z.string().nullable(),
   template_id: z.string().nullable(),
+  preview_text: z
+    .string()
+    .nullable()
+    .meta({ description: 'The preheader an inbox shows after the subject.' }),
   status: z.enum(['draft', 'scheduled', 'sending', 'sent', 'canceled']),
   send_at: timestamp.nullable().meta({ description: 'When a scheduled broadcast starts sending.' }),
   progress: z

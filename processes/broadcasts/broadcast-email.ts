@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { BroadcastContent, EmailIdScheme } from '../../domain/broadcasts/broadcast.events.ts';
-import { type RecipientData, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
+import { type RecipientData, withFooter, withPreheader } from '../../domain/broadcasts/broadcast-content.ts';
 import { sentSubject } from '../../domain/templates/content-rules.ts';
 import { partRenderer } from '../../domain/templates/sandbox.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -73,7 +73,7 @@ export function renderer(
       const r = render(data as unknown as Record<string, unknown>);
       return {
         subject: sentSubject(content.subject ? subjectOf(data) : r.subject),
-        html: r.html,
+        html: r.html === null ? null : withPreheader(r.html, content.previewText),
         text: r.text,
       };
     };
@@ -82,7 +82,7 @@ export function renderer(
   const text = content.text === null ? null : own('text', content.text);
   return (data) => ({
     subject: sentSubject(subjectOf(data)),
-    html: html ? html(data) : null,
+    html: html ? withPreheader(html(data), content.previewText) : null,
     text: text ? text(data) : null,
   });
 }

@@ -18,6 +18,7 @@ const broadcastJson = (r: Selectable<BroadcastsTable>) => ({
   html: r.html,
   text: r.text_body,
   template_id: r.template_id,
+  preview_text: r.preview_text,
   status: r.status,
   send_at: iso(r.send_at),
   progress: {

@@ -20,6 +20,7 @@ export interface BroadcastsTable {
   html: string | null;
   text_body: string | null;
   template_id: string | null;
+  preview_text: string | null;
   status: BroadcastStatus;
   send_at: Timestamp | null;
   /** Contacts of the audience looked at so far, and of those, how many got an email. */
@@ -91,5 +92,9 @@ CREATE TABLE IF NOT EXISTS broadcast_unsubscribes (
   contact_id text NOT NULL,
   PRIMARY KEY (broadcast_id, contact_id)
 );`,
+  },
+  {
+    id: 'broadcasts-003',
+    sql: 'ALTER TABLE broadcasts ADD COLUMN IF NOT EXISTS preview_text text;',
   },
 ];

@@ -2372,6 +2372,8 @@ export interface components {
             html: string | null;
             text: string | null;
             template_id: string | null;
+            /** @description The preheader an inbox shows after the subject. */
+            preview_text: string | null;
             /** @enum {string} */
             status: "draft" | "scheduled" | "sending" | "sent" | "canceled";
             /** @description When a scheduled broadcast starts sending. */
@@ -2432,6 +2434,8 @@ export interface components {
             html: string | null;
             text: string | null;
             template_id: string | null;
+            /** @description The preheader an inbox shows after the subject. */
+            preview_text: string | null;
             /** @enum {string} */
             status: "draft" | "scheduled" | "sending" | "sent" | "canceled";
             /** @description When a scheduled broadcast starts sending. */
@@ -16157,6 +16161,7 @@ export interface operations {
                     html?: string | null;
                     text?: string | null;
                     template_id?: string | null;
+                    preview_text?: string | null;
                     /** @description Send it at once, as `POST …/send` would (Resend’s). */
                     send?: boolean;
                     /**
@@ -16857,6 +16862,7 @@ export interface operations {
                     html?: string | null;
                     text?: string | null;
                     template_id?: string | null;
+                    preview_text?: string | null;
                 };
             };
         };

@@ -87,6 +87,7 @@ describe('broadcasts: drafts', () => {
       html: '<p>Hi {{contact.first_name}} {{contact.properties.plan}}</p>',
       text: 'Hi {{contact.first_name}}',
       template_id: null,
+      preview_text: null,
       status: 'draft',
       send_at: null,
       progress: {
@@ -115,6 +116,23 @@ describe('broadcasts: drafts', () => {
 
     const patched = ok(await orgs.acme.test.patch(`/v1/broadcasts/${created.id}`, { name: 'October news' }));
     expect(patched).toMatchObject({ name: 'October news', subject: created.subject });
+    // The preview text set, kept by a change of other fields, then taken away; one line only.
+    const previewed = ok(
+      await orgs.acme.test.patch(`/v1/broadcasts/${created.id}`, { preview_text: ' Soon ' }),
+    );
+    expect(previewed.preview_text).toBe('Soon');
+    expect(
+      ok(await orgs.acme.test.patch(`/v1/broadcasts/${created.id}`, { subject: 'Other' })),
+    ).toMatchObject({
+      preview_text: 'Soon',
+    });
+    const cleared = ok(await orgs.acme.test.patch(`/v1/broadcasts/${created.id}`, { preview_text: null }));
+    expect(cleared.preview_text).toBeNull();
+    const twoLines = await orgs.acme.test.patch(`/v1/broadcasts/${created.id}`, { preview_text: 'a\nb' });
+    expect([twoLines.status, twoLines.body.error.message]).toEqual([
+      422,
+      '`preview_text`: must not contain control characters (line breaks, tabs and the like)',
+    ]);
     const list = ok(await orgs.acme.test.get('/v1/broadcasts'));
     expect(list).toMatchObject({ object: 'list', has_more: false });
     expect(list.data.map((b: any) => [b.id, b.name, b.recipients])).toContainEqual([
@@ -403,10 +421,12 @@ describe('broadcasts: sending', () => {
       subject: 'Hello {{{FIRST_NAME|there}}}',
       html: '<p>Hi {{{ FIRST_NAME | there }}}, <a href="{{{RESEND_UNSUBSCRIBE_URL}}}">unsubscribe</a></p>',
       text: 'Hi {{{FIRST_NAME|there}}} ({{{EMAIL}}})',
+      preview_text: 'News & more',
     });
     const b = ok(made, 201);
     expect(b).toMatchObject({
       name: 'Untitled',
+      preview_text: 'News & more',
       subject: 'Hello {{#if contact.first_name}}{{contact.first_name}}{{else}}there{{/if}}',
       text: 'Hi {{#if contact.first_name}}{{contact.first_name}}{{else}}there{{/if}} ({{contact.email}})',
     });
@@ -416,6 +436,8 @@ describe('broadcasts: sending', () => {
     const to = (who: string) => emails.find((e: any) => e.to[0].includes(who));
     expect([to('cleo@').subject, to('dana@').subject]).toEqual(['Hello Cleo', 'Hello there']);
     expect(to('dana@').text).toMatch(/^Hi there \(dana@example\.org\)\n/);
+    // The preview text first in the html, hidden; not in the text.
+    expect(to('cleo@').html).toMatch(/^<div style="display:none;[^"]*">News &amp; more<\/div><p>Hi Cleo, /);
     const link = /<a href="([^"]+)">unsubscribe<\/a>/.exec(to('cleo@').html)?.[1];
     expect(link).toMatch(/^http:\/\/localhost:0\/unsubscribe\/em_[0-9a-z]+-[0-9a-z]{16}$/);
   });

@@ -392,11 +392,15 @@ describe("Resend's SDK against Postline", () => {
       from: 'Acme <news@acme.test>',
       subject: 'Later',
       html: '<p>Later</p>',
+      previewText: 'What is coming',
       send: true,
       scheduledAt: 'in 1 hour',
     });
     expect(scheduled.error).toBeNull();
-    expect((await resend.broadcasts.get(scheduled.data!.id)).data).toMatchObject({ status: 'scheduled' });
+    expect((await resend.broadcasts.get(scheduled.data!.id)).data).toMatchObject({
+      status: 'scheduled',
+      preview_text: 'What is coming',
+    });
   });
 
   it('broadcasts: create, get, list, update, send with scheduledAt, cancel; remove a draft; send now', async () => {

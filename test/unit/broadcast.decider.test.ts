@@ -2,7 +2,11 @@ import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { broadcastDecider } from '../../domain/broadcasts/broadcast.decider.ts';
 import type { BroadcastContent, BroadcastEvent } from '../../domain/broadcasts/broadcast.events.ts';
-import { checkBroadcastContent, withFooter } from '../../domain/broadcasts/broadcast-content.ts';
+import {
+  checkBroadcastContent,
+  withFooter,
+  withPreheader,
+} from '../../domain/broadcasts/broadcast-content.ts';
 import { UnsubscribeTokens } from '../../domain/broadcasts/unsubscribe-token.ts';
 import { itHidesFromOtherCallers, spec } from '../support/given-when-then.ts';
 
@@ -232,6 +236,18 @@ describe('broadcast content', () => {
       'x\n\n-- \nA & B $& Co. GmbH\nHauptstr. 1, Berlin, DE\ninfo@ab.test\nVAT ID DE123456789\nUnsubscribe: https://p.test/unsubscribe/t"1\n',
     );
     expect(withFooter({ html: null, text: null }, null, 'u')).toEqual({ html: null, text: null });
+  });
+
+  it('puts the preview text first, hidden and escaped: after <body …> in a document, else at the start', () => {
+    const hidden = (text: string) => expect.stringContaining(`mso-hide:all">${text}</div>`);
+    const doc = withPreheader('<html><BODY class="x"><p>hi</p></body></html>', 'Sale & <more>');
+    expect(doc).toMatch(
+      /^<html><BODY class="x"><div style="display:none;[^"]*">Sale &amp; &lt;more&gt;<\/div><p>hi<\/p>/,
+    );
+    expect(withPreheader('<p>hi</p>', 'Soon')).toEqual(hidden('Soon'));
+    expect(withPreheader('<p>hi</p>', 'Soon').endsWith('</div><p>hi</p>')).toBe(true);
+    expect(withPreheader('<p>hi</p>', null)).toBe('<p>hi</p>');
+    expect(withPreheader('<p>hi</p>', undefined)).toBe('<p>hi</p>');
   });
 });
 

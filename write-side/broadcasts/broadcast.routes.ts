@@ -6,7 +6,13 @@ import { sendTime } from '../../domain/emails/send-time.ts';
 import { metaOf } from '../../platform/auth/auth-context.ts';
 import { invalidField } from '../../platform/errors.ts';
 import { commandRoutes } from '../../platform/http/command-routes.ts';
-import { resendsName, resourceName, unionError } from '../../platform/http/route-schema.ts';
+import {
+  CONTROL_CHARACTERS_REFUSED,
+  hasNoControlCharacter,
+  resendsName,
+  resourceName,
+  unionError,
+} from '../../platform/http/route-schema.ts';
 import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { idShape } from '../../platform/ids.ts';
@@ -29,6 +35,7 @@ const source = z
   .string()
   .max(512 * 1024, 'must be at most 512 KB')
   .nullable();
+const PREVIEW_TEXT_MAX = 200;
 const fields = {
   name: resourceName(200),
   audience_id: z.string().regex(idShape('aud'), 'must be an audience id (aud_…)'),
@@ -41,6 +48,13 @@ const fields = {
   html: source,
   text: source,
   template_id: z.string().max(100).nullable(),
+  // One line of plain text, as an inbox shows it after the subject (Resend's `preview_text`).
+  preview_text: z
+    .string()
+    .trim()
+    .max(PREVIEW_TEXT_MAX, `must be at most ${PREVIEW_TEXT_MAX} characters`)
+    .refine(hasNoControlCharacter, CONTROL_CHARACTERS_REFUSED)
+    .nullable(),
 };
 const UNTITLED = 'Untitled';
 // Resend's SDK names the audience `segment_id` (`broadcasts.create({ segmentId })`).
@@ -58,6 +72,7 @@ const createBody = z.preprocess(
       html: fields.html.optional(),
       text: fields.text.optional(),
       template_id: fields.template_id.optional(),
+      preview_text: fields.preview_text.optional(),
       // Resend's create and send in one call (`broadcasts.create({ …, send: true, scheduledAt })`).
       send: z
         .boolean()
@@ -100,6 +115,7 @@ function contentOf(body: z.infer<typeof updateBody>): Partial<BroadcastContent> 
     html: resends(body.html),
     text: resends(body.text),
     templateId: body.template_id,
+    previewText: body.preview_text,
   };
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
 }
@@ -128,7 +144,15 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
       const { send, scheduled_at: sendAt, ...body } = parse(createBody, req.body);
       if (sendAt !== undefined && !send)
         throw invalidField('scheduled_at', 'needs `send: true`: a draft has no time');
-      const absent = { topicId: null, replyTo: [], subject: null, html: null, text: null, templateId: null };
+      const absent = {
+        topicId: null,
+        replyTo: [],
+        subject: null,
+        html: null,
+        text: null,
+        templateId: null,
+        previewText: null,
+      };
       const content = { ...absent, ...contentOf(body) } as BroadcastContent;
       // The send's own checks first, so that a send it would refuse leaves no draft behind.
       if (send) {
