@@ -67,7 +67,7 @@ declare module '../platform/services.ts' {
       db: Database,
       tenant: Tenant,
       contactId: string,
-    ): Promise<{ email: string; unsubscribed: boolean } | null>;
+    ): Promise<{ email: string; unsubscribed: boolean; audience_ids: string[] } | null>;
     /** The contact's choice for every topic of its tenant, as `GET /v1/contacts/{id}/topics` answers it. */
     contactTopics(db: Database, tenant: Tenant, contactId: string): Promise<ContactTopicsLookUp>;
     /** The id of the contact a path names by its id or its address, or null. */

@@ -57,6 +57,19 @@ export function contactQueryRoutes(api: ApiRouter, services: Services) {
     { summary: 'Get a contact', description: BY_ID_OR_ADDRESS, responses: { 200: Contact } },
     contactOf,
   );
+  // Resend's SDK with `audienceId` (`contacts.get({ id, audienceId })`): the contact, when it is a member.
+  contacts.get(
+    '/audiences/:audience_id/contacts/:contact_id',
+    {
+      summary: "Get a contact of an audience (Resend's path)",
+      description: `The contact when it is a member of the audience, else 404. ${BY_ID_OR_ADDRESS}`,
+      responses: { 200: Contact },
+    },
+    async (req) => {
+      const contact = await contactOf(req);
+      return contact?.audience_ids.includes(req.params.audience_id) ? contact : null;
+    },
+  );
   contacts.get(
     '/contacts/:contact_id/topics',
     {

@@ -519,6 +519,38 @@ export interface paths {
         patch: operations["patchContactsContactId"];
         trace?: never;
     };
+    "/v1/audiences/{audience_id}/contacts/{contact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a contact of an audience (Resend's path)
+         * @description The contact when it is a member of the audience, else 404. The path names the contact by its id, or by its email address (in any letter case).
+         */
+        get: operations["getAudiencesAudienceIdContactsContactId"];
+        /**
+         * Add a contact to an audience
+         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
+         */
+        put: operations["putAudiencesAudienceIdContactsContactId"];
+        post?: never;
+        /**
+         * Remove a contact from an audience
+         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
+         */
+        delete: operations["deleteAudiencesAudienceIdContactsContactId"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a contact of an audience (Resend's path)
+         * @description As `PATCH /v1/contacts/{id}`, for a member of the audience (else 404). The path names the contact by its id, or by its email address (in any letter case).
+         */
+        patch: operations["patchAudiencesAudienceIdContactsContactId"];
+        trace?: never;
+    };
     "/v1/contacts/{contact_id}/topics": {
         parameters: {
             query?: never;
@@ -541,30 +573,6 @@ export interface paths {
          * @description The path names the contact by its id, or by its email address (in any letter case).
          */
         patch: operations["patchContactsContactIdTopics"];
-        trace?: never;
-    };
-    "/v1/audiences/{audience_id}/contacts/{contact_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Add a contact to an audience
-         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
-         */
-        put: operations["putAudiencesAudienceIdContactsContactId"];
-        post?: never;
-        /**
-         * Remove a contact from an audience
-         * @description Changes nothing when it is so already, and answers the same. The path names the contact by its id, or by its email address (in any letter case).
-         */
-        delete: operations["deleteAudiencesAudienceIdContactsContactId"];
-        options?: never;
-        head?: never;
-        patch?: never;
         trace?: never;
     };
     "/v1/contacts/{contact_id}/segments/{audience_id}": {
@@ -626,6 +634,26 @@ export interface paths {
          * @description With `send: true` (Resend’s), it is sent at once, or at `scheduled_at`, as `POST /v1/broadcasts/{id}/send` would: what that send refuses, this create refuses before anything is made.
          */
         post: operations["postBroadcasts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{broadcast_id}/duplicate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Duplicate a broadcast as a draft
+         * @description A new draft with its content, named `Copy of <name>`; the broadcast may be in any status.
+         */
+        post: operations["postBroadcastsBroadcastIdDuplicate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -14266,11 +14294,12 @@ export interface operations {
             };
         };
     };
-    getContactsContactIdTopics: {
+    getAudiencesAudienceIdContactsContactId: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                audience_id: string;
                 contact_id: string;
             };
             cookie?: never;
@@ -14286,7 +14315,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContactTopicList"];
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             /** @description Error: `malformed_request` */
@@ -14461,283 +14490,6 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             code: "database_unavailable" | "shutting_down";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-    };
-    patchContactsContactIdTopics: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                contact_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    topic_id: string;
-                    /** @enum {string} */
-                    subscription: "opt_in" | "opt_out";
-                }[];
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ContactTopicList"];
-                };
-            };
-            /** @description Error: `malformed_request`, `malformed_json` */
-            400: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "invalid_request_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "malformed_request" | "malformed_json";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `missing_api_key`, `invalid_api_key` */
-            401: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "authentication_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "missing_api_key" | "invalid_api_key";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `insufficient_permission` */
-            403: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "permission_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "insufficient_permission";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `not_found`, `route_not_found` */
-            404: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "not_found_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "not_found" | "route_not_found";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `concurrent_modification`, `conflict` */
-            409: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "conflict_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "concurrent_modification" | "conflict";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `body_too_large` */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "invalid_request_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "body_too_large";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `unsupported_content_type` */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "invalid_request_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "unsupported_content_type";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `validation_error` */
-            422: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "validation_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "validation_error";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `rate_limit_exceeded` */
-            429: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "rate_limit_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "rate_limit_exceeded";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `internal_error` */
-            500: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "api_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "internal_error";
-                        };
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
-            503: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            /** @enum {string} */
-                            type: "api_error";
-                            message: string;
-                            /** @enum {string} */
-                            code: "database_unavailable" | "shutting_down" | "projection_timeout";
                         };
                     } & {
                         [key: string]: unknown;
@@ -15144,6 +14896,769 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             code: "concurrent_modification" | "conflict";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    patchAudiencesAudienceIdContactsContactId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                audience_id: string;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email?: string;
+                    first_name?: string | null;
+                    last_name?: string | null;
+                    unsubscribed?: boolean;
+                    properties?: {
+                        [key: string]: string | number | boolean;
+                    };
+                    consent_given_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Contact"];
+                };
+            };
+            /** @description Error: `malformed_request`, `malformed_json` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request" | "malformed_json";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `not_found`, `route_not_found` */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "not_found" | "route_not_found";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `concurrent_modification`, `contact_exists`, `conflict` */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "concurrent_modification" | "contact_exists" | "conflict";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `body_too_large` */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "body_too_large";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `unsupported_content_type` */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "unsupported_content_type";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getContactsContactIdTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactTopicList"];
+                };
+            };
+            /** @description Error: `malformed_request` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `not_found`, `route_not_found` */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "not_found" | "route_not_found";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    patchContactsContactIdTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    topic_id: string;
+                    /** @enum {string} */
+                    subscription: "opt_in" | "opt_out";
+                }[];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactTopicList"];
+                };
+            };
+            /** @description Error: `malformed_request`, `malformed_json` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request" | "malformed_json";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `not_found`, `route_not_found` */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "not_found" | "route_not_found";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `concurrent_modification`, `conflict` */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "concurrent_modification" | "conflict";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `body_too_large` */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "body_too_large";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `unsupported_content_type` */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "unsupported_content_type";
                         };
                     } & {
                         [key: string]: unknown;
@@ -16336,6 +16851,275 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             code: "validation_error" | "domain_not_verified" | "template_not_published";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down`, `projection_timeout` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    postBroadcastsBroadcastIdDuplicate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                broadcast_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Broadcast"];
+                };
+            };
+            /** @description Error: `malformed_request`, `malformed_json` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request" | "malformed_json";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `not_found`, `route_not_found` */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "not_found" | "route_not_found";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `concurrent_modification` */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "concurrent_modification";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `body_too_large` */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "body_too_large";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `unsupported_content_type` */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "unsupported_content_type";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
                         };
                     } & {
                         [key: string]: unknown;

@@ -149,6 +149,30 @@ describe('broadcasts: drafts', () => {
     expect((await orgs.acme.test.delete(`/v1/broadcasts/${created.id}`)).status).toBe(404);
   });
 
+  it('duplicates a broadcast in any status as a draft named Copy of …, for its organization only', async () => {
+    const client = orgs.acme.test;
+    const aud = await audience(client);
+    const sent = ok(await draft(client, { audience_id: aud, preview_text: 'Soon', send: true }), 201);
+    const copy = ok(await client.post(`/v1/broadcasts/${sent.id}/duplicate`), 201);
+    expect(copy).toMatchObject({
+      name: 'Copy of September news',
+      status: 'draft',
+      audience_id: aud,
+      subject: sent.subject,
+      html: sent.html,
+      text: sent.text,
+      preview_text: 'Soon',
+      send_at: null,
+    });
+    expect(copy.id).not.toBe(sent.id);
+    const long = ok(await draft(client, { audience_id: aud, name: 'n'.repeat(200) }), 201);
+    expect(ok(await client.post(`/v1/broadcasts/${long.id}/duplicate`), 201).name).toHaveLength(200);
+    // Another organization, and the other mode of its own.
+    for (const outsider of [orgs.other.test, orgs.acme.live])
+      expect((await outsider.post(`/v1/broadcasts/${sent.id}/duplicate`)).status).toBe(404);
+    expect((await client.post('/v1/broadcasts/bc_01unknown/duplicate')).status).toBe(404);
+  });
+
   it('keeps every field that changes made at the same time name', async () => {
     const aud = await audience(orgs.acme.test);
     const b = ok(await draft(orgs.acme.test, { audience_id: aud }), 201);

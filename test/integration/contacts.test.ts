@@ -229,6 +229,10 @@ describe('contacts', () => {
     const c = await contact('private@example.org');
     await expectHiddenFromOutsiders(orgs, `/v1/contacts/${c.body.id}`, { first_name: 'x' });
     await expectHiddenFromOutsiders(orgs, '/v1/contacts/private@example.org', { first_name: 'x' });
+    const aud = (await orgs.acme.live.post('/v1/audiences', { name: 'Private' })).body.id;
+    await orgs.acme.live.put(`/v1/audiences/${aud}/contacts/${c.body.id}`);
+    await expectHiddenFromOutsiders(orgs, `/v1/audiences/${aud}/contacts/${c.body.id}`, { first_name: 'x' });
+    expect((await orgs.acme.live.get(`/v1/audiences/${aud}/contacts/${c.body.id}`)).body.id).toBe(c.body.id);
     for (const client of outsiders(orgs))
       expect((await client.get('/v1/contacts?email=private@example.org')).body.data).toEqual([]);
   });

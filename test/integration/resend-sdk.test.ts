@@ -254,18 +254,24 @@ describe("Resend's SDK against Postline", () => {
     ).toBeNull();
     expect((await resend.contacts.get(adaId)).data).toMatchObject({ audience_ids: [] });
 
-    // With `audienceId`, remove is Postline's DELETE /audiences/{id}/contacts/{contact_id}: out of the audience,
-    // not deleted (docs/resend.md); get and update with `audienceId` have no route there (405).
+    // With `audienceId`, get and update answer for a member of the audience (by id or address); remove is
+    // Postline's DELETE /audiences/{id}/contacts/{contact_id}: out of the audience, not deleted (docs/resend.md).
+    expect((await resend.contacts.get({ email: 'grace@example.com', audienceId })).data).toMatchObject({
+      id: graceId,
+    });
+    expect((await resend.contacts.update({ id: graceId, audienceId, firstName: 'G' })).error).toBeNull();
+    expect((await resend.contacts.get(graceId)).data).toMatchObject({ first_name: 'G' });
     expect((await resend.contacts.remove({ id: graceId, audienceId })).error).toBeNull();
     expect((await resend.contacts.get(graceId)).data).toMatchObject({
       email: 'grace@example.com',
       audience_ids: [],
     });
+    // No longer a member: not found there.
     expect((await resend.contacts.get({ id: graceId, audienceId })).error).toMatchObject({
-      error: { code: 'method_not_allowed' },
+      error: { code: 'not_found' },
     });
-    expect((await resend.contacts.update({ id: graceId, audienceId, firstName: 'G' })).error).toMatchObject({
-      error: { code: 'method_not_allowed' },
+    expect((await resend.contacts.update({ id: graceId, audienceId, firstName: 'H' })).error).toMatchObject({
+      error: { code: 'not_found' },
     });
 
     expect((await resend.contacts.remove(adaId)).error).toBeNull();
@@ -400,6 +406,13 @@ describe("Resend's SDK against Postline", () => {
     expect((await resend.broadcasts.get(scheduled.data!.id)).data).toMatchObject({
       status: 'scheduled',
       preview_text: 'What is coming',
+    });
+    const copy = await resend.broadcasts.duplicate(scheduled.data!.id);
+    expect(copy.error).toBeNull();
+    expect((await resend.broadcasts.get(copy.data!.id)).data).toMatchObject({
+      status: 'draft',
+      name: 'Copy of Untitled',
+      subject: 'Later',
     });
   });
 

@@ -11,6 +11,7 @@ import { handleCommand, rebuildState, tenantCommands } from '../../platform/even
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
+import { cutText } from '../../platform/unstorable-text.ts';
 import { checkSendAt } from '../emails/email-limits.ts';
 import { checkContent, checkSendable } from './broadcast-checks.ts';
 
@@ -93,4 +94,21 @@ export async function sendBroadcast(
     await checkSendable(services, auth, state.content);
   }
   return onBroadcast(services, metaOf(auth), broadcastId, { type: 'SendBroadcast', plan: auth.plan, sendAt });
+}
+
+/** The longest name a broadcast has (the routes' rule). */
+export const BROADCAST_NAME_MAX = 200;
+
+/** A new draft with another broadcast's content, in any status of it, named `Copy of <its name>`. */
+export async function duplicateBroadcast(services: Deps, auth: AuthContext, broadcastId: string) {
+  const { content } = visibleTo(
+    (await readBroadcast(services, broadcastId)).state,
+    auth,
+    'Broadcast',
+    broadcastId,
+  );
+  return createBroadcast(services, metaOf(auth), {
+    ...content,
+    name: cutText(`Copy of ${content.name}`, BROADCAST_NAME_MAX),
+  });
 }

@@ -19,9 +19,11 @@ import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
 import { checkSendAt } from '../emails/email-limits.ts';
 import {
+  BROADCAST_NAME_MAX,
   cancelBroadcast,
   createBroadcast,
   deleteBroadcast,
+  duplicateBroadcast,
   sendBroadcast,
   updateBroadcast,
 } from './broadcast.commands.ts';
@@ -37,7 +39,7 @@ const source = z
   .nullable();
 const PREVIEW_TEXT_MAX = 200;
 const fields = {
-  name: resourceName(200),
+  name: resourceName(BROADCAST_NAME_MAX),
   audience_id: z.string().regex(idShape('aud'), 'must be an audience id (aud_…)'),
   topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)').nullable(),
   from: text(998),
@@ -163,6 +165,23 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
       if (!send) return { id: created.broadcastId, position: created.position };
       const sent = await sendBroadcast(services, req.auth, created.broadcastId, sendAt);
       return { id: created.broadcastId, position: sent.position };
+    },
+  );
+
+  broadcasts.create(
+    '/broadcasts/:broadcast_id/duplicate',
+    {
+      summary: 'Duplicate a broadcast as a draft',
+      description:
+        'A new draft with its content, named `Copy of <name>`; the broadcast may be in any status.',
+    },
+    async (req) => {
+      const { broadcastId: id, position } = await duplicateBroadcast(
+        services,
+        req.auth,
+        await broadcasts.id(req),
+      );
+      return { id, position };
     },
   );
 

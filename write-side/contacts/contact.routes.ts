@@ -149,6 +149,17 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
     },
   );
 
+  const change = (req: ApiRequest, id: string) => {
+    const body = parse(updateBody, req.body);
+    return updateContact(services, metaOf(req.auth), id, {
+      email: body.email,
+      firstName: body.first_name,
+      lastName: body.last_name,
+      unsubscribed: body.unsubscribed,
+      properties: body.properties,
+      consentGivenAt: body.consent_given_at,
+    });
+  };
   contacts.change(
     'PATCH',
     '/contacts/:contact_id',
@@ -158,16 +169,22 @@ export function contactCommandRoutes(api: ApiRouter, services: Services) {
       body: updateBody,
       errors: ['contact_exists', 'conflict'],
     },
-    (req, id) => {
-      const body = parse(updateBody, req.body);
-      return updateContact(services, metaOf(req.auth), id, {
-        email: body.email,
-        firstName: body.first_name,
-        lastName: body.last_name,
-        unsubscribed: body.unsubscribed,
-        properties: body.properties,
-        consentGivenAt: body.consent_given_at,
-      });
+    change,
+  );
+  // Resend's SDK with `audienceId` (`contacts.update({ id, audienceId, … })`): a member of the audience only.
+  contacts.change(
+    'PATCH',
+    '/audiences/:audience_id/contacts/:contact_id',
+    {
+      summary: "Change a contact of an audience (Resend's path)",
+      description: `As \`PATCH /v1/contacts/{id}\`, for a member of the audience (else 404). ${BY_ID_OR_ADDRESS}`,
+      body: updateBody,
+      errors: ['contact_exists', 'conflict'],
+    },
+    async (req, id) => {
+      const contact = await services.lookUps.findContact(services.db, req.auth, id);
+      if (!contact?.audience_ids.includes(req.params.audience_id)) throw notFound('Contact', id);
+      return change(req, id);
     },
   );
 
