@@ -1,5 +1,6 @@
 import { customReturnPathVerified, envelopeDomain } from '../../domain/domains/dns-records.ts';
 import { type EmailContent, messageIdOf } from '../../domain/emails/email.events.ts';
+import { textFromHtml } from '../../domain/emails/text-from-html.ts';
 import { addTracking } from '../../domain/emails/tracking.ts';
 import { verpAddress } from '../../domain/emails/verp.ts';
 import type { SecretBox } from '../../platform/crypto.ts';
@@ -57,8 +58,9 @@ const trackingCnameVerified = (domain: DomainRow) =>
 /**
  * The message as the MTA sends it: the accepted content, attachments read back from the blob store, tracking
  * when the domain has it on, the VERP return path (on the domain's custom return path once its records verify,
- * else on the installation's bounce domain), and its DKIM key. A message submitted over SMTP goes as it was
- * submitted: no tracking is added to it.
+ * else on the installation's bounce domain), and its DKIM key. An email with html and no text goes with a text part
+ * made from its html (as Resend's do; `text: ""` sends none). A message submitted over SMTP goes as it was
+ * submitted: no tracking or text is added to it.
  */
 export async function buildOutboundMessage(
   services: Services,
@@ -77,6 +79,8 @@ export async function buildOutboundMessage(
           ...(trackingCnameVerified(domain) && { host: domain.tracking_domain }),
         })
       : content.html;
+  // From the html as accepted: links in the text part are not tracked.
+  const text = content.text ?? (content.html && !content.raw ? textFromHtml(content.html) : null);
   return {
     messageId: messageIdOf(content),
     date: new Date(content.createdAt),
@@ -87,7 +91,7 @@ export async function buildOutboundMessage(
     replyTo: content.replyTo,
     subject: content.subject,
     ...(html !== null && { html }),
-    ...(content.text !== null && { text: content.text }),
+    ...(text && { text }),
     headers: content.headers,
     attachments: await Promise.all(
       (content.raw ? [] : content.attachments).map(async (a) => ({

@@ -179,6 +179,26 @@ describe('live delivery through the outbound MTA', () => {
     });
   });
 
+  it('sends an email given as html alone with a text part made from the html; text "" sends none', async () => {
+    const html = '<p>Your order <b>#7</b> ships today. <a href="https://acme.example/o/7">Track it</a></p>';
+    const made = await send({ to: ['ann@rcpt.test'], text: undefined, html });
+    const none = await send({ to: ['bob@rcpt.test'], text: '', html });
+    mx.messages.length = 0;
+    await delivery.runOnce();
+    const parts = (rcpt: string) => {
+      const m = mx.messages.find((x) => x.rcptTo.includes(rcpt))!;
+      return parseMime(m.raw).parts.filter((p) => !p.filename);
+    };
+    const text = parts('ann@rcpt.test').find((p) => p.contentType === 'text/plain');
+    expect(text?.body.toString().trim()).toBe(
+      'Your order #7 ships today. Track it [https://acme.example/o/7]',
+    );
+    expect(parts('bob@rcpt.test').map((p) => p.contentType)).toEqual(['text/html']);
+    // The email keeps what was given: the text part is made when the message is composed.
+    expect((await email(made)).text).toBeNull();
+    expect((await email(none)).text).toBe('');
+  });
+
   it("tracks on POSTLINE_TRACKING_HOST while the domain's tracking CNAME is not verified", async () => {
     const added = await acme.live.post('/v1/domains', {
       name: 'acme-untracked.test',
