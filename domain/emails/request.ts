@@ -77,12 +77,12 @@ const tagList = z
 
 /**
  * Resend's names for fields Postline has under its own (docs/emails.md lists them): `scheduled_at` for `send_at`,
- * `template: {id, variables}` for `template_id` and `template_data`. Given both ways, the alias is left in place,
- * where the strict schema names it.
+ * `template: {id, variables}` for `template_id` and `template_data`. Given both ways, `scheduled_at` is refused by
+ * its name (resendsName), the `template` object left in place, where the strict schema names it.
  */
-function resendAliases(body: unknown): unknown {
+function resendAliases(body: unknown, ctx: z.RefinementCtx): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-  const out = { ...(resendsName('scheduled_at', 'send_at')(body) as Record<string, unknown>) };
+  const out = { ...(resendsName('scheduled_at', 'send_at')(body, ctx) as Record<string, unknown>) };
   const template = out.template as { id?: unknown; variables?: unknown } | undefined;
   if (template && typeof template === 'object' && !('template_id' in out) && !('template_data' in out)) {
     const { id, variables, ...rest } = template;

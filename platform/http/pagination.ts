@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError, invalidField } from '../errors.ts';
+import { invalidField } from '../errors.ts';
 import { zonedDateTime } from './route-schema.ts';
 import { parse } from './validate.ts';
 
@@ -53,12 +53,8 @@ export function parsePage<E extends z.ZodRawShape>(
   const q = parse(schema, query, 'query') as any;
   const startingAfter = cursorOf(q, 'starting_after', 'after');
   const endingBefore = cursorOf(q, 'ending_before', 'before');
-  if (startingAfter && endingBefore) {
-    throw new AppError(
-      'validation_error',
-      '`ending_before`: use either starting_after or ending_before, not both',
-    );
-  }
+  if (startingAfter && endingBefore)
+    throw invalidField('ending_before', 'use either starting_after or ending_before, not both');
   const { limit, starting_after, ending_before, after, before, ...filters } = q;
   return { limit, startingAfter, endingBefore, ...filters };
 }

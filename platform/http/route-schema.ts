@@ -62,14 +62,21 @@ const storableInstant = (value: string) => {
 };
 
 /**
- * A body in which Resend's SDK names a field `resends` where Postline says `own`: taken for it when `own` is not
- * given. Given both, `resends` stays, where the strict schema refuses it by its name.
+ * A body in which Resend's SDK names a field `resends` where Postline says `own` (a `z.preprocess` step): taken
+ * for it when `own` is not given. Given both, which one counts would be a guess: refused by Resend's name.
  */
 export const resendsName =
   (resends: string, own: string) =>
-  (body: unknown): unknown => {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-    if (!(resends in body) || own in body) return body;
+  (body: unknown, ctx: z.RefinementCtx): unknown => {
+    if (typeof body !== 'object' || body === null || Array.isArray(body) || !(resends in body)) return body;
+    if (own in body) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [resends],
+        message: `cannot be given with \`${own}\` (it is Resend’s name for it)`,
+      });
+      return body;
+    }
     const { [resends]: value, ...rest } = body as Record<string, unknown>;
     return { ...rest, [own]: value };
   };

@@ -191,7 +191,10 @@ describe('contacts', () => {
     const both = await orgs.acme.live.patch(`/v1/contacts/${c}/topics`, [
       { id: news, topic_id: news, subscription: 'opt_out' },
     ]);
-    expect([both.status, both.body.error.message]).toEqual([422, expect.stringContaining('`[0].id`')]);
+    expect([both.status, both.body.error.message]).toEqual([
+      422,
+      '`[0].id`: cannot be given with `topic_id` (it is Resend’s name for it)',
+    ]);
   });
 
   it('names a contact in its path by its address too, in any letter case: get, change, topics, audiences, delete', async () => {

@@ -17,7 +17,12 @@ describe("the send request: Resend's names beside Postline's", () => {
       scheduled_at: '2026-12-02T10:00:00Z',
     });
     expect(r.success).toBe(false);
-    expect(JSON.stringify(r.error?.issues)).toContain('scheduled_at');
+    expect(r.error?.issues).toEqual([
+      expect.objectContaining({
+        path: ['scheduled_at'],
+        message: 'cannot be given with `send_at` (it is Resend’s name for it)',
+      }),
+    ]);
   });
 
   it('takes tags as strings and as {name, value}, kept as name:value', () => {
