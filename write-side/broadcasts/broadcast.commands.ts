@@ -81,7 +81,22 @@ export const deleteBroadcast = (services: Deps, meta: EventMetadata, broadcastId
 export const cancelBroadcast = (services: Deps, meta: EventMetadata, broadcastId: string) =>
   onBroadcast(services, meta, broadcastId, { type: 'CancelBroadcast' });
 
-/** Sends a draft now or at `sendAt`, once what its emails need holds (`checkSendable`). */
+/**
+ * What the send of a draft with `content` checks first: its time, returned as the instant it means now (ISO), and
+ * what its emails will need (`checkSendable`).
+ */
+export async function checkDraftSend(
+  services: Deps,
+  auth: AuthContext,
+  content: BroadcastContent,
+  sendAt: string | undefined,
+) {
+  const at = checkSendAt(sendAt, services.clock.now());
+  await checkSendable(services, auth, content);
+  return at;
+}
+
+/** Sends a draft now or at `sendAt`, once its checks pass (`checkDraftSend`). */
 export async function sendBroadcast(
   services: Deps,
   auth: AuthContext,
@@ -89,12 +104,17 @@ export async function sendBroadcast(
   sendAt: string | undefined,
 ) {
   const state = visibleTo((await readBroadcast(services, broadcastId)).state, auth, 'Broadcast', broadcastId);
-  if (state.status === 'draft') {
-    sendAt = checkSendAt(sendAt, services.clock.now());
-    await checkSendable(services, auth, state.content);
-  }
-  return onBroadcast(services, metaOf(auth), broadcastId, { type: 'SendBroadcast', plan: auth.plan, sendAt });
+  if (state.status === 'draft') sendAt = await checkDraftSend(services, auth, state.content, sendAt);
+  return sendChecked(services, auth, broadcastId, sendAt);
 }
+
+/** The send of a draft whose checks passed (`checkDraftSend`): `sendAt` is the instant, ISO, or none for now. */
+export const sendChecked = (
+  services: Deps,
+  auth: AuthContext,
+  broadcastId: string,
+  sendAt: string | undefined,
+) => onBroadcast(services, metaOf(auth), broadcastId, { type: 'SendBroadcast', plan: auth.plan, sendAt });
 
 /** The longest name a broadcast has (the routes' rule). */
 export const BROADCAST_NAME_MAX = 200;

@@ -17,17 +17,17 @@ import type { ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import { idShape } from '../../platform/ids.ts';
 import type { Services } from '../../platform/services.ts';
-import { checkSendAt } from '../emails/email-limits.ts';
 import {
   BROADCAST_NAME_MAX,
   cancelBroadcast,
+  checkDraftSend,
   createBroadcast,
   deleteBroadcast,
   duplicateBroadcast,
   sendBroadcast,
+  sendChecked,
   updateBroadcast,
 } from './broadcast.commands.ts';
-import { checkSendable } from './broadcast-checks.ts';
 
 /** Projections that serve what these routes change; a response waits for them (read-your-writes). */
 export const BROADCAST_PROJECTIONS = ['broadcasts'];
@@ -156,14 +156,11 @@ export function broadcastCommandRoutes(api: ApiRouter, services: Services) {
         previewText: null,
       };
       const content = { ...absent, ...contentOf(body) } as BroadcastContent;
-      // The send's own checks first, so that a send it would refuse leaves no draft behind.
-      if (send) {
-        checkSendAt(sendAt, services.clock.now());
-        await checkSendable(services, req.auth, content);
-      }
+      // The send's own checks first, once, so that a send they would refuse leaves no draft behind.
+      const at = send ? await checkDraftSend(services, req.auth, content, sendAt) : undefined;
       const created = await createBroadcast(services, metaOf(req.auth), content);
       if (!send) return { id: created.broadcastId, position: created.position };
-      const sent = await sendBroadcast(services, req.auth, created.broadcastId, sendAt);
+      const sent = await sendChecked(services, req.auth, created.broadcastId, at);
       return { id: created.broadcastId, position: sent.position };
     },
   );
