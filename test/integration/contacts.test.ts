@@ -226,6 +226,18 @@ describe('contacts', () => {
       ['get', '/v1/contacts/nobody@example.org/topics'],
     ] as const)
       expect((await orgs.acme.live[method](unknown, {})).status, `${method} ${unknown}`).toBe(404);
+    // Hostile addresses in the path: a NUL, a line break, a lone surrogate, 5,000 characters: refused, never a 500.
+    for (const hostile of [
+      'a%00@b.test',
+      'a%0d%0a@b.test',
+      'a%ED%A0%80@b.test',
+      `${'a'.repeat(5000)}@b.test`,
+    ])
+      for (const method of ['get', 'patch', 'delete'] as const) {
+        const r = await orgs.acme.live[method](`/v1/contacts/${hostile}`, {});
+        expect([400, 404], `${method} ${hostile.slice(0, 20)}`).toContain(r.status);
+        expect(r.body.error).toMatchObject({ type: expect.any(String), code: expect.any(String) });
+      }
   });
 
   it('keeps organizations and modes apart', async () => {
