@@ -3,7 +3,12 @@ import { tracksClientDetails } from '../read-side/api-keys/api-keys.queries.ts';
 import { findAudience } from '../read-side/audiences/audiences.queries.ts';
 import { broadcastUsing, findBroadcast } from '../read-side/broadcasts/broadcasts.queries.ts';
 import { findContactImport } from '../read-side/contact-imports/contact-imports.queries.ts';
-import { contactIdOf, contactTopics, findContact } from '../read-side/contacts/contacts.queries.ts';
+import {
+  contactIdOf,
+  contactTopics,
+  findContact,
+  topicReaders,
+} from '../read-side/contacts/contacts.queries.ts';
 import { findApiDomain } from '../read-side/domains/domains.queries.ts';
 import { getEmail, monthlyUsage } from '../read-side/emails/emails.queries.ts';
 import { countedResourceIds } from '../read-side/plan-slots/plan-slots.queries.ts';
@@ -34,6 +39,7 @@ export const lookUps: LookUps = {
   broadcastUsing,
   findContact,
   contactTopics,
+  topicReaders,
   contactIdOf,
   findContactImport,
   getTemplate,

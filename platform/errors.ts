@@ -88,6 +88,7 @@ const catalogue = {
   template_render_error: [422, 'validation_error', smtp.refused],
   domain_not_verified: [422, 'validation_error', smtp.notAllowed],
   all_recipients_suppressed: [422, 'validation_error', smtp.refused],
+  all_recipients_unsubscribed: [422, 'validation_error', smtp.refused],
   // 429
   rate_limit_exceeded: [429, 'rate_limit_error', smtp.rateLimited],
   monthly_quota_exceeded: [429, 'quota_error', smtp.quotaExceeded],

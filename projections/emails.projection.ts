@@ -18,15 +18,17 @@ WITH x AS (
     to_addresses text, cc_addresses text, bcc_addresses text, reply_to text, subject text, html text,
     text_body text, headers text, tags text, domain_id text, domain_name text, template_id text,
     template_version_id text, suppressed_recipients text, send_at timestamptz, created_at timestamptz,
-    last_event text, last_event_at timestamptz, recipients text, attachments text, month text, broadcast_id text)
+    last_event text, last_event_at timestamptz, recipients text, attachments text, month text, broadcast_id text,
+    topic_id text, unsubscribed_recipients text)
 ), e AS (
   INSERT INTO emails (id, org_id, mode, status, lifecycle, from_address, to_addresses, cc_addresses, bcc_addresses,
     reply_to, subject, html, text_body, headers, tags, domain_id, domain_name, template_id, template_version_id,
-    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id)
+    suppressed_recipients, send_at, created_at, last_event, last_event_at, recipients, broadcast_id, topic_id,
+    unsubscribed_recipients)
   SELECT id, org_id, mode, status, status, from_address, to_addresses::json, cc_addresses::json,
     bcc_addresses::json, reply_to::json, subject, html, text_body, headers::json, tags::text[], domain_id,
     domain_name, template_id, template_version_id, suppressed_recipients::json, send_at, created_at, last_event,
-    last_event_at, recipients::jsonb, broadcast_id
+    last_event_at, recipients::jsonb, broadcast_id, topic_id, unsubscribed_recipients::json
   FROM x
   ON CONFLICT (id) DO NOTHING RETURNING id
 ), n AS (
@@ -84,6 +86,8 @@ function emailRow(e: RecordedEmail) {
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
     month: monthOf(d.createdAt),
     broadcast_id: d.broadcast?.broadcastId ?? null,
+    topic_id: d.topicId ?? null,
+    unsubscribed_recipients: d.unsubscribedRecipients ? JSON.stringify(d.unsubscribedRecipients) : null,
   };
 }
 

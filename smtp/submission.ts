@@ -6,7 +6,7 @@ import { sendTime } from '../domain/emails/send-time.ts';
 import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
 import { isIdempotencyKey, requestHash } from '../platform/idempotency/idempotency.ts';
-import { newId } from '../platform/ids.ts';
+import { idShape, newId } from '../platform/ids.ts';
 import type { Services } from '../platform/services.ts';
 import { cutText, findUnstorableText, UNSTORABLE_TEXT } from '../platform/unstorable-text.ts';
 import { acceptEmail } from '../write-side/emails/accept-email.ts';
@@ -63,7 +63,10 @@ function options(fields: HeaderField[]) {
   if (idempotencyKey !== undefined && !isIdempotencyKey(idempotencyKey)) {
     throw invalid('X-Postline-Idempotency-Key', 'must be 1 to 255 printable ASCII characters');
   }
-  return { tags, sendAt, idempotencyKey };
+  const topicId = value('X-Postline-Topic');
+  if (topicId !== undefined && !idShape('top').test(topicId))
+    throw invalid('X-Postline-Topic', 'must be a topic id (top_...)');
+  return { tags, sendAt, idempotencyKey, topicId };
 }
 
 /** X-Postline-Send-At's rules of time (those of `send_at`), answered under the header's own name. */
@@ -161,7 +164,7 @@ export async function submitMessage(
   const { fields, body } = splitMessage(submitted);
   // RFC 5322 §3.6: one From field. Of two, one would be shown and checked, and the other signed and seen.
   if (fields.filter((f) => f.name === 'from').length !== 1) throw invalid('From', ONE_FROM);
-  const { tags, sendAt, idempotencyKey } = options(fields);
+  const { tags, sendAt, idempotencyKey, topicId } = options(fields);
   // Parsed as submitted: what Postline removes or adds (Bcc, X-Postline-*, Received, Message-ID, Date) is none
   // of what the API shows.
   const { fromAddress, ...shown } = await parsed(submitted);
@@ -176,6 +179,7 @@ export async function submitMessage(
       ...shown,
       tags,
       ...(checkedAt && { sendAt: checkedAt }),
+      ...(topicId && { topicId }),
     };
     const chosen = { emailId: ids.ids[0], resumed: ids.resumed };
     const draft = messageDraft(auth, message, chosen, oneEmail(services, auth, chosen.emailId));

@@ -1,6 +1,7 @@
 import type { Impressum } from '../domain/domains/domain.events.ts';
 import type { PlanSlotResource } from '../domain/plan-slots/plan-slot.events.ts';
 import type { TemplateVariable } from '../domain/templates/template.events.ts';
+import type { TopicReader } from '../domain/topics/topic-reach.ts';
 import type { AuthContext } from '../platform/auth/auth-context.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { Mode } from '../platform/eventstore/types.ts';
@@ -70,6 +71,13 @@ declare module '../platform/services.ts' {
     ): Promise<{ email: string; unsubscribed: boolean; audience_ids: string[] } | null>;
     /** The contact's choice for every topic of its tenant, as `GET /v1/contacts/{id}/topics` answers it. */
     contactTopics(db: Database, tenant: Tenant, contactId: string): Promise<ContactTopicsLookUp>;
+    /** The contacts among the addresses (lower case), with their unsubscribed flag and choice for the topic. */
+    topicReaders(
+      db: Database,
+      tenant: Tenant,
+      topicId: string,
+      addresses: string[],
+    ): Promise<({ email_lower: string } & TopicReader)[]>;
     /** The id of the contact a path names by its id or its address, or null. */
     contactIdOf(db: Database, tenant: Tenant, named: string): Promise<string | null>;
     /** The import as `GET /v1/contact-imports/{id}` answers it, or null. */

@@ -43,6 +43,9 @@ export interface EmailContent {
   templateVersionId?: string;
   /** Addresses removed from to/cc/bcc because they are on the suppression list. */
   suppressedRecipients: string[];
+  /** The topic the email is about (`topic_id`), and the addresses removed because it does not reach them. */
+  topicId?: string;
+  unsubscribedRecipients?: string[];
   createdAt: string;
   /**
    * A message submitted over SMTP: the bytes delivered as they are (only DKIM-signed), in the blob store. The

@@ -55,6 +55,13 @@ export const Email = z
     template_version_id: z.string().nullable(),
     message_id: z.string().nullable(),
     suppressed_recipients: z.array(z.string()),
+    topic_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The topic the email is about, if the send named one.' }),
+    unsubscribed_recipients: z.array(z.string()).meta({
+      description: 'Recipients left out because the topic does not reach them (docs/emails.md, "Topics").',
+    }),
     opens: z.int(),
     clicks: z.int(),
     recipients: z.array(Recipient),
@@ -70,6 +77,9 @@ export const AcceptedEmail = z
     status: z.enum(['queued', 'scheduled']),
     send_at: timestamp.optional(),
     suppressed_recipients: z.array(z.string()),
+    unsubscribed_recipients: z.array(z.string()).optional().meta({
+      description: 'With `topic_id`: the recipients left out because the topic does not reach them.',
+    }),
   })
   .meta({
     id: 'AcceptedEmail',

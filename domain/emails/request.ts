@@ -119,6 +119,9 @@ export const sendEmailInput = z.preprocess(
         .max(EMAIL_LIMITS.attachments, `must have at most ${EMAIL_LIMITS.attachments} items`)
         .optional(),
       send_at: sendTime.optional(),
+      topic_id: z.string().regex(idShape('top'), 'must be a topic id (top_…)').nullable().optional().meta({
+        description: 'The topic the email is about: only the recipients it reaches get it (docs/emails.md).',
+      }),
     })
     .strict()
     .meta({

@@ -1,4 +1,5 @@
 import type { SkippedRecipients } from '../../domain/broadcasts/broadcast.events.ts';
+import { topicReaches } from '../../domain/topics/topic-reach.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
@@ -156,7 +157,7 @@ class BroadcastStep {
       if (r.unsubscribed) return 'unsubscribed';
       if (r.suppressed) return 'suppressed';
       // A topic without its default (gone) admits no one, whatever choices its contacts had made.
-      if (sending.topicId && (!sending.topicDefault || (r.subscription ?? sending.topicDefault) !== 'opt_in'))
+      if (sending.topicId && (!sending.topicDefault || !topicReaches(sending.topicDefault, r)))
         return 'notSubscribed';
       return null;
     };

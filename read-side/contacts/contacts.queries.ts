@@ -106,6 +106,30 @@ export async function contactTopics(db: Database, { orgId, mode }: Tenant, conta
   };
 }
 
+/**
+ * The contacts among `addresses` (in lower case), each with what decides whether an email about the topic
+ * `topicId` reaches it (domain/topics/topic-reach.ts): its unsubscribed flag and its own choice for the topic.
+ */
+export async function topicReaders(
+  db: Database,
+  { orgId, mode }: Tenant,
+  topicId: string,
+  addresses: string[],
+) {
+  const { rows } = await db.query<{
+    email_lower: string;
+    unsubscribed: boolean;
+    subscription: 'opt_in' | 'opt_out' | null;
+  }>(
+    `SELECT c.email_lower, c.unsubscribed, t.subscription
+     FROM contacts c
+     LEFT JOIN contact_topics t ON t.contact_id = c.id AND t.topic_id = $3
+     WHERE c.org_id = $1 AND c.mode = $2 AND c.email_lower = ANY($4::text[])`,
+    [orgId, mode, topicId, addresses],
+  );
+  return rows;
+}
+
 /** A member of an audience as a broadcast sees it: the contact, and whether it may be sent to and why not. */
 export interface AudienceRecipient {
   id: string;

@@ -48,6 +48,8 @@ function toApiEmail(row: Selectable<EmailsTable>, full: boolean) {
     template_version_id: row.template_version_id,
     message_id: row.message_id,
     suppressed_recipients: row.suppressed_recipients,
+    topic_id: row.topic_id,
+    unsubscribed_recipients: row.unsubscribed_recipients ?? [],
     opens: row.opens,
     clicks: row.clicks,
   };

@@ -50,6 +50,9 @@ export interface EmailsTable {
   clicks: Generated<number>;
   /** The broadcast the email was sent for, if any. */
   broadcast_id: string | null;
+  /** The topic the email is about (`topic_id`), and the recipients left out because it does not reach them. */
+  topic_id: string | null;
+  unsubscribed_recipients: Json<string[]> | null;
 }
 
 export interface EmailAttachmentsTable {
@@ -146,5 +149,10 @@ CREATE TABLE email_usage (
     // A broadcast's counts are read from its emails (read-side/broadcasts): only broadcast emails are indexed.
     sql: `ALTER TABLE emails ADD COLUMN IF NOT EXISTS broadcast_id text;
 CREATE INDEX IF NOT EXISTS emails_broadcast ON emails (broadcast_id) WHERE broadcast_id IS NOT NULL`,
+  },
+  {
+    id: 'emails-003',
+    sql: `ALTER TABLE emails ADD COLUMN IF NOT EXISTS topic_id text;
+ALTER TABLE emails ADD COLUMN IF NOT EXISTS unsubscribed_recipients json`,
   },
 ];

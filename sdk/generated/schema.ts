@@ -1567,6 +1567,8 @@ export interface components {
              * @example Friday at 3pm CET
              */
             send_at?: string;
+            /** @description The topic the email is about: only the recipients it reaches get it (docs/emails.md). */
+            topic_id?: string | null;
         };
         Webhook_email_sent: {
             /** @constant */
@@ -2815,6 +2817,8 @@ export interface components {
             /** Format: date-time */
             send_at?: string;
             suppressed_recipients: string[];
+            /** @description With `topic_id`: the recipients left out because the topic does not reach them. */
+            unsubscribed_recipients?: string[];
         };
         /** @description A page of the list, newest first; page on with `starting_after` or `ending_before`. */
         EmailList: {
@@ -2893,6 +2897,10 @@ export interface components {
             template_version_id: string | null;
             message_id: string | null;
             suppressed_recipients: string[];
+            /** @description The topic the email is about, if the send named one. */
+            topic_id: string | null;
+            /** @description Recipients left out because the topic does not reach them (docs/emails.md, "Topics"). */
+            unsubscribed_recipients: string[];
             opens: number;
             clicks: number;
             recipients: {
@@ -24521,7 +24529,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_error`, `domain_not_verified`, `all_recipients_suppressed`, `template_not_published`, `template_render_error` */
+            /** @description Error: `validation_error`, `domain_not_verified`, `all_recipients_suppressed`, `all_recipients_unsubscribed`, `template_not_published`, `template_render_error` */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
@@ -24536,7 +24544,7 @@ export interface operations {
                             type: "validation_error";
                             message: string;
                             /** @enum {string} */
-                            code: "validation_error" | "domain_not_verified" | "all_recipients_suppressed" | "template_not_published" | "template_render_error";
+                            code: "validation_error" | "domain_not_verified" | "all_recipients_suppressed" | "all_recipients_unsubscribed" | "template_not_published" | "template_render_error";
                         };
                     } & {
                         [key: string]: unknown;
@@ -24799,7 +24807,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_error`, `domain_not_verified`, `all_recipients_suppressed`, `template_not_published`, `template_render_error` */
+            /** @description Error: `validation_error`, `domain_not_verified`, `all_recipients_suppressed`, `all_recipients_unsubscribed`, `template_not_published`, `template_render_error` */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
@@ -24814,7 +24822,7 @@ export interface operations {
                             type: "validation_error";
                             message: string;
                             /** @enum {string} */
-                            code: "validation_error" | "domain_not_verified" | "all_recipients_suppressed" | "template_not_published" | "template_render_error";
+                            code: "validation_error" | "domain_not_verified" | "all_recipients_suppressed" | "all_recipients_unsubscribed" | "template_not_published" | "template_render_error";
                         };
                     } & {
                         [key: string]: unknown;

@@ -351,7 +351,7 @@ describe("Resend's SDK against Postline", () => {
     expect((await send({ NAME: 'Ann' })).error).toMatchObject({ error: { code: 'template_render_error' } });
   });
 
-  it('topics: create, list, get, update, remove; a contact’s topics: update and list', async () => {
+  it('topics: create, list, get, update, remove; a contact’s topics: update and list; a send with topicId', async () => {
     const created = await resend.topics.create({
       name: 'Product news',
       description: 'What is new',
@@ -375,6 +375,16 @@ describe("Resend's SDK against Postline", () => {
     expect((listed.data as unknown as { data: object[] }).data).toContainEqual(
       expect.objectContaining({ id, subscription: 'opt_out' }),
     );
+    // A send about the topic leaves out the contact that opted out of it.
+    const about = { from: 'Acme <news@acme.test>', subject: 'News', text: 'News', topicId: id };
+    const sent = await resend.emails.send({ ...about, to: ['topical@example.com', `delivered@${SIM}`] });
+    expect(sent.error).toBeNull();
+    expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({
+      to: [`delivered@${SIM}`],
+      topic_id: id,
+    });
+    const none = await resend.emails.send({ ...about, to: 'topical@example.com' });
+    expect(none.error).toMatchObject({ error: { code: 'all_recipients_unsubscribed' } });
     expect((await resend.topics.remove(id)).error).toBeNull();
   });
 

@@ -81,6 +81,7 @@ describe('the relay’s option headers', () => {
       'X-Postline-Idempotency-Key: must be 1 to 255 printable ASCII characters',
     ],
     ['X-Postline-Tags: a\r\nX-Postline-Tags: b', 'X-Postline-Tags: give it once'],
+    ['X-Postline-Topic: weekly', 'X-Postline-Topic: must be a topic id (top_...)'],
     [
       'X-Postline-Send-At: 2999-01-01T00:00:00Z\r\nx-postline-send-at: 2999-01-02T00:00:00Z',
       'X-Postline-Send-At: give it once',
@@ -110,6 +111,27 @@ describe('the relay’s X-Postline-Send-At in words', () => {
     const sendAt = Date.parse((await org.test.get(`/v1/emails/${id}`)).body.send_at);
     expect(sendAt).toBeGreaterThanOrEqual(before + 7200_000);
     expect(sendAt).toBeLessThanOrEqual(after + 7200_000);
+  });
+});
+
+describe('the relay’s X-Postline-Topic', () => {
+  it('sends about the topic to the recipients it reaches, and refuses a message it reaches none of', async () => {
+    const org = await svc.createOrg('pro');
+    const topic = async (default_subscription: string) =>
+      (await org.test.post('/v1/topics', { name: default_subscription, default_subscription })).body.id;
+    const [optIn, optOut] = [await topic('opt_in'), await topic('opt_out')];
+    const message = (id: string) => `From: dev@any.test\r\nTo: ${TO}\r\nX-Postline-Topic: ${id}\r\n\r\nhi`;
+    const reply = await submit(org, message(optIn));
+    const id = /^2\.0\.0 Ok: queued as (em_[0-9a-z]+)$/.exec(reply.text)?.[1];
+    expect(id, reply.text).toBeDefined();
+    await expect
+      .poll(async () => (await org.test.get(`/v1/emails/${id}`)).body)
+      .toMatchObject({ to: [TO], topic_id: optIn, unsubscribed_recipients: [] });
+    expect(await submit(org, message(optOut))).toEqual({
+      code: 550,
+      text: `5.6.0 No recipient receives emails about topic ${optOut}: ${TO}.`,
+    });
+    expect((await listed(org)).map((e) => e.id)).toEqual([id]);
   });
 });
 

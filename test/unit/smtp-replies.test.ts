@@ -44,6 +44,7 @@ const EXPECTED: Record<ErrorCode, `${number} ${string}`> = {
   template_render_error: '550 5.6.0',
   domain_not_verified: '550 5.7.1',
   all_recipients_suppressed: '550 5.6.0',
+  all_recipients_unsubscribed: '550 5.6.0',
   rate_limit_exceeded: '451 4.7.0',
   monthly_quota_exceeded: '451 4.7.0',
   internal_error: '451 4.3.0',

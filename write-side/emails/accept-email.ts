@@ -10,21 +10,20 @@ import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { BlobRow, EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../../platform/unstorable-text.ts';
+import { deliverable } from './deliverable-recipients.ts';
 import { emailBody } from './email-body.ts';
 import type { Accepted, EmailDraft } from './email-draft.ts';
 import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt } from './email-limits.ts';
 import { countOutcomes } from './email-outcomes.ts';
 import { sendingDomain } from './sending-domain.ts';
-import { deliverable } from './suppressed-recipients.ts';
 
 /** The read models an accepted email is read from: a send's answer waits for them (read-your-writes). */
 export const EMAIL_PROJECTIONS = ['emails'];
 
 /**
  * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
- * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list, the
- * quota, and the append
- * (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming the field; nothing is written
+ * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list and the
+ * topic, the quota, and the append (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming the field; nothing is written
  * before the quota.
  */
 export async function acceptEmail(
@@ -55,6 +54,7 @@ export async function acceptEmail(
     tags: draft.tags,
     ...domain,
     ...(body.templateId && { templateId: body.templateId, templateVersionId: body.templateVersionId }),
+    ...(draft.topicId && { topicId: draft.topicId }),
     createdAt: now.toISOString(),
   };
   return append(services, meta, { content, attachments, raw: draft.raw, sendAt, broadcast: draft.broadcast });
@@ -153,6 +153,7 @@ async function append(services: Services, meta: EventMetadata, checked: Checked)
     status: sendAt ? 'scheduled' : 'queued',
     ...(sendAt && { sendAt }),
     suppressedRecipients: content.suppressedRecipients,
+    ...(content.unsubscribedRecipients && { unsubscribedRecipients: content.unsubscribedRecipients }),
     position: result.position,
     recorded: { ...result.events[0], metadata: meta },
   };
@@ -169,6 +170,7 @@ async function acceptedAs(services: Pick<Services, 'store'>, emailId: string): P
     status: first.type === 'EmailScheduled' ? 'scheduled' : 'queued',
     ...(first.type === 'EmailScheduled' && { sendAt: data.sendAt }),
     suppressedRecipients: data.suppressedRecipients,
+    ...(data.unsubscribedRecipients && { unsubscribedRecipients: data.unsubscribedRecipients }),
     position: first.position,
   };
 }

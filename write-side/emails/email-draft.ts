@@ -29,6 +29,8 @@ export interface EmailDraft {
   /** As requested: checked against the clock by the pipeline. */
   sendAt?: string;
   broadcast?: EmailBroadcastRef;
+  /** The topic the email is about (`topic_id`): only the recipients it reaches get it (deliverable-recipients.ts). */
+  topicId?: string;
   sender: Sender;
   /**
    * When it is accepted, where the entrance accepts several emails as one (a batch, a broadcast's page): their quota
@@ -85,6 +87,8 @@ export interface Accepted {
   status: 'queued' | 'scheduled';
   sendAt?: string;
   suppressedRecipients: string[];
+  /** With a topic: the recipients it does not reach, left out. */
+  unsubscribedRecipients?: string[];
   position?: Position;
   /** What this attempt appended (none when an earlier attempt did): its send may write its row (readable-email.ts). */
   recorded?: AppendedEvent;

@@ -23,6 +23,7 @@ const SEND_ERRORS: ErrorCode[] = [
   'domain_not_verified',
   'domain_not_allowed',
   'all_recipients_suppressed',
+  'all_recipients_unsubscribed',
   'monthly_quota_exceeded',
   'template_not_published',
   'template_render_error',
@@ -35,6 +36,7 @@ const acceptedBody = (a: Accepted) => ({
   status: a.status,
   ...(a.sendAt && { send_at: a.sendAt }),
   suppressed_recipients: a.suppressedRecipients,
+  ...(a.unsubscribedRecipients && { unsubscribed_recipients: a.unsubscribedRecipients }),
 });
 
 const batchBody = z

@@ -23,6 +23,8 @@ export interface SubmittedMessage {
   attachments: { filename: string; contentType: string; contentId?: string; bytes: Buffer }[];
   tags: string[];
   sendAt?: string;
+  /** X-Postline-Topic: the topic the email is about. */
+  topicId?: string;
 }
 
 function mailbox(field: string, raw: string, i?: number): Mailbox {
@@ -66,6 +68,7 @@ export function messageDraft(
     attachments: message.attachments.map(({ bytes, ...a }) => ({ ...a, content: bytes })),
     raw: { bytes: message.raw, messageId: message.messageId },
     ...(message.sendAt !== undefined && { sendAt: message.sendAt }),
+    ...(message.topicId !== undefined && { topicId: message.topicId }),
     sender: { key: auth, fromDomain: domainOf(from.address) },
     quota,
   };

@@ -55,6 +55,7 @@ export function requestDraft(
       content: { base64: a.content },
     })),
     ...(input.send_at !== undefined && { sendAt: input.send_at }),
+    ...(input.topic_id && { topicId: input.topic_id }),
     sender: { key: auth, fromDomain: domainOf(from.address) },
     quota,
   };
