@@ -17,6 +17,7 @@ import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
 import { publicHistory } from './email-history.ts';
+import { emailMetricsRoute } from './email-metrics.route.ts';
 import {
   type AttachmentRow,
   emailExists,
@@ -46,6 +47,8 @@ const usageQuery = z
 
 export function emailQueryRoutes(api: ApiRouter, services: Services) {
   const emails = queryRoutes(api, { tag: 'Emails', name: 'Email' });
+  // Before /emails/:email_id, which would take `metrics` for an id.
+  emailMetricsRoute(emails, services);
   emails.list(
     '/emails',
     { summary: 'List emails', query: listEmailsQuery, responses: { 200: EmailList } },

@@ -1174,6 +1174,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/emails/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Sending figures: the emails of a range by what became of their recipients */
+        get: operations["getEmailsMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/emails/{email_id}/events": {
         parameters: {
             query?: never;
@@ -2916,6 +2933,64 @@ export interface components {
                 next_attempt_at: string | null;
                 /** Format: date-time */
                 updated_at: string;
+            }[];
+        };
+        EmailMetrics: {
+            /** @constant */
+            object: "metrics";
+            start_date: string;
+            end_date: string;
+            timezone: string;
+            /** @enum {string} */
+            granularity: "hourly" | "daily" | "weekly" | "monthly";
+            metrics: ("received" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "bounced_permanent" | "bounced_transient" | "complained" | "suppressed" | "opened" | "unique_opened" | "clicked" | "unique_clicked" | "delivery_rate" | "bounce_rate" | "complaint_rate" | "open_rate" | "click_rate")[];
+            dimensions: ("period" | "domain" | "broadcast")[];
+            totals: {
+                received?: number;
+                sent?: number;
+                delivered?: number;
+                delivery_delayed?: number;
+                bounced?: number;
+                bounced_permanent?: number;
+                bounced_transient?: number;
+                complained?: number;
+                suppressed?: number;
+                opened?: number;
+                unique_opened?: number;
+                clicked?: number;
+                unique_clicked?: number;
+                delivery_rate?: number;
+                bounce_rate?: number;
+                complaint_rate?: number;
+                open_rate?: number;
+                click_rate?: number;
+            };
+            /** @description One row per group of `dimensions`, when there are any. */
+            data?: {
+                /** @description The start of the period, an instant in UTC. */
+                period?: string;
+                domain_id?: string | null;
+                domain_name?: string;
+                broadcast_id?: string | null;
+                broadcast_name?: string | null;
+                received?: number;
+                sent?: number;
+                delivered?: number;
+                delivery_delayed?: number;
+                bounced?: number;
+                bounced_permanent?: number;
+                bounced_transient?: number;
+                complained?: number;
+                suppressed?: number;
+                opened?: number;
+                unique_opened?: number;
+                clicked?: number;
+                unique_clicked?: number;
+                delivery_rate?: number;
+                bounce_rate?: number;
+                complaint_rate?: number;
+                open_rate?: number;
+                click_rate?: number;
             }[];
         };
         /** @description A page of the list, newest first; page on with `starting_after` or `ending_before`. */
@@ -25645,6 +25720,195 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             code: "database_unavailable" | "shutting_down" | "projection_timeout";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getEmailsMetrics: {
+        parameters: {
+            query?: {
+                start_date?: string;
+                end_date?: string;
+                timezone?: string;
+                granularity?: "hourly" | "daily" | "weekly" | "monthly";
+                metrics?: string;
+                dimensions?: string;
+                domain_id?: string;
+                email_id?: string;
+                broadcast_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailMetrics"];
+                };
+            };
+            /** @description Error: `malformed_request` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "malformed_request";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `missing_api_key`, `invalid_api_key` */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "missing_api_key" | "invalid_api_key";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `insufficient_permission` */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "permission_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "insufficient_permission";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `validation_error` */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "validation_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "validation_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "rate_limit_exceeded";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Error: `database_unavailable`, `shutting_down` */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-If-Counted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-If-Counted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-If-Counted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            type: "api_error";
+                            message: string;
+                            /** @enum {string} */
+                            code: "database_unavailable" | "shutting_down";
                         };
                     } & {
                         [key: string]: unknown;

@@ -64,6 +64,33 @@ describe("Resend's SDK against Postline", () => {
     expect(attachments.body.data.map((a: any) => [a.filename, a.size])).toEqual([['hello.txt', 11]]);
   });
 
+  it('emails.metrics: the figures of a range, by day', async () => {
+    const sent = await resend.emails.send({
+      from: 'Acme <hello@acme.test>',
+      to: `delivered@${SIM}`,
+      subject: 'Counted',
+      text: 'Counted',
+    });
+    expect(sent.error).toBeNull();
+    // The day it was accepted on (UTC), whenever the test runs.
+    const today = (await resend.emails.get(sent.data!.id)).data!.created_at.slice(0, 10);
+    const got = await resend.emails.metrics({
+      startDate: today,
+      endDate: today,
+      dimensions: ['period'],
+      metrics: ['received', 'delivery_rate'],
+      emailId: [sent.data!.id],
+    });
+    expect(got.error).toBeNull();
+    expect(got.data).toMatchObject({
+      object: 'metrics',
+      start_date: `${today}T00:00:00.000Z`,
+      metrics: ['received', 'delivery_rate'],
+      totals: { received: 1 },
+      data: [{ period: `${today}T00:00:00.000Z`, received: 1 }],
+    });
+  });
+
   it('batch.send: strict (the SDK’s default) refuses the whole batch for a bad item, permissive sends the rest', async () => {
     const one = {
       from: 'Acme <hello@acme.test>',
