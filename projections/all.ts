@@ -10,6 +10,7 @@ import { contactsProjection } from './contacts.projection.ts';
 import { deliveryPausesProjection } from './delivery-pauses.projection.ts';
 import { dmarcReportsProjection } from './dmarc-reports.projection.ts';
 import { domainsProjection } from './domains.projection.ts';
+import { emailLinksProjection } from './email-links.projection.ts';
 import { emailsProjection } from './emails.projection.ts';
 import type { Projection } from './projection.ts';
 import { receivedEmailsProjection } from './received-emails.projection.ts';
@@ -29,6 +30,7 @@ export const projections: Projection[] = [
   broadcastsProjection,
   contactImportsProjection,
   emailsProjection,
+  emailLinksProjection,
   receivedEmailsProjection,
   dmarcReportsProjection,
   webhooksProjection,

@@ -4,7 +4,7 @@ import type { Mode } from '../platform/eventstore/types.ts';
 import type { Tenant } from '../platform/tenancy.ts';
 import type { ApiKeysTable, OrganizationPlansTable, OrganizationsTable } from './api-keys/api-keys.schema.ts';
 import type { AudiencesTable } from './audiences/audiences.schema.ts';
-import type { BroadcastsTable } from './broadcasts/broadcasts.schema.ts';
+import type { BroadcastsTable, BroadcastUnsubscribesTable } from './broadcasts/broadcasts.schema.ts';
 import type {
   ContactImportInvalidRowsTable,
   ContactImportsTable,
@@ -12,7 +12,12 @@ import type {
 import type { ContactAudiencesTable, ContactsTable, ContactTopicsTable } from './contacts/contacts.schema.ts';
 import type { DmarcReportSourcesTable, DmarcReportsTable } from './dmarc-reports/dmarc-reports.schema.ts';
 import type { DomainsTable } from './domains/domains.schema.ts';
-import type { EmailAttachmentsTable, EmailsTable, EmailUsageTable } from './emails/emails.schema.ts';
+import type {
+  EmailAttachmentsTable,
+  EmailLinkClicksTable,
+  EmailsTable,
+  EmailUsageTable,
+} from './emails/emails.schema.ts';
 import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
 import type { SuppressionsTable } from './suppressions/suppressions.schema.ts';
 import type { TemplatesTable, TemplateVersionsTable } from './templates/templates.schema.ts';
@@ -26,6 +31,7 @@ export interface ReadModels {
   api_keys: ApiKeysTable;
   audiences: AudiencesTable;
   broadcasts: BroadcastsTable;
+  broadcast_unsubscribes: BroadcastUnsubscribesTable;
   contacts: ContactsTable;
   contact_imports: ContactImportsTable;
   contact_import_invalid_rows: ContactImportInvalidRowsTable;
@@ -36,6 +42,7 @@ export interface ReadModels {
   domains: DomainsTable;
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;
+  email_link_clicks: EmailLinkClicksTable;
   email_usage: EmailUsageTable;
   received_emails: ReceivedEmailsTable;
   suppressions: SuppressionsTable;

@@ -66,3 +66,41 @@ const BroadcastSummary = z
   .meta({ id: 'BroadcastSummary' });
 
 export const BroadcastList = listOf(BroadcastSummary, 'BroadcastList');
+
+/** What became of a broadcast's emails, as `GET /v1/broadcasts/{id}/recipients?type=` lists them (Resend's types). */
+export const RECIPIENT_TYPES = [
+  'sent',
+  'delivered',
+  'opened',
+  'clicked',
+  'bounced',
+  'complained',
+  'unsubscribed',
+] as const;
+export type RecipientType = (typeof RECIPIENT_TYPES)[number];
+/** Resend's names of the bounce types: `permanent` is Postline's `hard`, `transient` its `soft`. */
+export const BOUNCE_TYPES = { permanent: 'hard', transient: 'soft' } as const;
+
+export const BroadcastRecipient = z
+  .strictObject({
+    id: z
+      .string()
+      .meta({ description: 'The email the recipient was sent (`em_…`): the cursor of the list.' }),
+    contact_id: z.string().nullable().meta({ description: 'The contact, null once it is deleted.' }),
+    email: z.string(),
+    count: count.optional().meta({ description: 'With `opened` and `clicked`: how many times.' }),
+    clicked_links: z.array(z.strictObject({ url: z.string(), clicks: count })).optional(),
+    bounce_type: z.enum(['permanent', 'transient', 'undetermined']).optional(),
+  })
+  .meta({ id: 'BroadcastRecipient' });
+export const BroadcastRecipientList = listOf(BroadcastRecipient, 'BroadcastRecipientList');
+
+export const BroadcastClickedLink = z
+  .strictObject({
+    id: z.string().meta({ description: 'The link (`lnk_…`): the cursor of the list, nothing else.' }),
+    url: z.string(),
+    clicks: count,
+    unique_clicks: count.meta({ description: 'The emails it was clicked in.' }),
+  })
+  .meta({ id: 'BroadcastClickedLink' });
+export const BroadcastClickedLinkList = listOf(BroadcastClickedLink, 'BroadcastClickedLinkList');

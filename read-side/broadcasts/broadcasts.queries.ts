@@ -63,6 +63,11 @@ export async function findBroadcast(db: Database, tenant: Tenant, broadcastId: s
   return row ? { ...broadcastJson(row), counts: await countsOf(db, row) } : null;
 }
 
+/** Whether the tenant has the broadcast (not deleted). */
+export async function broadcastExists(db: Database, tenant: Tenant, broadcastId: string) {
+  return Boolean(await live(db, tenant).where('id', '=', broadcastId).executeTakeFirst());
+}
+
 /**
  * A page of the broadcast's emails nobody has received yet (`queued`, or `sending` or `sent` with no final outcome:
  * for an email of one recipient, waiting for an attempt or a retry), after the id `after`, in id order.

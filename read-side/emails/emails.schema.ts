@@ -55,6 +55,15 @@ export interface EmailsTable {
   unsubscribed_recipients: Json<string[]> | null;
 }
 
+/** The clicks of each link of an email (projections/email-links.projection.ts), by the link's digest. */
+export interface EmailLinkClicksTable {
+  email_id: string;
+  /** `lnk_` and the MD5 of the link: a short key for a link of any length, and the API's cursor. */
+  link_id: string;
+  link: string;
+  clicks: number;
+}
+
 export interface EmailAttachmentsTable {
   id: string;
   email_id: string;
@@ -157,5 +166,16 @@ CREATE INDEX IF NOT EXISTS emails_broadcast ON emails (broadcast_id) WHERE broad
     sql: `ALTER TABLE emails ADD COLUMN IF NOT EXISTS topic_id text;
 ALTER TABLE emails ADD COLUMN IF NOT EXISTS unsubscribed_recipients json;
 CREATE INDEX IF NOT EXISTS emails_created ON emails USING brin (created_at)`,
+  },
+  {
+    id: 'emails-004',
+    sql: `
+CREATE TABLE IF NOT EXISTS email_link_clicks (
+  email_id text NOT NULL,
+  link_id text NOT NULL,
+  link text NOT NULL,
+  clicks integer NOT NULL,
+  PRIMARY KEY (email_id, link_id)
+)`,
   },
 ];

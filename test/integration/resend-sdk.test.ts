@@ -453,7 +453,7 @@ describe("Resend's SDK against Postline", () => {
     });
   });
 
-  it('broadcasts: create, get, list, update, send with scheduledAt, cancel; remove a draft; send now', async () => {
+  it('broadcasts: create, get, list, update, send with scheduledAt, cancel; remove a draft; send now; recipients, clickedLinks', async () => {
     const audienceId = (await resend.audiences.create({ name: 'Broadcast readers' })).data!.id;
     await resend.contacts.create({ audienceId, email: `delivered@${SIM}`, firstName: 'Dee' });
     const draft = {
@@ -505,6 +505,13 @@ describe("Resend's SDK against Postline", () => {
     expect(sent.error).toBeNull();
     expect(sent.data).toMatchObject({ id: now });
     expect((await resend.broadcasts.get(now)).data?.status).toMatch(/^(sending|sent)$/);
+    // Its recipients and clicked links (what they hold: broadcast-recipients.test.ts).
+    const delivered = await resend.broadcasts.recipients(now, { type: 'bounced', bounceType: 'permanent' });
+    expect(delivered.error).toBeNull();
+    expect(delivered.data).toMatchObject({ object: 'list', data: [], has_more: false });
+    const links = await resend.broadcasts.clickedLinks(now, { limit: 10 });
+    expect(links.error).toBeNull();
+    expect(links.data).toMatchObject({ object: 'list', data: [], has_more: false });
   });
 
   it('refuses what it does not take (the "not compatible" list of docs/resend.md) with a 422, never silently', async () => {
