@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { changePlan } from '../../write-side/organizations/organization.commands.ts';
 import { hasChromium, useDashboardBrowser } from '../support/dashboard-browser.ts';
+import { PATIENCE } from '../support/patience.ts';
 import type { TestOrg } from '../support/service.ts';
 
 if (!hasChromium)
@@ -9,10 +10,12 @@ if (!hasChromium)
 describe.skipIf(!hasChromium)("the dashboard's overview", () => {
   const { svc, opened, go, signIn } = useDashboardBrowser();
   let org: TestOrg;
-  beforeAll(() => ({ org } = opened));
+  beforeAll(async () => {
+    ({ org } = opened);
+    await signIn(org.testKey);
+  });
 
   it('shows the plan with its monthly price and what it includes', async () => {
-    await signIn(org.testKey);
     await go('/');
     const page = opened.page;
     const limits = page.getByRole('list', { name: 'What the plan includes' });
@@ -39,4 +42,32 @@ describe.skipIf(!hasChromium)("the dashboard's overview", () => {
       'Unlimited webhook endpoints',
     ]);
   }, 60_000);
+
+  it('shows the last 30 days from the emails’ metrics, with the rates providers judge a sender by', async () => {
+    for (const to of ['delivered@simulator.postline.dev', 'bounced@simulator.postline.dev']) {
+      const sent = await org.test.post('/v1/emails', { from: 'hi@acme.test', to, subject: 's', text: 't' });
+      expect(sent.status).toBe(200);
+    }
+    const page = opened.page;
+    const totals = page.getByRole('list', { name: 'Totals over 30 days' });
+    await expect
+      .poll(async () => {
+        await go('/');
+        await totals.waitFor();
+        return totals.locator('li').allTextContents();
+      }, PATIENCE)
+      .toEqual([
+        '2 sent',
+        '1 delivered',
+        '1 bounced',
+        '0 complained',
+        '0 opened',
+        '50.0% delivered',
+        '50.0% bounced',
+        '0.0% complained',
+      ]);
+    // Today's point of the chart holds them.
+    const today = page.locator('[data-series="sent"] circle').last();
+    expect(await today.getAttribute('data-rate')).toBe('2');
+  }, 120_000);
 });

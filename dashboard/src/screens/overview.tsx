@@ -1,48 +1,37 @@
-import { get, listAll, type Schema } from '../api.ts';
+import { get, query, type Schema } from '../api.ts';
 import { LineChart } from '../components/line-chart.tsx';
 import { Status, useLoad } from '../ui.tsx';
-import type { EmailSummary } from './emails.tsx';
 
 type Usage = Schema<'Usage'>;
 type PlanTerms = Schema<'PlanTerms'>;
-type Row = {
-  day: string;
-  sent: number;
-  delivered: number;
-  bounced: number;
-  complained: number;
-  opened: number;
-};
+type Metrics = Schema<'EmailMetrics'>;
+type Key = 'sent' | 'delivered' | 'bounced' | 'complained' | 'unique_opened';
+type Row = { day: string } & Record<Key, number>;
 const SERIES = [
   ['sent', 'Sent', '#6b7280'],
   ['delivered', 'Delivered', '#15803d'],
   ['bounced', 'Bounced', '#b91c1c'],
   ['complained', 'Complained', '#a16207'],
-  ['opened', 'Opened', '#1d4ed8'],
+  ['unique_opened', 'Opened', '#1d4ed8'],
+] as const;
+const RATES = [
+  ['delivery_rate', 'delivered'],
+  ['bounce_rate', 'bounced'],
+  ['complaint_rate', 'complained'],
 ] as const;
 const DAYS = 30;
-const MAX_PAGES = 20;
 
-/** Per day (UTC) over the last 30 days, from the emails list: what was sent and how each email ended up. */
-function perDay(emails: (EmailSummary & { last_event?: string })[], today: Date): Row[] {
-  const rows: Row[] = [];
-  const index = new Map<string, Row>();
-  for (let i = DAYS - 1; i >= 0; i--) {
-    const day = new Date(today.getTime() - i * 86_400_000).toISOString().slice(0, 10);
-    const row = { day, sent: 0, delivered: 0, bounced: 0, complained: 0, opened: 0 };
-    rows.push(row);
-    index.set(day, row);
-  }
-  for (const e of emails) {
-    const row = index.get(e.created_at.slice(0, 10));
-    if (!row || ['scheduled', 'canceled', 'queued'].includes(e.status)) continue;
-    row.sent++;
-    if (e.status === 'delivered' || e.status === 'complained') row.delivered++;
-    if (e.status === 'bounced') row.bounced++;
-    if (e.status === 'complained') row.complained++;
-    if (e.last_event === 'email.opened' || e.last_event === 'email.clicked') row.opened++;
-  }
-  return rows;
+/** A day in the browser's time zone, `YYYY-MM-DD`. */
+const localDay = (d: Date) => d.toLocaleDateString('en-CA');
+
+/** Each of the 30 days up to today (the browser's days), with the figures of its period, if any. */
+function perDay(metrics: Metrics, today: Date): Row[] {
+  const byDay = new Map((metrics.data ?? []).map((r) => [localDay(new Date(r.period!)), r]));
+  return Array.from({ length: DAYS }, (_, i) => {
+    const day = localDay(new Date(today.getFullYear(), today.getMonth(), today.getDate() - (DAYS - 1 - i)));
+    const r = byDay.get(day);
+    return { day, ...Object.fromEntries(SERIES.map(([k]) => [k, r?.[k] ?? 0])) } as Row;
+  });
 }
 
 export function Overview() {
@@ -50,9 +39,17 @@ export function Overview() {
   const usage = useLoad(() => get<Usage>('/usage'), []);
   const stats = useLoad(async () => {
     const today = new Date();
-    const since = new Date(today.getTime() - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
-    const list = await listAll<EmailSummary>('/emails', { from_date: `${since}T00:00:00Z` }, MAX_PAGES);
-    return { rows: perDay(list.data, today), complete: list.complete, count: list.data.length };
+    const first = new Date(today.getFullYear(), today.getMonth(), today.getDate() - (DAYS - 1));
+    const metrics = await get<Metrics>(
+      `/emails/metrics${query({
+        start_date: localDay(first),
+        end_date: localDay(today),
+        timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+        dimensions: 'period',
+        metrics: [...SERIES.map(([k]) => k), ...RATES.map(([k]) => k)].join(','),
+      })}`,
+    );
+    return { rows: perDay(metrics, today), totals: metrics.totals };
   }, []);
   return (
     <section>
@@ -69,10 +66,10 @@ export function Overview() {
         <>
           <Chart rows={stats.data.rows} />
           <p class="muted">
-            From the emails list{stats.data.complete ? '' : ` (the newest ${stats.data.count} only)`}, by each
-            email's current status; opened counts emails whose last event was an open or a click.
+            The recipients of the emails accepted each day, by what has become of them so far; opened: the
+            emails opened at least once.
           </p>
-          <Totals rows={stats.data.rows} />
+          <Totals totals={stats.data.totals} />
         </>
       )}
     </section>
@@ -148,12 +145,20 @@ function Chart({ rows }: { rows: Row[] }) {
   );
 }
 
-function Totals({ rows }: { rows: Row[] }) {
+const percent = (share: number | undefined) => `${((share ?? 0) * 100).toFixed(1)}%`;
+
+/** The 30 days' totals, and the rates mailbox providers judge a sender by. */
+function Totals({ totals }: { totals: Metrics['totals'] }) {
   return (
     <ul class="stats" aria-label="Totals over 30 days">
       {SERIES.map(([key, label]) => (
         <li key={key}>
-          <strong>{rows.reduce((n, r) => n + r[key], 0)}</strong> {label.toLowerCase()}
+          <strong>{totals[key] ?? 0}</strong> {label.toLowerCase()}
+        </li>
+      ))}
+      {RATES.map(([key, label]) => (
+        <li key={key}>
+          <strong>{percent(totals[key])}</strong> {label}
         </li>
       ))}
     </ul>
