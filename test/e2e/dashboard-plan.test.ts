@@ -69,5 +69,5 @@ describe.skipIf(!hasChromium)("the dashboard's overview", () => {
     // Today's point of the chart holds them.
     const today = page.locator('[data-series="sent"] circle').last();
     expect(await today.getAttribute('data-rate')).toBe('2');
-  }, 120_000);
+  });
 });
