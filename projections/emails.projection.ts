@@ -86,7 +86,8 @@ function emailRow(e: RecordedEmail) {
     // Usage per calendar month (UTC) of acceptance: what GET /v1/usage reports, overage included.
     month: monthOf(d.createdAt),
     broadcast_id: d.broadcast?.broadcastId ?? null,
-    topic_id: d.topicId ?? null,
+    // A send's topic, or its broadcast's.
+    topic_id: d.topicId ?? d.broadcast?.topicId ?? null,
     unsubscribed_recipients: d.unsubscribedRecipients ? JSON.stringify(d.unsubscribedRecipients) : null,
   };
 }

@@ -55,10 +55,9 @@ export const Email = z
     template_version_id: z.string().nullable(),
     message_id: z.string().nullable(),
     suppressed_recipients: z.array(z.string()),
-    topic_id: z
-      .string()
-      .nullable()
-      .meta({ description: 'The topic the email is about, if the send named one.' }),
+    topic_id: z.string().nullable().meta({
+      description: 'The topic the email is about: the one its send or its broadcast named, if any.',
+    }),
     unsubscribed_recipients: z.array(z.string()).meta({
       description: 'Recipients left out because the topic does not reach them (docs/emails.md, "Topics").',
     }),

@@ -2985,7 +2985,7 @@ export interface components {
             template_version_id: string | null;
             message_id: string | null;
             suppressed_recipients: string[];
-            /** @description The topic the email is about, if the send named one. */
+            /** @description The topic the email is about: the one its send or its broadcast named, if any. */
             topic_id: string | null;
             /** @description Recipients left out because the topic does not reach them (docs/emails.md, "Topics"). */
             unsubscribed_recipients: string[];

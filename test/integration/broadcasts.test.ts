@@ -414,6 +414,8 @@ describe('broadcasts: sending', () => {
     );
     const toAnn = emails.find((e: any) => e.to[0].includes('ann@'));
     expect(toAnn.subject).toBe('Hello Ann');
+    // Each email is about the broadcast's topic; the audience query left the others out already.
+    expect(toAnn).toMatchObject({ topic_id: topic, unsubscribed_recipients: [] });
     expect(toAnn.html).toMatch(
       /^<p>Hi Ann gold<\/p><div .*<a href="http:\/\/localhost:0\/unsubscribe\/em_[0-9a-z]+-[0-9a-z]{16}" data-postline-untracked>Unsubscribe<\/a><\/div>$/,
     );
