@@ -123,7 +123,12 @@ export const emailMetricsQuery = z
   .strict();
 export type EmailMetricsQuery = z.output<typeof emailMetricsQuery>;
 
+/**
+ * An IANA name (`Europe/Berlin`, `UTC`, `Etc/GMT-1`) that JavaScript knows. Not an offset (`+01:00`): PostgreSQL
+ * reads those the POSIX way, east of Greenwich as negative, and the days would be counted in the opposite zone.
+ */
 function isTimeZone(zone: string): boolean {
+  if (!/^[A-Za-z][\w+-]*(\/[\w+-]+)*$/.test(zone)) return false;
   try {
     new Intl.DateTimeFormat('en', { timeZone: zone });
     return true;

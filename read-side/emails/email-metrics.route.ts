@@ -16,6 +16,14 @@ const DAY = 86_400_000;
 const MAX_DAYS = 366;
 const MAX_HOURLY_DAYS = 31;
 
+/** A zone JavaScript knows and PostgreSQL does not (an old alias): its own 422, not a 500. */
+function unknownZone(error: unknown): never {
+  const pg = error as { code?: string; message?: string };
+  if (pg.code === '22023' && /time zone/.test(pg.message ?? ''))
+    throw invalidField('timezone', 'is not a time zone the database knows: give its current IANA name');
+  throw error;
+}
+
 /** `GET /v1/emails/metrics`: the tenant's sending figures over a range (docs/emails.md, "Metrics"). */
 export function emailMetricsRoute(emails: ReturnType<typeof queryRoutes>, services: Services) {
   emails.get(
@@ -27,7 +35,7 @@ export function emailMetricsRoute(emails: ReturnType<typeof queryRoutes>, servic
     },
     async (req) => {
       const q = parse(emailMetricsQuery, req.query, 'query');
-      const range = await metricsRange(services.db, q, services.clock.now());
+      const range = await metricsRange(services.db, q, services.clock.now()).catch(unknownZone);
       const days = (range.end.getTime() - range.start.getTime()) / DAY;
       if (days <= 0) throw invalidField('start_date', 'must be before end_date');
       if (days > MAX_DAYS)
@@ -36,7 +44,7 @@ export function emailMetricsRoute(emails: ReturnType<typeof queryRoutes>, servic
         throw invalidField('granularity', `hourly covers at most ${MAX_HOURLY_DAYS} days`);
       const metrics = q.metrics ?? [...EMAIL_METRICS];
       const dimensions = q.dimensions ?? [];
-      const rows = await emailMetricRows(services.db, req.auth, q, range);
+      const rows = await emailMetricRows(services.db, req.auth, q, range).catch(unknownZone);
       return {
         object: 'metrics',
         start_date: range.start.toISOString(),
