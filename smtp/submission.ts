@@ -79,6 +79,14 @@ function checkedSendAt(sendAt: string | undefined, now: Date) {
   }
 }
 
+/** The pipeline's refusal of the topic (`topic_id`), answered under the header that named it. */
+function underTopicHeader(error: unknown): never {
+  const field = '`topic_id`: ';
+  if (error instanceof AppError && error.message.startsWith(field))
+    throw invalid('X-Postline-Topic', error.message.slice(field.length));
+  throw error;
+}
+
 const ONE_FROM = 'the message needs exactly one From header, with one address';
 
 const mailboxList = (field: AddressObject | AddressObject[] | undefined): Mailbox[] =>
@@ -183,7 +191,7 @@ export async function submitMessage(
     };
     const chosen = { emailId: ids.ids[0], resumed: ids.resumed };
     const draft = messageDraft(auth, message, chosen, oneEmail(services, auth, chosen.emailId));
-    return acceptEmail(services, { ...metaOf(auth), actor: 'smtp' }, draft);
+    return acceptEmail(services, { ...metaOf(auth), actor: 'smtp' }, draft).catch(underTopicHeader);
   };
   const newIds = () => [newId('em', services.clock.now().getTime())];
   if (idempotencyKey === undefined) return send({ ids: newIds(), resumed: false });

@@ -99,8 +99,8 @@ const ids = (prefix: string) =>
     .transform((s) => s.split(',').map((x) => x.trim()))
     .pipe(z.array(z.string().regex(idShape(prefix), `must be ids (${prefix}_…), comma-separated`)).max(100));
 
-/** A day (`YYYY-MM-DD`, in `timezone`) or an instant with its zone. */
-const day = z.union([z.iso.date(), zonedDateTime], {
+/** A day (`YYYY-MM-DD` of the years 0001 to 9999, in `timezone`) or an instant with its zone. */
+const day = z.union([z.iso.date().refine((d) => !d.startsWith('0000')), zonedDateTime], {
   error: 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time with a time zone',
 });
 

@@ -168,6 +168,7 @@ describe('GET /v1/emails/metrics', () => {
     // An offset, which PostgreSQL would read the other way round (POSIX).
     ['timezone=%2B01:00', 'timezone'],
     ['start_date=June', 'start_date'],
+    ['start_date=0000-01-01', 'start_date'],
     ['start_date=2026-06-01T00:00:00', 'start_date'],
     ['start_date=2026-06-03&end_date=2026-06-01', 'start_date'],
     ['start_date=2025-01-01&end_date=2026-06-01', 'end_date'],

@@ -131,6 +131,10 @@ describe('the relay’s X-Postline-Topic', () => {
       code: 550,
       text: `5.6.0 No recipient receives emails about topic ${optOut}: ${TO}.`,
     });
+    expect(await submit(org, message('top_01nothere'))).toEqual({
+      code: 550,
+      text: '5.6.0 X-Postline-Topic: topic top_01nothere not found',
+    });
     expect((await listed(org)).map((e) => e.id)).toEqual([id]);
   });
 });
