@@ -2,6 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../platform/clock.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
+import { emailLinksProjection } from '../../projections/email-links.projection.ts';
+import { rebuildProjection } from '../../projections/rebuild.ts';
 import { type ApiClient, type ApiResponse, type TestOrg, useTestService } from '../support/service.ts';
 
 /**
@@ -161,5 +163,19 @@ describe('GET /v1/broadcasts/{id}/clicked-links', () => {
       ],
       has_more: false,
     });
+  });
+
+  it('is made again from the clicks’ events alone (projections rebuild email-links)', async () => {
+    await settled();
+    const before = ok(await acme.test.get(`/v1/broadcasts/${broadcastId}/clicked-links`));
+    const { services } = svc.postline;
+    const { events } = await rebuildProjection(
+      services.db,
+      services.store,
+      emailLinksProjection,
+      services.log,
+    );
+    expect(events).toBeGreaterThan(0);
+    expect(ok(await acme.test.get(`/v1/broadcasts/${broadcastId}/clicked-links`))).toEqual(before);
   });
 });
