@@ -11,7 +11,7 @@ import { idShape } from '../../platform/ids.ts';
 export interface MetricCounts {
   /** Recipients accepted. */
   received: number;
-  /** Recipients of the emails that left Postline. */
+  /** Recipients of the emails that left Postline (a broadcast's `counts.sent`). */
   sent: number;
   delivered: number;
   delivery_delayed: number;

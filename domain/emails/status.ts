@@ -24,6 +24,11 @@ export const EMAIL_STATUSES: EmailStatus[] = [
   'canceled',
 ];
 
+/** The statuses of an email that left Postline: sent, whatever became of it since (a broadcast's `counts.sent`). */
+export const LEFT_POSTLINE: EmailStatus[] = ['sent', 'delivered', 'bounced', 'complained'];
+/** The same as an SQL list, for a query's `status IN (…)`. */
+export const LEFT_POSTLINE_SQL = LEFT_POSTLINE.map((s) => `'${s}'`).join(', ');
+
 /** Lifecycle before any recipient outcome counts. */
 export type Lifecycle = 'queued' | 'scheduled' | 'canceled' | 'sending' | 'sent';
 

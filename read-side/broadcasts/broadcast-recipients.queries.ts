@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import { BOUNCE_TYPES, type RecipientType } from '../../domain/broadcasts/broadcasts.response.ts';
+import { LEFT_POSTLINE } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
@@ -22,7 +23,7 @@ const contactId = (eb: Emails) =>
 
 /** Which of a broadcast's emails each type lists: those whose recipient got that far, or did that. */
 const OF_TYPE: Record<RecipientType, (eb: Emails) => ReturnType<Emails['and']>> = {
-  sent: (eb) => eb.and([eb('lifecycle', '=', 'sent')]),
+  sent: (eb) => eb.and([eb('status', 'in', LEFT_POSTLINE)]),
   delivered: (eb) => eb.and([eb('status', 'in', ['delivered', 'complained'])]),
   opened: (eb) => eb.and([eb('opens', '>', 0)]),
   clicked: (eb) => eb.and([eb('clicks', '>', 0)]),

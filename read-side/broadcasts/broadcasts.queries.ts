@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { LEFT_POSTLINE_SQL } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { PageParams } from '../../platform/http/pagination.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
@@ -44,7 +45,7 @@ const live = (db: Database, tenant: Tenant) => liveRows(db, 'broadcasts', tenant
 async function countsOf(db: Database, r: Selectable<BroadcastsTable>) {
   const { rows } = await db.query<Record<string, number>>(
     `SELECT count(*) FILTER (WHERE status IN ('queued', 'sending'))::int AS queued,
-       count(*) FILTER (WHERE status IN ('sent', 'delivered', 'bounced', 'complained'))::int AS sent,
+       count(*) FILTER (WHERE status IN (${LEFT_POSTLINE_SQL}))::int AS sent,
        count(*) FILTER (WHERE status IN ('delivered', 'complained'))::int AS delivered,
        count(*) FILTER (WHERE status = 'bounced')::int AS bounced,
        count(*) FILTER (WHERE status = 'complained')::int AS complained,

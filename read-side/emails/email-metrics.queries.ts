@@ -4,6 +4,7 @@ import type {
   Granularity,
   MetricCounts,
 } from '../../domain/emails/metrics.ts';
+import { LEFT_POSTLINE_SQL } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
 import type { Tenant } from '../../platform/tenancy.ts';
 
@@ -81,7 +82,7 @@ export async function emailMetricRows(
   );
   const { rows } = await db.query<MetricsRow>(
     `WITH e AS (
-       SELECT ${['e.lifecycle', 'e.opens', 'e.clicks', 'e.suppressed_recipients', 'r.*', ...selects].join(', ')}
+       SELECT ${['e.status', 'e.opens', 'e.clicks', 'e.suppressed_recipients', 'r.*', ...selects].join(', ')}
        FROM emails e
        CROSS JOIN LATERAL (
          SELECT count(*) AS received,
@@ -97,7 +98,7 @@ export async function emailMetricRows(
      )
      SELECT ${[...keys, ''].join(', ')}
        sum(received)::int AS received,
-       coalesce(sum(received) FILTER (WHERE lifecycle = 'sent'), 0)::int AS sent,
+       coalesce(sum(received) FILTER (WHERE status IN (${LEFT_POSTLINE_SQL})), 0)::int AS sent,
        sum(delivered)::int AS delivered, sum(delivery_delayed)::int AS delivery_delayed,
        sum(bounced)::int AS bounced, sum(bounced_permanent)::int AS bounced_permanent,
        sum(bounced_transient)::int AS bounced_transient, sum(complained)::int AS complained,
