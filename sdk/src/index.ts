@@ -85,6 +85,9 @@ export function createPostline(options: PostlineOptions) {
         ),
       cancel: (id: string) =>
         unwrap(client.POST('/v1/emails/{email_id}/cancel', { params: { path: { email_id: id } } })),
+      /** Sending figures of a range: totals, and rows by `period`, `domain` or `broadcast` (docs/emails.md). */
+      metrics: (query: paths['/v1/emails/metrics']['get']['parameters']['query'] = {}) =>
+        unwrap(client.GET('/v1/emails/metrics', { params: { query } })),
     },
     domains: {
       create: (body: paths['/v1/domains']['post']['requestBody']['content']['application/json']) =>

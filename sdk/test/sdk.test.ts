@@ -52,6 +52,15 @@ describe('@postline/sdk', () => {
     expect(sent.at(-1)).toMatchObject({ method: 'POST', path: '/v1/emails', key: expect.any(String) });
     const email = await postline.emails.get(accepted.id);
     expect(email).toMatchObject({ id: accepted.id, subject: 'Hello', to: [`delivered@${SIM}`] });
+    // Counted in the figures of its day, typed.
+    const day = email.created_at.slice(0, 10);
+    const figures = await postline.emails.metrics({
+      start_date: day,
+      end_date: day,
+      metrics: 'received',
+      email_id: accepted.id,
+    });
+    expect(figures.totals).toEqual({ received: 1 });
   });
 
   it('imports contacts from CSV text, sent as text/csv, and reads the import back', async () => {
