@@ -11,6 +11,18 @@ type ReadSchema = Omit<RouteSchema, 'tag'>;
 const lastParam = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].at(-1)?.[1] ?? '';
 
 /**
+ * A read under a resource (its history, a list under it): nothing, so the resource's own 404, unless `found` says
+ * the resource is the caller's; else what `read` gives.
+ */
+export const under =
+  <A extends unknown[]>(
+    found: (req: ApiRequest) => Promise<boolean>,
+    read: (req: ApiRequest, ...rest: A) => Promise<unknown>,
+  ) =>
+  async (req: ApiRequest, ...rest: A) =>
+    (await found(req)) ? read(req, ...rest) : null;
+
+/**
  * The read routes of one resource, grouped under its `tag` in the reference. A route answers what its `read`
  * gives; nothing (null) is 404 `<name> <id> not found` for the path's last id, so a read of something under an
  * id that is not the caller's answers as the read of that id would.

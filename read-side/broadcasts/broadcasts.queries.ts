@@ -66,7 +66,11 @@ export async function findBroadcast(db: Database, tenant: Tenant, broadcastId: s
 
 /** Whether the tenant has the broadcast (not deleted). */
 export async function broadcastExists(db: Database, tenant: Tenant, broadcastId: string) {
-  return Boolean(await live(db, tenant).where('id', '=', broadcastId).executeTakeFirst());
+  const row = await liveRows(db, 'broadcasts', tenant)
+    .select('id')
+    .where('id', '=', broadcastId)
+    .executeTakeFirst();
+  return Boolean(row);
 }
 
 /**

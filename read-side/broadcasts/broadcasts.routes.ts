@@ -9,7 +9,7 @@ import {
 } from '../../domain/broadcasts/broadcasts.response.ts';
 import { invalidField } from '../../platform/errors.ts';
 import { listQuery, type PageParams } from '../../platform/http/pagination.ts';
-import { queryRoutes } from '../../platform/http/query-routes.ts';
+import { queryRoutes, under } from '../../platform/http/query-routes.ts';
 import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import type { Services } from '../../platform/services.ts';
 import { broadcastClickedLinks, broadcastRecipients } from './broadcast-recipients.queries.ts';
@@ -37,11 +37,9 @@ export function broadcastQueryRoutes(api: ApiRouter, services: Services) {
     (req) => findBroadcast(services.db, req.auth, req.params.broadcast_id),
   );
 
-  /** A list under a broadcast: nothing (the broadcast's 404) unless the broadcast is the caller's. */
-  const under =
-    <P>(read: (req: ApiRequest, page: P) => Promise<unknown>) =>
-    async (req: ApiRequest, page: P) =>
-      (await broadcastExists(services.db, req.auth, req.params.broadcast_id)) ? read(req, page) : null;
+  /** A list under a broadcast: the broadcast's 404 unless it is the caller's. */
+  const underBroadcast = <P>(read: (req: ApiRequest, page: P) => Promise<unknown>) =>
+    under((req) => broadcastExists(services.db, req.auth, req.params.broadcast_id), read);
 
   broadcasts.list(
     '/broadcasts/:broadcast_id/recipients',
@@ -50,7 +48,7 @@ export function broadcastQueryRoutes(api: ApiRouter, services: Services) {
       query: recipientsQuery,
       responses: { 200: BroadcastRecipientList },
     },
-    under((req, page) => {
+    underBroadcast((req, page) => {
       if (page.bounce_type !== undefined && page.type !== 'bounced')
         throw invalidField('bounce_type', 'is only for `type=bounced`');
       return broadcastRecipients(services.db, req.auth, req.params.broadcast_id, page);
@@ -62,7 +60,7 @@ export function broadcastQueryRoutes(api: ApiRouter, services: Services) {
       summary: 'The links clicked in a broadcast’s emails, with their clicks',
       responses: { 200: BroadcastClickedLinkList },
     },
-    under((req, page: PageParams) =>
+    underBroadcast((req, page: PageParams) =>
       broadcastClickedLinks(services.db, req.auth, req.params.broadcast_id, page),
     ),
   );

@@ -12,7 +12,7 @@ import { EMAIL_STATUSES } from '../../domain/emails/status.ts';
 import { monthOf, PLANS } from '../../domain/organizations/plans.ts';
 import { notFound } from '../../platform/errors.ts';
 import { createdBetween, listQuery } from '../../platform/http/pagination.ts';
-import { queryRoutes } from '../../platform/http/query-routes.ts';
+import { queryRoutes, under } from '../../platform/http/query-routes.ts';
 import type { ApiRequest, ApiRouter } from '../../platform/http/router.ts';
 import { parse } from '../../platform/http/validate.ts';
 import type { Services } from '../../platform/services.ts';
@@ -61,9 +61,9 @@ export function emailQueryRoutes(api: ApiRouter, services: Services) {
     (req) => getEmail(services.db, req.auth, req.params.email_id),
   );
 
-  /** A read under an email: nothing (the email's 404) unless the email is the caller's. */
-  const underEmail = (read: (req: ApiRequest) => Promise<unknown>) => async (req: ApiRequest) =>
-    (await emailExists(services.db, req.auth, req.params.email_id)) ? read(req) : null;
+  /** A read under an email: the email's 404 unless it is the caller's. */
+  const underEmail = (read: (req: ApiRequest) => Promise<unknown>) =>
+    under((req) => emailExists(services.db, req.auth, req.params.email_id), read);
 
   // The email's history under the public names, each event with its documented data (email-history.ts).
   emails.get(
