@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely';
 import { BOUNCE_TYPES, type RecipientType } from '../../domain/broadcasts/broadcasts.response.ts';
 import { LEFT_POSTLINE } from '../../domain/emails/status.ts';
 import type { Database } from '../../platform/db/database.ts';
@@ -11,6 +11,8 @@ type Emails = ExpressionBuilder<ReadModels, 'emails'>;
 
 /** A broadcast's email has one recipient: its address, in lower case. */
 const address = sql<string>`emails.recipients->0->>'email'`;
+/** Its bounce type, as Postline names it (`hard`, `soft`), when it bounced. */
+const bounceType = sql<string | null>`emails.recipients->0->>'bounce_type'`;
 
 /** The contact the email was for, found by its address (none once deleted: its personal data is forgotten). */
 const contactId = (eb: Emails) =>
@@ -22,23 +24,21 @@ const contactId = (eb: Emails) =>
     .where('c.email_lower', '=', address);
 
 /** Which of a broadcast's emails each type lists: those whose recipient got that far, or did that. */
-const OF_TYPE: Record<RecipientType, (eb: Emails) => ReturnType<Emails['and']>> = {
-  sent: (eb) => eb.and([eb('status', 'in', LEFT_POSTLINE)]),
-  delivered: (eb) => eb.and([eb('status', 'in', ['delivered', 'complained'])]),
-  opened: (eb) => eb.and([eb('opens', '>', 0)]),
-  clicked: (eb) => eb.and([eb('clicks', '>', 0)]),
-  bounced: (eb) => eb.and([eb('status', '=', 'bounced')]),
-  complained: (eb) => eb.and([eb('status', '=', 'complained')]),
+const OF_TYPE: Record<RecipientType, (eb: Emails) => Expression<SqlBool>> = {
+  sent: (eb) => eb('status', 'in', LEFT_POSTLINE),
+  delivered: (eb) => eb('status', 'in', ['delivered', 'complained']),
+  opened: (eb) => eb('opens', '>', 0),
+  clicked: (eb) => eb('clicks', '>', 0),
+  bounced: (eb) => eb('status', '=', 'bounced'),
+  complained: (eb) => eb('status', '=', 'complained'),
   unsubscribed: (eb) =>
-    eb.and([
-      eb.exists(
-        eb
-          .selectFrom('broadcast_unsubscribes as u')
-          .select('u.contact_id')
-          .whereRef('u.broadcast_id', '=', 'emails.broadcast_id')
-          .where('u.contact_id', '=', contactId(eb)),
-      ),
-    ]),
+    eb.exists(
+      eb
+        .selectFrom('broadcast_unsubscribes as u')
+        .select('u.contact_id')
+        .whereRef('u.broadcast_id', '=', 'emails.broadcast_id')
+        .where('u.contact_id', '=', contactId(eb)),
+    ),
 };
 
 const bounceTypeOf = (type: string | null) =>
@@ -68,14 +68,14 @@ export async function broadcastRecipients(
       contactId(eb).as('contact_id'),
       'opens',
       'clicks',
-      sql<string | null>`emails.recipients->0->>'bounce_type'`.as('bounce_type'),
+      bounceType.as('bounce_type'),
     ])
     .where('broadcast_id', '=', broadcastId)
     .where(OF_TYPE[page.type]);
   if (page.email !== undefined) q = q.where(address, '=', page.email.trim().toLowerCase());
   if (page.bounce_type !== undefined) {
     const type = page.bounce_type === 'undetermined' ? null : BOUNCE_TYPES[page.bounce_type];
-    q = q.where(sql<string | null>`emails.recipients->0->>'bounce_type'`, type === null ? 'is' : '=', type);
+    q = q.where(bounceType, type === null ? 'is' : '=', type);
   }
   return listPage(q, page, async (rows) => {
     const links =
