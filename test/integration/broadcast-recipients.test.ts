@@ -131,6 +131,8 @@ describe('GET /v1/broadcasts/{id}/recipients', () => {
     ['type=sent&bounce_type=permanent', 'bounce_type'],
     ['type=bounced&bounce_type=soft', 'bounce_type'],
     ['type=sent&colour=red', 'colour'],
+    ['type=sent&email=a%00b', 'query.email'],
+    [`type=sent&email=${'a'.repeat(321)}`, 'email'],
   ])('refuses %j with 422 naming %s', async (query, field) => {
     const r = await acme.test.get(`/v1/broadcasts/${broadcastId}/recipients?${query}`);
     expect(r.status, JSON.stringify(r.body)).toBe(422);

@@ -165,6 +165,8 @@ describe('GET /v1/emails/metrics', () => {
     ['metrics=sent,sent', 'metrics'],
     ['dimensions=email', 'dimensions'],
     ['timezone=Mars/Olympus', 'timezone'],
+    ['timezone=Europe/Berlin%00', 'query.timezone'],
+    ['timezone=Europe/Berlin%0D%0AX', 'timezone'],
     // An offset, which PostgreSQL would read the other way round (POSIX).
     ['timezone=%2B01:00', 'timezone'],
     ['start_date=June', 'start_date'],

@@ -135,6 +135,12 @@ describe('POST /v1/emails with topic_id', () => {
     const malformed = await send({ to: ['bob@example.org'], topic_id: 'weekly' });
     expect(malformed.status).toBe(422);
     expect(malformed.body.error.message).toBe('`topic_id`: must be a topic id (top_…)');
+    // Hostile values: a NUL, a lone surrogate, a long string, a nested object.
+    for (const hostile of ['top_1\u0000', '\ud800', `top_${'x'.repeat(100_000)}`, { a: { b: { c: 1 } } }]) {
+      const r = await send({ to: ['bob@example.org'], topic_id: hostile });
+      expect(r.status).toBe(422);
+      expect(r.body.error.message).toMatch(/^`topic_id`: /);
+    }
   });
 
   it('without a topic (or with topic_id null) sends to everyone and says nothing of topics', async () => {
