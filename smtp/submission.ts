@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { type AddressObject, simpleParser } from 'mailparser';
 import { domainOf, formatMailbox, type Mailbox, parseAddress } from '../domain/emails/addresses.ts';
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
+import { namesListUnsubscribe } from '../domain/emails/list-unsubscribe.ts';
 import { sendTime } from '../domain/emails/send-time.ts';
 import { type AuthContext, metaOf } from '../platform/auth/auth-context.ts';
 import { AppError } from '../platform/errors.ts';
@@ -117,7 +118,11 @@ function finalBytes(
     'Received',
     `from ${arrival.heloName} ([${arrival.clientAddress}])\r\n\tby ${arrival.hostname} (Postline) with ${arrival.secure ? 'ESMTPSA' : 'ESMTPA'} id ${emailId};\r\n\t${rfc5322Date(now)}`,
   );
-  return { bytes: joinMessage({ fields: [received, ...kept], body }), messageId };
+  return {
+    bytes: joinMessage({ fields: [received, ...kept], body }),
+    messageId,
+    listUnsubscribe: namesListUnsubscribe(kept.map((f) => f.name)),
+  };
 }
 
 /** What the API shows of a submitted message: its parsed addresses, subject, bodies and attachments. */
@@ -179,10 +184,18 @@ export async function submitMessage(
   const send = async (ids: { ids: string[]; resumed: boolean }) => {
     const now = services.clock.now();
     const checkedAt = checkedSendAt(sendAt, now);
-    const { bytes, messageId } = finalBytes(fields, body, fromAddress, ids.ids[0], arrival, now);
+    const { bytes, messageId, listUnsubscribe } = finalBytes(
+      fields,
+      body,
+      fromAddress,
+      ids.ids[0],
+      arrival,
+      now,
+    );
     const message: SubmittedMessage = {
       raw: bytes,
       messageId,
+      listUnsubscribe,
       envelopeTo,
       ...shown,
       tags,

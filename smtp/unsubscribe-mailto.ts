@@ -7,9 +7,9 @@ import {
 import type { ReplyName } from './replies.ts';
 
 /**
- * The List-Unsubscribe `mailto:` of broadcast emails (unsubscribe+<token>@<return path's domain>,
- * docs/broadcasts.md): mail to it unsubscribes the contact. What the message says does not matter: that it was sent
- * to the address is the request.
+ * The List-Unsubscribe `mailto:` of broadcast emails and of sends about a topic (unsubscribe+<token>@<return
+ * path's domain>, docs/broadcasts.md): mail to it unsubscribes whom the email was for. What the message says does
+ * not matter: that it was sent to the address is the request.
  */
 export function unsubscribeMailto(services: Services, onReturnPathDomain: (address: string) => boolean) {
   /** Only on a return-path domain: `unsubscribe+…@` a customer's inbound domain is that customer's mail. */
@@ -29,7 +29,7 @@ export function unsubscribeMailto(services: Services, onReturnPathDomain: (addre
       return (await targetOf(address)) ? null : 'unknownReturnPath';
     },
 
-    /** Unsubscribes each address's contact; the message itself is not kept. */
+    /** Unsubscribes whom each address's email was for; the message itself is not kept. */
     async deliver(_message: unknown, addresses: string[]): Promise<boolean> {
       for (const address of addresses) {
         const target = await targetOf(address);

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { BroadcastContent, EmailIdScheme } from '../../domain/broadcasts/broadcast.events.ts';
 import { type RecipientData, withFooter, withPreheader } from '../../domain/broadcasts/broadcast-content.ts';
+import { listUnsubscribeHeaders } from '../../domain/emails/list-unsubscribe.ts';
 import { sentSubject } from '../../domain/templates/content-rules.ts';
 import { partRenderer } from '../../domain/templates/sandbox.ts';
 import { AppError } from '../../platform/errors.ts';
@@ -140,10 +141,7 @@ export function broadcastDraft(
         ...(b.version && { templateId: b.version.templateId, templateVersionId: b.version.versionId }),
       },
     },
-    headers: {
-      'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:${unsubscribeMailbox(token, b.returnPath)}>`,
-      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-    },
+    headers: listUnsubscribeHeaders(unsubscribeUrl, unsubscribeMailbox(token, b.returnPath)),
     tags: [],
     attachments: [],
     broadcast: { broadcastId: b.broadcastId, contactId: r.id, topicId: b.topicId },

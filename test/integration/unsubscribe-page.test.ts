@@ -133,3 +133,92 @@ describe('a deleted contact’s link', () => {
     }
   });
 });
+
+describe('the link of a send about a topic', () => {
+  /** A send about the topic to `to`; the link of its List-Unsubscribe, on this service's port. */
+  async function linkOf(to: string, topic: string) {
+    const sent = ok(
+      await client.post('/v1/emails', {
+        from: 'news@acme.test',
+        to,
+        subject: 'S',
+        text: 'T',
+        topic_id: topic,
+      }),
+    );
+    await settled('emails');
+    const { headers } = ok(await client.get(`/v1/emails/${sent.id}`));
+    return /<([^>]+)>/.exec(headers['List-Unsubscribe'])![1].replace(/^http:\/\/[^/]+/, svc.baseUrl);
+  }
+  const subscription = async (contactId: string, topic: string) => {
+    await settled('contacts');
+    return ok(await client.get(`/v1/contacts/${contactId}/topics`)).data.find((t: any) => t.id === topic)
+      .subscription;
+  };
+  const contactOf = async (email: string) => {
+    await settled('contacts');
+    return ok(await client.get(`/v1/contacts?email=${email}`)).data[0];
+  };
+
+  it('names an address: one that is no contact gets the button alone, and becomes a contact out of the topic', async () => {
+    const topic = ok(
+      await client.post('/v1/topics', { name: 'Release notes', default_subscription: 'opt_in' }),
+      201,
+    ).id;
+    const url = await linkOf('Nia <nia@example.org>', topic);
+    const page = await (await fetch(url)).text();
+    expect(page).toContain('n***@example.org');
+    expect(page).toContain('Stop receiving emails about “Release notes”?');
+    expect(page).not.toContain('Or choose what you receive');
+    // Preferences are a contact's: none to save.
+    expect((await post(url, `action=preferences&topic=${topic}`)).status).toBe(400);
+    expect(await contactOf('nia@example.org')).toBeUndefined();
+
+    expect((await post(url, 'List-Unsubscribe=One-Click')).status).toBe(200);
+    const nia = await contactOf('nia@example.org');
+    expect(nia).toMatchObject({ email: 'nia@example.org', unsubscribed: false, audience_ids: [] });
+    expect(await subscription(nia.id, topic)).toBe('opt_out');
+    // Once a contact, the page shows its preferences, and saves them.
+    expect(await (await fetch(url)).text()).toContain('Or choose what you receive');
+    expect((await post(url, `action=preferences&topic=${topic}`)).status).toBe(200);
+    expect(await subscription(nia.id, topic)).toBe('opt_in');
+  });
+
+  it('unsubscribes the contact that has the address when the link is followed, whoever it was when sent', async () => {
+    const topic = ok(
+      await client.post('/v1/topics', { name: 'Digest', default_subscription: 'opt_in' }),
+      201,
+    ).id;
+    const url = await linkOf('omar@example.org', topic);
+    const omar = ok(await client.post('/v1/contacts', { email: 'Omar@Example.org' }), 201).id;
+    expect((await post(url, 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect(await contactOf('omar@example.org')).toMatchObject({ id: omar });
+    expect(await subscription(omar, topic)).toBe('opt_out');
+  });
+
+  it('is made for no other email: a token for an email about no topic, or to two addresses, finds nothing', async () => {
+    const topic = ok(
+      await client.post('/v1/topics', { name: 'Other', default_subscription: 'opt_in' }),
+      201,
+    ).id;
+    const plain = ok(
+      await client.post('/v1/emails', { from: 'a@acme.test', to: 'p@example.org', subject: 'S', text: 'T' }),
+    );
+    const two = ok(
+      await client.post('/v1/emails', {
+        from: 'a@acme.test',
+        to: ['p@example.org', 'q@example.org'],
+        subject: 'S',
+        text: 'T',
+        topic_id: topic,
+      }),
+    );
+    await settled('emails');
+    expect(ok(await client.get(`/v1/emails/${two.id}`)).headers).toEqual({});
+    for (const id of [plain.id, two.id]) {
+      const forged = `${svc.baseUrl}/unsubscribe/${svc.postline.services.tokens.unsubscribe.sign(id)}`;
+      expect((await fetch(forged)).status).toBe(404);
+      expect((await post(forged, 'List-Unsubscribe=One-Click')).status).toBe(404);
+    }
+  });
+});

@@ -1,20 +1,27 @@
 import { parseMailbox } from '../../domain/emails/addresses.ts';
-import { type EmailBroadcastRef, type EmailContent, emailStream } from '../../domain/emails/email.events.ts';
+import { type EmailContent, emailStream } from '../../domain/emails/email.events.ts';
+import { topicUnsubscribeAddress } from '../../domain/emails/list-unsubscribe.ts';
 import type { EventMetadata, Position } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
-import { unsubscribeContact } from '../contacts/contact.commands.ts';
+import { unsubscribeAddress, unsubscribeContact } from '../contacts/contact.commands.ts';
 
-export interface UnsubscribeTarget extends EmailBroadcastRef {
+export interface UnsubscribeTarget {
   meta: EventMetadata;
   emailId: string;
   from: string;
   /** The address the email was sent to (its first `to`), as it was then: the contact's may have changed since. */
   sentTo: string | null;
+  /** The topic an unsubscribe leaves; null: everything. */
+  topicId: string | null;
+  /** The broadcast the email was of, which the unsubscribe counts for; null for a send about a topic. */
+  broadcastId: string | null;
+  /** The broadcast's contact; null for a send about a topic, whose address's contact is found when it is used. */
+  contactId: string | null;
 }
 
 /**
- * The broadcast email an unsubscribe token names, with whom it was for; null for a token that does not verify or
- * names any other email.
+ * The email an unsubscribe token names, with whom it was for: a broadcast's, or a send about a topic to one
+ * address (domain/emails/list-unsubscribe.ts); null for a token that does not verify or names any other email.
  */
 export async function unsubscribeTarget(
   services: Pick<Services, 'store' | 'tokens'>,
@@ -25,33 +32,42 @@ export async function unsubscribeTarget(
   const [first] = await services.store.readStream(emailStream(emailId));
   if (first?.type !== 'EmailQueued' && first?.type !== 'EmailScheduled') return null;
   const content = first.data as EmailContent;
-  if (!content.broadcast) return null;
-  const to = content.to[0] ? parseMailbox(content.to[0]) : null;
-  return {
-    ...content.broadcast,
+  const email = {
     meta: { orgId: content.orgId, mode: content.mode, actor: 'system' },
     emailId,
     from: content.from,
-    sentTo: to && 'address' in to ? to.address : null,
   };
+  if (content.broadcast) {
+    const to = content.to[0] ? parseMailbox(content.to[0]) : null;
+    return { ...email, ...content.broadcast, sentTo: to && 'address' in to ? to.address : null };
+  }
+  const address = topicUnsubscribeAddress(content);
+  if (!address || !content.topicId) return null;
+  return { ...email, sentTo: address, topicId: content.topicId, broadcastId: null, contactId: null };
 }
+
+/** The contact an unsubscribe is for: the broadcast's, or the one that has the address now (null: none). */
+export const targetContactId = (services: Pick<Services, 'db' | 'lookUps'>, target: UnsubscribeTarget) =>
+  target.contactId ??
+  (target.sentTo ? services.lookUps.contactIdOf(services.db, target.meta, target.sentTo) : null);
 
 /** True for the `not_found` of a contact deleted (before or during a write): it gets nothing more anyway. */
 export const contactGone = (error: unknown) => (error as { code?: string } | null)?.code === 'not_found';
 
 /**
- * Unsubscribes the contact an email was for: from the broadcast's topic when it had one, else from everything
- * (RFC 8058 one-click, or the List-Unsubscribe mailto). A contact deleted since is left as it is (`gone`).
+ * Unsubscribes whom an email was for: from its topic when it had one, else from everything (RFC 8058 one-click,
+ * or the List-Unsubscribe mailto). A broadcast's contact deleted since is left as it is (`gone`); a send about a
+ * topic unsubscribes its address (unsubscribeAddress).
  */
 export async function unsubscribeFrom(
   services: Parameters<typeof unsubscribeContact>[0],
   target: UnsubscribeTarget,
 ): Promise<{ position?: Position; gone: boolean }> {
+  const { meta, contactId, topicId, broadcastId, sentTo } = target;
   try {
-    const { position } = await unsubscribeContact(services, target.meta, target.contactId, {
-      topicId: target.topicId,
-      broadcastId: target.broadcastId,
-    });
+    const { position } = contactId
+      ? await unsubscribeContact(services, meta, contactId, { topicId, broadcastId })
+      : await unsubscribeAddress(services, meta, sentTo!, topicId);
     return { position, gone: false };
   } catch (error) {
     if (contactGone(error)) return { gone: true };

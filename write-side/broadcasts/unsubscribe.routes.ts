@@ -4,6 +4,7 @@ import type { Services } from '../../platform/services.ts';
 import { setContactTopics } from '../contacts/contact.commands.ts';
 import {
   contactGone,
+  targetContactId,
   type UnsubscribeTarget,
   unsubscribeFrom,
   unsubscribeTarget,
@@ -64,12 +65,13 @@ function formOf(req: express.Request): { oneClick: boolean; preferences?: Set<st
 }
 
 /**
- * The unsubscribe link of broadcast emails, outside /v1 and without an API key: `GET /unsubscribe/<token>` only shows
- * a page (a confirm button and the contact's topic preferences), since link scanners fetch every URL of a message;
- * `POST` with `List-Unsubscribe=One-Click` (RFC 8058: what a mailbox provider's unsubscribe button sends, and the
- * page's button) unsubscribes at once. A token that does not verify gets a friendly page, never an error dump; a
- * deleted contact's link (deleted before the request, or during its write) gets `goneContact()`. The page shows
- * the address the email was sent to, masked, never the contact's address now (docs/broadcasts.md).
+ * The unsubscribe link of broadcast emails and of sends about a topic, outside /v1 and without an API key:
+ * `GET /unsubscribe/<token>` only shows a page (a confirm button and the contact's topic preferences), since link
+ * scanners fetch every URL of a message; `POST` with `List-Unsubscribe=One-Click` (RFC 8058: what a mailbox
+ * provider's unsubscribe button sends, and the page's button) unsubscribes at once. A token that does not verify
+ * gets a friendly page, never an error dump; a broadcast's deleted contact's link (deleted before the request, or
+ * during its write) gets `goneContact()`. The page shows the address the email was sent to, masked, never the
+ * contact's address now (docs/broadcasts.md).
  */
 export function mountUnsubscribe(app: express.Express, services: Services): void {
   const target = (token: string) => unsubscribeTarget(services, token);
@@ -82,10 +84,14 @@ export function mountUnsubscribe(app: express.Express, services: Services): void
     res.set(PAGE_HEADERS);
     const t = await target(req.params.token);
     if (!t) return void res.status(404).send(unknownLink());
-    // The token names a broadcast email sent to the contact: a contact not found is one deleted since.
-    const contact = await services.lookUps.findContact(services.db, t.meta, t.contactId);
-    if (!contact) return void res.send(goneContact());
-    const topics = (await services.lookUps.contactTopics(services.db, t.meta, t.contactId)).data;
+    // A broadcast's contact not found is one deleted since; a send about a topic names an address, which may
+    // be no contact (yet): it gets the button alone.
+    const contactId = await targetContactId(services, t);
+    const contact = contactId ? await services.lookUps.findContact(services.db, t.meta, contactId) : null;
+    if (!contact && t.contactId) return void res.send(goneContact());
+    const topics = contact
+      ? (await services.lookUps.contactTopics(services.db, t.meta, contactId!)).data
+      : [];
     const preferences = topics.length
       ? `<form method="post"><fieldset><legend>Or choose what you receive</legend>
 ${topics
@@ -98,7 +104,7 @@ ${topics
       : '';
     res.send(
       page(
-        contact.unsubscribed ? 'You are unsubscribed' : 'Unsubscribe',
+        contact?.unsubscribed ? 'You are unsubscribed' : 'Unsubscribe',
         `${t.sentTo ? `<p>${esc(maskedAddress(t.sentTo))}</p>\n` : ''}<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">
 <p>Stop receiving ${esc(await describe(t))}?</p><button type="submit">Unsubscribe</button></form>${preferences}`,
       ),
@@ -116,17 +122,19 @@ ${topics
         page('You are unsubscribed', `<p>You will no longer receive ${esc(await describe(t))}.</p>`),
       );
     }
-    if (form.preferences) {
-      if (!(await services.lookUps.findContact(services.db, t.meta, t.contactId)))
+    // Preferences are a contact's: a send about a topic to an address that is no contact shows none.
+    const contactId = form.preferences ? await targetContactId(services, t) : null;
+    if (form.preferences && contactId) {
+      if (!(await services.lookUps.findContact(services.db, t.meta, contactId)))
         return void res.send(goneContact());
-      const topics = (await services.lookUps.contactTopics(services.db, t.meta, t.contactId)).data;
+      const topics = (await services.lookUps.contactTopics(services.db, t.meta, contactId)).data;
       const choices = topics.map((topic) => ({
         topicId: topic.id,
         subscription: form.preferences!.has(topic.id) ? ('opt_in' as const) : ('opt_out' as const),
       }));
       // Deleted between the look-up and the write: the same page as a deleted contact's.
       // The topics left here are the broadcast's unsubscribes, as the one-click's are.
-      const saved = await setContactTopics(services, t.meta, t.contactId, choices, {
+      const saved = await setContactTopics(services, t.meta, contactId, choices, {
         broadcastId: t.broadcastId,
       }).then(
         () => true,

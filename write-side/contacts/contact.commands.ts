@@ -1,5 +1,13 @@
-import { type ContactState, contactDecider } from '../../domain/contacts/contact.decider.ts';
-import { type ContactPersonalData, contactStream } from '../../domain/contacts/contact.events.ts';
+import {
+  type ContactState,
+  contactDecider,
+  contactEmailDecider,
+} from '../../domain/contacts/contact.decider.ts';
+import {
+  type ContactPersonalData,
+  contactEmailStream,
+  contactStream,
+} from '../../domain/contacts/contact.events.ts';
 import { AppError, notFound, visibleTo } from '../../platform/errors.ts';
 import { rebuildState } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
@@ -207,4 +215,48 @@ export async function unsubscribeContact(
     broadcastId: from.broadcastId,
   });
   return { position: result.position };
+}
+
+/**
+ * An unsubscribe link of a send about a topic, which names an address rather than a contact: the contact that has
+ * the address leaves the topic (or everything, unsubscribeContact); an address that is no contact becomes one,
+ * out of the topic, so that the next email about it leaves the address out where the topic's default reached it.
+ */
+export async function unsubscribeAddress(
+  services: Deps,
+  meta: EventMetadata,
+  email: string,
+  topicId: string | null,
+) {
+  const from = { topicId, broadcastId: null };
+  for (let attempt = 1; ; attempt++) {
+    const holder = await liveHolder(services, meta, email);
+    if (holder) return unsubscribeContact(services, meta, holder, from);
+    const created = await createContact(services, meta, {
+      email,
+      firstName: null,
+      lastName: null,
+      properties: {},
+      unsubscribed: false,
+      consentGivenAt: null,
+      audienceIds: [],
+    }).catch((error) => {
+      // Made a contact meanwhile, by someone else: that one leaves the topic.
+      if (error instanceof AppError && error.code === 'contact_exists' && attempt < 3) return null;
+      throw error;
+    });
+    if (created) return unsubscribeContact(services, meta, created.contactId, from);
+  }
+}
+
+/** The contact that has the address, as its claim says, unless it is deleted or was never written. */
+async function liveHolder(services: Deps, meta: EventMetadata, email: string) {
+  const key = emailKeyOf(services, meta, email);
+  const { holder } = rebuildState(
+    contactEmailDecider,
+    await services.store.readStream(contactEmailStream(key)),
+  );
+  if (!holder) return null;
+  const contact = await readContact(services, holder);
+  return contact.exists && !contact.deleted ? holder : null;
 }

@@ -16,6 +16,7 @@ import type { Accepted, EmailDraft } from './email-draft.ts';
 import { attachmentBytes, checkHeaders, checkRecipients, checkSendAt } from './email-limits.ts';
 import { countOutcomes } from './email-outcomes.ts';
 import { sendingDomain } from './sending-domain.ts';
+import { withTopicUnsubscribe } from './topic-unsubscribe.ts';
 
 /** The read models an accepted email is read from: a send's answer waits for them (read-your-writes). */
 export const EMAIL_PROJECTIONS = ['emails'];
@@ -23,7 +24,7 @@ export const EMAIL_PROJECTIONS = ['emails'];
 /**
  * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
  * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list and the
- * topic, the quota, and the append (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming
+ * topic (and the topic's unsubscribe link), the quota, and the append (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming
  * the field; nothing is written before the quota.
  */
 export async function acceptEmail(
@@ -35,10 +36,11 @@ export async function acceptEmail(
   if (earlier) return earlier;
   const now = draft.at ?? services.clock.now();
   const { sendAt, attachments } = limits(draft, now);
-  const domain = await sendingDomain(services, draft.sender);
+  const { bounceDomain, ...domain } = await sendingDomain(services, draft.sender);
   const body = await emailBody(services, meta, draft.body);
   storable(draft, body);
   const recipients = await deliverable(services, draft);
+  const { headers, raw } = withTopicUnsubscribe(services, draft, recipients, bounceDomain);
   await draft.quota(now);
   const content = {
     emailId: draft.emailId,
@@ -50,14 +52,14 @@ export async function acceptEmail(
     subject: body.subject,
     html: body.html,
     text: body.text,
-    headers: draft.headers,
+    headers,
     tags: draft.tags,
     ...domain,
     ...(body.templateId && { templateId: body.templateId, templateVersionId: body.templateVersionId }),
     ...(draft.topicId && { topicId: draft.topicId }),
     createdAt: now.toISOString(),
   };
-  return append(services, meta, { content, attachments, raw: draft.raw, sendAt, broadcast: draft.broadcast });
+  return append(services, meta, { content, attachments, raw, sendAt, broadcast: draft.broadcast });
 }
 
 /** The limits every email keeps: recipients, `send_at`, custom headers, attachments. */

@@ -24,8 +24,11 @@ export interface EmailDraft {
   headers: Record<string, string>;
   tags: string[];
   attachments: DraftAttachment[];
-  /** A message submitted over SMTP, delivered as these bytes. */
-  raw?: { bytes: Buffer; messageId: string };
+  /**
+   * A message submitted over SMTP, delivered as these bytes; `listUnsubscribe`: its header section names a
+   * List-Unsubscribe of its own.
+   */
+  raw?: { bytes: Buffer; messageId: string; listUnsubscribe: boolean };
   /** As requested: checked against the clock by the pipeline. */
   sendAt?: string;
   broadcast?: EmailBroadcastRef;

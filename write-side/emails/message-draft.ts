@@ -10,6 +10,8 @@ import type { EmailDraft } from './email-draft.ts';
 export interface SubmittedMessage {
   raw: Buffer;
   messageId: string;
+  /** Its header section names a List-Unsubscribe of its own. */
+  listUnsubscribe: boolean;
   /** RCPT TO: every recipient, Bcc included. */
   envelopeTo: string[];
   /** The From, To, Cc and Reply-To headers' mailboxes (`Name <address>`). */
@@ -66,7 +68,7 @@ export function messageDraft(
     headers: {},
     tags: message.tags,
     attachments: message.attachments.map(({ bytes, ...a }) => ({ ...a, content: bytes })),
-    raw: { bytes: message.raw, messageId: message.messageId },
+    raw: { bytes: message.raw, messageId: message.messageId, listUnsubscribe: message.listUnsubscribe },
     ...(message.sendAt !== undefined && { sendAt: message.sendAt }),
     ...(message.topicId !== undefined && { topicId: message.topicId }),
     sender: { key: auth, fromDomain: domainOf(from.address) },

@@ -1,3 +1,4 @@
+import { envelopeDomain, installationBounceDomain } from '../../domain/domains/dns-records.ts';
 import { AppError } from '../../platform/errors.ts';
 import type { Services } from '../../platform/services.ts';
 import type { Sender } from './email-draft.ts';
@@ -14,13 +15,15 @@ export const domainNotVerified = (name: string, known: boolean) =>
 /**
  * The sending domain. Live: a domain of the organization that can send (verified). Test: any domain; a
  * registered test-mode domain of that name is linked when there is one. A key restricted to a domain sends
- * only from it (403). A broadcast's was checked when it was sent.
+ * only from it (403). A broadcast's was checked when it was sent. `bounceDomain`: where the email's bounces go
+ * (its envelope sender's domain), which takes its List-Unsubscribe `mailto:` too; null for a broadcast's email,
+ * which has its own.
  */
 export async function sendingDomain(
-  services: Pick<Services, 'caches'>,
+  services: Pick<Services, 'caches' | 'config'>,
   sender: Sender,
-): Promise<{ domainId: string | null; domainName: string }> {
-  if ('broadcast' in sender) return sender.broadcast;
+): Promise<{ domainId: string | null; domainName: string; bounceDomain: string | null }> {
+  if ('broadcast' in sender) return { ...sender.broadcast, bounceDomain: null };
   const { key: auth, fromDomain: name } = sender;
   const { caches } = services;
   const domain = await caches.sendingDomains.get(auth, name);
@@ -35,5 +38,11 @@ export async function sendingDomain(
     }
   }
   if (auth.mode === 'live' && !domain?.canSendLive) throw domainNotVerified(name, Boolean(domain));
-  return { domainId: domain?.id ?? null, domainName: domain?.name ?? name };
+  return {
+    domainId: domain?.id ?? null,
+    domainName: domain?.name ?? name,
+    bounceDomain: domain
+      ? envelopeDomain(domain, services.config)
+      : installationBounceDomain(services.config),
+  };
 }
