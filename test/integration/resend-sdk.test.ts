@@ -406,9 +406,16 @@ describe("Resend's SDK against Postline", () => {
     const about = { from: 'Acme <news@acme.test>', subject: 'News', text: 'News', topicId: id };
     const sent = await resend.emails.send({ ...about, to: ['topical@example.com', `delivered@${SIM}`] });
     expect(sent.error).toBeNull();
+    // Left with one address, it carries the topic's one-click unsubscribe (Resend adds none).
     expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({
       to: [`delivered@${SIM}`],
       topic_id: id,
+      headers: {
+        'List-Unsubscribe': expect.stringMatching(
+          /^<http:\/\/[^>]+\/unsubscribe\/em_[0-9a-z]+-[0-9a-z]{16}>, <mailto:/,
+        ),
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
     });
     const none = await resend.emails.send({ ...about, to: 'topical@example.com' });
     expect(none.error).toMatchObject({ error: { code: 'all_recipients_unsubscribed' } });
