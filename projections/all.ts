@@ -11,6 +11,7 @@ import { deliveryPausesProjection } from './delivery-pauses.projection.ts';
 import { dmarcReportsProjection } from './dmarc-reports.projection.ts';
 import { domainsProjection } from './domains.projection.ts';
 import { emailLinksProjection } from './email-links.projection.ts';
+import { emailUnsubscribesProjection } from './email-unsubscribes.projection.ts';
 import { emailsProjection } from './emails.projection.ts';
 import type { Projection } from './projection.ts';
 import { receivedEmailsProjection } from './received-emails.projection.ts';
@@ -31,6 +32,7 @@ export const projections: Projection[] = [
   contactImportsProjection,
   emailsProjection,
   emailLinksProjection,
+  emailUnsubscribesProjection,
   receivedEmailsProjection,
   dmarcReportsProjection,
   webhooksProjection,

@@ -16,6 +16,7 @@ import type {
   EmailAttachmentsTable,
   EmailLinkClicksTable,
   EmailsTable,
+  EmailUnsubscribesTable,
   EmailUsageTable,
 } from './emails/emails.schema.ts';
 import type { ReceivedEmailsTable } from './received-emails/received-emails.schema.ts';
@@ -43,6 +44,7 @@ export interface ReadModels {
   emails: EmailsTable;
   email_attachments: EmailAttachmentsTable;
   email_link_clicks: EmailLinkClicksTable;
+  email_unsubscribes: EmailUnsubscribesTable;
   email_usage: EmailUsageTable;
   received_emails: ReceivedEmailsTable;
   suppressions: SuppressionsTable;

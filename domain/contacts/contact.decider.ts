@@ -20,18 +20,20 @@ export type ContactCommand =
       subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[];
       /** Each topic's default (topics the contact has no choice for follow it). */
       defaults: Record<string, 'opt_in' | 'opt_out'>;
-      /** The broadcast whose unsubscribe page the choices were made on; null for any other way. */
+      /** The email (and its broadcast) whose unsubscribe page the choices were made on; null for any other way. */
       broadcastId: string | null;
+      emailId: string | null;
     })
   /**
    * An unsubscribe link (RFC 8058): from the topic `topicId` (whose default is `topicDefault`), or from
-   * everything when it is null. `broadcastId`: the broadcast whose email carried the link.
+   * everything when it is null. `emailId`: the email that carried the link; `broadcastId` its broadcast.
    */
   | (Caller & {
       type: 'UnsubscribeContact';
       topicId: string | null;
       topicDefault: 'opt_in' | 'opt_out' | null;
       broadcastId: string | null;
+      emailId: string | null;
     });
 
 export type ContactState =
@@ -50,8 +52,12 @@ function subscriptionEvents(
   state: ContactState,
 ): ContactEvent[] {
   const { contactId, at } = command;
-  // An unsubscribe by a broadcast's link (one-click or its page's form) names the broadcast: it is counted there.
-  const from = command.broadcastId ? { broadcastId: command.broadcastId } : {};
+  // An unsubscribe by an email's link (one-click, its page's form, its mailto) names the email and its broadcast:
+  // it is counted for both.
+  const from = {
+    ...(command.broadcastId && { broadcastId: command.broadcastId }),
+    ...(command.emailId && { emailId: command.emailId }),
+  };
   switch (command.type) {
     case 'SetContactTopics': {
       // The choices so far, each on the one before it (a topic named twice is one change).

@@ -37,10 +37,19 @@ export type ContactEvent =
         updatedAt: string;
       };
     }
-  /** From everything (`topicId` null or absent), or from one topic; `broadcastId`: by the link in its email. */
+  /**
+   * From everything (`topicId` null or absent), or from one topic; `emailId`: by the unsubscribe link (or page, or
+   * mailto) of that email, `broadcastId` its broadcast's.
+   */
   | {
       type: 'ContactUnsubscribed';
-      data: { contactId: string; topicId?: string | null; broadcastId?: string; unsubscribedAt: string };
+      data: {
+        contactId: string;
+        topicId?: string | null;
+        broadcastId?: string;
+        emailId?: string;
+        unsubscribedAt: string;
+      };
     }
   | {
       type: 'ContactTopicSubscriptionChanged';

@@ -25,6 +25,8 @@ export interface MetricCounts {
   unique_opened: number;
   clicked: number;
   unique_clicked: number;
+  /** Emails whose unsubscribe link (its page, its mailto) took their recipient out of a topic or of everything. */
+  unsubscribed: number;
   /** Emails with a recipient that got them: what the open and click rates are of. */
   emails_delivered: number;
 }
@@ -43,8 +45,16 @@ const COUNTED = [
   'unique_opened',
   'clicked',
   'unique_clicked',
+  'unsubscribed',
 ] as const;
-const RATES = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate'] as const;
+const RATES = [
+  'delivery_rate',
+  'bounce_rate',
+  'complaint_rate',
+  'open_rate',
+  'click_rate',
+  'unsubscribe_rate',
+] as const;
 export const EMAIL_METRICS = [...COUNTED, ...RATES] as const;
 export type EmailMetric = (typeof EMAIL_METRICS)[number];
 
@@ -68,6 +78,8 @@ export function metricValues(
     complaint_rate: ratio(c.complained, c.delivered),
     open_rate: ratio(c.unique_opened, c.emails_delivered),
     click_rate: ratio(c.unique_clicked, c.emails_delivered),
+    // Of the recipients delivered, as the complaint rate: the two figures mailbox providers judge senders by.
+    unsubscribe_rate: ratio(c.unsubscribed, c.delivered),
   };
   const all: Record<EmailMetric, number> = { ...c, ...rates };
   return Object.fromEntries(EMAIL_METRICS.filter((m) => wanted.includes(m)).map((m) => [m, all[m]]));

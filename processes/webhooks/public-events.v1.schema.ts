@@ -104,6 +104,10 @@ export const ContactUnsubscribedData = z.strictObject({
     .string()
     .nullable()
     .meta({ description: 'The broadcast whose unsubscribe link was followed; null for any other way.' }),
+  email_id: z.string().nullable().meta({
+    description:
+      'The email whose unsubscribe link (its page, or its mailto) was used: a broadcast’s, or a send about a topic; null for any other way.',
+  }),
   timestamp,
 });
 

@@ -222,6 +222,7 @@ function contactData(e: ContactEvent): Record<string, unknown> | null {
         contact_id: e.data.contactId,
         topic_id: e.data.topicId ?? null,
         broadcast_id: e.data.broadcastId ?? null,
+        email_id: e.data.emailId ?? null,
         timestamp: e.data.unsubscribedAt,
       } satisfies Of<typeof ContactUnsubscribedData>;
     default:

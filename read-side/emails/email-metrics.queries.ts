@@ -56,6 +56,9 @@ export type MetricsRow = MetricCounts & {
   broadcast_name?: string | null;
 };
 
+/** Whether the email's unsubscribe link was used (projections/email-unsubscribes.projection.ts). */
+const UNSUBSCRIBED = 'EXISTS (SELECT 1 FROM email_unsubscribes u WHERE u.email_id = e.id) AS unsubscribed_by';
+
 /** The filters a query names: each a condition on the emails, its value a parameter. */
 const FILTERS = { domain_id: 'e.domain_id', email_id: 'e.id', broadcast_id: 'e.broadcast_id' } as const;
 
@@ -82,7 +85,7 @@ export async function emailMetricRows(
   );
   const { rows } = await db.query<MetricsRow>(
     `WITH e AS (
-       SELECT ${['e.status', 'e.opens', 'e.clicks', 'e.suppressed_recipients', 'r.*', ...selects].join(', ')}
+       SELECT ${['e.status', 'e.opens', 'e.clicks', 'e.suppressed_recipients', 'r.*', UNSUBSCRIBED, ...selects].join(', ')}
        FROM emails e
        CROSS JOIN LATERAL (
          SELECT count(*) AS received,
@@ -105,6 +108,7 @@ export async function emailMetricRows(
        sum(json_array_length(suppressed_recipients))::int AS suppressed,
        sum(opens)::int AS opened, (count(*) FILTER (WHERE opens > 0))::int AS unique_opened,
        sum(clicks)::int AS clicked, (count(*) FILTER (WHERE clicks > 0))::int AS unique_clicked,
+       (count(*) FILTER (WHERE unsubscribed_by))::int AS unsubscribed,
        (count(*) FILTER (WHERE delivered > 0))::int AS emails_delivered
      FROM e
      ${keys.length ? `GROUP BY ${keys.join(', ')} ORDER BY ${keys.join(', ')}` : 'HAVING count(*) > 0'}`,

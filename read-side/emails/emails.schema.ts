@@ -64,6 +64,12 @@ export interface EmailLinkClicksTable {
   clicks: number;
 }
 
+/** The emails whose unsubscribe link was used (projections/email-unsubscribes.projection.ts), at the first use. */
+export interface EmailUnsubscribesTable {
+  email_id: string;
+  unsubscribed_at: Date;
+}
+
 export interface EmailAttachmentsTable {
   id: string;
   email_id: string;
@@ -180,6 +186,14 @@ CREATE TABLE IF NOT EXISTS email_link_clicks (
   link text NOT NULL,
   clicks integer NOT NULL,
   PRIMARY KEY (email_id, link_id)
+)`,
+  },
+  {
+    id: 'emails-005',
+    // The emails whose unsubscribe link was used (projections/email-unsubscribes.projection.ts), for the metrics.
+    sql: `CREATE TABLE IF NOT EXISTS email_unsubscribes (
+  email_id text PRIMARY KEY,
+  unsubscribed_at timestamptz NOT NULL
 )`,
   },
 ];

@@ -1868,6 +1868,8 @@ export interface components {
                 topic_id: string | null;
                 /** @description The broadcast whose unsubscribe link was followed; null for any other way. */
                 broadcast_id: string | null;
+                /** @description The email whose unsubscribe link (its page, or its mailto) was used: a broadcast’s, or a send about a topic; null for any other way. */
+                email_id: string | null;
                 /** Format: date-time */
                 timestamp: string;
             };
@@ -3014,7 +3016,7 @@ export interface components {
             timezone: string;
             /** @enum {string} */
             granularity: "hourly" | "daily" | "weekly" | "monthly";
-            metrics: ("received" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "bounced_permanent" | "bounced_transient" | "complained" | "suppressed" | "opened" | "unique_opened" | "clicked" | "unique_clicked" | "delivery_rate" | "bounce_rate" | "complaint_rate" | "open_rate" | "click_rate")[];
+            metrics: ("received" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "bounced_permanent" | "bounced_transient" | "complained" | "suppressed" | "opened" | "unique_opened" | "clicked" | "unique_clicked" | "unsubscribed" | "delivery_rate" | "bounce_rate" | "complaint_rate" | "open_rate" | "click_rate" | "unsubscribe_rate")[];
             dimensions: ("period" | "domain" | "broadcast")[];
             totals: {
                 received?: number;
@@ -3030,11 +3032,13 @@ export interface components {
                 unique_opened?: number;
                 clicked?: number;
                 unique_clicked?: number;
+                unsubscribed?: number;
                 delivery_rate?: number;
                 bounce_rate?: number;
                 complaint_rate?: number;
                 open_rate?: number;
                 click_rate?: number;
+                unsubscribe_rate?: number;
             };
             /** @description One row per group of `dimensions`, when there are any. */
             data?: {
@@ -3057,11 +3061,13 @@ export interface components {
                 unique_opened?: number;
                 clicked?: number;
                 unique_clicked?: number;
+                unsubscribed?: number;
                 delivery_rate?: number;
                 bounce_rate?: number;
                 complaint_rate?: number;
                 open_rate?: number;
                 click_rate?: number;
+                unsubscribe_rate?: number;
             }[];
         };
         /** @description A page of the list, newest first; page on with `starting_after` or `ending_before`. */

@@ -144,7 +144,12 @@ describe('a live broadcast, end to end', () => {
     expect(hook.verifiedWith).toHaveLength(1);
     expect(hook.payload).toMatchObject({
       type: 'contact.unsubscribed',
-      data: { contact_id: ann, topic_id: topic, broadcast_id: broadcast.id },
+      data: {
+        contact_id: ann,
+        topic_id: topic,
+        broadcast_id: broadcast.id,
+        email_id: /\/unsubscribe\/(em_[0-9a-z]+)-/.exec(url)![1],
+      },
     });
     expect(await until(topicOf, (s) => s === 'opt_out')).toBe('opt_out');
     expect((await contact(ann)).unsubscribed).toBe(false);
@@ -186,7 +191,7 @@ describe('a live broadcast, end to end', () => {
     );
     expect(hook.payload).toMatchObject({
       type: 'contact.unsubscribed',
-      data: { contact_id: bob, topic_id: null, broadcast_id: broadcast.id },
+      data: { contact_id: bob, topic_id: null, broadcast_id: broadcast.id, email_id: expect.any(String) },
     });
     // A forged token is refused at RCPT.
     const forged = mailto.replace(/-[0-9a-z]{16}@/, '-0000000000000000@');

@@ -65,6 +65,7 @@ describe.skipIf(!hasChromium)("the dashboard's overview", () => {
         '50.0% delivered',
         '50.0% bounced',
         '0.0% complained',
+        '0.0% unsubscribed',
       ]);
     // Today's point of the chart holds them.
     const today = page.locator('[data-series="sent"] circle').last();

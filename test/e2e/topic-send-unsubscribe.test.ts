@@ -120,7 +120,7 @@ describe('a send about a topic to one address', () => {
     );
     expect(hook.payload).toMatchObject({
       type: 'contact.unsubscribed',
-      data: { contact_id: ann, topic_id: topic, broadcast_id: null },
+      data: { contact_id: ann, topic_id: topic, broadcast_id: null, email_id: id },
     });
     const again = await send({ to: 'ann@rcpt.test', topic_id: topic });
     expect(again.status).toBe(422);

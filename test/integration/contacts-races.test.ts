@@ -204,7 +204,11 @@ describe('changes under races', () => {
     const held = heldAtSealing();
     const update = updateContact(held.services, meta(), contactId, { firstName: 'Ann' });
     await held.reached; // read and opened, about to seal
-    await unsubscribeContact(services, meta(), contactId, { topicId: null, broadcastId: null });
+    await unsubscribeContact(services, meta(), contactId, {
+      topicId: null,
+      broadcastId: null,
+      emailId: null,
+    });
     await updateContact(services, meta(), contactId, { lastName: 'Lee', email: 'after@race.example.org' });
     held.release();
     await update;
@@ -275,7 +279,11 @@ describe('changes under races', () => {
     const imported = importContacts(held.services, meta(), [row], { audienceId: null, maxProperties: 50 });
     await held.reached; // the row found the contact, read it and merged its properties: about to seal
     await updateContact(services, meta(), contactId, { properties: { plan: 'pro' } });
-    await unsubscribeContact(services, meta(), contactId, { topicId: null, broadcastId: null });
+    await unsubscribeContact(services, meta(), contactId, {
+      topicId: null,
+      broadcastId: null,
+      emailId: null,
+    });
     held.release();
     expect(await imported).toEqual({ created: 0, updated: 1, skipped: [] });
     const state = await readContact(services, contactId);

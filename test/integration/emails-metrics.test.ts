@@ -63,11 +63,13 @@ const ALL_ZERO = {
   unique_opened: 0,
   clicked: 0,
   unique_clicked: 0,
+  unsubscribed: 0,
   delivery_rate: 0,
   bounce_rate: 0,
   complaint_rate: 0,
   open_rate: 0,
   click_rate: 0,
+  unsubscribe_rate: 0,
 };
 
 describe('GET /v1/emails/metrics', () => {
@@ -142,6 +144,48 @@ describe('GET /v1/emails/metrics', () => {
     const other = await svc.createOrg('pro');
     expect((await metrics('', other.test)).totals).toEqual(ALL_ZERO);
     expect((await metrics('?dimensions=period', other.test)).data).toEqual([]);
+  });
+
+  it('counts the emails whose unsubscribe link was used, each once, and their share of the recipients delivered', async () => {
+    const org = await svc.createOrg('pro');
+    const topic = (await org.test.post('/v1/topics', { name: 'Tips', default_subscription: 'opt_in' })).body
+      .id;
+    const sent: string[] = [];
+    for (const to of [`delivered@${SIM}`, `delivered+2@${SIM}`, `delivered+3@${SIM}`]) {
+      const r = await org.test.post('/v1/emails', {
+        from: 'hi@acme.test',
+        to,
+        subject: 'Tip',
+        text: 'x',
+        topic_id: topic,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      sent.push(r.body.id);
+    }
+    const simulator = new SimulatorProcess(svc.postline.services);
+    await simulator.runOnce();
+    clock.advance(1000);
+    await simulator.runOnce();
+    const links = await Promise.all(
+      sent.map(async (id) => {
+        const { headers } = await readEmail(svc, org.test, id);
+        return /<([^>]+)>/.exec(headers['List-Unsubscribe'])![1].replace(/^http:\/\/[^/]+/, svc.baseUrl);
+      }),
+    );
+    const oneClick = (url: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'List-Unsubscribe=One-Click',
+      });
+    // The first email's link twice (one unsubscribe), the second's once, the third's never.
+    for (const url of [links[0], links[0], links[1]]) expect((await oneClick(url)).status).toBe(200);
+    const { store, readYourWrites } = svc.postline.services;
+    await readYourWrites.waitFor(['email-unsubscribes'], await store.headPosition({ committed: true }));
+    const m = await metrics('?metrics=received,delivered,unsubscribed,unsubscribe_rate', org.test);
+    expect(m.totals).toEqual({ received: 3, delivered: 3, unsubscribed: 2, unsubscribe_rate: 0.6667 });
+    const one = await metrics(`?email_id=${sent[1]},${sent[2]}&metrics=unsubscribed`, org.test);
+    expect(one.totals).toEqual({ unsubscribed: 1 });
   });
 
   it('refuses a zone JavaScript keeps and the database does not (an old alias), naming timezone', async (ctx) => {

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { broadcastsProjection } from '../../projections/broadcasts.projection.ts';
+import { emailUnsubscribesProjection } from '../../projections/email-unsubscribes.projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import { PATIENCE } from '../support/patience.ts';
 import type { ApiResponse } from '../support/service.ts';
@@ -73,13 +74,15 @@ const unsubscribedCount = async (broadcastId: string) => {
   await settled('broadcasts');
   return ok(await client().get(`/v1/broadcasts/${broadcastId}`)).counts.unsubscribed;
 };
-/** The `contact.unsubscribed` deliveries for the contact, as `[topic_id, broadcast_id]`, in any order. */
+/** The `contact.unsubscribed` deliveries for the contact, as `[topic_id, broadcast_id, email_id]`, in any order. */
 const hooksOf = (contactId: string) =>
   receiver
     .ofType('contact.unsubscribed')
     .filter((r) => r.payload.data.contact_id === contactId)
-    .map((r) => [r.payload.data.topic_id, r.payload.data.broadcast_id])
+    .map((r) => [r.payload.data.topic_id, r.payload.data.broadcast_id, r.payload.data.email_id])
     .sort();
+/** The email an unsubscribe link is of: its token starts with the email's id. */
+const emailOf = (url: string) => /\/unsubscribe\/(em_[0-9a-z]+)-/.exec(url)![1];
 
 describe('unsubscribing through the page’s preferences form', () => {
   it('is the broadcast’s: counted in its counts, and named in the webhook', async () => {
@@ -98,7 +101,9 @@ describe('unsubscribing through the page’s preferences form', () => {
     expect(topics.find((t: any) => t.id === deals).subscription).toBe('opt_in');
 
     expect(await unsubscribedCount(broadcastId)).toBe(1);
-    await expect.poll(() => hooksOf(contactIds[0]), PATIENCE).toEqual([[tips, broadcastId]]);
+    await expect
+      .poll(() => hooksOf(contactIds[0]), PATIENCE)
+      .toEqual([[tips, broadcastId, emailOf(urls[0])]]);
   });
 });
 
@@ -116,17 +121,14 @@ describe('counts.unsubscribed of a broadcast', () => {
     const topics = ok(await client().get(`/v1/contacts/${twice}/topics`)).data.map((t: any) => t.id);
     expect(topics).toContain(news);
     expect((await post(urls[0], 'action=preferences')).status).toBe(200);
-    const everyUse = [
-      [null, broadcastId],
-      [null, broadcastId],
-      ...topics.map((t: string) => [t, broadcastId]),
-    ];
+    const by = [broadcastId, emailOf(urls[0])];
+    const everyUse = [[null, ...by], [null, ...by], ...topics.map((t: string) => [t, ...by])];
     await expect.poll(() => hooksOf(twice), PATIENCE).toEqual(everyUse.sort());
     expect(await unsubscribedCount(broadcastId)).toBe(1);
 
     expect((await post(urls[1], 'List-Unsubscribe=One-Click')).status).toBe(200);
     expect(await unsubscribedCount(broadcastId)).toBe(2);
-    await expect.poll(() => hooksOf(once), PATIENCE).toEqual([[null, broadcastId]]);
+    await expect.poll(() => hooksOf(once), PATIENCE).toEqual([[null, broadcastId, emailOf(urls[1])]]);
   });
 
   it('comes out the same when the read model is rebuilt from the log', async () => {
@@ -135,8 +137,17 @@ describe('counts.unsubscribed of a broadcast', () => {
     ok(await client().patch(`/v1/contacts/${contactIds[0]}`, { unsubscribed: false }));
     expect((await post(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
     expect(await unsubscribedCount(broadcastId)).toBe(1);
+    // The metrics count the email once too.
+    const emailMetric = async () => {
+      await settled('email-unsubscribes');
+      return ok(await client().get(`/v1/emails/metrics?email_id=${emailOf(urls[0])}&metrics=unsubscribed`))
+        .totals;
+    };
+    expect(await emailMetric()).toEqual({ unsubscribed: 1 });
     const { db, store, log } = svc.postline.services;
     await rebuildProjection(db, store, broadcastsProjection, log);
+    await rebuildProjection(db, store, emailUnsubscribesProjection, log);
     expect(await unsubscribedCount(broadcastId)).toBe(1);
+    expect(await emailMetric()).toEqual({ unsubscribed: 1 });
   });
 });

@@ -99,6 +99,7 @@ describe('contact decider', () => {
       subscriptions: [{ topicId, subscription }],
       defaults: { top_in: 'opt_in' as const, top_out: 'opt_out' as const },
       broadcastId: null,
+      emailId: null,
       at: 'T2',
     });
     spec(contactDecider)
@@ -138,7 +139,7 @@ describe('contact decider', () => {
       ]);
   });
 
-  it('names the broadcast in each unsubscription of choices made on its unsubscribe page', () => {
+  it('names the email and its broadcast in each unsubscription of choices made on its unsubscribe page', () => {
     const onPage = {
       ...caller,
       type: 'SetContactTopics' as const,
@@ -149,6 +150,7 @@ describe('contact decider', () => {
       ],
       defaults: { top_in: 'opt_in' as const, top_out: 'opt_out' as const, top_other: 'opt_in' as const },
       broadcastId: 'bc_1',
+      emailId: 'em_1',
       at: 'T2',
     };
     spec(contactDecider)
@@ -158,13 +160,25 @@ describe('contact decider', () => {
         changed('top_in', 'opt_out'),
         {
           type: 'ContactUnsubscribed',
-          data: { contactId: 'con_1', topicId: 'top_in', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+          data: {
+            contactId: 'con_1',
+            topicId: 'top_in',
+            broadcastId: 'bc_1',
+            emailId: 'em_1',
+            unsubscribedAt: 'T2',
+          },
         },
         changed('top_out', 'opt_in'),
         changed('top_other', 'opt_out'),
         {
           type: 'ContactUnsubscribed',
-          data: { contactId: 'con_1', topicId: 'top_other', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+          data: {
+            contactId: 'con_1',
+            topicId: 'top_other',
+            broadcastId: 'bc_1',
+            emailId: 'em_1',
+            unsubscribedAt: 'T2',
+          },
         },
       ]);
     // Nothing left to leave: nothing is recorded, whatever page it came from.
@@ -181,11 +195,13 @@ describe('contact decider', () => {
       topicId,
       topicDefault,
       broadcastId: 'bc_1',
+      emailId: 'em_1',
       at: 'T2',
     });
+    const by = { broadcastId: 'bc_1', emailId: 'em_1' };
     const everything: ContactEvent = {
       type: 'ContactUnsubscribed',
-      data: { contactId: 'con_1', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+      data: { contactId: 'con_1', ...by, unsubscribedAt: 'T2' },
     };
     spec(contactDecider).given([created]).when(unsubscribe(null, null)).then([everything]);
     spec(contactDecider).given([created, everything]).when(unsubscribe(null, null)).then([]);
@@ -196,7 +212,7 @@ describe('contact decider', () => {
         changed('top_in', 'opt_out'),
         {
           type: 'ContactUnsubscribed',
-          data: { contactId: 'con_1', topicId: 'top_in', broadcastId: 'bc_1', unsubscribedAt: 'T2' },
+          data: { contactId: 'con_1', topicId: 'top_in', ...by, unsubscribedAt: 'T2' },
         },
       ]);
     // Not subscribed to it (its default, or its own choice): nothing to do.
@@ -205,6 +221,27 @@ describe('contact decider', () => {
       .given([created, changed('top_in', 'opt_out')])
       .when(unsubscribe('top_in', 'opt_in'))
       .then([]);
+  });
+
+  it('unsubscribes by the link of a send about a topic: the email is named, no broadcast', () => {
+    spec(contactDecider)
+      .given([created])
+      .when({
+        ...caller,
+        type: 'UnsubscribeContact',
+        topicId: 'top_in',
+        topicDefault: 'opt_in',
+        broadcastId: null,
+        emailId: 'em_2',
+        at: 'T2',
+      })
+      .then([
+        changed('top_in', 'opt_out'),
+        {
+          type: 'ContactUnsubscribed',
+          data: { contactId: 'con_1', topicId: 'top_in', emailId: 'em_2', unsubscribedAt: 'T2' },
+        },
+      ]);
   });
 
   it('deletes it; a deleted contact is not found', () => {

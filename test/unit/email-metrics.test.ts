@@ -15,6 +15,7 @@ const counts = (over: Partial<MetricCounts> = {}): MetricCounts => ({
   unique_opened: 0,
   clicked: 0,
   unique_clicked: 0,
+  unsubscribed: 0,
   emails_delivered: 0,
   ...over,
 });
@@ -29,6 +30,7 @@ describe('metricValues: the metrics of a group of emails', () => {
       complained: 1,
       unique_opened: 1,
       unique_clicked: 2,
+      unsubscribed: 1,
       emails_delivered: 3,
     });
     expect(metricValues(c, EMAIL_METRICS)).toMatchObject({
@@ -39,6 +41,8 @@ describe('metricValues: the metrics of a group of emails', () => {
       complaint_rate: 0.3333,
       open_rate: 0.3333,
       click_rate: 0.6667,
+      unsubscribed: 1,
+      unsubscribe_rate: 0.3333,
     });
   });
 

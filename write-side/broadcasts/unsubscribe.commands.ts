@@ -63,11 +63,11 @@ export async function unsubscribeFrom(
   services: Parameters<typeof unsubscribeContact>[0],
   target: UnsubscribeTarget,
 ): Promise<{ position?: Position; gone: boolean }> {
-  const { meta, contactId, topicId, broadcastId, sentTo } = target;
+  const { meta, contactId, topicId, broadcastId, emailId, sentTo } = target;
   try {
     const { position } = contactId
-      ? await unsubscribeContact(services, meta, contactId, { topicId, broadcastId })
-      : await unsubscribeAddress(services, meta, sentTo!, topicId);
+      ? await unsubscribeContact(services, meta, contactId, { topicId, broadcastId, emailId })
+      : await unsubscribeAddress(services, meta, sentTo!, { topicId, emailId });
     return { position, gone: false };
   } catch (error) {
     if (contactGone(error)) return { gone: true };

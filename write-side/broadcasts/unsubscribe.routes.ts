@@ -133,9 +133,10 @@ ${topics
         subscription: form.preferences!.has(topic.id) ? ('opt_in' as const) : ('opt_out' as const),
       }));
       // Deleted between the look-up and the write: the same page as a deleted contact's.
-      // The topics left here are the broadcast's unsubscribes, as the one-click's are.
+      // The topics left here are the email's (and its broadcast's) unsubscribes, as the one-click's are.
       const saved = await setContactTopics(services, t.meta, contactId, choices, {
         broadcastId: t.broadcastId,
+        emailId: t.emailId,
       }).then(
         () => true,
         (error) => {

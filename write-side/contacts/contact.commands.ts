@@ -172,16 +172,23 @@ export async function changeMembership(
   return { position: result.position };
 }
 
+/** The email whose unsubscribe link (or page, or mailto) a change came by, and its broadcast; null for the API. */
+export interface UnsubscribedBy {
+  emailId: string | null;
+  broadcastId: string | null;
+}
+const BY_THE_API: UnsubscribedBy = { emailId: null, broadcastId: null };
+
 /**
- * Sets the contact's choices for topics of its organization and mode; an unknown topic is refused. `broadcastId`:
- * the broadcast whose unsubscribe page they were made on, which each topic left is then counted for.
+ * Sets the contact's choices for topics of its organization and mode; an unknown topic is refused. `from`: the
+ * email whose unsubscribe page they were made on, which each topic left is then counted for (and its broadcast).
  */
 export async function setContactTopics(
   services: Deps,
   meta: EventMetadata,
   contactId: string,
   subscriptions: { topicId: string; subscription: 'opt_in' | 'opt_out' }[],
-  from: { broadcastId: string | null } = { broadcastId: null },
+  from: UnsubscribedBy = BY_THE_API,
 ) {
   const defaults: Record<string, 'opt_in' | 'opt_out'> = {};
   for (const { topicId } of subscriptions) {
@@ -192,7 +199,7 @@ export async function setContactTopics(
   const result = await onContact(services, meta, 'SetContactTopics', contactId, {
     subscriptions,
     defaults,
-    broadcastId: from.broadcastId,
+    ...from,
   });
   return { position: result.position };
 }
@@ -205,7 +212,7 @@ export async function unsubscribeContact(
   services: Deps,
   meta: EventMetadata,
   contactId: string,
-  from: { topicId: string | null; broadcastId: string | null },
+  from: UnsubscribedBy & { topicId: string | null },
 ) {
   const topic = from.topicId ? await services.lookUps.findTopic(services.db, meta, from.topicId) : null;
   const result = await onContact(services, meta, 'UnsubscribeContact', contactId, {
@@ -213,6 +220,7 @@ export async function unsubscribeContact(
     topicId: topic ? from.topicId : null,
     topicDefault: topic?.default_subscription ?? null,
     broadcastId: from.broadcastId,
+    emailId: from.emailId,
   });
   return { position: result.position };
 }
@@ -226,12 +234,12 @@ export async function unsubscribeAddress(
   services: Deps,
   meta: EventMetadata,
   email: string,
-  topicId: string | null,
+  from: { topicId: string | null; emailId: string },
 ) {
-  const from = { topicId, broadcastId: null };
+  const by = { ...from, broadcastId: null };
   for (let attempt = 1; ; attempt++) {
     const holder = await liveHolder(services, meta, email);
-    if (holder) return unsubscribeContact(services, meta, holder, from);
+    if (holder) return unsubscribeContact(services, meta, holder, by);
     const created = await createContact(services, meta, {
       email,
       firstName: null,
@@ -245,7 +253,7 @@ export async function unsubscribeAddress(
       if (error instanceof AppError && error.code === 'contact_exists' && attempt < 3) return null;
       throw error;
     });
-    if (created) return unsubscribeContact(services, meta, created.contactId, from);
+    if (created) return unsubscribeContact(services, meta, created.contactId, by);
   }
 }
 

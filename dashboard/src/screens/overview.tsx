@@ -18,6 +18,7 @@ const RATES = [
   ['delivery_rate', 'delivered'],
   ['bounce_rate', 'bounced'],
   ['complaint_rate', 'complained'],
+  ['unsubscribe_rate', 'unsubscribed'],
 ] as const;
 const DAYS = 30;
 
