@@ -162,6 +162,10 @@ const schema = z.object({
     )
     .optional(),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Attachments given by `path` may be fetched from loopback and private addresses (docs/emails.md). */
+  ATTACHMENT_PATHS_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** How long fetching one attachment given by `path` may take in all, its answer and its body. */
+  ATTACHMENT_PATHS_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
   /** The SMTP relay: submission with STARTTLS, and with implicit TLS (docs/smtp.md). */
   SMTP_SUBMISSION_PORT: listenerPort(2587),
   SMTP_SUBMISSIONS_PORT: listenerPort(2465),

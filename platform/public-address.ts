@@ -3,7 +3,8 @@ import ipaddr from 'ipaddr.js';
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
 /**
- * Webhook deliveries and TLS reports posted to an `https:` rua go only to public unicast addresses: never loopback, private (RFC 1918, unique local), link-local
+ * Webhook deliveries, TLS reports posted to an `https:` rua and attachments fetched by `path` go only to public
+ * unicast addresses: never loopback, private (RFC 1918, unique local), link-local
  * (cloud metadata at 169.254.169.254), carrier-grade NAT, multicast, reserved, or IPv6 forms that embed an IPv4
  * address (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo). The check runs on the address the socket will
  * connect to, inside the connect-time DNS lookup, so a name cannot resolve to a public address for a check and to

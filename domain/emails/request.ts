@@ -23,14 +23,27 @@ const bodyText = z.string().refine((s) => Buffer.byteLength(s) <= EMAIL_LIMITS.b
   message: `must be at most ${EMAIL_LIMITS.bodyBytes / 1024 / 1024} MB`,
 });
 
+/** A file name as attachments keep it: one line, no path. */
+const FILE_NAME = /[\r\n\0/\\]/;
+
 export const attachmentInput = z
   .object({
     filename: z
       .string()
       .min(1, 'is required')
       .max(255, 'must be at most 255 characters')
-      .refine((s) => !/[\r\n\0/\\]/.test(s), { message: 'must not contain line breaks or slashes' }),
-    content: z.string().min(1, 'is required'),
+      .refine((s) => !FILE_NAME.test(s), { message: 'must not contain line breaks or slashes' })
+      .optional(),
+    /** The file, base64. */
+    content: z.string().min(1, 'is required').optional(),
+    /** Or where it is (Resend's field): an http(s) URL Postline fetches when it accepts the email. */
+    path: z
+      .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+      .max(2048, 'must be at most 2048 characters')
+      .meta({
+        description: 'Instead of content: the http(s) URL of the file, fetched when the email is accepted.',
+      })
+      .optional(),
     content_type: z
       .string()
       .regex(
@@ -43,7 +56,31 @@ export const attachmentInput = z
       .regex(/^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]{1,200}$/, 'must be 1 to 200 characters without spaces or <>')
       .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((a, ctx) => {
+    if (a.content !== undefined && a.path !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['path'], message: 'give content or path, not both' });
+    else if (a.content === undefined && a.path === undefined)
+      ctx.addIssue({ code: 'custom', path: ['content'], message: 'is required (or path)' });
+    if (a.filename === undefined && a.path === undefined)
+      ctx.addIssue({ code: 'custom', path: ['filename'], message: 'is required' });
+  });
+
+/**
+ * An attachment's file name: its own, or the last segment of its `path` (`invoice.pdf` of
+ * `https://files.example/a/invoice.pdf?sig=…`), made one line without slashes; `attachment` when it has none.
+ */
+export function attachmentName(a: { filename?: string; path?: string }): string {
+  if (a.filename !== undefined) return a.filename;
+  const segment = new URL(a.path!).pathname.split('/').at(-1) ?? '';
+  let name: string;
+  try {
+    name = decodeURIComponent(segment);
+  } catch {
+    name = segment;
+  }
+  return name.replace(FILE_NAME, '_').slice(0, 255) || 'attachment';
+}
 
 const TAG = `[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}`;
 const tagRule = `1 to ${EMAIL_LIMITS.tagChars} characters of A-Z a-z 0-9 _ -`;

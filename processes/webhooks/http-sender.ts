@@ -1,7 +1,7 @@
 import { Agent } from 'undici';
 import { BoundedMap } from '../../platform/bounded-map.ts';
+import { BlockedAddressError, checkLiteralHost, guardedLookup } from '../../platform/ssrf-guard.ts';
 import { storableText } from '../../platform/storable-text.ts';
-import { BlockedAddressError, checkLiteralHost, guardedLookup } from './ssrf-guard.ts';
 
 export interface SendOutcome {
   /** HTTP status, or null when no response came (refused, blocked, timed out). */

@@ -1605,8 +1605,13 @@ export interface components {
                 value?: string;
             })[];
             attachments?: {
-                filename: string;
-                content: string;
+                filename?: string;
+                content?: string;
+                /**
+                 * Format: uri
+                 * @description Instead of content: the http(s) URL of the file, fetched when the email is accepted.
+                 */
+                path?: string;
                 content_type?: string;
                 content_id?: string;
             }[];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { forbiddenRange } from '../../platform/public-address.ts';
-import { checkLiteralHost, guardedLookup } from '../../processes/webhooks/ssrf-guard.ts';
+import { checkLiteralHost, guardedLookup } from '../../platform/ssrf-guard.ts';
 
 describe('webhook SSRF guard', () => {
   const refused: [string, string][] = [

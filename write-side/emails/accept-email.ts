@@ -10,6 +10,7 @@ import { handleCommand } from '../../platform/eventstore/command.ts';
 import type { BlobRow, EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { findUnstorableText, UNSTORABLE_TEXT } from '../../platform/unstorable-text.ts';
+import { withPathsFetched } from './attachment-paths.ts';
 import { deliverable } from './deliverable-recipients.ts';
 import { emailBody } from './email-body.ts';
 import type { Accepted, EmailDraft } from './email-draft.ts';
@@ -24,7 +25,8 @@ export const EMAIL_PROJECTIONS = ['emails'];
 /**
  * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
  * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list and the
- * topic (and the topic's unsubscribe link), the quota, and the append (EmailQueued or EmailScheduled). A step that refuses throws an AppError naming
+ * topic, the attachments given by URL, the topic's unsubscribe link, the quota, and the append (EmailQueued or
+ * EmailScheduled). A step that refuses throws an AppError naming
  * the field; nothing is written before the quota.
  */
 export async function acceptEmail(
@@ -35,11 +37,12 @@ export async function acceptEmail(
   const earlier = draft.resumed ? await acceptedAs(services, draft.emailId) : undefined;
   if (earlier) return earlier;
   const now = draft.at ?? services.clock.now();
-  const { sendAt, attachments } = limits(draft, now);
+  const { sendAt, attachments: given } = limits(draft, now);
   const { bounceDomain, ...domain } = await sendingDomain(services, draft.sender);
   const body = await emailBody(services, meta, draft.body);
   storable(draft, body);
   const recipients = await deliverable(services, draft);
+  const attachments = await withPathsFetched(services.config, given);
   const { headers, raw } = withTopicUnsubscribe(services, draft, recipients, bounceDomain);
   await draft.quota(now);
   const content = {
@@ -95,7 +98,7 @@ function storable(draft: EmailDraft, body: { subject: string; html: string | nul
 
 interface Checked {
   content: Omit<EmailContent, 'attachments' | 'raw' | 'broadcast'>;
-  attachments: ReturnType<typeof attachmentBytes>;
+  attachments: Awaited<ReturnType<typeof withPathsFetched>>;
   raw?: EmailDraft['raw'];
   sendAt?: string;
   broadcast?: EmailDraft['broadcast'];

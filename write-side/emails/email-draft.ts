@@ -77,12 +77,15 @@ export interface ReadyBody {
   templateVersionId?: string;
 }
 
-/** Bytes, or base64 as a JSON body carries them (decoded and counted by the pipeline's limits). */
+/**
+ * Bytes, base64 as a JSON body carries them (decoded and counted by the pipeline's limits), or the URL of a file
+ * to fetch (an attachment's `path`, attachment-paths.ts).
+ */
 export interface DraftAttachment {
   filename: string;
   contentType: string;
   contentId?: string;
-  content: Buffer | { base64: string };
+  content: Buffer | { base64: string } | { url: string };
 }
 
 export interface Accepted {

@@ -64,19 +64,32 @@ export function checkHeaders(headers: Record<string, string>): Record<string, st
   return headers;
 }
 
-/** The attachments' bytes (base64 decoded), each with its id; at most the limit in all. */
-export function attachmentBytes(list: DraftAttachment[], at: number) {
+/** An attachment with its id, and its bytes, or the URL they are still to be fetched from. */
+export type CheckedAttachment = Omit<DraftAttachment, 'content'> & { id: string } & (
+    | { bytes: Buffer }
+    | { url: string }
+  );
+
+/** The limit on an email's attachments in all, as its refusal says it. */
+export const attachmentsTooLarge = () =>
+  invalidField(
+    'attachments',
+    `must be at most ${EMAIL_LIMITS.attachmentBytes / 1024 / 1024} MB in all (decoded)`,
+  );
+
+/**
+ * The attachments' bytes (base64 decoded), each with its id; at most the limit in all. Those given by URL are
+ * fetched later in the pipeline, within what these leave (attachment-paths.ts).
+ */
+export function attachmentBytes(list: DraftAttachment[], at: number): CheckedAttachment[] {
   let total = 0;
   return list.map(({ content, ...a }, i) => {
+    const id = newId('att', at);
+    if (!Buffer.isBuffer(content) && 'url' in content) return { id, ...a, url: content.url };
     const bytes = Buffer.isBuffer(content) ? content : decodeBase64(content.base64, i);
     total += bytes.length;
-    if (total > EMAIL_LIMITS.attachmentBytes) {
-      throw invalidField(
-        'attachments',
-        `must be at most ${EMAIL_LIMITS.attachmentBytes / 1024 / 1024} MB in all (decoded)`,
-      );
-    }
-    return { id: newId('att', at), ...a, bytes };
+    if (total > EMAIL_LIMITS.attachmentBytes) throw attachmentsTooLarge();
+    return { id, ...a, bytes };
   });
 }
 

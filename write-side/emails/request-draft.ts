@@ -1,6 +1,6 @@
 import { domainOf, formatMailbox, type Mailbox, parseMailbox } from '../../domain/emails/addresses.ts';
 import { attachmentContentType } from '../../domain/emails/attachment-types.ts';
-import type { SendEmailInput } from '../../domain/emails/request.ts';
+import { attachmentName, type SendEmailInput } from '../../domain/emails/request.ts';
 import type { AuthContext } from '../../platform/auth/auth-context.ts';
 import { invalidField } from '../../platform/errors.ts';
 import type { EmailDraft } from './email-draft.ts';
@@ -48,12 +48,15 @@ export function requestDraft(
     },
     headers: input.headers ?? {},
     tags: input.tags ?? [],
-    attachments: (input.attachments ?? []).map((a) => ({
-      filename: a.filename,
-      contentType: attachmentContentType(a.filename, a.content_type),
-      ...(a.content_id !== undefined && { contentId: a.content_id }),
-      content: { base64: a.content },
-    })),
+    attachments: (input.attachments ?? []).map((a) => {
+      const filename = attachmentName(a);
+      return {
+        filename,
+        contentType: attachmentContentType(filename, a.content_type),
+        ...(a.content_id !== undefined && { contentId: a.content_id }),
+        content: a.path !== undefined ? { url: a.path } : { base64: a.content! },
+      };
+    }),
     ...(input.send_at !== undefined && { sendAt: input.send_at }),
     ...(input.topic_id && { topicId: input.topic_id }),
     sender: { key: auth, fromDomain: domainOf(from.address) },

@@ -1,14 +1,19 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import { forbiddenRange } from '../../platform/public-address.ts';
+import { forbiddenRange } from './public-address.ts';
 
+/**
+ * Requests Postline makes to URLs its users give (webhook endpoints, attachments by `path`) go to public addresses
+ * only, unless an operator allows private networks: a name is checked as it is resolved for the connection (so a
+ * DNS answer cannot change between the check and the connect), a literal address before any request.
+ */
 export class BlockedAddressError extends Error {
   readonly code = 'EWEBHOOKBLOCKED';
 }
 
 const blocked = (host: string, address: string, range: string) =>
   new BlockedAddressError(
-    `blocked: ${host} resolves to ${address} (${range}); webhooks only go to public addresses`,
+    `blocked: ${host} resolves to ${address} (${range}); only public addresses are reached`,
   );
 
 type LookupCallback = (
