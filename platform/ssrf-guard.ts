@@ -8,7 +8,7 @@ import { forbiddenRange } from './public-address.ts';
  * DNS answer cannot change between the check and the connect), a literal address before any request.
  */
 export class BlockedAddressError extends Error {
-  readonly code = 'EWEBHOOKBLOCKED';
+  readonly code = 'EADDRBLOCKED';
 }
 
 const blocked = (host: string, address: string, range: string) =>

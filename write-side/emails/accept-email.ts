@@ -26,8 +26,7 @@ export const EMAIL_PROJECTIONS = ['emails'];
  * Accepts an email, whichever entrance it came through (the API, the SMTP relay, a broadcast): the answer of an
  * earlier attempt, then the limits, the sending domain, the text, its storability, the suppression list and the
  * topic, the attachments given by URL, the topic's unsubscribe link, the quota, and the append (EmailQueued or
- * EmailScheduled). A step that refuses throws an AppError naming
- * the field; nothing is written before the quota.
+ * EmailScheduled). A step that refuses throws an AppError naming the field; nothing is written before the quota.
  */
 export async function acceptEmail(
   services: Services,

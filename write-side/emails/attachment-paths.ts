@@ -7,7 +7,8 @@ import { attachmentsTooLarge, type CheckedAttachment } from './email-limits.ts';
 /**
  * The attachments given by `path` (Resend's field: a URL the file is at) fetched, one after the other, each within
  * what the email's attachments before it left of their limit in all; a file that cannot be fetched is a 422 naming
- * its `path` and why (platform/remote-file.ts: public addresses only, unless ATTACHMENT_PATHS_ALLOW_PRIVATE_NETWORKS).
+ * its `path` and why (platform/remote-file.ts: public addresses only, unless
+ * ATTACHMENT_PATHS_ALLOW_PRIVATE_NETWORKS).
  */
 export async function withPathsFetched(
   config: Services['config'],
