@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
-import { PATIENCE_MS } from '../support/patience.ts';
+import { until } from '../support/patience.ts';
 import type { TestOrg } from '../support/service.ts';
 
 /**
@@ -36,14 +36,6 @@ const created = async (path: string, body: unknown) => {
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.id as string;
 };
-async function until<T>(read: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
-  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
-    const value = await read();
-    if (check(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('never got there');
-}
 const contact = async (id: string) => (await acme.live.get(`/v1/contacts/${id}`)).body;
 /** The link as the recipient's mail client has it, on the port this service listens on (PUBLIC_URL names 0). */
 const reachable = (url: string) => url.replace(/^http:\/\/[^/]+/, svc.baseUrl);

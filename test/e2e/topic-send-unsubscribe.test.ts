@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
-import { PATIENCE_MS } from '../support/patience.ts';
+import { until } from '../support/patience.ts';
 import type { TestOrg } from '../support/service.ts';
 
 /**
@@ -29,14 +29,6 @@ beforeAll(async () => {
   await live.receiver.subscribe(acme.live, ['contact.unsubscribed']);
 });
 
-async function until<T>(read: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
-  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
-    const value = await read();
-    if (check(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('never got there');
-}
 const FROM = 'Acme News <news@acme-news.test>';
 const send = (body: Record<string, unknown>) =>
   acme.live.post('/v1/emails', { from: FROM, subject: 'What is new', text: 'News', ...body });

@@ -8,3 +8,13 @@ export const PATIENCE_MS = 60_000;
 
 /** Options of `vi.waitFor` (and `expect.poll`, whose default they are in vitest.config.ts): PATIENCE_MS. */
 export const PATIENCE = { timeout: PATIENCE_MS, interval: 50 };
+
+/** `read()` once `check` holds of it, read again every 50 ms for PATIENCE_MS; then it fails. */
+export async function until<T>(read: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
+  for (const end = Date.now() + PATIENCE_MS; Date.now() < end; ) {
+    const value = await read();
+    if (check(value)) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`never got there in ${PATIENCE_MS / 1000} s`);
+}
