@@ -26,6 +26,8 @@ beforeAll(async () => {
     const path = new URL(req.url!, 'http://x').pathname;
     if (path === '/files/Invoice%2042.pdf' || path === '/files/raw') return void res.end(PDF);
     if (path === '/moved') return void res.writeHead(302, { location: '/files/raw' }).end();
+    if (path === '/loop') return void res.writeHead(301, { location: '/loop' }).end();
+    if (path === '/elsewhere') return void res.writeHead(307, { location: 'ftp://files.test/raw' }).end();
     if (path === '/big') {
       // One byte more than an email's attachments may hold in all, in chunks.
       const chunk = Buffer.alloc(1024 * 1024);
@@ -64,10 +66,10 @@ const listed = async (id: string) =>
   ]);
 
 describe('an attachment given by path', () => {
-  it('is fetched and kept as the email’s, named after its URL unless it has a name', async () => {
+  it('is fetched (a redirect followed) and kept as the email’s, named after its URL unless it has a name', async () => {
     const r = await send([
       { path: `${base}/files/Invoice%2042.pdf?signature=abc` },
-      { path: `${base}/files/raw`, filename: 'copy.pdf', content_type: 'application/octet-stream' },
+      { path: `${base}/moved`, filename: 'copy.pdf', content_type: 'application/octet-stream' },
       { filename: 'note.txt', content: Buffer.from('hi').toString('base64') },
     ]);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -105,11 +107,8 @@ describe('an attachment given by path', () => {
     [{ filename: 'a.txt' }, 'attachments[0].content', 'is required (or path)'],
     [{ path: 'ftp://files.test/a.txt' }, 'attachments[0].path', 'must be an http or https URL'],
     [{ path: '/missing' }, 'attachments[0].path', 'answered HTTP 404'],
-    [
-      { path: '/moved' },
-      'attachments[0].path',
-      'answered HTTP 302 (redirects are not followed: give the final URL)',
-    ],
+    [{ path: '/loop' }, 'attachments[0].path', 'was redirected more than 3 times'],
+    [{ path: '/elsewhere' }, 'attachments[0].path', 'must be an http or https URL'],
     [{ path: '/slow' }, 'attachments[0].path', 'did not answer in full within 1 s'],
     [
       { path: '/big' },
