@@ -33,9 +33,13 @@ export const attachmentInput = z
       .min(1, 'is required')
       .max(255, 'must be at most 255 characters')
       .refine((s) => !FILE_NAME.test(s), { message: 'must not contain line breaks or slashes' })
+      .meta({ description: 'Required with content; with path, the last segment of its URL by default.' })
       .optional(),
-    /** The file, base64. */
-    content: z.string().min(1, 'is required').optional(),
+    content: z
+      .string()
+      .min(1, 'is required')
+      .meta({ description: 'The file, base64; required unless path is given.' })
+      .optional(),
     /** Or where it is (Resend's field): an http(s) URL Postline fetches when it accepts the email. */
     path: z
       .url({ protocol: /^https?$/, error: 'must be an http or https URL' })

@@ -1605,7 +1605,9 @@ export interface components {
                 value?: string;
             })[];
             attachments?: {
+                /** @description Required with content; with path, the last segment of its URL by default. */
                 filename?: string;
+                /** @description The file, base64; required unless path is given. */
                 content?: string;
                 /**
                  * Format: uri
