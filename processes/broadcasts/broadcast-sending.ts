@@ -6,6 +6,7 @@ import type { Tenant } from '../../platform/tenancy.ts';
 import { findSendingDomain } from '../../read-side/domains/domains.queries.ts';
 import { findPublishedVersion } from '../../read-side/templates/templates.queries.ts';
 import { findTopic } from '../../read-side/topics/topics.queries.ts';
+import { unsubscribeBase } from '../../write-side/broadcasts/unsubscribe.commands.ts';
 import { type BroadcastSending, broadcastEmailIds, renderer } from './broadcast-email.ts';
 
 type Deps = Pick<Services, 'db' | 'config' | 'log'>;
@@ -53,7 +54,7 @@ export async function broadcastSending(
     version,
     render: textless ? null : renderer(broadcastId, content, version),
     emailIdOf: broadcastEmailIds(broadcastId, broadcast.startedAt, broadcast.emailIds),
-    unsubscribeBase: `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`,
+    unsubscribeBase: unsubscribeBase(config),
     // The List-Unsubscribe mailto goes where the emails' bounces go: the MX takes it there.
     returnPath: domain ? envelopeDomain(domain, config) : installationBounceDomain(config),
   };

@@ -4,11 +4,16 @@ import {
   contactEmailStream,
   contactStream,
 } from '../../domain/contacts/contact.events.ts';
-import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import { type EventMetadata, WrongExpectedRevisionError } from '../../platform/eventstore/types.ts';
 import { sealPersonalDataMany } from '../../platform/personal-data.ts';
-import { at, claimEmail, type Deps, emailKeysOf } from '../../write-side/contacts/contact-streams.ts';
+import {
+  at,
+  claimEmail,
+  type Deps,
+  emailKeysOf,
+  isAddressTaken,
+} from '../../write-side/contacts/contact-streams.ts';
 import type { ImportedContact } from './contact-import-cursor.ts';
 import { type Merge, mergeImportedMany } from './merge-imported.ts';
 
@@ -52,7 +57,7 @@ export async function importContacts(
         () => true,
         (error) => {
           // Its address taken, or its stream there already (an earlier claim, whoever made it).
-          if (isTaken(error) || error instanceof WrongExpectedRevisionError) return false;
+          if (isAddressTaken(error) || error instanceof WrongExpectedRevisionError) return false;
           throw error;
         },
       );
@@ -117,8 +122,6 @@ export async function importContacts(
   return { created: fresh.length, updated, skipped: skipped.sort((a, b) => a.line - b.line) };
 }
 
-const isTaken = (error: unknown) => error instanceof AppError && error.code === 'contact_exists';
-
 /**
  * After a first claim that was refused: the address claimed for `contactId` (null), or the contact that holds it,
  * with the stream it was read from. A holder that lives keeps its address (contactEmailDecider), which needs no
@@ -149,7 +152,7 @@ async function claimOrHolder(
     } catch (error) {
       // Refused twice, the address changing hands meanwhile: merged into the holder last read, or skipped as
       // busy if that one is not there (merge-imported.ts).
-      if (!isTaken(error)) throw error;
+      if (!isAddressTaken(error)) throw error;
       if (attempt > 0) return { contactId: holder ?? contactId };
     }
   }

@@ -75,6 +75,10 @@ export async function unsubscribeFrom(
   }
 }
 
+/** Where unsubscribe links go (`PUBLIC_URL/unsubscribe/`, outside /v1): a link is this and its token. */
+export const unsubscribeBase = (config: Services['config']) =>
+  `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/`;
+
 const MAILTO_PREFIX = 'unsubscribe+';
 
 /** The List-Unsubscribe `mailto:` address for an unsubscribe token, at the sending domain's return-path domain. */

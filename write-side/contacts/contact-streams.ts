@@ -7,6 +7,7 @@ import {
 } from '../../domain/contacts/contact.decider.ts';
 import { contactEmailStream, contactStream } from '../../domain/contacts/contact.events.ts';
 import { keyObject } from '../../platform/crypto.ts';
+import { AppError } from '../../platform/errors.ts';
 import { handleCommand, rebuildState } from '../../platform/eventstore/command.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
 import { resolveSecretKey } from '../../platform/secret-key.ts';
@@ -68,6 +69,10 @@ async function holderSeen(services: Deps, holder: string | null, contactId: stri
   if (!contact.exists) return { contactId: holder, as: 'unwritten' as const };
   return contact.deleted ? { contactId: holder, as: 'deleted' as const } : null;
 }
+
+/** The refusal of a claim whose address another contact has (contactEmailDecider). */
+export const isAddressTaken = (error: unknown) =>
+  error instanceof AppError && error.code === 'contact_exists';
 
 export const releaseEmail = (services: Deps, meta: EventMetadata, emailKey: string, contactId: string) =>
   handleCommand(

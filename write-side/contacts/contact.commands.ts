@@ -22,6 +22,7 @@ import {
   claimEmail,
   type Deps,
   emailKeyOf,
+  isAddressTaken,
   onContact,
   readContact,
   releaseEmail,
@@ -250,7 +251,7 @@ export async function unsubscribeAddress(
       audienceIds: [],
     }).catch((error) => {
       // Made a contact meanwhile, by someone else: that one leaves the topic.
-      if (error instanceof AppError && error.code === 'contact_exists' && attempt < 3) return null;
+      if (isAddressTaken(error) && attempt < 3) return null;
       throw error;
     });
     if (created) return unsubscribeContact(services, meta, created.contactId, by);

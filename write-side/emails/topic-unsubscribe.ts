@@ -5,12 +5,8 @@ import {
   withHeaderFields,
 } from '../../domain/emails/list-unsubscribe.ts';
 import type { Services } from '../../platform/services.ts';
-import { unsubscribeMailbox } from '../broadcasts/unsubscribe.commands.ts';
+import { unsubscribeBase, unsubscribeMailbox } from '../broadcasts/unsubscribe.commands.ts';
 import type { EmailDraft } from './email-draft.ts';
-
-/** The link of an unsubscribe token: `PUBLIC_URL/unsubscribe/<token>`, outside /v1. */
-export const unsubscribeUrl = (config: Services['config'], token: string) =>
-  `${config.PUBLIC_URL.replace(/\/$/, '')}/unsubscribe/${token}`;
 
 /**
  * An email about a topic, sent to one address, carries Postline's one-click unsubscribe from the topic
@@ -24,12 +20,13 @@ export function withTopicUnsubscribe(
   bounceDomain: string | null,
 ): Pick<EmailDraft, 'headers' | 'raw'> {
   const { headers, raw } = draft;
-  const own = raw ? raw.listUnsubscribe : namesListUnsubscribe(Object.keys(headers));
-  if (own || !bounceDomain || !topicUnsubscribeAddress({ topicId: draft.topicId, ...recipients }))
+  // Most sends name no topic: the rule says so before any header is looked at.
+  if (!bounceDomain || !topicUnsubscribeAddress({ topicId: draft.topicId, ...recipients }))
     return { headers, raw };
+  if (raw ? raw.listUnsubscribe : namesListUnsubscribe(Object.keys(headers))) return { headers, raw };
   const token = services.tokens.unsubscribe.sign(draft.emailId);
   const added = listUnsubscribeHeaders(
-    unsubscribeUrl(services.config, token),
+    `${unsubscribeBase(services.config)}${token}`,
     unsubscribeMailbox(token, bounceDomain),
   );
   if (raw) return { headers, raw: { ...raw, bytes: withHeaderFields(raw.bytes, added) } };
