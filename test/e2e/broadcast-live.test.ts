@@ -1,12 +1,12 @@
-import { Resolver } from 'node:dns/promises';
-import { dkimVerify } from 'mailauth';
 import nodemailer from 'nodemailer';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { signedHeaders, verifyDkim } from '../support/dkim.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
 import { parseMime } from '../support/mime.ts';
 import { until } from '../support/patience.ts';
 import type { TestOrg } from '../support/service.ts';
+import { oneClick } from '../support/unsubscribe-links.ts';
 
 /**
  * A broadcast as a user sends one, with every process of `npm start` running: a live key, a verified domain with
@@ -99,17 +99,10 @@ describe('a live broadcast, end to end', () => {
     expect(html).toContain('Acme News GmbH<br>Hauptstraße 1, 10115 Berlin, DE<br>legal@acme-news.test');
     expect(html).toContain(`<a href="${url}" data-postline-untracked>Unsubscribe</a>`);
 
-    const resolver = new Resolver();
-    resolver.setServers([live.dns.serverAddress]);
-    const dkim = await dkimVerify(message.raw, {
-      resolver: async (name: string, type: string) =>
-        type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
-    });
+    const dkim = await verifyDkim(live.dns, message.raw);
     expect(dkim.results[0].status.result).toBe('pass');
     expect(dkim.results[0].signingDomain).toBe('acme-news.test');
-    const signed = (dkim.results[0] as unknown as { signingHeaders: { keys: string } }).signingHeaders.keys
-      .split(':')
-      .map((k: string) => k.trim().toLowerCase());
+    const signed = signedHeaders(dkim.results[0]);
     expect(signed).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post']));
 
     // A link scanner fetching the URL changes nothing.
@@ -123,11 +116,7 @@ describe('a live broadcast, end to end', () => {
     expect(unsubscribedHooks(ann)).toEqual([]);
 
     // The mailbox provider's one-click button.
-    const post = await fetch(reachable(url), {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'List-Unsubscribe=One-Click',
-    });
+    const post = await oneClick(reachable(url));
     expect(post.status).toBe(200);
     const [hook] = await until(
       async () => unsubscribedHooks(ann),

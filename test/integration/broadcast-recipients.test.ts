@@ -5,6 +5,7 @@ import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts
 import { emailLinksProjection } from '../../projections/email-links.projection.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import { type ApiClient, type ApiResponse, type TestOrg, useTestService } from '../support/service.ts';
+import { oneClick, unsubscribeLink } from '../support/unsubscribe-links.ts';
 
 /**
  * A broadcast's recipients by what became of them, and the links clicked in its emails (Resend's
@@ -69,12 +70,7 @@ beforeAll(async () => {
     [broadcastId, `delivered+f@${SIM}`],
   );
   const sent = ok(await acme.test.get(`/v1/emails/${rows[0].id}`));
-  const link = /<([^>]+)>/.exec(sent.headers['List-Unsubscribe'])![1].replace(/^http:\/\/[^/]+/, svc.baseUrl);
-  const r = await fetch(link, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: 'List-Unsubscribe=One-Click',
-  });
+  const r = await oneClick(unsubscribeLink(sent.headers, svc.baseUrl));
   expect(r.status).toBe(200);
 });
 

@@ -1,5 +1,3 @@
-import { Resolver } from 'node:dns/promises';
-import { dkimVerify } from 'mailauth';
 import pg from 'pg';
 import { pino } from 'pino';
 import { request } from 'undici';
@@ -21,6 +19,7 @@ import {
   systemMeta,
 } from '../../write-side/emails/email.commands.ts';
 import { ADMIN_URL } from '../support/databases.ts';
+import { verifyDkim } from '../support/dkim.ts';
 import { useDnsService } from '../support/dns-service.ts';
 import { addVerifiedDomain, publishDomainRecords, recipientDomainOnLoopback } from '../support/domains.ts';
 import { emailEventTypes, emailHistory, expectDeliveredAfterOneDelay, readEmail } from '../support/emails.ts';
@@ -112,12 +111,7 @@ describe('live delivery through the outbound MTA', () => {
     expect(part('text/plain')?.body.toString().trim()).toBe('Hi there');
     const attachment = parsed.parts.find((p) => p.filename === 'note.txt');
     expect(attachment?.body.toString()).toBe('attached!');
-    const resolver = new Resolver();
-    resolver.setServers([dns.serverAddress]);
-    const dkim = await dkimVerify(raw, {
-      resolver: async (name: string, type: string) =>
-        type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
-    });
+    const dkim = await verifyDkim(dns, raw);
     expect(dkim.results[0].status.result).toBe('pass');
     expect(dkim.results[0].signingDomain).toBe('acme-send.test');
 

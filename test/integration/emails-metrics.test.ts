@@ -3,6 +3,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { SimulatorProcess } from '../../processes/simulator/simulator.process.ts';
 import { readEmail } from '../support/emails.ts';
 import { type TestOrg, useTestService } from '../support/service.ts';
+import { oneClick, unsubscribeLink } from '../support/unsubscribe-links.ts';
 
 /**
  * `GET /v1/emails/metrics`: a tenant's emails of a range counted by what became of their recipients, on the test
@@ -169,15 +170,9 @@ describe('GET /v1/emails/metrics', () => {
     const links = await Promise.all(
       sent.map(async (id) => {
         const { headers } = await readEmail(svc, org.test, id);
-        return /<([^>]+)>/.exec(headers['List-Unsubscribe'])![1].replace(/^http:\/\/[^/]+/, svc.baseUrl);
+        return unsubscribeLink(headers, svc.baseUrl);
       }),
     );
-    const oneClick = (url: string) =>
-      fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: 'List-Unsubscribe=One-Click',
-      });
     // The first email's link twice (one unsubscribe), the second's once, the third's never.
     for (const url of [links[0], links[0], links[1]]) expect((await oneClick(url)).status).toBe(200);
     const { store, readYourWrites } = svc.postline.services;

@@ -1,11 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createSocket } from 'node:dgram';
-import { Resolver } from 'node:dns/promises';
 import { createServer } from 'node:net';
-import { dkimVerify } from 'mailauth';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
+import { verifyDkim } from '../support/dkim.ts';
 import { startDnsServer } from '../support/dns-server.ts';
 import { outboundMessage } from '../support/outbound-message.ts';
 import { type ScriptedSession, startScriptedSmtp } from '../support/scripted-smtp.ts';
@@ -149,12 +148,7 @@ describe('outbound MTA over MX', () => {
     expect(body).toContain(logo.toString('base64'));
 
     // The signature verifies against the public key published in (test) DNS.
-    const resolver = new Resolver();
-    resolver.setServers([dns.serverAddress]);
-    const verified = await dkimVerify(one?.raw ?? Buffer.alloc(0), {
-      resolver: async (name: string, type: string) =>
-        type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
-    });
+    const verified = await verifyDkim(dns, one?.raw ?? Buffer.alloc(0));
     expect(verified.results).toHaveLength(1);
     expect(verified.results[0].status.result).toBe('pass');
     expect(verified.results[0].signingDomain).toBe('sender.test');

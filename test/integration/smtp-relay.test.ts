@@ -1,8 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { Resolver } from 'node:dns/promises';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { dkimVerify } from 'mailauth';
 import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -10,6 +8,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { REPLIES } from '../../smtp/replies.ts';
 import { ADMIN_URL } from '../support/databases.ts';
+import { verifyDkim } from '../support/dkim.ts';
 import type { TestDnsServer } from '../support/dns-server.ts';
 import { addVerifiedDomain } from '../support/domains.ts';
 import { useLiveService } from '../support/live-service.ts';
@@ -76,12 +75,7 @@ async function until(id: string, status: string, client = acme.live) {
 }
 
 async function dkimOf(raw: Buffer) {
-  const resolver = new Resolver();
-  resolver.setServers([dns.serverAddress]);
-  const result = await dkimVerify(raw, {
-    resolver: async (name: string, type: string) =>
-      type === 'TXT' ? resolver.resolveTxt(name) : (resolver.resolve(name, type) as Promise<string[]>),
-  });
+  const result = await verifyDkim(dns, raw);
   return result.results[0];
 }
 

@@ -5,6 +5,7 @@ import { rebuildProjection } from '../../projections/rebuild.ts';
 import { PATIENCE } from '../support/patience.ts';
 import type { ApiResponse } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';
+import { postForm, unsubscribeLink } from '../support/unsubscribe-links.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -32,8 +33,6 @@ const settled = async (...names: string[]) => {
   const { store, readYourWrites } = svc.postline.services;
   await readYourWrites.waitFor(names, await store.headPosition({ committed: true }));
 };
-const post = (url: string, body: string) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
 const topic = async (name: string) =>
   ok(await client().post('/v1/topics', { name, default_subscription: 'opt_in' }), 201).id as string;
 
@@ -64,8 +63,7 @@ async function sentTo(...emails: string[]) {
   const urls = new Map<string, string>();
   for (const { id } of await emailsOf()) {
     const sent = ok(await client().get(`/v1/emails/${id}`));
-    const link = /<([^>]+)>/.exec(sent.headers['List-Unsubscribe'])![1];
-    urls.set(sent.to[0], link.replace(/^http:\/\/[^/]+/, svc.baseUrl));
+    urls.set(sent.to[0], unsubscribeLink(sent.headers, svc.baseUrl));
   }
   return { broadcastId: b.id as string, contactIds, urls: emails.map((e) => urls.get(e)!) };
 }
@@ -92,7 +90,7 @@ describe('unsubscribing through the page’s preferences form', () => {
     const page = await (await fetch(urls[0])).text();
     expect(page).toContain(`value="${tips}" checked`);
     // Leaves Tips, keeps Deals.
-    const r = await post(urls[0], `action=preferences&topic=${deals}`);
+    const r = await postForm(urls[0], `action=preferences&topic=${deals}`);
     expect(r.status).toBe(200);
     expect(await r.text()).toContain('Preferences saved');
     await settled('contacts');
@@ -113,29 +111,29 @@ describe('counts.unsubscribed of a broadcast', () => {
     const { broadcastId, contactIds, urls } = await sentTo('twice@example.org', 'once@example.org');
     const [twice, once] = contactIds;
 
-    expect((await post(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
     ok(await client().patch(`/v1/contacts/${twice}`, { unsubscribed: false }));
-    expect((await post(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
     // Then leaves every topic at once through the form (Weekly and any other): still the same contact.
     await settled('contacts');
     const topics = ok(await client().get(`/v1/contacts/${twice}/topics`)).data.map((t: any) => t.id);
     expect(topics).toContain(news);
-    expect((await post(urls[0], 'action=preferences')).status).toBe(200);
+    expect((await postForm(urls[0], 'action=preferences')).status).toBe(200);
     const by = [broadcastId, emailOf(urls[0])];
     const everyUse = [[null, ...by], [null, ...by], ...topics.map((t: string) => [t, ...by])];
     await expect.poll(() => hooksOf(twice), PATIENCE).toEqual(everyUse.sort());
     expect(await unsubscribedCount(broadcastId)).toBe(1);
 
-    expect((await post(urls[1], 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(urls[1], 'List-Unsubscribe=One-Click')).status).toBe(200);
     expect(await unsubscribedCount(broadcastId)).toBe(2);
     await expect.poll(() => hooksOf(once), PATIENCE).toEqual([[null, broadcastId, emailOf(urls[1])]]);
   });
 
   it('comes out the same when the read model is rebuilt from the log', async () => {
     const { broadcastId, contactIds, urls } = await sentTo('rebuilt@example.org');
-    expect((await post(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
     ok(await client().patch(`/v1/contacts/${contactIds[0]}`, { unsubscribed: false }));
-    expect((await post(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(urls[0], 'List-Unsubscribe=One-Click')).status).toBe(200);
     expect(await unsubscribedCount(broadcastId)).toBe(1);
     // The metrics count the email once too.
     const emailMetric = async () => {

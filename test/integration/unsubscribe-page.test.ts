@@ -4,6 +4,7 @@ import type { LookUps } from '../../platform/services.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import type { ApiClient } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';
+import { postForm, unsubscribeLink } from '../support/unsubscribe-links.ts';
 
 const clock = new ManualClock('2026-09-01T08:00:00Z');
 const { svc, orgs } = useTwoOrgs(() => ({ clock }));
@@ -48,12 +49,8 @@ async function sentTo(email: string) {
     [b.id],
   );
   const sent = ok(await client.get(`/v1/emails/${rows[0].id}`));
-  const link = /<([^>]+)>/.exec(sent.headers['List-Unsubscribe'])![1];
-  return { contactId, url: link.replace(/^http:\/\/[^/]+/, svc.baseUrl) };
+  return { contactId, url: unsubscribeLink(sent.headers, svc.baseUrl) };
 }
-
-const post = (url: string, body: string) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
 
 /** What a deleted contact's link answers, whatever was asked: a friendly page without personal data. */
 async function expectGonePage(r: Response, ...personal: string[]) {
@@ -91,10 +88,10 @@ describe('a deleted contact’s link', () => {
     const { contactId, url } = await sentTo('dana.gone@example.org');
     ok(await client.delete(`/v1/contacts/${contactId}`));
     await expectGonePage(await fetch(url), 'dana', 'example.org');
-    await expectGonePage(await post(url, 'action=preferences'), 'dana', 'example.org');
-    await expectGonePage(await post(url, 'List-Unsubscribe=One-Click'), 'dana', 'example.org');
+    await expectGonePage(await postForm(url, 'action=preferences'), 'dana', 'example.org');
+    await expectGonePage(await postForm(url, 'List-Unsubscribe=One-Click'), 'dana', 'example.org');
     // A form that is neither is still not understood.
-    expect((await post(url, 'hello')).status).toBe(400);
+    expect((await postForm(url, 'hello')).status).toBe(400);
   });
 
   it('answers the same when the contact is deleted while a preferences form is being saved', async () => {
@@ -121,7 +118,7 @@ describe('a deleted contact’s link', () => {
       return topics;
     };
     try {
-      const saving = post(url, `action=preferences&topic=${topic}`);
+      const saving = postForm(url, `action=preferences&topic=${topic}`);
       await reached;
       ok(await client.delete(`/v1/contacts/${contactId}`));
       release();
@@ -148,7 +145,7 @@ describe('the link of a send about a topic', () => {
     );
     await settled('emails');
     const { headers } = ok(await client.get(`/v1/emails/${sent.id}`));
-    return /<([^>]+)>/.exec(headers['List-Unsubscribe'])![1].replace(/^http:\/\/[^/]+/, svc.baseUrl);
+    return unsubscribeLink(headers, svc.baseUrl);
   }
   const subscription = async (contactId: string, topic: string) => {
     await settled('contacts');
@@ -171,16 +168,16 @@ describe('the link of a send about a topic', () => {
     expect(page).toContain('Stop receiving emails about “Release notes”?');
     expect(page).not.toContain('Or choose what you receive');
     // Preferences are a contact's: none to save.
-    expect((await post(url, `action=preferences&topic=${topic}`)).status).toBe(400);
+    expect((await postForm(url, `action=preferences&topic=${topic}`)).status).toBe(400);
     expect(await contactOf('nia@example.org')).toBeUndefined();
 
-    expect((await post(url, 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(url, 'List-Unsubscribe=One-Click')).status).toBe(200);
     const nia = await contactOf('nia@example.org');
     expect(nia).toMatchObject({ email: 'nia@example.org', unsubscribed: false, audience_ids: [] });
     expect(await subscription(nia.id, topic)).toBe('opt_out');
     // Once a contact, the page shows its preferences, and saves them.
     expect(await (await fetch(url)).text()).toContain('Or choose what you receive');
-    expect((await post(url, `action=preferences&topic=${topic}`)).status).toBe(200);
+    expect((await postForm(url, `action=preferences&topic=${topic}`)).status).toBe(200);
     expect(await subscription(nia.id, topic)).toBe('opt_in');
   });
 
@@ -191,7 +188,7 @@ describe('the link of a send about a topic', () => {
     ).id;
     const url = await linkOf('omar@example.org', topic);
     const omar = ok(await client.post('/v1/contacts', { email: 'Omar@Example.org' }), 201).id;
-    expect((await post(url, 'List-Unsubscribe=One-Click')).status).toBe(200);
+    expect((await postForm(url, 'List-Unsubscribe=One-Click')).status).toBe(200);
     expect(await contactOf('omar@example.org')).toMatchObject({ id: omar });
     expect(await subscription(omar, topic)).toBe('opt_out');
   });
@@ -218,7 +215,7 @@ describe('the link of a send about a topic', () => {
     for (const id of [plain.id, two.id]) {
       const forged = `${svc.baseUrl}/unsubscribe/${svc.postline.services.tokens.unsubscribe.sign(id)}`;
       expect((await fetch(forged)).status).toBe(404);
-      expect((await post(forged, 'List-Unsubscribe=One-Click')).status).toBe(404);
+      expect((await postForm(forged, 'List-Unsubscribe=One-Click')).status).toBe(404);
     }
   });
 });
