@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type AddressObject, simpleParser } from 'mailparser';
 import { domainOf, formatMailbox, type Mailbox, parseAddress } from '../domain/emails/addresses.ts';
+import { fitFileName } from '../domain/emails/attachment-types.ts';
 import { EMAIL_LIMITS } from '../domain/emails/limits.ts';
 import { namesListUnsubscribe } from '../domain/emails/list-unsubscribe.ts';
 import { sendTime } from '../domain/emails/send-time.ts';
@@ -151,7 +152,7 @@ async function parsed(bytes: Buffer) {
     html: typeof mail.html === 'string' ? mail.html : null,
     text: mail.text === undefined ? null : singlePart ? mail.text.replace(/\r?\n$/, '') : mail.text,
     attachments: mail.attachments.map((a) => ({
-      filename: (a.filename ?? 'attachment').replace(/[\r\n\0/\\]/g, '_').slice(0, 255),
+      filename: fitFileName(a.filename ?? 'attachment'),
       contentType: a.contentType,
       ...(a.contentId && { contentId: a.contentId.replace(/^<|>$/g, '') }),
       bytes: a.content,

@@ -1,3 +1,5 @@
+import { cutText } from '../../platform/unstorable-text.ts';
+
 /**
  * The media type of an attachment given without `content_type`, from its filename's extension (as Resend derives
  * it): an inline image or a PDF sent as `application/octet-stream` is shown by many clients as an unknown file.
@@ -58,3 +60,14 @@ export function attachmentContentType(filename: string, given?: string): string 
   const extension = dot < 0 ? '' : filename.slice(dot + 1).toLowerCase();
   return Object.hasOwn(BY_EXTENSION, extension) ? BY_EXTENSION[extension] : 'application/octet-stream';
 }
+
+/** What a file name may not hold: a line break, a NUL, a slash (one line, no path). */
+export const UNFIT_IN_FILE_NAME = /[\r\n\0/\\]/;
+
+/**
+ * A file name made fit to keep for a name the sender did not choose as such (a submitted MIME part's, the last
+ * segment of a `path`): one line, no NUL, no slashes (each becomes `_`), at most 255 characters without half a
+ * surrogate pair; `attachment` when nothing is left.
+ */
+export const fitFileName = (name: string) =>
+  cutText(name.replace(new RegExp(UNFIT_IN_FILE_NAME, 'g'), '_'), 255) || 'attachment';

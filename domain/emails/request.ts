@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { resendsName, unionError } from '../../platform/http/route-schema.ts';
 import { idShape } from '../../platform/ids.ts';
 import { MAX_MAILBOX_CHARS } from './addresses.ts';
+import { fitFileName, UNFIT_IN_FILE_NAME } from './attachment-types.ts';
 import { EMAIL_LIMITS } from './limits.ts';
 import { sendTime } from './send-time.ts';
 
@@ -23,16 +24,13 @@ const bodyText = z.string().refine((s) => Buffer.byteLength(s) <= EMAIL_LIMITS.b
   message: `must be at most ${EMAIL_LIMITS.bodyBytes / 1024 / 1024} MB`,
 });
 
-/** A file name as attachments keep it: one line, no path. */
-const FILE_NAME = /[\r\n\0/\\]/;
-
 export const attachmentInput = z
   .object({
     filename: z
       .string()
       .min(1, 'is required')
       .max(255, 'must be at most 255 characters')
-      .refine((s) => !FILE_NAME.test(s), { message: 'must not contain line breaks or slashes' })
+      .refine((s) => !UNFIT_IN_FILE_NAME.test(s), { message: 'must not contain line breaks or slashes' })
       .meta({ description: 'Required with content; with path, the last segment of its URL by default.' })
       .optional(),
     content: z
@@ -72,7 +70,7 @@ export const attachmentInput = z
 
 /**
  * An attachment's file name: its own, or the last segment of its `path` (`invoice.pdf` of
- * `https://files.example/a/invoice.pdf?sig=…`), made one line without slashes; `attachment` when it has none.
+ * `https://files.example/a/invoice.pdf?sig=…`), made fit to keep (fitFileName).
  */
 export function attachmentName(a: { filename?: string; path?: string }): string {
   if (a.filename !== undefined) return a.filename;
@@ -83,7 +81,7 @@ export function attachmentName(a: { filename?: string; path?: string }): string 
   } catch {
     name = segment;
   }
-  return name.replace(FILE_NAME, '_').slice(0, 255) || 'attachment';
+  return fitFileName(name);
 }
 
 const TAG = `[A-Za-z0-9_-]{1,${EMAIL_LIMITS.tagChars}}`;

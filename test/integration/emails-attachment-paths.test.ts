@@ -18,13 +18,17 @@ const svc = useTestService({
 const SIM = 'delivered@simulator.postline.dev';
 const PDF = Buffer.from('%PDF-1.4 the invoice');
 let files: Server;
+/** The headers of each request the file server got. */
+const seen: Record<string, unknown>[] = [];
 let base: string;
 let acme: TestOrg;
 
 beforeAll(async () => {
   files = createServer((req, res) => {
+    seen.push(req.headers);
     const path = new URL(req.url!, 'http://x').pathname;
-    if (path === '/files/Invoice%2042.pdf' || path === '/files/raw') return void res.end(PDF);
+    if (path === '/files/Invoice%2042.pdf' || path === '/files/raw' || path.startsWith('/named/'))
+      return void res.end(PDF);
     if (path === '/moved') return void res.writeHead(302, { location: '/files/raw' }).end();
     if (path === '/loop') return void res.writeHead(301, { location: '/loop' }).end();
     if (path === '/elsewhere') return void res.writeHead(307, { location: 'ftp://files.test/raw' }).end();
@@ -126,6 +130,39 @@ describe('an attachment given by path', () => {
     expect(r.body.error).toMatchObject({ code: 'validation_error' });
     expect(r.body.error.message).toContain(`\`${field}\`: ${message}`);
     expect((await acme.test.get('/v1/emails?limit=100')).body.data.length).toBe(before);
+  });
+});
+
+describe('hostile values in an attachment’s path', () => {
+  it.each([
+    ['a NUL', () => `${base}/files/raw\u0000`],
+    ['a lone surrogate', () => `${base}/files/raw\ud800`],
+    ['a URL past 2048 characters', () => `${base}/${'a'.repeat(2100)}`],
+    ['a nested value', () => ({ url: { href: [`${base}/files/raw`] } })],
+    ['a number', () => 42],
+  ])('refuses %s with 422 naming attachments[0].path, and records nothing', async (_, path) => {
+    const before = (await acme.test.get('/v1/emails?limit=100')).body.data.length;
+    const r = await send([{ path: path() }]);
+    expect(r.status, JSON.stringify(r.body)).toBe(422);
+    expect(r.body.error.code).toBe('validation_error');
+    expect(r.body.error.message).toContain('`attachments[0].path`');
+    expect((await acme.test.get('/v1/emails?limit=100')).body.data.length).toBe(before);
+  });
+
+  it('sends no header a line break in the URL would write', async () => {
+    seen.length = 0;
+    const r = await send([{ path: `${base}/files/raw\r\nX-Injected: yes` }]);
+    // The URL's parser drops the line break (WHATWG): the request asks for a path with no such file.
+    expect(r.status, JSON.stringify(r.body)).toBe(422);
+    expect(r.body.error.message).toContain('`attachments[0].path`: answered HTTP 404');
+    expect(seen).toHaveLength(1);
+    expect(seen.some((h) => 'x-injected' in h)).toBe(false);
+  });
+
+  it('names the file after its URL without slashes, NUL or line breaks', async () => {
+    const r = await send([{ path: `${base}/named/..%2F..%2Fetc%00%0Apasswd` }]);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(await listed(r.body.id)).toEqual([['.._.._etc__passwd', 'application/octet-stream', PDF.length]]);
   });
 });
 
