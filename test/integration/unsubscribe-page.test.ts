@@ -4,7 +4,7 @@ import type { LookUps } from '../../platform/services.ts';
 import { BroadcastExpansionProcess } from '../../processes/broadcasts/broadcast-expansion.process.ts';
 import type { ApiClient } from '../support/service.ts';
 import { useTwoOrgs } from '../support/service.ts';
-import { postForm, unsubscribeLink } from '../support/unsubscribe-links.ts';
+import { oneClick, postForm, unsubscribeLink } from '../support/unsubscribe-links.ts';
 
 const clock = new ManualClock('2026-09-01T08:00:00Z');
 const { svc, orgs } = useTwoOrgs(() => ({ clock }));
@@ -216,6 +216,32 @@ describe('the link of a send about a topic', () => {
       const forged = `${svc.baseUrl}/unsubscribe/${svc.postline.services.tokens.unsubscribe.sign(id)}`;
       expect((await fetch(forged)).status).toBe(404);
       expect((await postForm(forged, 'List-Unsubscribe=One-Click')).status).toBe(404);
+    }
+  });
+});
+
+describe('a hostile unsubscribe token', () => {
+  /** The link's own page, or the rule every path is held to first (app.ts): JSON in the documented shape. */
+  const PAGE = { status: 404, type: 'text/html; charset=utf-8', text: 'This link does not work' };
+  const json = (status: number, code: string) => ({
+    status,
+    type: 'application/json; charset=utf-8',
+    text: code,
+  });
+
+  it.each([
+    ['a NUL (no stored text holds one: nothing there)', 'em_01%00-abc', json(404, 'route_not_found')],
+    ['a line break', 'em_01%0D%0AX-Injected:%20yes-abc', PAGE],
+    ['an encoded lone surrogate (not UTF-8)', 'em_01%ED%A0%80-abc', json(400, 'malformed_request')],
+    ['a path', '..%2F..%2Fadmin', PAGE],
+    ['10 KB', `em_${'a'.repeat(10_000)}-abc`, PAGE],
+  ])('with %s: the same answer to GET and to the one-click POST', async (_, token, expected) => {
+    const url = `${svc.baseUrl}/unsubscribe/${token}`;
+    for (const r of [await fetch(url), await oneClick(url)]) {
+      expect(r.status).toBe(expected.status);
+      expect(r.headers.get('content-type')).toBe(expected.type);
+      expect(r.headers.get('x-injected')).toBeNull();
+      expect(await r.text()).toContain(expected.text);
     }
   });
 });
