@@ -8,7 +8,6 @@ import { argumentsOf } from './cli/arguments.ts';
 import { currentOwner } from './cli/data-dir-owner.ts';
 import { wasInterrupted } from './cli/signals.ts';
 import { USAGE, UsageError } from './cli/usage.ts';
-import { viaServer } from './cli/via-server.ts';
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--help' || argv[0] === 'help') {
@@ -31,7 +30,8 @@ async function main(argv: string[]): Promise<number> {
   }
   argumentsOf(argv); // a usage mistake is said before anything starts for the command
   const running = given.embedded ? currentOwner(given.POSTLINE_DATA_DIR) : null;
-  if (running?.port && running.adminToken) return viaServer(given.POSTLINE_DATA_DIR, running, argv);
+  if (running?.port && running.adminToken)
+    return (await import('./cli/via-server.ts')).viaServer(given.POSTLINE_DATA_DIR, running, argv);
   return (await import('./start.ts')).runHere(argv, given);
 }
 

@@ -1,7 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type express from 'express';
 import { UnsubscribeTokens } from '../domain/broadcasts/unsubscribe-token.ts';
 import { egressPolicyOf } from '../domain/delivery/egress-file.ts';
@@ -22,33 +21,21 @@ import { stuckConsumers } from '../platform/eventstore/parked-events.ts';
 import { WAKE_AFTER_MS } from '../platform/eventstore/postgres/notifier.ts';
 import { PostgresEventStore } from '../platform/eventstore/postgres/store.ts';
 import type { EventStore } from '../platform/eventstore/types.ts';
-import { mountApiReference } from '../platform/http/api-reference.ts';
-import { createHttpApp } from '../platform/http/app.ts';
-import { HttpDrain } from '../platform/http/drain.ts';
-import { publicRateLimit } from '../platform/http/rate-limit-middleware.ts';
-import { ApiRouter } from '../platform/http/router.ts';
+import type { HttpDrain } from '../platform/http/drain.ts';
+import { openRateLimiter } from '../platform/http/rate-limit.ts';
 import { listenHttp } from '../platform/http/server.ts';
 import { IdempotencyKeys } from '../platform/idempotency/idempotency.ts';
 import { createLogger, type Logger } from '../platform/logger.ts';
 import { resolveSecretKey } from '../platform/secret-key.ts';
 import type { Services } from '../platform/services.ts';
-import { warnReverseDns } from '../processes/delivery/egress/reverse-dns.ts';
 import type { BackgroundProcess } from '../processes/process.ts';
 import { projections } from '../projections/all.ts';
 import { ProjectionRunner } from '../projections/runner.ts';
 import { ProjectionWaiter } from '../projections/waiter.ts';
-import { type SmtpListeners, startSmtp } from '../smtp/listeners.ts';
+import type { SmtpListeners } from '../smtp/listeners.ts';
 import { readModelCaches } from './caches.ts';
-import {
-  backgroundProcesses,
-  createRateLimiter,
-  migrations,
-  mountHandlers,
-  mountOperations,
-  registerRoutes,
-} from './composition.ts';
 import { lookUps } from './look-ups.ts';
-import { apiDocument } from './openapi-document.ts';
+import { migrations } from './migrations.ts';
 import { ThreadedProjectionRunner } from './projections-thread.ts';
 
 export interface StartOptions {
@@ -88,9 +75,6 @@ export interface Postline {
   port?: number;
   close(): Promise<void>;
 }
-
-/** The dashboard's committed build (`npm run build:dashboard`), served at `/` by processes with the API. */
-const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/dist', import.meta.url));
 
 /** Waits for `work`, but no longer than `ms`: what is still running then is left to its claims' leases. */
 async function withinGrace(work: Promise<unknown>, ms: number): Promise<void> {
@@ -188,28 +172,28 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     readYourWrites: waiter,
     idempotency: new IdempotencyKeys(store),
     caches: readModelCaches(waiter, db),
-    rateLimiter: createRateLimiter(config, db, log),
+    rateLimiter: await openRateLimiter(config, db, log),
     lookUps,
   };
   if (options.projections !== false) await runner.start();
-  const processes = options.processes === false ? [] : backgroundProcesses(services);
+  // An operator's command neither serves nor runs processes: it loads none of their modules (a second of CPU).
+  const processes =
+    options.processes === false ? [] : (await import('./composition.ts')).backgroundProcesses(services);
   for (const p of processes) p.start();
-  // A source whose reverse DNS does not name its HELO name is logged, never refused (docs/deliverability.md).
-  if (processes.length > 0)
+  if (processes.length > 0) {
+    // A source whose reverse DNS does not name its HELO name is logged, never refused (docs/deliverability.md).
+    const { warnReverseDns } = await import('../processes/delivery/egress/reverse-dns.ts');
     void warnReverseDns(policies.egress, createResolver(config.DNS_SERVERS), log).catch(() => {});
+  }
 
   const authenticate: Authenticate = (key) => services.caches.apiKeys.get(key);
   let doorsOpen = false;
   let app: express.Express | undefined;
   let server: Server | undefined;
-  const drain = new HttpDrain();
-  if (options.http !== false) {
-    const api = options.api !== false;
-    const router = api ? new ApiRouter() : undefined;
-    if (router) registerRoutes(router, services);
-    app = createHttpApp({
-      services,
-      router,
+  let drain: HttpDrain | undefined;
+  if (options.http !== false)
+    ({ app, drain } = (await import('./web.ts')).createWebApp(services, {
+      api: options.api !== false,
       authenticate,
       ready: async () => {
         await db.query('SELECT 1');
@@ -221,16 +205,8 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
         const running = doorsOpen && (runner.running || options.projections === false);
         return { ready: running, detail: stuck.length > 0 ? { stuck_consumers: stuck } : undefined };
       },
-      mount: (a) => {
-        if (router) mountApiReference(a, () => apiDocument(router), publicRateLimit(services));
-        if (api) mountHandlers(a, services);
-        else mountOperations(a, services);
-        options.mount?.(a, services);
-      },
-      drain,
-      dashboardDir: api ? DASHBOARD_DIR : undefined,
-    });
-  }
+      mount: options.mount,
+    }));
   let smtp: SmtpListeners | undefined;
   /**
    * Graceful: every door stops taking work at once (HTTP answers 503 `shutting_down`, SMTP 421); requests,
@@ -241,7 +217,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
     const grace = config.SHUTDOWN_GRACE_MS;
     await Promise.all([
       smtp?.close(),
-      server && drain.drain(server, grace),
+      server && drain?.drain(server, grace),
       withinGrace(Promise.all(processes.map((p) => p.stop())), grace),
     ]);
     await runner.stop();
@@ -253,7 +229,7 @@ export async function startPostline(given: Config, options: StartOptions = {}): 
   try {
     if (app) server = await listenHttp(app, config);
     if (options.smtp ?? (options.http !== false && options.api !== false))
-      smtp = await startSmtp(services, authenticate);
+      smtp = await (await import('../smtp/listeners.ts')).startSmtp(services, authenticate);
     doorsOpen = true;
   } catch (error) {
     // A door that cannot open (its port taken) closes what started: its reason is all a failed start says.

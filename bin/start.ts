@@ -6,7 +6,6 @@ import { constants } from 'node:os';
 import type { Config } from '../platform/config.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../platform/db/embedded-postgres.ts';
 import { createLogger } from '../platform/logger.ts';
-import { mountAdmin } from './cli/admin.ts';
 import { runCommand } from './cli/commands.ts';
 import { claimDataDir, type Owner, releaseDataDir } from './cli/data-dir-owner.ts';
 import { stopOnSignals, wasInterrupted } from './cli/signals.ts';
@@ -66,6 +65,8 @@ export async function serve(given: Config) {
   if (wasInterrupted() || !opened) return;
   const { config, owner, embedded } = opened;
   const roles = config.POSTLINE_ROLES;
+  // Loaded by `serve` alone: an operator's command run here needs neither it nor express.
+  const { mountAdmin } = await import('./cli/admin.ts');
   const started = startPostline(config, {
     log,
     // Every process serves HTTP on PORT: the API with the `api` role, else only health checks and metrics.

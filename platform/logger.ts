@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import { loggableError } from './loggable-error.ts';
 
 export type Logger = pino.Logger;
@@ -35,7 +36,7 @@ export function createLogger(
       },
     },
     human
-      ? pretty({
+      ? prettyLines({
           destination: destination ?? 1,
           colorize: format === 'auto',
           translateTime: 'SYS:HH:MM:ss.l',
@@ -46,5 +47,9 @@ export function createLogger(
       : destination,
   );
 }
+
+/** pino-pretty, loaded when a person reads the log (about 50 modules a JSON log never needs). */
+const prettyLines = (options: PinoPretty.PrettyOptions): PinoPretty.PrettyStream =>
+  createRequire(import.meta.url)('pino-pretty')(options);
 
 export type LogFormat = 'auto' | 'json' | 'pretty';

@@ -1,4 +1,5 @@
-import * as chrono from 'chrono-node';
+// English only: the package's root loads every language it knows (about 200 modules more).
+import * as chrono from 'chrono-node/en';
 import { z } from 'zod';
 import { zonedDateTime } from '../../platform/http/route-schema.ts';
 

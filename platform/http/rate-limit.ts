@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { Batcher, GROUP_COMMIT } from '../batcher.ts';
+import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import type { Migration } from '../db/migrations.ts';
 import { AppError } from '../errors.ts';
@@ -187,4 +188,25 @@ export class PostgresRateLimiter implements RateLimiter {
     return decide(count, limit, now, windowMs);
   }
   async close() {}
+}
+
+/**
+ * The rate limiter `config` asks for: Redis's with REDIS_URL (its client loaded only then), else PostgreSQL's.
+ * Auto-pipelining: the counts of requests arriving together go to Redis in one write. A count Redis does not answer
+ * within commandTimeout (a connection lost without a word) is answered 503, not waited for.
+ */
+export async function openRateLimiter(
+  config: Pick<Config, 'REDIS_URL'>,
+  db: Database,
+  log?: Logger,
+): Promise<RateLimiter> {
+  if (!config.REDIS_URL) return new PostgresRateLimiter(db);
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(config.REDIS_URL, {
+    lazyConnect: false,
+    maxRetriesPerRequest: 2,
+    commandTimeout: 1000,
+    enableAutoPipelining: true,
+  });
+  return new RedisRateLimiter(redis, log);
 }

@@ -1,23 +1,10 @@
 import type { BroadcastEvent } from '../../domain/broadcasts/broadcast.events.ts';
-import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { DueProcess } from '../due-process.ts';
 import { expandBroadcast } from './broadcast-step.ts';
-
-export const broadcastExpansionMigrations: Migration[] = [
-  {
-    id: 'broadcast-expansion-001',
-    sql: `CREATE TABLE IF NOT EXISTS broadcast_expansions (
-  broadcast_id text PRIMARY KEY,
-  due_at timestamptz NOT NULL,
-  claimed_until timestamptz
-);
-CREATE INDEX IF NOT EXISTS broadcast_expansions_due ON broadcast_expansions (due_at)`,
-  },
-];
 
 type Due = { broadcast_id: string };
 

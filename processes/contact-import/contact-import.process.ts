@@ -2,7 +2,6 @@ import {
   CONTACT_IMPORT_EVENT_TYPES,
   type ContactImportEvent,
 } from '../../domain/contact-imports/contact-import.events.ts';
-import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
@@ -10,18 +9,6 @@ import type { Services } from '../../platform/services.ts';
 import { DueProcess } from '../due-process.ts';
 import type { ContactImportCursor } from './contact-import-cursor.ts';
 import { workContactImport } from './contact-import-run.ts';
-
-export const contactImportMigrations: Migration[] = [
-  {
-    id: 'contact-import-jobs-001',
-    sql: `CREATE TABLE IF NOT EXISTS contact_import_jobs (
-  import_id text PRIMARY KEY,
-  due_at timestamptz NOT NULL,
-  claimed_until timestamptz
-);
-CREATE INDEX IF NOT EXISTS contact_import_jobs_due ON contact_import_jobs (due_at)`,
-  },
-];
 
 type Job = { import_id: string };
 

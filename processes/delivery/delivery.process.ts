@@ -34,8 +34,6 @@ import { buildOutboundMessage, type SendingDomain, SendingDomains } from './outb
 import { givenUp, outcomeOf, unsent } from './outcomes.ts';
 import type { ConnectionSlots } from './shaping/connection-slots.ts';
 
-export { deliveryMigrations } from './delivery-jobs.ts';
-
 type Known = Extract<EmailState, { exists: true }>;
 /** An attempt's plan: its recipients, the group that admitted it and the source it leaves from. */
 type Attempt = { recipients: string[]; early: boolean; group: ShapingGroup; egress: EgressChoice };

@@ -1,25 +1,10 @@
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../domain/emails/email.events.ts';
-import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { releaseEmail, systemMeta } from '../../write-side/emails/email.commands.ts';
 import { DueProcess } from '../due-process.ts';
-
-export const schedulerMigrations: Migration[] = [
-  {
-    id: 'scheduler-001',
-    sql: `CREATE TABLE IF NOT EXISTS scheduled_emails (
-  email_id text PRIMARY KEY,
-  org_id text NOT NULL,
-  mode text NOT NULL,
-  send_at timestamptz NOT NULL,
-  claimed_until timestamptz
-);
-CREATE INDEX IF NOT EXISTS scheduled_emails_due ON scheduled_emails (send_at)`,
-  },
-];
 
 type Due = { email_id: string; org_id: string; mode: 'live' | 'test' };
 

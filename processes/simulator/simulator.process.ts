@@ -9,7 +9,6 @@ import {
 } from '../../domain/emails/email.events.ts';
 import { BoundedMap } from '../../platform/bounded-map.ts';
 import type { Transaction } from '../../platform/db/database.ts';
-import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import type { EventMetadata, StoredEvent } from '../../platform/eventstore/types.ts';
@@ -24,24 +23,6 @@ import {
 import { DueProcess } from '../due-process.ts';
 import { recordSimulatedEngagement } from './simulated-engagement.ts';
 import { type SimulatedStep, simulatedOutcome } from './simulator-plan.ts';
-
-export const simulatorMigrations: Migration[] = [
-  {
-    id: 'simulator-001',
-    sql: `CREATE TABLE IF NOT EXISTS simulator_steps (
-  email_id text NOT NULL,
-  recipient text NOT NULL,
-  seq integer NOT NULL,
-  org_id text NOT NULL,
-  mode text NOT NULL,
-  due_at timestamptz NOT NULL,
-  step jsonb NOT NULL,
-  claimed_until timestamptz,
-  PRIMARY KEY (email_id, recipient, seq)
-);
-CREATE INDEX IF NOT EXISTS simulator_steps_due ON simulator_steps (due_at)`,
-  },
-];
 
 /** Emails whose streams a simulator keeps between steps (`#known`): beyond that, the least recently used are read again. */
 const KNOWN_STREAMS = 1000;

@@ -1,30 +1,11 @@
 import { suppresses } from '../../domain/emails/bounce-classes.ts';
 import { EMAIL_EVENT_TYPES, type EmailEvent } from '../../domain/emails/email.events.ts';
-import type { Migration } from '../../platform/db/migrations.ts';
 import type { DueChange, Task } from '../../platform/due/due-queue.ts';
 import type { DueTable } from '../../platform/due/due-sql.ts';
 import { isOneOf, type Mode, type StoredEvent } from '../../platform/eventstore/types.ts';
 import type { Services } from '../../platform/services.ts';
 import { suppressForEmail } from '../../write-side/suppressions/suppression.commands.ts';
 import { DueProcess } from '../due-process.ts';
-
-export const suppressionPolicyMigrations: Migration[] = [
-  {
-    id: 'suppression-policy-001',
-    sql: `CREATE TABLE IF NOT EXISTS suppressions_due (
-  email_id text NOT NULL,
-  recipient text NOT NULL,
-  org_id text NOT NULL,
-  mode text NOT NULL,
-  actor text NOT NULL,
-  reason text NOT NULL,
-  due_at timestamptz NOT NULL,
-  claimed_until timestamptz,
-  PRIMARY KEY (email_id, recipient)
-);
-CREATE INDEX IF NOT EXISTS suppressions_due_due ON suppressions_due (due_at)`,
-  },
-];
 
 type Reason = 'hard_bounce' | 'complaint';
 type Due = { email_id: string; recipient: string; org_id: string; mode: Mode; actor: string; reason: Reason };

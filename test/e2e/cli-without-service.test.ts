@@ -2,28 +2,33 @@ import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, ROOT, runCli } from '../support/process.ts';
+import { CLI, ROOT, runCli, useServiceEnv } from '../support/process.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
 const dir = useTempDir('cli-without-service');
 const dataDir = join(dir, 'data');
 
-// Loaded before the CLI: says on standard error when the composition root (every route and process) is loaded.
+// Loaded before the CLI: says on standard error when the composition root (every route and process), the HTTP
+// side, the SMTP listeners or express are loaded.
 const watcher = join(dir, 'watch-loads.mjs');
 writeFileSync(
   watcher,
   `import { registerHooks } from 'node:module';
+const watched = /\\/(bin\\/composition|bin\\/web|smtp\\/listeners)\\.ts$|\\/node_modules\\/express\\/index\\.js$/;
 registerHooks({
   load(url, context, next) {
-    if (url.endsWith('/bin/composition.ts')) process.stderr.write('LOADED composition\\n');
+    const loaded = watched.exec(url);
+    if (loaded) process.stderr.write('LOADED ' + (loaded[1] ?? 'express') + '\\n');
     return next(url, context);
   },
 });
 `,
 );
-const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', NODE_OPTIONS: `--import ${watcher}` };
+const watching = { NODE_OPTIONS: `--import ${watcher}` };
+const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', ...watching };
+const service = useServiceEnv();
 
-describe('the CLI before it needs a Postline', () => {
+describe('what the CLI loads', () => {
   it("answers help and usage mistakes (of a command's arguments too) without loading the service or starting a database", async () => {
     const help = await runCli(['--help'], env);
     expect([help.code, help.stderr]).toEqual([0, '']);
@@ -50,7 +55,23 @@ describe('the CLI before it needs a Postline', () => {
     // Nothing was started for them: the embedded server would have made its data dir.
     expect(existsSync(dataDir)).toBe(false);
     // The watcher sees what needs the routes: the OpenAPI document.
-    expect((await runCli(['openapi'], env)).stderr).toBe('LOADED composition\n');
+    expect((await runCli(['openapi'], env)).stderr).toMatch(/^LOADED bin\/composition$/m);
+  });
+
+  it('runs a command with its database without loading the routes, processes, SMTP listeners or express', async () => {
+    const run = (args: string[]) => runCli(args, { ...service.env, ...watching });
+    const created = await run(['orgs', 'create', '--name', 'Lean', '--json']);
+    expect([created.code, created.stderr]).toEqual([0, '']);
+    const { org_id } = JSON.parse(created.stdout);
+    for (const args of [
+      ['orgs', 'list'],
+      ['queue', '--org', org_id],
+      ['keys', 'create', '--org', org_id],
+    ]) {
+      const ran = await run(args);
+      expect([args, ran.code, ran.stderr]).toEqual([args, 0, '']);
+    }
+    expect((await run(['orgs', 'list'])).stdout).toContain(org_id);
   });
 
   it('ends quietly, exit code 0, when its reader closes the pipe early', async () => {
@@ -61,6 +82,7 @@ describe('the CLI before it needs a Postline', () => {
     await new Promise((resolve) => child.stdout.once('data', resolve));
     child.stdout.destroy();
     const code = await new Promise((resolve) => child.once('close', resolve));
-    expect([code, stderr]).toEqual([0, 'LOADED composition\n']);
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/^LOADED bin\/composition$/m);
   });
 });

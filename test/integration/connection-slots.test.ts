@@ -5,7 +5,7 @@ import { migrate } from '../../platform/db/migrations.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
 import { ConnectionSlots, type SlotLease } from '../../processes/delivery/shaping/connection-slots.ts';
-import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
+import { shapingMigrations } from '../../processes/delivery/shaping/shaping.schema.ts';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { startDnsServer } from '../support/dns-server.ts';
 import { outboundMessage } from '../support/outbound-message.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { migrations } from '../../bin/composition.ts';
+import { migrations } from '../../bin/migrations.ts';
 import { type Migration, migrate } from '../../platform/db/migrations.ts';
 import { eventStoreMigrations } from '../../platform/eventstore/postgres/schema.ts';
 import { openTestDatabase, TEST_POOL_SIZE } from '../support/databases.ts';

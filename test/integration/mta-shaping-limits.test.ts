@@ -7,7 +7,7 @@ import { connectPostgres, type Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { OutboundMta } from '../../processes/delivery/mta/outbound.ts';
-import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
+import { shapingMigrations } from '../../processes/delivery/shaping/shaping.schema.ts';
 import { TrafficShaping } from '../../processes/delivery/shaping/traffic-shaping.ts';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 import { startDnsServer } from '../support/dns-server.ts';

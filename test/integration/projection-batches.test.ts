@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { migrations } from '../../bin/composition.ts';
+import { migrations } from '../../bin/migrations.ts';
 import type { Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import type { StoredEvent } from '../../platform/eventstore/types.ts';

@@ -5,7 +5,7 @@ import { ManualClock } from '../../platform/clock.ts';
 import { connectPostgres, type Database } from '../../platform/db/database.ts';
 import { migrate } from '../../platform/db/migrations.ts';
 import { createLogger } from '../../platform/logger.ts';
-import { shapingMigrations } from '../../processes/delivery/shaping/shaping-table.ts';
+import { shapingMigrations } from '../../processes/delivery/shaping/shaping.schema.ts';
 import { TrafficShaping } from '../../processes/delivery/shaping/traffic-shaping.ts';
 import { createTestDatabaseUrl, TEST_POOL_SIZE } from '../support/databases.ts';
 
