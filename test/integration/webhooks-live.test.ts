@@ -86,6 +86,7 @@ describe('webhooks, live', () => {
     const org = await svc.createOrg('pro');
     const slow = await startWebhookReceiver();
     let release = () => {};
+    let crashed: Promise<void> | undefined;
     let other: WebhookDispatcher | undefined;
     try {
       const created = await slow.subscribe(org.live, ['email.sent']);
@@ -123,8 +124,10 @@ describe('webhooks, live', () => {
         ).rows;
       expect(await row()).toEqual([{ status: 'pending', claimed: true }]);
 
-      // As after a crash while it was in flight: no outcome, and its claim's lease runs out. Another dispatcher
-      // claims it again and sends it under the same webhook-id and body.
+      // As after a crash while it was in flight: its process claims nothing more (left running, its next poll could
+      // take the row again and hold it until its own request timed out), no outcome, and its claim's lease runs
+      // out. Another dispatcher claims it again and sends it under the same webhook-id and body.
+      crashed = dispatcher.stop(); // done once the request it has in flight is answered (released below)
       await db.query(
         `UPDATE webhook_deliveries SET claimed_until = now() - interval '1 second' WHERE id = $1`,
         [inFlight.id],
@@ -143,6 +146,7 @@ describe('webhooks, live', () => {
       expect(receiver.received).toHaveLength(before);
     } finally {
       release();
+      await crashed;
       await other?.stop();
       await slow.close();
     }
