@@ -31,9 +31,10 @@ import { deliveryLogMigrations } from '../read-side/webhooks/delivery-log.schema
 import { webhooksMigrations } from '../read-side/webhooks/webhooks.schema.ts';
 
 /**
- * Every table's migrations, in the order they are applied: the service's read models, the processes' due tables and
- * the platform's own. Only schema files are imported here (their SQL, nothing else), so that an operator's command
- * can migrate and open the stores without loading the service's routes and processes (composition.ts).
+ * Every table's migrations, in the order they are applied: the platform's own, the read models' and the processes'
+ * tables. Imported from the modules that hold the SQL (the `*.schema.ts` files, and platform modules that keep
+ * their tables beside their code), never from a route or a process, so that an operator's command can migrate and
+ * open the stores without loading the service's routes and processes (composition.ts).
  */
 export const migrations: Migration[] = [
   ...checkpointMigrations,
