@@ -1,8 +1,9 @@
 /**
  * The `postline` command (bin/postline.js starts it): `serve`, and the operators' commands. It loads the service's
- * modules (about a second of CPU) only for what runs a Postline in this process: help, a usage mistake, and a
- * command the running server works for it, load none of them.
+ * modules (about a second of CPU) only for what runs a Postline in this process: help, the version, a usage
+ * mistake, and a command the running server works for it, load none of them.
  */
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../platform/config.ts';
 import { argumentsOf } from './cli/arguments.ts';
 import { currentOwner } from './cli/data-dir-owner.ts';
@@ -12,6 +13,11 @@ import { USAGE, UsageError } from './cli/usage.ts';
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === '--help' || argv[0] === 'help') {
     process.stdout.write(USAGE);
+    return 0;
+  }
+  if (argv[0] === '--version' || argv[0] === 'version') {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    process.stdout.write(`${version}\n`);
     return 0;
   }
   if (argv.length === 0) throw new UsageError(USAGE); // a usage mistake: on standard error, exit code 2

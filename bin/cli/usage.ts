@@ -3,6 +3,7 @@ export const USAGE = `Usage: postline <command>
 
   serve                                         run the service (API, projections, processes)
   openapi                                       print the OpenAPI document of the API (JSON)
+  --version                                     print Postline's version
   orgs create --name <name> [--plan free|pro|business] [--json]
                                                 create an organization; prints its live and test API keys once
   orgs list [--json]                            every organization, its plan (price) and its keys in use per

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, ROOT, runCli, useServiceEnv } from '../support/process.ts';
@@ -29,10 +29,15 @@ const env = { POSTLINE_DATA_DIR: dataDir, DATABASE_URL: '', ...watching };
 const service = useServiceEnv();
 
 describe('what the CLI loads', () => {
-  it("answers help and usage mistakes (of a command's arguments too) without loading the service or starting a database", async () => {
+  it("answers help, its version and usage mistakes (of a command's arguments too) without loading the service or starting a database", async () => {
     const help = await runCli(['--help'], env);
     expect([help.code, help.stderr]).toEqual([0, '']);
     expect(help.stdout).toMatch(/^Usage: postline <command>/);
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    for (const flag of ['--version', 'version']) {
+      const told = await runCli([flag], env);
+      expect([told.code, told.stdout, told.stderr]).toEqual([0, `${version}\n`, '']);
+    }
     for (const args of [[], ['bogus'], ['orgs'], ['queue', 'bogus']]) {
       const mistaken = await runCli(args, env);
       expect([args, mistaken.code, mistaken.stdout]).toEqual([args, 2, '']);
