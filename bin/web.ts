@@ -36,9 +36,10 @@ export function createWebApp(
     authenticate: o.authenticate,
     ready: o.ready,
     mount: (a) => {
-      if (router) mountApiReference(a, () => apiDocument(router), publicRateLimit(services));
-      if (router) mountHandlers(a, services);
-      else mountOperations(a, services);
+      if (router) {
+        mountApiReference(a, () => apiDocument(router), publicRateLimit(services));
+        mountHandlers(a, services);
+      } else mountOperations(a, services);
       o.mount?.(a, services);
     },
     drain,
